@@ -1,0 +1,26 @@
+/**
+ * The workflow condition language: a Python-like expression subset deciding whether a task
+ * runs, given the outputs of its direct dependencies. Compile once with
+ * {@link compileCondition}, store the plain-data result, evaluate with {@link evaluateCondition}.
+ */
+export { compileCondition, type CompiledCondition } from './compile';
+export { evaluateCondition, type ConditionEvaluation } from './evaluate';
+export { fnmatch } from './glob';
+export {
+  MAX_CONDITION_DEPTH,
+  MAX_CONDITION_LENGTH,
+  type AggregateFunction,
+  type AggregateNode,
+  type CompareNode,
+  type CompareOperator,
+  type Comparison,
+  type ConditionNode,
+  type ListNode,
+  type LiteralNode,
+  type LiteralValue,
+  type LogicalNode,
+  type NotNode,
+  type PathSegment,
+  type ReferenceNode,
+  type ReferenceRoot,
+} from './parser';

@@ -1,0 +1,37 @@
+/**
+ * The stable codes of definition issues (SPEC §2). Tools match on these; messages may change.
+ */
+export const DEFINITION_ISSUE_CODES = [
+  'syntax',
+  'alias-limit',
+  'not-an-object',
+  'unknown-field',
+  'type',
+  'missing-field',
+  'out-of-range',
+  'empty-tasks',
+  'bad-name',
+  'duplicate-task',
+  'unknown-dependency',
+  'self-dependency',
+  'duplicate-dependency',
+  'cycle',
+  'bad-dep-policy',
+  'bad-max-parallelism',
+  'bad-result-policy',
+  'bad-queue',
+  'reserved-kwarg',
+  'condition-syntax',
+  'condition-disallowed',
+  'condition-unknown-input',
+  'condition-no-input',
+  'condition-without-deps',
+  'condition-with-fan-in',
+  'bad-fan-in',
+] as const;
+
+/** A stable issue code. */
+export type DefinitionIssueCode = (typeof DEFINITION_ISSUE_CODES)[number];
+
+/** Codes of warnings: the definition is valid, but probably not what was meant. */
+export const DEFINITION_WARNING_CODES = ['no-cmd'] as const;

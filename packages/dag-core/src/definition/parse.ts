@@ -1,0 +1,102 @@
+import { LineCounter, parseDocument } from 'yaml';
+import type { Issue, Result } from '../result';
+import { yamlLocator } from './locate';
+import type { RawIssue } from './raw-issue';
+import type { WorkflowDefinition } from './types';
+import { validateWith } from './validate';
+
+/**
+ * Bound on YAML alias expansion: the number of times an anchor is used multiplied by its size,
+ * per anchor. Generous for shared kwargs blocks, and stops a "billion laughs" document long before
+ * it can exhaust memory.
+ */
+export const MAX_YAML_ALIAS_EXPANSION = 200_000;
+
+/** Options of {@link parseWorkflow}. */
+export interface ParseWorkflowOptions {
+  /** Decides the format: `.yaml`/`.yml` is YAML, anything else JSON. Without it, text starting with `{` is JSON. */
+  filename?: string;
+}
+
+function isYaml(source: string, filename: string | undefined): boolean {
+  if (filename !== undefined) return /\.ya?ml$/i.test(filename);
+  return !source.trimStart().startsWith('{');
+}
+
+/**
+ * Parses a workflow file's text (YAML or JSON) and validates it. Issues carry the 1-based line and
+ * column of the offending node. Never throws.
+ */
+export function parseWorkflow(source: string, options: ParseWorkflowOptions = {}): Result<WorkflowDefinition> {
+  try {
+    const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
+    return isYaml(text, options.filename) ? parseYaml(text) : parseJson(text);
+  } catch (error) {
+    return { ok: false, issues: [{ code: 'internal', path: '', message: `could not parse the workflow: ${String(error)}` }] };
+  }
+}
+
+function parseYaml(text: string): Result<WorkflowDefinition> {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      issues: doc.errors.map((e): Issue => {
+        const pos = lineCounter.linePos(e.pos[0]);
+        return { code: 'syntax', path: '', message: `YAML: ${firstLine(e.message)}`, line: pos.line, column: pos.col };
+      }),
+    };
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSION });
+  } catch (error) {
+    const message = error instanceof ReferenceError && /alias/i.test(error.message)
+      ? `YAML aliases expand past the limit of ${MAX_YAML_ALIAS_EXPANSION} nodes (a recursive or exploding anchor?)`
+      : `YAML: ${firstLine(String(error))}`;
+    return { ok: false, issues: [{ code: error instanceof ReferenceError ? 'alias-limit' : 'syntax', path: '', message }] };
+  }
+  return validateWith(value, { locate: yamlLocator(doc, text, lineCounter) });
+}
+
+function parseJson(text: string): Result<WorkflowDefinition> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const issue: Issue = { code: 'syntax', path: '', message: `JSON: ${message}` };
+    const at = /at position (\d+)/.exec(message);
+    if (at) Object.assign(issue, positionOf(text, Number(at[1])));
+    return { ok: false, issues: [issue] };
+  }
+  // JSON is YAML too: the YAML parser's node ranges give positions, computed only when needed.
+  let locate: ((issue: RawIssue) => { line: number; column: number } | undefined) | undefined;
+  return validateWith(value, {
+    locate: (issue) => {
+      if (!locate) {
+        const lineCounter = new LineCounter();
+        const doc = parseDocument(text, { lineCounter, uniqueKeys: false });
+        locate = yamlLocator(doc, text, lineCounter);
+      }
+      return locate(issue);
+    },
+  });
+}
+
+function positionOf(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < offset && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}

@@ -1,0 +1,168 @@
+import { compileCondition } from '../condition';
+import { findCycle } from './graph';
+import type { PathSegment } from './path';
+import type { RawIssue } from './raw-issue';
+
+/** Prefix of the merge nodes {@link sequentializeFanIn} adds. */
+export const MERGE_PREFIX = '__merge_';
+
+interface NamedRef {
+  name: string;
+  index: number;
+}
+
+/** What the cross-field checks need of a task, read defensively from input that may be ill-typed. */
+interface LooseTask {
+  index: number;
+  name: string | undefined;
+  dependsOn: NamedRef[];
+  gates: NamedRef[];
+  depPolicy: unknown;
+  condition: unknown;
+  kwargs: Record<string, unknown> | undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function stringsOf(value: unknown): NamedRef[] {
+  if (!Array.isArray(value)) return [];
+  const out: NamedRef[] = [];
+  value.forEach((item, index) => {
+    if (typeof item === 'string') out.push({ name: item, index });
+  });
+  return out;
+}
+
+function looseTasks(raw: unknown): LooseTask[] {
+  if (!isRecord(raw) || !Array.isArray(raw.tasks)) return [];
+  return raw.tasks.map((task, index) => {
+    const t = isRecord(task) ? task : {};
+    return {
+      index,
+      name: typeof t.name === 'string' ? t.name : undefined,
+      dependsOn: stringsOf(t.depends_on),
+      gates: stringsOf(t.gates),
+      depPolicy: t.dep_policy,
+      condition: t.condition,
+      kwargs: isRecord(t.kwargs) ? t.kwargs : undefined,
+    };
+  });
+}
+
+/** True for the merge nodes the fan-in transform generates. */
+export function isMergeNode(name: string, kwargs: Readonly<Record<string, unknown>> | undefined): boolean {
+  return name.startsWith(MERGE_PREFIX) && kwargs?.__batch_merge === true;
+}
+
+/**
+ * Checks that span fields and tasks: names unique, dependencies known, no cycle, policies that
+ * fit the dependency count, conditions that compile against their dependencies. Runs on the raw
+ * input even when it has type errors, so one pass reports every problem.
+ */
+export function checkSemantics(raw: unknown): { issues: RawIssue[]; warnings: RawIssue[] } {
+  const issues: RawIssue[] = [];
+  const warnings: RawIssue[] = [];
+  const tasks = looseTasks(raw);
+  const firstIndex = new Map<string, number>();
+  for (const task of tasks) {
+    if (task.name === undefined) continue;
+    const first = firstIndex.get(task.name);
+    if (first === undefined) firstIndex.set(task.name, task.index);
+    else {
+      issues.push({
+        code: 'duplicate-task',
+        path: ['tasks', task.index, 'name'],
+        message: `duplicate task name "${task.name}" (first used by tasks[${first}])`,
+      });
+    }
+  }
+
+  for (const task of tasks) {
+    const at = (...rest: PathSegment[]): PathSegment[] => ['tasks', task.index, ...rest];
+    checkRefs(task, 'depends_on', task.dependsOn, firstIndex, issues, at);
+    checkRefs(task, 'gates', task.gates, firstIndex, issues, at);
+    const n = task.dependsOn.length;
+    if (typeof task.depPolicy === 'number' && Number.isInteger(task.depPolicy) && task.depPolicy > n) {
+      issues.push({
+        code: 'bad-dep-policy',
+        path: at('dep_policy'),
+        message: `dep_policy ${task.depPolicy} needs at least ${task.depPolicy} dependencies, but the task has ${n}`,
+      });
+    }
+    if (typeof task.condition === 'string') checkCondition(task, task.condition, issues, at);
+    const merge = task.name !== undefined && isMergeNode(task.name, task.kwargs);
+    if (!merge && task.kwargs?.cmd === undefined) {
+      warnings.push({
+        code: 'no-cmd',
+        path: at(...(task.kwargs ? ['kwargs'] : [])),
+        message: `task "${task.name ?? `#${task.index}`}" has no kwargs.cmd: the shell processor will fail it`,
+      });
+    }
+  }
+
+  const edges = new Map<string, string[]>();
+  for (const task of tasks) {
+    if (task.name === undefined || firstIndex.get(task.name) !== task.index) continue;
+    edges.set(task.name, [...task.dependsOn, ...task.gates].map((r) => r.name).filter((d) => d !== task.name));
+  }
+  const cycle = findCycle([...edges.keys()], edges);
+  if (cycle) {
+    const start = cycle[0]!;
+    issues.push({
+      code: 'cycle',
+      path: ['tasks', firstIndex.get(start)!, 'depends_on'],
+      message: `dependency cycle: ${cycle.join(' -> ')}`,
+    });
+  }
+  return { issues, warnings };
+}
+
+function checkRefs(
+  task: LooseTask,
+  field: 'depends_on' | 'gates',
+  refs: readonly NamedRef[],
+  known: ReadonlyMap<string, number>,
+  issues: RawIssue[],
+  at: (...rest: PathSegment[]) => PathSegment[],
+): void {
+  const seen = new Set<string>();
+  for (const ref of refs) {
+    const path = at(field, ref.index);
+    if (ref.name === task.name) {
+      issues.push({ code: 'self-dependency', path, message: `task "${ref.name}" depends on itself` });
+    } else if (seen.has(ref.name)) {
+      issues.push({ code: 'duplicate-dependency', path, message: `"${ref.name}" is listed twice in ${field}` });
+    } else if (!known.has(ref.name)) {
+      issues.push({ code: 'unknown-dependency', path, message: `task "${task.name ?? `#${task.index}`}" depends on "${ref.name}", which is not a task of this workflow` });
+    }
+    seen.add(ref.name);
+  }
+}
+
+function checkCondition(task: LooseTask, condition: string, issues: RawIssue[], at: (...rest: PathSegment[]) => PathSegment[]): void {
+  const path = at('condition');
+  if (task.dependsOn.length === 0) {
+    issues.push({ code: 'condition-without-deps', path, message: 'a condition needs at least one dependency to read inputs from' });
+    return;
+  }
+  if (task.dependsOn.some((d) => d.name.startsWith(MERGE_PREFIX))) {
+    issues.push({
+      code: 'condition-with-fan-in',
+      path,
+      message: 'a condition cannot read the inputs of a task whose dependencies were split by --max-fan-in',
+    });
+    return;
+  }
+  const compiled = compileCondition(condition, task.dependsOn.map((d) => d.name));
+  if (compiled.ok) return;
+  for (const issue of compiled.issues) {
+    issues.push({
+      code: issue.code,
+      path,
+      message: issue.column === undefined ? issue.message : `${issue.message} (column ${issue.column} of the condition)`,
+      ...(issue.column === undefined ? {} : { innerColumn: issue.column }),
+    });
+  }
+}

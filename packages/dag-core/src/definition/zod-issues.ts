@@ -1,0 +1,144 @@
+import type { z } from 'zod';
+import type { PathSegment } from './path';
+import type { RawIssue } from './raw-issue';
+
+type ZodIssue = z.core.$ZodIssue;
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'number' && Number.isInteger(value)) return `the integer ${value}`;
+  if (typeof value === 'number') return `the number ${value}`;
+  if (typeof value === 'boolean') return `the boolean ${value}`;
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  return typeof value;
+}
+
+const EXPECTED: Record<string, string> = {
+  string: 'a string',
+  // Every number in a definition is an integer; zod says "number" when the input is not one at all.
+  number: 'an integer',
+  int: 'an integer',
+  array: 'a list',
+  object: 'an object',
+  record: 'an object',
+  boolean: 'a boolean',
+};
+
+function lastField(path: readonly PathSegment[]): string | undefined {
+  for (let i = path.length - 1; i >= 0; i--) {
+    const segment = path[i];
+    if (typeof segment === 'string') return segment;
+  }
+  return undefined;
+}
+
+/** Fields whose every problem has a dedicated code (SPEC §2), with the rule to quote. */
+const FIELD_CODES: Record<string, { code: string; rule: string }> = {
+  dep_policy: { code: 'bad-dep-policy', rule: 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1' },
+  max_parallelism: { code: 'bad-max-parallelism', rule: 'max_parallelism must be an integer ≥ 1 or null' },
+  result_policy: { code: 'bad-result-policy', rule: 'result_policy must be "all_sinks_succeed" or "all_tasks_succeed"' },
+};
+
+/** Codes for fields whose *format* problems (not type problems) have a dedicated code. */
+const FORMAT_CODES: Record<string, string> = {
+  name: 'bad-name',
+  queue: 'bad-queue',
+  default_queue: 'bad-queue',
+  tasks: 'empty-tasks',
+};
+
+function isNullableType(issue: ZodIssue): boolean {
+  return issue.code === 'invalid_union' && 'input' in issue && issue.input !== undefined;
+}
+
+/**
+ * Turns zod's issues into ours: a stable code chosen by what went wrong and where, and a message
+ * that names the field and what was found.
+ */
+export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: string) => string | null): RawIssue[] {
+  const out: RawIssue[] = [];
+  for (const issue of issues) {
+    const path = issue.path.filter((s): s is PathSegment => typeof s !== 'symbol');
+    const field = lastField(path);
+    const where = field === undefined ? 'the workflow' : `"${field}"`;
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        out.push({ code: 'unknown-field', path: [...path, key], message: `unknown field "${key}"`, target: 'key' });
+      }
+      continue;
+    }
+    const hasInput = 'input' in issue && issue.input !== undefined;
+    if (!hasInput && (issue.code === 'invalid_type' || isNullableType(issue) || issue.code === 'invalid_union')) {
+      out.push({ code: 'missing-field', path, message: `${where} is required` });
+      continue;
+    }
+    const input: unknown = 'input' in issue ? issue.input : undefined;
+    if (issue.code === 'invalid_key') {
+      out.push({ code: 'reserved-kwarg', path, message: issue.issues[0]?.message ?? issue.message, target: 'key' });
+      continue;
+    }
+    const fieldCode = field === undefined ? undefined : FIELD_CODES[field];
+    if (fieldCode !== undefined) {
+      out.push({ code: fieldCode.code, path, message: `${fieldCode.rule}, got ${typeName(input)}` });
+      continue;
+    }
+    if (issue.code === 'invalid_type' || (issue.code === 'invalid_union' && !isFormatUnion(issue))) {
+      const expected = issue.code === 'invalid_type' ? expectedOf(issue) : expectedOfUnion(issue);
+      if (path.length === 0) {
+        out.push({ code: 'not-an-object', path, message: `a workflow definition must be an object, got ${typeName(input)}` });
+      } else {
+        out.push({ code: 'type', path, message: `${where} must be ${expected}, got ${typeName(input)}` });
+      }
+      continue;
+    }
+    const formatCode = field === undefined ? undefined : FORMAT_CODES[field];
+    if (formatCode === 'bad-name' && typeof input === 'string' && path.length > 1) {
+      out.push({ code: 'bad-name', path, message: `task name ${JSON.stringify(input)}: ${nameProblem(input) ?? issue.message}` });
+      continue;
+    }
+    if (formatCode !== undefined) {
+      out.push({ code: formatCode, path, message: formatMessage(issue) });
+      continue;
+    }
+    out.push({ code: 'out-of-range', path, message: `${where}: ${rangeMessage(issue, input)}` });
+  }
+  return out;
+}
+
+function expectedOf(issue: z.core.$ZodIssueInvalidType): string {
+  return EXPECTED[issue.expected] ?? issue.expected;
+}
+
+/** A nullable field (`T | null`) reports a union; what was expected is "T or null". */
+function expectedOfUnion(issue: z.core.$ZodIssueInvalidUnion): string {
+  const parts = issue.errors
+    .map((branch) => branch[0])
+    .filter((first): first is z.core.$ZodIssueInvalidType => first?.code === 'invalid_type')
+    .map((first) => (first.expected === 'null' ? 'null' : expectedOf(first)));
+  return parts.length > 0 ? parts.join(' or ') : 'a valid value';
+}
+
+/** A nullable field whose non-null branch failed on format (not type) is a format problem. */
+function isFormatUnion(issue: z.core.$ZodIssueInvalidUnion): boolean {
+  return issue.errors.some((branch) => branch.length > 0 && branch.every((i) => i.code !== 'invalid_type'));
+}
+
+function formatMessage(issue: ZodIssue): string {
+  if (issue.code === 'invalid_union') {
+    const inner = issue.errors.find((branch) => branch.length > 0 && branch.every((i) => i.code !== 'invalid_type'));
+    return inner?.[0]?.message ?? issue.message;
+  }
+  return issue.message;
+}
+
+function rangeMessage(issue: ZodIssue, input: unknown): string {
+  if (issue.code === 'invalid_union') {
+    const inner = issue.errors.find((branch) => branch.length > 0 && branch.every((i) => i.code !== 'invalid_type'))?.[0];
+    if (inner) return rangeMessage(inner, input);
+  }
+  if (issue.code === 'too_small') return `must be at least ${String(issue.minimum)}, got ${typeName(input)}`;
+  if (issue.code === 'too_big') return `must be at most ${String(issue.maximum)}, got ${typeName(input)}`;
+  return issue.message;
+}

@@ -1,0 +1,225 @@
+import { taskTimeoutS } from '../definition/types';
+import { Draft } from './draft';
+import { dispatchRound } from './dispatch';
+import { graphIndex } from './graph-index';
+import { drain, finishCondition, pendingFetch } from './settle';
+import { updateStatus } from './status';
+import { transition, type Step } from './step';
+import { epochMs, isNewer } from './time';
+import {
+  isTerminalWorkflowStatus,
+  type ActivateEvent,
+  type CancelEvent,
+  type CompletionEvent,
+  type ConditionInputsEvent,
+  type ReduceResult,
+  type RetryEvent,
+  type TaskStatus,
+  type TimeoutSweepEvent,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+} from './types';
+
+/** Thrown inside a handler to leave the runtime untouched; turned into an `ignored` effect. */
+class Ignored extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/**
+ * Applies one event to a runtime (SPEC §3). Returns the next runtime and the effects the
+ * coordinator must carry out, in order. The input is never mutated. An ignored event returns the
+ * same runtime object with one `ignored` effect; any other call ends with the dispatch round of
+ * SPEC §3.5. Fold a batch by calling this once per event.
+ */
+export function reduce(runtime: WorkflowRuntime, event: WorkflowEvent): ReduceResult {
+  const step: Step = { d: new Draft(runtime), index: graphIndex(runtime.definition), now: event.now, effects: [], worklist: [] };
+  try {
+    apply(step, event);
+  } catch (error) {
+    if (error instanceof Ignored) return { runtime, effects: [{ type: 'ignored', reason: error.reason }] };
+    throw error;
+  }
+  drain(step);
+  dispatchRound(step);
+  updateStatus(step);
+  if (!step.d.changed) return { runtime, effects: step.effects };
+  step.d.set('updatedAt', event.now);
+  return { runtime: step.d.runtime, effects: step.effects };
+}
+
+function apply(step: Step, event: WorkflowEvent): void {
+  switch (event.type) {
+    case 'activate':
+      return activate(step, event);
+    case 'completion':
+      return completion(step, event);
+    case 'cancel':
+      return cancel(step, event);
+    case 'retry':
+      return retry(step, event);
+    case 'timeout-sweep':
+      return timeoutSweep(step, event);
+    case 'condition-inputs':
+      return conditionInputs(step, event);
+    default:
+      throw new Ignored(`unknown event type ${JSON.stringify((event as { type?: unknown }).type)}`);
+  }
+}
+
+function activate(step: Step, _event: ActivateEvent): void {
+  step.d.set('activated', true);
+  // Ask again for inputs that were asked for before a restart or a lost flush.
+  if (step.d.runtime.counts.pending === 0) return;
+  for (const def of step.index.tasks) {
+    if (!step.d.task(def.name)?.awaitingInputs) continue;
+    const refs = pendingFetch(step, def);
+    if (refs) step.effects.push({ type: 'fetch-condition-inputs', taskName: def.name, refs });
+    else finishCondition(step, def, {});
+  }
+}
+
+/** SPEC §3.4: which completions apply, and what they do. */
+function completion(step: Step, event: CompletionEvent): void {
+  const task = step.d.task(event.taskName);
+  if (!task) throw new Ignored(`unknown task "${event.taskName}"`);
+  const stored = task.attemptNo;
+  const attempt = event.attemptNo;
+  const live = task.status === 'ready' || task.status === 'running';
+  let applied: number;
+  if (attempt === null) {
+    if (!live) throw new Ignored(`completion of "${event.taskName}" (current attempt) while the task is ${task.status}`);
+    applied = stored;
+  } else if ((task.status === 'running' && attempt === stored) || (live && attempt > stored)) {
+    applied = attempt;
+  } else {
+    throw new Ignored(`completion of "${event.taskName}" attempt ${attempt} while the task is ${task.status} at attempt ${stored}`);
+  }
+  // A completion proves the task was dispatched, even if the flush that said so was lost.
+  step.d.set('activated', true);
+  if (event.success) {
+    transition(step, event.taskName, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null });
+  } else {
+    failAttempt(step, event.taskName, applied, event.error ?? 'task failed');
+  }
+}
+
+/** A failed attempt: cancelled under a cancel, re-armed while the budget lasts, else failed. */
+function failAttempt(step: Step, name: string, attemptNo: number, error: string): void {
+  const task = step.d.task(name);
+  const def = step.index.tasks[step.index.position.get(name) ?? -1];
+  if (!task || !def) return;
+  let status: TaskStatus;
+  if (step.d.runtime.cancelRequested) status = 'cancelled';
+  else if (attemptNo - task.retryBase <= def.numRetries) status = 'ready';
+  else status = 'failed';
+  transition(step, name, { status, attemptNo, error });
+}
+
+function requestTime(event: CancelEvent | RetryEvent): string {
+  return event.requestedAt ?? event.now;
+}
+
+/** SPEC §3.7 cancel: pending and ready tasks are cancelled; running ones finish or are stopped by workers. */
+function cancel(step: Step, event: CancelEvent): void {
+  const rt = step.d.runtime;
+  const at = requestTime(event);
+  if (!isNewer(at, rt.cancelAppliedAt)) throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
+  step.d.set('cancelAppliedAt', at);
+  if (rt.retryAppliedAt !== null && !isNewer(at, rt.retryAppliedAt)) {
+    step.effects.push({ type: 'notice', message: `cancel requested at ${at} is older than the retry applied at ${rt.retryAppliedAt}: the retry stands` });
+    return;
+  }
+  if (isTerminalWorkflowStatus(rt.status)) {
+    step.effects.push({ type: 'notice', message: `workflow already ${rt.status}: nothing to cancel` });
+    return;
+  }
+  step.d.set('cancelRequested', true);
+  if (rt.counts.pending + rt.counts.ready === 0) return;
+  for (const def of step.index.tasks) {
+    const status = step.d.task(def.name)?.status;
+    if (status === 'pending' || status === 'ready') transition(step, def.name, { status: 'cancelled', error: 'workflow cancelled' });
+  }
+  // Dependents of the tasks just cancelled are cancelled too; nothing is left to re-evaluate.
+  step.worklist.length = 0;
+}
+
+const RETRYABLE = new Set<TaskStatus>(['failed', 'upstream_failed', 'cancelled']);
+
+/** SPEC §3.7 retry: failed, upstream_failed and cancelled tasks start over with a fresh budget. */
+function retry(step: Step, event: RetryEvent): void {
+  const rt = step.d.runtime;
+  const at = requestTime(event);
+  if (!isNewer(at, rt.retryAppliedAt)) throw new Ignored(`retry requested at ${at} is not newer than the last applied (${rt.retryAppliedAt})`);
+  step.d.set('retryAppliedAt', at);
+  if (rt.cancelAppliedAt !== null && !isNewer(at, rt.cancelAppliedAt)) {
+    step.effects.push({ type: 'notice', message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands` });
+    return;
+  }
+  if (rt.counts.failed + rt.counts.upstream_failed + rt.counts.cancelled === 0) {
+    step.effects.push({ type: 'notice', message: 'nothing to retry: no task failed, upstream_failed or cancelled' });
+    return;
+  }
+  step.d.set('cancelRequested', false);
+  step.d.set('activated', true);
+  for (const def of step.index.tasks) {
+    const task = step.d.task(def.name);
+    if (!task || !RETRYABLE.has(task.status)) continue;
+    step.d.setTask(def.name, {
+      ...task,
+      status: 'pending',
+      retryBase: task.attemptNo,
+      outputRef: null,
+      error: null,
+      startedAt: null,
+      completedAt: null,
+      awaitingInputs: false,
+    });
+  }
+  // Every pending task is looked at again, roots become ready at once, and conditions re-run.
+  for (const def of step.index.tasks) {
+    const task = step.d.task(def.name);
+    if (task?.status !== 'pending') continue;
+    if (def.dependsOn.length === 0 && (def.gates ?? []).length === 0) transition(step, def.name, { status: 'ready' });
+    else step.worklist.push(def.name);
+  }
+}
+
+/** SPEC §3.8: a running attempt older than its timeout fails. */
+function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
+  const rt = step.d.runtime;
+  let running = rt.counts.running;
+  if (running === 0) throw new Ignored('no task is running');
+  const now = epochMs(event.now);
+  let timedOut = 0;
+  for (const def of step.index.tasks) {
+    if (running === 0) break;
+    const task = step.d.task(def.name);
+    if (task?.status !== 'running') continue;
+    running--;
+    const limit = taskTimeoutS(rt.definition, def);
+    if (limit === null || task.startedAt === null) continue;
+    if (now - epochMs(task.startedAt) > limit * 1000) {
+      failAttempt(step, def.name, task.attemptNo, `task timed out after ${limit}s`);
+      timedOut++;
+    }
+  }
+  if (timedOut === 0) throw new Ignored('no running task has timed out');
+}
+
+/** SPEC §3.3: the blob outputs a condition waited for have arrived (or could not be read). */
+function conditionInputs(step: Step, event: ConditionInputsEvent): void {
+  const task = step.d.task(event.taskName);
+  if (!task || task.status !== 'pending' || !task.awaitingInputs) {
+    throw new Ignored(`"${event.taskName}" is not waiting for condition inputs`);
+  }
+  const def = step.index.tasks[step.index.position.get(event.taskName) ?? -1]!;
+  const failed = Object.entries(event.errors);
+  if (failed.length > 0) {
+    const [parent, error] = failed[0]!;
+    transition(step, def.name, { status: 'skipped', error: `could not read the output of "${parent}": ${error}` });
+    return;
+  }
+  finishCondition(step, def, event.inputs);
+}

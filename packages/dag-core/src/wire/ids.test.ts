@@ -1,0 +1,23 @@
+import { describe, expect, it } from '@jest/globals';
+import { decodeError, decodeOk } from './decode-result';
+import { isValidTaskName, isValidWorkflowId, WORKFLOW_ID_PATTERN } from './ids';
+
+describe('ids', () => {
+  it('accepts workflow ids made of [A-Za-z0-9._-] except "." and ".."', () => {
+    for (const ok of ['wf', 'WF-1', '01JZ8K3V7Q2M4N6P8R0T2W4Y6A', 'a.b_c-d', '...']) expect(isValidWorkflowId(ok)).toBe(true);
+    for (const bad of ['', '.', '..', 'a/b', 'a b', 'é', 'a:b', 7, null]) expect(isValidWorkflowId(bad)).toBe(false);
+    expect(WORKFLOW_ID_PATTERN.test('a/b')).toBe(false);
+  });
+
+  it('accepts any non-empty task name', () => {
+    for (const ok of ['t', 'a/b', '%2F', ' ', '😀']) expect(isValidTaskName(ok)).toBe(true);
+    for (const bad of ['', 3, undefined]) expect(isValidTaskName(bad)).toBe(false);
+  });
+});
+
+describe('decode-result helpers', () => {
+  it('build both variants', () => {
+    expect(decodeOk(5)).toEqual({ ok: true, value: 5 });
+    expect(decodeError('x: bad')).toEqual({ ok: false, error: 'x: bad' });
+  });
+});

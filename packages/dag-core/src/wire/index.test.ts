@@ -1,0 +1,24 @@
+import { describe, expect, it } from '@jest/globals';
+import * as wire from './index';
+
+describe('wire index', () => {
+  it('exports the public API', () => {
+    const names = [
+      'decodeError', 'decodeOk', 'utf8ByteLength', 'WORKFLOW_ID_PATTERN', 'isValidTaskName', 'isValidWorkflowId',
+      'ENVELOPE_VERSION', 'decodeEnvelope', 'encodeEnvelope',
+      'BLOB_REF_PREFIX', 'INLINE_FALLBACK_MAX_BYTES', 'INLINE_OUTPUT_MAX_BYTES', 'blobOutputRef', 'canonicalOutputBlobPath',
+      'decodeInlineOutput', 'isBase64Md5', 'isCanonicalOutputRef', 'isValidContainerName', 'parseBlobLocation', 'parseOutputRef',
+      'compactUpstreamRefs', 'decodeCompactUpstreamRefs', 'decodeUpstreamOverflow', 'encodeUpstreamOverflow',
+      'expandUpstreamRefs', 'upstreamOverflowBlobPath',
+      'ATTEMPT_NO_KWARG', 'SERVICE_BUS_MAX_MESSAGE_BYTES', 'STORAGE_QUEUE_MAX_MESSAGE_BYTES', 'UPSTREAM_BLOB_KWARG',
+      'UPSTREAM_COMPACT_KWARG', 'WORKFLOW_ID_KWARG', 'WORKFLOW_TASK_KWARG', 'decodeWorkflowTask', 'encodeTaskMessage',
+      'isReservedKwarg', 'messageByteLength', 'parseTaskMessageId', 'taskMessageId',
+      'STASH_BLOB_PREFIX', 'STASH_MARKER_KEY', 'findStashMarkers', 'isPlainFileName', 'isStashMarkerLike', 'makeStashMarker',
+      'parseStashMarker', 'stashBlobName',
+      'COMPLETION_BODY_KWARG', 'WAKEUP_KWARG', 'completionMessageId', 'decodeCompletionBody', 'decodeCoordinatorMessage',
+      'encodeCompletion', 'encodeCompletionBody', 'encodeWakeup',
+    ];
+    for (const name of names) expect(wire).toHaveProperty(name);
+    expect(Object.keys(wire).sort()).toEqual([...names].sort());
+  });
+});
