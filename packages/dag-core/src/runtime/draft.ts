@@ -7,11 +7,16 @@ import type { TaskRuntime, WorkflowRuntime } from './types';
  */
 export class Draft {
   readonly runtime: WorkflowRuntime;
-  changed = false;
+  /** Number of changes made so far; a call changed something when this moved. */
+  changes = 0;
   private tasksCopied = false;
 
   constructor(readonly base: WorkflowRuntime) {
     this.runtime = { ...base };
+  }
+
+  get changed(): boolean {
+    return this.changes > 0;
   }
 
   task(name: string): TaskRuntime | undefined {
@@ -31,7 +36,7 @@ export class Draft {
       this.runtime.counts[next.status]++;
     }
     this.runtime.tasks[name] = next;
-    this.changed = true;
+    this.changes++;
   }
 
   /** Merges changes into a task's record. */
@@ -43,6 +48,6 @@ export class Draft {
   set<K extends keyof WorkflowRuntime>(key: K, value: WorkflowRuntime[K]): void {
     if (this.runtime[key] === value) return;
     this.runtime[key] = value;
-    this.changed = true;
+    this.changes++;
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../wire';
 import { createRuntime } from './create';
-import { reduce } from './reduce';
+import { foldEvents, reduce } from './reduce';
 import { Harness, at, definition } from './test-helpers/build';
 import type { DispatchEffect } from './types';
 
@@ -473,11 +473,60 @@ describe('task messages (SPEC §5.2)', () => {
     const parents = Array.from({ length: 3000 }, (_, i) => ({ name: `shard-${String(i).padStart(5, '0')}` }));
     const h = new Harness(definition([...parents, { name: 'reduce', depends_on: parents.map((p) => p.name) }]), 'myprefix-outputs');
     h.activate();
-    for (const p of parents) h.succeed(p.name, `blob:myprefix-outputs/wf1/${p.name}.json:1B2M2Y8AsgTpgAmY7PhCfg==`);
-    const dispatch = h.last?.effects.find((e): e is DispatchEffect => e.type === 'dispatch');
+    const completions = parents.map((p) => ({
+      type: 'completion' as const,
+      now: at(10),
+      taskName: p.name,
+      attemptNo: 1,
+      success: true,
+      outputRef: `blob:myprefix-outputs/wf1/${p.name}.json:1B2M2Y8AsgTpgAmY7PhCfg==`,
+      error: null,
+    }));
+    const folded = foldEvents(h.runtime, completions);
+    const dispatch = folded.effects.flat().find((e): e is DispatchEffect => e.type === 'dispatch');
     expect(dispatch?.taskName).toBe('reduce');
     expect(new TextEncoder().encode(dispatch!.message).length).toBeLessThan(65_536);
     expect(upstreamOf(dispatch!)?.s).toHaveLength(3000);
+  });
+});
+
+describe('foldEvents', () => {
+  it('gives the same runtime and effects as one reduce call per event, without touching its input', () => {
+    const def = definition([
+      { name: 'a', num_retries: 1 },
+      { name: 'b', depends_on: ['a'] },
+      { name: 'c', depends_on: ['a'], condition: 'inputs.a.go' },
+      { name: 'd', depends_on: ['b', 'c'], dep_policy: 'any' },
+    ]);
+    const events = [
+      { type: 'activate', now: at(1) },
+      { type: 'completion', now: at(2), taskName: 'a', attemptNo: 1, success: false, outputRef: null, error: 'x' },
+      { type: 'completion', now: at(3), taskName: 'a', attemptNo: 1, success: false, outputRef: null, error: 'dup' },
+      { type: 'completion', now: at(4), taskName: 'a', attemptNo: 2, success: true, outputRef: '{"go":false}', error: null },
+      { type: 'timeout-sweep', now: at(5) },
+      { type: 'completion', now: at(6), taskName: 'b', attemptNo: 1, success: true, outputRef: null, error: null },
+      { type: 'completion', now: at(7), taskName: 'd', attemptNo: 1, success: true, outputRef: null, error: null },
+    ] as const;
+    const start = createRuntime(def, { workflowId: 'wf1', now: at(0) });
+    const snapshot = JSON.stringify(start);
+    let sequential = start;
+    const sequentialEffects = events.map((e) => {
+      const r = reduce(sequential, e);
+      sequential = r.runtime;
+      return r.effects;
+    });
+    const folded = foldEvents(start, events);
+    expect(folded.runtime).toEqual(sequential);
+    expect(folded.effects).toEqual(sequentialEffects);
+    expect(folded.runtime.status).toBe('completed');
+    expect(JSON.stringify(start)).toBe(snapshot);
+  });
+
+  it('returns the same object when nothing changed', () => {
+    const rt = createRuntime(diamond, { workflowId: 'wf1', now: at(0) });
+    const folded = foldEvents(rt, [{ type: 'timeout-sweep', now: at(1) }]);
+    expect(folded.runtime).toBe(rt);
+    expect(folded.effects).toEqual([[{ type: 'ignored', reason: 'no task is running' }]]);
   });
 });
 

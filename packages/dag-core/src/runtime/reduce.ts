@@ -12,6 +12,7 @@ import {
   type CancelEvent,
   type CompletionEvent,
   type ConditionInputsEvent,
+  type Effect,
   type ReduceResult,
   type RetryEvent,
   type TaskStatus,
@@ -31,22 +32,47 @@ class Ignored extends Error {
  * Applies one event to a runtime (SPEC §3). Returns the next runtime and the effects the
  * coordinator must carry out, in order. The input is never mutated. An ignored event returns the
  * same runtime object with one `ignored` effect; any other call ends with the dispatch round of
- * SPEC §3.5. Fold a batch by calling this once per event.
+ * SPEC §3.5. Fold a batch by calling this once per event (or with {@link foldEvents}).
  */
 export function reduce(runtime: WorkflowRuntime, event: WorkflowEvent): ReduceResult {
-  const step: Step = { d: new Draft(runtime), index: graphIndex(runtime.definition), now: event.now, effects: [], worklist: [] };
+  const draft = new Draft(runtime);
+  const effects = applyEvent(draft, event);
+  return { runtime: draft.changed ? draft.runtime : runtime, effects };
+}
+
+/** The outcome of {@link foldEvents}: the final runtime and each event's effects, in order. */
+export interface FoldResult {
+  runtime: WorkflowRuntime;
+  effects: Effect[][];
+}
+
+/**
+ * Folds several events into a runtime: the same result as calling {@link reduce} once per event,
+ * but the task map is copied once for the whole batch instead of once per event, which is what
+ * makes a batch of completions of a 100 000-task workflow cheap. Returns the input object when no
+ * event changed anything.
+ */
+export function foldEvents(runtime: WorkflowRuntime, events: readonly WorkflowEvent[]): FoldResult {
+  const draft = new Draft(runtime);
+  const effects = events.map((event) => applyEvent(draft, event));
+  return { runtime: draft.changed ? draft.runtime : runtime, effects };
+}
+
+function applyEvent(draft: Draft, event: WorkflowEvent): Effect[] {
+  const step: Step = { d: draft, index: graphIndex(draft.runtime.definition), now: event.now, effects: [], worklist: [] };
+  const before = draft.changes;
   try {
     apply(step, event);
   } catch (error) {
-    if (error instanceof Ignored) return { runtime, effects: [{ type: 'ignored', reason: error.reason }] };
+    // Handlers decide to ignore before they change anything, so the draft is as it was.
+    if (error instanceof Ignored) return [{ type: 'ignored', reason: error.reason }];
     throw error;
   }
   drain(step);
   dispatchRound(step);
   updateStatus(step);
-  if (!step.d.changed) return { runtime, effects: step.effects };
-  step.d.set('updatedAt', event.now);
-  return { runtime: step.d.runtime, effects: step.effects };
+  if (draft.changes !== before) draft.set('updatedAt', event.now);
+  return step.effects;
 }
 
 function apply(step: Step, event: WorkflowEvent): void {
