@@ -49,10 +49,6 @@ const FORMAT_CODES: Record<string, string> = {
   tasks: 'empty-tasks',
 };
 
-function isNullableType(issue: ZodIssue): boolean {
-  return issue.code === 'invalid_union' && 'input' in issue && issue.input !== undefined;
-}
-
 /**
  * Turns zod's issues into ours: a stable code chosen by what went wrong and where, and a message
  * that names the field and what was found.
@@ -70,7 +66,7 @@ export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: s
       continue;
     }
     const hasInput = 'input' in issue && issue.input !== undefined;
-    if (!hasInput && (issue.code === 'invalid_type' || isNullableType(issue) || issue.code === 'invalid_union')) {
+    if (!hasInput && (issue.code === 'invalid_type' || issue.code === 'invalid_union')) {
       out.push({ code: 'missing-field', path, message: `${where} is required` });
       continue;
     }
