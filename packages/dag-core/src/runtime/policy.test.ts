@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import { decodeRuntime, encodeRuntime } from './codec';
+import { reduce } from './reduce';
 import { policyVerdict } from './settle';
+import { Harness, at, definition } from './test-helpers/build';
 import type { DepPolicy } from '../definition/types';
 import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
@@ -38,5 +41,45 @@ describe('dependency policy truth table (SPEC §3.2)', () => {
 
   it('treats a task without dependencies as ready whatever its policy', () => {
     for (const policy of POLICIES) expect(policyVerdict(policy, 0, 0, 0)).toBe('ready');
+  });
+});
+
+describe('dependency policies through reduce', () => {
+  // The same table, end to end: two parents are put in every outcome by editing a stored runtime,
+  // then the third parent's completion (success or failure) is delivered and the child's status read.
+  const TRIGGERS = [
+    { success: true, outcome: 'completed' as TaskStatus },
+    { success: false, outcome: 'failed' as TaskStatus },
+  ];
+  const STATUS_OF = { ready: 'running', blocked: 'upstream_failed', wait: 'pending' } as const;
+
+  it.each(POLICIES.map((p) => [String(p), p] as const))('%s', (_name, policy) => {
+    const def = definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'child', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy }]);
+    const base = new Harness(def);
+    base.activate(); // p1..p3 running at attempt 1
+    const mismatches: string[] = [];
+    for (const o1 of OUTCOMES) {
+      for (const o2 of OUTCOMES) {
+        for (const trigger of TRIGGERS) {
+          const json = JSON.parse(encodeRuntime(base.runtime)) as { tasks: Record<string, { status: string }> };
+          json.tasks.p1!.status = o1;
+          json.tasks.p2!.status = o2;
+          const runtime = decodeRuntime(JSON.stringify(json));
+          const { runtime: after } = reduce(runtime, {
+            type: 'completion',
+            now: at(5),
+            taskName: 'p3',
+            attemptNo: 1,
+            success: trigger.success,
+            outputRef: null,
+            error: trigger.success ? null : 'boom',
+          });
+          const want = STATUS_OF[expected(policy, [o1, o2, trigger.outcome])];
+          const got = after.tasks.child?.status;
+          if (got !== want) mismatches.push(`${o1},${o2},${trigger.outcome}: got ${got}, want ${want}`);
+        }
+      }
+    }
+    expect(mismatches).toEqual([]);
   });
 });

@@ -348,6 +348,36 @@ describe('workflow retry (SPEC §3.7)', () => {
     expect(h.send({ type: 'retry', requestedAt: at(40) }).effects[0]?.type).toBe('ignored');
   });
 
+  it('lifts a cancel even when nothing is left to retry (the latest request wins)', () => {
+    const h = new Harness(definition([{ name: 't0', num_retries: 2 }]));
+    h.activate();
+    h.send({ type: 'cancel' });
+    expect(h.runtime.status).toBe('cancelling');
+    const r = h.send({ type: 'retry' });
+    expect(r.effects).toEqual([{ type: 'notice', message: expect.stringContaining('nothing to retry') }]);
+    expect(h.runtime.cancelRequested).toBe(false);
+    expect(h.runtime.status).toBe('running');
+    h.fail('t0');
+    expect(h.runtime.tasks.t0).toMatchObject({ status: 'running', attemptNo: 2 });
+    h.succeed('t0');
+    expect(h.runtime.status).toBe('completed');
+  });
+
+  it('re-evaluates a task waiting for condition inputs when a parent starts over', () => {
+    const h = new Harness(definition([{ name: 't0' }, { name: 't1' }, { name: 't2', depends_on: ['t0', 't1'], dep_policy: 'all_settled', condition: 'inputs.t0.ok' }]));
+    h.activate();
+    h.fail('t1');
+    h.succeed('t0', 'blob:test-outputs/wf1/t0.json');
+    expect(h.runtime.tasks.t2).toMatchObject({ status: 'pending', awaitingInputs: true });
+    h.send({ type: 'retry' });
+    expect(h.runtime.tasks.t2).toMatchObject({ status: 'pending', awaitingInputs: false });
+    expect(h.runtime.tasks.t1?.status).toBe('running');
+    // The answer to the old request comes late: t1 has not settled again, so t2 must not run yet.
+    expect(h.send({ type: 'condition-inputs', taskName: 't2', inputs: { t0: { ok: true } }, errors: {} }).effects[0]?.type).toBe('ignored');
+    const r = h.fail('t1');
+    expect(r.effects).toEqual([{ type: 'fetch-condition-inputs', taskName: 't2', refs: { t0: 'blob:test-outputs/wf1/t0.json' } }]);
+  });
+
   it('keeps the cancel when the retry request is older than it', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b' }], { max_parallelism: 1 }));
     h.activate();

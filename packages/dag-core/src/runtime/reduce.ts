@@ -183,11 +183,12 @@ function retry(step: Step, event: RetryEvent): void {
     step.effects.push({ type: 'notice', message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands` });
     return;
   }
+  // The latest request is now this retry: a cancel no longer applies, even with nothing to retry.
+  step.d.set('cancelRequested', false);
   if (rt.counts.failed + rt.counts.upstream_failed + rt.counts.cancelled === 0) {
     step.effects.push({ type: 'notice', message: 'nothing to retry: no task failed, upstream_failed or cancelled' });
     return;
   }
-  step.d.set('cancelRequested', false);
   step.d.set('activated', true);
   for (const def of step.index.tasks) {
     const task = step.d.task(def.name);
@@ -203,10 +204,13 @@ function retry(step: Step, event: RetryEvent): void {
       awaitingInputs: false,
     });
   }
-  // Every pending task is looked at again, roots become ready at once, and conditions re-run.
+  // Every pending task is looked at again, roots become ready at once, and conditions re-run. A
+  // task waiting for condition inputs is still pending: its policy may no longer hold now that
+  // parents start over, so it is evaluated afresh (and asks again if it still needs the inputs).
   for (const def of step.index.tasks) {
     const task = step.d.task(def.name);
     if (task?.status !== 'pending') continue;
+    if (task.awaitingInputs) step.d.updateTask(def.name, { awaitingInputs: false });
     if (def.dependsOn.length === 0 && (def.gates ?? []).length === 0) transition(step, def.name, { status: 'ready' });
     else step.worklist.push(def.name);
   }
