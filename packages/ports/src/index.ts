@@ -1,0 +1,21 @@
+/**
+ * `@jobq/ports`: what jobq's services need from storage and queues, named for what it means
+ * ("lease a message", "save if unchanged"), not for an SDK. Adapters implement these and pass the
+ * contract suites in `@jobq/ports/testing`.
+ * @packageDocumentation
+ */
+export { JOBQ_ERROR_CODES, JobqError, isJobqError, type JobqErrorCode, type JobqErrorOptions } from './errors';
+export type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, ReceivedMessage, TaskQueue } from './task-queue';
+export type {
+  AcquireLeaseOptions,
+  CoordinatorLease,
+  LoadedRuntime,
+  Page,
+  TaskFilter,
+  TaskRow,
+  WorkflowFilter,
+  WorkflowStore,
+  WorkflowSummary,
+} from './workflow-store';
+export type { OutputStore } from './output-store';
+export { utf8ByteLength, assertMessageFits } from './message-size';

@@ -1,0 +1,190 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { isJobqError } from '../errors';
+import type { ReceivedMessage, TaskQueue } from '../task-queue';
+
+/** A fresh, empty queue for one test, and how to dispose of it. */
+export interface TaskQueueFixture {
+  queue: TaskQueue;
+  dispose(): Promise<void>;
+}
+
+/** Options of {@link describeTaskQueueContract}. */
+export interface TaskQueueContractOptions {
+  /** Per-test timeout; lock-expiry tests wait a little over two lock durations. */
+  timeoutInMs?: number;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Receives until `count` messages arrived or `withinMs` passed. */
+async function receiveAtLeast(queue: TaskQueue, count: number, withinMs: number): Promise<ReceivedMessage[]> {
+  const out: ReceivedMessage[] = [];
+  const deadline = Date.now() + withinMs;
+  while (out.length < count && Date.now() < deadline) {
+    out.push(...(await queue.receive({ maxMessages: Math.min(32, count - out.length), maxWaitTimeInMs: 500 })));
+  }
+  return out;
+}
+
+async function expectJobqError(promise: Promise<unknown>, code: string): Promise<void> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  expect(isJobqError(caught) ? caught.code : caught).toBe(code);
+}
+
+/**
+ * The contract of {@link TaskQueue}, as jest tests. Every adapter runs it with a factory that
+ * opens a fresh, empty queue whose lock duration is short (1–3 s), so expiry can be observed.
+ */
+export function describeTaskQueueContract(label: string, open: () => Promise<TaskQueueFixture>, options: TaskQueueContractOptions = {}): void {
+  describe(`TaskQueue contract: ${label}`, () => {
+    let fixture: TaskQueueFixture | undefined;
+    const fresh = async (): Promise<TaskQueue> => {
+      fixture = await open();
+      return fixture.queue;
+    };
+    afterEach(async () => {
+      await fixture?.dispose();
+      fixture = undefined;
+    });
+    const timeout = options.timeoutInMs ?? 30_000;
+
+    it('sends one message and receives it once, with its body and a delivery count of 1', async () => {
+      const queue = await fresh();
+      await queue.send({ body: '{"hello":"world ✓"}' });
+      const [message, ...rest] = await receiveAtLeast(queue, 1, 5_000);
+      expect(rest).toEqual([]);
+      expect(message?.body).toBe('{"hello":"world ✓"}');
+      expect(message?.deliveryCount).toBe(1);
+      expect(message!.lockedUntil.getTime()).toBeGreaterThan(Date.now());
+      // Held under its lock: nobody else gets it.
+      expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 300 })).toEqual([]);
+      await queue.complete(message!);
+    }, timeout);
+
+    it('sends a batch and receives every message exactly once, in batches no larger than asked', async () => {
+      const queue = await fresh();
+      const bodies = Array.from({ length: 75 }, (_, i) => `{"n":${i}}`);
+      await queue.send(bodies.map((body) => ({ body })));
+      const seen: string[] = [];
+      const deadline = Date.now() + 15_000;
+      while (seen.length < bodies.length && Date.now() < deadline) {
+        const batch = await queue.receive({ maxMessages: 10, maxWaitTimeInMs: 500 });
+        expect(batch.length).toBeLessThanOrEqual(10);
+        for (const m of batch) {
+          seen.push(m.body);
+          await queue.complete(m);
+        }
+      }
+      expect(seen.sort()).toEqual([...bodies].sort());
+      expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 300 })).toEqual([]);
+    }, timeout);
+
+    it('returns an empty list from an empty queue after the wait', async () => {
+      const queue = await fresh();
+      expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 200 })).toEqual([]);
+    }, timeout);
+
+    it('delivers a message again after its lock expires, with a higher delivery count; the old lock is then lost', async () => {
+      const queue = await fresh();
+      await queue.send({ body: 'expire-me' });
+      const [first] = await receiveAtLeast(queue, 1, 5_000);
+      await sleep(queue.lockDurationInMs + 500);
+      const [second] = await receiveAtLeast(queue, 1, queue.lockDurationInMs + 5_000);
+      expect(second?.body).toBe('expire-me');
+      expect(second?.deliveryCount).toBe(2);
+      await expectJobqError(queue.complete(first!), 'lock-lost');
+      await expectJobqError(queue.renewLock(first!), 'lock-lost');
+      await queue.complete(second!);
+      expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
+    }, timeout);
+
+    it('keeps a message held while its lock is renewed, and completes it with the renewed lock', async () => {
+      const queue = await fresh();
+      await queue.send({ body: 'keep-me' });
+      const [message] = await receiveAtLeast(queue, 1, 5_000);
+      const before = message!.lockedUntil.getTime();
+      for (let i = 0; i < 3; i++) {
+        await sleep(queue.lockDurationInMs / 2);
+        await queue.renewLock(message!);
+      }
+      expect(message!.lockedUntil.getTime()).toBeGreaterThan(before);
+      // Past the first lock's end (1.5 durations later), the message has not come back.
+      expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 200 })).toEqual([]);
+      await queue.complete(message!);
+      await sleep(queue.lockDurationInMs + 300);
+      expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
+    }, timeout);
+
+    it('does not deliver a completed message again', async () => {
+      const queue = await fresh();
+      await queue.send({ body: 'done' });
+      const [message] = await receiveAtLeast(queue, 1, 5_000);
+      await queue.complete(message!);
+      await sleep(queue.lockDurationInMs + 300);
+      expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
+      await expectJobqError(queue.complete(message!), 'lock-lost');
+    }, timeout);
+
+    it('gives an abandoned message back at once with a higher delivery count', async () => {
+      const queue = await fresh();
+      await queue.send({ body: 'again' });
+      const [first] = await receiveAtLeast(queue, 1, 5_000);
+      await queue.abandon(first!);
+      const [second] = await receiveAtLeast(queue, 1, Math.max(2_000, queue.lockDurationInMs / 2));
+      expect(second?.body).toBe('again');
+      expect(second?.deliveryCount).toBe(2);
+      await queue.complete(second!);
+    }, timeout);
+
+    it('moves a dead-lettered message to the dead-letter queue and never delivers it again', async () => {
+      const queue = await fresh();
+      await queue.send({ body: '{"poison":true}' });
+      const [message] = await receiveAtLeast(queue, 1, 5_000);
+      await queue.deadLetter(message!, 'exhausted its retries');
+      await sleep(queue.lockDurationInMs + 300);
+      expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
+      const dlq = queue.deadLetterQueue();
+      const [dead] = await receiveAtLeast(dlq, 1, 5_000);
+      expect(dead?.body).toBe('{"poison":true}');
+      await dlq.complete(dead!);
+    }, timeout);
+
+    it('refuses an oversized message before sending anything, with a typed error', async () => {
+      const queue = await fresh();
+      const big = 'x'.repeat(queue.maxMessageBytes + 1);
+      await expectJobqError(queue.send([{ body: 'small' }, { body: big, messageId: 'too-big' }]), 'message-too-large');
+      // The whole batch was refused: not even the small message went out.
+      expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 300 })).toEqual([]);
+      // Multi-byte characters count as UTF-8 bytes.
+      const wide = '✓'.repeat(Math.floor(queue.maxMessageBytes / 3) + 1);
+      await expectJobqError(queue.send({ body: wide }), 'message-too-large');
+    }, timeout);
+
+    it('peeks without taking, and counts the messages', async () => {
+      const queue = await fresh();
+      await queue.send([{ body: 'p1' }, { body: 'p2' }, { body: 'p3' }]);
+      const peeked = await queue.peek(2);
+      expect(peeked).toHaveLength(2);
+      expect(peeked.every((m) => ['p1', 'p2', 'p3'].includes(m.body))).toBe(true);
+      expect(await queue.approximateMessageCount()).toBe(3);
+      const received = await receiveAtLeast(queue, 3, 5_000);
+      expect(received.map((m) => m.body).sort()).toEqual(['p1', 'p2', 'p3']);
+      for (const m of received) await queue.complete(m);
+    }, timeout);
+
+    it('stops at once when the abort signal has fired', async () => {
+      const queue = await fresh();
+      const controller = new AbortController();
+      controller.abort();
+      await expectJobqError(queue.receive({ maxMessages: 1, maxWaitTimeInMs: 10_000, abortSignal: controller.signal }), 'aborted');
+      await expectJobqError(queue.send({ body: 'x' }, { abortSignal: controller.signal }), 'aborted');
+    }, timeout);
+  });
+}

@@ -1,0 +1,99 @@
+import type { TokenCredential } from '@azure/core-auth';
+import { DefaultAzureCredential } from '@azure/identity';
+import {
+  AnonymousCredential,
+  QueueServiceClient,
+  StorageSharedKeyCredential,
+  newPipeline,
+  type RequestPolicyFactory,
+  type StorageRetryOptions,
+} from '@azure/storage-queue';
+import { JobqError } from '@jobq/ports';
+
+/**
+ * How to reach a storage account (SPEC §10): a connection string (Azurite's
+ * `UseDevelopmentStorage=true` included), or an account name with a token credential
+ * (`DefaultAzureCredential` when none is given).
+ */
+export type StorageConnection =
+  | { connectionString: string }
+  | { accountName: string; credential?: TokenCredential }
+  | { queueServiceUrl: string; credential: TokenCredential };
+
+/** Options of the HTTP pipeline under a queue service client. */
+export interface PipelineSettings {
+  retryOptions?: StorageRetryOptions;
+  /** Extra request policies, run for every HTTP request (e.g. a transaction counter). */
+  policies?: readonly RequestPolicyFactory[];
+}
+
+/** Azurite's well-known development account (public, documented by Microsoft). */
+const DEVELOPMENT_STORAGE =
+  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;';
+
+interface ParsedConnectionString {
+  queueUrl: string;
+  accountName: string | undefined;
+  accountKey: string | undefined;
+  sas: string | undefined;
+}
+
+/** Reads the parts of a connection string the queue client needs. Errors never quote the string. */
+export function parseConnectionString(connectionString: string): ParsedConnectionString {
+  const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connectionString) ? DEVELOPMENT_STORAGE : connectionString;
+  const fields = new Map<string, string>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  const accountName = fields.get('accountname');
+  const accountKey = fields.get('accountkey');
+  const sas = fields.get('sharedaccesssignature');
+  let queueUrl = fields.get('queueendpoint');
+  if (!queueUrl && accountName) {
+    const protocol = fields.get('defaultendpointsprotocol') ?? 'https';
+    const suffix = fields.get('endpointsuffix') ?? 'core.windows.net';
+    queueUrl = `${protocol}://${accountName}.queue.${suffix}`;
+  }
+  if (!queueUrl) {
+    throw new JobqError('invalid-config', 'the storage connection string has neither QueueEndpoint nor AccountName');
+  }
+  if (!accountKey && !sas) {
+    throw new JobqError('invalid-config', 'the storage connection string has neither AccountKey nor SharedAccessSignature');
+  }
+  return { queueUrl: queueUrl.replace(/\/+$/, ''), accountName, accountKey, sas };
+}
+
+/** The account's queue endpoint for an account name. */
+export function queueServiceUrlFor(accountName: string): string {
+  if (!/^[a-z0-9]{3,24}$/.test(accountName)) {
+    throw new JobqError('invalid-config', `"${accountName}" is not a storage account name (3–24 lowercase letters and digits)`);
+  }
+  return `https://${accountName}.queue.core.windows.net`;
+}
+
+/** A queue service client for a connection, with our retry settings and extra policies. */
+export function createQueueServiceClient(connection: StorageConnection, settings: PipelineSettings = {}): QueueServiceClient {
+  const options = settings.retryOptions ? { retryOptions: settings.retryOptions } : {};
+  let url: string;
+  let pipeline;
+  if ('connectionString' in connection) {
+    const parsed = parseConnectionString(connection.connectionString);
+    if (parsed.accountKey && parsed.accountName) {
+      url = parsed.queueUrl;
+      pipeline = newPipeline(new StorageSharedKeyCredential(parsed.accountName, parsed.accountKey), options);
+    } else {
+      url = `${parsed.queueUrl}?${(parsed.sas ?? '').replace(/^\?/, '')}`;
+      pipeline = newPipeline(new AnonymousCredential(), options);
+    }
+  } else if ('accountName' in connection) {
+    url = queueServiceUrlFor(connection.accountName);
+    pipeline = newPipeline(connection.credential ?? new DefaultAzureCredential(), options);
+  } else {
+    url = connection.queueServiceUrl;
+    pipeline = newPipeline(connection.credential, options);
+  }
+  // Our policies go first, so they see each logical request once per try (retries included).
+  if (settings.policies) pipeline.factories.unshift(...settings.policies);
+  return new QueueServiceClient(url, pipeline);
+}

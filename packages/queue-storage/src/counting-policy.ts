@@ -1,0 +1,35 @@
+import type { RequestPolicy, RequestPolicyFactory, WebResource } from '@azure/storage-queue';
+
+/** Storage transactions seen by a {@link countingPolicy}, by HTTP method. */
+export interface TransactionCounter {
+  total: number;
+  byMethod: Record<string, number>;
+  reset(): void;
+}
+
+/**
+ * A pipeline policy that counts every HTTP request the SDK sends (each is one billed storage
+ * transaction, retries included). Used by the benchmark to report transactions per message.
+ */
+export function countingPolicy(): { policy: RequestPolicyFactory; counter: TransactionCounter } {
+  const counter: TransactionCounter = {
+    total: 0,
+    byMethod: {},
+    reset() {
+      this.total = 0;
+      this.byMethod = {};
+    },
+  };
+  const policy: RequestPolicyFactory = {
+    create(nextPolicy: RequestPolicy): RequestPolicy {
+      return {
+        sendRequest(request: WebResource) {
+          counter.total++;
+          counter.byMethod[request.method] = (counter.byMethod[request.method] ?? 0) + 1;
+          return nextPolicy.sendRequest(request);
+        },
+      };
+    },
+  };
+  return { policy, counter };
+}

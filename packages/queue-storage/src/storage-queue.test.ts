@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { inspect } from 'node:util';
+import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
+import { isJobqError } from '@jobq/ports';
+import { describeTaskQueueContract } from '@jobq/ports/testing';
+import { openStorageQueue } from './open';
+import type { StorageTaskQueue } from './storage-queue';
+
+let azurite: LocalStorage;
+let counter = 0;
+
+beforeAll(async () => {
+  azurite = await startAzurite();
+});
+
+afterAll(async () => {
+  await azurite.stop();
+});
+
+function uniqueName(prefix: string): string {
+  counter++;
+  return `${prefix}-${process.pid}-${counter}`;
+}
+
+async function open(lockDurationInMs = 2_000, queueName = uniqueName('contract')): Promise<StorageTaskQueue> {
+  return openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName, lockDurationInMs });
+}
+
+describeTaskQueueContract('Azure Storage Queue (Azurite)', async () => {
+  const queue = await open();
+  return { queue, dispose: () => queue.deleteQueue() };
+});
+
+describe('Storage Queue specifics', () => {
+  it('keeps the body as raw JSON text (no base64), as Python jobq workers read it', async () => {
+    const queue = await open();
+    const envelope = '{"version":1,"reply_requested":false,"kwargs":"{\\"cmd\\":\\"echo <a & b>\\"}","num_retries":0,"id":"x"}';
+    await queue.send({ body: envelope });
+    const [peeked] = await queue.peek(1);
+    expect(peeked?.body).toBe(envelope);
+    await queue.deleteQueue();
+  });
+
+  it('moves 1 000 messages through send, receive and complete (the patched Azurite does not freeze)', async () => {
+    const queue = await open(30_000);
+    const bodies = Array.from({ length: 1_000 }, (_, i) => JSON.stringify({ n: i }));
+    await queue.send(bodies.map((body) => ({ body })));
+    const seen = new Set<string>();
+    while (seen.size < bodies.length) {
+      const batch = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });
+      if (batch.length === 0) break;
+      await Promise.all(batch.map((m) => queue.complete(m)));
+      for (const m of batch) seen.add(m.body);
+    }
+    expect(seen.size).toBe(1_000);
+    expect(await queue.approximateMessageCount()).toBe(0);
+    await queue.deleteQueue();
+  }, 120_000);
+
+  it('refuses names that are not Storage Queue names, and lock durations out of range', async () => {
+    for (const queueName of ['Upper', 'ab', 'a--b', '-ab', 'x'.repeat(64)]) {
+      await expect(openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName })).rejects.toMatchObject({ code: 'invalid-config' });
+    }
+    await expect(open(500)).rejects.toMatchObject({ code: 'invalid-config' });
+  });
+
+  it('rounds the lock up to whole seconds, as visibility timeouts are', async () => {
+    const queue = await open(1_500);
+    expect(queue.lockDurationInMs).toBe(2_000);
+    await queue.deleteQueue();
+  });
+
+  it('refuses a message from another queue', async () => {
+    const a = await open();
+    const b = await open();
+    await a.send({ body: 'mine' });
+    const [m] = await a.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 });
+    await expect(b.complete(m!)).rejects.toMatchObject({ code: 'invalid-argument' });
+    await a.complete(m!);
+    await a.deleteQueue();
+    await b.deleteQueue();
+  });
+});
+
+describe('failures', () => {
+  it('gives a typed, retryable error (and no hang) when Azurite dies mid-test', async () => {
+    const own = await startAzurite();
+    const queue = await openStorageQueue({
+      connection: { connectionString: own.connectionString },
+      queueName: 'dies',
+      lockDurationInMs: 2_000,
+      operationTimeoutInMs: 3_000,
+    });
+    await queue.send({ body: 'before' });
+    await own.stop();
+    for (const attempt of [() => queue.send({ body: 'after' }), () => queue.receive({ maxMessages: 1, maxWaitTimeInMs: 100 })]) {
+      let caught: unknown;
+      try {
+        await attempt();
+      } catch (error) {
+        caught = error;
+      }
+      expect(isJobqError(caught)).toBe(true);
+      if (!isJobqError(caught)) return;
+      expect(['unavailable', 'timeout']).toContain(caught.code);
+      expect(caught.retryable).toBe(true);
+      expect(caught.message).toMatch(/^send on queue "dies" failed|^receive on queue "dies" failed/);
+    }
+  }, 60_000);
+
+  it('never puts the account key in an error, its message, its inspection or its JSON', async () => {
+    // A well-formed but wrong key: the service refuses the request signature.
+    const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
+    const connectionString = azurite.connectionString.replace(AZURITE_ACCOUNT_KEY, secret);
+    expect(connectionString).toContain(secret);
+    let caught: unknown;
+    try {
+      await openStorageQueue({ connection: { connectionString }, queueName: 'secret-check', operationTimeoutInMs: 5_000 });
+    } catch (error) {
+      caught = error;
+    }
+    expect(isJobqError(caught) && caught.code).toBe('auth');
+    const texts = [String(caught), (caught as Error).message, (caught as Error).stack ?? '', inspect(caught, { depth: 10 }), JSON.stringify(caught)];
+    for (const text of texts) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
+    }
+  });
+
+  it('says clearly what is wrong with a connection string, without quoting it', async () => {
+    const secret = 'SuperSecretKeyMaterial';
+    await expect(openStorageQueue({ connection: { connectionString: `AccountKey=${secret}` }, queueName: 'abc' })).rejects.toThrow(
+      'neither QueueEndpoint nor AccountName',
+    );
+    try {
+      await openStorageQueue({ connection: { connectionString: `AccountKey=${secret}` }, queueName: 'abc' });
+    } catch (error) {
+      expect(inspect(error)).not.toContain(secret);
+    }
+  });
+});

@@ -1,0 +1,207 @@
+import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
+import {
+  JobqError,
+  assertMessageFits,
+  type OperationOptions,
+  type OutgoingMessage,
+  type PeekedMessage,
+  type ReceiveOptions,
+  type ReceivedMessage,
+  type TaskQueue,
+} from '@jobq/ports';
+import { translateError } from './errors';
+
+/** Storage Queue's limit on a message, in bytes of text. */
+export const STORAGE_QUEUE_MAX_MESSAGE_BYTES = 64 * 1024;
+/** Storage Queue returns at most this many messages per receive. */
+export const STORAGE_QUEUE_MAX_RECEIVE = 32;
+
+/** Options of {@link StorageTaskQueue}, fixed when the queue is opened. */
+export interface StorageTaskQueueSettings {
+  /** How long a receive hides a message (its lock); whole seconds, at least 1 s. */
+  lockDurationInMs: number;
+  /** Limit of each SDK call. */
+  operationTimeoutInMs: number;
+  /** Sends in flight at once in a batch. */
+  sendConcurrency: number;
+  /** Longest pause between polls of an empty queue while `receive` waits. */
+  maxPollIntervalInMs: number;
+}
+
+class StorageMessage implements ReceivedMessage {
+  constructor(
+    readonly messageId: string,
+    readonly body: string,
+    readonly deliveryCount: number,
+    readonly enqueuedAt: Date | null,
+    public lockedUntil: Date,
+    /** The pop receipt proves the lock; it changes at every renewal. */
+    public popReceipt: string,
+    readonly queue: StorageTaskQueue,
+  ) {}
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
+/**
+ * The {@link TaskQueue} on an Azure Storage Queue. Bodies travel as raw text (the JSON envelope,
+ * no base64). The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
+ * which the message handle keeps. Dead letters go to `{queue}-failed`.
+ */
+export class StorageTaskQueue implements TaskQueue {
+  readonly maxMessageBytes = STORAGE_QUEUE_MAX_MESSAGE_BYTES;
+  readonly lockDurationInMs: number;
+  private dlq: StorageTaskQueue | undefined;
+  private deadLetterReady: Promise<void> | undefined;
+
+  /** @internal use {@link openStorageQueue} */
+  constructor(
+    private readonly service: QueueServiceClient,
+    private readonly client: QueueClient,
+    readonly name: string,
+    private readonly settings: StorageTaskQueueSettings,
+  ) {
+    this.lockDurationInMs = this.lockSeconds() * 1000;
+  }
+
+  private lockSeconds(): number {
+    return Math.max(1, Math.ceil(this.settings.lockDurationInMs / 1000));
+  }
+
+  /** Runs one SDK call under the time limit and the caller's signal, translating its errors. */
+  async call<T>(operation: string, options: OperationOptions | undefined, fn: (signal: AbortSignal) => Promise<T>, messageOperation = false): Promise<T> {
+    const caller = options?.abortSignal;
+    if (caller?.aborted) throw new JobqError('aborted', `${operation} on queue "${this.name}" was aborted by the caller`);
+    const signal = caller ? AbortSignal.any([caller, AbortSignal.timeout(this.settings.operationTimeoutInMs)]) : AbortSignal.timeout(this.settings.operationTimeoutInMs);
+    try {
+      return await fn(signal);
+    } catch (error) {
+      throw translateError(error, { operation, queue: this.name, messageOperation, callerAborted: caller?.aborted ?? false });
+    }
+  }
+
+  async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
+    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    // Every size is checked before anything goes out, so a refused batch sends nothing.
+    for (const m of list) assertMessageFits(this.name, m, this.maxMessageBytes);
+    let next = 0;
+    const worker = async () => {
+      while (next < list.length) {
+        const message = list[next++]!;
+        await this.call('send', options, (abortSignal) => this.client.sendMessage(message.body, { abortSignal }));
+      }
+    };
+    const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);
+    await Promise.all(workers);
+  }
+
+  async receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
+    const wanted = Math.max(1, Math.min(STORAGE_QUEUE_MAX_RECEIVE, Math.floor(options.maxMessages)));
+    const deadline = Date.now() + options.maxWaitTimeInMs;
+    let pause = 50;
+    for (;;) {
+      const response = await this.call('receive', options, (abortSignal) =>
+        this.client.receiveMessages({ numberOfMessages: wanted, visibilityTimeout: this.lockSeconds(), abortSignal }),
+      );
+      if (response.receivedMessageItems.length > 0) {
+        return response.receivedMessageItems.map(
+          (m) => new StorageMessage(m.messageId, m.messageText, m.dequeueCount, m.insertedOn ?? null, m.nextVisibleOn, m.popReceipt, this),
+        );
+      }
+      // Storage Queues have no long polling: poll, backing off, until the wait is over.
+      const left = deadline - Date.now();
+      if (left <= 0 || options.abortSignal?.aborted) return [];
+      await sleep(Math.min(pause, left), options.abortSignal);
+      pause = Math.min(pause * 2, this.settings.maxPollIntervalInMs);
+    }
+  }
+
+  async renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    const m = this.own(message);
+    const response = await this.call(
+      'renew lock',
+      options,
+      (abortSignal) => this.client.updateMessage(m.messageId, m.popReceipt, undefined, this.lockSeconds(), { abortSignal }),
+      true,
+    );
+    if (response.popReceipt) m.popReceipt = response.popReceipt;
+    if (response.nextVisibleOn) m.lockedUntil = response.nextVisibleOn;
+  }
+
+  async complete(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    const m = this.own(message);
+    await this.call('complete', options, (abortSignal) => this.client.deleteMessage(m.messageId, m.popReceipt, { abortSignal }), true);
+  }
+
+  async abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    const m = this.own(message);
+    const response = await this.call('abandon', options, (abortSignal) => this.client.updateMessage(m.messageId, m.popReceipt, undefined, 0, { abortSignal }), true);
+    if (response.popReceipt) m.popReceipt = response.popReceipt;
+    m.lockedUntil = new Date();
+  }
+
+  async deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
+    const m = this.own(message);
+    const dlq = this.deadLetterQueue();
+    this.deadLetterReady ??= dlq.ensureExists(options);
+    await this.deadLetterReady;
+    // Copy first, then delete: a crash in between leaves a duplicate, never a loss.
+    await dlq.send({ body: m.body }, options);
+    try {
+      await this.complete(m, options);
+    } catch (error) {
+      throw new JobqError('lock-lost', `dead-lettering message ${m.messageId} on queue "${this.name}" (${reason}): copied to "${dlq.name}" but could not delete the original`, {
+        cause: error,
+      });
+    }
+  }
+
+  async peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
+    const n = Math.max(1, Math.min(STORAGE_QUEUE_MAX_RECEIVE, Math.floor(maxMessages)));
+    const response = await this.call('peek', options, (abortSignal) => this.client.peekMessages({ numberOfMessages: n, abortSignal }));
+    return response.peekedMessageItems.map((m) => ({ messageId: m.messageId, body: m.messageText, enqueuedAt: m.insertedOn ?? null, deliveryCount: m.dequeueCount }));
+  }
+
+  async approximateMessageCount(options?: OperationOptions): Promise<number> {
+    const properties = await this.call('count', options, (abortSignal) => this.client.getProperties({ abortSignal }));
+    return properties.approximateMessagesCount ?? 0;
+  }
+
+  deadLetterQueue(): StorageTaskQueue {
+    const name = `${this.name}-failed`;
+    this.dlq ??= new StorageTaskQueue(this.service, this.service.getQueueClient(name), name, this.settings);
+    return this.dlq;
+  }
+
+  /** Creates the queue when it does not exist yet. */
+  async ensureExists(options?: OperationOptions): Promise<void> {
+    await this.call('create', options, (abortSignal) => this.client.createIfNotExists({ abortSignal }));
+  }
+
+  /** Deletes the queue and its dead-letter queue (tests and teardown). */
+  async deleteQueue(options?: OperationOptions): Promise<void> {
+    await this.call('delete', options, (abortSignal) => this.client.deleteIfExists({ abortSignal }));
+    if (this.dlq) await this.dlq.deleteQueue(options);
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  private own(message: ReceivedMessage): StorageMessage {
+    if (!(message instanceof StorageMessage) || message.queue !== this) {
+      throw new JobqError('invalid-argument', `message ${message.messageId} was not received from queue "${this.name}"`);
+    }
+    return message;
+  }
+}
