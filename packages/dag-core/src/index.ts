@@ -29,6 +29,103 @@ export { compileCondition, evaluateCondition, fnmatch, type CompiledCondition, t
 
 export { mergeNodeName, realUpstreamTasks, sequentializeFanIn } from './transform/fan-in';
 
-export * from './wire';
+export type { DecodeResult } from './wire/decode-result';
+export { decodeError, decodeOk } from './wire/decode-result';
+export { utf8ByteLength } from './wire/utf8';
+export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
+export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
+export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';
+export type { BlobLocation, OutputRef } from './wire/output-ref';
+export {
+  BLOB_REF_PREFIX,
+  INLINE_FALLBACK_MAX_BYTES,
+  INLINE_OUTPUT_MAX_BYTES,
+  blobOutputRef,
+  canonicalOutputBlobPath,
+  decodeInlineOutput,
+  isBase64Md5,
+  isCanonicalOutputRef,
+  isValidContainerName,
+  parseBlobLocation,
+  parseOutputRef,
+} from './wire/output-ref';
+export type { CompactUpstreamRefs, UpstreamParent } from './wire/upstream-refs';
+export {
+  compactUpstreamRefs,
+  decodeCompactUpstreamRefs,
+  decodeUpstreamOverflow,
+  encodeUpstreamOverflow,
+  expandUpstreamRefs,
+  upstreamOverflowBlobPath,
+} from './wire/upstream-refs';
+export type { TaskMessageIdParts, TaskMessageInput, WorkflowTaskInfo } from './wire/task-message';
+export {
+  ATTEMPT_NO_KWARG,
+  SERVICE_BUS_MAX_MESSAGE_BYTES,
+  STORAGE_QUEUE_MAX_MESSAGE_BYTES,
+  UPSTREAM_BLOB_KWARG,
+  UPSTREAM_COMPACT_KWARG,
+  WORKFLOW_ID_KWARG,
+  WORKFLOW_TASK_KWARG,
+  decodeWorkflowTask,
+  encodeTaskMessage,
+  isReservedKwarg,
+  messageByteLength,
+  parseTaskMessageId,
+  taskMessageId,
+} from './wire/task-message';
+export type { FoundStashMarker, StashMarker, StashMarkerJson } from './wire/stash-marker';
+export {
+  STASH_BLOB_PREFIX,
+  STASH_MARKER_KEY,
+  findStashMarkers,
+  isPlainFileName,
+  isStashMarkerLike,
+  makeStashMarker,
+  parseStashMarker,
+  stashBlobName,
+} from './wire/stash-marker';
+export type { Completion, CoordinatorMessage } from './wire/completion';
+export {
+  COMPLETION_BODY_KWARG,
+  WAKEUP_KWARG,
+  completionMessageId,
+  decodeCompletionBody,
+  decodeCoordinatorMessage,
+  encodeCompletion,
+  encodeCompletionBody,
+  encodeWakeup,
+} from './wire/completion';
 
-export * from './runtime';
+export {
+  TASK_STATUSES,
+  WORKFLOW_STATUSES,
+  isBlocking,
+  isSatisfying,
+  isTerminalTaskStatus,
+  isTerminalWorkflowStatus,
+  type ActivateEvent,
+  type CancelEvent,
+  type CompletionEvent,
+  type ConditionInputsEvent,
+  type DispatchEffect,
+  type Effect,
+  type FetchConditionInputsEffect,
+  type IgnoredEffect,
+  type NoticeEffect,
+  type ReduceResult,
+  type RetryEvent,
+  type TaskCounts,
+  type TaskRuntime,
+  type TaskStatus,
+  type TimeoutSweepEvent,
+  type WorkflowEvent,
+  type WorkflowFinishedEffect,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from './runtime/types';
+export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/create';
+export { foldEvents, reduce, type FoldResult } from './runtime/reduce';
+export { policyVerdict } from './runtime/settle';
+export { workflowStatus } from './runtime/status';
+export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, encodeRuntime } from './runtime/codec';

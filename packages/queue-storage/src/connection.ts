@@ -93,7 +93,7 @@ export function createQueueServiceClient(connection: StorageConnection, settings
     url = connection.queueServiceUrl;
     pipeline = newPipeline(connection.credential, options);
   }
-  // Our policies go first, so they see each logical request once per try (retries included).
-  if (settings.policies) pipeline.factories.unshift(...settings.policies);
+  // Our policies go last, below the retry policy, so they see every try on the wire.
+  if (settings.policies) pipeline.factories.push(...settings.policies);
   return new QueueServiceClient(url, pipeline);
 }

@@ -139,3 +139,19 @@ describe('failures', () => {
     }
   });
 });
+
+describe('countingPolicy', () => {
+  it('counts every request the client sends, by method', async () => {
+    const { countingPolicy } = await import('./counting-policy');
+    const { policy, counter } = countingPolicy();
+    const queue = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: uniqueName('counted'), policies: [policy] });
+    counter.reset();
+    await queue.send([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
+    const received = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });
+    expect(received).toHaveLength(3);
+    await Promise.all(received.map((m) => queue.complete(m)));
+    expect(counter.total).toBe(7);
+    expect(counter.byMethod).toEqual({ POST: 3, GET: 1, DELETE: 3 });
+    await queue.deleteQueue();
+  });
+});
