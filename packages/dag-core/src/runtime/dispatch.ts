@@ -1,5 +1,6 @@
 import { taskQueue, type TaskDefinition } from '../definition/types';
-import { compactUpstreamRefs, encodeTaskMessage, taskMessageId, type CompactUpstreamRefs } from '../wire';
+import { compactUpstreamRefs, type CompactUpstreamRefs } from '../wire/upstream-refs';
+import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
 import { transition, type Step } from './step';
 
 /**

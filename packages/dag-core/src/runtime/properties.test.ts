@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { validateWorkflow } from '../definition/validate';
-import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../wire';
+import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
 import type { WorkflowDefinition } from '../definition/types';
 import {
   TASK_STATUSES,
@@ -26,7 +26,7 @@ import {
   type WorkflowEvent,
   type WorkflowRuntime,
   type WorkflowStatus,
-} from '.';
+} from '../index';
 
 // ---------------------------------------------------------------------------------------------
 // Generators

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../wire';
+import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
 import { createRuntime } from './create';
 import { foldEvents, reduce } from './reduce';
 import { Harness, at, definition } from './test-helpers/build';

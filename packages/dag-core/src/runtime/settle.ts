@@ -1,6 +1,6 @@
 import { evaluateCondition } from '../condition';
 import type { DepPolicy, TaskDefinition } from '../definition/types';
-import { decodeInlineOutput, parseOutputRef } from '../wire';
+import { decodeInlineOutput, parseOutputRef } from '../wire/output-ref';
 import { transition, type Step } from './step';
 import { isBlocking, isSatisfying } from './types';
 
