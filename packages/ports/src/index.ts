@@ -9,7 +9,11 @@ export type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, 
 export type {
   AcquireLeaseOptions,
   CoordinatorLease,
+  CoordinatorStats,
+  CreateResult,
   LoadedRuntime,
+  SaveOptions,
+  SaveResult,
   Page,
   TaskFilter,
   TaskRow,
@@ -17,5 +21,5 @@ export type {
   WorkflowStore,
   WorkflowSummary,
 } from './workflow-store';
-export type { OutputStore } from './output-store';
+export type { OutputPlacement, OutputStore, PutOutputResult } from './output-store';
 export { utf8ByteLength, assertMessageFits } from './message-size';

@@ -1,9 +1,11 @@
 import type { TaskStatus, WorkflowRuntime, WorkflowStatus } from '@jobq/dag-core';
+import type { JobqError } from './errors';
 import type { OperationOptions } from './task-queue';
 
 /**
- * @experimental The storage side of workflows (SPEC §6). The Azure adapter and its contract suite
- * arrive with `@jobq/store-azure`; these shapes may still grow.
+ * @experimental The storage side of workflows (SPEC §6): the runtime blob is the source of truth,
+ * written with ETag compare-and-swap; the index row and the task rows are derived from it for
+ * listing and querying. Adapters pass `describeWorkflowStoreContract` from `@jobq/ports/testing`.
  */
 
 /** A runtime with the ETag it was read at. */
@@ -12,19 +14,63 @@ export interface LoadedRuntime {
   etag: string;
 }
 
+/** The outcome of {@link WorkflowStore.create}. */
+export interface CreateResult {
+  /** The ETag of the runtime blob (the current one when the workflow already existed). */
+  etag: string;
+  /**
+   * False when the id already held the same definition (a resubmission): nothing was written, and
+   * the stored runtime may have moved on since.
+   */
+  created: boolean;
+}
+
+/** Options of {@link WorkflowStore.save}. */
+export interface SaveOptions extends OperationOptions {
+  /**
+   * The runtime this one was reduced from (the one last saved). Only tasks whose record object
+   * differs (`previous.tasks[n] !== runtime.tasks[n]`; the reducer replaces changed records and
+   * shares the others) get their task row written; without it every task row is written.
+   */
+  previous?: WorkflowRuntime;
+}
+
+/** The outcome of {@link WorkflowStore.save}. */
+export interface SaveResult {
+  /** The new ETag of the runtime blob: the save succeeded. */
+  etag: string;
+  /**
+   * Set when the runtime was saved but some derived rows (the index row or task rows) could not
+   * be written. The runtime blob is the truth, so this is not a failure of the save: the store
+   * writes the missing rows again with the next save of the workflow. Callers log it.
+   */
+  rowsError: JobqError | null;
+}
+
 /** One row of the workflow index. */
 export interface WorkflowSummary {
   workflowId: string;
   name: string;
-  /** The index status: `pending` also while a retry request waits to be applied. */
+  /**
+   * The status of the last save, except `pending` while a retry request is not yet applied
+   * (`retryRequestedAt` newer than `retryAppliedAt`, and not overtaken by a newer cancel request).
+   */
   status: WorkflowStatus;
-  counts: Partial<Record<TaskStatus, number>>;
+  counts: Record<TaskStatus, number>;
+  /** Queue specs used by the workflow's tasks, sorted. */
   queues: string[];
   definitionHash: string;
   createdAt: string;
   updatedAt: string;
+  /** Written only by {@link WorkflowStore.requestCancel}. */
   cancelRequestedAt: string | null;
+  /** Written only by {@link WorkflowStore.requestRetry}. */
   retryRequestedAt: string | null;
+  /** The last cancel request the runtime applied (from the last save). */
+  cancelAppliedAt: string | null;
+  /** The last retry request the runtime applied (from the last save). */
+  retryAppliedAt: string | null;
+  /** For a failed workflow, the first failed task and its error (possibly shortened). */
   error: string | null;
 }
 
@@ -33,23 +79,29 @@ export interface TaskRow {
   workflowId: string;
   taskName: string;
   status: TaskStatus;
+  /** The task's queue spec. */
   queue: string;
   attemptNo: number;
+  /** `updatedAt` of the runtime save that last changed this task. */
   updatedAt: string;
+  /** The task's last error (possibly shortened). */
   error: string | null;
 }
 
 /** A page of results and the token for the next one (null at the end). */
 export interface Page<T> {
   items: T[];
+  /** Opaque; pass it back with the same filter for the next page. */
   continuationToken: string | null;
 }
 
 /** Which workflows to list. */
 export interface WorkflowFilter extends OperationOptions {
+  /** Only these (index) statuses. */
   status?: readonly WorkflowStatus[];
-  /** Newest first. */
+  /** Newest `updatedAt` first (else in the store's key order). */
   recent?: boolean;
+  /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
 }
@@ -57,10 +109,12 @@ export interface WorkflowFilter extends OperationOptions {
 /** Which task rows to list. */
 export interface TaskFilter extends OperationOptions {
   workflowId?: string;
-  /** Task names starting with this (a RowKey range). */
+  /** Task names starting with this (a RowKey range); needs `workflowId`. */
   namePrefix?: string;
   status?: readonly TaskStatus[];
+  /** Only tasks routed to this queue spec. */
   queue?: string;
+  /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
 }
@@ -68,8 +122,12 @@ export interface TaskFilter extends OperationOptions {
 /** The coordinator's exclusive right to write a prefix's runtimes (SPEC §9). */
 export interface CoordinatorLease {
   readonly leaseId: string;
-  /** Fires when the lease cannot be renewed or was broken: stop writing at once. */
+  /**
+   * Fires (with a `lease-lost` {@link JobqError} as its reason) when the lease cannot be renewed or
+   * was broken by someone else: stop writing at once. Not fired by {@link release}.
+   */
   readonly lost: AbortSignal;
+  /** Stops renewing and gives the lease up; harmless when already lost or released. */
   release(): Promise<void>;
 }
 
@@ -79,20 +137,38 @@ export interface AcquireLeaseOptions extends OperationOptions {
   breakExisting?: boolean;
 }
 
+/** The coordinator's counters as JSON (SPEC §9: written every 10 s, read by `doctor`). */
+export type CoordinatorStats = Record<string, unknown>;
+
 /** Runtime blobs with ETag compare-and-swap, plus the index and task rows derived from them. */
 export interface WorkflowStore {
-  /** Writes a new runtime (If-None-Match) and its index row; `conflict` when the id holds another definition. */
-  create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<{ etag: string }>;
+  /**
+   * Submits a new runtime: the blob (If-None-Match), then every task row, then the index row. An
+   * id whose blob exists without an index row (a submit that crashed) is overwritten; an id
+   * holding the same definition hash is a success with `created: false` and nothing written; a
+   * different hash is a `conflict`.
+   */
+  create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult>;
+  /** The runtime and its ETag; null when the workflow does not exist; `corrupt` when it cannot be decoded. */
   load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null>;
-  /** Writes the runtime if it is still at `etag`; `conflict` (nothing written) otherwise. */
-  save(runtime: WorkflowRuntime, etag: string, options?: OperationOptions): Promise<{ etag: string }>;
+  /**
+   * Writes the runtime if it is still at `etag` (`conflict`, nothing written, otherwise), then
+   * merges the index row and the changed task rows. Never touches the request timestamps.
+   */
+  save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult>;
   getWorkflow(workflowId: string, options?: OperationOptions): Promise<WorkflowSummary | null>;
   listWorkflows(filter?: WorkflowFilter): Promise<Page<WorkflowSummary>>;
+  /** Number of workflows in each (index) status. */
+  countWorkflows(options?: OperationOptions): Promise<Record<WorkflowStatus, number>>;
   listTasks(filter?: TaskFilter): Promise<Page<TaskRow>>;
-  /** Records a cancel request's timestamp on the index row, touching nothing else. */
+  /** Records a cancel request's timestamp on the index row, touching nothing else; `not-found` without an index row. */
   requestCancel(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
-  /** Records a retry request's timestamp on the index row, touching nothing else. */
+  /** Records a retry request's timestamp on the index row, touching nothing else; `not-found` without an index row. */
   requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
-  /** Takes the coordinator lease; `lease-held` while someone else has it. */
+  /** Takes the coordinator lease and keeps renewing it; `lease-held` while someone else has it. */
   acquireLease(options?: AcquireLeaseOptions): Promise<CoordinatorLease>;
+  /** Replaces the coordinator's stats document. */
+  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void>;
+  /** The last stats document written, or null when there is none. */
+  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null>;
 }

@@ -23,7 +23,7 @@ export type StorageConnection =
 /** Options of the HTTP pipeline under a queue service client. */
 export interface PipelineSettings {
   retryOptions?: StorageRetryOptions;
-  /** Extra request policies, run for every HTTP request (e.g. a transaction counter). */
+  /** Extra request policies, run once per SDK call, before the SDK's retries (e.g. a call counter). */
   policies?: readonly RequestPolicyFactory[];
 }
 
@@ -93,7 +93,7 @@ export function createQueueServiceClient(connection: StorageConnection, settings
     url = connection.queueServiceUrl;
     pipeline = newPipeline(connection.credential, options);
   }
-  // Our policies go last, below the retry policy, so they see every try on the wire.
+  // The SDK runs custom policies before its retry policy: they see each call once, not each try.
   if (settings.policies) pipeline.factories.push(...settings.policies);
   return new QueueServiceClient(url, pipeline);
 }

@@ -8,8 +8,9 @@ export interface TransactionCounter {
 }
 
 /**
- * A pipeline policy that counts every HTTP request the SDK sends (each is one billed storage
- * transaction, retries included). Used by the benchmark to report transactions per message.
+ * A pipeline policy that counts the requests the SDK makes, one per call (the SDK places custom
+ * policies before its retry policy, so a retried call counts once; without faults that equals the
+ * billed storage transactions). Used by the benchmark to report transactions per message.
  */
 export function countingPolicy(): { policy: RequestPolicyFactory; counter: TransactionCounter } {
   const counter: TransactionCounter = {

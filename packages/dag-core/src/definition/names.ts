@@ -17,7 +17,7 @@ function taskNamePattern(allowReserved: boolean): string {
     (allowReserved ? '' : '(?!__)') +
     '(?!/)' + // no leading slash
     '(?!.*//)(?!.*/$)' + // no empty path segment
-    '(?!(?:.*/)?\\.\\.(?:/|$))' + // no `..` segment
+    '(?!(?:.*/)?\\.\\.?(?:/|$))' + // no `.` or `..` segment (blob paths would collapse them)
     '(?=[\\s\\S]*\\S)' + // at least one non-space character
     `[^${CONTROL_CHARS}\\\\#?]+$`
   );
@@ -40,7 +40,8 @@ export function taskNameProblem(name: string, allowReserved = false): string | n
   if (name.startsWith('/')) return 'a task name may not start with "/"';
   const segments = name.split('/');
   if (segments.some((s) => s === '')) return 'a task name may not contain an empty path segment ("//" or a trailing "/")';
-  if (segments.some((s) => s === '..')) return 'a task name may not contain a ".." path segment';
+  // Blob paths collapse these: `a/./b` would name the same blob as `a/b`.
+  if (segments.some((s) => s === '.' || s === '..')) return 'a task name may not contain a "." or ".." path segment';
   return null;
 }
 

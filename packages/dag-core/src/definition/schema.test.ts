@@ -19,7 +19,7 @@ describe('workflowJsonSchema', () => {
     const task = schema.properties.tasks.items.properties;
     const namePattern = new RegExp(task.name!.pattern!);
     expect(namePattern.test('prep/featurize')).toBe(true);
-    for (const bad of ['__x', '/a', 'a//b', 'a/../b', 'a#b', 'a?', 'a\\b', ' ']) expect(namePattern.test(bad)).toBe(false);
+    for (const bad of ['__x', '/a', 'a//b', 'a/../b', 'a/./b', '.', 'a#b', 'a?', 'a\\b', ' ']) expect(namePattern.test(bad)).toBe(false);
     const queuePattern = new RegExp(task.queue!.anyOf![0]!.pattern!);
     for (const good of ['cpu', 'acct/gpu-a100', 'sb://ns/q']) expect(queuePattern.test(good)).toBe(true);
     for (const bad of ['CPU', 'a--b', 'ab', 'x/y/z']) expect(queuePattern.test(bad)).toBe(false);

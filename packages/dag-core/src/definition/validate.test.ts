@@ -90,6 +90,8 @@ describe('validateWorkflow', () => {
     ['bad-name', { name: 'w', tasks: [task('/a')] }, 'tasks[0].name', 'may not start with "/"'],
     ['bad-name', { name: 'w', tasks: [task('a//b')] }, 'tasks[0].name', 'empty path segment'],
     ['bad-name', { name: 'w', tasks: [task('a/../b')] }, 'tasks[0].name', '".." path segment'],
+    ['bad-name', { name: 'w', tasks: [task('./x')] }, 'tasks[0].name', '"." or ".." path segment'],
+    ['bad-name', { name: 'w', tasks: [task('a/.')] }, 'tasks[0].name', '"." or ".." path segment'],
     ['bad-name', { name: 'w', tasks: [task('__x')] }, 'tasks[0].name', 'reserved'],
     ['bad-name', { name: 'w', tasks: [task('a\u0001')] }, 'tasks[0].name', 'control characters'],
     ['bad-name', { name: 'w', tasks: [task('x'.repeat(257))] }, 'tasks[0].name', 'at most 256'],

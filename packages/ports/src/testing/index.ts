@@ -5,3 +5,5 @@
  */
 export { describeTaskQueueContract, type TaskQueueContractOptions, type TaskQueueFixture } from './queue-suite';
 export { InMemoryTaskQueue, type InMemoryTaskQueueOptions } from './in-memory-queue';
+export * from './store-suite';
+export * from './output-suite';

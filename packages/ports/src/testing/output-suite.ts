@@ -1,0 +1,364 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeStashMarker, parseStashMarker, type CompactUpstreamRefs, type StashMarker } from '@jobq/dag-core';
+import { isJobqError } from '../errors';
+import type { OutputStore } from '../output-store';
+
+/** A fresh output store for one test, optional fault-injection hooks, and how to dispose of it. */
+export interface OutputStoreFixture {
+  store: OutputStore;
+  /**
+   * Replaces the content of a stored blob behind the store's back (same size, different bytes),
+   * keeping its stored md5: `target` is a blob output ref or a stash marker. Tests that need it
+   * are skipped when absent.
+   */
+  corrupt?: (target: string | StashMarker) => Promise<void>;
+  /** Makes every upload fail (as an unreachable service would) until {@link restoreUploads}. */
+  breakUploads?: () => void;
+  restoreUploads?: () => void;
+  dispose(): Promise<void>;
+}
+
+/** Options of {@link describeOutputStoreContract}. */
+export interface OutputStoreContractOptions {
+  /** Per-test timeout. */
+  timeoutInMs?: number;
+}
+
+function md5(bytes: Uint8Array | string): string {
+  return createHash('md5').update(bytes).digest('base64');
+}
+
+/** A JSON string literal of exactly `bytes` UTF-8 bytes (`bytes` ≥ 2), made of `char`s plus ASCII padding. */
+function jsonOfBytes(bytes: number, char = 'a'): string {
+  const charBytes = Buffer.byteLength(char, 'utf8');
+  const body = bytes - 2;
+  const count = Math.floor(body / charBytes);
+  return `"${char.repeat(count)}${'x'.repeat(body - count * charBytes)}"`;
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return isJobqError(error) ? error.code : `not a JobqError: ${String(error)}`;
+  }
+  return 'no error';
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isJobqError(error)) return { code: error.code, message: error.message };
+    return { code: `not a JobqError: ${String(error)}`, message: '' };
+  }
+  return { code: 'no error', message: '' };
+}
+
+/**
+ * The contract of {@link OutputStore} (SPEC §5.2, §5.4), as jest tests. Every adapter runs it
+ * with a factory that opens a store on fresh (or shared but unique-per-test) storage; workflow ids
+ * are random per test. Fault-injection tests run only when the fixture offers the hook.
+ */
+export function describeOutputStoreContract(label: string, open: () => Promise<OutputStoreFixture>, options: OutputStoreContractOptions = {}): void {
+  describe(`OutputStore contract: ${label}`, () => {
+    let fixture: OutputStoreFixture | undefined;
+    const fresh = async (): Promise<OutputStoreFixture> => {
+      fixture = await open();
+      return fixture;
+    };
+    afterEach(async () => {
+      fixture?.restoreUploads?.();
+      await fixture?.dispose();
+      fixture = undefined;
+    });
+    const timeout = options.timeoutInMs ?? 30_000;
+    const wf = (): string => `wf-${randomUUID()}`;
+
+    /** Registers a test that needs fixture hooks; it passes trivially (with a note) when the fixture lacks them. */
+    const withHooks = (name: string, needs: ReadonlyArray<'corrupt' | 'breakUploads'>, body: (f: OutputStoreFixture) => Promise<void>): void => {
+      it(
+        name,
+        async () => {
+          const f = await fresh();
+          if (needs.some((hook) => f[hook] === undefined)) return;
+          await body(f);
+        },
+        timeout,
+      );
+    };
+
+    describe('outputs', () => {
+      it('keeps a small output inline: the ref is the text itself and reads back as its value', async () => {
+        const { store } = await fresh();
+        const text = '{"answer":42,"name":"ü ✓ 😀","list":[1,null,true]}';
+        const result = await store.putOutput(wf(), 'small', text);
+        expect(result).toEqual({ ref: text, placement: 'inline', bytes: Buffer.byteLength(text, 'utf8') });
+        expect(await store.getOutput(result.ref)).toEqual({ answer: 42, name: 'ü ✓ 😀', list: [1, null, true] });
+        // Scalars are outputs too.
+        for (const scalar of ['0', 'null', 'false', '"x"', ' [1] \n']) {
+          const r = await store.putOutput(wf(), 'scalar', scalar);
+          expect(r.ref).toBe(scalar);
+          expect(await store.getOutput(r.ref)).toEqual(JSON.parse(scalar));
+        }
+      }, timeout);
+
+      it('uploads a 33 KiB output to its canonical blob; the ref carries the md5 and reads back', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const value = { rows: Array.from({ length: 1_100 }, (_, i) => ({ i, text: 'row-data-0123456789' })) };
+        const text = JSON.stringify(value);
+        expect(Buffer.byteLength(text)).toBeGreaterThan(33 * 1024);
+        const result = await store.putOutput(id, 'big', text);
+        expect(result.placement).toBe('blob');
+        expect(result.warning).toBeUndefined();
+        expect(result.bytes).toBe(Buffer.byteLength(text));
+        expect(result.ref).toBe(`blob:${store.outputsContainer}/${id}/big.json:${md5(text)}`);
+        expect(await store.getOutput(result.ref)).toEqual(value);
+        // The compact form (no md5) reads back too, verified against the stored Content-MD5.
+        expect(await store.getOutput(`blob:${store.outputsContainer}/${id}/big.json`)).toEqual(value);
+      }, timeout);
+
+      it('puts exactly 32 768 UTF-8 bytes inline and 32 769 in a blob, counting multi-byte characters as UTF-8', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const cases: Array<[string, string, 'inline' | 'blob']> = [
+          ['ascii-at', jsonOfBytes(32_768), 'inline'],
+          ['ascii-over', jsonOfBytes(32_769), 'blob'],
+          ['two-byte-at', jsonOfBytes(32_768, 'é'), 'inline'],
+          ['two-byte-over', jsonOfBytes(32_769, 'é'), 'blob'],
+          ['four-byte-over', jsonOfBytes(32_770, '😀'), 'blob'],
+          // 11 000 characters, 33 002 bytes: over the limit only when counted as UTF-8.
+          ['three-byte', `"${'€'.repeat(11_000)}"`, 'blob'],
+        ];
+        for (const [task, text, placement] of cases) {
+          const result = await store.putOutput(id, task, text);
+          expect([task, result.placement, result.bytes]).toEqual([task, placement, Buffer.byteLength(text, 'utf8')]);
+          expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
+        }
+      }, timeout);
+
+      it('refuses an output that is not JSON with invalid-argument carrying the parser error', async () => {
+        const { store } = await fresh();
+        for (const text of ['{"a":', "{'a':1}", 'NaN', 'undefined', '{"a":1} trailing']) {
+          const { code, message } = await errorOf(store.putOutput(wf(), 'bad', text));
+          expect([text, code]).toEqual([text, 'invalid-argument']);
+          expect(message).toMatch(/not valid JSON: \S/);
+        }
+        // Also when big (it is checked before any upload).
+        expect(await codeOf(store.putOutput(wf(), 'bad', `[${'1,'.repeat(40_000)}`))).toBe('invalid-argument');
+      }, timeout);
+
+      it('treats an empty (or whitespace-only) output as no output: a null ref, which reads back as null', async () => {
+        const { store } = await fresh();
+        for (const text of ['', ' ', '\n', ' \t\r\n']) {
+          expect(await store.putOutput(wf(), 'empty', text)).toEqual({ ref: null, placement: 'none', bytes: 0 });
+        }
+        expect(await store.getOutput(null)).toBeNull();
+      }, timeout);
+
+      it('overwrites the canonical blob on a later attempt; the older ref then fails its md5 check', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const first = await store.putOutput(id, 'again', jsonOfBytes(40_000));
+        const second = await store.putOutput(id, 'again', jsonOfBytes(40_000, 'b'));
+        expect(second.ref).not.toBe(first.ref);
+        expect(await store.getOutput(second.ref)).toBe(JSON.parse(jsonOfBytes(40_000, 'b')));
+        expect(await codeOf(store.getOutput(first.ref))).toBe('corrupt');
+      }, timeout);
+
+      it('stores outputs of task names with "/" under nested canonical paths', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const text = jsonOfBytes(40_000);
+        const result = await store.putOutput(id, 'stage/one', text);
+        expect(result.ref).toBe(`blob:${store.outputsContainer}/${id}/stage/one.json:${md5(text)}`);
+        expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
+      }, timeout);
+
+      it('refuses workflow ids and task names that cannot make a safe blob path', async () => {
+        const { store } = await fresh();
+        const text = jsonOfBytes(40_000);
+        for (const [id, task] of [
+          ['a/b', 't'],
+          ['..', 't'],
+          ['', 't'],
+          [wf(), ''],
+          [wf(), '../escape'],
+          [wf(), 'a/./b'],
+        ] as const) {
+          expect([id, task, await codeOf(store.putOutput(id, task, text))]).toEqual([id, task, 'invalid-argument']);
+        }
+      }, timeout);
+
+      it('refuses refs it cannot or may not follow with invalid-argument, and a missing blob with not-found', async () => {
+        const { store } = await fresh();
+        for (const ref of ['blob:', 'blob:x', 'blob:Upper-Case/a.json', 's3://bucket/key', 'hello world', 'blob:jobq-foreign-container-x9/a.json']) {
+          expect([ref, await codeOf(store.getOutput(ref))]).toEqual([ref, 'invalid-argument']);
+        }
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/../other/x.json`))).toBe('invalid-argument');
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${wf()}/missing.json`))).toBe('not-found');
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${wf()}/missing.json:${md5('x')}`))).toBe('not-found');
+      }, timeout);
+
+      withHooks('reports corrupt when a blob output no longer matches its md5 (ref form and compact form)', ['corrupt'], async ({ store, corrupt }) => {
+        const id = wf();
+        const result = await store.putOutput(id, 'damaged', jsonOfBytes(40_000));
+        await corrupt!(result.ref!);
+        const { code, message } = await errorOf(store.getOutput(result.ref));
+        expect(code).toBe('corrupt');
+        expect(message).toContain(`${id}/damaged.json`);
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${id}/damaged.json`))).toBe('corrupt');
+      });
+
+      withHooks('falls back to inline with a warning when a 100 KiB output cannot be uploaded', ['breakUploads'], async ({ store, breakUploads }) => {
+        breakUploads!();
+        const text = jsonOfBytes(100 * 1024);
+        const result = await store.putOutput(wf(), 'fallback', text);
+        expect(result.placement).toBe('inline-fallback');
+        expect(result.ref).toBe(text);
+        expect(result.warning).toMatch(/102400 bytes.*could not be uploaded.*inline/);
+        expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
+      });
+
+      withHooks('fails clearly (size and the 500 KiB limit) when a 600 KiB output cannot be uploaded', ['breakUploads'], async ({ store, breakUploads }) => {
+        breakUploads!();
+        const text = jsonOfBytes(600 * 1024);
+        const { code, message } = await errorOf(store.putOutput(wf(), 'too-big', text));
+        expect(code).not.toBe('no error');
+        expect(code).not.toMatch(/^not a JobqError/);
+        expect(message).toMatch(/614400 bytes/);
+        expect(message).toMatch(/could not be uploaded/);
+        expect(message).toMatch(/500 KiB/);
+      });
+
+      it('falls back at exactly 512 000 bytes but not one byte more', async () => {
+        const f = await fresh();
+        if (!f.breakUploads) return;
+        f.breakUploads();
+        expect((await f.store.putOutput(wf(), 'edge', jsonOfBytes(512_000))).placement).toBe('inline-fallback');
+        expect(await codeOf(f.store.putOutput(wf(), 'edge', jsonOfBytes(512_001)))).not.toBe('no error');
+      }, timeout);
+    });
+
+    describe('stashed files', () => {
+      it('round-trips binary bytes (zero bytes included) with md5, size and the blob name of SPEC §5.4', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const data = new Uint8Array(70_000);
+        for (let i = 0; i < data.length; i++) data[i] = (i * 31) % 256;
+        data.fill(0, 100, 5_000);
+        const marker = await store.putFile(id, 'make', 'model.bin', data);
+        expect(marker).toEqual({ blobName: `workflow-files/${id}/make/model.bin`, md5: md5(data), size: data.length });
+        // The marker is the one of the wire format.
+        expect(parseStashMarker(makeStashMarker(marker))).toEqual(marker);
+        expect(Buffer.from(await store.getFile(marker)).equals(Buffer.from(data))).toBe(true);
+
+        const empty = await store.putFile(id, 'make', 'empty.txt', new Uint8Array(0));
+        expect(empty).toEqual({ blobName: `workflow-files/${id}/make/empty.txt`, md5: md5(''), size: 0 });
+        expect((await store.getFile(empty)).length).toBe(0);
+      }, timeout);
+
+      it('stashes from a path and downloads to a path, with nothing left beside the destination', async () => {
+        const { store } = await fresh();
+        const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
+        try {
+          const id = wf();
+          const source = join(dir, 'source.dat');
+          const content = Buffer.alloc(300_000);
+          for (let i = 0; i < content.length; i++) content[i] = (i * 7 + 3) % 256;
+          await writeFile(source, content);
+          const marker = await store.putFileFromPath(id, 'task/with/slashes', 'data.dat', source);
+          expect(marker).toEqual({ blobName: `workflow-files/${id}/task/with/slashes/data.dat`, md5: md5(content), size: content.length });
+          const dest = join(dir, 'dest.dat');
+          await store.downloadFileTo(marker, dest);
+          expect((await readFile(dest)).equals(content)).toBe(true);
+          // Over an existing file too.
+          await writeFile(dest, 'old');
+          await store.downloadFileTo(marker, dest);
+          expect((await readFile(dest)).equals(content)).toBe(true);
+          expect((await readdir(dir)).sort()).toEqual(['dest.dat', 'source.dat']);
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      }, timeout);
+
+      it('refuses file names that are not plain names', async () => {
+        const { store } = await fresh();
+        for (const filename of ['a/b', '..', '.', '', 'a\\b', 'nl\nx']) {
+          expect([filename, await codeOf(store.putFile(wf(), 't', filename, new Uint8Array([1])))]).toEqual([filename, 'invalid-argument']);
+        }
+      }, timeout);
+
+      it('reports not-found for a marker whose blob does not exist, and refuses a malformed marker', async () => {
+        const { store } = await fresh();
+        const marker = { blobName: `workflow-files/${wf()}/t/none.bin`, md5: md5('x'), size: 1 };
+        expect(await codeOf(store.getFile(marker))).toBe('not-found');
+        expect(await codeOf(store.getFile({ blobName: 'elsewhere/x', md5: md5('x'), size: 1 }))).toBe('invalid-argument');
+        expect(await codeOf(store.getFile({ blobName: 'workflow-files/../x', md5: md5('x'), size: 1 }))).toBe('invalid-argument');
+      }, timeout);
+
+      it('reports corrupt when the marker does not match the stored file (size or md5)', async () => {
+        const { store } = await fresh();
+        const marker = await store.putFile(wf(), 't', 'f.bin', new Uint8Array([1, 2, 3]));
+        expect(await codeOf(store.getFile({ ...marker, size: 4 }))).toBe('corrupt');
+        expect(await codeOf(store.getFile({ ...marker, md5: md5('other') }))).toBe('corrupt');
+      }, timeout);
+
+      withHooks('never leaves a partial file when a download fails verification', ['corrupt'], async ({ store, corrupt }) => {
+        const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
+        try {
+          const data = new Uint8Array(200_000).fill(7);
+          const marker = await store.putFile(wf(), 't', 'f.bin', data);
+          await corrupt!(marker);
+          expect(await codeOf(store.getFile(marker))).toBe('corrupt');
+          const dest = join(dir, 'out.bin');
+          expect(await codeOf(store.downloadFileTo(marker, dest))).toBe('corrupt');
+          expect(await readdir(dir)).toEqual([]);
+          // An existing destination is left as it was.
+          await writeFile(dest, 'keep me');
+          expect(await codeOf(store.downloadFileTo(marker, dest))).toBe('corrupt');
+          expect(await readFile(dest, 'utf8')).toBe('keep me');
+          expect(await readdir(dir)).toEqual(['out.bin']);
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      });
+    });
+
+    describe('upstream overflow', () => {
+      it('round-trips compact refs through the overflow blob of SPEC §5.2', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const compact: CompactUpstreamRefs = {
+          s: Array.from({ length: 3_000 }, (_, i) => `parent-${i}`),
+          i: { small: '{"a":1}', elsewhere: 'blob:other-container/x.json' },
+          n: ['skipped'],
+        };
+        const location = await store.putUpstreamOverflow(id, 'fan/in', 2, compact);
+        expect(location).toMatch(new RegExp(`^[a-z0-9-]{3,63}/upstream/${id}/fan/in/2\\.json$`));
+        expect(await store.getUpstreamOverflow(location)).toEqual(compact);
+        // Empty sections are dropped.
+        const loc2 = await store.putUpstreamOverflow(id, 'lonely', 1, { s: [], n: ['p'] });
+        expect(await store.getUpstreamOverflow(loc2)).toEqual({ n: ['p'] });
+      }, timeout);
+
+      it('refuses bad arguments and locations, and reports a missing overflow blob as not-found', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        expect(await codeOf(store.putUpstreamOverflow(id, 't', 0, { n: ['p'] }))).toBe('invalid-argument');
+        expect(await codeOf(store.putUpstreamOverflow('a/b', 't', 1, { n: ['p'] }))).toBe('invalid-argument');
+        const location = await store.putUpstreamOverflow(id, 't', 1, { n: ['p'] });
+        const container = location.slice(0, location.indexOf('/'));
+        expect(await codeOf(store.getUpstreamOverflow('no-slash'))).toBe('invalid-argument');
+        expect(await codeOf(store.getUpstreamOverflow('jobq-foreign-container-x9/upstream/a/t/1.json'))).toBe('invalid-argument');
+        expect(await codeOf(store.getUpstreamOverflow(`${container}/upstream/../../x`))).toBe('invalid-argument');
+        expect(await codeOf(store.getUpstreamOverflow(`${container}/upstream/${id}/t/2.json`))).toBe('not-found');
+      }, timeout);
+    });
+  });
+}

@@ -1,0 +1,472 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { createRuntime, encodeRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import { isJobqError } from '../errors';
+import type { CoordinatorLease, TaskRow, WorkflowStore, WorkflowSummary } from '../workflow-store';
+
+/** A fresh, empty workflow store for one test, and how to dispose of it. */
+export interface WorkflowStoreFixture {
+  /**
+   * An empty store (its own prefix). Its coordinator lease must renew often (every ≤ 1 s), so a
+   * broken lease is noticed within the test.
+   */
+  store: WorkflowStore;
+  /**
+   * Makes `workflowId` look like a submit that crashed after writing the runtime: removes its
+   * index row, keeping the runtime.
+   */
+  simulateOrphan(workflowId: string): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** Options of {@link describeWorkflowStoreContract}. */
+export interface WorkflowStoreContractOptions {
+  /** Per-test timeout. Default 30 s. */
+  timeoutInMs?: number;
+}
+
+/** Second `n` after 2026-01-01T00:00:00Z, as ISO-8601. */
+function at(n: number): string {
+  return new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
+}
+
+function definitionOf(name: string, tasks: ReadonlyArray<Record<string, unknown>>, extra: Record<string, unknown> = {}): WorkflowDefinition {
+  const result = validateWorkflow({ name, ...extra, tasks: tasks.map((t) => ({ kwargs: { cmd: 'true' }, ...t })) });
+  if (!result.ok) throw new Error(result.issues.map((i) => `${i.path}: ${i.message}`).join('\n'));
+  return result.value;
+}
+
+/** `a` and `b` are roots on `default`; `c` (queue `gpu`) depends on `a`. */
+const ABC = definitionOf('abc', [{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a'], queue: 'gpu' }]);
+
+function step(runtime: WorkflowRuntime, event: WorkflowEvent): WorkflowRuntime {
+  return reduce(runtime, event).runtime;
+}
+
+function activate(runtime: WorkflowRuntime, n: number): WorkflowRuntime {
+  return step(runtime, { type: 'activate', now: at(n) });
+}
+
+function finish(runtime: WorkflowRuntime, taskName: string, n: number, success = true, error: string | null = null): WorkflowRuntime {
+  return step(runtime, { type: 'completion', now: at(n), taskName, attemptNo: null, success, outputRef: null, error });
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    return isJobqError(error) ? error.code : `not a JobqError: ${String(error)}`;
+  }
+  return undefined;
+}
+
+async function allPages<T>(list: (token: string | undefined) => Promise<{ items: T[]; continuationToken: string | null }>): Promise<T[][]> {
+  const pages: T[][] = [];
+  let token: string | undefined;
+  do {
+    const page = await list(token);
+    pages.push(page.items);
+    token = page.continuationToken ?? undefined;
+  } while (token !== undefined && pages.length < 100);
+  return pages;
+}
+
+function byName(rows: TaskRow[]): Record<string, TaskRow> {
+  return Object.fromEntries(rows.map((r) => [r.taskName, r]));
+}
+
+/** Resolves when `signal` fires, or rejects after `withinMs`. */
+function whenAborted(signal: AbortSignal, withinMs: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      resolve(signal.reason);
+      return;
+    }
+    const timer = setTimeout(() => reject(new Error(`the signal did not fire within ${withinMs} ms`)), withinMs);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
+
+/**
+ * The contract of {@link WorkflowStore}, as jest tests. Every adapter runs it with a factory that
+ * opens a fresh, empty store (see {@link WorkflowStoreFixture}).
+ */
+export function describeWorkflowStoreContract(label: string, open: () => Promise<WorkflowStoreFixture>, options: WorkflowStoreContractOptions = {}): void {
+  describe(`WorkflowStore contract: ${label}`, () => {
+    let fixture: WorkflowStoreFixture | undefined;
+    const leases: CoordinatorLease[] = [];
+    const fresh = async (): Promise<WorkflowStore> => {
+      fixture = await open();
+      return fixture.store;
+    };
+    afterEach(async () => {
+      for (const lease of leases.splice(0)) await lease.release().catch(() => undefined);
+      await fixture?.dispose();
+      fixture = undefined;
+    });
+    const timeout = options.timeoutInMs ?? 30_000;
+
+    describe('runtime', () => {
+      it('creates a runtime and loads it back equal, at the ETag create returned', async () => {
+        const store = await fresh();
+        const runtime = createRuntime(ABC, { workflowId: 'wf-create', now: at(1), outputsContainer: 'outs' });
+        const created = await store.create(runtime, 'hash-1');
+        expect(created.created).toBe(true);
+        expect(typeof created.etag).toBe('string');
+        const loaded = await store.load('wf-create');
+        expect(loaded?.etag).toBe(created.etag);
+        expect(loaded?.runtime).toEqual(runtime);
+        expect(encodeRuntime(loaded!.runtime)).toBe(encodeRuntime(runtime));
+      }, timeout);
+
+      it('gives null for a workflow that does not exist', async () => {
+        const store = await fresh();
+        expect(await store.load('nope')).toBeNull();
+        expect(await store.getWorkflow('nope')).toBeNull();
+      }, timeout);
+
+      it('treats a second create with the same definition hash as done: nothing written, created false', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-twice', now: at(1) });
+        const first = await store.create(r0, 'hash-1');
+        const r1 = activate(r0, 2);
+        const saved = await store.save(r1, first.etag);
+        const again = await store.create(r0, 'hash-1');
+        expect(again).toEqual({ etag: saved.etag, created: false });
+        const loaded = await store.load('wf-twice');
+        expect(loaded?.runtime).toEqual(r1);
+        expect(loaded?.etag).toBe(saved.etag);
+        expect((await store.getWorkflow('wf-twice'))?.status).toBe('running');
+      }, timeout);
+
+      it('refuses a create of an existing id with a different definition hash (conflict), changing nothing', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-clash', now: at(1) });
+        const first = await store.create(r0, 'hash-1');
+        const other = createRuntime(definitionOf('other', [{ name: 'x' }]), { workflowId: 'wf-clash', now: at(5) });
+        let caught: unknown;
+        try {
+          await store.create(other, 'hash-2');
+        } catch (error) {
+          caught = error;
+        }
+        expect(isJobqError(caught, 'conflict')).toBe(true);
+        expect((caught as Error).message).toContain('workflow "wf-clash" already exists with a different definition');
+        const loaded = await store.load('wf-clash');
+        expect(loaded?.etag).toBe(first.etag);
+        expect(loaded?.runtime).toEqual(r0);
+        expect((await store.getWorkflow('wf-clash'))?.definitionHash).toBe('hash-1');
+      }, timeout);
+
+      it('overwrites an orphan runtime (a submit that crashed before its index row) on the next create', async () => {
+        const store = await fresh();
+        await store.create(createRuntime(ABC, { workflowId: 'wf-orphan', now: at(1) }), 'hash-1');
+        await fixture!.simulateOrphan('wf-orphan');
+        expect(await store.getWorkflow('wf-orphan')).toBeNull();
+        const replacement = createRuntime(definitionOf('second', [{ name: 'x' }, { name: 'y', depends_on: ['x'] }]), { workflowId: 'wf-orphan', now: at(9) });
+        const created = await store.create(replacement, 'hash-2');
+        expect(created.created).toBe(true);
+        const loaded = await store.load('wf-orphan');
+        expect(loaded?.runtime).toEqual(replacement);
+        expect(loaded?.etag).toBe(created.etag);
+        const summary = await store.getWorkflow('wf-orphan');
+        expect(summary).toMatchObject({ name: 'second', definitionHash: 'hash-2', status: 'pending' });
+        const tasks = await store.listTasks({ workflowId: 'wf-orphan' });
+        expect(tasks.items.map((t) => t.taskName).sort()).toEqual(expect.arrayContaining(['x', 'y']));
+      }, timeout);
+
+      it('saves with the current ETag, returning a new one that load sees', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-save', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2);
+        const saved = await store.save(r1, e0, { previous: r0 });
+        expect(saved.etag).not.toBe(e0);
+        expect(saved.rowsError).toBeNull();
+        const loaded = await store.load('wf-save');
+        expect(loaded).toEqual({ runtime: r1, etag: saved.etag });
+        const r2 = finish(r1, 'a', 3);
+        const saved2 = await store.save(r2, saved.etag, { previous: r1 });
+        expect((await store.load('wf-save'))?.etag).toBe(saved2.etag);
+      }, timeout);
+
+      it('refuses a save with a stale ETag (conflict) and keeps the stored runtime', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-stale', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2);
+        const { etag: e1 } = await store.save(r1, e0);
+        const r2 = finish(r1, 'a', 3);
+        expect(await codeOf(store.save(r2, e0))).toBe('conflict');
+        expect(await store.load('wf-stale')).toEqual({ runtime: r1, etag: e1 });
+        expect((await store.getWorkflow('wf-stale'))?.counts.completed).toBe(0);
+        expect(await codeOf(store.save(createRuntime(ABC, { workflowId: 'wf-never', now: at(1) }), e0))).toBe('conflict');
+      }, timeout);
+    });
+
+    describe('index', () => {
+      it('reflects name, status, counts, queues and times of the last save', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-index', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'hash-x');
+        const s0 = await store.getWorkflow('wf-index');
+        expect(s0).toMatchObject({
+          workflowId: 'wf-index',
+          name: 'abc',
+          status: 'pending',
+          queues: ['default', 'gpu'],
+          definitionHash: 'hash-x',
+          createdAt: at(1),
+          updatedAt: at(1),
+          cancelRequestedAt: null,
+          retryRequestedAt: null,
+          error: null,
+        } satisfies Partial<WorkflowSummary>);
+        expect(s0?.counts).toMatchObject({ ready: 2, pending: 1, running: 0, completed: 0 });
+        const r1 = activate(r0, 2);
+        const { etag: e1 } = await store.save(r1, e0, { previous: r0 });
+        expect(await store.getWorkflow('wf-index')).toMatchObject({ status: 'running', updatedAt: at(2), createdAt: at(1), definitionHash: 'hash-x' });
+        expect((await store.getWorkflow('wf-index'))?.counts).toMatchObject({ ready: 0, pending: 1, running: 2 });
+        let r = r1;
+        let etag = e1;
+        for (const [name, n] of [['a', 3], ['b', 4], ['c', 5]] as const) {
+          const next = finish(r, name, n);
+          etag = (await store.save(next, etag, { previous: r })).etag;
+          r = next;
+        }
+        const done = await store.getWorkflow('wf-index');
+        expect(done).toMatchObject({ status: 'completed', updatedAt: at(5) });
+        expect(done?.counts).toMatchObject({ completed: 3, running: 0, pending: 0, ready: 0 });
+      }, timeout);
+
+      it("names a failed workflow's failed task and its error", async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-fail', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2);
+        const r2 = finish(finish(r1, 'a', 3, false, 'exit code 3'), 'b', 4);
+        await store.save(r2, e0);
+        const summary = await store.getWorkflow('wf-fail');
+        expect(summary?.status).toBe('failed');
+        expect(summary?.error).toContain('a');
+        expect(summary?.error).toContain('exit code 3');
+        expect(summary?.counts).toMatchObject({ failed: 1, upstream_failed: 1, completed: 1 });
+      }, timeout);
+
+      it('records cancel and retry requests, which neither each other nor saves (even from an older copy) erase', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-req', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const older = await store.load('wf-req');
+        await store.requestCancel('wf-req', at(10));
+        await store.requestRetry('wf-req', at(11));
+        // The coordinator saves from the copy it loaded before the requests.
+        const r1 = activate(older!.runtime, 2);
+        const { etag: e1 } = await store.save(r1, e0, { previous: older!.runtime });
+        expect(await store.getWorkflow('wf-req')).toMatchObject({ cancelRequestedAt: at(10), retryRequestedAt: at(11) });
+        await store.requestCancel('wf-req', at(12));
+        expect(await store.getWorkflow('wf-req')).toMatchObject({ cancelRequestedAt: at(12), retryRequestedAt: at(11) });
+        await store.save(finish(r1, 'a', 13), e1, { previous: r1 });
+        expect(await store.getWorkflow('wf-req')).toMatchObject({ cancelRequestedAt: at(12), retryRequestedAt: at(11) });
+        expect(await codeOf(store.requestCancel('wf-unknown', at(1)))).toBe('not-found');
+        expect(await codeOf(store.requestRetry('wf-unknown', at(1)))).toBe('not-found');
+        expect(await store.getWorkflow('wf-unknown')).toBeNull();
+      }, timeout);
+
+      it('shows pending while a retry request is not yet applied', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-retry', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const failed = finish(finish(activate(r0, 2), 'a', 3, false, 'boom'), 'b', 4);
+        const { etag: e1 } = await store.save(failed, e0);
+        expect((await store.getWorkflow('wf-retry'))?.status).toBe('failed');
+        await store.requestRetry('wf-retry', at(20));
+        expect(await store.getWorkflow('wf-retry')).toMatchObject({ status: 'pending', retryRequestedAt: at(20), retryAppliedAt: null });
+        expect((await store.listWorkflows({ status: ['pending'] })).items.map((w) => w.workflowId)).toEqual(['wf-retry']);
+        expect((await store.listWorkflows({ status: ['failed'] })).items).toEqual([]);
+        expect((await store.countWorkflows()).pending).toBe(1);
+        const retried = step(failed, { type: 'retry', now: at(21), requestedAt: at(20) });
+        await store.save(retried, e1, { previous: failed });
+        expect(await store.getWorkflow('wf-retry')).toMatchObject({ status: 'running', retryRequestedAt: at(20), retryAppliedAt: at(20) });
+      }, timeout);
+
+      it('lists workflows by status, newest first, in pages', async () => {
+        const store = await fresh();
+        // w1..w6 created at 1..6; the odd ones activated later (at 20 - i), so their order differs.
+        const expectedRecent: Array<[string, string]> = [];
+        for (let i = 1; i <= 6; i++) {
+          const id = `w${i}`;
+          const r0 = createRuntime(ABC, { workflowId: id, now: at(i) });
+          const { etag } = await store.create(r0, 'h');
+          if (i % 2 === 1) {
+            await store.save(activate(r0, 20 - i), etag, { previous: r0 });
+            expectedRecent.push([id, at(20 - i)]);
+          } else {
+            expectedRecent.push([id, at(i)]);
+          }
+        }
+        expectedRecent.sort((x, y) => (x[1] < y[1] ? 1 : -1));
+        const recent = await store.listWorkflows({ recent: true });
+        expect(recent.items.map((w) => w.workflowId)).toEqual(expectedRecent.map(([id]) => id));
+        expect(recent.continuationToken).toBeNull();
+
+        const recentPages = await allPages((token) => store.listWorkflows({ recent: true, limit: 2, ...(token ? { continuationToken: token } : {}) }));
+        expect(recentPages.every((p) => p.length <= 2)).toBe(true);
+        expect(recentPages.flat().map((w) => w.workflowId)).toEqual(expectedRecent.map(([id]) => id));
+
+        const keyPages = await allPages((token) => store.listWorkflows({ limit: 2, ...(token ? { continuationToken: token } : {}) }));
+        expect(keyPages.every((p) => p.length <= 2)).toBe(true);
+        expect(keyPages.flat().map((w) => w.workflowId).sort()).toEqual(['w1', 'w2', 'w3', 'w4', 'w5', 'w6']);
+
+        const running = await store.listWorkflows({ status: ['running'] });
+        expect(running.items.map((w) => w.workflowId).sort()).toEqual(['w1', 'w3', 'w5']);
+        const runningPages = await allPages((token) => store.listWorkflows({ status: ['running'], limit: 1, ...(token ? { continuationToken: token } : {}) }));
+        expect(runningPages.flat().map((w) => w.workflowId).sort()).toEqual(['w1', 'w3', 'w5']);
+        const pendingRecent = await store.listWorkflows({ status: ['pending'], recent: true });
+        expect(pendingRecent.items.map((w) => w.workflowId)).toEqual(['w6', 'w4', 'w2']);
+        expect((await store.listWorkflows({ status: ['completed'] })).items).toEqual([]);
+        expect(await store.countWorkflows()).toMatchObject({ running: 3, pending: 3, completed: 0, failed: 0 });
+      }, timeout);
+    });
+
+    describe('task rows', () => {
+      it('lists the rows of a workflow with status, queue and attempt', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-rows', now: at(1) });
+        const { etag } = await store.create(r0, 'h');
+        await store.create(createRuntime(ABC, { workflowId: 'wf-other', now: at(1) }), 'h');
+        const rows = byName((await store.listTasks({ workflowId: 'wf-rows' })).items);
+        expect(Object.keys(rows).sort()).toEqual(['a', 'b', 'c']);
+        expect(rows.a).toEqual({ workflowId: 'wf-rows', taskName: 'a', status: 'ready', queue: 'default', attemptNo: 0, updatedAt: at(1), error: null } satisfies TaskRow);
+        expect(rows.c).toMatchObject({ status: 'pending', queue: 'gpu' });
+        const failed = finish(activate(r0, 2), 'a', 3, false, 'exit 1');
+        await store.save(failed, etag);
+        const after = byName((await store.listTasks({ workflowId: 'wf-rows' })).items);
+        expect(after.a).toMatchObject({ status: 'failed', attemptNo: 1, error: 'exit 1', updatedAt: at(3) });
+        expect(after.b).toMatchObject({ status: 'running', attemptNo: 1 });
+        expect(after.c).toMatchObject({ status: 'upstream_failed' });
+      }, timeout);
+
+      it('lists by name prefix as a key range, "/" and "%" included', async () => {
+        const store = await fresh();
+        const names = ['prep/a', 'prep/b', 'prepx', 'train/a', 'prep%x', 'pre'];
+        const def = definitionOf('prefixes', names.map((name) => ({ name })));
+        await store.create(createRuntime(def, { workflowId: 'wf-prefix', now: at(1) }), 'h');
+        await store.create(createRuntime(def, { workflowId: 'wf-prefix2', now: at(1) }), 'h');
+        const list = async (namePrefix: string) => (await store.listTasks({ workflowId: 'wf-prefix', namePrefix })).items.map((t) => t.taskName).sort();
+        expect(await list('prep/')).toEqual(['prep/a', 'prep/b']);
+        expect(await list('prep')).toEqual(['prep%x', 'prep/a', 'prep/b', 'prepx']);
+        expect(await list('train/')).toEqual(['train/a']);
+        expect(await list('prep%')).toEqual(['prep%x']);
+        expect(await list('zzz')).toEqual([]);
+        expect(await codeOf(store.listTasks({ namePrefix: 'prep/' }))).toBe('invalid-argument');
+      }, timeout);
+
+      it('lists by status and by queue across workflows', async () => {
+        const store = await fresh();
+        for (const id of ['x1', 'x2']) {
+          const r0 = createRuntime(ABC, { workflowId: id, now: at(1) });
+          const { etag } = await store.create(r0, 'h');
+          if (id === 'x1') await store.save(activate(r0, 2), etag);
+        }
+        const running = (await store.listTasks({ status: ['running'] })).items.map((t) => `${t.workflowId}:${t.taskName}`).sort();
+        expect(running).toEqual(['x1:a', 'x1:b']);
+        const readyOrRunning = (await store.listTasks({ status: ['ready', 'running'] })).items.map((t) => `${t.workflowId}:${t.taskName}`).sort();
+        expect(readyOrRunning).toEqual(['x1:a', 'x1:b', 'x2:a', 'x2:b']);
+        const gpu = (await store.listTasks({ queue: 'gpu' })).items.map((t) => `${t.workflowId}:${t.taskName}`).sort();
+        expect(gpu).toEqual(['x1:c', 'x2:c']);
+        const gpuPending = (await store.listTasks({ queue: 'gpu', status: ['pending'], workflowId: 'x2' })).items.map((t) => t.taskName);
+        expect(gpuPending).toEqual(['c']);
+      }, timeout);
+
+      it('pages task rows with a small limit', async () => {
+        const store = await fresh();
+        const def = definitionOf('many', Array.from({ length: 7 }, (_, i) => ({ name: `t${i}` })));
+        await store.create(createRuntime(def, { workflowId: 'wf-pages', now: at(1) }), 'h');
+        const pages = await allPages((token) => store.listTasks({ workflowId: 'wf-pages', limit: 3, ...(token ? { continuationToken: token } : {}) }));
+        expect(pages.every((p) => p.length <= 3)).toBe(true);
+        expect(pages.flat().map((t) => t.taskName).sort()).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6']);
+        expect(await codeOf(store.listTasks({ workflowId: 'wf-pages', continuationToken: 'garbage' }))).toBe('invalid-argument');
+      }, timeout);
+
+      it('writes only the changed task rows when given the previous runtime, all of them without', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-delta', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2); // a, b dispatched; c untouched
+        const { etag: e1 } = await store.save(r1, e0, { previous: r0 });
+        let rows = byName((await store.listTasks({ workflowId: 'wf-delta' })).items);
+        expect([rows.a?.updatedAt, rows.b?.updatedAt, rows.c?.updatedAt]).toEqual([at(2), at(2), at(1)]);
+        const r2 = finish(r1, 'a', 3); // a completed, c dispatched; b untouched
+        const { etag: e2 } = await store.save(r2, e1, { previous: r1 });
+        rows = byName((await store.listTasks({ workflowId: 'wf-delta' })).items);
+        expect([rows.a?.updatedAt, rows.b?.updatedAt, rows.c?.updatedAt]).toEqual([at(3), at(2), at(3)]);
+        expect([rows.a?.status, rows.b?.status, rows.c?.status]).toEqual(['completed', 'running', 'running']);
+        const r3 = finish(r2, 'b', 4);
+        await store.save(r3, e2); // no previous: every row
+        rows = byName((await store.listTasks({ workflowId: 'wf-delta' })).items);
+        expect([rows.a?.updatedAt, rows.b?.updatedAt, rows.c?.updatedAt]).toEqual([at(4), at(4), at(4)]);
+      }, timeout);
+    });
+
+    describe('coordinator', () => {
+      it('holds the lease exclusively until it is released', async () => {
+        const store = await fresh();
+        const first = await store.acquireLease();
+        leases.push(first);
+        expect(typeof first.leaseId).toBe('string');
+        expect(first.lost.aborted).toBe(false);
+        expect(await codeOf(store.acquireLease())).toBe('lease-held');
+        await first.release();
+        await first.release(); // harmless twice
+        expect(first.lost.aborted).toBe(false);
+        const second = await store.acquireLease();
+        leases.push(second);
+        expect(second.leaseId).not.toBe(first.leaseId);
+        await second.release();
+      }, timeout);
+
+      it('breaks a held lease when asked; the old holder learns it lost the lease', async () => {
+        const store = await fresh();
+        const first = await store.acquireLease();
+        leases.push(first);
+        const second = await store.acquireLease({ breakExisting: true });
+        leases.push(second);
+        const reason = await whenAborted(first.lost, 10_000);
+        expect(isJobqError(reason, 'lease-lost')).toBe(true);
+        expect(second.lost.aborted).toBe(false);
+        expect(await codeOf(store.acquireLease())).toBe('lease-held');
+        await first.release(); // a lost lease releases quietly
+        await second.release();
+        const third = await store.acquireLease();
+        leases.push(third);
+        await third.release();
+      }, timeout);
+
+      it('round-trips the coordinator stats', async () => {
+        const store = await fresh();
+        expect(await store.readCoordinatorStats()).toBeNull();
+        const stats = { written_at: at(1), completions: 12, poison: 0, per_queue: { default: 3 } };
+        await store.writeCoordinatorStats(stats);
+        expect(await store.readCoordinatorStats()).toEqual(stats);
+        await store.writeCoordinatorStats({ ...stats, completions: 13 });
+        expect(await store.readCoordinatorStats()).toEqual({ ...stats, completions: 13 });
+      }, timeout);
+
+      it('writes stats while the lease is held', async () => {
+        const store = await fresh();
+        const lease = await store.acquireLease();
+        leases.push(lease);
+        await store.writeCoordinatorStats({ ok: true });
+        expect(await store.readCoordinatorStats()).toEqual({ ok: true });
+        await lease.release();
+      }, timeout);
+    });
+  });
+}

@@ -1,0 +1,106 @@
+import type { TokenCredential } from '@azure/core-auth';
+import { TableClient, AzureNamedKeyCredential, AzureSASCredential } from '@azure/data-tables';
+import { DefaultAzureCredential } from '@azure/identity';
+import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential, newPipeline, type ContainerClient, type RequestPolicyFactory } from '@azure/storage-blob';
+import { JobqError } from '@jobq/ports';
+
+/**
+ * How to reach a storage account (SPEC §10): a connection string (`UseDevelopmentStorage=true`
+ * and Azurite strings included), or an account name with a token credential
+ * (`DefaultAzureCredential` when none is given).
+ */
+export type StorageAccountConnection = { connectionString: string } | { accountName: string; credential?: TokenCredential };
+
+/** Settings shared by every client the store makes. */
+export interface ClientSettings {
+  /** Limit of each SDK try, and of each call as a whole (our abort signal). */
+  operationTimeoutInMs: number;
+  /** Extra blob pipeline policies (e.g. a transaction counter); the SDK runs them before its retries. */
+  blobPolicies?: readonly RequestPolicyFactory[];
+}
+
+/** Azurite's well-known development account (public, documented by Microsoft). */
+const DEVELOPMENT_STORAGE =
+  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
+  'BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;';
+
+interface Account {
+  blobUrl: string;
+  tableUrl: string;
+  accountName: string | undefined;
+  accountKey: string | undefined;
+  sas: string | undefined;
+  credential: TokenCredential | undefined;
+}
+
+/** Reads a connection string's endpoints and credential. Errors never quote the string. */
+function parseAccount(connection: StorageAccountConnection): Account {
+  if ('accountName' in connection) {
+    if (!/^[a-z0-9]{3,24}$/.test(connection.accountName)) {
+      throw new JobqError('invalid-config', `"${connection.accountName}" is not a storage account name (3–24 lowercase letters and digits)`);
+    }
+    return {
+      blobUrl: `https://${connection.accountName}.blob.core.windows.net`,
+      tableUrl: `https://${connection.accountName}.table.core.windows.net`,
+      accountName: connection.accountName,
+      accountKey: undefined,
+      sas: undefined,
+      credential: connection.credential ?? new DefaultAzureCredential(),
+    };
+  }
+  const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connection.connectionString) ? DEVELOPMENT_STORAGE : connection.connectionString;
+  const fields = new Map<string, string>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  const accountName = fields.get('accountname');
+  const protocol = fields.get('defaultendpointsprotocol') ?? 'https';
+  const suffix = fields.get('endpointsuffix') ?? 'core.windows.net';
+  const endpoint = (service: 'blob' | 'table') =>
+    fields.get(`${service}endpoint`) ?? (accountName ? `${protocol}://${accountName}.${service}.${suffix}` : undefined);
+  const blobUrl = endpoint('blob');
+  const tableUrl = endpoint('table');
+  if (!blobUrl || !tableUrl) throw new JobqError('invalid-config', 'the storage connection string names no account and no blob/table endpoints');
+  const accountKey = fields.get('accountkey');
+  const sas = fields.get('sharedaccesssignature');
+  if (!accountKey && !sas) throw new JobqError('invalid-config', 'the storage connection string has neither AccountKey nor SharedAccessSignature');
+  if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
+  return { blobUrl: blobUrl.replace(/\/+$/, ''), tableUrl: tableUrl.replace(/\/+$/, ''), accountName, accountKey, sas, credential: undefined };
+}
+
+/** The blob and table clients of one storage account. */
+export interface AccountClients {
+  blobService: BlobServiceClient;
+  table(name: string): TableClient;
+  container(name: string): ContainerClient;
+}
+
+/**
+ * Clients for an account, with short SDK retries (3 tries, 0.2–2 s apart, each try bounded by the
+ * operation timeout) so a dead endpoint fails fast as `unavailable` instead of hanging.
+ */
+export function accountClients(connection: StorageAccountConnection, settings: ClientSettings): AccountClients {
+  const account = parseAccount(connection);
+  const retryOptions = { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, tryTimeoutInMs: settings.operationTimeoutInMs };
+  let blobUrl = account.blobUrl;
+  let pipeline;
+  if (account.credential) pipeline = newPipeline(account.credential, { retryOptions });
+  else if (account.accountKey && account.accountName) pipeline = newPipeline(new StorageSharedKeyCredential(account.accountName, account.accountKey), { retryOptions });
+  else {
+    blobUrl = `${blobUrl}?${(account.sas ?? '').replace(/^\?/, '')}`;
+    pipeline = newPipeline(new AnonymousCredential(), { retryOptions });
+  }
+  if (settings.blobPolicies) pipeline.factories.push(...settings.blobPolicies);
+  const blobService = new BlobServiceClient(blobUrl, pipeline);
+  const insecure = account.tableUrl.startsWith('http://');
+  const tableOptions = { allowInsecureConnection: insecure, retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2_000 } };
+  const table = (name: string): TableClient => {
+    if (account.credential) return new TableClient(account.tableUrl, name, account.credential, tableOptions);
+    if (account.accountKey && account.accountName) {
+      return new TableClient(account.tableUrl, name, new AzureNamedKeyCredential(account.accountName, account.accountKey), tableOptions);
+    }
+    return new TableClient(account.tableUrl, name, new AzureSASCredential(account.sas ?? ''), tableOptions);
+  };
+  return { blobService, table, container: (name) => blobService.getContainerClient(name) };
+}

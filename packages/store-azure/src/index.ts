@@ -1,0 +1,25 @@
+/**
+ * `@jobq/store-azure`: jobq's workflow state on Azure Storage — runtime blobs with ETag CAS, the
+ * index and task tables, the coordinator lease and stats, task outputs and stashed files.
+ * @packageDocumentation
+ */
+export {
+  AzureWorkflowStore,
+  WORKFLOW_STORE_DEFAULTS,
+  openWorkflowStore,
+  type OpenWorkflowStoreOptions,
+  type TablePipelinePolicy,
+  type WorkflowStoreSettings,
+} from './workflow-store';
+export {
+  AzureOutputStore,
+  OUTPUT_STORE_DEFAULTS,
+  openOutputStore,
+  parseWorkflowBlobs,
+  type OutputStoreOptions,
+  type OutputsTargetOptions,
+  type WorkflowBlobsSpec,
+} from './output-store';
+export { storeNames, encodeTaskRowKey, decodeTaskRowKey, indexPartition, runtimeBlobName, type StoreNames } from './names';
+export { accountClients, type AccountClients, type ClientSettings, type StorageAccountConnection } from './clients';
+export { translateStoreError, type StoreErrorContext } from './errors';

@@ -1,0 +1,429 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { BlobServiceClient, RestError, type RequestPolicy, type RequestPolicyFactory } from '@azure/storage-blob';
+import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
+import { parseOutputRef, type StashMarker } from '@jobq/dag-core';
+import { isJobqError } from '@jobq/ports';
+import { describeOutputStoreContract } from '@jobq/ports/testing';
+import { verifyContent } from './output-blob';
+import { openOutputStore, parseWorkflowBlobs, type AzureOutputStore, type OutputStoreOptions } from './output-store';
+
+let azurite: LocalStorage;
+let service: BlobServiceClient;
+let counter = 0;
+
+beforeAll(async () => {
+  azurite = await startAzurite();
+  service = BlobServiceClient.fromConnectionString(azurite.connectionString);
+});
+
+afterAll(async () => {
+  await azurite.stop();
+});
+
+/** A fresh prefix per store, so containers never collide between tests. */
+function uniquePrefix(): string {
+  counter++;
+  return `out${process.pid}x${counter}`;
+}
+
+function md5(bytes: Uint8Array | string): string {
+  return createHash('md5').update(bytes).digest('base64');
+}
+
+type FaultState = { broken: boolean; failNext: number; puts: number };
+
+/**
+ * Fails PUTs (uploads, container creation) while `broken` is set or `failNext` > 0, as an
+ * unreachable service would, and counts PUTs. The class name matters: storage-blob places custom
+ * policies before its retry policy unless their factory is called `InjectorPolicyFactory`, and the
+ * fault should sit below the SDK's retries, where a real network error happens.
+ */
+class InjectorPolicyFactory implements RequestPolicyFactory {
+  readonly state: FaultState = { broken: false, failNext: 0, puts: 0 };
+  create(next: RequestPolicy): RequestPolicy {
+    const state = this.state;
+    return {
+      sendRequest: (request) => {
+        if (request.method === 'PUT') {
+          state.puts++;
+          if (state.broken || state.failNext > 0) {
+            state.failNext = Math.max(0, state.failNext - 1);
+            return Promise.reject(new RestError('injected fault: connect ECONNREFUSED', { code: 'ECONNREFUSED' }));
+          }
+        }
+        return next.sendRequest(request);
+      },
+    };
+  }
+}
+
+function faultInjector(): { policy: RequestPolicyFactory; state: FaultState } {
+  const policy = new InjectorPolicyFactory();
+  return { policy, state: policy.state };
+}
+
+/** Overwrites a blob's bytes (same size) behind the store's back, then puts the old Content-MD5 back. */
+async function corruptBlob(container: string, path: string): Promise<void> {
+  const blob = service.getContainerClient(container).getBlockBlobClient(path);
+  const properties = await blob.getProperties();
+  const old = await blob.downloadToBuffer();
+  const damaged = Buffer.from(old);
+  const index = Math.floor(damaged.length / 2);
+  damaged[index] = damaged[index] === 0x61 ? 0x62 : 0x61;
+  await blob.uploadData(damaged, { blobHTTPHeaders: { blobContentType: properties.contentType } });
+  await blob.setHTTPHeaders({ blobContentMD5: properties.contentMD5, blobContentType: properties.contentType });
+}
+
+async function open(extra: Partial<OutputStoreOptions> = {}): Promise<AzureOutputStore> {
+  return openOutputStore({
+    connection: { connectionString: azurite.connectionString },
+    prefix: uniquePrefix(),
+    operationTimeoutInMs: 5_000,
+    uploadRetryDelayInMs: 50,
+    ...extra,
+  });
+}
+
+async function deleteContainers(store: AzureOutputStore): Promise<void> {
+  for (const name of new Set([store.outputsContainer, store.names.workflowsContainer, store.names.outputsContainer])) {
+    await service.getContainerClient(name).deleteIfExists();
+  }
+}
+
+describeOutputStoreContract('Azure Blob Storage (Azurite)', async () => {
+  const faults = faultInjector();
+  const store = await open({ blobPolicies: [faults.policy] });
+  return {
+    store,
+    corrupt: async (target: string | StashMarker) => {
+      if (typeof target === 'string') {
+        const ref = parseOutputRef(target);
+        if (ref.kind !== 'blob') throw new Error(`not a blob ref: ${target}`);
+        await corruptBlob(ref.container, ref.path);
+      } else {
+        await corruptBlob(store.outputsContainer, target.blobName);
+      }
+    },
+    breakUploads: () => {
+      faults.state.broken = true;
+    },
+    restoreUploads: () => {
+      faults.state.broken = false;
+    },
+    dispose: () => deleteContainers(store),
+  };
+});
+
+/** A local port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+function jsonOfBytes(bytes: number): string {
+  return `"${'a'.repeat(bytes - 2)}"`;
+}
+
+describe('content verification', () => {
+  // Azurite answers a whole-blob download with a Content-MD5 even when none is stored, so the
+  // "nothing to verify against" case is checked here rather than through the service.
+  const good = md5('abc');
+  const bad = md5('abd');
+  it.each([
+    ['matching ref, stored and content md5', good, 3, good, { md5: good }, null],
+    ['compact ref: stored md5 only', good, 3, good, {}, null],
+    ['ref md5 only (nothing stored)', good, 3, undefined, { md5: good }, null],
+    ['stored md5 differs from the ref', good, 3, bad, { md5: good }, /has Content-MD5 .* but .* was expected/],
+    ['content differs from the stored md5', bad, 3, good, {}, /not to its stored Content-MD5/],
+    ['content differs from the ref, nothing stored', bad, 3, undefined, { md5: good }, /not to the expected/],
+    ['nothing to verify against', good, 3, undefined, {}, /no Content-MD5/],
+    ['size differs from the marker', good, 3, good, { md5: good, size: 4 }, /has 3 bytes; 4 were expected/],
+  ] as const)('%s', (_name, actualMd5, size, stored, expected, error) => {
+    const check = () => verifyContent('blob "c/p"', actualMd5, size, stored, expected);
+    if (error === null) expect(check).not.toThrow();
+    else expect(check).toThrow(expect.objectContaining({ code: 'corrupt', message: expect.stringMatching(error) }));
+  });
+});
+
+describe('Azure output store specifics', () => {
+  it('writes the canonical blob with its Content-MD5 and content type, creating the container on first use', async () => {
+    const store = await open();
+    expect(store.outputsContainer).toBe(store.names.outputsContainer);
+    expect(await service.getContainerClient(store.outputsContainer).exists()).toBe(false);
+    const text = jsonOfBytes(40_000);
+    const result = await store.putOutput('wf1', 'big', text);
+    const properties = await service.getContainerClient(store.outputsContainer).getBlobClient('wf1/big.json').getProperties();
+    expect(Buffer.from(properties.contentMD5 ?? []).toString('base64')).toBe(md5(text));
+    expect(properties.contentType).toBe('application/json');
+    expect(result.ref).toBe(`blob:${store.outputsContainer}/wf1/big.json:${md5(text)}`);
+    await deleteContainers(store);
+  });
+
+  it('reports corrupt, naming the blob, when the stored Content-MD5 is not the one in the ref', async () => {
+    const store = await open();
+    const text = jsonOfBytes(40_000);
+    const result = await store.putOutput('wf1', 'retagged', text);
+    // Content intact, Content-MD5 header changed behind the store's back.
+    const blob = service.getContainerClient(store.outputsContainer).getBlobClient('wf1/retagged.json');
+    await blob.setHTTPHeaders({ blobContentMD5: Buffer.from(md5('something else'), 'base64'), blobContentType: 'application/json' });
+    const error = await caught(store.getOutput(result.ref));
+    expect(isJobqError(error, 'corrupt')).toBe(true);
+    expect((error as Error).message).toContain(`${store.outputsContainer}/wf1/retagged.json`);
+    // The compact form trusts the stored md5, which the content does not match either.
+    expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf1/retagged.json`)), 'corrupt')).toBe(true);
+    await deleteContainers(store);
+  });
+
+  it('reports corrupt for a blob that is not JSON or not UTF-8', async () => {
+    const store = await open();
+    const container = service.getContainerClient(store.outputsContainer);
+    await container.create();
+    const notJson = Buffer.from('{"truncated":');
+    await container.getBlockBlobClient('wf/notjson.json').uploadData(notJson, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notJson), 'base64') } });
+    expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf/notjson.json`)), 'corrupt')).toBe(true);
+    const notUtf8 = Buffer.from([0x22, 0xff, 0xfe, 0x22]);
+    await container.getBlockBlobClient('wf/binary.json').uploadData(notUtf8, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notUtf8), 'base64') } });
+    expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf/binary.json`)), 'corrupt')).toBe(true);
+    await deleteContainers(store);
+  });
+
+  it('reads refs into the deployment containers it knows and refuses every other container', async () => {
+    const store = await open({ outputs: { container: `elsewhere-${randomUUID().slice(0, 8)}` } });
+    const { names } = store;
+    // An output kept in {p}-outputs before JOBQ_WORKFLOW_BLOBS was set, and a blob in {p}-workflows.
+    for (const name of [names.outputsContainer, names.workflowsContainer]) {
+      const container = service.getContainerClient(name);
+      await container.createIfNotExists();
+      const body = Buffer.from('{"from":"' + name + '"}');
+      await container.getBlockBlobClient('wf/t.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+      expect(await store.getOutput(`blob:${name}/wf/t.json:${md5(body)}`)).toEqual({ from: name });
+    }
+    // A container on the same account that is not the deployment's.
+    const foreign = service.getContainerClient(`foreign-${randomUUID().slice(0, 8)}`);
+    await foreign.create();
+    const body = Buffer.from('{"secret":true}');
+    await foreign.getBlockBlobClient('wf/t.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+    const error = await caught(store.getOutput(`blob:${foreign.containerName}/wf/t.json:${md5(body)}`));
+    expect(isJobqError(error, 'invalid-argument')).toBe(true);
+    expect((error as Error).message).toMatch(/refusing to follow it/);
+    // Overflow locations are followed only into {p}-workflows.
+    expect(isJobqError(await caught(store.getUpstreamOverflow(`${names.outputsContainer}/wf/t.json`)), 'invalid-argument')).toBe(true);
+    await foreign.delete();
+    await deleteContainers(store);
+  });
+
+  it('uses a separate outputs container on its own account (JOBQ_WORKFLOW_BLOBS); overflow blobs stay in {p}-workflows on the state account', async () => {
+    const second = await startAzurite();
+    try {
+      const spec = parseWorkflowBlobs('devstoreaccount1/shared-outputs');
+      const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: spec.container } });
+      expect(store.outputsContainer).toBe('shared-outputs');
+      const text = jsonOfBytes(50_000);
+      const result = await store.putOutput('wf2', 'big', text);
+      expect(result.ref).toBe(`blob:shared-outputs/wf2/big.json:${md5(text)}`);
+      expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
+      const marker = await store.putFile('wf2', 'big', 'f.txt', Buffer.from('hello'));
+      expect(Buffer.from(await store.getFile(marker)).toString()).toBe('hello');
+      const secondService = BlobServiceClient.fromConnectionString(second.connectionString);
+      expect(await secondService.getContainerClient('shared-outputs').getBlobClient('wf2/big.json').exists()).toBe(true);
+      expect(await secondService.getContainerClient('shared-outputs').getBlobClient(marker.blobName).exists()).toBe(true);
+      expect(await service.getContainerClient('shared-outputs').exists()).toBe(false);
+      const location = await store.putUpstreamOverflow('wf2', 'next', 1, { s: ['big'] });
+      expect(location).toBe(`${store.names.workflowsContainer}/upstream/wf2/next/1.json`);
+      expect(await service.getContainerClient(store.names.workflowsContainer).getBlobClient('upstream/wf2/next/1.json').exists()).toBe(true);
+      expect(await store.getUpstreamOverflow(location)).toEqual({ s: ['big'] });
+      await deleteContainers(store);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('refuses malformed JOBQ_WORKFLOW_BLOBS values and outputs containers with invalid-config', async () => {
+    for (const spec of ['account', 'ACCOUNT/outputs', 'acct/Outputs', 'acct/a/b', 'ab/outputs', 'acct/']) {
+      expect(() => parseWorkflowBlobs(spec)).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    }
+    expect(parseWorkflowBlobs('myacct/my-outputs')).toEqual({ account: 'myacct', container: 'my-outputs' });
+    await expect(open({ outputs: { container: 'Bad_Name' } })).rejects.toMatchObject({ code: 'invalid-config' });
+    await expect(open({ prefix: 'bad-prefix' })).rejects.toMatchObject({ code: 'invalid-config' });
+    await expect(open({ uploadAttempts: 0 })).rejects.toMatchObject({ code: 'invalid-config' });
+  });
+
+  describe('with the outputs target down', () => {
+    it('sends a 100 KiB output inline with a warning (stopped Azurite)', async () => {
+      const second = await startAzurite();
+      const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: 'outputs' } });
+      await second.stop();
+      const started = Date.now();
+      const text = jsonOfBytes(100 * 1024);
+      const result = await store.putOutput('wf3', 'fallback', text);
+      expect(result.placement).toBe('inline-fallback');
+      expect(result.ref).toBe(text);
+      expect(result.warning).toMatch(/^the output of task "fallback" in workflow "wf3" \(102400 bytes\) could not be uploaded to blob "outputs\/wf3\/fallback.json" after 3 attempts/);
+      expect(result.warning).toMatch(/sent inline instead/);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      await deleteContainers(store);
+    });
+
+    it('fails a 600 KiB output clearly and quickly (closed port), never dropping it silently', async () => {
+      const port = await closedPort();
+      const connectionString = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${AZURITE_ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
+      const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' } });
+      const started = Date.now();
+      const error = await caught(store.putOutput('wf4', 'huge', jsonOfBytes(600 * 1024)));
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(isJobqError(error)).toBe(true);
+      if (!isJobqError(error)) return;
+      expect(error.code).toBe('unavailable');
+      expect(error.retryable).toBe(true);
+      expect(error.message).toMatch(/^the output of task "huge" in workflow "wf4" is 614400 bytes: it could not be uploaded to blob "outputs\/wf4\/huge.json" after 3 attempts/);
+      expect(error.message).toMatch(/too large to send inline \(limit 500 KiB, 512000 bytes\)$/);
+      expect(error.details).toMatchObject({ bytes: 614_400, inlineLimit: 512_000 });
+      // Small outputs never touch the target.
+      expect((await store.putOutput('wf4', 'small', '{"ok":true}')).placement).toBe('inline');
+    });
+
+    it('does not try again after a non-retryable failure, and never puts the account key in the error', async () => {
+      const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
+      const connectionString = azurite.connectionString.replace(AZURITE_ACCOUNT_KEY, secret);
+      const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' } });
+      const result = await store.putOutput('wf5', 'denied', jsonOfBytes(40_000));
+      expect(result.placement).toBe('inline-fallback');
+      expect(result.warning).toMatch(/after 1 attempt \(.*access denied/);
+      const error = await caught(store.putOutput('wf5', 'denied-big', jsonOfBytes(600 * 1024)));
+      expect(isJobqError(error, 'auth')).toBe(true);
+      for (const text of [String(result.warning), (error as Error).message, inspect(error, { depth: 10 }), JSON.stringify(error)]) {
+        expect(text).not.toContain(secret);
+        expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
+      }
+    });
+
+    it('lets stash uploads fail with a typed, retryable error', async () => {
+      const port = await closedPort();
+      const connectionString = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${AZURITE_ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
+      const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' }, uploadAttempts: 1 });
+      const error = await caught(store.putFile('wf6', 't', 'f.bin', new Uint8Array([1])));
+      expect(isJobqError(error, 'unavailable')).toBe(true);
+      expect((error as Error).message).toMatch(/^stash file blob "outputs\/workflow-files\/wf6\/t\/f.bin" failed/);
+    });
+  });
+
+  it('leaves no partial file when a download to a path fails verification or the blob is gone', async () => {
+    const store = await open();
+    const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
+    try {
+      const marker = await store.putFile('wf7', 't', 'big.bin', new Uint8Array(3 * 1024 * 1024).fill(1));
+      await corruptBlob(store.outputsContainer, marker.blobName);
+      const error = await caught(store.downloadFileTo(marker, join(dir, 'big.bin')));
+      expect(isJobqError(error, 'corrupt')).toBe(true);
+      expect((error as Error).message).toContain(marker.blobName);
+      expect(await readdir(dir)).toEqual([]);
+      await service.getContainerClient(store.outputsContainer).getBlobClient(marker.blobName).delete();
+      expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'big.bin'))), 'not-found')).toBe(true);
+      expect(await readdir(dir)).toEqual([]);
+      // Aborted by the caller: nothing left either.
+      const controller = new AbortController();
+      controller.abort();
+      expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'big.bin'), { abortSignal: controller.signal })), 'aborted')).toBe(true);
+      expect(await readdir(dir)).toEqual([]);
+      // A destination that is a directory, or in a directory that does not exist, is a clear local error.
+      const good = await store.putFile('wf7', 't', 'small.bin', new Uint8Array([1, 2]));
+      expect(isJobqError(await caught(store.downloadFileTo(good, dir)), 'invalid-argument')).toBe(true);
+      expect(await readdir(dir)).toEqual([]);
+      expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'missing', 'x.bin'))), 'invalid-argument')).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await deleteContainers(store);
+    }
+  });
+
+  it('stores the Content-MD5 of files uploaded in blocks (bytes and paths over 4 MiB), and refuses paths that are not files', async () => {
+    const store = await open();
+    const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
+    try {
+      const data = Buffer.alloc(9 * 1024 * 1024 + 17);
+      for (let i = 0; i < data.length; i += 4096) data[i] = i % 251;
+      const source = join(dir, 'big.bin');
+      await writeFile(source, data);
+      const fromPath = await store.putFileFromPath('wf11', 't', 'from-path.bin', source);
+      const fromBytes = await store.putFile('wf11', 't', 'from-bytes.bin', data);
+      const container = service.getContainerClient(store.outputsContainer);
+      for (const marker of [fromPath, fromBytes]) {
+        expect(marker).toMatchObject({ md5: md5(data), size: data.length });
+        const properties = await container.getBlobClient(marker.blobName).getProperties();
+        expect(Buffer.from(properties.contentMD5 ?? []).toString('base64')).toBe(md5(data));
+        const dest = join(dir, `copy-${marker.blobName.split('/').pop()}`);
+        await store.downloadFileTo(marker, dest);
+        expect((await readFile(dest)).equals(data)).toBe(true);
+      }
+      for (const path of [join(dir, 'missing.bin'), dir]) {
+        expect(isJobqError(await caught(store.putFileFromPath('wf11', 't', 'x.bin', path)), 'invalid-argument')).toBe(true);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await deleteContainers(store);
+    }
+  });
+
+  it('reports corrupt for an overflow blob that does not decode', async () => {
+    const store = await open();
+    const location = await store.putUpstreamOverflow('wf8', 't', 1, { n: ['p'] });
+    const path = location.slice(location.indexOf('/') + 1);
+    const body = Buffer.from('{"x":[1]}');
+    await service
+      .getContainerClient(store.names.workflowsContainer)
+      .getBlockBlobClient(path)
+      .uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+    const error = await caught(store.getUpstreamOverflow(location));
+    expect(isJobqError(error, 'corrupt')).toBe(true);
+    expect((error as Error).message).toMatch(/upstream overflow/);
+    await deleteContainers(store);
+  });
+
+  it('tries an upload 3 times (each with the SDK\'s 3 tries) before falling back, and recovers from a transient failure', async () => {
+    const faults = faultInjector();
+    const store = await open({ blobPolicies: [faults.policy] });
+    await store.putOutput('wf10', 'warm-up', jsonOfBytes(40_000));
+    faults.state.puts = 0;
+    faults.state.broken = true;
+    const result = await store.putOutput('wf10', 'down', jsonOfBytes(40_000));
+    expect(result.placement).toBe('inline-fallback');
+    expect(result.warning).toMatch(/after 3 attempts \(upload .* failed: the storage service could not be reached \(ECONNREFUSED\)\)/);
+    expect(faults.state.puts).toBe(9);
+    faults.state.broken = false;
+    // Four failed PUTs: the first attempt's three SDK tries and the second attempt's first; its second try succeeds.
+    faults.state.failNext = 4;
+    faults.state.puts = 0;
+    const text = jsonOfBytes(40_000);
+    const recovered = await store.putOutput('wf10', 'flaky', text);
+    expect(recovered).toMatchObject({ placement: 'blob', ref: `blob:${store.outputsContainer}/wf10/flaky.json:${md5(text)}` });
+    expect(faults.state.puts).toBe(5);
+    await deleteContainers(store);
+  });
+
+  it('stops at the caller\'s abort signal without falling back', async () => {
+    const store = await open();
+    const controller = new AbortController();
+    controller.abort();
+    const error = await caught(store.putOutput('wf9', 'aborted', jsonOfBytes(40_000), { abortSignal: controller.signal }));
+    expect(isJobqError(error, 'aborted')).toBe(true);
+  });
+});

@@ -1,0 +1,360 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { inspect } from 'node:util';
+import { TableClient } from '@azure/data-tables';
+import { BlobServiceClient, type RequestPolicy, type RequestPolicyFactory, type WebResource } from '@azure/storage-blob';
+import { createRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
+import { isJobqError } from '@jobq/ports';
+import { describeWorkflowStoreContract } from '@jobq/ports/testing';
+import { indexPartition } from './names';
+import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from './workflow-store';
+
+let azurite: LocalStorage;
+let counter = 0;
+
+beforeAll(async () => {
+  azurite = await startAzurite();
+});
+
+afterAll(async () => {
+  await azurite.stop();
+});
+
+/** A prefix of its own for every store: letters and digits only. */
+function uniquePrefix(): string {
+  counter++;
+  return `T${process.pid}x${Date.now().toString(36)}x${counter}`;
+}
+
+function open(extra: Partial<OpenWorkflowStoreOptions> = {}): Promise<AzureWorkflowStore> {
+  return openWorkflowStore({
+    connection: { connectionString: azurite.connectionString },
+    prefix: uniquePrefix(),
+    operationTimeoutInMs: 10_000,
+    leaseDurationInMs: 15_000,
+    renewIntervalInMs: 250,
+    ...extra,
+  });
+}
+
+function tableClient(name: string): TableClient {
+  return TableClient.fromConnectionString(azurite.connectionString, name, { allowInsecureConnection: true });
+}
+
+function blobOf(store: AzureWorkflowStore, name: string) {
+  return BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).getBlockBlobClient(name);
+}
+
+function at(n: number): string {
+  return new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
+}
+
+function definitionOf(tasks: ReadonlyArray<Record<string, unknown>>): WorkflowDefinition {
+  const result = validateWorkflow({ name: 'test', tasks: tasks.map((t) => ({ kwargs: { cmd: 'true' }, ...t })) });
+  if (!result.ok) throw new Error(result.issues.map((i) => i.message).join('\n'));
+  return result.value;
+}
+
+const ABC = definitionOf([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a'] }]);
+
+function step(runtime: WorkflowRuntime, event: WorkflowEvent): WorkflowRuntime {
+  return reduce(runtime, event).runtime;
+}
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Counts blob requests (below the retry policy: every try). */
+function blobCounter(): { policy: RequestPolicyFactory; count: () => number; reset: () => void } {
+  let n = 0;
+  const policy: RequestPolicyFactory = {
+    create: (next: RequestPolicy): RequestPolicy => ({
+      sendRequest: (request: WebResource) => {
+        n++;
+        return next.sendRequest(request);
+      },
+    }),
+  };
+  return { policy, count: () => n, reset: () => (n = 0) };
+}
+
+/** Counts table requests: all, and table transactions (`$batch`). */
+function tableCounter(): { policy: TablePipelinePolicy; all: () => number; batches: () => number; reset: () => void } {
+  let all = 0;
+  let batches = 0;
+  const policy: TablePipelinePolicy = {
+    name: 'test-table-counter',
+    sendRequest: (request, next) => {
+      all++;
+      if (request.url.includes('$batch')) batches++;
+      return next(request);
+    },
+  };
+  return {
+    policy,
+    all: () => all,
+    batches: () => batches,
+    reset: () => {
+      all = 0;
+      batches = 0;
+    },
+  };
+}
+
+describeWorkflowStoreContract('Azure Storage (Azurite)', async () => {
+  const store = await open();
+  const index = tableClient(store.names.indexTable);
+  return {
+    store,
+    simulateOrphan: async (workflowId) => {
+      await index.deleteEntity(indexPartition(workflowId), workflowId);
+    },
+    dispose: () => store.deleteStorage(),
+  };
+});
+
+describe('AzureWorkflowStore specifics', () => {
+  it('leaves the runtime blob byte for byte as it was after a stale-ETag save', async () => {
+    const store = await open();
+    const r0 = createRuntime(ABC, { workflowId: 'wf', now: at(1) });
+    const { etag: e0 } = await store.create(r0, 'h');
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    await store.save(r1, e0);
+    const before = await blobOf(store, 'wf.json').downloadToBuffer();
+    const error = await caught(store.save(step(r1, { type: 'cancel', now: at(3) }), e0));
+    expect(isJobqError(error, 'conflict')).toBe(true);
+    expect((error as Error).message).toMatch(/workflow "wf" changed since it was loaded/);
+    const after = await blobOf(store, 'wf.json').downloadToBuffer();
+    expect(after.equals(before)).toBe(true);
+    const properties = await blobOf(store, 'wf.json').getProperties();
+    expect(properties.contentType).toBe('application/json');
+    await store.deleteStorage();
+  });
+
+  it('keeps a cancel request that races with index writes of saves', async () => {
+    const store = await open();
+    let runtime = createRuntime(definitionOf(Array.from({ length: 8 }, (_, i) => ({ name: `t${i}` }))), { workflowId: 'race', now: at(1) });
+    let { etag } = await store.create(runtime, 'h');
+    runtime = step(runtime, { type: 'activate', now: at(2) });
+    etag = (await store.save(runtime, etag)).etag;
+    for (let i = 0; i < 8; i++) {
+      const next = step(runtime, { type: 'completion', now: at(10 + i), taskName: `t${i}`, attemptNo: null, success: true, outputRef: null, error: null });
+      const [, saved] = await Promise.all([
+        i % 2 === 0 ? store.requestCancel('race', at(100 + i)) : store.requestRetry('race', at(100 + i)),
+        store.save(next, etag, { previous: runtime }),
+      ]);
+      etag = saved.etag;
+      runtime = next;
+    }
+    const summary = await store.getWorkflow('race');
+    expect(summary).toMatchObject({ cancelRequestedAt: at(106), retryRequestedAt: at(107), updatedAt: at(17), status: 'pending' });
+    await store.deleteStorage();
+  });
+
+  it('writes a 250-task runtime as 1 blob write, 3 table transactions and 1 index write; then only what changed', async () => {
+    const blobs = blobCounter();
+    const tables = tableCounter();
+    const store = await open({ blobPolicies: [blobs.policy], tablePolicies: [tables.policy] });
+    const def = definitionOf(Array.from({ length: 250 }, (_, i) => ({ name: `group${i % 3}/task${String(i).padStart(3, '0')}` })));
+    const r0 = createRuntime(def, { workflowId: 'big', now: at(1) });
+    blobs.reset();
+    tables.reset();
+    const { etag: e0 } = await store.create(r0, 'h');
+    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 3, 4]);
+
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    blobs.reset();
+    tables.reset();
+    const { etag: e1 } = await store.save(r1, e0); // no previous: the first flush writes every row
+    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 3, 4]);
+
+    const rows = [];
+    let token: string | undefined;
+    do {
+      const page = await store.listTasks({ workflowId: 'big', limit: 100, ...(token ? { continuationToken: token } : {}) });
+      expect(page.items.length).toBeLessThanOrEqual(100);
+      rows.push(...page.items);
+      token = page.continuationToken ?? undefined;
+    } while (token);
+    expect(rows).toHaveLength(250);
+    expect(new Set(rows.map((r) => r.taskName))).toEqual(new Set(Object.keys(r1.tasks)));
+    expect(rows.every((r) => r.status === 'running' && r.attemptNo === 1 && r.updatedAt === at(2))).toBe(true);
+
+    const r2 = step(r1, { type: 'completion', now: at(3), taskName: 'group1/task001', attemptNo: 1, success: true, outputRef: null, error: null });
+    blobs.reset();
+    tables.reset();
+    await store.save(r2, e1, { previous: r1 });
+    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 1, 2]);
+    expect((await store.listTasks({ workflowId: 'big', status: ['completed'] })).items.map((r) => r.taskName)).toEqual(['group1/task001']);
+    await store.deleteStorage();
+  });
+
+  it('reports rows it could not write after the blob as rowsError, and writes them with the next save', async () => {
+    const store = await open();
+    const r0 = createRuntime(ABC, { workflowId: 'rows', now: at(1) });
+    const { etag: e0 } = await store.create(r0, 'h');
+    const tasks = tableClient(store.names.tasksTable);
+    await tasks.deleteTable();
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    const saved = await store.save(r1, e0, { previous: r0 });
+    expect(isJobqError(saved.rowsError, 'not-found')).toBe(true);
+    expect(saved.rowsError?.message).toMatch(/workflow "rows" was saved, but some of its index\/task rows were not written/);
+    expect(await store.load('rows')).toEqual({ runtime: r1, etag: saved.etag }); // the truth moved on
+    expect((await store.getWorkflow('rows'))?.status).toBe('running'); // the index row was written
+
+    await tasks.createTable();
+    const r2 = step(r1, { type: 'completion', now: at(3), taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null });
+    const repaired = await store.save(r2, saved.etag, { previous: r1 });
+    expect(repaired.rowsError).toBeNull();
+    const rows = Object.fromEntries((await store.listTasks({ workflowId: 'rows' })).items.map((r) => [r.taskName, r.status]));
+    // a and c changed now; b changed in the save whose rows failed.
+    expect(rows).toEqual({ a: 'completed', b: 'running', c: 'running' });
+    await store.deleteStorage();
+  });
+
+  it('fails a create whose rows cannot be written, and a resubmit completes it', async () => {
+    const store = await open();
+    const tasks = tableClient(store.names.tasksTable);
+    await tasks.deleteTable();
+    const r0 = createRuntime(ABC, { workflowId: 'half', now: at(1) });
+    const error = await caught(store.create(r0, 'h'));
+    expect(isJobqError(error, 'not-found')).toBe(true);
+    expect((error as Error).message).toMatch(/submit the same id again/);
+    expect(await store.getWorkflow('half')).toBeNull();
+    await tasks.createTable();
+    expect((await store.create(r0, 'h')).created).toBe(true);
+    expect((await store.getWorkflow('half'))?.definitionHash).toBe('h');
+    expect((await store.listTasks({ workflowId: 'half' })).items).toHaveLength(3);
+    await store.deleteStorage();
+  });
+
+  it('refuses an undecodable runtime blob as corrupt, naming the workflow but not quoting the blob', async () => {
+    const store = await open();
+    const text = 'definitely not json: s3cr3t-looking-content';
+    await blobOf(store, 'bad.json').upload(text, text.length);
+    const error = await caught(store.load('bad'));
+    expect(isJobqError(error, 'corrupt')).toBe(true);
+    expect((error as Error).message).toContain('workflow "bad"');
+    expect(inspect(error)).not.toContain('s3cr3t');
+    const future = JSON.stringify({ version: 99 });
+    await blobOf(store, 'future.json').upload(future, future.length);
+    const futureError = await caught(store.load('future'));
+    expect(isJobqError(futureError, 'corrupt')).toBe(true);
+    expect((futureError as Error).message).toMatch(/workflow "future".*unknown format version 99/);
+    await store.deleteStorage();
+  });
+
+  it('takes over a lease that ran out because its holder stopped renewing (15 s)', async () => {
+    const store = await open();
+    // A coordinator that crashed: it took the lease and never renewed it.
+    const lock = blobOf(store, store.names.leaseBlob);
+    await lock.upload('', 0);
+    const crashed = lock.getBlobLeaseClient();
+    await crashed.acquireLease(15);
+    const takenAt = Date.now();
+    expect(isJobqError(await caught(store.acquireLease()), 'lease-held')).toBe(true);
+    let lease;
+    while (!lease) {
+      try {
+        lease = await store.acquireLease();
+      } catch (error) {
+        if (!isJobqError(error, 'lease-held')) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+    const waited = Date.now() - takenAt;
+    expect(waited).toBeGreaterThanOrEqual(14_000);
+    expect(waited).toBeLessThan(20_000);
+    // The new holder renews it past the original 15 s.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(lease.lost.aborted).toBe(false);
+    await expect(crashed.renewLease()).rejects.toMatchObject({ statusCode: 409 });
+    await lease.release();
+    await store.deleteStorage();
+  }, 30_000);
+
+  it('fires lost when the lease is broken behind its back', async () => {
+    const store = await open();
+    const lease = await store.acquireLease();
+    await blobOf(store, store.names.leaseBlob).getBlobLeaseClient().breakLease(0);
+    const reason = await new Promise<unknown>((resolve) => lease.lost.addEventListener('abort', () => resolve(lease.lost.reason), { once: true }));
+    expect(isJobqError(reason, 'lease-lost')).toBe(true);
+    expect((reason as Error).message).toMatch(/stop writing/);
+    await lease.release();
+    await store.deleteStorage();
+  });
+
+  it('finds nothing (and creates nothing) on an unused prefix opened without createIfMissing', async () => {
+    const store = await open({ createIfMissing: false });
+    expect(await store.load('x')).toBeNull();
+    expect(await store.getWorkflow('x')).toBeNull();
+    expect(await store.listWorkflows()).toEqual({ items: [], continuationToken: null });
+    expect(await store.listWorkflows({ recent: true })).toEqual({ items: [], continuationToken: null });
+    expect(await store.listTasks({ status: ['running'] })).toEqual({ items: [], continuationToken: null });
+    expect(await store.countWorkflows()).toMatchObject({ pending: 0, running: 0 });
+    expect(await store.readCoordinatorStats()).toBeNull();
+    expect(await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).exists()).toBe(false);
+  });
+
+  it('refuses bad settings and arguments clearly', async () => {
+    for (const extra of [{ prefix: 'bad-prefix' }, { leaseDurationInMs: 10_000 }, { leaseDurationInMs: 15_500 }, { renewIntervalInMs: 15_000 }, { rowWriteConcurrency: 0 }]) {
+      expect(isJobqError(await caught(open({ createIfMissing: false, ...extra })), 'invalid-config')).toBe(true);
+    }
+    const store = await open({ createIfMissing: false });
+    for (const bad of ['../etc', '', 'a/b', '..']) {
+      expect(isJobqError(await caught(store.load(bad)), 'invalid-argument')).toBe(true);
+    }
+    expect(isJobqError(await caught(store.requestCancel('wf', 'yesterday')), 'invalid-argument')).toBe(true);
+    expect(isJobqError(await caught(store.listWorkflows({ limit: 0 })), 'invalid-argument')).toBe(true);
+    expect(isJobqError(await caught(store.listWorkflows({ recent: true, continuationToken: 'nope' })), 'invalid-argument')).toBe(true);
+    expect(isJobqError(await caught(store.writeCoordinatorStats([] as unknown as Record<string, unknown>)), 'invalid-argument')).toBe(true);
+  });
+});
+
+describe('failures', () => {
+  it('never puts the account key in an error, its message, its inspection or its JSON', async () => {
+    const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
+    const connectionString = azurite.connectionString.replace(AZURITE_ACCOUNT_KEY, secret);
+    expect(connectionString).toContain(secret);
+    const error = await caught(openWorkflowStore({ connection: { connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 }));
+    expect(isJobqError(error, 'auth')).toBe(true);
+    const texts = [String(error), (error as Error).message, (error as Error).stack ?? '', inspect(error, { depth: 10 }), JSON.stringify(error)];
+    for (const text of texts) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
+    }
+  });
+
+  it('gives typed, retryable errors (and no hang) once the service is gone', async () => {
+    const own = await startAzurite();
+    const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 3_000 });
+    const r0 = createRuntime(ABC, { workflowId: 'gone', now: at(1) });
+    const { etag } = await store.create(r0, 'h');
+    await own.stop();
+    const started = Date.now();
+    const attempts: Array<() => Promise<unknown>> = [
+      () => store.load('gone'),
+      () => store.save(step(r0, { type: 'activate', now: at(2) }), etag),
+      () => store.getWorkflow('gone'),
+      () => store.listWorkflows({ recent: true }),
+      () => store.listTasks({ workflowId: 'gone' }),
+      () => store.requestCancel('gone', at(3)),
+      () => store.acquireLease(),
+      () => store.writeCoordinatorStats({ a: 1 }),
+    ];
+    for (const attempt of attempts) {
+      const error = await caught(attempt());
+      expect(isJobqError(error)).toBe(true);
+      if (!isJobqError(error)) return;
+      expect(['unavailable', 'timeout']).toContain(error.code);
+      expect(error.retryable).toBe(true);
+    }
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
+});
