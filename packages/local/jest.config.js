@@ -1,7 +1,1 @@
-/** @type {import('jest').Config} */
-module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/src'],
-  transform: { '^.+\\.ts$': ['@swc/jest'] },
-  moduleFileExtensions: ['ts', 'js', 'json'],
-};
+module.exports = require('../../jest.preset.js')();

@@ -1,9 +1,1 @@
-/** @type {import('jest').Config} */
-module.exports = {
-  testEnvironment: 'node',
-  roots: ['<rootDir>/src'],
-  transform: { '^.+\\.ts$': ['@swc/jest'] },
-  moduleFileExtensions: ['ts', 'js', 'json'],
-  // Tests run against the workspace sources, so they need no prior build.
-  moduleNameMapper: { '^@jobq/dag-core$': '<rootDir>/../dag-core/src' },
-};
+module.exports = require('../../jest.preset.js')();

@@ -1,0 +1,19 @@
+/**
+ * The jest settings every package shares. Tests run against the workspace sources of the other
+ * @jobq packages (not their builds), so a package's tests need no prior build.
+ * @param {{ testTimeout?: number }} [overrides]
+ * @returns {import('jest').Config}
+ */
+module.exports = function jobqJestConfig(overrides = {}) {
+  return {
+    testEnvironment: 'node',
+    roots: ['<rootDir>/src'],
+    transform: { '^.+\\.ts$': ['@swc/jest'] },
+    moduleFileExtensions: ['ts', 'js', 'json'],
+    moduleNameMapper: {
+      '^@jobq/ports/testing$': '<rootDir>/../ports/src/testing',
+      '^@jobq/(dag-core|ports|local|queue-storage|store-azure)$': '<rootDir>/../$1/src',
+    },
+    ...overrides,
+  };
+};
