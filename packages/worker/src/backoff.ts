@@ -1,0 +1,51 @@
+/** Exponential back-off: `initialInMs`, doubling (× `factor`) up to `maxInMs`; `reset()` after success. */
+export class Backoff {
+  private current: number;
+
+  constructor(
+    readonly initialInMs = 100,
+    readonly maxInMs = 30_000,
+    readonly factor = 2,
+  ) {
+    this.current = Math.min(initialInMs, maxInMs);
+  }
+
+  /** The delay to wait now; the following call returns a longer one (up to the cap). */
+  next(): number {
+    const delay = this.current;
+    this.current = Math.min(this.maxInMs, Math.max(1, this.current * this.factor));
+    return delay;
+  }
+
+  /** Back to the initial delay (work arrived, or a call succeeded). */
+  reset(): void {
+    this.current = Math.min(this.initialInMs, this.maxInMs);
+  }
+}
+
+/** Options of {@link sleep}. */
+export interface SleepOptions {
+  /** Ends the sleep early (resolves, never rejects). */
+  signal?: AbortSignal;
+  /** Do not keep the process alive for this timer. */
+  unref?: boolean;
+}
+
+/** Waits `ms` milliseconds, or less when `signal` fires. Always resolves. */
+export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
+  const { signal } = options;
+  return new Promise((resolve) => {
+    if (signal?.aborted || ms <= 0) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    if (options.unref) timer.unref();
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

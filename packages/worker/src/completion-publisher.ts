@@ -1,0 +1,80 @@
+import { type Completion, completionMessageId, encodeCompletion } from '@jobq/dag-core';
+import { isJobqError, type TaskQueue } from '@jobq/ports';
+
+/** Exponential back-off between completion sends (SPEC §8.3: 1 s → 60 s cap). */
+export interface BackoffSettings {
+  initialInMs: number;
+  maxInMs: number;
+}
+
+/** The default back-off of completion sends. */
+export const DEFAULT_COMPLETION_BACKOFF: BackoffSettings = { initialInMs: 1_000, maxInMs: 60_000 };
+/** Default of `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS`. */
+export const DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS = 5;
+
+/** Options of {@link publishCompletion}. */
+export interface PublishCompletionOptions {
+  /** Attempts in all (≥ 1). Default {@link DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS}. */
+  maxAttempts?: number;
+  backoff?: BackoffSettings;
+  log?: (line: string) => void;
+  /** Waits between attempts; injectable for tests. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** What {@link publishCompletion} did. */
+export type PublishResult =
+  | { sent: true; attempts: number }
+  /** Not sent: `error` is the last send error; `permanent` when trying again cannot help. */
+  | { sent: false; attempts: number; error: string; permanent: boolean };
+
+/** The pause before attempt `attempt + 1` (attempt ≥ 1): `initial · 2^(attempt−1)`, capped at `max`. */
+export function backoffDelay(attempt: number, backoff: BackoffSettings): number {
+  return Math.min(backoff.maxInMs, backoff.initialInMs * 2 ** Math.max(0, attempt - 1));
+}
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Sends a completion message (SPEC §5.3) to the completion queue, trying again with exponential
+ * back-off up to `maxAttempts` times. Never throws. A `message-too-large` error is permanent and
+ * ends the attempts at once. The message id is the completion's id, so a duplicate send (an attempt
+ * that went through but reported an error) is harmless: the coordinator applies a completion once.
+ */
+export async function publishCompletion(queue: TaskQueue, completion: Completion, options: PublishCompletionOptions = {}): Promise<PublishResult> {
+  const maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS));
+  const backoff = options.backoff ?? DEFAULT_COMPLETION_BACKOFF;
+  const sleep = options.sleep ?? sleepFor;
+  const log = options.log ?? (() => undefined);
+  let body: string;
+  let messageId: string;
+  try {
+    body = encodeCompletion(completion);
+    messageId = completionMessageId(completion);
+  } catch (error) {
+    return { sent: false, attempts: 0, error: `cannot encode the completion: ${describe(error)}`, permanent: true };
+  }
+  let lastError = '';
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    try {
+      await queue.send({ body, messageId });
+      return { sent: true, attempts: attempt };
+    } catch (error) {
+      lastError = describe(error);
+      if (isJobqError(error, 'message-too-large')) {
+        log(`the completion of task "${completion.taskName}" does not fit in queue "${queue.name}": ${lastError}`);
+        return { sent: false, attempts: attempt, error: lastError, permanent: true };
+      }
+      if (attempt === maxAttempts) break;
+      const delay = backoffDelay(attempt, backoff);
+      log(`sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed (attempt ${attempt}/${maxAttempts}): ${lastError}; trying again in ${delay} ms`);
+      await sleep(delay);
+    }
+  }
+  log(`giving up sending the completion of task "${completion.taskName}" after ${maxAttempts} attempts: ${lastError}`);
+  return { sent: false, attempts: maxAttempts, error: lastError, permanent: false };
+}

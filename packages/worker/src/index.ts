@@ -1,0 +1,37 @@
+/**
+ * `@jobq/worker`: the jobq worker (SPEC §8). A pull loop over a `TaskQueue` with lock renewal and
+ * graceful shutdown, the shell and workflow processors, and the pieces an app composes them from.
+ * Adapters are handed in by the app. Task helpers for workflow scripts are in `@jobq/worker/task`.
+ * @packageDocumentation
+ */
+export type { ProcessOutcome, Processor, TaskContext } from './processor';
+export { Worker, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
+export { ShellProcessor, killTimeoutFromEnv, taskEnvironment, type ShellProcessorOptions } from './shell-processor';
+export {
+  TIMEOUT_KWARG,
+  WORKFLOW_CANCELLED,
+  WorkflowProcessor,
+  workflowProcessorSettingsFromEnv,
+  type WorkflowProcessorEnvSettings,
+  type WorkflowProcessorOptions,
+} from './workflow-processor';
+export {
+  CancelFlagCache,
+  DEFAULT_CANCEL_POLL_INTERVAL_IN_MS,
+  cancelCheckFromStore,
+  isCancelRequested,
+  type CancelFlagCacheOptions,
+} from './cancel-flag';
+export {
+  DEFAULT_COMPLETION_BACKOFF,
+  DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS,
+  publishCompletion,
+  type BackoffSettings,
+  type PublishCompletionOptions,
+  type PublishResult,
+} from './completion-publisher';
+export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
+export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
+export { envValue, parseWorkflowPrefix, storageConnectionFor, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './config';
+export { prefixedLog, stderrLog, type LogLine } from './log';

@@ -1,0 +1,23 @@
+/** A sink for one line of worker log output (no trailing newline). */
+export type LogLine = (line: string) => void;
+
+/** The default worker log: one line per write on stderr. */
+export const stderrLog: LogLine = (line) => {
+  process.stderr.write(`${line}\n`);
+};
+
+/** A log that prefixes every line with `[prefix] ` (the worker uses the task id, `envelope.id`). */
+export function prefixedLog(log: LogLine, prefix: string): LogLine {
+  return (line) => log(`[${prefix}] ${line}`);
+}
+
+/** A one-line description of an error, for logs and failure reasons (never throws). */
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

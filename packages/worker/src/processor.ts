@@ -1,0 +1,39 @@
+import type { Envelope } from '@jobq/dag-core';
+import type { ReceivedMessage } from '@jobq/ports';
+
+/** What a processor is given for one delivery of a task message. */
+export interface TaskContext {
+  /** The leased message (its lock is renewed in the background while the processor runs). */
+  readonly message: ReceivedMessage;
+  /** The decoded envelope (SPEC §5.1): `id`, `kwargs`, `numRetries`. */
+  readonly envelope: Envelope;
+  /**
+   * Fires when the work must stop: the lock was lost (another worker may have the message now),
+   * or the worker is shutting down and the grace period is over. `signal.reason` says which.
+   */
+  readonly signal: AbortSignal;
+  /** Writes a line to the worker log, prefixed with the task id. */
+  log(line: string): void;
+}
+
+/** What the worker does with the message after the processor returns. */
+export type ProcessOutcome =
+  /** Delete the message: the task is done (for a workflow task: its completion was published). */
+  | { kind: 'done' }
+  /** A plain task failed: deliver it again while `num_retries` allows, then dead-letter it. */
+  | { kind: 'failed'; error: string }
+  /** Do not settle the message: it is delivered again when its lock expires. */
+  | { kind: 'leave'; reason: string };
+
+/**
+ * Runs task messages. The worker asks each processor in turn whether it takes a message (the
+ * workflow processor takes kwargs with `__workflow_id`; the shell processor takes the rest), then
+ * hands it the message. Plug in your own for tasks that are not shell commands.
+ */
+export interface Processor {
+  readonly name: string;
+  /** True when this processor runs messages with these kwargs. */
+  accepts(kwargs: Readonly<Record<string, unknown>>): boolean;
+  /** Runs the task. Must return (not throw) for task failures; a throw counts as a failure too. */
+  process(context: TaskContext): Promise<ProcessOutcome>;
+}

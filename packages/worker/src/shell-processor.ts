@@ -1,0 +1,166 @@
+import { stat } from 'node:fs/promises';
+import { JobqError } from '@jobq/ports';
+import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+import { startDirsync, type DirsyncSession, type DirsyncUploader } from './dirsync';
+import { errorText } from './log';
+import type { ProcessOutcome, Processor, TaskContext } from './processor';
+import { describeShellResult, runShell } from './subprocess';
+
+/** Default of `JOBQ_KILL_TIMEOUT`: 600 s between SIGTERM and SIGKILL. */
+
+/**
+ * The environment of one task's child: a fresh copy of `base` (the worker's environment) with
+ * `kwargsEnv` (the task's `kwargs.env`) on top. Neither input is changed, so nothing leaks into the
+ * worker or into later tasks. `kwargsEnv` may be undefined/null; otherwise it must be an object of
+ * strings, else a clear `invalid-argument` error.
+ */
+export function taskEnvironment(base: NodeJS.ProcessEnv, kwargsEnv: unknown): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(base)) if (value !== undefined) env[name] = value;
+  if (kwargsEnv === undefined || kwargsEnv === null) return env;
+  if (typeof kwargsEnv !== 'object' || Array.isArray(kwargsEnv)) {
+    throw new JobqError('invalid-argument', `kwargs.env must be an object of strings, got ${Array.isArray(kwargsEnv) ? 'an array' : typeof kwargsEnv}`);
+  }
+  for (const [name, value] of Object.entries(kwargsEnv as Record<string, unknown>)) {
+    // YAML writes `N: 3` as a number: numbers and booleans are written out as the shell would see them.
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new JobqError('invalid-argument', `kwargs.env.${name} must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+    }
+    const text = String(value);
+    if (name === '' || name.includes('=') || name.includes('\0') || text.includes('\0')) {
+      throw new JobqError('invalid-argument', `kwargs.env has an invalid variable name or value: ${JSON.stringify(name)}`);
+    }
+    env[name] = text;
+  }
+  return env;
+}
+
+/**
+ * Reads `JOBQ_KILL_TIMEOUT` (seconds; a bare number, or with `ms`/`s`/`m`/`h`); unset or empty →
+ * 600 s. Anything else is an `invalid-config` error.
+ */
+export function killTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.JOBQ_KILL_TIMEOUT?.trim();
+  return text === undefined || text === '' ? DEFAULT_KILL_TIMEOUT_IN_MS : parseDurationInMs(text, 'JOBQ_KILL_TIMEOUT');
+}
+
+/** Options of {@link ShellProcessor}. */
+export interface ShellProcessorOptions {
+  /** Processor name in logs (default `shell`). */
+  name?: string;
+  /**
+   * The worker environment the task's `kwargs.env` is layered on: an object (copied per task) or a
+   * function called per task. Default: `process.env` as it is when the task starts (read, never written).
+   */
+  baseEnv?: NodeJS.ProcessEnv | (() => NodeJS.ProcessEnv);
+  /** SIGTERM → SIGKILL delay when the task is stopped. Default: `JOBQ_KILL_TIMEOUT` (seconds) or 600 s. */
+  killTimeoutInMs?: number;
+  /** Which kwargs this processor takes. Default: any without `__workflow_id` (those are workflow tasks). */
+  accepts?: (kwargs: Readonly<Record<string, unknown>>) => boolean;
+  /** `bg_dirsync_to` settings. */
+  dirsync?: {
+    /** Default 60 s. */
+    intervalInMs?: number;
+    /** Needed for `ACCOUNT/CONTAINER/PATH` destinations; without it such tasks fail at start. */
+    uploader?: DirsyncUploader;
+    /** Where the temporary directories are made (default the OS temp dir). */
+    tmpRoot?: string;
+  };
+}
+
+function failed(error: string): ProcessOutcome {
+  return { kind: 'failed', error };
+}
+
+/**
+ * Runs plain jobq tasks (SPEC §8.2): `kwargs.cmd` with `bash -c` in its own process group, env =
+ * worker env + `kwargs.env`, cwd = `kwargs.cwd`; exit 0 is `done`, anything else `failed`. Output
+ * lines go to `context.log` unprefixed (the worker's `context.log` adds the task id). The context
+ * signal stops the child: SIGTERM to its group, SIGKILL after `killTimeoutInMs`.
+ */
+export class ShellProcessor implements Processor {
+  readonly name: string;
+  private readonly killTimeoutInMs: number;
+
+  constructor(private readonly options: ShellProcessorOptions = {}) {
+    this.name = options.name ?? 'shell';
+    this.killTimeoutInMs = options.killTimeoutInMs ?? killTimeoutFromEnv(process.env);
+  }
+
+  accepts(kwargs: Readonly<Record<string, unknown>>): boolean {
+    if (this.options.accepts) return this.options.accepts(kwargs);
+    return !Object.prototype.hasOwnProperty.call(kwargs, '__workflow_id');
+  }
+
+  private baseEnv(): NodeJS.ProcessEnv {
+    const base = this.options.baseEnv;
+    if (typeof base === 'function') return base();
+    return base ?? process.env;
+  }
+
+  async process(context: TaskContext): Promise<ProcessOutcome> {
+    const { kwargs } = context.envelope;
+    const cmd = kwargs.cmd;
+    if (cmd === undefined || cmd === null) return failed('kwargs.cmd is missing');
+    if (typeof cmd !== 'string' || cmd.trim() === '') return failed(`kwargs.cmd must be a non-empty string, got ${typeof cmd === 'string' ? 'an empty string' : typeof cmd}`);
+
+    let env: NodeJS.ProcessEnv;
+    try {
+      env = taskEnvironment(this.baseEnv(), kwargs.env);
+    } catch (error) {
+      return failed(errorText(error));
+    }
+
+    const cwd = kwargs.cwd;
+    if (cwd !== undefined && cwd !== null) {
+      if (typeof cwd !== 'string' || cwd === '') return failed(`kwargs.cwd must be a non-empty string, got ${typeof cwd}`);
+      const info = await stat(cwd).catch(() => null);
+      if (!info?.isDirectory()) return failed(`kwargs.cwd "${cwd}" is not a directory`);
+    }
+
+    let dirsync: DirsyncSession | undefined;
+    const dirsyncTo = kwargs.bg_dirsync_to;
+    if (dirsyncTo !== undefined && dirsyncTo !== null) {
+      if (typeof dirsyncTo !== 'string') return failed(`kwargs.bg_dirsync_to must be a string, got ${typeof dirsyncTo}`);
+      try {
+        dirsync = await startDirsync({
+          destination: dirsyncTo,
+          intervalInMs: this.options.dirsync?.intervalInMs,
+          uploader: this.options.dirsync?.uploader,
+          tmpRoot: this.options.dirsync?.tmpRoot,
+          cwd: typeof cwd === 'string' ? cwd : process.cwd(),
+          log: (line) => context.log(line),
+        });
+      } catch (error) {
+        return failed(errorText(error));
+      }
+      env.JOBQ_DIRSYNC_DIR = dirsync.dir;
+    }
+
+    const result = await runShell({
+      command: cmd,
+      env,
+      cwd: typeof cwd === 'string' ? cwd : undefined,
+      signal: context.signal,
+      killTimeoutInMs: this.killTimeoutInMs,
+      onLine: (_stream, line) => context.log(line),
+    });
+
+    let syncError: string | null = null;
+    if (dirsync) {
+      try {
+        await dirsync.finish();
+      } catch (error) {
+        syncError = errorText(error);
+        context.log(syncError);
+      }
+    }
+
+    const ok = result.exitCode === 0 && !result.stopped && !result.timedOut && result.spawnError === null;
+    if (ok) return syncError === null ? { kind: 'done' } : failed(syncError);
+    let error = describeShellResult(result);
+    if (result.stopped && context.signal.aborted) error += ` (${typeof context.signal.reason === 'string' ? context.signal.reason : errorText(context.signal.reason)})`;
+    if (syncError !== null) error += `; ${syncError}`;
+    return failed(error);
+  }
+}

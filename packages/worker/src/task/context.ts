@@ -1,0 +1,147 @@
+import { readFile, stat } from 'node:fs/promises';
+import { JobqError, type OutputStore } from '@jobq/ports';
+import { envValue, storageConnectionFor, workflowEnvironment } from '../config';
+
+/**
+ * Decides whether the workflow of the running task has been cancelled. May be sync or async.
+ * Receives the workflow id (`JOBQ_WORKFLOW_ID`) and the environment the helpers read.
+ */
+export type CancellationChecker = (workflowId: string, env: NodeJS.ProcessEnv) => boolean | Promise<boolean>;
+
+/** Options of {@link configureTaskHelpers}. */
+export interface TaskHelpersOptions {
+  /**
+   * The output store to read upstream blob outputs and stashed files from (and stash files to).
+   * Default: built lazily, on first use, from the environment with `@jobq/store-azure`.
+   */
+  outputs?: OutputStore;
+  /** The environment to read the `JOBQ_*` variables from. Default: `process.env` (read at each call). */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Replaces the default cancellation check of `isCancelled()` (which looks for the file named by
+   * `JOBQ_WORKFLOW_CANCEL_FILE`), e.g. with one that reads the workflow index.
+   */
+  isCancelled?: CancellationChecker;
+}
+
+let settings: TaskHelpersOptions = {};
+/** The store built from the environment, with the environment values it was built from. */
+let defaultStore: { key: string; store: Promise<OutputStore> } | undefined;
+
+/**
+ * Configures the task helpers of this process: inject an {@link OutputStore}, an environment or a
+ * cancellation check. Each call replaces the previous configuration as a whole (omitted options go
+ * back to their defaults), and drops the store the helpers built from the environment, if any.
+ * Call it with no argument to restore every default.
+ */
+export function configureTaskHelpers(options: TaskHelpersOptions = {}): void {
+  settings = { ...options };
+  defaultStore = undefined;
+}
+
+/** The environment the helpers read now. */
+export function helperEnv(): NodeJS.ProcessEnv {
+  return settings.env ?? process.env;
+}
+
+/** The injected cancellation check, if any. */
+export function injectedCancellationChecker(): CancellationChecker | undefined {
+  return settings.isCancelled;
+}
+
+/**
+ * The value of a variable the workflow processor sets for every workflow task; when it is missing
+ * the caller is not inside a workflow task: a clear `invalid-config` error naming the helper.
+ */
+export function requireTaskEnv(helper: string, name: string): string {
+  const value = envValue(helperEnv(), name);
+  if (value === null) {
+    throw new JobqError('invalid-config', `${helper}() can only be called inside a jobq workflow task (${name} is not set)`);
+  }
+  return value;
+}
+
+/** `JOBQ_WORKFLOW_ID` and `JOBQ_WORKFLOW_TASK` of the running task (clear errors when unset). */
+export function taskIdentity(helper: string): { workflowId: string; taskName: string } {
+  return { workflowId: requireTaskEnv(helper, 'JOBQ_WORKFLOW_ID'), taskName: requireTaskEnv(helper, 'JOBQ_WORKFLOW_TASK') };
+}
+
+/** Reads and parses a JSON file the workflow processor wrote; `corrupt` when it cannot. */
+export async function readJsonFile(path: string, variable: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new JobqError('invalid-config', `cannot read ${variable} file "${path}": ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new JobqError('corrupt', `${variable} file "${path}" is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** True when a file exists at `path` (false for ENOENT/ENOTDIR; other errors are thrown). */
+export async function fileExists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw new JobqError('internal', `cannot check "${path}": ${(error as Error).message}`, { cause: error });
+  }
+}
+
+type StoreAzureModule = typeof import('@jobq/store-azure');
+
+/** Loads `@jobq/store-azure` only when a helper needs storage (it is an optional peer of the worker). */
+function loadStoreAzure(): StoreAzureModule {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require('@jobq/store-azure') as StoreAzureModule;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes('@jobq/store-azure')) {
+      throw new JobqError(
+        'invalid-config',
+        'the jobq task helpers need the package @jobq/store-azure to read blob outputs and stashed files: install it next to @jobq/worker, or inject a store with configureTaskHelpers({ outputs })',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+function buildDefaultStore(env: NodeJS.ProcessEnv): Promise<OutputStore> {
+  return Promise.resolve().then(() => {
+    const workflow = workflowEnvironment(env);
+    const storeAzure = loadStoreAzure();
+    const blobs = workflow.blobs === null ? null : storeAzure.parseWorkflowBlobs(workflow.blobs);
+    return storeAzure.openOutputStore({
+      connection: storageConnectionFor(workflow.prefix.account, env),
+      prefix: workflow.prefix.prefix,
+      ...(blobs ? { outputs: { connection: storageConnectionFor(blobs.account, env), container: blobs.container } } : {}),
+    });
+  });
+}
+
+/**
+ * The output store: the injected one, else one built (once per distinct environment) from
+ * `JOBQ_WORKFLOW_PREFIX`, `JOBQ_WORKFLOW_BLOBS` and the storage connection variables.
+ */
+export function outputStore(): Promise<OutputStore> {
+  if (settings.outputs) return Promise.resolve(settings.outputs);
+  const env = helperEnv();
+  const key = JSON.stringify(
+    ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'].map((name) => envValue(env, name)),
+  );
+  if (defaultStore?.key === key) return defaultStore.store;
+  const store = buildDefaultStore(env);
+  const entry = { key, store };
+  defaultStore = entry;
+  // A failed build is not cached: the next call tries again (and reports its own error).
+  void store.catch(() => {
+    if (defaultStore === entry) defaultStore = undefined;
+  });
+  return store;
+}

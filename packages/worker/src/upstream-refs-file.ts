@@ -1,0 +1,25 @@
+import { writeFile } from 'node:fs/promises';
+import { expandUpstreamRefs, type WorkflowTaskInfo } from '@jobq/dag-core';
+import type { OperationOptions, OutputStore } from '@jobq/ports';
+
+/**
+ * The upstream refs of a task attempt (parent → `output_ref`, null for no output or skipped):
+ * the compact refs of the message, or those of its overflow blob (SPEC §5.2), expanded against the
+ * outputs container. A task without parents gets `{}`. Throws the store's error when the overflow
+ * blob cannot be read.
+ */
+export async function resolveUpstreamRefs(
+  info: Pick<WorkflowTaskInfo, 'workflowId' | 'upstream' | 'upstreamBlob'>,
+  outputs: Pick<OutputStore, 'outputsContainer' | 'getUpstreamOverflow'>,
+  options?: OperationOptions,
+): Promise<Record<string, string | null>> {
+  let compact = info.upstream;
+  if (info.upstreamBlob !== null) compact = await outputs.getUpstreamOverflow(info.upstreamBlob, options);
+  if (compact === null) return {};
+  return expandUpstreamRefs(info.workflowId, compact, outputs.outputsContainer);
+}
+
+/** Writes the refs as the JSON file `$JOBQ_WORKFLOW_UPSTREAM_REFS` points at. */
+export async function writeUpstreamRefsFile(path: string, refs: Readonly<Record<string, string | null>>): Promise<void> {
+  await writeFile(path, JSON.stringify(refs), { encoding: 'utf8', mode: 0o600 });
+}

@@ -1,0 +1,237 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startAzurite, type LocalStorage } from '@jobq/local';
+import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { openStorageQueue } from '@jobq/queue-storage';
+import type { Processor } from './processor';
+import { ShellProcessor } from './shell-processor';
+import { collectingLog, lines, task, tempDir, waitFor, WrappedQueue } from './test-helpers/worker-helpers';
+import { Worker, type WorkerOptions } from './worker';
+
+const shell = () => new ShellProcessor({ killTimeoutInMs: 2_000 });
+
+function fastWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue'>): Worker {
+  return new Worker({ processors: [shell()], idleTimeoutInMs: 400, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, ...options });
+}
+
+describe('Worker on the in-memory queue', () => {
+  it('runs a plain task, completes it, and logs its stdout and stderr lines with the task id', async () => {
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-ok', { cmd: 'echo hello; echo oops >&2' }));
+    const out = collectingLog();
+    const summary = await fastWorker({ queue, log: out.log }).run();
+    expect(summary).toMatchObject({ processed: 1, succeeded: 1, failed: 0, deadLettered: 0 });
+    expect(await queue.approximateMessageCount()).toBe(0);
+    expect(out.lines).toEqual(expect.arrayContaining(['[t-ok] hello', '[t-ok] oops', '[t-ok] done']));
+    expect(out.lines.filter((l) => l.includes('[t-ok] [t-ok]'))).toEqual([]);
+  });
+
+  it('retries a failing task num_retries times, then dead-letters it', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-fail', { cmd: `echo run >> ${dir}/runs; exit 3` }, 1));
+    const out = collectingLog();
+    const summary = await fastWorker({ queue, log: out.log }).run();
+    expect(lines(join(dir, 'runs'))).toHaveLength(2);
+    expect(summary).toMatchObject({ processed: 2, failed: 2, abandoned: 1, deadLettered: 1 });
+    expect(await queue.approximateMessageCount()).toBe(0);
+    expect(await queue.deadLetterQueue().approximateMessageCount()).toBe(1);
+    expect(out.lines.some((l) => l.includes('exit code 3'))).toBe(true);
+    cleanup();
+  });
+
+  it('dead-letters a body that is not an envelope at once, and a task no processor accepts', async () => {
+    const queue = new InMemoryTaskQueue();
+    await queue.send([{ body: 'not json' }, task('wf', { __workflow_id: 'w', __workflow_task: 'a' })]);
+    const out = collectingLog();
+    const summary = await fastWorker({ queue, log: out.log }).run();
+    expect(summary).toMatchObject({ processed: 2, deadLettered: 2, failed: 0 });
+    expect(await queue.deadLetterQueue().approximateMessageCount()).toBe(2);
+    expect(out.lines.some((l) => l.includes('poison message'))).toBe(true);
+    expect(out.lines.some((l) => l.includes('no processor accepts'))).toBe(true);
+  });
+
+  it('counts a processor that throws as a failure', async () => {
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-throw', { x: 1 }));
+    const thrower: Processor = { name: 'thrower', accepts: () => true, process: () => Promise.reject(new Error('boom')) };
+    const out = collectingLog();
+    const summary = await fastWorker({ queue, processors: [thrower], log: out.log }).run();
+    expect(summary).toMatchObject({ failed: 1, deadLettered: 1 });
+    expect(out.lines.some((l) => l.includes('threw: boom'))).toBe(true);
+  });
+
+  it('stops the subprocess when the lock is lost, and does not settle the message', async () => {
+    const { dir, cleanup } = tempDir();
+    const inner = new InMemoryTaskQueue({ lockDurationInMs: 400 });
+    const queue = new WrappedQueue(inner);
+    queue.loseLocks = true;
+    queue.deliverAtMost = 1;
+    await queue.send(task('t-lost', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; echo started > ${dir}/started; sleep 30 & wait $!` }));
+    const summary = await fastWorker({ queue }).run();
+    expect(lines(join(dir, 'term'))).toEqual(['term']);
+    expect(summary).toMatchObject({ processed: 1, lockLost: 1, succeeded: 0, failed: 0, abandoned: 0 });
+    expect(queue.completeCalls + queue.abandonCalls).toBe(0);
+    expect(await inner.approximateMessageCount()).toBe(1); // still there, redelivered later
+    cleanup();
+  });
+
+  it('stop() lets a task that ends within the grace period complete', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-grace', { cmd: `touch ${dir}/started; sleep 0.5; echo ok > ${dir}/done` }));
+    const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 5_000 });
+    const running = worker.run();
+    await waitFor(() => existsSync(join(dir, 'started')));
+    await worker.stop();
+    const summary = await running;
+    expect(summary).toMatchObject({ succeeded: 1, abandoned: 0 });
+    expect(await queue.approximateMessageCount()).toBe(0);
+    expect(lines(join(dir, 'done'))).toEqual(['ok']);
+    cleanup();
+  });
+
+  it('installSignalHandlers: SIGTERM stops gracefully; a second SIGINT aborts running tasks now', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-sig', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; touch ${dir}/started; sleep 30 & wait $!` }));
+    const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 30_000 });
+    const listenersBefore = process.listenerCount('SIGTERM') + process.listenerCount('SIGINT');
+    const remove = worker.installSignalHandlers();
+    try {
+      const running = worker.run();
+      await waitFor(() => existsSync(join(dir, 'started')));
+      process.emit('SIGINT', 'SIGINT');
+      expect(worker.stopping).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(existsSync(join(dir, 'term'))).toBe(false); // still within the grace period
+      process.emit('SIGINT', 'SIGINT');
+      const summary = await running;
+      expect(summary).toMatchObject({ abandoned: 1, failed: 0 });
+      expect(lines(join(dir, 'term'))).toEqual(['term']);
+      expect(await queue.approximateMessageCount()).toBe(1);
+    } finally {
+      remove();
+      cleanup();
+    }
+    expect(process.listenerCount('SIGTERM') + process.listenerCount('SIGINT')).toBe(listenersBefore);
+  });
+
+  it('keeps one task env out of the next task and out of process.env', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = new InMemoryTaskQueue();
+    await queue.send(task('t-env1', { cmd: `echo "$JOBQ_TEST_LEAK" >> ${dir}/env`, env: { JOBQ_TEST_LEAK: 'secret' } }));
+    await queue.send(task('t-env2', { cmd: `echo "\${JOBQ_TEST_LEAK-unset}" >> ${dir}/env` }));
+    const summary = await fastWorker({ queue }).run();
+    expect(summary.succeeded).toBe(2);
+    expect(lines(join(dir, 'env'))).toEqual(['secret', 'unset']);
+    expect(process.env.JOBQ_TEST_LEAK).toBeUndefined();
+    cleanup();
+  });
+
+  it('resolves run() after the idle timeout, backing off between empty receives', async () => {
+    const slow = new WrappedQueue(new InMemoryTaskQueue());
+    const fast = new WrappedQueue(new InMemoryTaskQueue());
+    // Same window (1.5 s idle timeout, receives return at once): back-off up to 5 s vs capped at 20 ms.
+    await Promise.all([
+      new Worker({ queue: slow, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined }).run(),
+      new Worker({ queue: fast, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 20, log: () => undefined }).run(),
+    ]);
+    expect(slow.receiveCalls).toBeGreaterThanOrEqual(3); // 100, 200, 400, 800 ms … then the timeout
+    expect(slow.receiveCalls).toBeLessThanOrEqual(10);
+    expect(fast.receiveCalls).toBeGreaterThan(slow.receiveCalls * 3);
+  });
+
+  it('logs and retries transient receive errors', async () => {
+    const queue = new WrappedQueue(new InMemoryTaskQueue());
+    queue.failReceives = 3;
+    await queue.send(task('t-after-outage', { cmd: 'true' }));
+    const out = collectingLog();
+    const summary = await fastWorker({ queue, log: out.log }).run();
+    expect(summary.succeeded).toBe(1);
+    expect(out.lines.filter((l) => l.includes('simulated outage'))).toHaveLength(3);
+  });
+
+  it('runs numWorkers tasks at the same time', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = new InMemoryTaskQueue();
+    // Each task waits until all three have started: only concurrent slots can finish them.
+    const cmd = (n: number) => `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
+    await queue.send([1, 2, 3].map((n) => task(`t-par${n}`, { cmd: cmd(n) })));
+    const summary = await fastWorker({ queue, numWorkers: 3 }).run();
+    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+    cleanup();
+  });
+});
+
+describe('Worker on Azure Storage Queues (Azurite)', () => {
+  let azurite: LocalStorage;
+  let counter = 0;
+  const open = (lockDurationInMs = 2_000) =>
+    openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: `worker-${process.pid}-${++counter}`, lockDurationInMs });
+
+  beforeAll(async () => {
+    azurite = await startAzurite();
+  });
+  afterAll(async () => {
+    await azurite.stop();
+  });
+
+  it('completes a task, retries then dead-letters a failing one, and dead-letters poison once', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = await open();
+    await queue.send([
+      task('a-ok', { cmd: `echo ok >> ${dir}/ok` }),
+      task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1),
+      { body: '{"hello":"world"}' },
+    ]);
+    const summary = await fastWorker({ queue, idleTimeoutInMs: 800 }).run();
+    expect(lines(join(dir, 'ok'))).toHaveLength(1);
+    expect(lines(join(dir, 'fail'))).toHaveLength(2);
+    expect(summary).toMatchObject({ processed: 4, succeeded: 1, failed: 2, abandoned: 1, deadLettered: 2 });
+    expect(await queue.approximateMessageCount()).toBe(0);
+    const dead = await queue.deadLetterQueue().peek(32);
+    expect(dead.map((m) => m.body).sort()).toEqual([task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body, '{"hello":"world"}'].sort());
+    await queue.deleteQueue();
+    cleanup();
+  });
+
+  it('renews the lock so a task running 3× the lock duration stays hidden from a second worker', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = await open(2_000);
+    const other = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: queue.name, lockDurationInMs: 2_000 });
+    await queue.send(task('a-long', { cmd: `echo run >> ${dir}/runs; sleep 6` }));
+    const first = fastWorker({ queue, idleTimeoutInMs: 1_000 });
+    const firstRun = first.run();
+    await waitFor(() => existsSync(join(dir, 'runs')));
+    const second = await fastWorker({ queue: other, idleTimeoutInMs: 7_000 }).run();
+    const summary = await firstRun;
+    expect(second.processed).toBe(0);
+    expect(summary).toMatchObject({ processed: 1, succeeded: 1, lockLost: 0 });
+    expect(lines(join(dir, 'runs'))).toHaveLength(1);
+    expect(await queue.approximateMessageCount()).toBe(0);
+    await queue.deleteQueue();
+    cleanup();
+  });
+
+  it('stop(): a task that outlives the grace period is stopped and abandoned, and a new worker gets it', async () => {
+    const { dir, cleanup } = tempDir();
+    const queue = await open(2_000);
+    const cmd = `if [ -f ${dir}/first ]; then echo second >> ${dir}/runs; exit 0; fi; touch ${dir}/first; trap 'echo term > ${dir}/term; exit 143' TERM; sleep 30 & wait $!`;
+    await queue.send(task('a-shutdown', { cmd }));
+    const out = collectingLog();
+    const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 300, log: out.log });
+    const running = worker.run();
+    await waitFor(() => existsSync(join(dir, 'first')));
+    await worker.stop();
+    const summary = await running;
+    expect(summary).toMatchObject({ processed: 1, abandoned: 1, succeeded: 0, lockLost: 0 });
+    expect(lines(join(dir, 'term'))).toEqual(['term']);
+    const again = await fastWorker({ queue, idleTimeoutInMs: 500 }).run();
+    expect(again).toMatchObject({ processed: 1, succeeded: 1 });
+    expect(lines(join(dir, 'runs'))).toEqual(['second']);
+    await queue.deleteQueue();
+    cleanup();
+  });
+});

@@ -1,0 +1,404 @@
+import { decodeEnvelope, type Envelope } from '@jobq/dag-core';
+import { isJobqError, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { Backoff, sleep } from './backoff';
+import { errorText, prefixedLog, stderrLog, type LogLine } from './log';
+import type { ProcessOutcome, Processor, TaskContext } from './processor';
+
+/** Options of {@link Worker}. */
+export interface WorkerOptions {
+  queue: TaskQueue;
+  /** Asked in order; the first whose `accepts(kwargs)` is true runs the message. */
+  processors: readonly Processor[];
+  /** Concurrent slots, each holding at most one message (default 1). */
+  numWorkers?: number;
+  /** Cap of the empty-queue back-off, which starts at 100 ms and doubles (default 30 s). */
+  maxIdleBackoffInMs?: number;
+  /** `run()` resolves after this long without a message and with no task running (default: never). */
+  idleTimeoutInMs?: number | null;
+  /** After `stop()`, how long running tasks may still finish (default 30 s). */
+  gracePeriodInMs?: number;
+  /** Renew a held lock every `lockDurationInMs × renewEveryFraction` (default 0.5). */
+  renewEveryFraction?: number;
+  /** Worker log lines (default: stderr). Task lines come prefixed with `[envelope.id] `. */
+  log?: LogLine;
+  /** How long one receive call waits for a message (default 1 s). */
+  receiveWaitInMs?: number;
+}
+
+/** What {@link Worker.run} did. Each delivery counts once in `processed`. */
+export interface WorkerSummary {
+  /** Deliveries taken from the queue and handled (poison and unrunnable ones included). */
+  processed: number;
+  /** Tasks whose processor returned `done` (and whose message was then completed). */
+  succeeded: number;
+  /** Tasks whose processor returned `failed` or threw (retried or dead-lettered). */
+  failed: number;
+  /** Messages moved to the dead-letter queue: poison, no processor, or retries used up. */
+  deadLettered: number;
+  /** Tasks whose processor returned `leave` (redelivered after the lock ends). */
+  left: number;
+  /** Messages given back for another delivery: a retry of a failed task, or a task stopped by shutdown. */
+  abandoned: number;
+  /** Tasks whose lock was lost while running: their outcome was dropped, nothing settled. */
+  lockLost: number;
+}
+
+/** Options of {@link Worker.stop}. */
+export interface StopOptions {
+  /** Overrides the worker's grace period for this stop (0 = abort running tasks now). */
+  gracePeriodInMs?: number;
+}
+
+interface RunningTask {
+  readonly controller: AbortController;
+  graceTimer?: NodeJS.Timeout;
+  graceDeadline?: number;
+}
+
+interface Renewer {
+  readonly lost: boolean;
+  stop(): Promise<void>;
+}
+
+/** Error codes that no amount of waiting fixes: `run()` stops and rejects with them. */
+const FATAL_RECEIVE_CODES = new Set(['auth', 'invalid-config', 'not-found', 'invalid-argument']);
+
+/**
+ * The jobq pull loop (SPEC §8.1). `numWorkers` slots each receive one message at a time
+ * (`maxMessages: 1`, so no message waits under a lock while its slot is busy), decode the
+ * envelope, hand it to the first processor that accepts it, renew its lock in the background, and
+ * settle it from the outcome:
+ * - `done` → complete; `failed` (or a throw) → abandon while `deliveryCount <= num_retries`, else
+ *   dead-letter with the error; `leave` → nothing (redelivered when the lock ends);
+ * - a body that is not an envelope, or one no processor accepts, is dead-lettered at once;
+ * - a lost lock aborts the task's signal with reason `'lock-lost'` and drops its outcome;
+ * - `stop()` takes no new work; tasks still running after the grace period get their signal
+ *   aborted with reason `'shutdown'`, and their messages are abandoned (no retry is spent) unless
+ *   the processor still returns `done` (completed) or `leave`. The worker waits for the processor
+ *   to return (the shell processor's child gets SIGTERM, then SIGKILL after its kill timeout).
+ */
+export class Worker {
+  private readonly queue: TaskQueue;
+  private readonly processors: readonly Processor[];
+  private readonly numWorkers: number;
+  private readonly maxIdleBackoffInMs: number;
+  private readonly idleTimeoutInMs: number | null;
+  private readonly gracePeriodInMs: number;
+  private readonly renewEveryFraction: number;
+  private readonly receiveWaitInMs: number;
+  private readonly log: LogLine;
+
+  private summary: WorkerSummary = { processed: 0, succeeded: 0, failed: 0, deadLettered: 0, left: 0, abandoned: 0, lockLost: 0 };
+  private readonly stopController = new AbortController();
+  private readonly tasks = new Set<RunningTask>();
+  private stopGraceInMs: number | null = null;
+  private stopRequestedAt = 0;
+  private lastActivity = Date.now();
+  private active = 0;
+  private fatal: Error | undefined;
+  private finished: Promise<void> | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.queue = options.queue;
+    this.processors = options.processors;
+    this.numWorkers = Math.max(1, Math.floor(options.numWorkers ?? 1));
+    this.maxIdleBackoffInMs = Math.max(1, options.maxIdleBackoffInMs ?? 30_000);
+    this.idleTimeoutInMs = options.idleTimeoutInMs ?? null;
+    this.gracePeriodInMs = Math.max(0, options.gracePeriodInMs ?? 30_000);
+    const fraction = options.renewEveryFraction ?? 0.5;
+    if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewEveryFraction must be between 0 and 1 (exclusive), got ${fraction}`);
+    this.renewEveryFraction = fraction;
+    this.receiveWaitInMs = Math.max(0, options.receiveWaitInMs ?? 1_000);
+    this.log = options.log ?? stderrLog;
+  }
+
+  /** True once `stop()` was called or the idle timeout passed. */
+  get stopping(): boolean {
+    return this.stopController.signal.aborted;
+  }
+
+  /**
+   * Pulls and runs messages until `stop()` or the idle timeout. Rejects only when receiving fails
+   * with an error that waiting cannot fix (`auth`, `invalid-config`, `not-found`), after the
+   * running tasks ended; transient errors are logged and retried with back-off.
+   */
+  async run(): Promise<WorkerSummary> {
+    if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
+    this.lastActivity = Date.now();
+    this.finished = Promise.all(Array.from({ length: this.numWorkers }, (_, slot) => this.slotLoop(slot))).then(() => undefined);
+    await this.finished;
+    if (this.fatal !== undefined) throw this.fatal;
+    return { ...this.summary };
+  }
+
+  /**
+   * Graceful stop: no new work; running tasks get the grace period, then their signal aborts with
+   * reason `'shutdown'` and their messages are abandoned. Resolves when `run()` has ended (at once
+   * when it was never started). Calling it again may only shorten the grace.
+   */
+  async stop(options: StopOptions = {}): Promise<void> {
+    const grace = Math.max(0, options.gracePeriodInMs ?? this.gracePeriodInMs);
+    if (!this.stopping) {
+      this.stopRequestedAt = Date.now();
+      this.log(`stopping: no new work${this.tasks.size > 0 ? `; ${this.tasks.size} running task(s) get ${Math.round(grace / 1000)}s to finish` : ''}`);
+      this.stopController.abort('stop');
+    }
+    if (this.stopGraceInMs === null || grace < this.stopGraceInMs) this.stopGraceInMs = grace;
+    for (const task of this.tasks) this.armGrace(task);
+    if (this.finished) await this.finished;
+  }
+
+  /**
+   * SIGTERM and SIGINT → `stop()`; a second SIGINT aborts the running tasks at once (grace 0).
+   * Returns a function that removes the handlers.
+   */
+  installSignalHandlers(): () => void {
+    let interrupts = 0;
+    const report = (error: unknown) => this.log(`stop failed: ${errorText(error)}`);
+    const onTerm = () => {
+      this.log('SIGTERM received');
+      this.stop().catch(report);
+    };
+    const onInt = () => {
+      interrupts++;
+      if (interrupts === 1) {
+        this.log('SIGINT received (press Ctrl-C again to abort running tasks now)');
+        this.stop().catch(report);
+      } else {
+        this.log('second SIGINT: aborting running tasks');
+        this.stop({ gracePeriodInMs: 0 }).catch(report);
+      }
+    };
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    return () => {
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+    };
+  }
+
+  private armGrace(task: RunningTask): void {
+    if (this.stopGraceInMs === null || task.controller.signal.aborted) return;
+    const deadline = this.stopRequestedAt + this.stopGraceInMs;
+    if (task.graceDeadline !== undefined && task.graceDeadline <= deadline) return;
+    if (task.graceTimer) clearTimeout(task.graceTimer);
+    task.graceDeadline = deadline;
+    // Not unref'd: the abort must happen even if the task holds nothing else open.
+    task.graceTimer = setTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
+  }
+
+  private idleExpired(): boolean {
+    return this.idleTimeoutInMs !== null && this.active === 0 && Date.now() - this.lastActivity >= this.idleTimeoutInMs;
+  }
+
+  private async slotLoop(slot: number): Promise<void> {
+    const backoff = new Backoff(100, this.maxIdleBackoffInMs);
+    const signal = this.stopController.signal;
+    while (!this.stopping) {
+      let messages: ReceivedMessage[];
+      try {
+        messages = await this.queue.receive({ maxMessages: 1, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
+      } catch (error) {
+        if (this.stopping) break;
+        if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
+          this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; stopping`);
+          this.fatal ??= error;
+          void this.stop();
+          break;
+        }
+        const delay = backoff.next();
+        this.log(`receive from queue "${this.queue.name}" failed (slot ${slot}): ${errorText(error)}; retrying in ${delay} ms`);
+        await sleep(delay, { signal });
+        continue;
+      }
+      if (messages.length === 0) {
+        if (this.idleExpired()) {
+          if (!this.stopping) {
+            this.log(`idle for ${Math.round((this.idleTimeoutInMs ?? 0) / 1000)}s: stopping`);
+            this.stopController.abort('idle');
+          }
+          break;
+        }
+        let delay = backoff.next();
+        if (this.idleTimeoutInMs !== null) delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - Date.now()));
+        await sleep(delay, { signal });
+        continue;
+      }
+      backoff.reset();
+      for (const message of messages) {
+        this.active++;
+        this.lastActivity = Date.now();
+        try {
+          await this.handle(message);
+        } catch (error) {
+          // handle() catches everything it expects; this is a bug guard so the loop never dies.
+          this.log(`internal error handling message ${message.messageId}: ${errorText(error)}`);
+        } finally {
+          this.active--;
+          this.lastActivity = Date.now();
+        }
+      }
+    }
+  }
+
+  private async handle(message: ReceivedMessage): Promise<void> {
+    this.summary.processed++;
+    const decoded = decodeEnvelope(message.body);
+    if (!decoded.ok) {
+      const reason = `poison message (not a jobq envelope): ${decoded.error}`;
+      this.log(`message ${message.messageId}: ${reason}; dead-lettering`);
+      if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason))) this.summary.deadLettered++;
+      return;
+    }
+    const envelope = decoded.value;
+    const taskLog = prefixedLog(this.log, envelope.id);
+    const processor = this.processors.find((p) => {
+      try {
+        return p.accepts(envelope.kwargs);
+      } catch {
+        return false;
+      }
+    });
+    if (!processor) {
+      const reason = `no processor accepts this task (kwargs keys: ${Object.keys(envelope.kwargs).join(', ') || 'none'}; processors: ${this.processors.map((p) => p.name).join(', ') || 'none'})`;
+      taskLog(`${reason}; dead-lettering`);
+      if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason))) this.summary.deadLettered++;
+      return;
+    }
+    await this.runTask(message, envelope, processor, taskLog);
+  }
+
+  private async runTask(message: ReceivedMessage, envelope: Envelope, processor: Processor, taskLog: LogLine): Promise<void> {
+    const task: RunningTask = { controller: new AbortController() };
+    this.tasks.add(task);
+    if (this.stopping) this.armGrace(task);
+    const renewer = this.startRenewer(message, task.controller, taskLog);
+    taskLog(`started (${processor.name}, delivery ${message.deliveryCount})`);
+    const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog };
+    let outcome: ProcessOutcome;
+    try {
+      outcome = await processor.process(context);
+    } catch (error) {
+      outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
+    } finally {
+      if (task.graceTimer) clearTimeout(task.graceTimer);
+      this.tasks.delete(task);
+    }
+    // Stop renewing before settling: on Storage Queues a renewal changes the pop receipt, so a
+    // renewal racing a settlement would make the settlement fail. An in-flight renewal is awaited.
+    await renewer.stop();
+    if (renewer.lost || task.controller.signal.reason === 'lock-lost') {
+      taskLog(`lock lost: outcome "${outcome.kind}" dropped; the message may already be with another worker`);
+      this.summary.lockLost++;
+      return;
+    }
+    if (outcome.kind === 'leave') {
+      taskLog(`left for redelivery: ${outcome.reason}`);
+      this.summary.left++;
+      return;
+    }
+    if (outcome.kind === 'failed' && task.controller.signal.reason === 'shutdown') {
+      // Stopped by us, not failed on its own: give it back without spending a retry. (A task that
+      // still returned `done` after the abort finished its work, so it is completed below.)
+      taskLog(`stopped by shutdown (${outcome.error}); abandoning the message`);
+      if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
+      return;
+    }
+    if (outcome.kind === 'done') {
+      this.summary.succeeded++;
+      taskLog('done');
+      await this.settle(message, 'complete', () => this.queue.complete(message), taskLog);
+      return;
+    }
+    this.summary.failed++;
+    if (message.deliveryCount <= envelope.numRetries) {
+      taskLog(`failed: ${outcome.error}; retrying (delivery ${message.deliveryCount} of ${envelope.numRetries + 1})`);
+      if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
+    } else {
+      taskLog(`failed: ${outcome.error}; dead-lettering after ${message.deliveryCount} deliveries`);
+      const reason = outcome.error;
+      if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
+    }
+  }
+
+  /**
+   * Runs one settlement call, retrying transient errors with back-off while the lock may still be
+   * held. A lost lock is logged and reported as false (the message comes back on its own).
+   */
+  private async settle(message: ReceivedMessage, what: string, call: () => Promise<void>, log: LogLine = this.log): Promise<boolean> {
+    const backoff = new Backoff(200, 5_000);
+    for (;;) {
+      try {
+        await call();
+        return true;
+      } catch (error) {
+        if (isJobqError(error, 'lock-lost')) {
+          log(`could not ${what} message ${message.messageId}: the lock was lost (it will be delivered again)`);
+          return false;
+        }
+        const retryable = !isJobqError(error) || error.retryable;
+        const delay = backoff.next();
+        if (!retryable || Date.now() + delay >= message.lockedUntil.getTime()) {
+          log(`could not ${what} message ${message.messageId}: ${errorText(error)} (it will be delivered again)`);
+          return false;
+        }
+        log(`${what} of message ${message.messageId} failed: ${errorText(error)}; retrying in ${delay} ms`);
+        await sleep(delay);
+      }
+    }
+  }
+
+  /**
+   * Renews the lock every `lockDurationInMs × renewEveryFraction`. A `lock-lost` answer, or failures
+   * until the lock has ended, abort the task with reason `'lock-lost'`. Timers are unref'd.
+   */
+  private startRenewer(message: ReceivedMessage, controller: AbortController, log: LogLine): Renewer {
+    const interval = Math.max(20, Math.floor(this.queue.lockDurationInMs * this.renewEveryFraction));
+    let lost = false;
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    let inflight: Promise<void> = Promise.resolve();
+
+    const loseLock = (why: string) => {
+      lost = true;
+      log(`lock lost (${why}): stopping the task`);
+      controller.abort('lock-lost');
+    };
+    const schedule = (delay: number) => {
+      if (stopped) return;
+      timer = setTimeout(tick, delay);
+      timer.unref();
+    };
+    const renewOnce = async () => {
+      if (stopped) return;
+      const left = message.lockedUntil.getTime() - Date.now();
+      const signal = AbortSignal.timeout(Math.max(500, left));
+      try {
+        await this.queue.renewLock(message, { abortSignal: signal });
+        schedule(interval);
+      } catch (error) {
+        if (stopped) return;
+        if (isJobqError(error, 'lock-lost')) return loseLock(errorText(error));
+        const remaining = message.lockedUntil.getTime() - Date.now();
+        if (remaining <= 0) return loseLock(`renewal failing until the lock ended: ${errorText(error)}`);
+        log(`lock renewal failed: ${errorText(error)}; retrying`);
+        schedule(Math.max(50, Math.min(interval, Math.floor(remaining / 4))));
+      }
+    };
+    const tick = () => {
+      inflight = renewOnce();
+    };
+    schedule(interval);
+    return {
+      get lost() {
+        return lost;
+      },
+      async stop() {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        // An in-flight renewal is awaited, not aborted: its answer carries the new pop receipt.
+        await inflight;
+      },
+    };
+  }
+}

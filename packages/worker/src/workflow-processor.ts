@@ -1,0 +1,320 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Completion, decodeWorkflowTask, isMergeNode, type WorkflowTaskInfo } from '@jobq/dag-core';
+import { JobqError, isJobqError, type OutputStore, type TaskQueue } from '@jobq/ports';
+import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
+import {
+  type BackoffSettings,
+  DEFAULT_COMPLETION_BACKOFF,
+  DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS,
+  publishCompletion,
+} from './completion-publisher';
+import { envValue, workflowEnvironment, type WorkflowEnvironment } from './config';
+import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+import { taskEnvironment } from './shell-processor';
+import type { ProcessOutcome, Processor, TaskContext } from './processor';
+import { errorText } from './log';
+import { describeShellResult, runShell } from './subprocess';
+import { storeTaskOutput } from './task-outputs';
+import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
+
+/** Default of `JOBQ_KILL_TIMEOUT`: 600 s between SIGTERM and SIGKILL. */
+
+/**
+ * Envelope kwarg with the task's local time limit in seconds (SPEC §3.8: workers enforce
+ * `timeout_s` too). The coordinator does not add it yet; when present the task is stopped after it.
+ */
+export const TIMEOUT_KWARG = '__timeout_s';
+
+/** Error text of a task that was not started, or stopped, because its workflow was cancelled. */
+export const WORKFLOW_CANCELLED = 'workflow cancelled';
+
+/** Options of {@link WorkflowProcessor}; the app injects the adapters. */
+export interface WorkflowProcessorOptions {
+  outputs: OutputStore;
+  /** The completion queue `{p}-workflow-completions`. */
+  completions: TaskQueue;
+  /** Reads a workflow's cancel flag (e.g. `cancelCheckFromStore(store)`); cached here per workflow. */
+  isCancelled: (workflowId: string) => Promise<boolean>;
+  /** The worker's environment, the base of each task's (default `process.env`; never mutated). */
+  env?: NodeJS.ProcessEnv;
+  /** SIGTERM → SIGKILL grace (default `JOBQ_KILL_TIMEOUT` from `env`, else 600 s). */
+  killTimeoutInMs?: number;
+  /** Completion send attempts (default `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS` from `env`, else 5). */
+  completionSendMaxAttempts?: number;
+  /** Back-off between completion sends (default 1 s doubling to 60 s). */
+  completionBackoff?: BackoffSettings;
+  /** Cancel-flag cache lifetime and poll interval (default `JOBQ_CANCEL_POLL_INTERVAL` from `env`, else 30 s). */
+  cancelPollIntervalInMs?: number;
+  /** ± spread of the poll interval and cache lifetime (default 0.25). */
+  cancelPollJitter?: number;
+  /** Randomness for the jitter (default `Math.random`). */
+  random?: () => number;
+  /** Where the per-attempt temporary directories go (default `os.tmpdir()`). */
+  tempDir?: string;
+  /** Worker-level log lines (cancel-flag read errors). Default: none. */
+  log?: (line: string) => void;
+  /**
+   * Called with the `invalid-config` error when a workflow task arrives and the workflow settings
+   * are missing or invalid (SPEC §8.3): the app should then stop the worker. The message is left.
+   */
+  onConfigError?: (error: JobqError) => void;
+}
+
+/** The settings of the workflow processor that come from the environment (SPEC §8.3, §8.4, §10). */
+export interface WorkflowProcessorEnvSettings {
+  killTimeoutInMs: number;
+  completionSendMaxAttempts: number;
+  cancelPollIntervalInMs: number;
+}
+
+
+/** Reads `JOBQ_KILL_TIMEOUT`, `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS`, `JOBQ_CANCEL_POLL_INTERVAL`; bad values are `invalid-config`. */
+export function workflowProcessorSettingsFromEnv(env: NodeJS.ProcessEnv): WorkflowProcessorEnvSettings {
+  const kill = envValue(env, 'JOBQ_KILL_TIMEOUT');
+  const attempts = envValue(env, 'JOBQ_COMPLETION_SEND_MAX_ATTEMPTS');
+  const poll = envValue(env, 'JOBQ_CANCEL_POLL_INTERVAL');
+  let completionSendMaxAttempts = DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS;
+  if (attempts !== null) {
+    if (!/^[1-9]\d*$/.test(attempts)) {
+      throw new JobqError('invalid-config', `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS must be an integer ≥ 1, got "${attempts}"`);
+    }
+    completionSendMaxAttempts = Number(attempts);
+  }
+  const cancelPollIntervalInMs = poll === null ? DEFAULT_CANCEL_POLL_INTERVAL_IN_MS : parseDurationInMs(poll, 'JOBQ_CANCEL_POLL_INTERVAL');
+  if (cancelPollIntervalInMs < 1) throw new JobqError('invalid-config', `JOBQ_CANCEL_POLL_INTERVAL must be above 0, got "${poll}"`);
+  return {
+    killTimeoutInMs: kill === null ? DEFAULT_KILL_TIMEOUT_IN_MS : parseDurationInMs(kill, 'JOBQ_KILL_TIMEOUT'),
+    completionSendMaxAttempts,
+    cancelPollIntervalInMs,
+  };
+}
+
+
+
+/** `__timeout_s` as milliseconds, or null when absent or not a positive number. */
+function timeoutOf(kwargs: Readonly<Record<string, unknown>>): number | null {
+  const value = kwargs[TIMEOUT_KWARG];
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : null;
+}
+
+/**
+ * Runs workflow tasks (SPEC §8.3, §8.4): the task's `cmd` with the workflow variables, its output
+ * stored (§5.4), then its completion published with back-off; the message is acked (`done`) only
+ * after the completion was sent, and left for redelivery otherwise.
+ */
+export class WorkflowProcessor implements Processor {
+  readonly name = 'workflow';
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly cancelFlags: CancelFlagCache;
+  private readonly killTimeoutInMs: number;
+  private readonly completionSendMaxAttempts: number;
+  private readonly completionBackoff: BackoffSettings;
+  private readonly cancelPollIntervalInMs: number;
+  private readonly cancelPollJitter: number;
+  private readonly random: () => number;
+  private lastConfigError: JobqError | null = null;
+
+  constructor(private readonly options: WorkflowProcessorOptions) {
+    this.env = options.env ?? process.env;
+    const fromEnv = workflowProcessorSettingsFromEnv(this.env);
+    this.killTimeoutInMs = options.killTimeoutInMs ?? fromEnv.killTimeoutInMs;
+    this.completionSendMaxAttempts = options.completionSendMaxAttempts ?? fromEnv.completionSendMaxAttempts;
+    this.completionBackoff = options.completionBackoff ?? DEFAULT_COMPLETION_BACKOFF;
+    this.cancelPollIntervalInMs = options.cancelPollIntervalInMs ?? fromEnv.cancelPollIntervalInMs;
+    this.cancelPollJitter = options.cancelPollJitter ?? 0.25;
+    this.random = options.random ?? Math.random;
+    this.cancelFlags = new CancelFlagCache(options.isCancelled, {
+      ttlInMs: this.cancelPollIntervalInMs,
+      jitter: this.cancelPollJitter,
+      random: this.random,
+      log: (line) => options.log?.(line),
+    });
+  }
+
+  /** The configuration error met by the last workflow task, or null. */
+  get configError(): JobqError | null {
+    return this.lastConfigError;
+  }
+
+  /** Checks the workflow settings of the environment; throws the `invalid-config` error (call it at start-up). */
+  checkConfig(): WorkflowEnvironment {
+    return workflowEnvironment(this.env);
+  }
+
+  accepts(kwargs: Readonly<Record<string, unknown>>): boolean {
+    return Object.hasOwn(kwargs, '__workflow_id') && Object.hasOwn(kwargs, '__workflow_task');
+  }
+
+  async process(context: TaskContext): Promise<ProcessOutcome> {
+    let config: WorkflowEnvironment;
+    try {
+      config = this.checkConfig();
+    } catch (error) {
+      const failure = isJobqError(error) ? error : new JobqError('invalid-config', errorText(error));
+      this.lastConfigError = failure;
+      context.log(`configuration error: ${failure.message}`);
+      this.options.onConfigError?.(failure);
+      return { kind: 'leave', reason: `configuration error: ${failure.message}` };
+    }
+    const kwargs = context.envelope.kwargs;
+    const decoded = decodeWorkflowTask(kwargs);
+    if (!decoded.ok) return { kind: 'failed', error: decoded.error };
+    const info = decoded.value;
+    if (info === null) return { kind: 'failed', error: 'not a workflow task (no __workflow_id / __workflow_task)' };
+
+    const finish = (success: boolean, outputRef: string | null, error: string | null) =>
+      this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error });
+
+    if (isMergeNode(info.taskName, kwargs)) {
+      context.log(`merge node "${info.taskName}": completed without running anything`);
+      return finish(true, null, null);
+    }
+    if (await this.cancelFlags.isCancelled(info.workflowId)) {
+      context.log(`workflow "${info.workflowId}" is cancelled: task "${info.taskName}" is not started`);
+      return finish(false, null, WORKFLOW_CANCELLED);
+    }
+    if (context.signal.aborted) return { kind: 'leave', reason: `not started: ${String(context.signal.reason)}` };
+
+    const cmd = info.userKwargs.cmd;
+    if (typeof cmd !== 'string' || cmd.trim() === '') return finish(false, null, 'kwargs.cmd is missing: nothing to run');
+    let base: NodeJS.ProcessEnv;
+    try {
+      base = taskEnvironment(this.env, info.userKwargs.env);
+    } catch (error) {
+      return finish(false, null, errorText(error));
+    }
+    const cwd = info.userKwargs.cwd;
+    if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return finish(false, null, 'kwargs.cwd must be a string');
+
+    const dir = await mkdtemp(join(this.options.tempDir ?? tmpdir(), 'jobq-wf-'));
+    try {
+      const outputFile = join(dir, 'output.json');
+      const refsFile = join(dir, 'upstream-refs.json');
+      await writeFile(outputFile, '', { mode: 0o600 });
+      let refs: Record<string, string | null>;
+      try {
+        refs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
+      } catch (error) {
+        const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
+        context.log(message);
+        if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
+        return finish(false, null, message);
+      }
+      await writeUpstreamRefsFile(refsFile, refs);
+
+      const env: NodeJS.ProcessEnv = {
+        ...base,
+        JOBQ_WORKFLOW_ID: info.workflowId,
+        JOBQ_WORKFLOW_TASK: info.taskName,
+        JOBQ_WORKFLOW_ATTEMPT: String(info.attemptNo),
+        JOBQ_WORKFLOW_PREFIX: `${config.prefix.account}/${config.prefix.prefix}`,
+        JOBQ_OUTPUT_FILE: outputFile,
+        JOBQ_WORKFLOW_UPSTREAM_REFS: refsFile,
+        // Created when the cancel flag is seen, so `isCancelled()` in the task needs no network.
+        JOBQ_WORKFLOW_CANCEL_FILE: join(dir, 'cancelled'),
+      };
+      if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
+      else delete env.JOBQ_WORKFLOW_QUEUES;
+      if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
+      else delete env.JOBQ_WORKFLOW_BLOBS;
+
+      const timeoutInMs = timeoutOf(kwargs);
+      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' ? cwd : undefined, timeoutInMs);
+      const { result, cancelled } = run;
+
+      if (result.stopped && !result.timedOut) {
+        if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
+        // Lock lost or shutdown: this attempt did not finish; leave the message for another delivery.
+        return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
+      }
+      if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
+        const error = describeShellResult(result, timeoutInMs);
+        context.log(`task "${info.taskName}" failed: ${error}`);
+        return finish(false, null, error);
+      }
+      const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, outputFile, context.log.bind(context), {
+        abortSignal: context.signal,
+      });
+      if (!stored.ok) {
+        if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
+        context.log(`task "${info.taskName}" failed: ${stored.error}`);
+        return finish(false, null, stored.error);
+      }
+      return finish(true, stored.result.ref, null);
+    } finally {
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  /** Runs the command, polling the cancel flag; a set flag or the context signal stops it. */
+  private async runWithCancel(
+    context: TaskContext,
+    info: WorkflowTaskInfo,
+    command: string,
+    env: NodeJS.ProcessEnv,
+    cwd: string | undefined,
+    timeoutInMs: number | null,
+  ) {
+    const stop = new AbortController();
+    const onContextAbort = () => stop.abort(context.signal.reason);
+    if (context.signal.aborted) onContextAbort();
+    else context.signal.addEventListener('abort', onContextAbort, { once: true });
+    let cancelled = false;
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    const schedule = () => {
+      timer = setTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
+    };
+    const poll = async () => {
+      const isCancelled = await this.cancelFlags.isCancelled(info.workflowId).catch(() => false);
+      if (finished) return;
+      if (isCancelled) {
+        cancelled = true;
+        if (env.JOBQ_WORKFLOW_CANCEL_FILE) await writeFile(env.JOBQ_WORKFLOW_CANCEL_FILE, '').catch(() => undefined);
+        context.log(`workflow "${info.workflowId}" was cancelled: stopping task "${info.taskName}" (SIGTERM, SIGKILL after ${this.killTimeoutInMs} ms)`);
+        stop.abort(new Error(WORKFLOW_CANCELLED));
+      } else {
+        schedule();
+      }
+    };
+    schedule();
+    try {
+      const result = await runShell({
+        command,
+        env,
+        ...(cwd !== undefined ? { cwd } : {}),
+        signal: stop.signal,
+        killTimeoutInMs: this.killTimeoutInMs,
+        timeoutInMs,
+        onLine: (_stream, line) => context.log(line),
+      });
+      return { result, cancelled };
+    } finally {
+      finished = true;
+      if (timer) clearTimeout(timer);
+      context.signal.removeEventListener('abort', onContextAbort);
+    }
+  }
+
+  /** Publishes the completion; `done` once sent, `leave` when the attempts ran out. */
+  private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
+    const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line) };
+    let sent = await publishCompletion(this.options.completions, completion, options);
+    if (!sent.sent && sent.permanent && completion.outputRef !== null) {
+      // The output made the completion too large for the queue: fail the attempt with a clear error.
+      const error = `the completion carrying the output does not fit in the completion queue: ${sent.error}`;
+      context.log(error);
+      sent = await publishCompletion(this.options.completions, { ...completion, success: false, outputRef: null, error }, options);
+    }
+    if (sent.sent) {
+      context.log(`completion sent: task "${completion.taskName}" attempt ${completion.attemptNo ?? 'current'} ${completion.success ? 'succeeded' : `failed (${completion.error ?? ''})`}`);
+      return { kind: 'done' };
+    }
+    return {
+      kind: 'leave',
+      reason: `the completion of task "${completion.taskName}" could not be sent after ${sent.attempts} attempt(s): ${sent.error}; the message is left for redelivery`,
+    };
+  }
+}
