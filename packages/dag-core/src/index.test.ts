@@ -11,7 +11,7 @@ describe('the package index', () => {
       'compactUpstreamRefs', 'decodeCompactUpstreamRefs', 'decodeUpstreamOverflow', 'encodeUpstreamOverflow',
       'expandUpstreamRefs', 'upstreamOverflowBlobPath',
       'ATTEMPT_NO_KWARG', 'SERVICE_BUS_MAX_MESSAGE_BYTES', 'STORAGE_QUEUE_MAX_MESSAGE_BYTES', 'UPSTREAM_BLOB_KWARG',
-      'UPSTREAM_COMPACT_KWARG', 'WORKFLOW_ID_KWARG', 'WORKFLOW_TASK_KWARG', 'decodeWorkflowTask', 'encodeTaskMessage',
+      'UPSTREAM_COMPACT_KWARG', 'WORKFLOW_ID_KWARG', 'WORKFLOW_TASK_KWARG', 'WORKFLOW_TIMEOUT_KWARG', 'decodeWorkflowTask', 'encodeTaskMessage',
       'isReservedKwarg', 'messageByteLength', 'parseTaskMessageId', 'taskMessageId',
       'STASH_BLOB_PREFIX', 'STASH_MARKER_KEY', 'findStashMarkers', 'isPlainFileName', 'isStashMarkerLike', 'makeStashMarker',
       'parseStashMarker', 'stashBlobName',

@@ -67,6 +67,7 @@ export {
   UPSTREAM_COMPACT_KWARG,
   WORKFLOW_ID_KWARG,
   WORKFLOW_TASK_KWARG,
+  WORKFLOW_TIMEOUT_KWARG,
   decodeWorkflowTask,
   encodeTaskMessage,
   isReservedKwarg,

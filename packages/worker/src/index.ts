@@ -8,7 +8,6 @@ export type { ProcessOutcome, Processor, TaskContext } from './processor';
 export { Worker, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
 export { ShellProcessor, killTimeoutFromEnv, taskEnvironment, type ShellProcessorOptions } from './shell-processor';
 export {
-  TIMEOUT_KWARG,
   WORKFLOW_CANCELLED,
   WorkflowProcessor,
   workflowProcessorSettingsFromEnv,

@@ -6,13 +6,11 @@ import { errorText } from './log';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { describeShellResult, runShell } from './subprocess';
 
-/** Default of `JOBQ_KILL_TIMEOUT`: 600 s between SIGTERM and SIGKILL. */
-
 /**
  * The environment of one task's child: a fresh copy of `base` (the worker's environment) with
  * `kwargsEnv` (the task's `kwargs.env`) on top. Neither input is changed, so nothing leaks into the
  * worker or into later tasks. `kwargsEnv` may be undefined/null; otherwise it must be an object of
- * strings, else a clear `invalid-argument` error.
+ * strings (numbers and booleans are written out), else a clear `invalid-argument` error.
  */
 export function taskEnvironment(base: NodeJS.ProcessEnv, kwargsEnv: unknown): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

@@ -130,12 +130,12 @@ describe('WorkflowProcessor', () => {
     expect(c.error).toMatch(/not valid JSON/);
   });
 
-  it('non-zero exit fails with the exit code; a local __timeout_s stops the task', async () => {
+  it('non-zero exit fails with the exit code; the task timeout from the message stops it locally', async () => {
     const p = processor({ killTimeoutInMs: 300 });
     const failed = await runOne(p, task('wf-exit', 'a', 'echo oops >&2; exit 7'));
     expect(only(failed.published)).toMatchObject({ success: false, error: 'exit code 7' });
     expect(failed.lines).toContain('oops');
-    const slow = await runOne(p, task('wf-exit', 'b', 'sleep 20', { kwargs: { cmd: 'sleep 20', __timeout_s: 1 } }));
+    const slow = await runOne(p, task('wf-exit', 'b', 'sleep 20', { timeoutS: 1 }));
     expect(only(slow.published)).toMatchObject({ success: false, error: 'timed out after 1s' });
   });
 

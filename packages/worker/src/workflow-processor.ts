@@ -19,14 +19,6 @@ import { describeShellResult, runShell } from './subprocess';
 import { storeTaskOutput } from './task-outputs';
 import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
 
-/** Default of `JOBQ_KILL_TIMEOUT`: 600 s between SIGTERM and SIGKILL. */
-
-/**
- * Envelope kwarg with the task's local time limit in seconds (SPEC §3.8: workers enforce
- * `timeout_s` too). The coordinator does not add it yet; when present the task is stopped after it.
- */
-export const TIMEOUT_KWARG = '__timeout_s';
-
 /** Error text of a task that was not started, or stopped, because its workflow was cancelled. */
 export const WORKFLOW_CANCELLED = 'workflow cancelled';
 
@@ -93,11 +85,6 @@ export function workflowProcessorSettingsFromEnv(env: NodeJS.ProcessEnv): Workfl
 
 
 
-/** `__timeout_s` as milliseconds, or null when absent or not a positive number. */
-function timeoutOf(kwargs: Readonly<Record<string, unknown>>): number | null {
-  const value = kwargs[TIMEOUT_KWARG];
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : null;
-}
 
 /**
  * Runs workflow tasks (SPEC §8.3, §8.4): the task's `cmd` with the workflow variables, its output
@@ -220,7 +207,7 @@ export class WorkflowProcessor implements Processor {
       if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
       else delete env.JOBQ_WORKFLOW_BLOBS;
 
-      const timeoutInMs = timeoutOf(kwargs);
+      const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
       const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
 

@@ -1,4 +1,4 @@
-import { taskQueue, type TaskDefinition } from '../definition/types';
+import { taskQueue, taskTimeoutS, type TaskDefinition } from '../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../wire/upstream-refs';
 import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
 import { transition, type Step } from './step';
@@ -52,6 +52,7 @@ export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number):
     taskName: def.name,
     attemptNo,
     kwargs: def.kwargs,
+    timeoutS: taskTimeoutS(rt.definition, def),
     ...(upstream === undefined ? {} : { upstream }),
   });
 }

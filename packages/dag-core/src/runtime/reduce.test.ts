@@ -414,6 +414,17 @@ describe('timeouts (SPEC §3.8)', () => {
     expect(h.succeed('a', null, 1).effects[0]?.type).toBe('ignored');
   });
 
+  it('sends the timeout in the task message, so workers enforce it too', () => {
+    const h = new Harness(definition([{ name: 'a', timeout_s: 60 }, { name: 'b' }], { default_task_timeout_s: 5 }));
+    const timeouts = h.activate().effects.map((e) => {
+      if (e.type !== 'dispatch') return null;
+      const envelope = decodeEnvelope(e.message);
+      const info = envelope.ok ? decodeWorkflowTask(envelope.value.kwargs) : null;
+      return info?.ok ? info.value?.timeoutS : 'undecodable';
+    });
+    expect(timeouts).toEqual([60, 5]);
+  });
+
   it('uses default_task_timeout_s, and fails for good once the budget is spent', () => {
     const h = new Harness(definition([{ name: 'a' }], { default_task_timeout_s: 5 }));
     h.activate();

@@ -154,6 +154,7 @@ describe('encodeTaskMessage', () => {
       attemptNo: 1,
       upstream: null,
       upstreamBlob: 'state/upstream/wf/join/1.json',
+      timeoutS: null,
       userKwargs: {},
     });
   });
@@ -189,8 +190,9 @@ describe('encodeTaskMessage', () => {
           fc.constantFrom({ upstreamBlob: 'state/upstream/x/1.json' }),
         ),
         fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
-        (workflowId, taskName, attemptNo, kwargs, up, repairNo) => {
-          const text = encodeTaskMessage({ workflowId, taskName, attemptNo, kwargs, repairNo, ...up });
+        fc.option(fc.integer({ min: 1, max: 86_400 }), { nil: null }),
+        (workflowId, taskName, attemptNo, kwargs, up, repairNo, timeoutS) => {
+          const text = encodeTaskMessage({ workflowId, taskName, attemptNo, kwargs, repairNo, timeoutS, ...up });
           const env = decodeEnvelope(text);
           expect(env.ok).toBe(true);
           if (!env.ok) return;
@@ -207,6 +209,7 @@ describe('encodeTaskMessage', () => {
               attemptNo,
               upstream: 'upstream' in up ? up.upstream : null,
               upstreamBlob: 'upstreamBlob' in up ? up.upstreamBlob : null,
+              timeoutS,
               userKwargs: jsonNormalize(kwargs),
             },
           });

@@ -22,6 +22,8 @@ export const WORKFLOW_ID_KWARG = '__workflow_id';
 export const WORKFLOW_TASK_KWARG = '__workflow_task';
 /** Task-message kwarg: the attempt number (a JSON number ≥ 1). */
 export const ATTEMPT_NO_KWARG = '__attempt_no';
+/** Task-message kwarg: the task's `timeout_s`, so the worker enforces it locally too (SPEC §3.8). */
+export const WORKFLOW_TIMEOUT_KWARG = '__workflow_timeout_s';
 /** Task-message kwarg: the compact upstream refs object ({@link CompactUpstreamRefs}). */
 export const UPSTREAM_COMPACT_KWARG = '__upstream_outputs_compact';
 /** Task-message kwarg: `"{container}/{path}"` of the overflow blob holding the compact upstream refs. */
@@ -131,6 +133,8 @@ export interface TaskMessageInput {
   upstreamBlob?: string;
   /** Set for a ready-repair re-send (≥ 1). */
   repairNo?: number | null;
+  /** The task's timeout in seconds, when it has one (sent as `__workflow_timeout_s`). */
+  timeoutS?: number | null;
 }
 
 /**
@@ -143,7 +147,10 @@ export interface TaskMessageInput {
  *   and `upstreamBlob` given, or an `upstreamBlob` that is not `{container}/{path}`.
  */
 export function encodeTaskMessage(input: TaskMessageInput): string {
-  const { workflowId, taskName, attemptNo, kwargs, upstream, upstreamBlob, repairNo } = input;
+  const { workflowId, taskName, attemptNo, kwargs, upstream, upstreamBlob, repairNo, timeoutS } = input;
+  if (timeoutS != null && !isPositiveSafeInteger(timeoutS)) {
+    throw new RangeError(`task message: timeoutS must be an integer ≥ 1, got ${describeValue(timeoutS)}`);
+  }
   const id = taskMessageId(workflowId, taskName, attemptNo, repairNo);
   if (!isPlainObject(kwargs)) {
     throw new RangeError(`task message: kwargs must be a plain object, got ${describeValue(kwargs)}`);
@@ -165,6 +172,7 @@ export function encodeTaskMessage(input: TaskMessageInput): string {
     [WORKFLOW_TASK_KWARG]: taskName,
     [ATTEMPT_NO_KWARG]: attemptNo,
   };
+  if (timeoutS != null) all[WORKFLOW_TIMEOUT_KWARG] = timeoutS;
   if (upstream !== undefined) all[UPSTREAM_COMPACT_KWARG] = upstream;
   if (upstreamBlob !== undefined) all[UPSTREAM_BLOB_KWARG] = upstreamBlob;
   return encodeEnvelope({ id, kwargs: all, numRetries: 0 });
@@ -179,6 +187,8 @@ export interface WorkflowTaskInfo {
   upstream: CompactUpstreamRefs | null;
   /** `__upstream_outputs_blob` (`"{container}/{path}"`), or null when absent. */
   upstreamBlob: string | null;
+  /** `__workflow_timeout_s`: the task's timeout in seconds, or null when it has none. */
+  timeoutS: number | null;
   /** The kwargs without the reserved `__workflow_*`, `__upstream_*` and `__attempt_no` keys. */
   userKwargs: Record<string, unknown>;
 }
@@ -209,6 +219,11 @@ export function decodeWorkflowTask(kwargs: Record<string, unknown>): DecodeResul
     return decodeError(`${ctx}: "${ATTEMPT_NO_KWARG}" must be an integer ≥ 1, got ${describeValue(attemptNo)}`);
   }
 
+  const timeoutS = Object.hasOwn(kwargs, WORKFLOW_TIMEOUT_KWARG) ? own(kwargs, WORKFLOW_TIMEOUT_KWARG) : null;
+  if (timeoutS !== null && !isPositiveSafeInteger(timeoutS)) {
+    return decodeError(`${ctx}: "${WORKFLOW_TIMEOUT_KWARG}" must be an integer ≥ 1, got ${describeValue(timeoutS)}`);
+  }
+
   const hasCompact = Object.hasOwn(kwargs, UPSTREAM_COMPACT_KWARG);
   const hasBlob = Object.hasOwn(kwargs, UPSTREAM_BLOB_KWARG);
   if (hasCompact && hasBlob) {
@@ -230,5 +245,5 @@ export function decodeWorkflowTask(kwargs: Record<string, unknown>): DecodeResul
   }
 
   const userKwargs = Object.fromEntries(Object.entries(kwargs).filter(([key]) => !isReservedKwarg(key)));
-  return decodeOk({ workflowId, taskName, attemptNo, upstream, upstreamBlob, userKwargs });
+  return decodeOk({ workflowId, taskName, attemptNo, upstream, upstreamBlob, timeoutS, userKwargs });
 }
