@@ -1,0 +1,27 @@
+/**
+ * `@jobq/coordinator`: the {@link WorkflowClient} (submit, status, list, cancel, retry, explain).
+ * Depends on `@jobq/ports` and `@jobq/dag-core` only; storage and queue adapters are handed in.
+ * @packageDocumentation
+ */
+export {
+  SUBMIT_ID_PATTERN,
+  WorkflowClient,
+  WorkflowValidationError,
+  canonicalJson,
+  definitionHash,
+  formatIssue,
+  type ExplainOptions,
+  type ExplainReport,
+  type ExplainedQueue,
+  type ExplainedTask,
+  type RequestResult,
+  type RuntimeView,
+  type SubmitManyItem,
+  type SubmitManyOptions,
+  type SubmitManyResult,
+  type SubmitOptions,
+  type SubmitResult,
+  type SubmitSource,
+  type WorkflowClientOptions,
+  type WorkflowStatusReport,
+} from './workflow-client';

@@ -1,0 +1,582 @@
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  createRuntime,
+  encodeWakeup,
+  isMergeNode,
+  isSatisfying,
+  isBlocking,
+  isTerminalTaskStatus,
+  isTerminalWorkflowStatus,
+  parseWorkflow,
+  policyVerdict,
+  sequentializeFanIn,
+  taskQueue,
+  taskTimeoutS,
+  toRawDefinition,
+  validateWorkflow,
+  type Issue,
+  type TaskCounts,
+  type TaskStatus,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from '@jobq/dag-core';
+import {
+  JobqError,
+  type OperationOptions,
+  type Page,
+  type TaskFilter,
+  type TaskQueue,
+  type TaskRow,
+  type WorkflowFilter,
+  type WorkflowStore,
+  type WorkflowSummary,
+} from '@jobq/ports';
+
+/** `--id` (SPEC §1): 1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit. */
+export const SUBMIT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** A definition that failed to parse, validate or transform; every issue is on {@link issues}. */
+export class WorkflowValidationError extends JobqError {
+  readonly issues: Issue[];
+
+  constructor(issues: Issue[], filename: string) {
+    const first = issues[0];
+    const head = first === undefined ? `${filename}: invalid workflow` : formatIssue(filename, first);
+    const more = issues.length > 1 ? ` (+${issues.length - 1} more)` : '';
+    super('invalid-argument', `${head}${more}`, { details: { filename, issueCount: issues.length } });
+    this.issues = issues;
+  }
+}
+
+/** `file:line:col: code: message` (the position only when known). */
+export function formatIssue(filename: string, issue: Issue): string {
+  const position = issue.line === undefined ? '' : `:${issue.line}${issue.column === undefined ? '' : `:${issue.column}`}`;
+  const path = issue.line === undefined && issue.path !== '' ? ` ${issue.path}:` : '';
+  return `${filename}${position}:${path} ${issue.code}: ${issue.message}`;
+}
+
+/** JSON with object keys sorted at every level (arrays keep their order); `undefined` members are left out. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value) as string | undefined;
+    return text ?? 'null';
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  const members = Object.keys(record)
+    .sort()
+    .filter((k) => record[k] !== undefined && typeof record[k] !== 'function')
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`);
+  return `{${members.join(',')}}`;
+}
+
+/** sha256 hex of the canonical JSON of `toRawDefinition(definition)`: what recognises a resubmission (SPEC §6). */
+export function definitionHash(definition: WorkflowDefinition): string {
+  return createHash('sha256').update(canonicalJson(toRawDefinition(definition)), 'utf8').digest('hex');
+}
+
+/** What to submit: a workflow file's text, or a definition already in hand. */
+export type SubmitSource = { text: string; filename?: string } | { definition: WorkflowDefinition };
+
+/** Options of {@link WorkflowClient.submit}. */
+export interface SubmitOptions extends OperationOptions {
+  /** `--id`; default 32 hex chars of a random UUID. */
+  id?: string;
+  /** `--max-fan-in N` (SPEC §7). */
+  maxFanIn?: number;
+}
+
+/** The outcome of {@link WorkflowClient.submit}. */
+export interface SubmitResult {
+  workflowId: string;
+  /** False when the id already held the same definition (nothing written). */
+  created: boolean;
+  warnings: Issue[];
+}
+
+/** One item of {@link WorkflowClient.submitMany}: a source with its own id and fan-in limit. */
+export type SubmitManyItem = SubmitSource & { id?: string; maxFanIn?: number };
+
+/** The outcome of one item of {@link WorkflowClient.submitMany}. */
+export type SubmitManyResult = ({ ok: true } & SubmitResult) | { ok: false; error: unknown };
+
+/** Options of {@link WorkflowClient.submitMany}. */
+export interface SubmitManyOptions extends OperationOptions {
+  /** Submits in flight at once. Default 20. */
+  concurrency?: number;
+  /** Fan-in limit for items that give none. */
+  maxFanIn?: number;
+  /** Called after each item settles; what it throws is ignored. */
+  onProgress?: (done: number, total: number, result: SubmitManyResult) => void;
+}
+
+/** What {@link WorkflowClient.status} returns. */
+export interface WorkflowStatusReport extends WorkflowSummary {
+  /** With `detail: true`: the runtime blob's view (the truth; the index row may lag); null when the blob is missing. */
+  runtime?: RuntimeView | null;
+}
+
+/** The runtime's own status and counts. */
+export interface RuntimeView {
+  status: WorkflowStatus;
+  counts: TaskCounts;
+  activated: boolean;
+  cancelRequested: boolean;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+/** The outcome of {@link WorkflowClient.cancel} and {@link WorkflowClient.retry}. */
+export interface RequestResult {
+  requested: boolean;
+  /** Why nothing was requested. */
+  message?: string;
+}
+
+/** Options of {@link WorkflowClient.explain}. */
+export interface ExplainOptions extends OperationOptions {
+  /** A running task older than this is flagged stale. Default 1 h. */
+  staleRunningAfterMs?: number;
+  /** A queue whose oldest visible message is older than this is flagged. Default 5 min. */
+  oldestMessageAfterMs?: number;
+  /** The queue of a queue spec, to peek; undefined skips that queue. */
+  peekQueues?: (queueSpec: string) => TaskQueue | undefined;
+}
+
+/** Why one task is where it is. */
+export interface ExplainedTask {
+  name: string;
+  status: TaskStatus;
+  queue: string;
+  attemptNo: number;
+  reasons: string[];
+}
+
+/** What a peek of one queue showed. */
+export interface ExplainedQueue {
+  /** The queue spec. */
+  queue: string;
+  /** The backend's name of the queue, when peeked. */
+  name: string | null;
+  /** Tasks of this workflow routed here that are ready or running. */
+  readyTasks: number;
+  runningTasks: number;
+  approximateMessageCount: number | null;
+  /** Age of the oldest visible message at `now`, when one was seen. */
+  oldestMessageAgeMs: number | null;
+  reasons: string[];
+}
+
+/** What {@link WorkflowClient.explain} returns. */
+export interface ExplainReport {
+  workflow: {
+    workflowId: string;
+    name: string;
+    /** The runtime's status. */
+    status: WorkflowStatus;
+    /** The index row's status (null without an index row). */
+    indexStatus: WorkflowStatus | null;
+    counts: TaskCounts;
+    activated: boolean;
+    updatedAt: string;
+    reasons: string[];
+  };
+  /** Every non-terminal task, in definition order. */
+  tasks: ExplainedTask[];
+  queues: ExplainedQueue[];
+}
+
+/** Options of {@link WorkflowClient}. */
+export interface WorkflowClientOptions {
+  store: WorkflowStore;
+  /** The `{p}-workflow-completions` queue: wake-ups go here. */
+  completions: TaskQueue;
+  /** Container of canonical output blobs (SPEC §5.4), stored in new runtimes. */
+  outputsContainer: string | null;
+  now?: () => Date;
+  newId?: () => string;
+}
+
+const MAX_NAMES_SHOWN = 5;
+
+/**
+ * The client side of workflows: submit, status, list, cancel, retry, explain. Writes only what
+ * SPEC §6 lets a client write (a new runtime, request timestamps) and sends wake-ups; the
+ * coordinator does the rest.
+ */
+export class WorkflowClient {
+  private readonly store: WorkflowStore;
+  private readonly completions: TaskQueue;
+  private readonly outputsContainer: string | null;
+  private readonly now: () => Date;
+  private readonly newId: () => string;
+
+  constructor(options: WorkflowClientOptions) {
+    this.store = options.store;
+    this.completions = options.completions;
+    this.outputsContainer = options.outputsContainer;
+    this.now = options.now ?? (() => new Date());
+    this.newId = options.newId ?? (() => randomUUID().replace(/-/g, ''));
+  }
+
+  /**
+   * Parses, validates and (with `maxFanIn`) transforms a definition, then creates its runtime and
+   * sends a wake-up. Resubmitting an id with the same definition is `created: false` (the wake-up is
+   * sent again, which repairs a lost one); a different definition is the store's `conflict`.
+   * @throws WorkflowValidationError for a definition with issues; `invalid-argument` for a bad id.
+   */
+  async submit(source: SubmitSource, options: SubmitOptions = {}): Promise<SubmitResult> {
+    const workflowId = options.id ?? this.newId();
+    if (!SUBMIT_ID_PATTERN.test(workflowId)) {
+      throw new JobqError(
+        'invalid-argument',
+        `workflow id ${JSON.stringify(workflowId)} is not valid: use 1–128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+        { details: { workflowId: workflowId.slice(0, 200) } },
+      );
+    }
+    const { definition, warnings } = prepareDefinition(source, options.maxFanIn);
+    const runtime = createRuntime(definition, { workflowId, now: this.now().toISOString(), outputsContainer: this.outputsContainer });
+    const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+    const result = await this.store.create(runtime, definitionHash(definition), op);
+    await this.wake(workflowId, undefined, op);
+    return { workflowId, created: result.created, warnings };
+  }
+
+  /** Submits many sources, at most `concurrency` at once; one bad item never rejects the call. Results are in input order. */
+  async submitMany(items: readonly SubmitManyItem[], options: SubmitManyOptions = {}): Promise<SubmitManyResult[]> {
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 20));
+    const results: SubmitManyResult[] = new Array<SubmitManyResult>(items.length);
+    let next = 0;
+    let done = 0;
+    const worker = async (): Promise<void> => {
+      while (next < items.length) {
+        const index = next++;
+        const item = items[index]!;
+        let result: SubmitManyResult;
+        try {
+          const submitted = await this.submit(item, {
+            ...(item.id !== undefined ? { id: item.id } : {}),
+            ...((item.maxFanIn ?? options.maxFanIn) !== undefined ? { maxFanIn: item.maxFanIn ?? options.maxFanIn } : {}),
+            ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
+          });
+          result = { ok: true, ...submitted };
+        } catch (error) {
+          result = { ok: false, error };
+        }
+        results[index] = result;
+        done++;
+        try {
+          options.onProgress?.(done, items.length, result);
+        } catch {
+          // A progress callback's failure is not the submit's.
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, () => worker()));
+    return results;
+  }
+
+  /** The index row (plus, with `detail`, the runtime's view); null for an unknown id. */
+  async status(workflowId: string, options: OperationOptions & { detail?: boolean } = {}): Promise<WorkflowStatusReport | null> {
+    const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+    const summary = await this.store.getWorkflow(workflowId, op);
+    if (summary === null) return null;
+    if (options.detail !== true) return summary;
+    const loaded = await this.store.load(workflowId, op);
+    return { ...summary, runtime: loaded === null ? null : runtimeView(loaded.runtime) };
+  }
+
+  list(filter: WorkflowFilter = {}): Promise<Page<WorkflowSummary>> {
+    return this.store.listWorkflows(filter);
+  }
+
+  tasks(filter: TaskFilter = {}): Promise<Page<TaskRow>> {
+    return this.store.listTasks(filter);
+  }
+
+  /**
+   * Records a cancel request and sends a wake-up (SPEC §3.7). A terminal workflow is a no-op with a
+   * message; cancelling twice is harmless. @throws JobqError `not-found` for an unknown id.
+   */
+  async cancel(workflowId: string, options: OperationOptions = {}): Promise<RequestResult> {
+    const summary = await this.requireSummary(workflowId, options);
+    if (isTerminalWorkflowStatus(summary.status)) {
+      // The index row may lag the runtime: the blob decides.
+      const loaded = await this.store.load(workflowId, options);
+      const status = loaded?.runtime.status ?? summary.status;
+      if (isTerminalWorkflowStatus(status)) {
+        return { requested: false, message: `workflow "${workflowId}" is already ${status}: nothing to cancel` };
+      }
+    }
+    await this.store.requestCancel(workflowId, this.now().toISOString(), options);
+    await this.wake(workflowId, `cancel-${this.now().getTime()}`, options);
+    return { requested: true };
+  }
+
+  /**
+   * Records a retry request and sends a wake-up (SPEC §3.7) when the workflow has failed,
+   * upstream_failed or cancelled tasks (or a cancel not yet applied); else a no-op with a message.
+   * @throws JobqError `not-found` for an unknown id.
+   */
+  async retry(workflowId: string, options: OperationOptions = {}): Promise<RequestResult> {
+    const summary = await this.requireSummary(workflowId, options);
+    if (!retryable(summary.counts) && !cancelPending(summary)) {
+      const loaded = await this.store.load(workflowId, options);
+      if (loaded === null || !retryable(loaded.runtime.counts)) {
+        return {
+          requested: false,
+          message: `nothing to retry: workflow "${workflowId}" (${summary.status}) has no failed, upstream_failed or cancelled tasks`,
+        };
+      }
+    }
+    await this.store.requestRetry(workflowId, this.now().toISOString(), options);
+    await this.wake(workflowId, `retry-${this.now().getTime()}`, options);
+    return { requested: true };
+  }
+
+  /**
+   * Why each non-terminal task is where it is, from the runtime blob, plus (with `peekQueues`) how
+   * old the oldest message of each queue in use is. @throws JobqError `not-found` for an unknown id.
+   */
+  async explain(workflowId: string, options: ExplainOptions = {}): Promise<ExplainReport> {
+    const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+    const [loaded, summary] = await Promise.all([this.store.load(workflowId, op), this.store.getWorkflow(workflowId, op)]);
+    if (loaded === null) throw notFound(workflowId);
+    const runtime = loaded.runtime;
+    const nowMs = this.now().getTime();
+    const staleAfter = options.staleRunningAfterMs ?? 3_600_000;
+    const oldestAfter = options.oldestMessageAfterMs ?? 300_000;
+    const definition = runtime.definition;
+
+    const cancelNotApplied = summary !== null && cancelPending(summary);
+    const workflowReasons = describeWorkflow(runtime, summary, cancelNotApplied);
+
+    const tasks: ExplainedTask[] = [];
+    const perQueue = new Map<string, { ready: number; running: number }>();
+    let readyBefore = 0;
+    for (const def of definition.tasks) {
+      const task = runtime.tasks[def.name];
+      if (!task || isTerminalTaskStatus(task.status)) continue;
+      const queue = taskQueue(definition, def);
+      const usage = perQueue.get(queue) ?? { ready: 0, running: 0 };
+      perQueue.set(queue, usage);
+      const reasons: string[] = [];
+      const statusOf = (name: string): TaskStatus => runtime.tasks[name]?.status ?? 'pending';
+
+      if (task.status === 'pending') {
+        if (runtime.cancelRequested) reasons.push('cancel requested: it will be cancelled, not run');
+        const unmetGates = (def.gates ?? []).filter((g) => !isSatisfying(statusOf(g)));
+        if (unmetGates.length > 0) {
+          reasons.push(`waiting for gate${unmetGates.length > 1 ? 's' : ''} ${names(unmetGates, statusOf)} (the previous batch of a split fan-in)`);
+        }
+        const n = def.dependsOn.length;
+        const satisfied = def.dependsOn.filter((p) => isSatisfying(statusOf(p))).length;
+        const blocking = def.dependsOn.filter((p) => isBlocking(statusOf(p)));
+        const unmet = def.dependsOn.filter((p) => !isSatisfying(statusOf(p)) && !isBlocking(statusOf(p)));
+        const verdict = policyVerdict(def.depPolicy, n, satisfied, blocking.length);
+        const policy = `dep_policy ${def.depPolicy}`;
+        if (verdict === 'wait') {
+          reasons.push(
+            `${policy}: ${satisfied} of ${n} dependencies satisfied${blocking.length > 0 ? `, ${blocking.length} failed` : ''}; waiting for ${names(unmet, statusOf)}`,
+          );
+        } else if (verdict === 'blocked') {
+          reasons.push(`${policy}: blocked by ${names(blocking, statusOf)}; it becomes upstream_failed when the coordinator next settles it`);
+        } else if (task.awaitingInputs) {
+          reasons.push('dependencies met; its condition waits for parent outputs being read from blobs');
+        } else if (unmetGates.length === 0) {
+          if (!runtime.activated) reasons.push('workflow not yet activated by the coordinator (is a coordinator running?)');
+          else if (def.condition !== null) reasons.push('dependencies met; its condition is not evaluated yet (the coordinator has not processed the last completion)');
+          else reasons.push('dependencies met; the coordinator has not settled it yet (a completion or wake-up not yet processed?)');
+        }
+      } else if (task.status === 'ready') {
+        usage.ready++;
+        if (runtime.cancelRequested) reasons.push('cancel requested: it will not be dispatched');
+        else if (cancelNotApplied) reasons.push('cancel requested (not yet applied by the coordinator): it will not be dispatched');
+        else if (!runtime.activated) reasons.push('workflow not yet activated: the coordinator dispatches it when it processes the wake-up (is a coordinator running?)');
+        else if (definition.maxParallelism !== null && runtime.counts.running >= definition.maxParallelism) {
+          reasons.push(
+            `held by max_parallelism ${definition.maxParallelism}: ${runtime.counts.running} task${runtime.counts.running === 1 ? '' : 's'} running; ${readyBefore} ready task${readyBefore === 1 ? '' : 's'} ahead of it`,
+          );
+        } else {
+          reasons.push('ready and not held back: it should be dispatched with the next coordinator step (ready-repair dispatches it if the runtime stays unchanged)');
+        }
+        readyBefore++;
+      } else if (task.status === 'running') {
+        usage.running++;
+        const timeout = taskTimeoutS(definition, def);
+        const attempt = `attempt ${task.attemptNo} (num_retries ${def.numRetries}) on queue "${queue}"`;
+        if (task.startedAt === null) {
+          reasons.push(`${attempt}, start time unknown`);
+        } else {
+          const ageMs = nowMs - Date.parse(task.startedAt);
+          reasons.push(`${attempt}, started at ${task.startedAt} (${formatAge(ageMs)} ago)`);
+          if (ageMs > staleAfter) {
+            reasons.push(
+              `stale: running for longer than ${formatAge(staleAfter)}; its message may be lost or its worker gone` +
+                (timeout === null
+                  ? ' — set timeout_s on the task (or default_task_timeout_s) so the coordinator recovers it'
+                  : ` — its timeout_s of ${timeout}s recovers it`),
+            );
+          }
+        }
+        if (runtime.cancelRequested || cancelNotApplied) reasons.push('cancel requested: its worker should stop it');
+      }
+      tasks.push({ name: def.name, status: task.status, queue, attemptNo: task.attemptNo, reasons });
+    }
+
+    const queues: ExplainedQueue[] = [];
+    for (const [spec, usage] of perQueue) {
+      if (usage.ready === 0 && usage.running === 0) continue;
+      const queue = options.peekQueues?.(spec);
+      const entry: ExplainedQueue = {
+        queue: spec,
+        name: queue?.name ?? null,
+        readyTasks: usage.ready,
+        runningTasks: usage.running,
+        approximateMessageCount: null,
+        oldestMessageAgeMs: null,
+        reasons: [],
+      };
+      queues.push(entry);
+      if (!queue) continue;
+      try {
+        const [peeked, count] = await Promise.all([queue.peek(1, op), queue.approximateMessageCount(op)]);
+        entry.approximateMessageCount = count;
+        const oldest = peeked[0];
+        if (oldest === undefined) {
+          entry.reasons.push(`queue "${queue.name}" has no visible message`);
+        } else if (oldest.enqueuedAt !== null) {
+          const age = nowMs - oldest.enqueuedAt.getTime();
+          entry.oldestMessageAgeMs = age;
+          if (age > oldestAfter) {
+            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatAge(age)} old`);
+          } else {
+            entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatAge(age)} old`);
+          }
+        }
+      } catch (error) {
+        entry.reasons.push(`could not peek queue "${queue.name}": ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+
+    return {
+      workflow: {
+        workflowId,
+        name: definition.name,
+        status: runtime.status,
+        indexStatus: summary?.status ?? null,
+        counts: runtime.counts,
+        activated: runtime.activated,
+        updatedAt: runtime.updatedAt,
+        reasons: workflowReasons,
+      },
+      tasks,
+      queues,
+    };
+  }
+
+  private async requireSummary(workflowId: string, options: OperationOptions): Promise<WorkflowSummary> {
+    const summary = await this.store.getWorkflow(workflowId, options);
+    if (summary === null) throw notFound(workflowId);
+    return summary;
+  }
+
+  /**
+   * Sends a wake-up. The envelope id is `wakeup/{id}` (submit) or `wakeup/{id}/{suffix}`; no
+   * backend message id is set, so a duplicate-detecting backend never drops a later request's wake-up.
+   */
+  private async wake(workflowId: string, suffix: string | undefined, options: OperationOptions): Promise<void> {
+    await this.completions.send({ body: encodeWakeup(workflowId, suffix) }, options);
+  }
+}
+
+function prepareDefinition(source: SubmitSource, maxFanIn: number | undefined): { definition: WorkflowDefinition; warnings: Issue[] } {
+  let filename: string;
+  let definition: WorkflowDefinition;
+  let warnings: Issue[];
+  if ('definition' in source) {
+    filename = '<definition>';
+    if (source.definition.tasks.some((t) => isMergeNode(t.name, t.kwargs))) {
+      // Already transformed by sequentializeFanIn, which validated it (the user schema refuses merge nodes).
+      definition = source.definition;
+      warnings = [];
+    } else {
+      const checked = validateWorkflow(toRawDefinition(source.definition));
+      if (!checked.ok) throw new WorkflowValidationError(checked.issues, filename);
+      definition = checked.value;
+      warnings = checked.warnings;
+    }
+  } else {
+    filename = source.filename ?? '<input>';
+    const parsed = parseWorkflow(source.text, source.filename === undefined ? {} : { filename: source.filename });
+    if (!parsed.ok) throw new WorkflowValidationError(parsed.issues, filename);
+    definition = parsed.value;
+    warnings = parsed.warnings;
+  }
+  if (maxFanIn !== undefined) {
+    const split = sequentializeFanIn(definition, maxFanIn);
+    if (!split.ok) throw new WorkflowValidationError(split.issues, filename);
+    definition = split.value;
+    warnings = [...warnings, ...split.warnings];
+  }
+  return { definition, warnings };
+}
+
+function runtimeView(runtime: WorkflowRuntime): RuntimeView {
+  return {
+    status: runtime.status,
+    counts: runtime.counts,
+    activated: runtime.activated,
+    cancelRequested: runtime.cancelRequested,
+    updatedAt: runtime.updatedAt,
+    finishedAt: runtime.finishedAt,
+  };
+}
+
+function retryable(counts: TaskCounts): boolean {
+  return counts.failed + counts.upstream_failed + counts.cancelled > 0;
+}
+
+function newer(a: string | null, b: string | null): boolean {
+  if (a === null) return false;
+  return b === null || Date.parse(a) > Date.parse(b);
+}
+
+/** A cancel request recorded and not yet applied, and not overtaken by a retry request. */
+function cancelPending(summary: WorkflowSummary): boolean {
+  return newer(summary.cancelRequestedAt, summary.cancelAppliedAt) && newer(summary.cancelRequestedAt, summary.retryRequestedAt);
+}
+
+function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | null, cancelNotApplied: boolean): string[] {
+  const reasons: string[] = [];
+  if (summary === null) reasons.push('no index row: the submit did not finish (resubmit with the same --id to repair)');
+  if (summary !== null && newer(summary.retryRequestedAt, summary.retryAppliedAt)) {
+    reasons.push(`retry requested at ${summary.retryRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
+  }
+  if (cancelNotApplied) reasons.push(`cancel requested at ${summary?.cancelRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
+  if (isTerminalWorkflowStatus(runtime.status)) reasons.push(`workflow is ${runtime.status}: nothing is waiting`);
+  else if (!runtime.activated) reasons.push('not yet activated: the coordinator has not processed its wake-up (is a coordinator running?)');
+  if (runtime.definition.maxParallelism !== null) {
+    reasons.push(`max_parallelism ${runtime.definition.maxParallelism}: ${runtime.counts.running} running, ${runtime.counts.ready} ready`);
+  }
+  return reasons;
+}
+
+function names(list: readonly string[], statusOf: (name: string) => TaskStatus): string {
+  const shown = list.slice(0, MAX_NAMES_SHOWN).map((n) => `"${n}" (${statusOf(n)})`).join(', ');
+  return list.length > MAX_NAMES_SHOWN ? `${shown} and ${list.length - MAX_NAMES_SHOWN} more` : shown;
+}
+
+function formatAge(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 120) return `${m}m`;
+  const h = Math.floor(m / 60);
+  return `${h}h${m % 60 === 0 ? '' : `${m % 60}m`}`;
+}
+
+function notFound(workflowId: string): JobqError {
+  return new JobqError('not-found', `workflow "${workflowId}" does not exist`, { details: { workflowId } });
+}
