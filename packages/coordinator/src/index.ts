@@ -1,5 +1,5 @@
 /**
- * `@jobq/coordinator`: the {@link WorkflowClient} (submit, status, list, cancel, retry, explain).
+ * `@jobq/coordinator`: the {@link Coordinator} loop and the {@link WorkflowClient} (submit, status, list, cancel, retry, explain).
  * Depends on `@jobq/ports` and `@jobq/dag-core` only; storage and queue adapters are handed in.
  * @packageDocumentation
  */
@@ -25,3 +25,11 @@ export {
   type WorkflowClientOptions,
   type WorkflowStatusReport,
 } from './workflow-client';
+export {
+  COORDINATOR_DEFAULTS,
+  Coordinator,
+  type CoordinatorCounters,
+  type CoordinatorInit,
+  type CoordinatorOptions,
+} from './coordinator';
+export { applyEvents, type ApplyContext, type ApplyCounters, type ApplyOutcome, type QueueResolver } from './effects';

@@ -23,6 +23,25 @@ describe('CancelFlagCache', () => {
     expect(calls).toEqual(['a', 'b', 'a']);
   });
 
+  it('never serves "cancelled" from the cache, so a retry lifts it at once', async () => {
+    let cancelled = true;
+    let calls = 0;
+    const cache = new CancelFlagCache(
+      () => {
+        calls++;
+        return Promise.resolve(cancelled);
+      },
+      { ttlInMs: 60_000, now: () => 0 },
+    );
+    expect(await cache.isCancelled('w')).toBe(true);
+    expect(await cache.isCancelled('w')).toBe(true);
+    expect(calls).toBe(2);
+    cancelled = false; // a retry newer than the cancel
+    expect(await cache.isCancelled('w')).toBe(false);
+    expect(await cache.isCancelled('w')).toBe(false);
+    expect(calls).toBe(3);
+  });
+
   it('shares one look-up between concurrent callers', async () => {
     let calls = 0;
     const cache = new CancelFlagCache(async () => {

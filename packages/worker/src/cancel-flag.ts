@@ -29,9 +29,12 @@ export function jittered(base: number, jitter: number, random: () => number = Ma
 }
 
 /**
- * Caches each workflow's cancel flag (SPEC §8.4). Concurrent look-ups of one workflow share one
- * call of `check`. A look-up that fails counts as "not cancelled" (and is logged, and not cached)
- * so a transient storage error never stops work.
+ * Caches each workflow's cancel flag (SPEC §8.4). Only "not cancelled" is served from the cache: a
+ * "cancelled" answer is asked again every time, because a retry may have lifted it since, and a
+ * stale answer would refuse or kill the retried task (it costs one index read per task of a
+ * cancelled workflow). Concurrent look-ups of one workflow share one call of `check`. A look-up
+ * that fails counts as "not cancelled" (and is logged, and not cached) so a transient storage error
+ * never stops work.
  */
 export class CancelFlagCache {
   private readonly entries = new Map<string, Entry>();
@@ -59,7 +62,7 @@ export class CancelFlagCache {
   /** True when the workflow counts as cancelled, from the cache while the entry is fresh. */
   isCancelled(workflowId: string): Promise<boolean> {
     const entry = this.entries.get(workflowId);
-    if (entry && entry.expiresAt > this.now()) return Promise.resolve(entry.cancelled);
+    if (entry && !entry.cancelled && entry.expiresAt > this.now()) return Promise.resolve(false);
     const pending = this.inFlight.get(workflowId);
     if (pending) return pending;
     const lookup = this.lookUp(workflowId).finally(() => this.inFlight.delete(workflowId));
@@ -81,7 +84,6 @@ export class CancelFlagCache {
       this.log(`could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${error instanceof Error ? error.message : String(error)}`);
       return false;
     }
-    // A cancelled flag never needs re-checking often, but a retry may clear it: keep the same TTL.
     this.entries.set(workflowId, { cancelled, expiresAt: this.now() + jittered(this.ttlInMs, this.jitter, this.random) });
     return cancelled;
   }

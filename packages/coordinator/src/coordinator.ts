@@ -1,0 +1,488 @@
+import { decodeCoordinatorMessage, type WorkflowEvent, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import {
+  isJobqError,
+  JobqError,
+  type CoordinatorLease,
+  type OutputStore,
+  type ReceivedMessage,
+  type TaskQueue,
+  type WorkflowStore,
+  type WorkflowSummary,
+} from '@jobq/ports';
+import { applyEvents, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+
+/** Tunables of the {@link Coordinator} (SPEC §9; defaults there). */
+export interface CoordinatorOptions {
+  /** Completion messages per receive (default 32; Storage Queue max 32). */
+  batchSize?: number;
+  /** How long one receive waits for a first message (default 1 000 ms). */
+  receiveWaitInMs?: number;
+  /** Sleep after a receive error (default 500 ms). */
+  idleSleepInMs?: number;
+  /** Index scan for pending workflows and unapplied cancel/retry requests (default 1 000 ms). */
+  cancelPollIntervalInMs?: number;
+  /** 412 re-reads before the messages are left for redelivery (default 2). */
+  flushRetryLimit?: number;
+  /** Ready-repair sweep period (default 60 000 ms). */
+  readySweepIntervalInMs?: number;
+  /** A runtime unchanged for this long gets its ready tasks dispatched again (default 300 000 ms). */
+  readyRepairThresholdInMs?: number;
+  /** Task timeout sweep period (default 30 000 ms). */
+  timeoutSweepIntervalInMs?: number;
+  /** Stats document period (default 10 000 ms). */
+  statsIntervalInMs?: number;
+  /** Break a lease held by someone else (`--break-lease`; default false). */
+  breakLease?: boolean;
+  /** The clock (default `new Date()`). */
+  now?: () => Date;
+  /** Log lines (default stderr). */
+  log?: (line: string) => void;
+}
+
+/** What the {@link Coordinator} is built from: the adapters are handed in by the app. */
+export interface CoordinatorInit {
+  store: WorkflowStore;
+  /** The completion queue `{p}-workflow-completions` (completions and wake-ups). */
+  completions: TaskQueue;
+  /** The app's pool of task queues by queue spec (SPEC §10). */
+  queues: QueueResolver;
+  outputs: OutputStore;
+  options?: CoordinatorOptions;
+}
+
+/** The coordinator's counters, as written to `_coordinator.stats.json`. */
+export interface CoordinatorCounters {
+  batches: number;
+  messages: number;
+  completionsApplied: number;
+  completionsIgnored: number;
+  wakeups: number;
+  poison: number;
+  unknownWorkflows: number;
+  conflicts: number;
+  leftForRedelivery: number;
+  saves: number;
+  rowsErrors: number;
+  pushes: number;
+  pushErrors: number;
+  overflowBlobs: number;
+  receiveErrors: number;
+  ackErrors: number;
+  requestsApplied: number;
+  activations: number;
+  timeoutSweeps: number;
+  readyRepairs: number;
+  sweepErrors: number;
+}
+
+/** Resolved {@link CoordinatorOptions}. */
+export const COORDINATOR_DEFAULTS = {
+  batchSize: 32,
+  receiveWaitInMs: 1_000,
+  idleSleepInMs: 500,
+  cancelPollIntervalInMs: 1_000,
+  flushRetryLimit: 2,
+  readySweepIntervalInMs: 60_000,
+  readyRepairThresholdInMs: 300_000,
+  timeoutSweepIntervalInMs: 30_000,
+  statsIntervalInMs: 10_000,
+  breakLease: false,
+} as const;
+
+type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
+
+const ACTIVE_STATUSES: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling'];
+
+function errorText(error: unknown): string {
+  if (isJobqError(error)) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** True when `a` is a timestamp newer than `b` (or `b` is null). */
+function newer(a: string | null, b: string | null): boolean {
+  if (a === null) return false;
+  if (b === null) return true;
+  const ta = Date.parse(a);
+  const tb = Date.parse(b);
+  if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
+  return ta > tb;
+}
+
+/** The cancel/retry events a summary asks for, oldest request first (SPEC §3.7). */
+function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: string): WorkflowEvent[] {
+  const out: Array<{ at: string; event: WorkflowEvent }> = [];
+  const cancelAt = summary.cancelRequestedAt;
+  const retryAt = summary.retryRequestedAt;
+  if (cancelAt !== null && newer(cancelAt, runtime.cancelAppliedAt)) out.push({ at: cancelAt, event: { type: 'cancel', now, requestedAt: cancelAt } });
+  if (retryAt !== null && newer(retryAt, runtime.retryAppliedAt)) out.push({ at: retryAt, event: { type: 'retry', now, requestedAt: retryAt } });
+  out.sort((x, y) => (newer(x.at, y.at) ? 1 : newer(y.at, x.at) ? -1 : 0));
+  return out.map((x) => x.event);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The coordinator (SPEC §9): holds the prefix's lease, folds completions and wake-ups into the
+ * runtimes, performs the reducer's effects (push, then one conditional flush, then ack), applies
+ * cancel/retry requests found on the index, sweeps timeouts and repairs lost ready dispatches.
+ */
+export class Coordinator {
+  readonly counters: CoordinatorCounters = {
+    batches: 0,
+    messages: 0,
+    completionsApplied: 0,
+    completionsIgnored: 0,
+    wakeups: 0,
+    poison: 0,
+    unknownWorkflows: 0,
+    conflicts: 0,
+    leftForRedelivery: 0,
+    saves: 0,
+    rowsErrors: 0,
+    pushes: 0,
+    pushErrors: 0,
+    overflowBlobs: 0,
+    receiveErrors: 0,
+    ackErrors: 0,
+    requestsApplied: 0,
+    activations: 0,
+    timeoutSweeps: 0,
+    readyRepairs: 0,
+    sweepErrors: 0,
+  };
+
+  private readonly store: WorkflowStore;
+  private readonly completions: TaskQueue;
+  private readonly settings: Settings;
+  private readonly clock: () => Date;
+  private readonly log: (line: string) => void;
+  private readonly ctx: ApplyContext;
+  /** Aborts every store/queue call: fired by the lease loss. */
+  private readonly halt = new AbortController();
+  /** Ends the loop after the current batch: fired by stop() and by the lease loss. */
+  private readonly stopping = new AbortController();
+  private lease: CoordinatorLease | null = null;
+  private loop: Promise<void> | null = null;
+  private leaseLostError: Error | null = null;
+  private startedAt: string | null = null;
+  private lastLoopAt: string | null = null;
+  private stopped: Promise<void> | null = null;
+
+  constructor(init: CoordinatorInit) {
+    const o = init.options ?? {};
+    this.store = init.store;
+    this.completions = init.completions;
+    this.settings = {
+      batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
+      receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
+      idleSleepInMs: o.idleSleepInMs ?? COORDINATOR_DEFAULTS.idleSleepInMs,
+      cancelPollIntervalInMs: o.cancelPollIntervalInMs ?? COORDINATOR_DEFAULTS.cancelPollIntervalInMs,
+      flushRetryLimit: o.flushRetryLimit ?? COORDINATOR_DEFAULTS.flushRetryLimit,
+      readySweepIntervalInMs: o.readySweepIntervalInMs ?? COORDINATOR_DEFAULTS.readySweepIntervalInMs,
+      readyRepairThresholdInMs: o.readyRepairThresholdInMs ?? COORDINATOR_DEFAULTS.readyRepairThresholdInMs,
+      timeoutSweepIntervalInMs: o.timeoutSweepIntervalInMs ?? COORDINATOR_DEFAULTS.timeoutSweepIntervalInMs,
+      statsIntervalInMs: o.statsIntervalInMs ?? COORDINATOR_DEFAULTS.statsIntervalInMs,
+      breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
+    };
+    this.clock = o.now ?? (() => new Date());
+    this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
+    this.ctx = {
+      store: init.store,
+      outputs: init.outputs,
+      queues: init.queues,
+      now: () => this.nowIso(),
+      log: this.log,
+      flushRetryLimit: this.settings.flushRetryLimit,
+      signal: this.halt.signal,
+      counters: this.counters,
+    };
+  }
+
+  /** Takes the lease (`lease-held` while someone else has it) and starts the loop in the background. */
+  async start(): Promise<void> {
+    if (this.loop) throw new Error('Coordinator.start() was already called; make a new Coordinator');
+    this.lease = await this.store.acquireLease({ breakExisting: this.settings.breakLease });
+    const lease = this.lease;
+    this.startedAt = this.nowIso();
+    const onLost = () => {
+      const reason: unknown = lease.lost.reason;
+      this.leaseLostError = reason instanceof Error ? reason : new JobqError('lease-lost', 'the coordinator lease was lost');
+      this.log(`lease lost: stopping at once (${errorText(this.leaseLostError)})`);
+      this.halt.abort(this.leaseLostError);
+      this.stopping.abort('lease lost');
+    };
+    if (lease.lost.aborted) onLost();
+    else lease.lost.addEventListener('abort', onLost, { once: true });
+    this.loop = this.mainLoop();
+  }
+
+  /** {@link start}, then waits until the coordinator stops; rejects with the `lease-lost` error when the lease was lost. */
+  async run(): Promise<void> {
+    if (!this.loop) await this.start();
+    await this.loop;
+    if (this.stopped) await this.stopped;
+    if (this.leaseLostError !== null) throw this.leaseLostError;
+  }
+
+  /** Finishes the current batch, writes the stats, releases the lease. Harmless when called twice. */
+  stop(): Promise<void> {
+    this.stopped ??= this.doStop();
+    return this.stopped;
+  }
+
+  /** The counters plus times, as written to the stats document. */
+  stats(): Record<string, unknown> {
+    return { ...this.counters, startedAt: this.startedAt, lastLoopAt: this.lastLoopAt, writtenAt: this.nowIso(), leaseId: this.lease?.leaseId ?? null };
+  }
+
+  private async doStop(): Promise<void> {
+    this.stopping.abort('stop');
+    if (this.loop) await this.loop;
+    if (this.lease && !this.halt.signal.aborted) {
+      await this.writeStats();
+      await this.lease.release();
+    }
+  }
+
+  private nowIso(): string {
+    return this.clock().toISOString();
+  }
+
+  private async mainLoop(): Promise<void> {
+    const due = { scan: 0, timeout: Date.now() + this.settings.timeoutSweepIntervalInMs, ready: Date.now() + this.settings.readySweepIntervalInMs, stats: 0 };
+    while (!this.stopping.signal.aborted) {
+      const t = Date.now();
+      this.lastLoopAt = this.nowIso();
+      if (t >= due.scan) {
+        due.scan = t + this.settings.cancelPollIntervalInMs;
+        await this.guard('request scan', () => this.scanRequests());
+      }
+      if (t >= due.timeout && !this.stopping.signal.aborted) {
+        due.timeout = t + this.settings.timeoutSweepIntervalInMs;
+        await this.guard('timeout sweep', () => this.timeoutSweep());
+      }
+      if (t >= due.ready && !this.stopping.signal.aborted) {
+        due.ready = t + this.settings.readySweepIntervalInMs;
+        await this.guard('ready-repair sweep', () => this.readyRepair());
+      }
+      if (t >= due.stats && !this.stopping.signal.aborted) {
+        due.stats = t + this.settings.statsIntervalInMs;
+        await this.writeStats();
+      }
+      if (this.stopping.signal.aborted) break;
+      let messages: ReceivedMessage[];
+      try {
+        messages = await this.completions.receive({
+          maxMessages: this.settings.batchSize,
+          maxWaitTimeInMs: this.settings.receiveWaitInMs,
+          abortSignal: this.stopping.signal,
+        });
+      } catch (error) {
+        if (this.stopping.signal.aborted) break;
+        this.counters.receiveErrors++;
+        this.log(`receive failed: ${errorText(error)}`);
+        await sleep(this.settings.idleSleepInMs, this.stopping.signal);
+        continue;
+      }
+      if (messages.length > 0) await this.guard('batch', () => this.handleBatch(messages));
+    }
+  }
+
+  private async guard(what: string, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      if (this.halt.signal.aborted) return;
+      this.counters.sweepErrors++;
+      this.log(`${what} failed: ${errorText(error)}`);
+    }
+  }
+
+  private async writeStats(): Promise<void> {
+    if (this.halt.signal.aborted) return;
+    try {
+      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal });
+    } catch (error) {
+      this.log(`writing stats failed: ${errorText(error)}`);
+    }
+  }
+
+  /** One received batch: poison out, group by workflow, apply each group, ack what was applied. */
+  private async handleBatch(messages: ReceivedMessage[]): Promise<void> {
+    this.counters.batches++;
+    this.counters.messages += messages.length;
+    const groups = new Map<string, { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }>();
+    const now = this.nowIso();
+    for (const message of messages) {
+      const decoded = decodeCoordinatorMessage(message.body);
+      if (decoded.kind === 'poison') {
+        this.counters.poison++;
+        this.log(`poison message ${message.messageId}: ${decoded.reason}`);
+        await this.dropPoison(message, decoded.reason);
+        continue;
+      }
+      const workflowId = decoded.kind === 'wakeup' ? decoded.workflowId : decoded.completion.workflowId;
+      let group = groups.get(workflowId);
+      if (!group) {
+        group = { messages: [], completions: [], wakeup: false };
+        groups.set(workflowId, group);
+      }
+      group.messages.push(message);
+      if (decoded.kind === 'wakeup') {
+        this.counters.wakeups++;
+        group.wakeup = true;
+      } else {
+        const c = decoded.completion;
+        group.completions.push({ type: 'completion', now, taskName: c.taskName, attemptNo: c.attemptNo, success: c.success, outputRef: c.outputRef, error: c.error });
+      }
+    }
+    await Promise.all([...groups].map(([workflowId, group]) => this.guard(`workflow ${workflowId}`, () => this.handleGroup(workflowId, group))));
+  }
+
+  private async handleGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
+    // A wake-up (submit, cancel, retry) also applies the requests recorded on the index row at once.
+    const summary = group.wakeup ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
+    const now = this.nowIso();
+    let leading = 0;
+    const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {
+      const events: WorkflowEvent[] = summary ? requestEvents(summary, runtime, now) : [];
+      if (group.wakeup) events.push({ type: 'activate', now });
+      leading = events.length;
+      return [...events, ...group.completions];
+    });
+    if (outcome.kind === 'missing') {
+      this.counters.unknownWorkflows++;
+      this.counters.completionsIgnored += group.completions.length;
+      this.log(`workflow ${workflowId}: unknown; ${group.messages.length} message(s) dropped`);
+      await this.ack(group.messages);
+      return;
+    }
+    if (outcome.kind === 'retry-later') {
+      this.counters.leftForRedelivery += group.messages.length;
+      this.log(`workflow ${workflowId}: ${outcome.reason}; ${group.messages.length} message(s) left for redelivery`);
+      return;
+    }
+    this.countRequests(outcome, leading - (group.wakeup ? 1 : 0), group.wakeup);
+    for (const effects of outcome.effects.slice(leading)) {
+      if (effects.some((e) => e.type === 'ignored')) this.counters.completionsIgnored++;
+      else this.counters.completionsApplied++;
+    }
+    await this.ack(group.messages);
+  }
+
+  private countRequests(outcome: Extract<ApplyOutcome, { kind: 'applied' }>, requests: number, activate: boolean): void {
+    const effects = outcome.effects;
+    for (let i = 0; i < requests; i++) if (!effects[i]?.some((e) => e.type === 'ignored')) this.counters.requestsApplied++;
+    if (activate && !effects[requests]?.some((e) => e.type === 'ignored')) this.counters.activations++;
+  }
+
+  private async dropPoison(message: ReceivedMessage, reason: string): Promise<void> {
+    try {
+      await this.completions.deadLetter(message, reason, { abortSignal: this.halt.signal });
+    } catch (error) {
+      this.log(`dead-lettering poison message ${message.messageId} failed (${errorText(error)}); deleting it`);
+      try {
+        await this.completions.complete(message, { abortSignal: this.halt.signal });
+      } catch (again) {
+        this.counters.ackErrors++;
+        this.log(`deleting poison message ${message.messageId} failed: ${errorText(again)}`);
+      }
+    }
+  }
+
+  private async ack(messages: readonly ReceivedMessage[]): Promise<void> {
+    await Promise.all(
+      messages.map(async (message) => {
+        try {
+          await this.completions.complete(message, { abortSignal: this.halt.signal });
+        } catch (error) {
+          // Redelivered and applied again idempotently.
+          this.counters.ackErrors++;
+          this.log(`ack of ${message.messageId} failed: ${errorText(error)}`);
+        }
+      }),
+    );
+  }
+
+  private async *summaries(status: readonly WorkflowStatus[]): AsyncGenerator<WorkflowSummary> {
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.store.listWorkflows({
+        status,
+        abortSignal: this.halt.signal,
+        ...(continuationToken === undefined ? {} : { continuationToken }),
+      });
+      for (const item of page.items) yield item;
+      continuationToken = page.continuationToken ?? undefined;
+    } while (continuationToken !== undefined && !this.stopping.signal.aborted);
+  }
+
+  /** SPEC §9 activation: pending workflows and unapplied cancel/retry requests found on the index. */
+  private async scanRequests(): Promise<void> {
+    for await (const summary of this.summaries(ACTIVE_STATUSES)) {
+      if (this.stopping.signal.aborted) return;
+      const cancel = newer(summary.cancelRequestedAt, summary.cancelAppliedAt);
+      const retry = newer(summary.retryRequestedAt, summary.retryAppliedAt);
+      if (!cancel && !retry && summary.status !== 'pending') continue;
+      await this.guard(`workflow ${summary.workflowId}`, async () => {
+        const now = this.nowIso();
+        let requests = 0;
+        let activate = false;
+        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
+          const events = requestEvents(summary, runtime, now);
+          requests = events.length;
+          activate = !runtime.activated;
+          if (activate) events.push({ type: 'activate', now });
+          return events;
+        });
+        if (outcome.kind === 'applied') this.countRequests(outcome, requests, activate);
+        else if (outcome.kind === 'retry-later') this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
+      });
+    }
+  }
+
+  /** SPEC §3.8: fails attempts running past their `timeout_s`. */
+  private async timeoutSweep(): Promise<void> {
+    for await (const summary of this.summaries(['running', 'cancelling'])) {
+      if (this.stopping.signal.aborted) return;
+      await this.guard(`workflow ${summary.workflowId}`, async () => {
+        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) =>
+          Object.values(runtime.tasks).some((t) => t.status === 'running') ? [{ type: 'timeout-sweep', now: this.nowIso() }] : [],
+        );
+        if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
+      });
+    }
+  }
+
+  /** SPEC §9 ready-repair: re-dispatches `ready` tasks of workflows unchanged for the threshold. */
+  private async readyRepair(): Promise<void> {
+    for await (const summary of this.summaries(['running'])) {
+      if (this.stopping.signal.aborted) return;
+      const updated = Date.parse(summary.updatedAt);
+      if (!Number.isNaN(updated) && this.clock().getTime() - updated < this.settings.readyRepairThresholdInMs) continue;
+      await this.guard(`workflow ${summary.workflowId}`, async () => {
+        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
+          if (runtime.cancelRequested || !runtime.activated) return [];
+          if (this.clock().getTime() - Date.parse(runtime.updatedAt) < this.settings.readyRepairThresholdInMs) return [];
+          if (!Object.values(runtime.tasks).some((t) => t.status === 'ready')) return [];
+          return [{ type: 'activate', now: this.nowIso() }];
+        });
+        if (outcome.kind === 'applied' && outcome.saved) {
+          this.counters.readyRepairs++;
+          this.log(`workflow ${summary.workflowId}: ready-repair dispatched its ready tasks`);
+        }
+      });
+    }
+  }
+}

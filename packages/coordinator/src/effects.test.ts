@@ -1,0 +1,125 @@
+import { describe, expect, it } from '@jest/globals';
+import { createRuntime, decodeEnvelope, decodeWorkflowTask, parseWorkflow, type WorkflowRuntime } from '@jobq/dag-core';
+import { JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { applyEvents, type ApplyContext } from './effects';
+
+const NOW = '2026-01-01T00:00:00.000Z';
+
+/** load/save with a numeric ETag; `conflicts` saves fail with 412 (after someone else "wrote"). */
+class FakeStore {
+  etag = 1;
+  saves = 0;
+  conflicts = 0;
+  constructor(public runtime: WorkflowRuntime | null) {}
+  load(): Promise<{ runtime: WorkflowRuntime; etag: string } | null> {
+    return Promise.resolve(this.runtime ? { runtime: this.runtime, etag: String(this.etag) } : null);
+  }
+  save(runtime: WorkflowRuntime, etag: string): Promise<{ etag: string; rowsError: null }> {
+    if (this.conflicts > 0) {
+      this.conflicts--;
+      this.etag++;
+      return Promise.reject(new JobqError('conflict', 'etag mismatch'));
+    }
+    if (etag !== String(this.etag)) return Promise.reject(new JobqError('conflict', 'etag mismatch'));
+    this.saves++;
+    this.etag++;
+    this.runtime = runtime;
+    return Promise.resolve({ etag: String(this.etag), rowsError: null });
+  }
+}
+
+function runtimeOf(definition: object): WorkflowRuntime {
+  const parsed = parseWorkflow(JSON.stringify(definition), { filename: 'flow.json' });
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  return createRuntime(parsed.value, { workflowId: 'wf1', now: NOW, outputsContainer: 'p-outputs' });
+}
+
+function context(store: FakeStore, queue: TaskQueue, outputs: Partial<OutputStore> = {}, flushRetryLimit = 2): ApplyContext {
+  return {
+    store: store as unknown as WorkflowStore,
+    outputs: outputs as OutputStore,
+    queues: () => queue,
+    now: () => NOW,
+    log: () => undefined,
+    flushRetryLimit,
+    signal: new AbortController().signal,
+    counters: { conflicts: 0, pushes: 0, pushErrors: 0, overflowBlobs: 0, saves: 0, rowsErrors: 0 },
+  };
+}
+
+const activate = () => [{ type: 'activate' as const, now: NOW }];
+
+describe('applyEvents', () => {
+  it('pushes, then flushes once; a 412 re-reads and re-applies; past the limit it gives up', async () => {
+    const store = new FakeStore(runtimeOf({ name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] }));
+    const queue = new InMemoryTaskQueue();
+    store.conflicts = 1;
+    const ctx = context(store, queue);
+    const outcome = await applyEvents(ctx, 'wf1', activate);
+    expect(outcome).toMatchObject({ kind: 'applied', saved: true });
+    expect(ctx.counters).toMatchObject({ conflicts: 1, saves: 1, pushes: 2 });
+    expect(store.runtime?.tasks.a?.status).toBe('running');
+
+    const other = new FakeStore(runtimeOf({ name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] }));
+    other.conflicts = 3;
+    const ctx2 = context(other, new InMemoryTaskQueue(), {}, 2);
+    expect(await applyEvents(ctx2, 'wf1', activate)).toMatchObject({ kind: 'retry-later' });
+    expect(other.saves).toBe(0);
+    expect(ctx2.counters.conflicts).toBe(3);
+  });
+
+  it('a transient push error aborts before the flush; a permanent one fails the attempt', async () => {
+    const def = { name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
+    const failing = (error: JobqError): TaskQueue => {
+      const queue = new InMemoryTaskQueue();
+      queue.send = () => Promise.reject(error);
+      return queue;
+    };
+    const transient = new FakeStore(runtimeOf(def));
+    expect(await applyEvents(context(transient, failing(new JobqError('unavailable', 'down'))), 'wf1', activate)).toMatchObject({ kind: 'retry-later' });
+    expect(transient.saves).toBe(0);
+
+    const permanent = new FakeStore(runtimeOf(def));
+    const outcome = await applyEvents(context(permanent, failing(new JobqError('auth', 'no permission'))), 'wf1', activate);
+    expect(outcome).toMatchObject({ kind: 'applied', saved: true });
+    expect(permanent.runtime?.tasks.a).toMatchObject({ status: 'failed', error: 'could not send the task message: no permission' });
+    expect(permanent.runtime?.status).toBe('failed');
+  });
+
+  it('moves the upstream refs of a message over the queue limit to the overflow blob', async () => {
+    const parents = Array.from({ length: 20 }, (_, i) => `p${i}`);
+    const rt = runtimeOf({
+      name: 'x',
+      tasks: [...parents.map((name) => ({ name, kwargs: { cmd: 'true' } })), { name: 'child', depends_on: parents, kwargs: { cmd: 'true' } }],
+    });
+    const store = new FakeStore(rt);
+    const queue = new InMemoryTaskQueue({ maxMessageBytes: 4096 });
+    const written: unknown[] = [];
+    const ctx = context(store, queue, {
+      putUpstreamOverflow: (workflowId, taskName, attemptNo, compact) => {
+        written.push(compact);
+        return Promise.resolve(`p-workflows/upstream/${workflowId}/${taskName}/${attemptNo}.json`);
+      },
+    });
+    await applyEvents(ctx, 'wf1', activate);
+    await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 0 }).then((ms) => Promise.all(ms.map((m) => queue.complete(m))));
+    const big = '"' + 'v'.repeat(400) + '"';
+    const outcome = await applyEvents(ctx, 'wf1', () =>
+      parents.map((taskName) => ({ type: 'completion' as const, now: NOW, taskName, attemptNo: 1, success: true, outputRef: big, error: null })),
+    );
+    expect(outcome).toMatchObject({ kind: 'applied', saved: true });
+    const [message] = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 0 });
+    const envelope = decodeEnvelope(message?.body ?? '');
+    if (!envelope.ok) throw new Error(envelope.error);
+    const task = decodeWorkflowTask(envelope.value.kwargs);
+    expect(task.ok && task.value).toMatchObject({ taskName: 'child', upstream: null, upstreamBlob: 'p-workflows/upstream/wf1/child/1.json' });
+    expect(envelope.value.id).toBe('wf1/child/1');
+    expect(written).toHaveLength(1);
+    expect(ctx.counters.overflowBlobs).toBe(1);
+  });
+
+  it('an unknown workflow is missing', async () => {
+    expect(await applyEvents(context(new FakeStore(null), new InMemoryTaskQueue()), 'nope', activate)).toEqual({ kind: 'missing' });
+  });
+});

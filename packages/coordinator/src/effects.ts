@@ -1,0 +1,199 @@
+import {
+  decodeEnvelope,
+  decodeWorkflowTask,
+  encodeTaskMessage,
+  foldEvents,
+  messageByteLength,
+  parseTaskMessageId,
+  reduce,
+  type DispatchEffect,
+  type Effect,
+  type FetchConditionInputsEffect,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
+import { isJobqError, JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+
+/** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
+export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
+
+/** What {@link applyEvents} needs. */
+export interface ApplyContext {
+  store: WorkflowStore;
+  outputs: OutputStore;
+  queues: QueueResolver;
+  /** ISO time of "now" for the events the coordinator adds itself. */
+  now: () => string;
+  log: (line: string) => void;
+  /** 412 re-reads before giving up. */
+  flushRetryLimit: number;
+  /** Aborts store and queue calls (lease lost, stop). */
+  signal: AbortSignal;
+  counters: ApplyCounters;
+}
+
+/** The counters {@link applyEvents} keeps. */
+export interface ApplyCounters {
+  conflicts: number;
+  pushes: number;
+  pushErrors: number;
+  overflowBlobs: number;
+  saves: number;
+  rowsErrors: number;
+}
+
+/** The outcome of {@link applyEvents}. */
+export type ApplyOutcome =
+  /** The runtime was saved (or nothing changed): the messages may be acked. `effects[i]` are event i's effects. */
+  | { kind: 'applied'; saved: boolean; runtime: WorkflowRuntime; effects: Effect[][] }
+  /** No runtime for this id. */
+  | { kind: 'missing' }
+  /** Leave the messages for redelivery: a transient push error, or 412 past the retry limit. */
+  | { kind: 'retry-later'; reason: string };
+
+/** A transient push (or read) error: aborts the workflow's batch before the flush. */
+class RetryLater extends Error {}
+
+/**
+ * Loads a workflow, folds `events(runtime)` into it, performs the effects in order (push task
+ * messages, read condition inputs), then flushes once with the ETag. On a 412 it re-reads and
+ * re-applies, up to `flushRetryLimit` times.
+ */
+export async function applyEvents(ctx: ApplyContext, workflowId: string, events: (runtime: WorkflowRuntime) => WorkflowEvent[]): Promise<ApplyOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    const loaded = await ctx.store.load(workflowId, { abortSignal: ctx.signal });
+    if (!loaded) return { kind: 'missing' };
+    const list = events(loaded.runtime);
+    if (list.length === 0) return { kind: 'applied', saved: false, runtime: loaded.runtime, effects: [] };
+    const folded = foldEvents(loaded.runtime, list);
+    let runtime: WorkflowRuntime;
+    try {
+      runtime = await performEffects(ctx, folded.runtime, folded.effects.flat());
+    } catch (error) {
+      if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
+      throw error;
+    }
+    if (runtime === loaded.runtime) return { kind: 'applied', saved: false, runtime, effects: folded.effects };
+    if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush' };
+    try {
+      const saved = await ctx.store.save(runtime, loaded.etag, { previous: loaded.runtime, abortSignal: ctx.signal });
+      ctx.counters.saves++;
+      if (saved.rowsError) {
+        ctx.counters.rowsErrors++;
+        ctx.log(`workflow ${workflowId}: saved, but some index/task rows were not written: ${saved.rowsError.message}`);
+      }
+      return { kind: 'applied', saved: true, runtime, effects: folded.effects };
+    } catch (error) {
+      if (!isJobqError(error, 'conflict')) throw error;
+      ctx.counters.conflicts++;
+      if (attempt >= ctx.flushRetryLimit) {
+        return { kind: 'retry-later', reason: `the runtime changed under us ${attempt + 1} times (412)` };
+      }
+      ctx.log(`workflow ${workflowId}: 412 on flush, re-reading and re-applying`);
+    }
+  }
+}
+
+/** Performs effects in order; effects of the events it adds (condition inputs, push failures) are performed too. */
+async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial: Effect[]): Promise<WorkflowRuntime> {
+  let runtime = start;
+  const effects = [...initial];
+  const follow = (event: WorkflowEvent) => {
+    const next = reduce(runtime, event);
+    runtime = next.runtime;
+    effects.push(...next.effects);
+  };
+  for (let i = 0; i < effects.length; i++) {
+    const effect = effects[i];
+    if (effect === undefined) continue;
+    switch (effect.type) {
+      case 'dispatch': {
+        const failure = await push(ctx, runtime.workflowId, effect);
+        if (failure !== null) {
+          follow({
+            type: 'completion',
+            now: ctx.now(),
+            taskName: effect.taskName,
+            attemptNo: effect.attemptNo,
+            success: false,
+            outputRef: null,
+            error: `could not send the task message: ${failure}`,
+          });
+        }
+        break;
+      }
+      case 'fetch-condition-inputs':
+        follow(await fetchInputs(ctx, effect));
+        break;
+      case 'notice':
+        ctx.log(`workflow ${runtime.workflowId}: ${effect.message}`);
+        break;
+      case 'workflow-finished':
+        ctx.log(`workflow ${runtime.workflowId}: ${effect.status}`);
+        break;
+      case 'ignored':
+        break;
+    }
+  }
+  return runtime;
+}
+
+/** Pushes one task message; returns null when sent, the error text of a permanent failure, or throws {@link RetryLater}. */
+async function push(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<string | null> {
+  try {
+    const queue = await ctx.queues(effect.queue);
+    let body = effect.message;
+    if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
+    await queue.send({ body, messageId: effect.messageId }, { abortSignal: ctx.signal });
+    ctx.counters.pushes++;
+    return null;
+  } catch (error) {
+    ctx.counters.pushErrors++;
+    const text = error instanceof Error ? error.message : String(error);
+    const transient = (isJobqError(error) && error.retryable) || isJobqError(error, 'aborted');
+    ctx.log(`workflow ${workflowId}: push of ${effect.messageId} to "${effect.queue}" failed${transient ? ' (transient)' : ''}: ${text}`);
+    if (transient) throw new RetryLater(`push of ${effect.messageId} failed: ${text}`);
+    return text;
+  }
+}
+
+/** Moves the compact upstream refs to the overflow blob and re-encodes the message with `__upstream_outputs_blob`. */
+async function overflow(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<string> {
+  const envelope = decodeEnvelope(effect.message);
+  if (!envelope.ok) throw new JobqError('internal', `dispatch message does not decode: ${envelope.error}`);
+  const info = decodeWorkflowTask(envelope.value.kwargs);
+  if (!info.ok) throw new JobqError('internal', `dispatch message does not decode: ${info.error}`);
+  const task = info.value;
+  if (task === null || task.upstream === null) {
+    throw new JobqError('message-too-large', `the task message is ${messageByteLength(effect.message)} bytes without upstream refs to move out`);
+  }
+  const location = await ctx.outputs.putUpstreamOverflow(workflowId, task.taskName, task.attemptNo, task.upstream, { abortSignal: ctx.signal });
+  ctx.counters.overflowBlobs++;
+  const id = parseTaskMessageId(envelope.value.id);
+  return encodeTaskMessage({
+    workflowId: task.workflowId,
+    taskName: task.taskName,
+    attemptNo: task.attemptNo,
+    kwargs: task.userKwargs,
+    upstreamBlob: location,
+    timeoutS: task.timeoutS,
+    repairNo: id.ok ? id.value.repairNo : null,
+  });
+}
+
+/** Reads each parent output a condition waits for; read errors are reported per parent. */
+async function fetchInputs(ctx: ApplyContext, effect: FetchConditionInputsEffect): Promise<WorkflowEvent> {
+  const inputs: Record<string, unknown> = {};
+  const errors: Record<string, string> = {};
+  await Promise.all(
+    Object.entries(effect.refs).map(async ([parent, ref]) => {
+      try {
+        inputs[parent] = await ctx.outputs.getOutput(ref, { abortSignal: ctx.signal });
+      } catch (error) {
+        if (isJobqError(error) && error.retryable) throw new RetryLater(`reading the output of "${parent}" failed: ${error.message}`);
+        errors[parent] = error instanceof Error ? error.message : String(error);
+      }
+    }),
+  );
+  return { type: 'condition-inputs', now: ctx.now(), taskName: effect.taskName, inputs, errors };
+}
