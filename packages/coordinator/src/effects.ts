@@ -108,18 +108,25 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
     if (effect === undefined) continue;
     switch (effect.type) {
       case 'dispatch': {
-        const failure = await push(ctx, runtime.workflowId, effect);
-        if (failure !== null) {
+        // A run of dispatches (an activation can make thousands ready) goes out concurrently.
+        let end = i;
+        while (effects[end + 1]?.type === 'dispatch') end++;
+        const run = effects.slice(i, end + 1) as DispatchEffect[];
+        const failures = await pushAll(ctx, runtime.workflowId, run);
+        run.forEach((dispatch, k) => {
+          const failure = failures[k];
+          if (failure === null || failure === undefined) return;
           follow({
             type: 'completion',
             now: ctx.now(),
-            taskName: effect.taskName,
-            attemptNo: effect.attemptNo,
+            taskName: dispatch.taskName,
+            attemptNo: dispatch.attemptNo,
             success: false,
             outputRef: null,
             error: `could not send the task message: ${failure}`,
           });
-        }
+        });
+        i = end;
         break;
       }
       case 'fetch-condition-inputs':
@@ -136,6 +143,23 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
     }
   }
   return runtime;
+}
+
+/** Task messages sent at once while carrying out a run of dispatch effects. */
+const PUSH_CONCURRENCY = 16;
+
+/** Pushes task messages, {@link PUSH_CONCURRENCY} at a time; per message: null when sent, else the error text. */
+async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
+  const results: Array<string | null> = new Array<string | null>(dispatches.length).fill(null);
+  let next = 0;
+  const worker = async () => {
+    while (next < dispatches.length) {
+      const k = next++;
+      results[k] = await push(ctx, workflowId, dispatches[k]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PUSH_CONCURRENCY, dispatches.length) }, worker));
+  return results;
 }
 
 /** Pushes one task message; returns null when sent, the error text of a permanent failure, or throws {@link RetryLater}. */
