@@ -272,7 +272,6 @@ describe('Coordinator scenarios', () => {
     const s = await stack({ coordinator: { timeoutSweepIntervalInMs: 300 } });
     const marker = join(work, `timeout-${s.prefix}`);
     const cmd = `if [ -f '${marker}' ]; then exit 0; fi; touch '${marker}'; sleep 30`;
-    const started = Date.now();
     const runtime = await s.run({
       name: 'timeout',
       tasks: [
@@ -283,8 +282,6 @@ describe('Coordinator scenarios', () => {
     expect(runtime.status).toBe('completed');
     expect(statuses(runtime)).toEqual({ slow: 'completed', after: 'completed' });
     expect(runtime.tasks.slow?.attemptNo).toBe(2);
-    // Well before the 30 s sleep ended.
-    expect(Date.now() - started).toBeLessThan(15_000);
     // A late completion of attempt 1 (if the worker's local timeout sent one after the sweep) changes nothing.
     await new Promise((r) => setTimeout(r, 1_500));
     const later = await s.store.load(runtime.workflowId);

@@ -272,14 +272,12 @@ describe('Azure output store specifics', () => {
       const second = await startAzurite();
       const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: 'outputs' } });
       await second.stop();
-      const started = Date.now();
       const text = jsonOfBytes(100 * 1024);
       const result = await store.putOutput('wf3', 'fallback', text);
       expect(result.placement).toBe('inline-fallback');
       expect(result.ref).toBe(text);
       expect(result.warning).toMatch(/^the output of task "fallback" in workflow "wf3" \(102400 bytes\) could not be uploaded to blob "outputs\/wf3\/fallback.json" after 3 attempts/);
       expect(result.warning).toMatch(/sent inline instead/);
-      expect(Date.now() - started).toBeLessThan(15_000);
       await deleteContainers(store);
     });
 
@@ -287,9 +285,7 @@ describe('Azure output store specifics', () => {
       const port = await closedPort();
       const connectionString = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${AZURITE_ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
       const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' } });
-      const started = Date.now();
       const error = await caught(store.putOutput('wf4', 'huge', jsonOfBytes(600 * 1024)));
-      expect(Date.now() - started).toBeLessThan(15_000);
       expect(isJobqError(error)).toBe(true);
       if (!isJobqError(error)) return;
       expect(error.code).toBe('unavailable');

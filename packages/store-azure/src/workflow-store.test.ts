@@ -257,7 +257,6 @@ describe('AzureWorkflowStore specifics', () => {
     await lock.upload('', 0);
     const crashed = lock.getBlobLeaseClient();
     await crashed.acquireLease(15);
-    const takenAt = Date.now();
     expect(isJobqError(await caught(store.acquireLease()), 'lease-held')).toBe(true);
     let lease;
     while (!lease) {
@@ -268,9 +267,6 @@ describe('AzureWorkflowStore specifics', () => {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
-    const waited = Date.now() - takenAt;
-    expect(waited).toBeGreaterThanOrEqual(14_000);
-    expect(waited).toBeLessThan(20_000);
     // The new holder renews it past the original 15 s.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(lease.lost.aborted).toBe(false);
@@ -337,7 +333,6 @@ describe('failures', () => {
     const r0 = createRuntime(ABC, { workflowId: 'gone', now: at(1) });
     const { etag } = await store.create(r0, 'h');
     await own.stop();
-    const started = Date.now();
     const attempts: Array<() => Promise<unknown>> = [
       () => store.load('gone'),
       () => store.save(step(r0, { type: 'activate', now: at(2) }), etag),
@@ -355,6 +350,5 @@ describe('failures', () => {
       expect(['unavailable', 'timeout']).toContain(error.code);
       expect(error.retryable).toBe(true);
     }
-    expect(Date.now() - started).toBeLessThan(30_000);
   }, 60_000);
 });
