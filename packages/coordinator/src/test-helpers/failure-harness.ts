@@ -1,0 +1,308 @@
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeEnvelope, decodeWorkflowTask, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { startAzurite, type LocalStorage } from '@jobq/local';
+import type {
+  OperationOptions,
+  OutgoingMessage,
+  PeekedMessage,
+  ReceiveOptions,
+  ReceivedMessage,
+  SaveOptions,
+  SaveResult,
+  TaskQueue,
+  WorkflowStore,
+} from '@jobq/ports';
+import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
+import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
+import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
+
+// The Azurite + Storage Queue + real worker harness of coordinator(-scenarios).test.ts, with seams
+// for failure injection: every port handed to the coordinator and the worker can be wrapped.
+
+/** Per-file environment: call once at the top of a test file. */
+export interface Harness {
+  readonly azurite: LocalStorage;
+  readonly work: string;
+  /** Registers a cleanup for the end of the current test (run in reverse order). */
+  dispose(fn: () => Promise<void>): void;
+}
+
+export function useHarness(): Harness {
+  let azurite: LocalStorage | undefined;
+  let work: string | undefined;
+  let disposals: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    azurite = await startAzurite();
+    work = await mkdtemp(join(tmpdir(), 'jobq-coord-fail-'));
+  });
+  afterEach(async () => {
+    const list = disposals.reverse();
+    disposals = [];
+    for (const dispose of list) await dispose().catch(() => undefined);
+  });
+  afterAll(async () => {
+    await azurite?.stop();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+  return {
+    get azurite() {
+      if (!azurite) throw new Error('Azurite is not started');
+      return azurite;
+    },
+    get work() {
+      if (!work) throw new Error('no work directory');
+      return work;
+    },
+    dispose: (fn) => disposals.push(fn),
+  };
+}
+
+/** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */
+export class WrappedQueue implements TaskQueue {
+  constructor(
+    readonly inner: TaskQueue,
+    private readonly hooks: {
+      send?: (messages: readonly OutgoingMessage[], send: () => Promise<void>) => Promise<void>;
+      receive?: (options: ReceiveOptions, receive: () => Promise<ReceivedMessage[]>) => Promise<ReceivedMessage[]>;
+      complete?: (message: ReceivedMessage, complete: () => Promise<void>) => Promise<void>;
+    } = {},
+  ) {}
+  get name(): string {
+    return this.inner.name;
+  }
+  get lockDurationInMs(): number {
+    return this.inner.lockDurationInMs;
+  }
+  get maxMessageBytes(): number {
+    return this.inner.maxMessageBytes;
+  }
+  send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
+    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    const send = () => this.inner.send(messages, options);
+    return this.hooks.send ? this.hooks.send(list, send) : send();
+  }
+  receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
+    const receive = () => this.inner.receive(options);
+    return this.hooks.receive ? this.hooks.receive(options, receive) : receive();
+  }
+  renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    return this.inner.renewLock(message, options);
+  }
+  complete(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    const complete = () => this.inner.complete(message, options);
+    return this.hooks.complete ? this.hooks.complete(message, complete) : complete();
+  }
+  abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
+    return this.inner.abandon(message, options);
+  }
+  deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
+    return this.inner.deadLetter(message, reason, options);
+  }
+  peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
+    return this.inner.peek(maxMessages, options);
+  }
+  approximateMessageCount(options?: OperationOptions): Promise<number> {
+    return this.inner.approximateMessageCount(options);
+  }
+  deadLetterQueue(): TaskQueue {
+    return this.inner.deadLetterQueue();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** The hook of a {@link wrapStore}d `save`: call `save()` (or not) and return its result. */
+export type SaveHook = (runtime: WorkflowRuntime, etag: string, save: () => Promise<SaveResult>, options?: SaveOptions) => Promise<SaveResult>;
+
+/** The store with its `save` going through `hook`; every other call is the real store's. */
+export function wrapStore(store: WorkflowStore, hook: SaveHook): WorkflowStore {
+  return {
+    create: (runtime, hash, options) => store.create(runtime, hash, options),
+    load: (id, options) => store.load(id, options),
+    save: (runtime, etag, options) => hook(runtime, etag, () => store.save(runtime, etag, options), options),
+    getWorkflow: (id, options) => store.getWorkflow(id, options),
+    listWorkflows: (filter) => store.listWorkflows(filter),
+    countWorkflows: (options) => store.countWorkflows(options),
+    listTasks: (filter) => store.listTasks(filter),
+    requestCancel: (id, at, options) => store.requestCancel(id, at, options),
+    requestRetry: (id, at, options) => store.requestRetry(id, at, options),
+    acquireLease: (options) => store.acquireLease(options),
+    writeCoordinatorStats: (stats, options) => store.writeCoordinatorStats(stats, options),
+    readCoordinatorStats: (options) => store.readCoordinatorStats(options),
+  };
+}
+
+/** The task name of a task message body (null when it is not one). */
+export function taskNameOf(body: string): string | null {
+  const envelope = decodeEnvelope(body);
+  if (!envelope.ok) return null;
+  const task = decodeWorkflowTask(envelope.value.kwargs);
+  return task.ok && task.value !== null ? task.value.taskName : null;
+}
+
+export interface StackOptions {
+  workers?: number;
+  coordinator?: CoordinatorOptions;
+  /** Start the coordinator at once (default true). */
+  start?: boolean;
+  /** Lock of the completion queue as the coordinator receives it (default 2 000 ms). */
+  completionLockInMs?: number;
+  /** Lock of the task queue as the workers receive it (default 2 000 ms). */
+  taskLockInMs?: number;
+  /** Wraps the store the coordinator writes through. */
+  coordinatorStore?: (store: AzureWorkflowStore) => WorkflowStore;
+  /** Wraps the completion queue the coordinator receives from. */
+  coordinatorCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the task queue the coordinator pushes to. */
+  coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the completion queue the workers send to. */
+  workerCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** WorkflowProcessor `completionSendMaxAttempts` (default 5). */
+  completionSendMaxAttempts?: number;
+}
+
+export interface Stack {
+  prefix: string;
+  store: AzureWorkflowStore;
+  outputs: AzureOutputStore;
+  completions: StorageTaskQueue;
+  taskQueue: StorageTaskQueue;
+  client: WorkflowClient;
+  coordinator: Coordinator;
+  logs: string[];
+  workerLogs: string[];
+  /** Task messages the coordinator pushed (each send of each message), by task name. */
+  pushed: Map<string, number>;
+  /** A second coordinator on the same ports (after `coordinator.stop()`). */
+  newCoordinator(options?: CoordinatorOptions): Coordinator;
+  submit(definition: object, options?: SubmitOptions): Promise<string>;
+  run(definition: object, options?: SubmitOptions, timeoutInMs?: number): Promise<WorkflowRuntime>;
+  waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
+}
+
+/** Waits until `until()` holds, polling; throws `describe()` after the deadline. */
+export async function waitUntil(until: () => boolean | Promise<boolean>, describe: () => string, timeoutInMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutInMs;
+  while (!(await until())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${describe()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function failureStack(h: Harness, options: StackOptions = {}): Promise<Stack> {
+  const prefix = `Fm${process.pid}x${Date.now().toString(36)}x${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const connection = { connectionString: h.azurite.connectionString };
+  const openQueue = async (queueName: string, lockDurationInMs: number) => {
+    const queue = await openStorageQueue({ connection, queueName, lockDurationInMs });
+    h.dispose(() => queue.deleteQueue());
+    return queue;
+  };
+  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
+  h.dispose(() => store.deleteStorage());
+  const outputs = await openOutputStore({ connection, prefix });
+  const completions = await openQueue(store.names.completionQueue, options.completionLockInMs ?? 2_000);
+  const taskQueue = await openQueue(`${prefix.toLowerCase()}-default`, options.taskLockInMs ?? 2_000);
+  const logs: string[] = [];
+  const workerLogs: string[] = [];
+  const pushed = new Map<string, number>();
+  const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
+
+  const worker = new Worker({
+    queue: taskQueue,
+    numWorkers: options.workers ?? 4,
+    receiveWaitInMs: 50,
+    maxIdleBackoffInMs: 100,
+    gracePeriodInMs: 0,
+    log: (line) => workerLogs.push(line),
+    processors: [
+      new WorkflowProcessor({
+        outputs,
+        completions: options.workerCompletions ? options.workerCompletions(completions) : completions,
+        isCancelled: cancelCheckFromStore(store),
+        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
+        killTimeoutInMs: 2_000,
+        completionBackoff: { initialInMs: 20, maxInMs: 100 },
+        completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
+        cancelPollIntervalInMs: 200,
+        cancelPollJitter: 0,
+      }),
+      new ShellProcessor({ killTimeoutInMs: 2_000 }),
+    ],
+  });
+  const running = worker.run();
+  h.dispose(async () => {
+    await worker.stop({ gracePeriodInMs: 0 });
+    await running;
+  });
+
+  const counting = new WrappedQueue(taskQueue, {
+    send: async (messages, send) => {
+      await send();
+      for (const m of messages) {
+        const name = taskNameOf(m.body) ?? '?';
+        pushed.set(name, (pushed.get(name) ?? 0) + 1);
+      }
+    },
+  });
+  const coordinatorTasks = options.coordinatorTasks ? options.coordinatorTasks(counting) : counting;
+  const coordinatorStore = options.coordinatorStore ? options.coordinatorStore(store) : store;
+  const coordinatorCompletions = options.coordinatorCompletions ? options.coordinatorCompletions(completions) : completions;
+  const newCoordinator = (extra: CoordinatorOptions = {}) => {
+    const coordinator = new Coordinator({
+      store: coordinatorStore,
+      completions: coordinatorCompletions,
+      outputs,
+      queues: (spec) => {
+        if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
+        return coordinatorTasks;
+      },
+      options: {
+        receiveWaitInMs: 100,
+        idleSleepInMs: 50,
+        cancelPollIntervalInMs: 200,
+        statsIntervalInMs: 500,
+        log: (line) => logs.push(line),
+        ...options.coordinator,
+        ...extra,
+      },
+    });
+    h.dispose(() => coordinator.stop());
+    return coordinator;
+  };
+  const coordinator = newCoordinator();
+  if (options.start ?? true) await coordinator.start();
+
+  const waitFor = async (workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs = 20_000) => {
+    let last: WorkflowRuntime | undefined;
+    await waitUntil(
+      async () => {
+        last = (await store.load(workflowId))?.runtime;
+        return last !== undefined && until(last);
+      },
+      () => `${workflowId}: ${JSON.stringify(last?.tasks)}\n${logs.join('\n')}`,
+      timeoutInMs,
+    );
+    if (!last) throw new Error('unreachable');
+    return last;
+  };
+  const submit = async (definition: object, submitOptions: SubmitOptions = {}) => {
+    const { workflowId } = await client.submit({ text: JSON.stringify(definition), filename: 'flow.json' }, submitOptions);
+    return workflowId;
+  };
+  const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
+    waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
+  return { prefix, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, newCoordinator, submit, run, waitFor };
+}
+
+/** Task name → [status, attemptNo]. */
+export function outcome(runtime: WorkflowRuntime): Record<string, [string, number]> {
+  return Object.fromEntries(Object.entries(runtime.tasks).map(([name, task]) => [name, [task.status, task.attemptNo]]));
+}
+
+/** A shell command that appends a line to `path` (to count runs), then succeeds. */
+export const countRun = (path: string) => `echo run >> '${path}'`;
