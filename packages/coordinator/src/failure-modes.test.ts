@@ -72,8 +72,10 @@ describe('Coordinator failure modes', () => {
       () => second.counters.completionsApplied + second.counters.completionsIgnored >= 2,
       () => JSON.stringify(second.counters),
     );
+    // One flush for both. (The submit's wake-up may still be on the queue when the first coordinator
+    // stops; it arrives in the same or a later batch and changes nothing, so it is not counted here.)
     expect(savesOfWorkflow).toBe(1);
-    expect(second.counters).toMatchObject({ batches: 1, messages: 2, completionsApplied: 2, completionsIgnored: 0, saves: 1, conflicts: 0, leftForRedelivery: 0 });
+    expect(second.counters).toMatchObject({ completionsApplied: 2, completionsIgnored: 0, saves: 1, conflicts: 0, leftForRedelivery: 0 });
     await waitUntil(
       async () => (await s.completions.approximateMessageCount()) === 0,
       () => 'both completions acked',
