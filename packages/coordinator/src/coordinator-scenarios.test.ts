@@ -1,144 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from '@jest/globals';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage } from '@jobq/local';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
-import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
-import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from './index';
+import { openStack, useHarness, type StackOptions } from './test-helpers/stack';
 
 // End-to-end scenarios over Azurite, Storage Queues and real workers (SPEC §3.2–3.9, §5.2, §7, §9).
 
-let azurite: LocalStorage;
-let work: string;
-let counter = 0;
-let disposals: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  azurite = await startAzurite();
-  work = await mkdtemp(join(tmpdir(), 'jobq-coord-scn-'));
-});
-
-afterEach(async () => {
-  const list = disposals.reverse();
-  disposals = [];
-  for (const dispose of list) await dispose().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await azurite?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
-});
-
-interface StackOptions {
-  workers?: number;
-  coordinator?: CoordinatorOptions;
-  /** Start the coordinator at once (default true). */
-  start?: boolean;
-}
-
-interface Stack {
-  prefix: string;
-  store: AzureWorkflowStore;
-  outputs: AzureOutputStore;
-  completions: StorageTaskQueue;
-  client: WorkflowClient;
-  coordinator: Coordinator;
-  logs: string[];
-  workerLogs: string[];
-  submit(definition: object, options?: SubmitOptions): Promise<string>;
-  run(definition: object, options?: SubmitOptions, timeoutInMs?: number): Promise<WorkflowRuntime>;
-  waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
-}
-
-async function openQueue(queueName: string): Promise<StorageTaskQueue> {
-  const queue = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName, lockDurationInMs: 5_000 });
-  disposals.push(() => queue.deleteQueue());
-  return queue;
-}
-
-async function stack(options: StackOptions = {}): Promise<Stack> {
-  counter++;
-  const prefix = `Sc${process.pid}x${Date.now().toString(36)}x${counter}`;
-  const connection = { connectionString: azurite.connectionString };
-  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
-  disposals.push(() => store.deleteStorage());
-  const outputs = await openOutputStore({ connection, prefix });
-  const completions = await openQueue(store.names.completionQueue);
-  const defaultQueue = await openQueue(`${prefix.toLowerCase()}-default`);
-  const logs: string[] = [];
-  const workerLogs: string[] = [];
-  const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
-
-  const worker = new Worker({
-    queue: defaultQueue,
-    numWorkers: options.workers ?? 4,
-    receiveWaitInMs: 50,
-    maxIdleBackoffInMs: 100,
-    gracePeriodInMs: 0,
-    log: (line) => workerLogs.push(line),
-    processors: [
-      new WorkflowProcessor({
-        outputs,
-        completions,
-        isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString },
-        killTimeoutInMs: 2_000,
-        completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        cancelPollIntervalInMs: 200,
-        cancelPollJitter: 0,
-      }),
-      new ShellProcessor({ killTimeoutInMs: 2_000 }),
-    ],
-  });
-  const running = worker.run();
-  disposals.push(async () => {
-    await worker.stop({ gracePeriodInMs: 0 });
-    await running;
-  });
-
-  const coordinator = new Coordinator({
-    store,
-    completions,
-    outputs,
-    queues: (spec) => {
-      if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
-      return defaultQueue;
-    },
-    options: {
-      receiveWaitInMs: 100,
-      idleSleepInMs: 50,
-      cancelPollIntervalInMs: 200,
-      statsIntervalInMs: 500,
-      log: (line) => logs.push(line),
-      ...options.coordinator,
-    },
-  });
-  disposals.push(() => coordinator.stop());
-  if (options.start ?? true) await coordinator.start();
-
-  const waitFor = async (workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs = 20_000) => {
-    const deadline = Date.now() + timeoutInMs;
-    for (;;) {
-      const loaded = await store.load(workflowId);
-      if (loaded && until(loaded.runtime)) return loaded.runtime;
-      if (Date.now() > deadline) {
-        const tasks = loaded ? Object.entries(loaded.runtime.tasks).filter(([, t]) => t.status !== 'completed') : [];
-        throw new Error(`timed out waiting for ${workflowId}: ${JSON.stringify(tasks.slice(0, 20))}\n${logs.join('\n')}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  const submit = async (definition: object, submitOptions: SubmitOptions = {}) => {
-    const { workflowId } = await client.submit({ text: JSON.stringify(definition), filename: 'flow.json' }, submitOptions);
-    return workflowId;
-  };
-  const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
-    waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
-  return { prefix, store, outputs, completions, client, coordinator, logs, workerLogs, submit, run, waitFor };
-}
+const h = useHarness();
+const stack = (options?: StackOptions) => openStack(h, options);
 
 function statuses(runtime: WorkflowRuntime): Record<string, string> {
   return Object.fromEntries(Object.entries(runtime.tasks).map(([name, task]) => [name, task.status]));
@@ -154,7 +23,7 @@ async function readRefs(path: string): Promise<Record<string, string | null>> {
 describe('Coordinator scenarios', () => {
   it('dependency policies with a failed parent: any, all_settled and N=2 run; N=3 and all are upstream_failed', async () => {
     const s = await stack();
-    const refs = join(work, `any-${s.prefix}.json`);
+    const refs = join(h.work, `any-${s.prefix}.json`);
     const runtime = await s.run({
       name: 'policies',
       tasks: [
@@ -209,7 +78,7 @@ describe('Coordinator scenarios', () => {
   // Azurite on a 2-core machine), so 3 000 would take ~45 s for the pushes alone.
   it('fans 1 000 parents into one sink whose task message fits in one Storage Queue message', async () => {
     const s = await stack({ workers: 8 });
-    const refs = join(work, `fanin-${s.prefix}.json`);
+    const refs = join(h.work, `fanin-${s.prefix}.json`);
     const names = Array.from({ length: 1_000 }, (_, i) => `t${String(i).padStart(4, '0')}`);
     const runtime = await s.run(
       {
@@ -231,7 +100,7 @@ describe('Coordinator scenarios', () => {
 
   it('--max-fan-in 10 over 50 leaves: merge nodes complete without running, gates hold each batch back, the sink sees the 50 real parents', async () => {
     const s = await stack({ workers: 4 });
-    const refs = join(work, `merge-${s.prefix}.json`);
+    const refs = join(h.work, `merge-${s.prefix}.json`);
     const leaves = Array.from({ length: 50 }, (_, i) => `l${String(i).padStart(2, '0')}`);
     const runtime = await s.run(
       {
@@ -270,7 +139,7 @@ describe('Coordinator scenarios', () => {
 
   it('timeout: attempt 1 runs past timeout_s and is failed (sweep or worker); attempt 2 completes the workflow', async () => {
     const s = await stack({ coordinator: { timeoutSweepIntervalInMs: 300 } });
-    const marker = join(work, `timeout-${s.prefix}`);
+    const marker = join(h.work, `timeout-${s.prefix}`);
     const cmd = `if [ -f '${marker}' ]; then exit 0; fi; touch '${marker}'; sleep 30`;
     const runtime = await s.run({
       name: 'timeout',

@@ -1,140 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeEnvelope, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError } from '@jobq/ports';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
-import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
-import { Coordinator, WorkflowClient, type CoordinatorOptions } from './index';
+import { openStack, useHarness, type StackOptions } from './test-helpers/stack';
 
-let azurite: LocalStorage;
-let work: string;
-let counter = 0;
-let disposals: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  azurite = await startAzurite();
-  work = await mkdtemp(join(tmpdir(), 'jobq-coord-test-'));
-});
-
-afterEach(async () => {
-  const list = disposals.reverse();
-  disposals = [];
-  for (const dispose of list) await dispose().catch(() => undefined);
-});
-
-afterAll(async () => {
-  await azurite?.stop();
-  if (work) await rm(work, { recursive: true, force: true });
-});
-
-interface Stack {
-  prefix: string;
-  store: AzureWorkflowStore;
-  outputs: AzureOutputStore;
-  completions: StorageTaskQueue;
-  client: WorkflowClient;
-  coordinator: Coordinator;
-  logs: string[];
-  /** Runs a definition (as JSON) to a terminal status; returns the final runtime. */
-  run(definition: object): Promise<WorkflowRuntime>;
-  waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
-}
-
-async function openQueue(queueName: string): Promise<StorageTaskQueue> {
-  const queue = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName, lockDurationInMs: 5_000 });
-  disposals.push(() => queue.deleteQueue());
-  return queue;
-}
-
-function coordinatorFor(stack: Pick<Stack, 'store' | 'completions' | 'outputs' | 'logs'>, queues: Map<string, StorageTaskQueue>, options: CoordinatorOptions = {}): Coordinator {
-  const coordinator = new Coordinator({
-    store: stack.store,
-    completions: stack.completions,
-    outputs: stack.outputs,
-    queues: (spec) => {
-      const queue = queues.get(spec);
-      if (!queue) throw new Error(`no queue for spec "${spec}"`);
-      return queue;
-    },
-    options: {
-      receiveWaitInMs: 100,
-      idleSleepInMs: 50,
-      cancelPollIntervalInMs: 200,
-      statsIntervalInMs: 500,
-      log: (line) => stack.logs.push(line),
-      ...options,
-    },
-  });
-  disposals.push(() => coordinator.stop());
-  return coordinator;
-}
-
-async function stack(options: { workers?: number; coordinator?: CoordinatorOptions } = {}): Promise<Stack> {
-  counter++;
-  const prefix = `Co${process.pid}x${Date.now().toString(36)}x${counter}`;
-  const connection = { connectionString: azurite.connectionString };
-  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
-  disposals.push(() => store.deleteStorage());
-  const outputs = await openOutputStore({ connection, prefix });
-  const completions = await openQueue(store.names.completionQueue);
-  const defaultQueue = await openQueue(`${prefix.toLowerCase()}-default`);
-  const queues = new Map([['default', defaultQueue]]);
-  const logs: string[] = [];
-  const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
-
-  const worker = new Worker({
-    queue: defaultQueue,
-    numWorkers: options.workers ?? 4,
-    receiveWaitInMs: 50,
-    maxIdleBackoffInMs: 100,
-    gracePeriodInMs: 0,
-    log: () => undefined,
-    processors: [
-      new WorkflowProcessor({
-        outputs,
-        completions,
-        isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString },
-        killTimeoutInMs: 2_000,
-        completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        cancelPollIntervalInMs: 200,
-        cancelPollJitter: 0,
-      }),
-      new ShellProcessor({ killTimeoutInMs: 2_000 }),
-    ],
-  });
-  const running = worker.run();
-  disposals.push(async () => {
-    await worker.stop({ gracePeriodInMs: 0 });
-    await running;
-  });
-
-  const partial = { store, outputs, completions, logs };
-  const coordinator = coordinatorFor(partial, queues, options.coordinator);
-  await coordinator.start();
-
-  const waitFor = async (workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs = 20_000) => {
-    const deadline = Date.now() + timeoutInMs;
-    for (;;) {
-      const loaded = await store.load(workflowId);
-      if (loaded && until(loaded.runtime)) return loaded.runtime;
-      if (Date.now() > deadline) {
-        throw new Error(`timed out waiting for ${workflowId}: ${JSON.stringify(loaded?.runtime.tasks)}\n${logs.join('\n')}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
-  const run = async (definition: object) => {
-    const { workflowId } = await client.submit({ text: JSON.stringify(definition), filename: 'flow.json' });
-    return waitFor(workflowId, (r) => isTerminalWorkflowStatus(r.status));
-  };
-  return { prefix, store, outputs, completions, client, coordinator, logs, run, waitFor };
-}
+const h = useHarness();
+const stack = (options?: StackOptions) => openStack(h, options);
 
 function statuses(runtime: WorkflowRuntime): Record<string, string> {
   return Object.fromEntries(Object.entries(runtime.tasks).map(([name, task]) => [name, task.status]));
@@ -145,7 +18,7 @@ const out = (json: string) => `printf '%s' '${json}' > "$JOBQ_OUTPUT_FILE"`;
 describe('Coordinator', () => {
   it('runs the diamond a → b, c → d with outputs passed along; the index row says completed', async () => {
     const s = await stack();
-    const refs = join(work, `refs-${s.prefix}.json`);
+    const refs = join(h.work, `refs-${s.prefix}.json`);
     const runtime = await s.run({
       name: 'diamond',
       tasks: [
@@ -189,8 +62,8 @@ describe('Coordinator', () => {
     const s = await stack();
     const flaky = (marker: string) => `if [ -f '${marker}' ]; then exit 0; else touch '${marker}'; exit 1; fi`;
     const [retried, failed] = await Promise.all([
-      s.run({ name: 'retry-1', tasks: [{ name: 'a', num_retries: 1, kwargs: { cmd: flaky(join(work, `m1-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
-      s.run({ name: 'retry-0', tasks: [{ name: 'a', kwargs: { cmd: flaky(join(work, `m0-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
+      s.run({ name: 'retry-1', tasks: [{ name: 'a', num_retries: 1, kwargs: { cmd: flaky(join(h.work, `m1-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
+      s.run({ name: 'retry-0', tasks: [{ name: 'a', kwargs: { cmd: flaky(join(h.work, `m0-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
     ]);
     expect(retried.status).toBe('completed');
     expect(retried.tasks.a?.attemptNo).toBe(2);
@@ -201,7 +74,7 @@ describe('Coordinator', () => {
 
   it('max_parallelism 1: four independent tasks never overlap and all complete', async () => {
     const s = await stack({ workers: 4 });
-    const log = join(work, `par-${s.prefix}.log`);
+    const log = join(h.work, `par-${s.prefix}.log`);
     const task = (name: string) => ({ name, kwargs: { cmd: `echo start >> '${log}'; sleep 0.3; echo end >> '${log}'` } });
     const runtime = await s.run({ name: 'serial', max_parallelism: 1, tasks: ['t1', 't2', 't3', 't4'].map(task) });
     expect(runtime.status).toBe('completed');
@@ -211,7 +84,7 @@ describe('Coordinator', () => {
 
   it('cancel stops the running task (SIGTERM) and cancels the workflow; retry then completes it', async () => {
     const s = await stack();
-    const marker = join(work, `term-${s.prefix}`);
+    const marker = join(h.work, `term-${s.prefix}`);
     const cmd = `if [ -f '${marker}' ]; then exit 0; fi; trap 'touch ${marker}; exit 143' TERM; sleep 30 & wait`;
     const { workflowId } = await s.client.submit({
       text: JSON.stringify({ name: 'cancel-me', tasks: [{ name: 'long', kwargs: { cmd } }, { name: 'after', depends_on: ['long'], kwargs: { cmd: 'true' } }] }),
@@ -232,7 +105,7 @@ describe('Coordinator', () => {
 
   it('a second coordinator on the same prefix fails to start with lease-held', async () => {
     const s = await stack();
-    const second = coordinatorFor(s, new Map());
+    const second = s.newCoordinator();
     let error: unknown;
     try {
       await second.start();

@@ -1,9 +1,4 @@
-import { afterAll, afterEach, beforeAll } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { decodeEnvelope, decodeWorkflowTask, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage } from '@jobq/local';
 import type {
   OperationOptions,
   OutgoingMessage,
@@ -19,47 +14,12 @@ import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
+import { useHarness, type Harness } from './stack';
+
+export { useHarness, type Harness };
 
 // The Azurite + Storage Queue + real worker harness of coordinator(-scenarios).test.ts, with seams
 // for failure injection: every port handed to the coordinator and the worker can be wrapped.
-
-/** Per-file environment: call once at the top of a test file. */
-export interface Harness {
-  readonly azurite: LocalStorage;
-  readonly work: string;
-  /** Registers a cleanup for the end of the current test (run in reverse order). */
-  dispose(fn: () => Promise<void>): void;
-}
-
-export function useHarness(): Harness {
-  let azurite: LocalStorage | undefined;
-  let work: string | undefined;
-  let disposals: Array<() => Promise<void>> = [];
-  beforeAll(async () => {
-    azurite = await startAzurite();
-    work = await mkdtemp(join(tmpdir(), 'jobq-coord-fail-'));
-  });
-  afterEach(async () => {
-    const list = disposals.reverse();
-    disposals = [];
-    for (const dispose of list) await dispose().catch(() => undefined);
-  });
-  afterAll(async () => {
-    await azurite?.stop();
-    if (work) await rm(work, { recursive: true, force: true });
-  });
-  return {
-    get azurite() {
-      if (!azurite) throw new Error('Azurite is not started');
-      return azurite;
-    },
-    get work() {
-      if (!work) throw new Error('no work directory');
-      return work;
-    },
-    dispose: (fn) => disposals.push(fn),
-  };
-}
 
 /** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */
 export class WrappedQueue implements TaskQueue {
