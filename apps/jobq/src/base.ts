@@ -1,0 +1,51 @@
+import { Command, Flags, Errors } from '@oclif/core';
+import { isJobqError } from '@jobq/ports';
+import { maskSecret } from './config';
+import { ReportedFailure, UsageError } from './errors';
+
+/** One line for an error: its code when it is a jobq error, secrets masked. */
+export function errorLine(error: unknown): string {
+  if (isJobqError(error)) return maskSecret(`${error.code}: ${error.message}`);
+  const text = error instanceof Error ? error.message : String(error);
+  return maskSecret(text.split('\n')[0] ?? text);
+}
+
+/**
+ * The base of every jobq command: `--debug`, and the error contract of SPEC §11 — usage errors exit
+ * 2, failures 1, each with one line on stderr (the stack only with `--debug`); stdout is left to the
+ * command (with `--json`, exactly one JSON document).
+ */
+export abstract class JobqCommand extends Command {
+  static override baseFlags = {
+    debug: Flags.boolean({ description: 'Print the stack of an error', default: false, helpGroup: 'GLOBAL' }),
+  };
+
+  /** Writes one JSON document to stdout. */
+  protected printJson(value: unknown): void {
+    process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  /** Progress and informational lines: always stderr, so stdout stays clean for ids and JSON. */
+  protected note(line: string): void {
+    process.stderr.write(`${line}\n`);
+  }
+
+  protected override catch(error: Error & { exitCode?: number }): Promise<unknown> {
+    if (error instanceof Errors.ExitError) throw error;
+    const debug = this.argv.includes('--debug');
+    if (error instanceof ReportedFailure) {
+      if (debug) process.stderr.write(`${maskSecret(error.stack ?? '')}\n`);
+      return this.exit(error.exitCode);
+    }
+    // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors: exit 2.
+    if (error instanceof Errors.CLIError && !(error instanceof UsageError)) {
+      process.stderr.write(`jobq: ${maskSecret(error.message.split('\n')[0] ?? '')}\n`);
+      if (debug) process.stderr.write(`${maskSecret(error.stack ?? '')}\n`);
+      const exit = error.oclif?.exit;
+      return this.exit(typeof exit === 'number' ? exit : 2);
+    }
+    process.stderr.write(`jobq: ${errorLine(error)}\n`);
+    if (debug) process.stderr.write(`${maskSecret(error.stack ?? '')}\n`);
+    return this.exit(error instanceof UsageError ? 2 : 1);
+  }
+}

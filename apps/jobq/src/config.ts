@@ -1,0 +1,250 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/worker';
+import { UsageError } from './errors';
+
+/** Where a configuration value came from (SPEC §11 precedence: flag → environment → file → default). */
+export type ValueSource = 'flag' | 'env' | 'file' | 'default';
+
+export interface Resolved<T> {
+  value: T;
+  source: ValueSource;
+  /** The flag, environment variable or file key the value came from (null for defaults). */
+  from: string | null;
+  /** Never printed in full (connection strings). */
+  secret?: boolean;
+}
+
+/** The coordinator settings of SPEC §9: flag name, environment variable, file key, default. */
+export const COORDINATOR_SETTINGS = [
+  { key: 'batchSize', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
+  { key: 'visibilityTimeoutS', flag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
+  { key: 'idleSleepS', flag: 'idle-sleep', env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
+  { key: 'cancelPollIntervalS', flag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
+  { key: 'flushRetryLimit', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
+  { key: 'readySweepIntervalS', flag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
+  { key: 'readyRepairThresholdS', flag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
+  { key: 'timeoutSweepIntervalS', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
+] as const;
+
+export type CoordinatorSettingKey = (typeof COORDINATOR_SETTINGS)[number]['key'];
+
+/** The resolved configuration of one command run. */
+export interface CliConfig {
+  /** The config file read, or null. */
+  file: string | null;
+  /** `ACCOUNT/PREFIX`; null when nothing configures it. */
+  prefix: Resolved<WorkflowPrefix | null>;
+  /** `JOBQ_WORKFLOW_QUEUES`: `ACCOUNT` or `sb://NAMESPACE`; null = the prefix's account. */
+  queues: Resolved<string | null>;
+  /** `JOBQ_WORKFLOW_BLOBS`: `ACCOUNT/CONTAINER`; null = container `{p}-outputs` on the prefix's account. */
+  blobs: Resolved<string | null>;
+  /** A storage connection string (Azurite or an account key); null = `DefaultAzureCredential`. */
+  connectionString: Resolved<string | null>;
+  coordinator: Record<CoordinatorSettingKey, Resolved<number>>;
+}
+
+/** What the commands hand to {@link resolveConfig}. */
+export interface ConfigInputs {
+  /** `--config PATH`. */
+  configPath?: string | undefined;
+  prefix?: string | undefined;
+  queues?: string | undefined;
+  blobs?: string | undefined;
+  /** Coordinator flags by setting key. */
+  coordinator?: Partial<Record<CoordinatorSettingKey, number | undefined>>;
+}
+
+/** An environment variable, with empty counting as unset (SPEC §1). */
+function env(environment: NodeJS.ProcessEnv, name: string): string | null {
+  const value = environment[name];
+  return value === undefined || value.trim() === '' ? null : value.trim();
+}
+
+const FILE_SECTIONS = {
+  connection: ['prefix', 'queues', 'blobs', 'connection_string'],
+  coordinator: COORDINATOR_SETTINGS.map((s) => s.file) as string[],
+} as const;
+
+type FileValues = { connection: Record<string, unknown>; coordinator: Record<string, unknown> };
+
+/** Reads and checks a config file: two sections, known keys only. */
+export function readConfigFile(path: string): FileValues {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`config file ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw new UsageError(`config file ${path} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const out: FileValues = { connection: {}, coordinator: {} };
+  if (doc === null || doc === undefined) return out;
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError(`config file ${path}: the top level must be a mapping with "connection" and/or "coordinator"`);
+  for (const [section, body] of Object.entries(doc as Record<string, unknown>)) {
+    if (section !== 'connection' && section !== 'coordinator') {
+      throw new UsageError(`config file ${path}: unknown section "${section}" (expected "connection" or "coordinator")`);
+    }
+    if (body === null || body === undefined) continue;
+    if (typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`config file ${path}: "${section}" must be a mapping`);
+    for (const [key, value] of Object.entries(body as Record<string, unknown>)) {
+      if (!(FILE_SECTIONS[section] as readonly string[]).includes(key)) {
+        throw new UsageError(`config file ${path}: unknown key "${section}.${key}" (known: ${FILE_SECTIONS[section].join(', ')})`);
+      }
+      out[section][key] = value;
+    }
+  }
+  return out;
+}
+
+/** The config file to read: `--config`, then `JOBQ_WORKFLOW_CONFIG` (both must exist), then `./jobq.yaml` when present. */
+export function findConfigFile(configPath: string | undefined, environment: NodeJS.ProcessEnv, cwd: string): string | null {
+  const explicit = configPath ?? env(environment, 'JOBQ_WORKFLOW_CONFIG');
+  if (explicit !== null && explicit !== undefined) {
+    const path = resolve(cwd, explicit);
+    if (!existsSync(path)) {
+      throw new UsageError(`config file ${explicit} does not exist (from ${configPath !== undefined ? '--config' : 'JOBQ_WORKFLOW_CONFIG'})`);
+    }
+    return path;
+  }
+  const local = resolve(cwd, 'jobq.yaml');
+  return existsSync(local) ? local : null;
+}
+
+function fileString(file: FileValues, key: string, path: string): string | null {
+  const value = file.connection[key];
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string') throw new UsageError(`config file ${path}: "connection.${key}" must be a string`);
+  return value.trim() === '' ? null : value.trim();
+}
+
+function pick<T>(
+  candidates: Array<{ value: T | null | undefined; source: ValueSource; from: string }>,
+  fallback: T,
+): Resolved<T> {
+  for (const c of candidates) {
+    if (c.value !== null && c.value !== undefined) return { value: c.value, source: c.source, from: c.from };
+  }
+  return { value: fallback, source: 'default', from: null };
+}
+
+function parseNumber(text: string, setting: (typeof COORDINATOR_SETTINGS)[number], where: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value)) throw new UsageError(`${where}: "${text}" is not a number`);
+  return checkNumber(value, setting, where);
+}
+
+function checkNumber(value: number, setting: (typeof COORDINATOR_SETTINGS)[number], where: string): number {
+  if (setting.integer && !Number.isInteger(value)) throw new UsageError(`${where}: ${value} must be a whole number`);
+  if (value < setting.min || value > setting.max) throw new UsageError(`${where}: ${value} must be between ${setting.min} and ${setting.max}`);
+  return value;
+}
+
+/**
+ * Resolves every setting (SPEC §11): flag → environment → config file → default. Empty
+ * environment variables count as unset. Malformed values are usage errors naming where they came
+ * from; no value is ever echoed when it is a connection string.
+ */
+export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): CliConfig {
+  for (const legacy of ['JOBQ_WORKFLOW_STATE', 'JOBQ_WORKFLOW']) {
+    if (env(environment, legacy) !== null) throw new UsageError(`${legacy} is no longer read: set JOBQ_WORKFLOW_PREFIX=ACCOUNT/PREFIX instead`);
+  }
+  const path = findConfigFile(inputs.configPath, environment, cwd);
+  const file = path === null ? { connection: {}, coordinator: {} } : readConfigFile(path);
+  const filePath = path ?? '';
+
+  const prefixText = pick<string>(
+    [
+      { value: inputs.prefix, source: 'flag', from: '--prefix' },
+      { value: env(environment, 'JOBQ_WORKFLOW_PREFIX'), source: 'env', from: 'JOBQ_WORKFLOW_PREFIX' },
+      { value: path === null ? null : fileString(file, 'prefix', filePath), source: 'file', from: 'connection.prefix' },
+    ],
+    '',
+  );
+  const prefix: Resolved<WorkflowPrefix | null> =
+    prefixText.source === 'default'
+      ? { value: null, source: 'default', from: null }
+      : { ...prefixText, value: parsePrefixOrUsage(prefixText.value, prefixText.from ?? 'prefix') };
+
+  const stringSetting = (flag: string | undefined, flagName: string, envName: string, fileKey: string): Resolved<string | null> =>
+    pick<string | null>(
+      [
+        { value: flag, source: 'flag', from: flagName },
+        { value: env(environment, envName), source: 'env', from: envName },
+        { value: path === null ? null : fileString(file, fileKey, filePath), source: 'file', from: `connection.${fileKey}` },
+      ],
+      null,
+    );
+  const queues = stringSetting(inputs.queues, '--queues', 'JOBQ_WORKFLOW_QUEUES', 'queues');
+  if (queues.value !== null && !/^([a-z0-9]{3,24}|sb:\/\/[A-Za-z][A-Za-z0-9.-]*)$/.test(queues.value)) {
+    throw new UsageError(`${queues.from}: "${queues.value}" must be a storage ACCOUNT or sb://NAMESPACE`);
+  }
+  const blobs = stringSetting(inputs.blobs, '--blobs', 'JOBQ_WORKFLOW_BLOBS', 'blobs');
+  if (blobs.value !== null && !/^[a-z0-9]{3,24}\/[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/.test(blobs.value)) {
+    throw new UsageError(`${blobs.from}: "${blobs.value}" must be ACCOUNT/CONTAINER`);
+  }
+
+  const connectionString: Resolved<string | null> = {
+    ...pick<string | null>(
+      [
+        { value: env(environment, 'JOBQ_STORAGE_CONNECTION_STRING'), source: 'env', from: 'JOBQ_STORAGE_CONNECTION_STRING' },
+        { value: env(environment, 'AZURE_STORAGE_CONNECTION_STRING'), source: 'env', from: 'AZURE_STORAGE_CONNECTION_STRING' },
+        { value: path === null ? null : fileString(file, 'connection_string', filePath), source: 'file', from: 'connection.connection_string' },
+      ],
+      null,
+    ),
+    secret: true,
+  };
+
+  const coordinator = {} as Record<CoordinatorSettingKey, Resolved<number>>;
+  for (const setting of COORDINATOR_SETTINGS) {
+    const flagValue = inputs.coordinator?.[setting.key];
+    const envText = env(environment, setting.env);
+    const fileValue = file.coordinator[setting.file];
+    if (flagValue !== undefined) {
+      coordinator[setting.key] = { value: checkNumber(flagValue, setting, `--${setting.flag}`), source: 'flag', from: `--${setting.flag}` };
+    } else if (envText !== null) {
+      coordinator[setting.key] = { value: parseNumber(envText, setting, setting.env), source: 'env', from: setting.env };
+    } else if (fileValue !== undefined && fileValue !== null) {
+      const where = `config file ${filePath}: coordinator.${setting.file}`;
+      if (typeof fileValue !== 'number') throw new UsageError(`${where} must be a number`);
+      coordinator[setting.key] = { value: checkNumber(fileValue, setting, where), source: 'file', from: `coordinator.${setting.file}` };
+    } else {
+      coordinator[setting.key] = { value: setting.default, source: 'default', from: null };
+    }
+  }
+  return { file: path, prefix, queues, blobs, connectionString, coordinator };
+}
+
+function parsePrefixOrUsage(text: string, from: string): WorkflowPrefix {
+  try {
+    return parseWorkflowPrefix(text, from);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** True when a prefix is configured (positional/flag, non-empty `JOBQ_WORKFLOW_PREFIX`, or a config file). */
+export function storageConfigured(config: CliConfig): boolean {
+  return config.prefix.value !== null;
+}
+
+/** A connection string with its key and signature masked, for display. */
+export function maskSecret(text: string): string {
+  return text.replace(/(AccountKey|SharedAccessSignature|SharedAccessKey|sig)=([^;&]*)/gi, (_m, key: string) => `${key}=***`);
+}
+
+/** `prefix` or a clear usage error naming every way to set it. */
+export function requirePrefix(config: CliConfig): WorkflowPrefix {
+  if (config.prefix.value === null) {
+    throw new UsageError(
+      'no workflow prefix configured: pass ACCOUNT/PREFIX (jobq workflow ACCOUNT/PREFIX <command>), set JOBQ_WORKFLOW_PREFIX, or put connection.prefix in jobq.yaml',
+    );
+  }
+  return config.prefix.value;
+}

@@ -1,0 +1,77 @@
+import { Coordinator, type CoordinatorOptions } from '@jobq/coordinator';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, workflowProcessorSettingsFromEnv, type LogLine } from '@jobq/worker';
+import type { CliConfig } from './config';
+import type { Deployment } from './deployment';
+
+/** The coordinator options of the resolved configuration (SPEC §9 table), in the library's units. */
+export function coordinatorOptions(config: CliConfig): CoordinatorOptions {
+  const c = config.coordinator;
+  return {
+    batchSize: c.batchSize.value,
+    idleSleepInMs: Math.round(c.idleSleepS.value * 1000),
+    cancelPollIntervalInMs: Math.round(c.cancelPollIntervalS.value * 1000),
+    flushRetryLimit: c.flushRetryLimit.value,
+    readySweepIntervalInMs: Math.round(c.readySweepIntervalS.value * 1000),
+    readyRepairThresholdInMs: Math.round(c.readyRepairThresholdS.value * 1000),
+    timeoutSweepIntervalInMs: Math.round(c.timeoutSweepIntervalS.value * 1000),
+  };
+}
+
+/** A coordinator over a deployment (not started). */
+export function createCoordinator(deployment: Deployment, options: CoordinatorOptions): Coordinator {
+  return new Coordinator({
+    store: deployment.store,
+    completions: deployment.completions,
+    outputs: deployment.outputs,
+    queues: (spec) => deployment.queue(spec),
+    options,
+  });
+}
+
+/** Options of {@link createWorker}. */
+export interface LocalWorkerOptions {
+  /** Queue spec the worker pulls from. */
+  queue: string;
+  numWorkers: number;
+  maxIdleBackoffInMs?: number;
+  idleTimeoutInMs?: number | null;
+  gracePeriodInMs?: number;
+  receiveWaitInMs?: number;
+  log?: LogLine;
+  /** The worker's own environment (default `process.env`); the deployment's settings are added for its tasks. */
+  env?: NodeJS.ProcessEnv;
+  /** Called when a workflow task arrives without usable workflow settings (the app should stop). */
+  onConfigError?: (error: Error) => void;
+}
+
+/**
+ * A worker over one queue of a deployment with both processors (SPEC §8): workflow tasks get the
+ * deployment's settings in their environment (so `jobq task …` finds it), plain tasks run as shell
+ * commands.
+ */
+export async function createWorker(deployment: Deployment, options: LocalWorkerOptions): Promise<Worker> {
+  const queue = await deployment.queue(options.queue);
+  const env = { ...(options.env ?? process.env), ...deployment.taskEnvironment };
+  const settings = workflowProcessorSettingsFromEnv(env);
+  return new Worker({
+    queue,
+    numWorkers: options.numWorkers,
+    ...(options.maxIdleBackoffInMs !== undefined ? { maxIdleBackoffInMs: options.maxIdleBackoffInMs } : {}),
+    ...(options.idleTimeoutInMs !== undefined ? { idleTimeoutInMs: options.idleTimeoutInMs } : {}),
+    ...(options.gracePeriodInMs !== undefined ? { gracePeriodInMs: options.gracePeriodInMs } : {}),
+    ...(options.receiveWaitInMs !== undefined ? { receiveWaitInMs: options.receiveWaitInMs } : {}),
+    ...(options.log ? { log: options.log } : {}),
+    processors: [
+      new WorkflowProcessor({
+        outputs: deployment.outputs,
+        completions: deployment.completions,
+        isCancelled: cancelCheckFromStore(deployment.store),
+        env,
+        ...settings,
+        ...(options.log ? { log: options.log } : {}),
+        ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
+      }),
+      new ShellProcessor({ killTimeoutInMs: settings.killTimeoutInMs, baseEnv: env }),
+    ],
+  });
+}
