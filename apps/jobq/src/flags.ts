@@ -1,0 +1,41 @@
+import { Flags } from '@oclif/core';
+import { COORDINATOR_SETTINGS, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
+
+/** The flags every command that reaches storage takes (SPEC §11; the positional ACCOUNT/PREFIX becomes --prefix). */
+export const configFlags = {
+  prefix: Flags.string({
+    description: 'ACCOUNT/PREFIX of the deployment (also the positional: jobq workflow ACCOUNT/PREFIX <command>) [env: JOBQ_WORKFLOW_PREFIX]',
+    helpGroup: 'CONFIGURATION',
+  }),
+  queues: Flags.string({ description: 'Task and completion queues: a storage ACCOUNT (default: the prefix\'s account) [env: JOBQ_WORKFLOW_QUEUES]', helpGroup: 'CONFIGURATION' }),
+  blobs: Flags.string({ description: 'Outputs target ACCOUNT/CONTAINER (default: {prefix}-outputs on the prefix\'s account) [env: JOBQ_WORKFLOW_BLOBS]', helpGroup: 'CONFIGURATION' }),
+  config: Flags.string({ description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
+};
+
+/** The coordinator flags of SPEC §9 (flag → env → config file → default, resolved by {@link configFromFlags}). */
+export const coordinatorFlags = Object.fromEntries(
+  COORDINATOR_SETTINGS.map((s) => [
+    s.flag,
+    Flags.custom<number>({
+      description: `${s.key === 'batchSize' ? 'Completions per receive' : s.flag.replace(/-s$/, '').replace(/-/g, ' ')} (default ${s.default}) [env: ${s.env}]`,
+      helpGroup: 'COORDINATOR',
+      parse: (input) => {
+        const value = Number(input);
+        if (input.trim() === '' || !Number.isFinite(value)) throw new Error(`--${s.flag} expects a number, got "${input}"`);
+        return Promise.resolve(value);
+      },
+    })(),
+  ]),
+) as Record<(typeof COORDINATOR_SETTINGS)[number]['flag'], ReturnType<ReturnType<typeof Flags.custom<number>>>>;
+
+type ConfigFlagValues = { prefix?: string | undefined; queues?: string | undefined; blobs?: string | undefined; config?: string | undefined };
+
+/** Resolves the configuration from parsed flags (config flags and, when present, coordinator flags). */
+export function configFromFlags(flags: ConfigFlagValues & Record<string, unknown>, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): CliConfig {
+  const coordinator: Partial<Record<CoordinatorSettingKey, number | undefined>> = {};
+  for (const s of COORDINATOR_SETTINGS) {
+    const value = flags[s.flag];
+    if (typeof value === 'number') coordinator[s.key] = value;
+  }
+  return resolveConfig({ configPath: flags.config, prefix: flags.prefix, queues: flags.queues, blobs: flags.blobs, coordinator }, env, cwd);
+}
