@@ -2,7 +2,9 @@
  * Benchmark of the seed's shape (root → 998 leaves → terminal, 1 000 tasks) against Azurite in a
  * child process:
  *   1. coordinator only: 998 leaf completions pre-queued, a fresh coordinator applies them all;
- *   2. end to end: coordinator + in-process worker (8 slots) running no-op shell tasks;
+ *   2. end to end: coordinator + in-process worker (8 slots) running no-op tasks in-process (the
+ *      workflow processor with a command runner that returns exit 0 at once), and again with each
+ *      task a real `bash -c :` subprocess (for reference: process start-up is the task's cost);
  *   3. ceiling: a bare loop doing the storage operations the engine needs at best, no engine;
  *   4. storage transactions counted during the end-to-end run.
  * Plain text tables on stdout, progress on stderr.
@@ -14,7 +16,7 @@ import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { startAzuriteProcess } from '@jobq/local';
 import { countingPolicy, openStorageQueue, type StorageTaskQueue, type TransactionCounter } from '@jobq/queue-storage';
 import { accountClients, openOutputStore, openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
 
 const LEAVES = 998;
 const TASKS = LEAVES + 2;
@@ -185,10 +187,14 @@ interface Phase2Result {
   batches: number;
 }
 
+/** A task that does nothing, in-process: what the engine costs without process start-up. */
+const noOpCommand = (): Promise<ShellResult> =>
+  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+
 /** 2 + 4. End to end with a coordinator and an in-process worker; all their storage requests counted. */
-async function endToEnd(connectionString: string): Promise<Phase2Result> {
+async function endToEnd(connectionString: string, subprocesses: boolean): Promise<Phase2Result> {
   const connection = { connectionString };
-  const prefix = 'SeedE2e';
+  const prefix = subprocesses ? 'SeedE2eShell' : 'SeedE2e';
   const storeTx = new StoreTransactions();
   const outputsTx = new StoreTransactions();
   const store = await openWorkflowStore({ connection, prefix, blobPolicies: [storeTx.blobPolicy()], tablePolicies: [storeTx.tablePolicy()] });
@@ -215,6 +221,7 @@ async function endToEnd(connectionString: string): Promise<Phase2Result> {
         env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: connectionString },
         killTimeoutInMs: 2_000,
         completionBackoff: { initialInMs: 20, maxInMs: 100 },
+        ...(subprocesses ? {} : { runCommand: noOpCommand }),
       }),
       new ShellProcessor({ killTimeoutInMs: 2_000 }),
     ],
@@ -356,7 +363,8 @@ async function main(): Promise<void> {
   const azurite = await startAzuriteProcess();
   try {
     const p1 = await phase('1 coordinator-only', () => coordinatorOnly(azurite.connectionString));
-    const p2 = await phase('2 end-to-end', () => endToEnd(azurite.connectionString));
+    const p2 = await phase('2 end-to-end', () => endToEnd(azurite.connectionString, false));
+    const p2b = await phase('2b end-to-end with subprocesses', () => endToEnd(azurite.connectionString, true));
     const p3 = await phase('3 ceiling', () => ceiling(azurite.connectionString));
 
     const nm = 'not measured';
@@ -368,7 +376,9 @@ async function main(): Promise<void> {
       p1 ? `${f(p1.cpuMs / LEAVES, 3)} CPU ms/completion (${p1.applied} applied)` : nm,
     ]);
     const e2eRate = p2 && p2.status === 'completed' ? TASKS / p2.seconds : null;
-    rows.push([`2. end to end (${TASKS} tasks, 8 worker slots)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `status ${p2.status}; ${p2.saves} saves, ${p2.batches} batches` : nm]);
+    rows.push([`2. end to end (${TASKS} no-op tasks, 8 worker slots)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `status ${p2.status}; ${p2.saves} saves, ${p2.batches} batches` : nm]);
+    const shellRate = p2b && p2b.status === 'completed' ? TASKS / p2b.seconds : null;
+    rows.push([`2b. same, each task a bash -c : subprocess`, p2b ? f(p2b.seconds) : nm, shellRate !== null ? f(shellRate, 0) : nm, p2b ? `status ${p2b.status}; ${p2b.saves} saves, ${p2b.batches} batches` : nm]);
     const ceilRate = p3 ? TASKS / p3.seconds : null;
     rows.push([`3. ceiling (no engine, ${TASKS} tasks)`, p3 ? f(p3.seconds) : nm, ceilRate !== null ? f(ceilRate, 0) : nm, p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB` : nm]);
 
@@ -377,7 +387,9 @@ async function main(): Promise<void> {
     console.log(table(['run', 'seconds', 'completions/s', 'notes'], rows));
     console.log('   1: from a fresh coordinator start (lease, first index scan) to the terminal task sent; CPU = process.cpuUsage()');
     console.log('      delta over that window / 998, the whole process (coordinator plus its in-process SDK clients).');
-    console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms).');
+    console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms);');
+    console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
+    console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
     console.log('   3: 1 000 task sends; 8 loops receive 32 + delete + send a completion each; one loop receives 32 completions,');
     console.log('      writes the runtime-sized blob with If-Match once per batch, deletes them.\n');
 
@@ -391,7 +403,7 @@ async function main(): Promise<void> {
         ['output store blobs', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],
         ['total', String(tx), f(tx / TASKS)],
       ];
-      console.log('4. Storage transactions during the end-to-end run (every request of the coordinator, the worker and the client,');
+      console.log('4. Storage transactions during end-to-end run 2 (every request of the coordinator, the worker and the client,');
       console.log('   which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:');
       console.log('   opening the queues and stores before the run, the uncounted observer polling the index row for the end,');
       console.log('   and queue-SDK retries (the queue counting policy sits before the retry policy; no faults here).');

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createRuntime, decodeEnvelope, decodeWorkflowTask, parseWorkflow, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import { InMemoryTaskQueue } from '@jobq/ports/testing';
-import { applyEvents, type ApplyContext } from './effects';
+import { applyEvents, RuntimeCache, type ApplyContext } from './effects';
 
 const NOW = '2026-01-01T00:00:00.000Z';
 
@@ -10,9 +10,11 @@ const NOW = '2026-01-01T00:00:00.000Z';
 class FakeStore {
   etag = 1;
   saves = 0;
+  loads = 0;
   conflicts = 0;
   constructor(public runtime: WorkflowRuntime | null) {}
   load(): Promise<{ runtime: WorkflowRuntime; etag: string } | null> {
+    this.loads++;
     return Promise.resolve(this.runtime ? { runtime: this.runtime, etag: String(this.etag) } : null);
   }
   save(runtime: WorkflowRuntime, etag: string): Promise<{ etag: string; rowsError: null }> {
@@ -117,6 +119,61 @@ describe('applyEvents', () => {
     expect(envelope.value.id).toBe('wf1/child/1');
     expect(written).toHaveLength(1);
     expect(ctx.counters.overflowBlobs).toBe(1);
+  });
+
+  describe('with a RuntimeCache', () => {
+    const def = { name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
+    const done = (taskName: string) => () => [{ type: 'completion' as const, now: NOW, taskName, attemptNo: 1, success: true, outputRef: null, error: null }];
+
+    it('starts the next batch from its own last save instead of reading the blob', async () => {
+      const store = new FakeStore(runtimeOf(def));
+      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      await applyEvents(ctx, 'wf1', activate, { useCache: true });
+      expect(store.loads).toBe(1);
+      expect(await applyEvents(ctx, 'wf1', done('a'), { useCache: true })).toMatchObject({ kind: 'applied', saved: true });
+      expect(store.loads).toBe(1);
+      expect(store.runtime?.tasks.b?.status).toBe('running');
+      // Without useCache (the sweeps) the blob is read.
+      await applyEvents(ctx, 'wf1', () => [], {});
+      expect(store.loads).toBe(2);
+    });
+
+    it('a stale entry (the blob changed behind it) fails the save with 412, is dropped, and the blob is read and re-applied', async () => {
+      const store = new FakeStore(runtimeOf(def));
+      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      await applyEvents(ctx, 'wf1', activate, { useCache: true });
+      store.etag += 5; // someone else wrote
+      expect(await applyEvents(ctx, 'wf1', done('a'), { useCache: true })).toMatchObject({ kind: 'applied', saved: true });
+      expect(ctx.counters.conflicts).toBe(1);
+      expect(store.loads).toBe(2);
+      expect(store.runtime?.tasks.a?.status).toBe('completed');
+    });
+
+    it('a batch that changes nothing on a cached runtime is confirmed against the blob before it counts as applied', async () => {
+      const store = new FakeStore(runtimeOf(def));
+      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      await applyEvents(ctx, 'wf1', activate, { useCache: true });
+      await applyEvents(ctx, 'wf1', done('a'), { useCache: true });
+      const loads = store.loads;
+      // A duplicate completion: ignored on the cached runtime, so the blob is read once to be sure.
+      expect(await applyEvents(ctx, 'wf1', done('a'), { useCache: true })).toMatchObject({ kind: 'applied', saved: false });
+      expect(store.loads).toBe(loads + 1);
+    });
+
+    it('keeps at most maxTasks tasks, least recently used out first', () => {
+      const cache = new RuntimeCache(5);
+      const two = runtimeOf(def);
+      cache.set('w1', { runtime: two, etag: '1' });
+      cache.set('w2', { runtime: two, etag: '1' });
+      expect(cache.get('w1')).toBeDefined();
+      cache.set('w3', { runtime: two, etag: '1' });
+      expect(cache.get('w2')).toBeUndefined();
+      expect(cache.get('w1')).toBeDefined();
+      expect(cache.get('w3')).toBeDefined();
+      cache.set('big', { runtime: runtimeOf({ name: 'y', tasks: Array.from({ length: 6 }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) }), etag: '1' });
+      expect(cache.get('big')).toBeUndefined();
+      expect(cache.size).toBe(2);
+    });
   });
 
   it('an unknown workflow is missing', async () => {

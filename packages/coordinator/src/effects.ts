@@ -30,6 +30,60 @@ export interface ApplyContext {
   /** Aborts store and queue calls (lease lost, stop). */
   signal: AbortSignal;
   counters: ApplyCounters;
+  /** Runtimes and ETags of this coordinator's own last saves (SPEC §9: may be cached between batches). */
+  cache?: RuntimeCache;
+}
+
+/** A cached runtime with the ETag of the blob it was saved as. */
+export interface CachedRuntime {
+  runtime: WorkflowRuntime;
+  etag: string;
+}
+
+/**
+ * The runtimes the coordinator last saved, so the next batch of a workflow skips the blob read and
+ * the decode. Bounded by the total number of tasks held (least recently used out first). A stale
+ * entry is harmless: the save is conditional on its ETag, so it fails with 412 and the blob is read
+ * again; and a batch that changes nothing on a cached runtime is checked against a fresh read
+ * before its messages are acked.
+ */
+export class RuntimeCache {
+  private readonly entries = new Map<string, CachedRuntime & { size: number }>();
+  private tasks = 0;
+
+  constructor(private readonly maxTasks = 200_000) {}
+
+  get(workflowId: string): CachedRuntime | undefined {
+    const entry = this.entries.get(workflowId);
+    if (entry === undefined) return undefined;
+    this.entries.delete(workflowId);
+    this.entries.set(workflowId, entry);
+    return entry;
+  }
+
+  set(workflowId: string, value: CachedRuntime): void {
+    this.delete(workflowId);
+    const size = Object.keys(value.runtime.tasks).length;
+    if (size > this.maxTasks) return;
+    this.entries.set(workflowId, { ...value, size });
+    this.tasks += size;
+    for (const [id, entry] of this.entries) {
+      if (this.tasks <= this.maxTasks) break;
+      this.entries.delete(id);
+      this.tasks -= entry.size;
+    }
+  }
+
+  delete(workflowId: string): void {
+    const entry = this.entries.get(workflowId);
+    if (entry === undefined) return;
+    this.entries.delete(workflowId);
+    this.tasks -= entry.size;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
 }
 
 /** The counters {@link applyEvents} keeps. */
@@ -57,12 +111,24 @@ class RetryLater extends Error {}
 /**
  * Loads a workflow, folds `events(runtime)` into it, performs the effects in order (push task
  * messages, read condition inputs), then flushes once with the ETag. On a 412 it re-reads and
- * re-applies, up to `flushRetryLimit` times.
+ * re-applies, up to `flushRetryLimit` times. With `useCache` the first try starts from the
+ * coordinator's cached runtime (when there is one) instead of reading the blob.
  */
-export async function applyEvents(ctx: ApplyContext, workflowId: string, events: (runtime: WorkflowRuntime) => WorkflowEvent[]): Promise<ApplyOutcome> {
-  for (let attempt = 0; ; attempt++) {
-    const loaded = await ctx.store.load(workflowId, { abortSignal: ctx.signal });
-    if (!loaded) return { kind: 'missing' };
+export async function applyEvents(
+  ctx: ApplyContext,
+  workflowId: string,
+  events: (runtime: WorkflowRuntime) => WorkflowEvent[],
+  options: { useCache?: boolean } = {},
+): Promise<ApplyOutcome> {
+  let useCache = options.useCache ?? false;
+  for (let attempt = 0; ; ) {
+    const cached = useCache ? ctx.cache?.get(workflowId) : undefined;
+    useCache = false;
+    const loaded = cached ?? (await ctx.store.load(workflowId, { abortSignal: ctx.signal }));
+    if (!loaded) {
+      ctx.cache?.delete(workflowId);
+      return { kind: 'missing' };
+    }
     const list = events(loaded.runtime);
     if (list.length === 0) return { kind: 'applied', saved: false, runtime: loaded.runtime, effects: [] };
     const folded = foldEvents(loaded.runtime, list);
@@ -70,25 +136,33 @@ export async function applyEvents(ctx: ApplyContext, workflowId: string, events:
     try {
       runtime = await performEffects(ctx, folded.runtime, folded.effects.flat());
     } catch (error) {
+      ctx.cache?.delete(workflowId);
       if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
       throw error;
     }
-    if (runtime === loaded.runtime) return { kind: 'applied', saved: false, runtime, effects: folded.effects };
+    if (runtime === loaded.runtime) {
+      // Nothing changed. On a cached runtime, confirm against the blob before the messages are acked.
+      if (cached) continue;
+      return { kind: 'applied', saved: false, runtime, effects: folded.effects };
+    }
     if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush' };
     try {
       const saved = await ctx.store.save(runtime, loaded.etag, { previous: loaded.runtime, abortSignal: ctx.signal });
       ctx.counters.saves++;
+      ctx.cache?.set(workflowId, { runtime, etag: saved.etag });
       if (saved.rowsError) {
         ctx.counters.rowsErrors++;
         ctx.log(`workflow ${workflowId}: saved, but some index/task rows were not written: ${saved.rowsError.message}`);
       }
       return { kind: 'applied', saved: true, runtime, effects: folded.effects };
     } catch (error) {
+      ctx.cache?.delete(workflowId);
       if (!isJobqError(error, 'conflict')) throw error;
       ctx.counters.conflicts++;
       if (attempt >= ctx.flushRetryLimit) {
         return { kind: 'retry-later', reason: `the runtime changed under us ${attempt + 1} times (412)` };
       }
+      attempt++;
       ctx.log(`workflow ${workflowId}: 412 on flush, re-reading and re-applying`);
     }
   }

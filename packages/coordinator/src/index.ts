@@ -32,4 +32,4 @@ export {
   type CoordinatorInit,
   type CoordinatorOptions,
 } from './coordinator';
-export { applyEvents, type ApplyContext, type ApplyCounters, type ApplyOutcome, type QueueResolver } from './effects';
+export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type QueueResolver } from './effects';

@@ -163,6 +163,42 @@ describe('Worker on the in-memory queue', () => {
     expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
     cleanup();
   });
+
+  it('asks for as many messages as it has free slots, never more, and takes several per call', async () => {
+    const queue = new InMemoryTaskQueue();
+    const asked: number[] = [];
+    const got: number[] = [];
+    const receive = queue.receive.bind(queue);
+    queue.receive = async (options) => {
+      const messages = await receive(options);
+      if (messages.length > 0) {
+        asked.push(options.maxMessages);
+        got.push(messages.length);
+      }
+      return messages;
+    };
+    let running = 0;
+    let peak = 0;
+    const gate: Processor = {
+      name: 'gate',
+      accepts: () => true,
+      process: async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        running--;
+        return { kind: 'done' };
+      },
+    };
+    await queue.send(Array.from({ length: 8 }, (_, n) => task(`t-batch${n}`, { cmd: 'true' })));
+    const summary = await fastWorker({ queue, numWorkers: 4, processors: [gate] }).run();
+    expect(summary).toMatchObject({ succeeded: 8, failed: 0 });
+    expect(peak).toBe(4);
+    expect(Math.max(...asked)).toBe(4);
+    expect(got.reduce((a, b) => a + b, 0)).toBe(8);
+    // The first call fills all four slots; later ones take what freed up together (not one per task).
+    expect(got[0]).toBe(4);
+    expect(got.length).toBeLessThanOrEqual(4);
+  });
 });
 
 describe('Worker on Azure Storage Queues (Azurite)', () => {

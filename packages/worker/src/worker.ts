@@ -63,6 +63,25 @@ interface Renewer {
 /** Error codes that no amount of waiting fixes: `run()` stops and rejects with them. */
 const FATAL_RECEIVE_CODES = new Set(['auth', 'invalid-config', 'not-found', 'invalid-argument']);
 
+/** Messages one receive call asks for at most (the Storage Queue limit). */
+const MAX_RECEIVE_PER_CALL = 32;
+
+/** Sleeps `ms`, or less when `signal` fires or one of `tasks` settles; the timer never outlives the call. */
+async function sleepUntilFirst(ms: number, signal: AbortSignal, tasks: Iterable<Promise<void>>): Promise<void> {
+  const wake = new AbortController();
+  const onAbort = () => wake.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await Promise.race([sleep(ms, { signal: wake.signal }), ...tasks]);
+  } finally {
+    wake.abort();
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** How long a worker with fewer than half its slots free waits for more to free up before it receives. */
+const RECEIVE_GATHER_IN_MS = 20;
+
 /**
  * The jobq pull loop (SPEC §8.1). `numWorkers` slots each receive one message at a time
  * (`maxMessages: 1`, so no message waits under a lock while its slot is busy), decode the
@@ -125,7 +144,7 @@ export class Worker {
   async run(): Promise<WorkerSummary> {
     if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
     this.lastActivity = Date.now();
-    this.finished = Promise.all(Array.from({ length: this.numWorkers }, (_, slot) => this.slotLoop(slot))).then(() => undefined);
+    this.finished = this.feedLoop();
     await this.finished;
     if (this.fatal !== undefined) throw this.fatal;
     return { ...this.summary };
@@ -191,13 +210,32 @@ export class Worker {
     return this.idleTimeoutInMs !== null && this.active === 0 && Date.now() - this.lastActivity >= this.idleTimeoutInMs;
   }
 
-  private async slotLoop(slot: number): Promise<void> {
+  /**
+   * One receive loop feeds every slot: each call asks for as many messages as there are free slots
+   * (at most {@link MAX_RECEIVE_PER_CALL}), so a busy worker takes its work in a few calls instead of
+   * one per task, and an idle worker polls once per back-off step however many slots it has.
+   */
+  private async feedLoop(): Promise<void> {
     const backoff = new Backoff(100, this.maxIdleBackoffInMs);
     const signal = this.stopController.signal;
+    const running = new Set<Promise<void>>();
     while (!this.stopping) {
+      if (this.active >= this.numWorkers) {
+        await Promise.race(running);
+        continue;
+      }
+      if (this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2)) {
+        // A slot just freed while others still run: give the others a moment to finish too, so one
+        // receive call fetches work for several slots (a few ms against one transaction per slot).
+        const until = Date.now() + RECEIVE_GATHER_IN_MS;
+        while (!this.stopping && this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2) && Date.now() < until) {
+          await sleepUntilFirst(Math.max(1, until - Date.now()), signal, running);
+        }
+      }
+      const free = Math.min(this.numWorkers - this.active, MAX_RECEIVE_PER_CALL);
       let messages: ReceivedMessage[];
       try {
-        messages = await this.queue.receive({ maxMessages: 1, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
+        messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
       } catch (error) {
         if (this.stopping) break;
         if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
@@ -207,7 +245,7 @@ export class Worker {
           break;
         }
         const delay = backoff.next();
-        this.log(`receive from queue "${this.queue.name}" failed (slot ${slot}): ${errorText(error)}; retrying in ${delay} ms`);
+        this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; retrying in ${delay} ms`);
         await sleep(delay, { signal });
         continue;
       }
@@ -219,26 +257,30 @@ export class Worker {
           }
           break;
         }
+        // With tasks running, a slot that frees up ends the wait early.
         let delay = backoff.next();
         if (this.idleTimeoutInMs !== null) delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - Date.now()));
-        await sleep(delay, { signal });
+        await sleepUntilFirst(delay, signal, running);
         continue;
       }
       backoff.reset();
       for (const message of messages) {
         this.active++;
         this.lastActivity = Date.now();
-        try {
-          await this.handle(message);
-        } catch (error) {
-          // handle() catches everything it expects; this is a bug guard so the loop never dies.
-          this.log(`internal error handling message ${message.messageId}: ${errorText(error)}`);
-        } finally {
-          this.active--;
-          this.lastActivity = Date.now();
-        }
+        const task: Promise<void> = this.handle(message)
+          .catch((error: unknown) => {
+            // handle() catches everything it expects; this is a bug guard so the loop never dies.
+            this.log(`internal error handling message ${message.messageId}: ${errorText(error)}`);
+          })
+          .finally(() => {
+            this.active--;
+            this.lastActivity = Date.now();
+            running.delete(task);
+          });
+        running.add(task);
       }
     }
+    await Promise.all(running);
   }
 
   private async handle(message: ReceivedMessage): Promise<void> {

@@ -15,7 +15,7 @@ import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 import { taskEnvironment } from './shell-processor';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
-import { describeShellResult, runShell } from './subprocess';
+import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
 import { storeTaskOutput } from './task-outputs';
 import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
 
@@ -52,6 +52,12 @@ export interface WorkflowProcessorOptions {
    * are missing or invalid (SPEC §8.3): the app should then stop the worker. The message is left.
    */
   onConfigError?: (error: JobqError) => void;
+  /**
+   * Runs the task's command (default {@link runShell}: `bash -c` in its own process group). An app
+   * that runs tasks in-process (or a benchmark measuring the engine without process start-up)
+   * hands in its own; it gets the same options and must honour `signal` and `timeoutInMs`.
+   */
+  runCommand?: (options: RunShellOptions) => Promise<ShellResult>;
 }
 
 /** The settings of the workflow processor that come from the environment (SPEC §8.3, §8.4, §10). */
@@ -268,7 +274,7 @@ export class WorkflowProcessor implements Processor {
     };
     schedule();
     try {
-      const result = await runShell({
+      const result = await (this.options.runCommand ?? runShell)({
         command,
         env,
         ...(cwd !== undefined ? { cwd } : {}),
