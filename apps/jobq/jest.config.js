@@ -1,1 +1,10 @@
-module.exports = require('../../jest.preset.js')({ testTimeout: 120_000 });
+const preset = require('../../jest.preset.js')({ testTimeout: 120_000 });
+
+// The preset maps @jobq/* onto sibling folders of a package; this app lives one level deeper.
+module.exports = {
+  ...preset,
+  moduleNameMapper: {
+    '^@jobq/ports/testing$': '<rootDir>/../../packages/ports/src/testing',
+    '^@jobq/(dag-core|ports|local|queue-storage|store-azure|worker|coordinator)$': '<rootDir>/../../packages/$1/src',
+  },
+};

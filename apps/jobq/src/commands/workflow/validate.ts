@@ -11,7 +11,7 @@ export default class WorkflowValidate extends JobqCommand {
     'Exits 1 when any file has an error.';
   static override examples = ['<%= config.bin %> workflow validate examples/diamond.yaml', '<%= config.bin %> workflow validate dags/*.yaml --json'];
   static override strict = false;
-  static override args = { files: Args.string({ description: 'Workflow files (YAML or JSON)', required: true }) };
+  static override args = { files: Args.string({ description: 'Workflow files (YAML or JSON)', required: true, ignoreStdin: true }) };
   static override flags = {
     'max-fan-in': Flags.integer({ description: 'Also check the definition after the fan-in transform with this limit (≥ 2)', min: 2 }),
     json: Flags.boolean({ description: 'Print one JSON document with the result of every file', default: false }),

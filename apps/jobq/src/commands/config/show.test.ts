@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cleanEnv, runCli } from '../../test-helpers/cli';
+
+const KEY = 'c2VjcmV0LWtleS10aGF0LW11c3Qtbm90LWxlYWs=';
+
+interface Shown {
+  value: string | number | null;
+  source: string;
+  from: string | null;
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'jobq-config-show-'));
+  await writeFile(join(dir, 'jobq.yaml'), 'connection:\n  prefix: fileacct/FromFile\n  blobs: fileacct/outputs\ncoordinator:\n  batch_size: 8\n  flush_retry_limit: 5\n');
+  await writeFile(join(dir, 'bad.yaml'), 'coordinator:\n  batchsize: 8\n');
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe('jobq config show', () => {
+  it('prints every value with its source (flag > env > file > default) and masks secrets', async () => {
+    const env = cleanEnv({
+      JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv',
+      JOBQ_WORKFLOW_QUEUES: '',
+      JOBQ_COMPLETION_BATCH_SIZE: '16',
+      JOBQ_STORAGE_CONNECTION_STRING: `DefaultEndpointsProtocol=https;AccountName=envacct;AccountKey=${KEY};EndpointSuffix=core.windows.net`,
+    });
+    const result = await runCli(['config', 'show', '--json', '--batch-size', '4'], { env, cwd: dir });
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain(KEY);
+    expect(result.stderr).not.toContain(KEY);
+    const doc = JSON.parse(result.stdout) as { file: string; settings: Record<string, Shown> };
+    expect(doc.file).toBe(join(dir, 'jobq.yaml'));
+    expect(doc.settings.prefix).toEqual({ value: 'envacct/FromEnv', source: 'env', from: 'JOBQ_WORKFLOW_PREFIX' });
+    expect(doc.settings.queues).toEqual({ value: null, source: 'default', from: null });
+    expect(doc.settings.blobs).toEqual({ value: 'fileacct/outputs', source: 'file', from: 'connection.blobs' });
+    expect(doc.settings.batchSize).toEqual({ value: 4, source: 'flag', from: '--batch-size' });
+    expect(doc.settings.flushRetryLimit).toEqual({ value: 5, source: 'file', from: 'coordinator.flush_retry_limit' });
+    expect(doc.settings.idleSleepS).toEqual({ value: 0.5, source: 'default', from: null });
+    expect(doc.settings.connectionString).toMatchObject({ source: 'env', from: 'JOBQ_STORAGE_CONNECTION_STRING' });
+    expect(doc.settings.connectionString?.value).toContain('AccountKey=***');
+
+    const flagged = await runCli(['config', 'show', '--json', '--prefix', 'flagacct/FromFlag'], { env, cwd: dir });
+    expect((JSON.parse(flagged.stdout) as { settings: Record<string, Shown> }).settings.prefix).toMatchObject({ value: 'flagacct/FromFlag', source: 'flag' });
+  });
+
+  it('prints a table with sources without --json', async () => {
+    const result = await runCli(['config', 'show'], { env: cleanEnv(), cwd: dir });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/prefix\s+fileacct\/FromFile\s+file \(connection\.prefix\)/);
+    expect(result.stdout).toMatch(/batch-size\s+8\s+file/);
+    expect(result.stdout).toMatch(/idle-sleep\s+0\.5\s+default/);
+  });
+
+  it('exits 2 with one line for an unknown config key or a missing --config', async () => {
+    const unknown = await runCli(['config', 'show', '--config', join(dir, 'bad.yaml')], { env: cleanEnv(), cwd: dir });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
+    expect(unknown.stderr).toContain('coordinator.batchsize');
+    const missing = await runCli(['config', 'show', '--config', join(dir, 'nope.yaml')], { env: cleanEnv(), cwd: dir });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim().split('\n')).toHaveLength(1);
+    expect(missing.stdout).toBe('');
+  });
+});

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { Worker } from '@jobq/worker';
+import { configFromFlags } from '../../flags';
+import { openDeployment, type Deployment } from '../../deployment';
+import { createWorker } from '../../services';
+import { CLI, runCli } from '../../test-helpers/cli';
+import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
+
+/** A CLI process left running, with its output so far. */
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(args: string[], env: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, stderr: () => stderr, exited };
+}
+
+/** Polls `check` until it is true; fails after a generous deadline. */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, deadlineInMs = 60_000): Promise<void> {
+  const until = Date.now() + deadlineInMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function exitOf(running: Running, deadlineInMs = 60_000): Promise<number | null> {
+  const timer = setTimeout(() => running.child.kill('SIGKILL'), deadlineInMs);
+  try {
+    return await running.exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let storage: TestStorage;
+let prefix: string;
+let deployment: Deployment;
+const started: Running[] = [];
+let worker: Worker | null = null;
+
+beforeAll(async () => {
+  storage = await startTestStorage();
+  prefix = uniquePrefix('Coord');
+  deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
+});
+afterAll(async () => {
+  await worker?.stop({ gracePeriodInMs: 0 });
+  for (const running of started) running.child.kill('SIGKILL');
+  await storage.stop();
+});
+
+describe('jobq workflow coordinator', () => {
+  it('runs a submitted workflow to completion with a worker, refuses a second coordinator, stops cleanly on SIGTERM', async () => {
+    const env = storage.env(prefix);
+    const coordinator = start(['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2'], env);
+    started.push(coordinator);
+    await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
+    expect(coordinator.stderr()).toContain(`Coordinator for devstoreaccount1/${prefix}`);
+    expect(coordinator.stderr()).toContain('batch-size=32 (default)');
+    expect(coordinator.stderr()).toContain('idle-sleep=0.2 (flag --idle-sleep)');
+
+    const second = await runCli(['workflow', 'coordinator'], { env });
+    expect(second.code).toBe(1);
+    const errorLines = second.stderr.split('\n').filter((l) => l.startsWith('jobq:'));
+    expect(errorLines).toHaveLength(1);
+    expect(errorLines[0]).toContain('lease-held');
+
+    const submitted = await runCli(['workflow', 'submit', await storage.file('two.yaml', TWO_TASKS)], { env });
+    expect(submitted.code).toBe(0);
+    const id = submitted.stdout.trim();
+
+    worker = await createWorker(await openDeployment(configFromFlags({}, env)), { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
+    const workerRun = worker.run();
+    await waitFor('the workflow to complete', async () => (await deployment.client.status(id, { detail: true }))?.runtime?.status === 'completed');
+    await worker.stop();
+    await workerRun;
+    worker = null;
+
+    const status = await runCli(['workflow', 'status', id, '--json'], { env });
+    expect(JSON.parse(status.stdout)).toMatchObject({ status: 'completed', counts: { completed: 2 } });
+
+    coordinator.child.kill('SIGTERM');
+    expect(await exitOf(coordinator)).toBe(0);
+    const stopped = /Coordinator stopped — (\d+) completions, (\d+) tasks pushed, (\d+) batches/.exec(coordinator.stderr());
+    expect(stopped).not.toBeNull();
+    expect(Number(stopped?.[1])).toBeGreaterThanOrEqual(2);
+    expect(Number(stopped?.[2])).toBeGreaterThanOrEqual(2);
+    expect(Number(stopped?.[3])).toBeGreaterThanOrEqual(1);
+  });
+
+  it('break-lease needs --yes without a terminal, and a coordinator whose lease is broken exits 1', async () => {
+    const env = storage.env(prefix);
+    const refused = await runCli(['workflow', 'break-lease'], { env });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--yes');
+
+    const coordinator = start(['workflow', 'coordinator'], env);
+    started.push(coordinator);
+    await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
+    const broken = await runCli(['workflow', 'break-lease', '-y'], { env });
+    expect(broken.code).toBe(0);
+    expect(broken.stdout).toBe(`Lease broken for devstoreaccount1/${prefix}.\n`);
+    expect(await exitOf(coordinator)).toBe(1);
+    expect(coordinator.stderr()).toContain('lease-lost');
+  });
+});

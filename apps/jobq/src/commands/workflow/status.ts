@@ -1,0 +1,115 @@
+import { Args, Flags } from '@oclif/core';
+import { isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { JobqError } from '@jobq/ports';
+import { JobqCommand } from '../../base';
+import { openDeployment } from '../../deployment';
+import { configFlags, configFromFlags } from '../../flags';
+import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable, totalOf, type TaskLine } from '../../format';
+import { collectTasks } from '../../listing';
+
+/** One task of the status report. */
+interface StatusTask extends TaskLine {
+  /** Satisfied dependencies of all (`c/total`); null when only the task rows were available. */
+  deps: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+}
+
+/** The tasks of a runtime, in definition order. */
+function runtimeTasks(runtime: WorkflowRuntime): StatusTask[] {
+  const statusOf = (name: string): TaskStatus => runtime.tasks[name]?.status ?? 'pending';
+  return runtime.definition.tasks.map((def) => {
+    const task = runtime.tasks[def.name];
+    const satisfied = def.dependsOn.filter((d) => isSatisfying(statusOf(d))).length;
+    return {
+      taskName: def.name,
+      status: task?.status ?? 'pending',
+      queue: taskQueue(runtime.definition, def),
+      attemptNo: task?.attemptNo ?? 0,
+      error: task?.error ?? null,
+      deps: `${satisfied}/${def.dependsOn.length}`,
+      startedAt: task?.startedAt ?? null,
+      completedAt: task?.completedAt ?? null,
+    };
+  });
+}
+
+export default class WorkflowStatus extends JobqCommand {
+  static override summary = 'Show the status of one workflow';
+  static override description =
+    'Prints the workflow\'s name and status, a progress bar (# completed, X failed/upstream_failed/cancelled, - skipped, > running, . pending or ready), ' +
+    'the task counts and a task table (Task, Status, Queue, Attempt, Error) in definition order. Everything comes from the runtime blob, the source of truth ' +
+    '(the index row, which lists use, may lag it for a moment). --by-layer adds a rollup by layer: a task\'s layer is its name without a ' +
+    'trailing "-NNN" (three or more digits, optionally followed by "_N"). Exits 1 when the workflow does not exist.';
+  static override examples = [
+    '<%= config.bin %> workflow myaccount/MyProject status 3f2a…',
+    '<%= config.bin %> workflow status nightly-2024-06-01 --by-layer --no-tasks',
+    '<%= config.bin %> workflow status nightly-2024-06-01 --json',
+  ];
+  static override args = { id: Args.string({ description: 'Workflow id', required: true, ignoreStdin: true }) };
+  static override flags = {
+    ...configFlags,
+    'by-layer': Flags.boolean({ description: 'Add a rollup of the tasks by layer (name without a trailing -NNN)', default: false }),
+    tasks: Flags.boolean({ description: 'Include the task table', default: true, allowNo: true }),
+    verbose: Flags.boolean({ char: 'v', description: 'Print errors in full instead of shortened', default: false }),
+    json: Flags.boolean({ description: 'Print one JSON document (the index row, the runtime view, the tasks and, with --by-layer, the layers)', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(WorkflowStatus);
+    const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
+    const summary = await deployment.client.status(args.id);
+    if (summary === null) throw new JobqError('not-found', `workflow "${args.id}" does not exist in ${deployment.target}`);
+    const runtime = (await deployment.store.load(args.id))?.runtime ?? null;
+    let tasks: StatusTask[] = [];
+    if (runtime !== null) {
+      tasks = runtimeTasks(runtime);
+    } else if (flags.tasks || flags['by-layer']) {
+      // The runtime blob is missing (a submit that did not finish): the task rows are all there is.
+      const rows = (await collectTasks(deployment.client, { workflowId: args.id })).items;
+      tasks = rows.map((r) => ({ ...r, deps: null, startedAt: null, completedAt: null }));
+    }
+    const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
+    const status = runtime?.status ?? summary.status;
+    const counts = runtime?.counts ?? summary.counts;
+    const view =
+      runtime === null
+        ? null
+        : {
+            status: runtime.status,
+            counts: runtime.counts,
+            activated: runtime.activated,
+            cancelRequested: runtime.cancelRequested,
+            updatedAt: runtime.updatedAt,
+            finishedAt: runtime.finishedAt,
+          };
+
+    if (flags.json) {
+      this.printJson({
+        target: deployment.target,
+        ...summary,
+        status,
+        counts,
+        total: totalOf(counts),
+        indexStatus: summary.status,
+        runtime: view,
+        ...(flags.tasks ? { tasks } : {}),
+        ...(layers ? { layers } : {}),
+      });
+      return;
+    }
+
+    const lines = [
+      `Workflow  ${summary.name} (${summary.workflowId}) in ${deployment.target}`,
+      `Status    ${status}${runtime?.cancelRequested && status !== 'cancelled' ? ' (cancel requested)' : ''}`,
+      `Progress  ${statusBar(counts, 50)} ${percentDone(counts)}`,
+      `Tasks     ${totalOf(counts)}: ${countsLine(counts)}`,
+      `Created   ${summary.createdAt}   Updated ${runtime?.updatedAt ?? summary.updatedAt}${runtime?.finishedAt ? `   Finished ${runtime.finishedAt}` : ''}`,
+    ];
+    if (runtime === null) lines.push('Note      the runtime blob is missing (the submit did not finish): showing the index row');
+    if (summary.error !== null) lines.push(`Error     ${summary.error}`);
+    if (layers) lines.push('', layerTable(layers));
+    if (flags.tasks) lines.push('', tasks.length === 0 ? 'No tasks.' : taskTable(tasks, { verbose: flags.verbose }));
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+}
