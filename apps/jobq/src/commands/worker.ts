@@ -1,0 +1,117 @@
+import { Flags } from '@oclif/core';
+import { JobqError } from '@jobq/ports';
+import { ShellProcessor, Worker, killTimeoutFromEnv, parseDurationInMs, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
+import { JobqCommand } from '../base';
+import { storageConfigured } from '../config';
+import { openDeployment } from '../deployment';
+import { UsageError } from '../errors';
+import { configFlags, configFromFlags } from '../flags';
+import { openPlainQueue } from '../plain-queue';
+import { createWorker } from '../services';
+
+/** Default cap of the empty-queue back-off (SPEC §8.1). */
+const DEFAULT_MAX_IDLE_BACKOFF = '30s';
+
+/** A duration flag (SPEC §8.1: a bare number is seconds; `ms`, `s`, `m`, `h`) in ms, or a usage error. */
+function duration(text: string | undefined, name: string): number | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseDurationInMs(text, name);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * Workflow tasks reaching a worker with no workflow prefix: the message is left for a worker that
+ * has one, and this worker stops with a clear error (SPEC §8.3).
+ */
+class MissingWorkflowConfig implements Processor {
+  readonly name = 'workflow (not configured)';
+  constructor(private readonly onError: (error: JobqError) => void) {}
+
+  accepts(kwargs: Readonly<Record<string, unknown>>): boolean {
+    return Object.hasOwn(kwargs, '__workflow_id') && Object.hasOwn(kwargs, '__workflow_task');
+  }
+
+  process(context: TaskContext): Promise<ProcessOutcome> {
+    const error = new JobqError(
+      'invalid-config',
+      'a workflow task arrived but no workflow prefix is configured: set JOBQ_WORKFLOW_PREFIX=ACCOUNT/PREFIX (or --prefix, or connection.prefix in jobq.yaml)',
+    );
+    context.log(error.message);
+    this.onError(error);
+    return Promise.resolve({ kind: 'leave', reason: error.message });
+  }
+}
+
+export default class WorkerCommand extends JobqCommand {
+  static override summary = 'Pull tasks from one queue and run them';
+  static override description =
+    'Pulls the queue given by --queue NAME|ACCOUNT/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker) and runs plain tasks ' +
+    'as shell commands; workflow tasks run too when a workflow prefix is configured (--prefix, JOBQ_WORKFLOW_PREFIX or a config file). ' +
+    'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks).';
+  static override examples = [
+    '<%= config.bin %> myaccount/gpu worker --num-workers 4',
+    'JOBQ_WORKFLOW_PREFIX=myaccount/Prod <%= config.bin %> worker --queue myaccount/cpu --idle-timeout 10m',
+  ];
+  static override flags = {
+    ...configFlags,
+    queue: Flags.string({ description: 'The queue: NAME (on the default account) or ACCOUNT/NAME', required: true }),
+    'num-workers': Flags.integer({ description: 'Tasks run at once', default: 1, min: 1, max: 1024 }),
+    'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
+    'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
+    'visibility-timeout': Flags.string({ description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(WorkerCommand);
+    const idleTimeoutInMs = duration(flags['idle-timeout'], '--idle-timeout');
+    const backoffText = flags['max-idle-backoff']?.trim();
+    const maxIdleBackoffInMs = duration(backoffText === undefined || backoffText === '' ? DEFAULT_MAX_IDLE_BACKOFF : backoffText, '--max-idle-backoff')!;
+    const lockDurationInMs = duration(flags['visibility-timeout'], '--visibility-timeout');
+    if (lockDurationInMs !== undefined && (lockDurationInMs < 1_000 || lockDurationInMs > 7 * 24 * 3600 * 1000)) {
+      throw new UsageError(`--visibility-timeout must be between 1s and 7 days, got ${flags['visibility-timeout']}`);
+    }
+    if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
+    const config = configFromFlags(flags);
+
+    const state: { configError: JobqError | null } = { configError: null };
+    let worker: Worker;
+    const onConfigError = (error: Error): void => {
+      state.configError ??= error instanceof JobqError ? error : new JobqError('invalid-config', error.message);
+      worker.stop({ gracePeriodInMs: 0 }).catch(() => undefined);
+    };
+    if (storageConfigured(config)) {
+      const deployment = await openDeployment(config, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
+      worker = await createWorker(deployment, {
+        queue: flags.queue,
+        numWorkers: flags['num-workers'],
+        maxIdleBackoffInMs,
+        idleTimeoutInMs: idleTimeoutInMs ?? null,
+        onConfigError,
+      });
+      this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
+    } else {
+      const queue = await openPlainQueue(config, flags.queue, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
+      worker = new Worker({
+        queue,
+        numWorkers: flags['num-workers'],
+        maxIdleBackoffInMs,
+        idleTimeoutInMs: idleTimeoutInMs ?? null,
+        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env) })],
+      });
+      this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);
+    }
+    const removeHandlers = worker.installSignalHandlers();
+    try {
+      const summary = await worker.run();
+      this.note(
+        `worker stopped: ${summary.processed} processed, ${summary.succeeded} succeeded, ${summary.failed} failed, ${summary.deadLettered} dead-lettered`,
+      );
+    } finally {
+      removeHandlers();
+    }
+    if (state.configError !== null) throw state.configError;
+  }
+}

@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Coordinator } from '@jobq/coordinator';
+import { startAzurite, type LocalStorage } from '@jobq/local';
+import { resolveConfig } from '../../config';
+import { openDeployment, type Deployment } from '../../deployment';
+import { coordinatorOptions, createCoordinator } from '../../services';
+import { CLI, cleanEnv, runCli } from '../../test-helpers/cli';
+import type { RunReport } from './run';
+
+const DIAMOND = join(__dirname, '..', '..', '..', '..', '..', 'examples', 'diamond.yaml');
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'jobq-run-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+async function workflowFile(name: string, text: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, text);
+  return path;
+}
+
+function parseReport(stdout: string): RunReport {
+  return JSON.parse(stdout) as RunReport;
+}
+
+function byName(report: RunReport): Record<string, RunReport['tasks'][number]> {
+  return Object.fromEntries(report.tasks.map((t) => [t.name, t]));
+}
+
+describe('jobq workflow run (embedded stack)', () => {
+  it('runs the diamond example to completion: exit 0, one JSON document with decoded outputs', async () => {
+    const result = await runCli(['workflow', 'run', DIAMOND, '--json']);
+    expect(result.stderr).toContain('diamond');
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report).toEqual({
+      workflow_id: expect.any(String),
+      name: 'diamond',
+      status: 'completed',
+      tasks: expect.any(Array),
+    });
+    expect(report.tasks.map((t) => t.name)).toEqual(['featurize', 'train-gnn', 'train-rf', 'compare']);
+    for (const task of report.tasks) {
+      expect(Object.keys(task).sort()).toEqual(['attempt_no', 'error', 'name', 'output', 'queue', 'status']);
+      expect(task).toMatchObject({ status: 'completed', attempt_no: 1, queue: 'default', error: null });
+    }
+    const tasks = byName(report);
+    expect(tasks.featurize?.output).toEqual({ rows: 1000, features: ['x1', 'x2', 'x3'] });
+    expect(tasks['train-gnn']?.output).toEqual({ model: 'gnn', rows: 1000, accuracy: 0.91 });
+    expect(tasks.compare?.output).toEqual({ best: 'gnn', accuracy: 0.91 });
+  });
+
+  it('exits 1 when a task fails; its dependents are upstream_failed in --json', async () => {
+    const file = await workflowFile(
+      'failing.yaml',
+      [
+        'name: failing',
+        'tasks:',
+        '  - name: prepare',
+        '    kwargs: {cmd: "echo \'\\"ok\\"\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '  - name: broken',
+        '    depends_on: [prepare]',
+        '    kwargs: {cmd: "echo boom >&2; exit 3"}',
+        '  - name: after',
+        '    depends_on: [broken]',
+        '    kwargs: {cmd: "true"}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'run', file, '--json']);
+    expect(result.code).toBe(1);
+    const report = parseReport(result.stdout);
+    expect(report.status).toBe('failed');
+    const tasks = byName(report);
+    expect(tasks.prepare).toMatchObject({ status: 'completed', output: 'ok' });
+    expect(tasks.broken?.status).toBe('failed');
+    expect(tasks.broken?.error).toEqual(expect.any(String));
+    expect(tasks.after).toMatchObject({ status: 'upstream_failed', output: null });
+  });
+
+  it('skips a branch whose condition is false; ACCOUNT/… queues run on the local stack', async () => {
+    const file = await workflowFile(
+      'conditional.yaml',
+      [
+        'name: conditional',
+        'tasks:',
+        '  - name: check',
+        '    kwargs: {cmd: "echo \'{\\"big\\": false}\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '  - name: big-path',
+        '    depends_on: [check]',
+        '    condition: "inputs.check.big == True"',
+        '    kwargs: {cmd: "true"}',
+        '  - name: small-path',
+        '    depends_on: [check]',
+        '    condition: "inputs.check.big == False"',
+        '    queue: otheraccount/gpu',
+        '    kwargs: {cmd: "echo 1 > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'run', file, '--json']);
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.status).toBe('completed');
+    const tasks = byName(report);
+    expect(tasks.check?.output).toEqual({ big: false });
+    expect(tasks['big-path']).toMatchObject({ status: 'skipped', output: null });
+    expect(tasks['small-path']).toMatchObject({ status: 'completed', output: 1, queue: 'otheraccount/gpu' });
+  });
+
+  it('retries a flaky task once in a 10-task workflow; merge nodes are left out with --max-fan-in', async () => {
+    const lines = ['name: flaky', 'tasks:'];
+    for (let i = 1; i <= 8; i++) lines.push(`  - name: t${i}`, `    kwargs: {cmd: "echo ${i} > \\"$JOBQ_OUTPUT_FILE\\""}`);
+    lines.push(
+      '  - name: flaky',
+      '    num_retries: 1',
+      '    depends_on: [t1]',
+      '    kwargs: {cmd: "if [ \\"$JOBQ_WORKFLOW_ATTEMPT\\" = 1 ]; then exit 1; fi; echo \\"$JOBQ_WORKFLOW_ATTEMPT\\" > \\"$JOBQ_OUTPUT_FILE\\""}',
+      '  - name: last',
+      '    depends_on: [t2, t3, t4, t5, t6, t7, t8, flaky]',
+      '    kwargs: {cmd: "true"}',
+      '',
+    );
+    const file = await workflowFile('flaky.yaml', lines.join('\n'));
+    const result = await runCli(['workflow', 'run', file, '--json', '--workers', '3', '--max-fan-in', '4']);
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.status).toBe('completed');
+    expect(report.tasks).toHaveLength(10);
+    expect(report.tasks.every((t) => !t.name.startsWith('__'))).toBe(true);
+    expect(report.tasks.every((t) => t.status === 'completed')).toBe(true);
+    const tasks = byName(report);
+    expect(tasks.flaky).toMatchObject({ attempt_no: 2, output: 2 });
+    expect(tasks.t5).toMatchObject({ attempt_no: 1, output: 5 });
+  });
+
+  it('on SIGINT cancels the workflow, stops its task and everything else, and exits 1', async () => {
+    const pidFile = join(dir, 'task.pid');
+    const file = await workflowFile(
+      'long.yaml',
+      ['name: long', 'tasks:', '  - name: wait', `    kwargs: {cmd: "echo $$ > ${pidFile}; exec sleep 120"}`, '  - name: after', '    depends_on: [wait]', '    kwargs: {cmd: "true"}', ''].join('\n'),
+    );
+    const child = spawn(process.execPath, [CLI, 'workflow', 'run', file, '--json'], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    let taskPid = 0;
+    const deadline = Date.now() + 60_000;
+    while (taskPid === 0 && Date.now() < deadline) {
+      await sleep(100);
+      taskPid = Number((await readFile(pidFile, 'utf8').catch(() => '')).trim() || 0);
+    }
+    expect(taskPid).toBeGreaterThan(0);
+    child.kill('SIGINT');
+    const code = await exited;
+    clearTimeout(killer);
+    expect(code).toBe(1);
+    expect(stderr).toContain('SIGINT');
+    const report = parseReport(stdout);
+    expect(['cancelled', 'cancelling']).toContain(report.status);
+    const alive = (): boolean => {
+      try {
+        process.kill(taskPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const goneBy = Date.now() + 10_000;
+    while (alive() && Date.now() < goneBy) await sleep(100);
+    expect(alive()).toBe(false);
+  });
+
+  it('refuses --queues sb://local with one clear line', async () => {
+    const result = await runCli(['workflow', 'run', DIAMOND, '--queues', 'sb://local']);
+    expect([1, 2]).toContain(result.code);
+    expect(result.stdout).toBe('');
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/not supported yet/);
+  });
+
+  it('refuses an invalid workflow file before starting anything', async () => {
+    const file = await workflowFile('bad.yaml', 'name: bad\ntasks:\n  - name: a\n    depends_on: [nope]\n    kwargs: {cmd: "true"}\n');
+    const result = await runCli(['workflow', 'run', file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(file);
+    expect(result.stderr).not.toContain('embedded stack');
+  });
+});
+
+describe('jobq workflow run (storage configured)', () => {
+  let storage: LocalStorage;
+  let deployment: Deployment;
+  let coordinator: Coordinator;
+  beforeAll(async () => {
+    storage = await startAzurite();
+    const config = resolveConfig({ prefix: 'devstoreaccount1/RunRemote' }, { JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString }, dir);
+    deployment = await openDeployment(config);
+    coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: () => undefined });
+    await coordinator.start();
+  });
+  afterAll(async () => {
+    await coordinator?.stop();
+    await storage?.stop();
+  });
+
+  it('submits to the configured prefix and runs the tasks with --workers', async () => {
+    const file = await workflowFile(
+      'remote.yaml',
+      [
+        'name: remote',
+        'tasks:',
+        '  - name: a',
+        '    queue: devstoreaccount1/remote-q',
+        '    kwargs: {cmd: "test -f \\"$JOBQ_CLI\\" && echo \'\\"cli\\"\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'devstoreaccount1/RunRemote', 'run', file, '--workers', '1', '--json'], {
+      env: cleanEnv({ JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString }),
+      cwd: dir,
+    });
+    expect(result.stderr).not.toContain('embedded stack');
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.tasks).toEqual([{ name: 'a', status: 'completed', attempt_no: 1, queue: 'devstoreaccount1/remote-q', error: null, output: 'cli' }]);
+    const status = await deployment.client.status(report.workflow_id);
+    expect(status?.name).toBe('remote');
+  });
+});

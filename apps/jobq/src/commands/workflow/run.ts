@@ -1,0 +1,329 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { delimiter } from 'node:path';
+import { Args, Flags } from '@oclif/core';
+import type { Coordinator } from '@jobq/coordinator';
+import { isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import type { Worker } from '@jobq/worker';
+import { JobqCommand, errorLine } from '../../base';
+import { storageConfigured, type CliConfig } from '../../config';
+import { openDeployment, type Deployment } from '../../deployment';
+import { CLI_ENTRY, createCliShim, startEmbeddedStorage } from '../../embedded';
+import { ReportedFailure, UsageError } from '../../errors';
+import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
+import { ProgressReporter, formatCounts } from '../../progress';
+import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
+import { loadWorkflowFile } from '../../workflow-file';
+
+/** One task in the `--json` document. */
+export interface RunTaskReport {
+  name: string;
+  status: TaskStatus;
+  attempt_no: number;
+  queue: string;
+  error: string | null;
+  output: unknown;
+}
+
+/** The `--json` document of `jobq workflow run`. */
+export interface RunReport {
+  workflow_id: string;
+  name: string;
+  status: string;
+  tasks: RunTaskReport[];
+}
+
+/** How often the runtime is read while watching. */
+const POLL_INTERVAL_IN_MS = 250;
+/** The empty-queue back-off cap of the local workers. */
+const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
+/** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
+const CANCEL_SETTLE_IN_MS = 5_000;
+/** Settings that point task scripts at another deployment; the embedded stack sets its own. */
+const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
+
+export default class WorkflowRun extends JobqCommand {
+  static override summary = 'Run a workflow file to the end and show its progress';
+  static override description =
+    'With no storage configured (no ACCOUNT/PREFIX, JOBQ_WORKFLOW_PREFIX or config file), starts an embedded stack: ' +
+    'an in-memory Azurite on loopback, a coordinator and local workers for every queue the workflow names ' +
+    '(every ACCOUNT/… queue mapped onto the local stack), submits the workflow, shows live progress on stderr, ' +
+    'and stops everything it started. With storage configured, submits there and watches ' +
+    '(local workers only with --workers). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
+    'Ctrl-C cancels the workflow and stops everything.';
+  static override examples = [
+    '<%= config.bin %> workflow run examples/diamond.yaml',
+    '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
+    '<%= config.bin %> workflow myaccount/Prod run dag.yaml',
+  ];
+  static override args = { file: Args.string({ description: 'Workflow file (YAML or JSON)', required: true, ignoreStdin: true }) };
+  static override flags = {
+    ...configFlags,
+    ...coordinatorFlags,
+    workers: Flags.integer({ description: 'Local workers per queue (default 2 with the embedded stack; none otherwise)', min: 1, max: 64 }),
+    'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
+    json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(WorkflowRun);
+    if (flags.queues?.startsWith('sb://')) {
+      throw new UsageError(`--queues ${flags.queues}: Service Bus queues (and the local Service Bus emulator) are not supported yet; leave --queues out to use Storage Queues`);
+    }
+    const baseConfig = configFromFlags(flags);
+    if (baseConfig.queues.value?.startsWith('sb://')) {
+      throw new UsageError(`${baseConfig.queues.from}: Service Bus queues (${baseConfig.queues.value}) are not supported yet; use a storage ACCOUNT`);
+    }
+    const loaded = loadWorkflowFile(args.file, flags['max-fan-in']);
+    for (const line of loaded.lines) this.note(line);
+    if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
+    const definition = loaded.definition;
+
+    const embedded = !storageConfigured(baseConfig);
+    const numWorkers = flags.workers ?? (embedded ? 2 : 0);
+    const progress = new ProgressReporter();
+    const cleanups: Array<() => Promise<void>> = [];
+    const session = new RunSession(progress);
+    session.installSignalHandlers();
+    let report: RunReport | null = null;
+    try {
+      let config: CliConfig = baseConfig;
+      const workerEnv: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY };
+      if (numWorkers > 0) {
+        // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
+        const shim = await createCliShim();
+        cleanups.push(shim.cleanup);
+        workerEnv.PATH = [shim.dir, process.env.PATH].filter(Boolean).join(delimiter);
+      }
+      if (embedded) {
+        const started = await startEmbeddedStorage(baseConfig);
+        cleanups.push(() => started.storage.stop());
+        config = started.config;
+        for (const name of FOREIGN_SETTINGS) delete workerEnv[name];
+        // Local tasks see a cancel within a second (the default, 30 s, suits shared storage).
+        if ((workerEnv.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') workerEnv.JOBQ_CANCEL_POLL_INTERVAL = '1';
+        progress.log(`embedded stack: in-memory Azurite on 127.0.0.1, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
+      }
+      session.checkInterrupted();
+      const deployment = await openDeployment(config, { mapAllAccounts: embedded });
+
+      if (embedded) {
+        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => progress.log(`[coordinator] ${line}`) });
+        await coordinator.start();
+        cleanups.push(() => coordinator.stop());
+        session.watchCoordinator(coordinator);
+      }
+      if (numWorkers > 0) {
+        const queues = [...new Set(definition.tasks.map((t) => taskQueue(definition, t)))].sort();
+        for (const queue of queues) {
+          const worker = await createWorker(deployment, {
+            queue,
+            numWorkers,
+            maxIdleBackoffInMs: LOCAL_MAX_IDLE_BACKOFF_IN_MS,
+            gracePeriodInMs: 5_000,
+            env: workerEnv,
+            log: (line) => progress.log(`[worker ${queue}] ${line}`),
+            onConfigError: (error) => session.fail(error),
+          });
+          cleanups.push(() => worker.stop(session.interrupted ? { gracePeriodInMs: 0 } : {}));
+          session.watchWorker(worker, queue);
+        }
+        progress.log(`${numWorkers} local worker(s) on ${queues.join(', ')}`);
+      } else {
+        progress.log(`no local workers (see --workers): the coordinator and workers of ${deployment.target} run the tasks`);
+      }
+      session.checkInterrupted();
+
+      const submitted = await deployment.client.submit({ definition });
+      progress.log(`submitted workflow "${definition.name}" as ${submitted.workflowId} on ${deployment.target}`);
+      const runtime = await session.watch(deployment, submitted.workflowId, definition);
+      progress.done();
+      report = await buildReport(deployment, submitted.workflowId, definition, runtime, (line) => this.note(line));
+    } finally {
+      progress.done();
+      session.closing = true;
+      for (const cleanup of cleanups.reverse()) {
+        try {
+          await cleanup();
+        } catch (error) {
+          this.note(`jobq: while stopping: ${errorLine(error)}`);
+        }
+      }
+      session.removeSignalHandlers();
+    }
+
+    if (session.failure !== null && report === null) throw session.failure;
+    if (report === null) throw new ReportedFailure('the workflow did not finish');
+    if (flags.json) this.printJson(report);
+    else this.printSummary(report);
+    if (session.failure !== null) this.note(`jobq: ${errorLine(session.failure)}`);
+    if (report.status !== 'completed' || session.interrupted || session.failure !== null) throw new ReportedFailure(`workflow ${report.status}`);
+  }
+
+  private printSummary(report: RunReport): void {
+    const counts: Partial<Record<TaskStatus, number>> = {};
+    for (const task of report.tasks) counts[task.status] = (counts[task.status] ?? 0) + 1;
+    this.note(`workflow "${report.name}" ${report.workflow_id}: ${report.status} (${formatCounts(counts)})`);
+    for (const task of report.tasks) {
+      if (task.status === 'failed') this.note(`  failed: ${task.name} (attempt ${task.attempt_no}): ${task.error ?? 'no error recorded'}`);
+    }
+  }
+}
+
+/** The live state of one `workflow run`: interruption, fatal errors of the local services, watching. */
+class RunSession {
+  interrupted = false;
+  failure: Error | null = null;
+  /** Set once everything is being stopped on purpose: services ending then are not failures. */
+  closing = false;
+  private readonly wake = new AbortController();
+  private signals = 0;
+  private readonly onSignal = (signal: NodeJS.Signals): void => {
+    this.signals++;
+    if (this.signals === 1) {
+      this.progress.log(`${signal} received: cancelling the workflow and stopping (press Ctrl-C again to stop at once)`);
+    } else {
+      this.progress.log(`${signal} received again: stopping at once`);
+    }
+    this.interrupted = true;
+    this.wake.abort();
+  };
+
+  constructor(private readonly progress: ProgressReporter) {}
+
+  installSignalHandlers(): void {
+    process.on('SIGINT', this.onSignal);
+    process.on('SIGTERM', this.onSignal);
+  }
+
+  removeSignalHandlers(): void {
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+  }
+
+  /** Records a fatal error of a local service and stops watching. */
+  fail(error: Error): void {
+    if (this.closing) return;
+    this.failure ??= error;
+    this.wake.abort();
+  }
+
+  checkInterrupted(): void {
+    if (this.interrupted) throw new ReportedFailure('interrupted');
+    if (this.failure !== null) throw this.failure;
+  }
+
+  watchCoordinator(coordinator: Coordinator): void {
+    coordinator.run().then(
+      () => {
+        if (!this.interrupted) this.fail(new Error('the local coordinator stopped'));
+      },
+      (error: unknown) => this.fail(error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  watchWorker(worker: Worker, queue: string): void {
+    worker.run().then(
+      () => undefined,
+      (error: unknown) => this.fail(new Error(`the local worker on ${queue} stopped: ${errorLine(error)}`)),
+    );
+  }
+
+  /** Reads the runtime until the workflow ends, Ctrl-C, or a local service fails. Returns the last runtime read. */
+  async watch(deployment: Deployment, workflowId: string, definition: WorkflowDefinition): Promise<WorkflowRuntime | null> {
+    let runtime: WorkflowRuntime | null = null;
+    let readErrors = 0;
+    while (!this.wake.signal.aborted) {
+      try {
+        const loaded = await deployment.store.load(workflowId);
+        readErrors = 0;
+        if (loaded !== null) {
+          runtime = loaded.runtime;
+          this.progress.update(progressLine(definition, runtime));
+          if (isTerminalWorkflowStatus(runtime.status)) return runtime;
+        }
+      } catch (error) {
+        readErrors++;
+        if (readErrors >= 5) throw error;
+        this.progress.log(`could not read the workflow (will retry): ${errorLine(error)}`);
+      }
+      await sleep(POLL_INTERVAL_IN_MS, undefined, { signal: this.wake.signal }).catch(() => undefined);
+    }
+    if (this.interrupted) return this.cancel(deployment, workflowId, definition, runtime);
+    return runtime;
+  }
+
+  /** Ctrl-C: requests a cancel and, unless interrupted twice, waits a little for it to settle. */
+  private async cancel(deployment: Deployment, workflowId: string, definition: WorkflowDefinition, last: WorkflowRuntime | null): Promise<WorkflowRuntime | null> {
+    let runtime = last;
+    const budget = AbortSignal.timeout(CANCEL_SETTLE_IN_MS);
+    try {
+      await deployment.client.cancel(workflowId, { abortSignal: budget });
+    } catch (error) {
+      this.progress.log(`could not request the cancel: ${errorLine(error)}`);
+      return runtime;
+    }
+    while (!budget.aborted && this.signals < 2) {
+      try {
+        const loaded = await deployment.store.load(workflowId, { abortSignal: budget });
+        if (loaded !== null) {
+          runtime = loaded.runtime;
+          this.progress.update(progressLine(definition, runtime));
+          if (isTerminalWorkflowStatus(runtime.status)) break;
+        }
+      } catch {
+        break;
+      }
+      await sleep(POLL_INTERVAL_IN_MS);
+    }
+    return runtime;
+  }
+}
+
+/** Task counts by status, merge nodes left out. */
+function countTasks(definition: WorkflowDefinition, runtime: WorkflowRuntime): Partial<Record<TaskStatus, number>> {
+  const counts: Partial<Record<TaskStatus, number>> = {};
+  for (const task of definition.tasks) {
+    if (isMergeNode(task.name, task.kwargs)) continue;
+    const status = runtime.tasks[task.name]?.status ?? 'pending';
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  return counts;
+}
+
+function progressLine(definition: WorkflowDefinition, runtime: WorkflowRuntime): string {
+  return `${definition.name}: ${runtime.status} — ${formatCounts(countTasks(definition, runtime))}`;
+}
+
+/** The `--json` document: every task but merge nodes, in definition order, outputs decoded. */
+async function buildReport(
+  deployment: Deployment,
+  workflowId: string,
+  definition: WorkflowDefinition,
+  last: WorkflowRuntime | null,
+  note: (line: string) => void,
+): Promise<RunReport> {
+  let runtime = last;
+  if (runtime === null) runtime = (await deployment.store.load(workflowId))?.runtime ?? null;
+  const tasks: RunTaskReport[] = [];
+  for (const task of definition.tasks) {
+    if (isMergeNode(task.name, task.kwargs)) continue;
+    const state = runtime?.tasks[task.name];
+    let output: unknown = null;
+    if (state?.outputRef !== undefined && state.outputRef !== null) {
+      try {
+        output = await deployment.outputs.getOutput(state.outputRef);
+      } catch (error) {
+        note(`jobq: the output of task "${task.name}" cannot be read: ${errorLine(error)}`);
+      }
+    }
+    tasks.push({
+      name: task.name,
+      status: state?.status ?? 'pending',
+      attempt_no: state?.attemptNo ?? 0,
+      queue: taskQueue(definition, task),
+      error: state?.error ?? null,
+      output,
+    });
+  }
+  return { workflow_id: workflowId, name: definition.name, status: runtime?.status ?? 'pending', tasks };
+}
