@@ -3,6 +3,15 @@ import { isJobqError } from '@jobq/ports';
 import { maskSecret } from './config';
 import { ReportedFailure, UsageError } from './errors';
 
+/** A multi-line message (oclif's "Missing 1 required arg:\nfile …") folded into one line. */
+function oneLine(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join(' ');
+}
+
 /** One line for an error: its code when it is a jobq error, secrets masked. */
 export function errorLine(error: unknown): string {
   if (isJobqError(error)) return maskSecret(`${error.code}: ${error.message}`);
@@ -39,7 +48,7 @@ export abstract class JobqCommand extends Command {
     }
     // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors: exit 2.
     if (error instanceof Errors.CLIError && !(error instanceof UsageError)) {
-      process.stderr.write(`jobq: ${maskSecret(error.message.split('\n')[0] ?? '')}\n`);
+      process.stderr.write(`jobq: ${maskSecret(oneLine(error.message))}\n`);
       if (debug) process.stderr.write(`${maskSecret(error.stack ?? '')}\n`);
       const exit = error.oclif?.exit;
       return this.exit(typeof exit === 'number' ? exit : 2);
