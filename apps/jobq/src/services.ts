@@ -1,5 +1,5 @@
 import { Coordinator, type CoordinatorOptions } from '@jobq/coordinator';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, workflowProcessorSettingsFromEnv, type LogLine } from '@jobq/worker';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, workflowExistsInStore, workflowProcessorSettingsFromEnv, type LogLine } from '@jobq/worker';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
 
@@ -66,6 +66,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         outputs: deployment.outputs,
         completions: deployment.completions,
         isCancelled: cancelCheckFromStore(deployment.store),
+        isKnownWorkflow: workflowExistsInStore(deployment.store),
         env,
         ...settings,
         ...(options.log ? { log: options.log } : {}),

@@ -110,3 +110,8 @@ export function isCancelRequested(cancelRequestedAt: string | null, retryRequest
   if (Number.isNaN(cancelAt) || Number.isNaN(retryAt)) return cancelRequestedAt > retryRequestedAt;
   return cancelAt > retryAt;
 }
+
+/** Whether a workflow has an index row in this store: the `isKnownWorkflow` check of the workflow processor. */
+export function workflowExistsInStore(store: Pick<WorkflowStore, 'getWorkflow'>): (workflowId: string) => Promise<boolean> {
+  return async (workflowId) => (await store.getWorkflow(workflowId)) !== null;
+}

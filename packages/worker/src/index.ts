@@ -19,6 +19,7 @@ export {
   DEFAULT_CANCEL_POLL_INTERVAL_IN_MS,
   cancelCheckFromStore,
   isCancelRequested,
+  workflowExistsInStore,
   type CancelFlagCacheOptions,
 } from './cancel-flag';
 export {

@@ -217,6 +217,27 @@ describe('WorkflowProcessor', () => {
     expect(published).toEqual([]);
   });
 
+  it("leaves a task of a workflow its deployment does not know (another deployment's, on a shared queue) without running it", async () => {
+    const marker = join(work, 'foreign-ran');
+    const asked: string[] = [];
+    const p = processor({
+      isKnownWorkflow: (id) => {
+        asked.push(id);
+        return Promise.resolve(id === 'wf-ours');
+      },
+    });
+    const foreign = await runOne(p, task('wf-theirs', 'a', `touch '${marker}'`));
+    expect(foreign.outcome).toMatchObject({ kind: 'leave' });
+    expect(foreign.outcome.kind === 'leave' && foreign.outcome.reason).toMatch(/"wf-theirs" is not in this worker's deployment \(devstoreaccount1\/WfProc\)/);
+    expect(foreign.published).toEqual([]);
+    expect(existsSync(marker)).toBe(false);
+    // Ours runs; a known id is asked once, an unknown one every time.
+    expect((await runOne(p, task('wf-ours', 'a', 'true'))).outcome).toEqual({ kind: 'done' });
+    expect((await runOne(p, task('wf-ours', 'b', 'true'))).outcome).toEqual({ kind: 'done' });
+    await runOne(p, task('wf-theirs', 'b', 'true'));
+    expect(asked).toEqual(['wf-theirs', 'wf-ours', 'wf-theirs']);
+  });
+
   it('without JOBQ_WORKFLOW_PREFIX the message is left with a clear config error', async () => {
     const errors: string[] = [];
     const marker = join(work, 'noprefix-ran');

@@ -58,7 +58,19 @@ export interface WorkflowProcessorOptions {
    * hands in its own; it gets the same options and must honour `signal` and `timeoutInMs`.
    */
   runCommand?: (options: RunShellOptions) => Promise<ShellResult>;
+  /**
+   * Whether a workflow belongs to this worker's deployment (e.g. `workflowExistsInStore(store)`).
+   * Queue names are per storage account, not per prefix: two deployments on one account that both
+   * use a queue such as `default` share it. A task of a workflow this deployment does not know is
+   * left for the workers of its own deployment instead of being run and reported to the wrong
+   * coordinator (which would drop the completion and leave the task running forever). Known ids are
+   * remembered; a failed look-up counts as known. Default: every workflow is accepted.
+   */
+  isKnownWorkflow?: (workflowId: string) => Promise<boolean>;
 }
+
+/** Known workflow ids remembered by a {@link WorkflowProcessor} (a workflow never leaves its deployment). */
+const MAX_KNOWN_WORKFLOWS = 10_000;
 
 /** The settings of the workflow processor that come from the environment (SPEC §8.3, §8.4, §10). */
 export interface WorkflowProcessorEnvSettings {
@@ -101,6 +113,7 @@ export class WorkflowProcessor implements Processor {
   readonly name = 'workflow';
   private readonly env: NodeJS.ProcessEnv;
   private readonly cancelFlags: CancelFlagCache;
+  private readonly known = new Set<string>();
   private readonly killTimeoutInMs: number;
   private readonly completionSendMaxAttempts: number;
   private readonly completionBackoff: BackoffSettings;
@@ -124,6 +137,23 @@ export class WorkflowProcessor implements Processor {
       random: this.random,
       log: (line) => options.log?.(line),
     });
+  }
+
+  private async knows(workflowId: string, context: TaskContext): Promise<boolean> {
+    const check = this.options.isKnownWorkflow;
+    if (check === undefined || this.known.has(workflowId)) return true;
+    let known: boolean;
+    try {
+      known = await check(workflowId);
+    } catch (error) {
+      context.log(`could not check that workflow "${workflowId}" belongs to this deployment (running it): ${errorText(error)}`);
+      return true;
+    }
+    if (known) {
+      if (this.known.size >= MAX_KNOWN_WORKFLOWS) this.known.clear();
+      this.known.add(workflowId);
+    }
+    return known;
   }
 
   /** The configuration error met by the last workflow task, or null. */
@@ -156,6 +186,12 @@ export class WorkflowProcessor implements Processor {
     if (!decoded.ok) return { kind: 'failed', error: decoded.error };
     const info = decoded.value;
     if (info === null) return { kind: 'failed', error: 'not a workflow task (no __workflow_id / __workflow_task)' };
+
+    if (!(await this.knows(info.workflowId, context))) {
+      const reason = `workflow "${info.workflowId}" is not in this worker's deployment (${config.prefix.account}/${config.prefix.prefix}); left for the workers of its own deployment (do two deployments share this queue?)`;
+      context.log(reason);
+      return { kind: 'leave', reason };
+    }
 
     const finish = (success: boolean, outputRef: string | null, error: string | null) =>
       this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error });
