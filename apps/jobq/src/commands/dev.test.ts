@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { CLI, cleanEnv } from '../test-helpers/cli';
+import { UsageError } from '../errors';
+import { DEFAULT_PORT_BASE, devPorts, devWorkerQueues, type DevReport } from './dev';
+
+describe('devPorts', () => {
+  it("defaults to Azurite's usual 10000, 10001 and 10002", () => {
+    expect(DEFAULT_PORT_BASE).toBe(10_000);
+    expect(devPorts({})).toEqual({ blob: 10_000, queue: 10_001, table: 10_002 });
+  });
+
+  it('--port-base N gives N, N+1, N+2; a single port flag overrides its service only', () => {
+    expect(devPorts({ 'port-base': 20_000 })).toEqual({ blob: 20_000, queue: 20_001, table: 20_002 });
+    expect(devPorts({ 'port-base': 20_000, 'queue-port': 30_000 })).toEqual({ blob: 20_000, queue: 30_000, table: 20_002 });
+    expect(devPorts({ 'blob-port': 1, 'queue-port': 2, 'table-port': 3 })).toEqual({ blob: 1, queue: 2, table: 3 });
+  });
+
+  it('equal ports are a usage error', () => {
+    expect(() => devPorts({ 'blob-port': 10_001 })).toThrow(UsageError);
+    expect(() => devPorts({ 'blob-port': 5, 'queue-port': 6, 'table-port': 5 })).toThrow(/must differ/);
+  });
+});
+
+describe('devWorkerQueues', () => {
+  it('runs no workers unless --workers or --queue is given', () => {
+    expect(devWorkerQueues(undefined, undefined)).toEqual({ queues: [], numWorkers: 0 });
+    expect(devWorkerQueues([], undefined)).toEqual({ queues: [], numWorkers: 0 });
+  });
+
+  it('--workers alone pulls "default"; --queue alone runs one worker per queue; duplicates are dropped', () => {
+    expect(devWorkerQueues(undefined, 3)).toEqual({ queues: ['default'], numWorkers: 3 });
+    expect(devWorkerQueues(['gpu', 'cpu', 'gpu'], undefined)).toEqual({ queues: ['gpu', 'cpu'], numWorkers: 1 });
+    expect(devWorkerQueues(['myaccount/gpu'], 2)).toEqual({ queues: ['myaccount/gpu'], numWorkers: 2 });
+  });
+
+  it('rejects bad queue names and Service Bus queues as usage errors', () => {
+    expect(() => devWorkerQueues(['Bad_Name'], 1)).toThrow(UsageError);
+    expect(() => devWorkerQueues(['sb://ns/q'], 1)).toThrow(/Service Bus/);
+  });
+});
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address !== null ? address.port : 0);
+    });
+  });
+}
+
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  const ports: number[] = [];
+  for (const server of servers) ports.push(await listen(server, 0));
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+  return ports;
+}
+
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  until: (pattern: RegExp) => Promise<void>;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const children: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+
+function startDev(args: string[]): Running {
+  const child = spawn(process.execPath, [CLI, 'dev', ...args], { env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  const waiters = new Set<() => void>();
+  const changed = (): void => {
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout.setEncoding('utf8').on('data', (d: string) => ((out += d), changed()));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => ((err += d), changed()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('close', (code, signal) => {
+      resolve({ code, signal });
+      changed();
+    });
+  });
+  child.stdin.end();
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exit,
+    until: (pattern) =>
+      new Promise<void>((resolve, reject) => {
+        const check = (): void => {
+          if (pattern.test(out)) {
+            waiters.delete(check);
+            resolve();
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            waiters.delete(check);
+            reject(new Error(`jobq dev ended before ${String(pattern)}\nstdout: ${out}\nstderr: ${err}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+  };
+}
+
+describe('jobq dev (subprocess)', () => {
+  it('--json prints the settings once ready and exits 0 on SIGTERM', async () => {
+    const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
+    const dev = startDev(['--json', '--no-coordinator', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
+    await dev.until(/^\{[\s\S]*\n\}\n/);
+    const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(report).toMatchObject({
+      status: 'ready',
+      prefix: 'devstoreaccount1/Local',
+      ports: { blob, queue, table },
+      coordinator: false,
+      workers: [],
+    });
+    expect(report.env.JOBQ_STORAGE_CONNECTION_STRING).toBe(report.connection_string);
+    dev.child.kill('SIGTERM');
+    expect(await dev.exit).toEqual({ code: 0, signal: null });
+    expect(dev.stdout().trim().split('\n').at(-1)).toBe('}');
+  });
+
+  it('without --json prints the export lines for another terminal and exits 0 on SIGINT', async () => {
+    const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
+    const dev = startDev(['--no-coordinator', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
+    await dev.until(/Ctrl-C or SIGTERM stops it\./);
+    const text = dev.stdout();
+    expect(text).toContain('export JOBQ_WORKFLOW_PREFIX=devstoreaccount1/Local\n');
+    expect(text).toMatch(
+      new RegExp(`export JOBQ_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=[^']+;BlobEndpoint=http://127\\.0\\.0\\.1:${blob}/devstoreaccount1;QueueEndpoint=http://127\\.0\\.0\\.1:${queue}/devstoreaccount1;TableEndpoint=http://127\\.0\\.0\\.1:${table}/devstoreaccount1;'\\n`),
+    );
+    expect(text).toContain('jobq workflow coordinator');
+    dev.child.kill('SIGINT');
+    expect(await dev.exit).toEqual({ code: 0, signal: null });
+  });
+});

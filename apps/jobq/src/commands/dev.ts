@@ -1,0 +1,280 @@
+import { delimiter } from 'node:path';
+import { Flags } from '@oclif/core';
+import { parseQueueSpec } from '@jobq/dag-core';
+import { startAzurite, type LocalStorage } from '@jobq/local';
+import type { Worker } from '@jobq/worker';
+import { JobqCommand, errorLine } from '../base';
+import type { CliConfig } from '../config';
+import { openDeployment } from '../deployment';
+import { CLI_ENTRY, EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, createCliShim } from '../embedded';
+import { UsageError } from '../errors';
+import { configFromFlags, coordinatorFlags } from '../flags';
+import { coordinatorOptions, createCoordinator, createWorker } from '../services';
+
+/** Azurite's usual ports: blob 10000, queue 10001, table 10002. */
+export const DEFAULT_PORT_BASE = 10_000;
+/** The empty-queue back-off cap of the local workers. */
+const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
+/** Settings that point task scripts at another deployment; the dev stack sets its own. */
+const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
+
+/** The three ports of the dev stack. */
+export interface DevPorts {
+  blob: number;
+  queue: number;
+  table: number;
+}
+
+/** The `--json` document of `jobq dev`, printed once everything is running. */
+export interface DevReport {
+  status: 'ready';
+  pid: number;
+  prefix: string;
+  account_name: string;
+  connection_string: string;
+  blob_endpoint: string;
+  queue_endpoint: string;
+  table_endpoint: string;
+  ports: DevPorts;
+  coordinator: boolean;
+  workers: Array<{ queue: string; num_workers: number }>;
+  /** The environment another terminal (or process) needs to use the stack. */
+  env: Record<string, string>;
+}
+
+/**
+ * The ports from the flags: `--port-base N` gives N, N+1, N+2 (default 10000); `--blob-port`,
+ * `--queue-port` and `--table-port` override one each. The three must differ.
+ */
+export function devPorts(flags: { 'port-base'?: number | undefined; 'blob-port'?: number | undefined; 'queue-port'?: number | undefined; 'table-port'?: number | undefined }): DevPorts {
+  const base = flags['port-base'] ?? DEFAULT_PORT_BASE;
+  const ports = { blob: flags['blob-port'] ?? base, queue: flags['queue-port'] ?? base + 1, table: flags['table-port'] ?? base + 2 };
+  for (const [name, port] of Object.entries(ports)) {
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new UsageError(`the ${name} port must be between 1 and 65535, got ${port}`);
+  }
+  if (new Set([ports.blob, ports.queue, ports.table]).size !== 3) {
+    throw new UsageError(`the blob, queue and table ports must differ, got ${ports.blob}, ${ports.queue} and ${ports.table}`);
+  }
+  return ports;
+}
+
+/**
+ * The queues the local workers pull, deduplicated in the order given: `--queue` specs (`NAME` or
+ * `ACCOUNT/NAME`; every account is mapped onto the dev stack), `default` when only `--workers` is
+ * given, none when neither is.
+ */
+export function devWorkerQueues(queues: readonly string[] | undefined, workers: number | undefined): { queues: string[]; numWorkers: number } {
+  const specs = queues ?? [];
+  if (specs.length === 0 && workers === undefined) return { queues: [], numWorkers: 0 };
+  const out: string[] = [];
+  for (const spec of specs.length === 0 ? ['default'] : specs) {
+    const parsed = parseQueueSpec(spec);
+    if (!parsed.ok) throw new UsageError(`--queue ${spec}: ${parsed.error}`);
+    if (parsed.value.backend === 'servicebus') throw new UsageError(`--queue ${spec}: Service Bus queues are not supported by jobq dev; use a Storage Queue NAME`);
+    if (!out.includes(spec)) out.push(spec);
+  }
+  return { queues: out, numWorkers: workers ?? 1 };
+}
+
+/** A single-quoted shell word. */
+function shellQuote(text: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A failure to bind one of the fixed ports, as one clear line; null for other errors. */
+function portError(error: unknown, ports: DevPorts): Error | null {
+  const e = error as NodeJS.ErrnoException & { port?: number };
+  if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') return null;
+  const service = (Object.keys(ports) as Array<keyof DevPorts>).find((name) => ports[name] === e.port);
+  const which = e.port === undefined ? 'a port' : `port ${e.port}${service === undefined ? '' : ` (${service})`}`;
+  const why = e.code === 'EADDRINUSE' ? 'is already in use' : 'cannot be bound (permission denied)';
+  return new Error(`${which} on 127.0.0.1 ${why}: stop what holds it (another Azurite or jobq dev?) or pick other ports with --port-base N or --blob-port/--queue-port/--table-port`);
+}
+
+export default class Dev extends JobqCommand {
+  static override summary = 'Keep a local jobq stack running on fixed ports for other terminals';
+  static override description =
+    'Starts an in-memory Azurite (Blob, Queue and Table) on 127.0.0.1 at fixed ports (Azurite\'s usual 10000, 10001 and 10002 by default), ' +
+    'a coordinator for the prefix devstoreaccount1/Local (leave it out with --no-coordinator to run `jobq workflow coordinator` against the stack yourself) ' +
+    'and, with --workers or --queue, local workers. Once everything runs it prints the connection settings and the export lines ' +
+    'that point another terminal at the stack (with --json, one JSON document on stdout); then it keeps running until Ctrl-C or SIGTERM, ' +
+    'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops. ' +
+    'Every ACCOUNT/NAME queue a workflow names lives on the stack as NAME: run outside workers with --queue NAME. ' +
+    'A port that is already in use is an error (exit 1). The account key printed is Azurite\'s well-known public development key.';
+  static override examples = [
+    '<%= config.bin %> dev',
+    '<%= config.bin %> dev --workers 2',
+    '<%= config.bin %> dev --port-base 20000 --queue default --queue gpu --workers 2',
+    '<%= config.bin %> dev --no-coordinator --json',
+  ];
+  static override flags = {
+    'port-base': Flags.integer({ description: `Use ports N (blob), N+1 (queue) and N+2 (table) (default ${DEFAULT_PORT_BASE})`, min: 1, max: 65_533, helpGroup: 'PORTS' }),
+    'blob-port': Flags.integer({ description: 'Port of the Blob service (default: the port base)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
+    'queue-port': Flags.integer({ description: 'Port of the Queue service (default: the port base + 1)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
+    'table-port': Flags.integer({ description: 'Port of the Table service (default: the port base + 2)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
+    coordinator: Flags.boolean({ description: 'Run a coordinator for devstoreaccount1/Local (--no-coordinator leaves it to `jobq workflow coordinator`)', default: true, allowNo: true }),
+    workers: Flags.integer({ description: 'Local workers per queue (default: none; 1 when --queue is given)', min: 1, max: 64 }),
+    queue: Flags.string({ description: 'A queue the local workers pull (repeatable; default "default" when --workers is given)', multiple: true }),
+    json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
+    config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
+    ...coordinatorFlags,
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Dev);
+    const ports = devPorts(flags);
+    const { queues, numWorkers } = devWorkerQueues(flags.queue, flags.workers);
+    // Only the coordinator settings are taken from flags, environment and config file; the
+    // prefix and connection are those of the dev stack.
+    const baseConfig = configFromFlags({ ...flags, prefix: undefined, queues: undefined, blobs: undefined });
+
+    let signals = 0;
+    const state: { failure: Error | null } = { failure: null };
+    let closing = false;
+    let wake: () => void = () => undefined;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals++;
+      if (signals === 1) {
+        this.note(`jobq dev: ${signal} received: stopping (press Ctrl-C again to exit at once)`);
+        wake();
+      } else {
+        this.note(`jobq dev: ${signal} received again: exiting at once`);
+        process.exit(130);
+      }
+    };
+    const fail = (error: Error): void => {
+      if (closing) return;
+      state.failure ??= error;
+      wake();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const cleanups: Array<() => Promise<void>> = [];
+    try {
+      let storage: LocalStorage;
+      try {
+        storage = await startAzurite({ blobPort: ports.blob, queuePort: ports.queue, tablePort: ports.table });
+      } catch (error) {
+        throw portError(error, ports) ?? error;
+      }
+      cleanups.push(() => storage.stop());
+      const config: CliConfig = {
+        ...baseConfig,
+        prefix: { value: { account: EMBEDDED_ACCOUNT, prefix: EMBEDDED_PREFIX }, source: 'default', from: null },
+        queues: { value: null, source: 'default', from: null },
+        blobs: { value: null, source: 'default', from: null },
+        connectionString: { value: storage.connectionString, source: 'default', from: null, secret: true },
+      };
+      const deployment = await openDeployment(config, {
+        mapAllAccounts: true,
+        completionLockDurationInMs: Math.round(config.coordinator.visibilityTimeoutS.value * 1000),
+      });
+
+      if (flags.coordinator && signals === 0) {
+        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
+        await coordinator.start();
+        cleanups.push(() => coordinator.stop());
+        coordinator.run().then(
+          () => fail(new Error('the coordinator stopped')),
+          (error: unknown) => fail(new Error(`the coordinator stopped: ${errorLine(error)}`)),
+        );
+      }
+
+      if (numWorkers > 0 && signals === 0) {
+        // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
+        const shim = await createCliShim();
+        cleanups.push(shim.cleanup);
+        const workerEnv: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY, PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter) };
+        for (const name of FOREIGN_SETTINGS) delete workerEnv[name];
+        // Local tasks see a cancel within a second (the default, 30 s, suits shared storage).
+        if ((workerEnv.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') workerEnv.JOBQ_CANCEL_POLL_INTERVAL = '1';
+        for (const queue of queues) {
+          const worker: Worker = await createWorker(deployment, {
+            queue,
+            numWorkers,
+            maxIdleBackoffInMs: LOCAL_MAX_IDLE_BACKOFF_IN_MS,
+            env: workerEnv,
+            log: (line) => this.note(`[worker ${queue}] ${line}`),
+            onConfigError: (error) => fail(error),
+          });
+          cleanups.push(() => worker.stop({ gracePeriodInMs: 0 }));
+          worker.run().then(
+            () => fail(new Error(`the worker on ${queue} stopped`)),
+            (error: unknown) => fail(new Error(`the worker on ${queue} stopped: ${errorLine(error)}`)),
+          );
+        }
+      }
+
+      if (signals === 0 && state.failure === null) {
+        const report = devReport(storage, ports, flags.coordinator, queues, numWorkers);
+        if (flags.json) {
+          this.printJson(report);
+          this.note(`jobq dev: ready on 127.0.0.1 (blob ${ports.blob}, queue ${ports.queue}, table ${ports.table}); Ctrl-C or SIGTERM stops it`);
+        } else {
+          process.stdout.write(readyText(report));
+        }
+      }
+      await woken;
+    } finally {
+      closing = true;
+      // The handlers stay while stopping: a second signal exits at once.
+      for (const cleanup of cleanups.reverse()) {
+        try {
+          await cleanup();
+        } catch (error) {
+          this.note(`jobq: while stopping: ${errorLine(error)}`);
+        }
+      }
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+    if (state.failure !== null) throw state.failure;
+    this.note('jobq dev: stopped');
+  }
+}
+
+function devReport(storage: LocalStorage, ports: DevPorts, coordinator: boolean, queues: string[], numWorkers: number): DevReport {
+  const prefix = `${EMBEDDED_ACCOUNT}/${EMBEDDED_PREFIX}`;
+  return {
+    status: 'ready',
+    pid: process.pid,
+    prefix,
+    account_name: storage.accountName,
+    connection_string: storage.connectionString,
+    blob_endpoint: storage.blobEndpoint,
+    queue_endpoint: storage.queueEndpoint,
+    table_endpoint: storage.tableEndpoint,
+    ports,
+    coordinator,
+    workers: numWorkers === 0 ? [] : queues.map((queue) => ({ queue, num_workers: numWorkers })),
+    env: { JOBQ_WORKFLOW_PREFIX: prefix, JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString },
+  };
+}
+
+/** The human-readable settings: endpoints, what runs, and the lines for another terminal. */
+function readyText(report: DevReport): string {
+  const lines = [
+    'jobq dev: a local stack is running (in memory: everything is lost when it stops)',
+    '',
+    `  prefix       ${report.prefix}`,
+    `  blob         ${report.blob_endpoint}`,
+    `  queue        ${report.queue_endpoint}`,
+    `  table        ${report.table_endpoint}`,
+    `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
+    `  workers      ${report.workers.length === 0 ? 'none (run `jobq worker --queue NAME` with the settings below)' : report.workers.map((w) => `${w.num_workers} on ${w.queue}`).join(', ')}`,
+    '',
+    'Use it from another terminal:',
+    '',
+    ...Object.entries(report.env).map(([name, value]) => `  export ${name}=${shellQuote(value)}`),
+    '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS',
+    '  jobq workflow submit examples/diamond.yaml',
+    ...(report.coordinator ? [] : ['  jobq workflow coordinator']),
+    ...(report.workers.length === 0 ? ['  jobq worker --queue default'] : []),
+    '  jobq workflow list',
+    '',
+    'Ctrl-C or SIGTERM stops it.',
+    '',
+  ];
+  return `${lines.join('\n')}\n`;
+}

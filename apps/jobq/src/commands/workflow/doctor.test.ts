@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Coordinator } from '@jobq/coordinator';
+import { configFromFlags } from '../../flags';
+import { openDeployment, type Deployment } from '../../deployment';
+import { createCoordinator } from '../../services';
+import { runCli } from '../../test-helpers/cli';
+import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
+
+interface DoctorDoc {
+  ok: boolean;
+  checks: Array<{ name: string; status: 'ok' | 'warn' | 'fail'; message: string; hint: string | null }>;
+  summary: { ok: number; warn: number; fail: number };
+}
+
+/** Polls `check` until it is true; fails after a generous deadline. */
+async function waitFor(what: string, check: () => Promise<boolean>, deadlineInMs = 60_000): Promise<void> {
+  const until = Date.now() + deadlineInMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const statusOf = (doc: DoctorDoc, name: string): string | undefined => doc.checks.find((c) => c.name === name)?.status;
+
+let storage: TestStorage;
+let idle: string;
+let served: string;
+let coordinator: Coordinator | null = null;
+let servedDeployment: Deployment;
+
+beforeAll(async () => {
+  storage = await startTestStorage();
+  idle = uniquePrefix('DocIdle');
+  served = uniquePrefix('DocServed');
+  const deployment = await openDeployment(configFromFlags({}, storage.env(idle)));
+  await deployment.client.submit({ text: TWO_TASKS, filename: 'two.yaml' }, { id: 'idle-1' });
+  servedDeployment = await openDeployment(configFromFlags({}, storage.env(served)));
+});
+afterAll(async () => {
+  await coordinator?.stop();
+  await storage.stop();
+});
+
+describe('jobq workflow doctor', () => {
+  it('without a coordinator: the lease is an error, stale pending workflows a warning, exit 1', async () => {
+    const result = await runCli(['workflow', 'doctor', '--stale-pending-sec', '0'], { env: storage.env(idle) });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/✔ config\s+devstoreaccount1\//);
+    expect(result.stdout).toMatch(/✔ store\s+1 workflow/);
+    expect(result.stdout).toMatch(/✖ coordinator lease/);
+    expect(result.stdout).toMatch(/⚠ pending workflows\s+1 workflow pending .*idle-1.*no coordinator is activating workflows/);
+    expect(result.stdout).toContain('→ start one: jobq workflow coordinator');
+    expect(result.stdout).toMatch(/Doctor: \d+ passed, \d+ warning\(s\), \d+ error\(s\)\./);
+  });
+
+  it('prints one JSON document { ok, checks, summary } with --json, secrets masked', async () => {
+    const result = await runCli(['workflow', 'doctor', '--json', '--stale-pending-sec', '0'], { env: storage.env(idle) });
+    expect(result.code).toBe(1);
+    const doc = JSON.parse(result.stdout) as DoctorDoc;
+    expect(doc.ok).toBe(false);
+    expect(doc.checks.map((c) => c.name)).toEqual([
+      'config',
+      'store',
+      'completion queue',
+      'coordinator lease',
+      'coordinator stats',
+      'pending workflows',
+      'running tasks',
+      'ready tasks',
+      'task queues',
+    ]);
+    for (const check of doc.checks) {
+      expect(['ok', 'warn', 'fail']).toContain(check.status);
+      expect(typeof check.message).toBe('string');
+    }
+    expect(statusOf(doc, 'coordinator lease')).toBe('fail');
+    expect(statusOf(doc, 'coordinator stats')).toBe('warn');
+    expect(statusOf(doc, 'pending workflows')).toBe('warn');
+    expect(doc.summary.fail).toBeGreaterThanOrEqual(1);
+    const key = /AccountKey=([^;]+)/.exec(storage.azurite.connectionString)?.[1] ?? 'no-key';
+    expect(result.stdout).not.toContain(key);
+  });
+
+  it('with a running coordinator: lease and stats pass, exit 0', async () => {
+    coordinator = createCoordinator(servedDeployment, { receiveWaitInMs: 100, idleSleepInMs: 50, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: () => {} });
+    await coordinator.start();
+    await waitFor('the coordinator stats', async () => (await servedDeployment.store.readCoordinatorStats()) !== null);
+    const result = await runCli(['workflow', 'doctor', '--json'], { env: storage.env(served) });
+    const doc = JSON.parse(result.stdout) as DoctorDoc;
+    expect(statusOf(doc, 'coordinator lease')).toBe('ok');
+    expect(statusOf(doc, 'coordinator stats')).toBe('ok');
+    expect(statusOf(doc, 'poison messages')).toBe('ok');
+    expect(doc.ok).toBe(true);
+    expect(result.code).toBe(0);
+  });
+
+  it('flags a task queue no worker takes from (doctor and explain)', async () => {
+    await servedDeployment.client.submit({ text: `default_queue: nobody\n${TWO_TASKS}`, filename: 'two.yaml' }, { id: 'unserved-1' });
+    await waitFor('the dispatch of "a"', async () => (await servedDeployment.client.status('unserved-1'))?.counts.running === 1);
+    const doctor = await runCli(['workflow', 'doctor', '--stale-queue-min', '0'], { env: storage.env(served) });
+    expect(doctor.code).toBe(0);
+    expect(doctor.stdout).toMatch(/⚠ task queues\s+no worker seems to take messages from nobody/);
+    expect(doctor.stdout).toContain('jobq worker -q nobody');
+
+    const explain = await runCli(['workflow', 'explain', 'unserved-1', '--oldest-message-min', '0'], { env: storage.env(served) });
+    expect(explain.code).toBe(0);
+    expect(explain.stdout).toMatch(/Status\s+running/);
+    expect(explain.stdout).toMatch(/a\s+running\s+queue nobody\s+attempt 1/);
+    expect(explain.stdout).toContain('waiting for "a" (running)');
+    expect(explain.stdout).toContain('no worker is taking messages from queue "nobody"');
+  });
+
+  it('reports a missing prefix as a failed config check', async () => {
+    const result = await runCli(['workflow', 'doctor'], { env: storage.env(null) });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/✖ config\s+no workflow prefix configured/);
+  });
+});

@@ -1,0 +1,495 @@
+import { Flags } from '@oclif/core';
+import { isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import { isJobqError, type CoordinatorStats, type WorkflowSummary } from '@jobq/ports';
+import { accountClients, translateStoreError } from '@jobq/store-azure';
+import { JobqCommand, errorLine } from '../../base';
+import { maskSecret, type CliConfig, type Resolved } from '../../config';
+import { openDeployment, type Deployment } from '../../deployment';
+import { ReportedFailure } from '../../errors';
+import { configFlags, configFromFlags } from '../../flags';
+
+/** The outcome of one check. */
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+
+export interface DoctorCheck {
+  name: string;
+  status: CheckStatus;
+  message: string;
+  /** What to do about it; null when there is nothing to do. */
+  hint: string | null;
+}
+
+const MARK: Record<CheckStatus, string> = { ok: '✔', warn: '⚠', fail: '✖' };
+const ACTIVE: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling'];
+const NAMES_SHOWN = 3;
+const MAX_QUEUES = 20;
+const LOAD_CONCURRENCY = 8;
+const START_HINT = 'start one: jobq workflow coordinator (one per prefix)';
+
+/** `a, b, c (+N more)`. */
+function someNames(names: readonly string[]): string {
+  const shown = names.slice(0, NAMES_SHOWN).join(', ');
+  return names.length > NAMES_SHOWN ? `${shown} (+${names.length - NAMES_SHOWN} more)` : shown;
+}
+
+/** Milliseconds as `45s`, `12m` or `3h05m`. */
+function age(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 120) return `${m}m`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+function source(resolved: Resolved<unknown>): string {
+  return resolved.from === null ? 'default' : resolved.source === 'file' ? `config file ${resolved.from}` : resolved.from;
+}
+
+/** The parts of a connection string worth showing: the account, the kind of secret (masked), the blob endpoint. */
+function describeConnectionString(text: string): string {
+  if (/^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(text)) return 'UseDevelopmentStorage=true';
+  const fields = new Map<string, string>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  const parts = [`account ${fields.get('accountname') ?? '?'}`];
+  if (fields.has('accountkey')) parts.push('account key (masked)');
+  if (fields.has('sharedaccesssignature')) parts.push('SAS token (masked)');
+  const blob = fields.get('blobendpoint');
+  if (blob !== undefined) parts.push(`blob endpoint ${blob.split('?')[0]}`);
+  return parts.join(', ');
+}
+
+/** Check 1: the configuration, with where each value came from (secrets masked). */
+function configCheck(config: CliConfig): DoctorCheck {
+  const prefix = config.prefix.value;
+  if (prefix === null) {
+    return {
+      name: 'config',
+      status: 'fail',
+      message: 'no workflow prefix configured',
+      hint: 'pass ACCOUNT/PREFIX (jobq workflow ACCOUNT/PREFIX doctor), set JOBQ_WORKFLOW_PREFIX, or put connection.prefix in jobq.yaml',
+    };
+  }
+  const parts = [`${prefix.account}/${prefix.prefix} (prefix from ${source(config.prefix)})`];
+  parts.push(
+    config.connectionString.value === null
+      ? 'credential: DefaultAzureCredential'
+      : `connection string from ${source(config.connectionString)} (${describeConnectionString(config.connectionString.value)})`,
+  );
+  parts.push(config.queues.value === null ? "queues: the prefix's account" : `queues: ${config.queues.value} (from ${source(config.queues)})`);
+  parts.push(config.blobs.value === null ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs` : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`);
+  if (config.file !== null) parts.push(`config file ${config.file}`);
+  const tuned = Object.values(config.coordinator).filter((r) => r.source !== 'default');
+  if (tuned.length > 0) parts.push(`coordinator settings: ${tuned.map((r) => `${r.from}=${r.value}`).join(', ')}`);
+  return { name: 'config', status: 'ok', message: parts.join('; '), hint: null };
+}
+
+/** The state of the coordinator's lock blob: `leased` while a coordinator holds it; null when there is no lock blob. */
+async function leaseState(deployment: Deployment): Promise<string | null> {
+  const names = deployment.store.names;
+  const clients = accountClients(deployment.connectionFor(deployment.prefix.account), { operationTimeoutInMs: deployment.store.settings.operationTimeoutInMs });
+  try {
+    const properties = await clients.container(names.workflowsContainer).getBlobClient(names.leaseBlob).getProperties();
+    return properties.leaseState ?? 'available';
+  } catch (error) {
+    const e = translateStoreError(error, { operation: 'read the coordinator lease' });
+    if (e.code === 'not-found') return null;
+    throw e;
+  }
+}
+
+/** Every index row in the given statuses, page after page, up to `limit` (`more` when some were left out). */
+async function listAll(deployment: Deployment, status: readonly WorkflowStatus[], limit: number): Promise<{ items: WorkflowSummary[]; more: boolean }> {
+  const items: WorkflowSummary[] = [];
+  let token: string | null = null;
+  do {
+    const page = await deployment.store.listWorkflows({ status, limit: Math.min(1000, limit + 1 - items.length), ...(token !== null ? { continuationToken: token } : {}) });
+    items.push(...page.items);
+    token = page.continuationToken;
+  } while (token !== null && items.length <= limit);
+  return items.length > limit ? { items: items.slice(0, limit), more: true } : { items, more: false };
+}
+
+/** Runtimes of these workflows, a few at a time; workflows that cannot be read are counted, not fatal. */
+async function loadRuntimes(deployment: Deployment, ids: readonly string[]): Promise<{ runtimes: WorkflowRuntime[]; errors: string[] }> {
+  const runtimes: WorkflowRuntime[] = [];
+  const errors: string[] = [];
+  let next = 0;
+  const work = async (): Promise<void> => {
+    while (next < ids.length) {
+      const id = ids[next++]!;
+      try {
+        const loaded = await deployment.store.load(id);
+        if (loaded !== null) runtimes.push(loaded.runtime);
+      } catch (error) {
+        errors.push(`${id}: ${errorLine(error)}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, ids.length) }, () => work()));
+  return { runtimes, errors };
+}
+
+function statText(stats: CoordinatorStats, key: string): string {
+  const value = stats[key];
+  return typeof value === 'string' ? value : '?';
+}
+
+function statNumber(stats: CoordinatorStats, key: string): number {
+  const value = stats[key];
+  return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+}
+
+export interface DoctorSettings {
+  stalePendingMs: number;
+  staleRunningMs: number;
+  staleReadyMs: number;
+  staleStatsMs: number;
+  staleQueueMs: number;
+  maxWorkflows: number;
+}
+
+/** Checks 2 onwards, against an opened deployment; each check is added to `checks` as soon as it is known. */
+async function deploymentChecks(deployment: Deployment, settings: DoctorSettings, checks: DoctorCheck[]): Promise<void> {
+  const now = Date.now();
+  const target = deployment.target;
+
+  // Store: the index answers.
+  let counts: Record<WorkflowStatus, number>;
+  try {
+    counts = await deployment.store.countWorkflows();
+  } catch (error) {
+    const missing = isJobqError(error, 'not-found');
+    checks.push({
+      name: 'store',
+      status: 'fail',
+      message: missing ? `the workflow index of ${target} does not exist: nothing was ever submitted to this prefix` : `cannot list workflows in ${target}: ${errorLine(error)}`,
+      hint: missing
+        ? 'check the prefix (it is case-sensitive for tables); submitting a workflow or starting a coordinator creates the storage'
+        : 'check the account name, the credential (az login, or the connection string) and network access to the storage account',
+    });
+    return;
+  }
+  const total = Object.values(counts).reduce((a, b) => a + b, 0);
+  const byStatus = (Object.entries(counts) as Array<[WorkflowStatus, number]>).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${n}`);
+  checks.push({ name: 'store', status: 'ok', message: `${plural(total, 'workflow')} in ${target}${byStatus.length > 0 ? ` (${byStatus.join(', ')})` : ''}`, hint: null });
+  const active = ACTIVE.reduce((n, s) => n + counts[s], 0);
+
+  // Completion queue.
+  const queueName = deployment.completions.name;
+  try {
+    const messages = await deployment.completions.approximateMessageCount();
+    checks.push({ name: 'completion queue', status: 'ok', message: `${queueName}: about ${plural(messages, 'message')} waiting`, hint: null });
+  } catch (error) {
+    const missing = isJobqError(error, 'not-found');
+    checks.push({
+      name: 'completion queue',
+      status: missing && total === 0 ? 'warn' : 'fail',
+      message: missing ? `${queueName} does not exist${total === 0 ? ' yet: nothing was submitted and no coordinator has run on this prefix' : ''}` : `cannot read ${queueName}: ${errorLine(error)}`,
+      hint: missing ? 'submitting a workflow or starting a coordinator creates it' : 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
+    });
+  }
+
+  // Coordinator lease.
+  let leaseHeld = false;
+  try {
+    const state = await leaseState(deployment);
+    leaseHeld = state === 'leased';
+    if (leaseHeld) {
+      checks.push({ name: 'coordinator lease', status: 'ok', message: 'held by a running coordinator', hint: null });
+    } else {
+      const why = state === null ? 'no coordinator has ever run on this prefix' : `nobody holds it (lease ${state})`;
+      checks.push({
+        name: 'coordinator lease',
+        status: active > 0 ? 'fail' : 'warn',
+        message: `${why}${active > 0 ? `, and ${plural(active, 'workflow')} ${active === 1 ? 'is' : 'are'} active` : ''}`,
+        hint: START_HINT,
+      });
+    }
+  } catch (error) {
+    checks.push({ name: 'coordinator lease', status: 'fail', message: `cannot read the coordinator lease: ${errorLine(error)}`, hint: 'check the credential and network access to the blob service' });
+  }
+
+  // Coordinator stats.
+  let stats: CoordinatorStats | null = null;
+  try {
+    stats = await deployment.store.readCoordinatorStats();
+    const writtenAt = stats !== null && typeof stats.writtenAt === 'string' ? Date.parse(stats.writtenAt) : NaN;
+    if (stats === null) {
+      checks.push({
+        name: 'coordinator stats',
+        status: 'warn',
+        message: leaseHeld ? 'the coordinator holding the lease has written no stats yet' : 'no stats were ever written: no coordinator has run on this prefix',
+        hint: leaseHeld ? 'run doctor again in a few seconds' : START_HINT,
+      });
+    } else if (!Number.isFinite(writtenAt)) {
+      checks.push({ name: 'coordinator stats', status: 'warn', message: 'the stats document has no writtenAt time', hint: 'a coordinator of another version may be running' });
+    } else {
+      const statsAge = now - writtenAt;
+      const summary = `${statNumber(stats, 'completionsApplied')} completions applied, ${statNumber(stats, 'pushes')} tasks pushed, ${statNumber(stats, 'batches')} batches since ${statText(stats, 'startedAt')}`;
+      if (statsAge <= settings.staleStatsMs) {
+        checks.push({ name: 'coordinator stats', status: 'ok', message: `written ${age(statsAge)} ago: ${summary}`, hint: null });
+      } else if (leaseHeld) {
+        checks.push({
+          name: 'coordinator stats',
+          status: 'fail',
+          message: `the coordinator holds the lease but last wrote its stats ${age(statsAge)} ago (at ${statText(stats, 'writtenAt')})`,
+          hint: 'it may be stuck or cut off from storage: check its log, restart it (jobq workflow coordinator --break-lease)',
+        });
+      } else {
+        checks.push({
+          name: 'coordinator stats',
+          status: 'warn',
+          message: `last written ${age(statsAge)} ago (at ${statText(stats, 'writtenAt')}): no coordinator is running`,
+          hint: START_HINT,
+        });
+      }
+    }
+  } catch (error) {
+    checks.push({ name: 'coordinator stats', status: 'warn', message: `cannot read the coordinator stats: ${errorLine(error)}`, hint: 'the stats blob may be damaged; a running coordinator rewrites it every 10 s' });
+  }
+
+  // Poison messages, from the stats.
+  if (stats !== null) {
+    const poison = statNumber(stats, 'poison');
+    checks.push(
+      poison > 0
+        ? {
+            name: 'poison messages',
+            status: 'warn',
+            message: `${plural(poison, 'poison message')} on ${queueName} deleted since the coordinator started (${statText(stats, 'startedAt')})`,
+            hint: 'something writes messages the coordinator cannot read to the completion queue: check the coordinator log and the versions of the workers',
+          }
+        : { name: 'poison messages', status: 'ok', message: 'none since the coordinator started', hint: null },
+    );
+  }
+
+  // Stale pending workflows (index rows: pending, updated long ago).
+  try {
+    const pending = await listAll(deployment, ['pending'], 10_000);
+    const stale = pending.items.filter((w) => now - Date.parse(w.updatedAt) >= settings.stalePendingMs);
+    const limit = `${Math.round(settings.stalePendingMs / 1000)}s`;
+    checks.push(
+      stale.length > 0
+        ? {
+            name: 'pending workflows',
+            status: 'warn',
+            message: `${plural(stale.length, 'workflow')} pending for more than ${limit}: ${someNames(stale.map((w) => w.workflowId))}: no coordinator is activating workflows`,
+            hint: leaseHeld ? 'the coordinator holds the lease but does not activate them: check its log for errors' : START_HINT,
+          }
+        : { name: 'pending workflows', status: 'ok', message: `none pending for more than ${limit}${pending.items.length > 0 ? ` (${pending.items.length} pending)` : ''}`, hint: null },
+    );
+  } catch (error) {
+    checks.push({ name: 'pending workflows', status: 'warn', message: `cannot list pending workflows: ${errorLine(error)}`, hint: null });
+  }
+
+  // Long-running and stuck ready tasks: the runtimes of active workflows, at most maxWorkflows of them.
+  let runtimes: WorkflowRuntime[];
+  let scope: string;
+  try {
+    const listed = await listAll(deployment, ['running', 'cancelling', 'pending'], settings.maxWorkflows);
+    const loaded = await loadRuntimes(
+      deployment,
+      listed.items.map((w) => w.workflowId),
+    );
+    runtimes = loaded.runtimes;
+    scope = listed.more
+      ? `in the first ${settings.maxWorkflows} active workflows (of ${active}; --max-workflows reads more)`
+      : `in ${plural(listed.items.length, 'active workflow')}`;
+    if (loaded.errors.length > 0) scope += `; ${loaded.errors.length} could not be read (${someNames(loaded.errors)})`;
+  } catch (error) {
+    const message = `cannot list active workflows: ${errorLine(error)}`;
+    checks.push(
+      { name: 'running tasks', status: 'warn', message, hint: null },
+      { name: 'ready tasks', status: 'warn', message, hint: null },
+      { name: 'task queues', status: 'warn', message, hint: null },
+    );
+    return;
+  }
+
+  const longRunning: string[] = [];
+  const stuckReady: string[] = [];
+  /** Queue spec → tasks dispatched to it (running, or ready in an activated workflow). */
+  const dispatched = new Map<string, number>();
+  for (const runtime of runtimes) {
+    const definition = runtime.definition;
+    const stillForMs = now - Date.parse(runtime.updatedAt);
+    const heldBack = runtime.cancelRequested || (definition.maxParallelism !== null && runtime.counts.running >= definition.maxParallelism);
+    for (const def of definition.tasks) {
+      const task = runtime.tasks[def.name];
+      if (!task || isTerminalTaskStatus(task.status)) continue;
+      if (task.status === 'running' || (task.status === 'ready' && runtime.activated)) {
+        const spec = taskQueue(definition, def);
+        dispatched.set(spec, (dispatched.get(spec) ?? 0) + 1);
+      }
+      if (task.status === 'running' && task.startedAt !== null && now - Date.parse(task.startedAt) >= settings.staleRunningMs) {
+        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(task.startedAt))})`);
+      }
+      if (task.status === 'ready' && runtime.activated && !heldBack && stillForMs >= settings.staleReadyMs) {
+        stuckReady.push(`${runtime.workflowId}/${def.name} (${age(stillForMs)})`);
+      }
+    }
+  }
+  const runningLimit = age(settings.staleRunningMs);
+  checks.push(
+    longRunning.length > 0
+      ? {
+          name: 'running tasks',
+          status: 'warn',
+          message: `${plural(longRunning.length, 'task')} running for more than ${runningLimit} ${scope}: ${someNames(longRunning)}`,
+          hint: 'a lost message or a dead worker leaves a task running: only timeout_s recovers it; see jobq workflow explain ID --task NAME',
+        }
+      : { name: 'running tasks', status: 'ok', message: `none running for more than ${runningLimit} ${scope}`, hint: null },
+  );
+  const readyLimit = age(settings.staleReadyMs);
+  checks.push(
+    stuckReady.length > 0
+      ? {
+          name: 'ready tasks',
+          status: 'warn',
+          message: `${plural(stuckReady.length, 'task')} ready and not dispatched for more than ${readyLimit} ${scope}: ${someNames(stuckReady)}`,
+          hint: leaseHeld
+            ? 'the coordinator should dispatch them (ready-repair runs every --ready-sweep-interval-s): check its log'
+            : `no coordinator is running: ${START_HINT}`,
+        }
+      : { name: 'ready tasks', status: 'ok', message: `none stuck for more than ${readyLimit} ${scope}`, hint: null },
+  );
+  checks.push(await queuesCheck(deployment, dispatched, settings.staleQueueMs, now));
+}
+
+/** The task queues the active workflows use: their sizes, and whether their oldest message waits too long (no worker). */
+async function queuesCheck(deployment: Deployment, dispatched: Map<string, number>, staleQueueMs: number, now: number): Promise<DoctorCheck> {
+  if (dispatched.size === 0) return { name: 'task queues', status: 'ok', message: 'no task of an active workflow is queued or running', hint: null };
+  const specs = [...dispatched.keys()].sort().slice(0, MAX_QUEUES);
+  const parts: string[] = [];
+  const idle: string[] = [];
+  const broken: string[] = [];
+  await Promise.all(
+    specs.map(async (spec, i) => {
+      let part: string;
+      try {
+        const queue = await deployment.queue(spec);
+        const [count, peeked] = await Promise.all([queue.approximateMessageCount(), queue.peek(1)]);
+        const enqueuedAt = peeked[0]?.enqueuedAt ?? null;
+        const oldest = enqueuedAt === null ? null : now - enqueuedAt.getTime();
+        part = `${spec}: about ${plural(count, 'message')}${oldest === null ? '' : `, oldest ${age(oldest)}`}`;
+        if (oldest !== null && oldest >= staleQueueMs) idle.push(`${spec} (oldest message ${age(oldest)} old)`);
+      } catch (error) {
+        part = `${spec}: ${isJobqError(error, 'not-found') ? 'does not exist' : errorLine(error)}`;
+        broken.push(part);
+      }
+      parts[i] = part;
+    }),
+  );
+  const more = dispatched.size > specs.length ? ` (+${dispatched.size - specs.length} more queues not checked)` : '';
+  if (broken.length > 0) {
+    return {
+      name: 'task queues',
+      status: 'warn',
+      message: `${broken.join('; ')}${more}`,
+      hint: 'tasks were dispatched to these queues: check the queue names, JOBQ_WORKFLOW_QUEUES and access to their accounts',
+    };
+  }
+  if (idle.length > 0) {
+    return {
+      name: 'task queues',
+      status: 'warn',
+      message: `no worker seems to take messages from ${idle.join(', ')}${more}`,
+      hint: `start a worker on each: jobq worker -q ${idle[0]?.split(' ')[0] ?? 'QUEUE'}`,
+    };
+  }
+  return { name: 'task queues', status: 'ok', message: `${parts.join('; ')}${more}`, hint: null };
+}
+
+/** Runs every check; never throws for what it diagnoses. */
+export async function runDoctor(resolve: () => CliConfig, settings: DoctorSettings): Promise<{ target: string | null; checks: DoctorCheck[] }> {
+  const checks: DoctorCheck[] = [];
+  let config: CliConfig;
+  try {
+    config = resolve();
+  } catch (error) {
+    checks.push({ name: 'config', status: 'fail', message: errorLine(error), hint: 'fix the setting named above (flag, environment variable or jobq.yaml)' });
+    return { target: null, checks };
+  }
+  const first = configCheck(config);
+  checks.push(first);
+  const prefix = config.prefix.value;
+  if (first.status === 'fail' || prefix === null) return { target: null, checks };
+  const target = `${prefix.account}/${prefix.prefix}`;
+  let deployment: Deployment;
+  try {
+    deployment = await openDeployment(config, { createIfMissing: false });
+  } catch (error) {
+    checks.push({ name: 'store', status: 'fail', message: `cannot open the deployment: ${errorLine(error)}`, hint: 'check the prefix, JOBQ_WORKFLOW_QUEUES and JOBQ_WORKFLOW_BLOBS' });
+    return { target, checks };
+  }
+  await deploymentChecks(deployment, settings, checks);
+  return { target, checks };
+}
+
+export default class WorkflowDoctor extends JobqCommand {
+  static override summary = 'Check the deployment: configuration, storage, coordinator and stuck work';
+  static override description =
+    'Runs these checks in order and prints one line each (✔ ok, ⚠ warning, ✖ error) with a hint:\n' +
+    '  config             the prefix and where each setting comes from\n' +
+    '  store              the workflow index answers (workflow counts)\n' +
+    '  completion queue   the completion queue answers (message count)\n' +
+    '  coordinator lease  a coordinator holds the lease\n' +
+    '  coordinator stats  its stats were written recently\n' +
+    '  poison messages    completions it could not read (from the stats)\n' +
+    '  pending workflows  pending longer than --stale-pending-sec\n' +
+    '  running tasks      running longer than --stale-running-min\n' +
+    '  ready tasks        ready, not dispatched for --stale-ready-min\n' +
+    '  task queues        their sizes; oldest message older than --stale-queue-min\n' +
+    'The last three read the runtimes of at most --max-workflows active workflows. No lease while workflows are active is an ' +
+    'error, otherwise a warning. Secrets are masked. Nothing is created or changed. Exits 1 when any check is an error; warnings never fail.';
+  static override examples = [
+    '<%= config.bin %> workflow doctor',
+    '<%= config.bin %> workflow myaccount/MyProject doctor --stale-pending-sec 30',
+    '<%= config.bin %> workflow doctor --json',
+  ];
+  static override flags = {
+    ...configFlags,
+    'stale-pending-sec': Flags.integer({ description: 'Warn about workflows pending longer than this', default: 120, min: 0 }),
+    'stale-running-min': Flags.integer({ description: 'Warn about tasks running longer than this', default: 60, min: 0 }),
+    'stale-ready-min': Flags.integer({ description: 'Warn about ready tasks not dispatched for longer than this', default: 60, min: 0 }),
+    'stale-stats-sec': Flags.integer({ description: 'Coordinator stats older than this are stale', default: 60, min: 1 }),
+    'stale-queue-min': Flags.integer({ description: 'Warn about a task queue whose oldest message is older than this (no worker)', default: 5, min: 0 }),
+    'max-workflows': Flags.integer({ description: 'Read the runtimes of at most this many active workflows', default: 50, min: 1 }),
+    json: Flags.boolean({ description: 'Print one JSON document: { ok, target, checks: [{ name, status, message, hint }], summary }', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(WorkflowDoctor);
+    const { target, checks } = await runDoctor(() => configFromFlags(flags), {
+      stalePendingMs: flags['stale-pending-sec'] * 1000,
+      staleRunningMs: flags['stale-running-min'] * 60_000,
+      staleReadyMs: flags['stale-ready-min'] * 60_000,
+      staleStatsMs: flags['stale-stats-sec'] * 1000,
+      staleQueueMs: flags['stale-queue-min'] * 60_000,
+      maxWorkflows: flags['max-workflows'],
+    });
+    const summary = { ok: 0, warn: 0, fail: 0 };
+    for (const check of checks) summary[check.status]++;
+    const ok = summary.fail === 0;
+    if (flags.json) {
+      this.printJson({ ok, target, checks: checks.map((c) => ({ ...c, message: maskSecret(c.message) })), summary });
+    } else {
+      const width = Math.max(...checks.map((c) => c.name.length));
+      const lines: string[] = [];
+      for (const check of checks) {
+        lines.push(`${MARK[check.status]} ${check.name.padEnd(width)}  ${maskSecret(check.message)}`);
+        if (check.hint !== null && check.status !== 'ok') lines.push(`  ${' '.repeat(width)}  → ${check.hint}`);
+      }
+      lines.push('', `Doctor: ${summary.ok} passed, ${summary.warn} warning(s), ${summary.fail} error(s).`);
+      process.stdout.write(`${lines.join('\n')}\n`);
+    }
+    if (!ok) throw new ReportedFailure(`${summary.fail} check(s) failed`);
+  }
+}

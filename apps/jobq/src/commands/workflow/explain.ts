@@ -1,0 +1,238 @@
+import { Args, Flags } from '@oclif/core';
+import { isBlocking, isTerminalTaskStatus, taskQueue, type TaskDefinition, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import type { ExplainReport, ExplainedQueue, ExplainedTask } from '@jobq/coordinator';
+import { JobqError, type TaskQueue } from '@jobq/ports';
+import { JobqCommand } from '../../base';
+import { openDeployment, type Deployment } from '../../deployment';
+import { configFlags, configFromFlags } from '../../flags';
+
+/** One parent's value as a condition sees it. */
+interface ConditionInput {
+  name: string;
+  status: TaskStatus;
+  /** Inline output (JSON text, shortened), `(stored in a blob)`, or null for no output. */
+  output: string | null;
+}
+
+/** Everything known about one task, terminal or not. */
+interface TaskDetail {
+  name: string;
+  status: string;
+  queue: string;
+  attemptNo: number;
+  numRetries: number;
+  dependsOn: string[];
+  depPolicy: string;
+  condition: string | null;
+  startedAt: string | null;
+  completedAt: string | null;
+  error: string | null;
+  reasons: string[];
+  /** The parents' outputs, for a task with a condition. */
+  conditionInputs: ConditionInput[] | null;
+}
+
+const OUTPUT_SHOWN = 80;
+
+function shorten(text: string, max: number): string {
+  const single = text.replace(/\s*\n\s*/g, ' ');
+  return single.length <= max ? single : `${single.slice(0, max - 1)}…`;
+}
+
+function outputOf(ref: string | null): string | null {
+  if (ref === null) return null;
+  return ref.startsWith('blob:') ? '(stored in a blob)' : shorten(ref, OUTPUT_SHOWN);
+}
+
+/** Why a finished task ended as it did (the report covers only unfinished ones). */
+function terminalReasons(runtime: WorkflowRuntime, def: TaskDefinition): string[] {
+  const task = runtime.tasks[def.name]!;
+  const tries = `attempt ${task.attemptNo} of ${task.retryBase + def.numRetries + 1}`;
+  switch (task.status) {
+    case 'completed':
+      return [`completed${task.completedAt !== null ? ` at ${task.completedAt}` : ''} (${tries})`];
+    case 'failed':
+      return [`failed on ${tries}: ${task.error ?? 'no error recorded'}`, 'jobq workflow retry ID runs it again with a fresh retry budget'];
+    case 'upstream_failed': {
+      const blocking = [...def.dependsOn, ...(def.gates ?? [])].filter((p) => isBlocking(runtime.tasks[p]?.status ?? 'pending'));
+      const names = blocking.map((p) => `"${p}" (${runtime.tasks[p]?.status})`).join(', ');
+      return [`dep_policy ${def.depPolicy} can no longer be met: blocked by ${names || 'its dependencies'}`];
+    }
+    case 'skipped':
+      if (def.condition !== null) {
+        return [task.error === null || task.error === 'condition false' ? `its condition was false: ${def.condition}` : `skipped: ${task.error} (condition ${def.condition})`];
+      }
+      return [`skipped${task.error !== null ? `: ${task.error}` : ''}`];
+    case 'cancelled':
+      return [`cancelled${task.error !== null ? `: ${task.error}` : ' (the workflow was cancelled)'}`];
+    default:
+      return [];
+  }
+}
+
+function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: ExplainedTask | undefined): TaskDetail {
+  const task = runtime.tasks[def.name]!;
+  const conditionInputs =
+    def.condition === null
+      ? null
+      : def.dependsOn.map((p) => {
+          const parent = runtime.tasks[p];
+          const finished = parent !== undefined && isTerminalTaskStatus(parent.status);
+          return { name: p, status: parent?.status ?? 'pending', output: finished ? outputOf(parent.outputRef) : null };
+        });
+  return {
+    name: def.name,
+    status: task.status,
+    queue: taskQueue(runtime.definition, def),
+    attemptNo: task.attemptNo,
+    numRetries: def.numRetries,
+    dependsOn: def.dependsOn,
+    depPolicy: String(def.depPolicy),
+    condition: def.condition,
+    startedAt: task.startedAt,
+    completedAt: task.completedAt,
+    error: task.error,
+    reasons: explained?.reasons ?? terminalReasons(runtime, def),
+    conditionInputs,
+  };
+}
+
+/** The task queues of the workflow's unfinished tasks, opened (without creating anything) so explain can peek them. */
+async function openQueues(deployment: Deployment, runtime: WorkflowRuntime): Promise<Map<string, TaskQueue>> {
+  const specs = new Set<string>();
+  for (const def of runtime.definition.tasks) {
+    const status = runtime.tasks[def.name]?.status;
+    if (status === 'ready' || status === 'running') specs.add(taskQueue(runtime.definition, def));
+  }
+  const opened = new Map<string, TaskQueue>();
+  await Promise.all(
+    [...specs].map(async (spec) => {
+      try {
+        opened.set(spec, await deployment.queue(spec));
+      } catch {
+        // A queue that cannot be opened (e.g. a backend not supported here) is simply not peeked.
+      }
+    }),
+  );
+  return opened;
+}
+
+function queueLine(q: ExplainedQueue): string {
+  const parts = [`${q.readyTasks} ready, ${q.runningTasks} running`];
+  if (q.approximateMessageCount !== null) parts.push(`about ${q.approximateMessageCount} message(s) in the queue`);
+  return `${q.queue}${q.name !== null && q.name !== q.queue ? ` (${q.name})` : ''}: ${parts.join(', ')}`;
+}
+
+function countsText(counts: Record<string, number>): string {
+  const parts = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .map(([s, n]) => `${s} ${n}`);
+  return parts.length === 0 ? 'no tasks' : parts.join(', ');
+}
+
+function workflowLines(report: ExplainReport, target: string): string[] {
+  const w = report.workflow;
+  const index = w.indexStatus !== null && w.indexStatus !== w.status ? ` (index row: ${w.indexStatus})` : '';
+  return [
+    `Workflow  ${w.name} (${w.workflowId}) in ${target}`,
+    `Status    ${w.status}${index}${w.activated ? '' : ', not activated'}, updated ${w.updatedAt}`,
+    `Tasks     ${countsText(w.counts)}`,
+  ];
+}
+
+function taskLines(detail: TaskDetail, indent: string): string[] {
+  const lines = [`${indent}${detail.name}  ${detail.status}  queue ${detail.queue}  attempt ${detail.attemptNo}`];
+  for (const reason of detail.reasons) lines.push(`${indent}  - ${reason}`);
+  if (detail.conditionInputs !== null) {
+    lines.push(`${indent}  condition: ${detail.condition}`);
+    for (const input of detail.conditionInputs) {
+      const value = input.output ?? (isTerminalTaskStatus(input.status) ? 'null (no output)' : 'null (not finished yet)');
+      lines.push(`${indent}    ${input.name} (${input.status}) = ${value}`);
+    }
+  }
+  return lines;
+}
+
+export default class WorkflowExplain extends JobqCommand {
+  static override summary = 'Explain why a workflow, or one of its tasks, is not progressing';
+  static override description =
+    'Reads the workflow\'s runtime and says, for every unfinished task, why it is where it is: the dependencies it still waits for ' +
+    '(and its dep_policy), a condition and the parent outputs it reads, max_parallelism holding it back, the workflow not yet ' +
+    'activated by a coordinator, a cancel request, or a task running for longer than --stale-running-min (its message may be lost). ' +
+    'The task queues in use are peeked: an oldest message older than --oldest-message-min means no worker is taking them. ' +
+    'With --task, only that task, finished or not (a finished one says how it ended: its error, the false condition and its inputs, ' +
+    'the failed dependencies). Nothing is changed. Exits 1 when the workflow or the task does not exist.';
+  static override examples = [
+    '<%= config.bin %> workflow explain nightly-2024-06-01',
+    '<%= config.bin %> workflow explain nightly-2024-06-01 --task train-007',
+    '<%= config.bin %> workflow myaccount/MyProject explain 3f2a… --json',
+  ];
+  static override args = { id: Args.string({ description: 'Workflow id', required: true, ignoreStdin: true }) };
+  static override flags = {
+    ...configFlags,
+    task: Flags.string({ description: 'Explain only this task' }),
+    'stale-running-min': Flags.integer({ description: 'Flag tasks running for longer than this', default: 60, min: 0 }),
+    'oldest-message-min': Flags.integer({ description: 'Flag a queue whose oldest visible message is older than this', default: 5, min: 0 }),
+    limit: Flags.integer({ description: 'Unfinished tasks shown in text (0 = all; --json always has all)', default: 20, min: 0 }),
+    json: Flags.boolean({ description: 'Print one JSON document: the workflow, its unfinished tasks (or the one --task) and the queues', default: false }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(WorkflowExplain);
+    const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
+    const loaded = await deployment.store.load(args.id);
+    if (loaded === null) throw new JobqError('not-found', `workflow "${args.id}" does not exist in ${deployment.target}`);
+    const runtime = loaded.runtime;
+    const taskDef = flags.task === undefined ? undefined : runtime.definition.tasks.find((t) => t.name === flags.task);
+    if (flags.task !== undefined && taskDef === undefined) {
+      throw new JobqError('not-found', `task "${flags.task}" is not in workflow "${args.id}" (${runtime.definition.tasks.length} tasks; jobq workflow tasks ${args.id} lists them)`);
+    }
+    const queues = await openQueues(deployment, runtime);
+    const report = await deployment.client.explain(args.id, {
+      staleRunningAfterMs: flags['stale-running-min'] * 60_000,
+      oldestMessageAfterMs: flags['oldest-message-min'] * 60_000,
+      peekQueues: (spec) => queues.get(spec),
+    });
+    // explain read the runtime again: prefer its view of the task, which may have moved on.
+    const fresh = (await deployment.store.load(args.id))?.runtime ?? runtime;
+
+    if (taskDef !== undefined) {
+      const explained = report.tasks.find((t) => t.name === taskDef.name);
+      const detail = taskDetail(fresh, taskDef, explained);
+      const queue = report.queues.find((q) => q.queue === detail.queue) ?? null;
+      if (flags.json) {
+        this.printJson({ target: deployment.target, workflow: report.workflow, task: detail, queue });
+        return;
+      }
+      const lines = [...workflowLines(report, deployment.target), '', ...taskLines(detail, '')];
+      if (detail.dependsOn.length > 0) lines.push(`  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${fresh.tasks[p]?.status ?? '?'})`).join(', ')}`);
+      if (detail.error !== null && detail.status !== 'failed' && detail.status !== 'skipped') lines.push(`  last error: ${detail.error}`);
+      if (queue !== null && !isTerminalTaskStatus(fresh.tasks[taskDef.name]?.status ?? 'pending')) {
+        lines.push('', `Queue ${queueLine(queue)}`, ...queue.reasons.map((r) => `  - ${r}`));
+      }
+      process.stdout.write(`${lines.join('\n')}\n`);
+      return;
+    }
+
+    if (flags.json) {
+      this.printJson({ target: deployment.target, ...report });
+      return;
+    }
+    const lines = workflowLines(report, deployment.target);
+    if (report.workflow.reasons.length > 0) lines.push('', 'Workflow', ...report.workflow.reasons.map((r) => `  - ${r}`));
+    if (report.tasks.length > 0) {
+      const shown = flags.limit === 0 ? report.tasks : report.tasks.slice(0, flags.limit);
+      lines.push('', `Unfinished tasks (${report.tasks.length})`);
+      for (const task of shown) {
+        const def = fresh.definition.tasks.find((t) => t.name === task.name);
+        if (def !== undefined) lines.push(...taskLines(taskDetail(fresh, def, task), '  '));
+      }
+      if (shown.length < report.tasks.length) lines.push(`  … ${report.tasks.length - shown.length} more (--limit 0 shows all; --task NAME explains one)`);
+    }
+    if (report.queues.length > 0) {
+      lines.push('', 'Queues');
+      for (const q of report.queues) lines.push(`  ${queueLine(q)}`, ...q.reasons.map((r) => `    - ${r}`));
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+}

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Coordinator } from '@jobq/coordinator';
+import type { Worker } from '@jobq/worker';
+import { configFromFlags } from '../../flags';
+import { openDeployment, type Deployment } from '../../deployment';
+import { createCoordinator, createWorker } from '../../services';
+import { runCli } from '../../test-helpers/cli';
+import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
+
+const FAILING = 'name: failing\ntasks:\n  - name: ok\n    kwargs: {cmd: echo ok}\n  - name: bad\n    depends_on: [ok]\n    kwargs: {cmd: exit 3}\n  - name: after\n    depends_on: [bad]\n    kwargs: {cmd: echo never}\n';
+const CONDITIONAL =
+  'name: conditional\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    condition: inputs.a == 1\n    kwargs: {cmd: echo b}\n';
+
+let storage: TestStorage;
+let prefix: string;
+let deployment: Deployment;
+let coordinator: Coordinator;
+let worker: Worker;
+let working: Promise<unknown>;
+
+beforeAll(async () => {
+  storage = await startTestStorage();
+  prefix = uniquePrefix('Watch');
+  deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
+  coordinator = createCoordinator(deployment, { receiveWaitInMs: 100, idleSleepInMs: 50, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: () => {} });
+  await coordinator.start();
+  worker = await createWorker(deployment, { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
+  working = worker.run();
+  await deployment.client.submit({ text: TWO_TASKS, filename: 'two.yaml' }, { id: 'two-ok' });
+  await deployment.client.submit({ text: FAILING, filename: 'failing.yaml' }, { id: 'two-bad' });
+  await deployment.client.submit({ text: CONDITIONAL, filename: 'conditional.yaml' }, { id: 'cond-1' });
+});
+afterAll(async () => {
+  await worker?.stop({ gracePeriodInMs: 0 });
+  await working?.catch(() => undefined);
+  await coordinator?.stop();
+  await storage.stop();
+});
+
+describe('jobq workflow watch', () => {
+  it('follows a workflow to completion and exits 0', async () => {
+    const result = await runCli(['workflow', 'watch', 'two-ok', '--interval', '200ms'], { env: storage.env(prefix) });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/completed\s+\[#+\] 100%/);
+    expect(result.stdout).toContain('two (two-ok)  completed');
+    expect(result.stdout).toMatch(/2\/2/);
+  });
+
+  it('exits 1 when the workflow fails, naming the failed task', async () => {
+    const result = await runCli(['workflow', 'watch', 'two-bad', '--interval', '200ms', '--by-layer'], { env: storage.env(prefix) });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/failing \(two-bad\)\s+failed/);
+    expect(result.stdout).toMatch(/Layer\s+Total/);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/^jobq: workflow "two-bad" failed: task "bad" failed/);
+  });
+
+  it('prints only the final status as one JSON document with --json', async () => {
+    const done = await runCli(['workflow', 'watch', 'two-ok', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
+    expect(done.code).toBe(0);
+    const doc = JSON.parse(done.stdout) as { workflowId: string; status: string; total: number; counts: Record<string, number>; failedTasks: unknown[] };
+    expect(doc).toMatchObject({ workflowId: 'two-ok', status: 'completed', total: 2, failedTasks: [] });
+    expect(doc.counts).toMatchObject({ completed: 2, failed: 0 });
+
+    const failed = await runCli(['workflow', 'watch', 'two-bad', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
+    expect(failed.code).toBe(1);
+    const failedDoc = JSON.parse(failed.stdout) as { status: string; failedTasks: Array<{ name: string; status: string }> };
+    expect(failedDoc.status).toBe('failed');
+    expect(failedDoc.failedTasks.map((t) => [t.name, t.status])).toEqual([
+      ['bad', 'failed'],
+      ['after', 'upstream_failed'],
+    ]);
+  });
+
+  it('rejects a bad interval (exit 2) and an unknown workflow (exit 1)', async () => {
+    const interval = await runCli(['workflow', 'watch', 'two-ok', '--interval', 'soon'], { env: storage.env(prefix) });
+    expect(interval.code).toBe(2);
+    expect(interval.stderr.trim().split('\n')).toHaveLength(1);
+    const unknown = await runCli(['workflow', 'watch', 'no-such-workflow'], { env: storage.env(prefix) });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('workflow "no-such-workflow" does not exist');
+  });
+});
+
+describe('jobq workflow explain of finished tasks', () => {
+  it('shows a false condition and the inputs it read', async () => {
+    const watched = await runCli(['workflow', 'watch', 'cond-1', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
+    expect(watched.code).toBe(0);
+    const result = await runCli(['workflow', 'explain', 'cond-1', '--task', 'b'], { env: storage.env(prefix) });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/b\s+skipped/);
+    expect(result.stdout).toContain('its condition was false: inputs.a == 1');
+    expect(result.stdout).toMatch(/a \(completed\) = /);
+  });
+});

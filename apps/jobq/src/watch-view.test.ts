@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import { createRuntime, parseWorkflow } from '@jobq/dag-core';
+import { FAN_OUT } from './test-helpers/storage';
+import { LiveBlock, RateWindow, countsKey, frameLines, parseInterval, progressLine } from './watch-view';
+
+function fanRuntime() {
+  const parsed = parseWorkflow(FAN_OUT, { filename: 'fan.yaml' });
+  if (!parsed.ok) throw new Error('bad fixture');
+  return createRuntime(parsed.value, { workflowId: 'fan-1', now: '2026-01-01T00:00:00.000Z', outputsContainer: null });
+}
+
+describe('parseInterval', () => {
+  it('reads ms, s, m and bare seconds; null for anything else', () => {
+    expect(parseInterval('1s')).toBe(1000);
+    expect(parseInterval('500ms')).toBe(500);
+    expect(parseInterval('2m')).toBe(120_000);
+    expect(parseInterval('1.5')).toBe(1500);
+    expect(parseInterval('soon')).toBeNull();
+    expect(parseInterval('-1s')).toBeNull();
+  });
+});
+
+describe('RateWindow', () => {
+  it('gives finished tasks per second over the window and the time left at that rate', () => {
+    const rate = new RateWindow(10_000);
+    expect(rate.rate()).toBeNull();
+    rate.add(0, 0);
+    rate.add(2_000, 4);
+    expect(rate.rate()).toBe(2);
+    expect(rate.etaMs(6)).toBe(3_000);
+    expect(rate.etaMs(0)).toBe(0);
+    rate.add(20_000, 4);
+    rate.add(22_000, 4);
+    expect(rate.rate()).toBe(0);
+    expect(rate.etaMs(6)).toBeNull();
+  });
+});
+
+describe('frames', () => {
+  it('shows the name, status, bar, counts and, with byLayer, the layers', () => {
+    const runtime = fanRuntime();
+    const lines = frameLines(runtime, new RateWindow(), { byLayer: true, runningShown: 5, now: Date.parse('2026-01-01T00:00:05.000Z') });
+    expect(lines[0]).toBe('fan (fan-1)  pending  5s');
+    expect(lines[1]).toBe(`[${'.'.repeat(50)}] 0%  0/4`);
+    expect(lines.join('\n')).toMatch(/Layer\s+Total/);
+    expect(progressLine(runtime, new RateWindow(), Date.parse('2026-01-01T00:00:05.000Z'))).toMatch(/^pending\s+\[\.+\]\s+0%/);
+    expect(countsKey(runtime)).toBe(countsKey(fanRuntime()));
+  });
+
+  it('redraws in place on a terminal and appends elsewhere', () => {
+    const written: string[] = [];
+    const stream = { columns: 80, write: (s: string) => written.push(s) } as unknown as NodeJS.WriteStream;
+    const tty = new LiveBlock(stream, true);
+    tty.show(['a', 'b']);
+    tty.show(['c']);
+    expect(written).toEqual(['a\nb\n', '\x1b[2F\x1b[Jc\n']);
+    written.length = 0;
+    const plain = new LiveBlock(stream, false);
+    plain.show(['a']);
+    plain.show(['b']);
+    expect(written).toEqual(['a\n', 'b\n']);
+  });
+});

@@ -1,0 +1,133 @@
+import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
+
+/** `1s`, `500ms`, `2m` or a bare number of seconds, in milliseconds; null when malformed. */
+export function parseInterval(text: string): number | null {
+  const match = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m)?\s*$/.exec(text);
+  if (!match) return null;
+  const value = Number(match[1]);
+  const unit = match[2] ?? 's';
+  const ms = unit === 'ms' ? value : unit === 's' ? value * 1000 : value * 60_000;
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Finished tasks over a sliding window of time: the rate and the time left at that rate. */
+export class RateWindow {
+  private readonly samples: Array<{ at: number; done: number }> = [];
+
+  constructor(private readonly windowInMs = 60_000) {}
+
+  add(at: number, done: number): void {
+    this.samples.push({ at, done });
+    while (this.samples.length > 2 && at - this.samples[0]!.at > this.windowInMs) this.samples.shift();
+  }
+
+  /** Tasks finished per second over the window; null before two samples. */
+  rate(): number | null {
+    const first = this.samples[0];
+    const last = this.samples[this.samples.length - 1];
+    if (!first || !last || last.at <= first.at) return null;
+    return Math.max(0, (last.done - first.done) / ((last.at - first.at) / 1000));
+  }
+
+  /** Milliseconds left for `remaining` tasks at the current rate; null when unknown. */
+  etaMs(remaining: number): number | null {
+    const rate = this.rate();
+    if (remaining <= 0) return 0;
+    return rate === null || rate <= 0 ? null : (remaining / rate) * 1000;
+  }
+}
+
+/** Running tasks in definition order, with how long each has run. */
+export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ name: string; forMs: number | null }> {
+  const out: Array<{ name: string; forMs: number | null }> = [];
+  for (const def of runtime.definition.tasks) {
+    const task = runtime.tasks[def.name];
+    if (task?.status !== 'running') continue;
+    out.push({ name: def.name, forMs: task.startedAt === null ? null : now - Date.parse(task.startedAt) });
+  }
+  return out;
+}
+
+/** `0.50/s` (or `2.0/min` when slow). */
+export function rateText(rate: number | null): string {
+  if (rate === null) return '-';
+  if (rate > 0 && rate < 0.1) return `${(rate * 60).toFixed(1)}/min`;
+  return `${rate.toFixed(2)}/s`;
+}
+
+export interface FrameOptions {
+  byLayer: boolean;
+  /** Running tasks listed by name. */
+  runningShown: number;
+  now: number;
+}
+
+/** The counts, as compared between refreshes: the status and every count. */
+export function countsKey(runtime: WorkflowRuntime): string {
+  return `${runtime.status}|${JSON.stringify(runtime.counts)}`;
+}
+
+/** How long the workflow has been going (to `finishedAt` once finished). */
+export function elapsedMs(runtime: WorkflowRuntime, now: number): number {
+  const end = runtime.finishedAt !== null ? Date.parse(runtime.finishedAt) : now;
+  return Math.max(0, end - Date.parse(runtime.createdAt));
+}
+
+/** One line: status, bar, percent, counts, rate and ETA (the view when redrawing is not possible). */
+export function progressLine(runtime: WorkflowRuntime, rate: RateWindow, now: number): string {
+  const counts = runtime.counts;
+  const remaining = totalOf(counts) - terminalOf(counts);
+  const eta = rate.etaMs(remaining);
+  const tail = isTerminalWorkflowStatus(runtime.status) ? '' : `  ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`;
+  return `${runtime.status.padEnd(10)} ${statusBar(counts, 30)} ${percentDone(counts).padStart(4)}  ${countsLine(counts)}${tail}  (${duration(elapsedMs(runtime, now))})`;
+}
+
+/** The full view: a header, the bar, rate and ETA, the first running tasks and, optionally, the layers. */
+export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: FrameOptions): string[] {
+  const counts = runtime.counts;
+  const total = totalOf(counts);
+  const done = terminalOf(counts);
+  const eta = rate.etaMs(total - done);
+  const lines = [
+    `${runtime.definition.name} (${runtime.workflowId})  ${runtime.status}${runtime.cancelRequested && runtime.status !== 'cancelled' ? ' (cancel requested)' : ''}  ${duration(elapsedMs(runtime, options.now))}`,
+    `${statusBar(counts, 50)} ${percentDone(counts)}  ${done}/${total}`,
+    `${countsLine(counts)}`,
+  ];
+  if (!isTerminalWorkflowStatus(runtime.status)) lines.push(`rate ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`);
+  const running = runningTasks(runtime, options.now);
+  if (running.length > 0) {
+    const shown = running.slice(0, options.runningShown).map((r) => (r.forMs === null ? r.name : `${r.name} (${duration(r.forMs)})`));
+    lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
+  }
+  if (options.byLayer) {
+    const rows = layerRollup(runtime.definition.tasks.map((t) => ({ taskName: t.name, status: runtime.tasks[t.name]?.status ?? 'pending' })));
+    lines.push('', ...layerTable(rows).split('\n'));
+  }
+  return lines;
+}
+
+/**
+ * A block of lines on a stream: on a terminal each frame replaces the previous one in place
+ * (cursor up, clear to the end of the screen); elsewhere frames are written one after the other.
+ */
+export class LiveBlock {
+  private height = 0;
+
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly redraw: boolean,
+  ) {}
+
+  show(lines: readonly string[]): void {
+    if (!this.redraw) {
+      this.stream.write(`${lines.join('\n')}\n`);
+      return;
+    }
+    const width = this.stream.columns > 0 ? this.stream.columns : 120;
+    const fitted = lines.map((l) => (l.length >= width ? `${l.slice(0, width - 2)}…` : l));
+    const up = this.height > 0 ? `\x1b[${this.height}F\x1b[J` : '';
+    this.stream.write(`${up}${fitted.join('\n')}\n`);
+    this.height = fitted.length;
+  }
+}
