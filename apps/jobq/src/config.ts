@@ -18,14 +18,14 @@ export interface Resolved<T> {
 
 /** The coordinator settings of SPEC §9: flag name, environment variable, file key, default. */
 export const COORDINATOR_SETTINGS = [
-  { key: 'batchSize', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
-  { key: 'visibilityTimeoutS', flag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
-  { key: 'idleSleepS', flag: 'idle-sleep', env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
-  { key: 'cancelPollIntervalS', flag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
-  { key: 'flushRetryLimit', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
-  { key: 'readySweepIntervalS', flag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
-  { key: 'readyRepairThresholdS', flag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
-  { key: 'timeoutSweepIntervalS', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
+  { key: 'batchSize', description: 'Completion messages taken per receive', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
+  { key: 'visibilityTimeoutS', description: 'Seconds a received completion stays hidden before redelivery', flag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
+  { key: 'idleSleepS', description: 'Seconds to sleep after a receive error', flag: 'idle-sleep', env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
+  { key: 'cancelPollIntervalS', description: 'Seconds between index scans for pending workflows and cancel/retry requests', flag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
+  { key: 'flushRetryLimit', description: 'Re-reads after a 412 on the flush before the messages are left for redelivery', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
+  { key: 'readySweepIntervalS', description: 'Seconds between ready-repair sweeps', flag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
+  { key: 'readyRepairThresholdS', description: 'Seconds a runtime must be unchanged before ready-repair re-dispatches its ready tasks', flag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
+  { key: 'timeoutSweepIntervalS', description: 'Seconds between task timeout sweeps', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
 ] as const;
 
 export type CoordinatorSettingKey = (typeof COORDINATOR_SETTINGS)[number]['key'];

@@ -17,7 +17,7 @@ export const coordinatorFlags = Object.fromEntries(
   COORDINATOR_SETTINGS.map((s) => [
     s.flag,
     Flags.custom<number>({
-      description: `${s.key === 'batchSize' ? 'Completions per receive' : s.flag.replace(/-s$/, '').replace(/-/g, ' ')} (default ${s.default}) [env: ${s.env}]`,
+      description: `${s.description} (default ${s.default}) [env: ${s.env}]`,
       helpGroup: 'COORDINATOR',
       parse: (input) => {
         const value = Number(input);
