@@ -78,6 +78,8 @@ export interface CoordinatorCounters {
   activations: number;
   timeoutSweeps: number;
   readyRepairs: number;
+  /** Index rows found behind their runtime (a lost row write on a final save) and written again. */
+  rowRepairs: number;
   sweepErrors: number;
 }
 
@@ -166,6 +168,7 @@ export class Coordinator {
     activations: 0,
     timeoutSweeps: 0,
     readyRepairs: 0,
+    rowRepairs: 0,
     sweepErrors: 0,
   };
 
@@ -464,9 +467,33 @@ export class Coordinator {
           if (activate) events.push({ type: 'activate', now });
           return events;
         });
-        if (outcome.kind === 'applied') this.countRequests(outcome, requests, activate);
-        else if (outcome.kind === 'retry-later') this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
+        if (outcome.kind === 'applied') {
+          this.countRequests(outcome, requests, activate);
+          if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
+        } else if (outcome.kind === 'retry-later') this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
       });
+    }
+  }
+
+  /**
+   * A save writes the blob, then the index and task rows; a row write that fails is written again
+   * with the workflow's next save — but a finished workflow has no next save. When a sweep finds an
+   * index row whose status differs from its runtime (and a fresh read of the row agrees), the
+   * runtime is saved again as it is (conditional on its ETag), which rewrites every derived row.
+   */
+  private async repairRows(summary: WorkflowSummary, runtime: WorkflowRuntime): Promise<void> {
+    if (runtime.status === summary.status) return;
+    const op = { abortSignal: this.halt.signal };
+    const row = await this.store.getWorkflow(summary.workflowId, op);
+    const loaded = await this.store.load(summary.workflowId, op);
+    if (row === null || loaded === null || loaded.runtime.status === row.status) return;
+    const saved = await this.store.save(loaded.runtime, loaded.etag, op);
+    this.ctx.cache?.set(summary.workflowId, { runtime: loaded.runtime, etag: saved.etag });
+    this.counters.rowRepairs++;
+    this.log(`workflow ${summary.workflowId}: its index row said ${row.status} while the runtime is ${loaded.runtime.status}; rows written again`);
+    if (saved.rowsError) {
+      this.counters.rowsErrors++;
+      this.log(`workflow ${summary.workflowId}: ${saved.rowsError.message}`);
     }
   }
 
@@ -479,6 +506,7 @@ export class Coordinator {
           Object.values(runtime.tasks).some((t) => t.status === 'running') ? [{ type: 'timeout-sweep', now: this.nowIso() }] : [],
         );
         if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
+        else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
       });
     }
   }

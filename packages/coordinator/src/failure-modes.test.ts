@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { isJobqError, JobqError } from '@jobq/ports';
+import { decodeCoordinatorMessage, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isJobqError, JobqError, type CoordinatorLease, type WorkflowFilter, type WorkflowStore } from '@jobq/ports';
 import { openWorkflowStore, type TablePipelinePolicy } from '@jobq/store-azure';
 import { WorkflowClient } from './index';
-import { countRun, failureStack, outcome, useHarness, waitUntil, wrapStore, WrappedQueue, type Stack } from './test-helpers/failure-harness';
+import { countRun, failureStack, outcome, taskNameOf, useHarness, waitUntil, wrapStore, WrappedQueue, type Stack } from './test-helpers/failure-harness';
 
 // Failure injection (the race conditions and failure modes of SPEC §9 / the seed document): faults are
 // injected by wrapping the ports the coordinator and the workers are built from. Every scenario checks
@@ -37,6 +37,22 @@ async function allCompletionsSettled(s: Stack, timeoutInMs = 20_000): Promise<vo
 }
 
 const terminal = (r: WorkflowRuntime) => isTerminalWorkflowStatus(r.status);
+
+/** The task name of a completion message body; null for a wake-up or a poison message. */
+function completionOf(body: string): string | null {
+  const decoded = decodeCoordinatorMessage(body);
+  return decoded.kind === 'completion' ? decoded.completion.taskName : null;
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** What a promise settled with: `{ value }` or `{ error }`; never rejects. */
+function settled<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
 
 describe('Coordinator failure modes', () => {
   it('1. two completions for one workflow in one batch are applied with one flush', async () => {
@@ -285,4 +301,388 @@ describe('Coordinator failure modes', () => {
     expect(s.coordinator.counters).toMatchObject({ receiveErrors: 2, completionsApplied: 2, completionsIgnored: 0 });
     expect(s.logs.filter((line) => line.startsWith('receive failed: unavailable: injected receive failure'))).toHaveLength(2);
   });
+
+  it('8. a coordinator "crash" after the flush, before the ack: a restarted coordinator ignores the redelivered completion; nothing applied twice', async () => {
+    let crashed = false;
+    let finishingSaves = 0;
+    const s = await failureStack(h, {
+      coordinatorStore: (store) =>
+        wrapStore(store, async (runtime, _etag, save) => {
+          const result = await save();
+          if (runtime.status === 'completed') finishingSaves++;
+          return result;
+        }),
+      // The first coordinator dies at the ack of a's completion: the ack never reaches the queue and
+      // from then on it receives nothing.
+      coordinatorCompletions: (queue) =>
+        new WrappedQueue(queue, {
+          receive: async (_options, receive) => {
+            if (!crashed) return receive();
+            await pause(50);
+            return [];
+          },
+          complete: (message, complete) => {
+            if (!crashed && completionOf(message.body) === 'a') {
+              crashed = true;
+              return Promise.reject(new JobqError('internal', 'injected crash after the flush, before the ack'));
+            }
+            return complete();
+          },
+        }),
+    });
+    const marks = (name: string) => join(h.work, `ack-crash-${s.prefix}-${name}`);
+    const workflowId = await s.submit({
+      name: 'crash-before-ack',
+      tasks: [
+        { name: 'a', kwargs: { cmd: countRun(marks('a')) } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: countRun(marks('b')) } },
+      ],
+    });
+    await waitUntil(() => crashed, () => `a's completion never acked\n${s.logs.join('\n')}`);
+    const old = s.coordinator;
+    // The flush happened: a is completed and b dispatched, though a's completion is still on the queue.
+    const flushed = await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'completed');
+    expect(flushed.tasks.b?.attemptNo).toBe(1);
+    await waitUntil(() => old.counters.ackErrors === 1, () => JSON.stringify(old.counters));
+    expect(old.counters).toMatchObject({ completionsApplied: 1, completionsIgnored: 0, ackErrors: 1 });
+    await old.stop(); // releases the lease
+
+    const next = s.newCoordinator({}, { completions: (queue) => queue });
+    await next.start();
+    const done = await s.waitFor(workflowId, terminal);
+    expect(done.status).toBe('completed');
+    expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
+    // a's completion comes back after its lock (2 s): ignored, the task is terminal at attempt 1.
+    await waitUntil(
+      () => next.counters.completionsApplied + next.counters.completionsIgnored >= 2,
+      () => `${JSON.stringify(next.counters)}\n${s.logs.join('\n')}`,
+    );
+    expect(next.counters).toMatchObject({ completionsApplied: 1, completionsIgnored: 1 });
+    await waitUntil(
+      async () => (await s.completions.approximateMessageCount()) === 0,
+      () => 'the redelivered completion acked',
+    );
+    const later = await s.store.load(workflowId);
+    expect(later && outcome(later.runtime)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
+    expect(later?.runtime.finishedAt).toBe(done.finishedAt);
+    expect(finishingSaves).toBe(1);
+    expect(Object.fromEntries(s.pushed)).toEqual({ a: 1, b: 1 });
+    expect([await runs(marks('a')), await runs(marks('b'))]).toEqual([1, 1]);
+    expect(s.logs.some((line) => line.includes('failed: internal: injected crash after the flush, before the ack'))).toBe(true);
+  }, 30_000);
+
+  it('9. two coordinators on one prefix: a second one with breakLease takes over; the old one loses its lease, saves nothing more and its run() rejects with lease-lost', async () => {
+    // (a) The lease is broken by the new coordinator; the old one notices at its next renewal (200 ms).
+    {
+      let lost = false;
+      let savesBeforeLoss = 0;
+      let savesAfterLoss = 0;
+      const s = await failureStack(h, {
+        leaseRenewIntervalInMs: 200,
+        coordinatorStore: (store) =>
+          wrapStore(
+            store,
+            (_runtime, _etag, save) => {
+              if (lost) savesAfterLoss++;
+              else savesBeforeLoss++;
+              return save();
+            },
+            {
+              acquireLease: async (_options, acquire) => {
+                const lease = await acquire();
+                // Registered before the coordinator's own listener: `lost` is set before it halts.
+                lease.lost.addEventListener('abort', () => (lost = true), { once: true });
+                return lease;
+              },
+            },
+          ),
+      });
+      const old = s.coordinator;
+      const oldRun = settled(old.run());
+      const sleepy = (name: string, deps: string[] = []) => ({ name, depends_on: deps, kwargs: { cmd: 'sleep 0.2' } });
+      const middle = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
+      const workflowId = await s.submit({ name: 'takeover', tasks: [sleepy('a'), ...middle.map((n) => sleepy(n, ['a'])), sleepy('c', middle)] });
+      await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'completed');
+      expect(savesBeforeLoss).toBeGreaterThan(0);
+
+      const next = s.newCoordinator({ breakLease: true }, { store: (store) => store });
+      await next.start();
+      const result = await oldRun;
+      expect('error' in result && isJobqError(result.error, 'lease-lost')).toBe(true);
+      expect(lost).toBe(true);
+      expect(s.logs.some((line) => line.startsWith('lease lost: stopping at once (lease-lost: '))).toBe(true);
+
+      const done = await s.waitFor(workflowId, terminal);
+      expect(done.status).toBe('completed');
+      expect(Object.values(outcome(done))).toEqual(Array.from({ length: 8 }, () => ['completed', 1]));
+      // The old coordinator never wrote after the loss; the new one finished the workflow.
+      expect(savesAfterLoss).toBe(0);
+      await waitUntil(() => next.counters.saves > 0, () => JSON.stringify(next.counters));
+      // Each completion applied by one of them at most (one whose save was cut off by the loss is
+      // applied, or found applied, by the new one); duplicates of a shared window are ignored.
+      expect(old.counters.completionsApplied + next.counters.completionsApplied).toBeLessThanOrEqual(8);
+      await expect(next.stop()).resolves.toBeUndefined();
+    }
+    // (b) The renewal fails (injected on the lease object): the coordinator stops writing at once and
+    // leaves its completions on the queue; a coordinator started after it applies them.
+    {
+      let failRenewal: (() => void) | undefined;
+      let released: Promise<void> | undefined;
+      let lost = false;
+      let savesAfterLoss = 0;
+      let holdCompletions = false;
+      const s = await failureStack(h, {
+        coordinatorStore: (store) =>
+          wrapStore(
+            store,
+            (_runtime, _etag, save) => {
+              if (lost) savesAfterLoss++;
+              return save();
+            },
+            {
+              acquireLease: async (_options, acquire): Promise<CoordinatorLease> => {
+                const inner = await acquire();
+                const controller = new AbortController();
+                inner.lost.addEventListener('abort', () => controller.abort(inner.lost.reason), { once: true });
+                failRenewal = () => {
+                  lost = true;
+                  controller.abort(new JobqError('lease-lost', 'the coordinator lease was lost (injected: renewal failed); stop writing'));
+                  // The real lease stops being renewed (it would run out after failed renewals).
+                  released = inner.release().catch(() => undefined);
+                };
+                return { leaseId: inner.leaseId, lost: controller.signal, release: () => inner.release() };
+              },
+            },
+          ),
+        // The old coordinator is in the middle of receiving b's completion when the lease goes.
+        coordinatorCompletions: (queue) =>
+          new WrappedQueue(queue, {
+            receive: async (_options, receive) => {
+              const messages = await receive();
+              if (holdCompletions && messages.some((m) => completionOf(m.body) === 'b')) failRenewal?.();
+              return messages;
+            },
+          }),
+      });
+      const old = s.coordinator;
+      const oldRun = settled(old.run());
+      const workflowId = await s.submit({
+        name: 'renewal-fails',
+        tasks: [
+          { name: 'a', kwargs: { cmd: 'true' } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+          { name: 'c', depends_on: ['b'], kwargs: { cmd: 'true' } },
+        ],
+      });
+      holdCompletions = true;
+      const result = await oldRun;
+      expect('error' in result && isJobqError(result.error, 'lease-lost')).toBe(true);
+      expect('error' in result && (result.error as Error).message).toMatch(/injected: renewal failed/);
+      expect(savesAfterLoss).toBe(0);
+      const stuck = await s.store.load(workflowId);
+      expect(stuck && outcome(stuck.runtime)).toEqual({ a: ['completed', 1], b: ['running', 1], c: ['pending', 0] });
+
+      await released;
+      const next = s.newCoordinator({}, { store: (store) => store });
+      await next.start();
+      const done = await s.waitFor(workflowId, terminal);
+      expect(done.status).toBe('completed');
+      expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], c: ['completed', 1] });
+      expect(savesAfterLoss).toBe(0);
+      // The counters move just after the save the runtime shows.
+      await waitUntil(() => next.counters.completionsApplied >= 2, () => JSON.stringify(next.counters));
+      expect([old.counters.completionsApplied, next.counters.completionsApplied]).toEqual([1, 2]);
+    }
+  }, 60_000);
+
+  it('10. a completion-queue outage (receive and ack fail for a while): the coordinator logs, backs off, then applies the redelivered completions', async () => {
+    let outage = false;
+    let ended = false;
+    let swallowed = 0;
+    let ackFailures = 0;
+    const down = () => new JobqError('unavailable', 'injected: the completion queue is unreachable');
+    const s = await failureStack(h, {
+      coordinatorCompletions: (queue) =>
+        new WrappedQueue(queue, {
+          // During the outage a receive reaches the queue (the messages it took become invisible)
+          // but its answer is lost; the outage ends once it swallowed the completions of b and c.
+          receive: async (_options, receive) => {
+            if (!outage) return receive();
+            const messages = await receive();
+            swallowed += messages.filter((m) => ['b', 'c'].includes(completionOf(m.body) ?? '')).length;
+            if (swallowed >= 2) {
+              outage = false;
+              ended = true;
+            }
+            throw down();
+          },
+          complete: (message, complete) => {
+            if (!outage && !ended && completionOf(message.body) === 'a') outage = true;
+            if (outage) {
+              ackFailures++;
+              return Promise.reject(down());
+            }
+            return complete();
+          },
+        }),
+    });
+    const workflowId = await s.submit({
+      name: 'completion-outage',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        { name: 'c', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        { name: 'd', depends_on: ['b', 'c'], kwargs: { cmd: 'true' } },
+      ],
+    });
+    const done = await s.waitFor(workflowId, terminal, 30_000);
+    expect(ended).toBe(true);
+    expect(done.status).toBe('completed');
+    expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], c: ['completed', 1], d: ['completed', 1] });
+    const c = s.coordinator.counters;
+    // The counters move just after the save the runtime shows; a's redelivery may come before or after d's.
+    await waitUntil(() => c.completionsApplied >= 4 && c.completionsIgnored >= 1, () => `${JSON.stringify(c)}\n${s.logs.join('\n')}`);
+    // a was applied before its ack failed: its redelivery is ignored; b and c, lost in the outage, are applied once.
+    expect(c).toMatchObject({ completionsApplied: 4, completionsIgnored: 1, ackErrors: ackFailures });
+    expect(ackFailures).toBe(1);
+    expect(c.receiveErrors).toBeGreaterThanOrEqual(1);
+    expect(s.logs.filter((line) => line === 'receive failed: unavailable: injected: the completion queue is unreachable')).toHaveLength(c.receiveErrors);
+    expect(Object.fromEntries(s.pushed)).toEqual({ a: 1, b: 1, c: 1, d: 1 });
+    // Still running: it never gave up on the queue.
+    await expect(s.coordinator.stop()).resolves.toBeUndefined();
+    expect(await s.completions.approximateMessageCount()).toBe(0);
+  }, 40_000);
+
+  it('11. a running task whose queue message was lost: without timeout_s explain flags it stale and nothing recovers it; with timeout_s the timeout sweep does', async () => {
+    // (a) No timeout_s: stays running; explain (with a clock 10 min ahead) calls it stale.
+    {
+      const listings: WorkflowFilter[] = [];
+      const s = await failureStack(h, {
+        coordinator: { timeoutSweepIntervalInMs: 200, readySweepIntervalInMs: 200, readyRepairThresholdInMs: 500 },
+        coordinatorStore: (store): WorkflowStore => ({
+          ...wrapStore(store, null),
+          listWorkflows: (filter) => {
+            if (filter) listings.push(filter);
+            return store.listWorkflows(filter);
+          },
+        }),
+        // The task message of a is deleted before any worker sees it.
+        coordinatorTasks: (queue) =>
+          new WrappedQueue(queue, { send: (messages, send) => (messages.some((m) => taskNameOf(m.body) === 'a') ? Promise.resolve() : send()) }),
+      });
+      const workflowId = await s.submit({ name: 'lost-message', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+      const running = await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'running');
+      expect(running.tasks.a?.attemptNo).toBe(1);
+
+      const later = new WorkflowClient({ store: s.store, completions: s.completions, outputsContainer: null, now: () => new Date(Date.now() + 10 * 60_000) });
+      const report = await later.explain(workflowId, { staleRunningAfterMs: 60_000 });
+      expect(report.workflow.status).toBe('running');
+      const a = report.tasks.find((t) => t.name === 'a');
+      expect(a).toMatchObject({ status: 'running', attemptNo: 1 });
+      expect(a?.reasons.join('\n')).toMatch(/stale: running for longer than 60s; its message may be lost or its worker gone — set timeout_s/);
+      const now = await s.client.explain(workflowId, { staleRunningAfterMs: 60_000 });
+      expect(now.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).not.toMatch(/stale/);
+
+      // Several timeout and ready-repair sweeps (listings of running, not pending, workflows) later,
+      // it is still running at attempt 1, never sent again.
+      const sweeps = () => listings.filter((f) => f.status?.includes('running') && !f.status.includes('pending')).length;
+      const start = sweeps();
+      await waitUntil(() => sweeps() >= start + 6, () => `sweeps: ${sweeps() - start}`);
+      const still = await s.store.load(workflowId);
+      expect(still && outcome(still.runtime)).toEqual({ a: ['running', 1], b: ['pending', 0] });
+      expect(s.pushed.get('a')).toBeUndefined();
+      expect(s.coordinator.counters).toMatchObject({ timeoutSweeps: 0, readyRepairs: 0 });
+    }
+    // (b) timeout_s 1, num_retries 1: explain says the timeout recovers it; a coordinator's timeout
+    // sweep fails attempt 1 and attempt 2 runs.
+    {
+      let dropped = 0;
+      const s = await failureStack(h, {
+        coordinator: { timeoutSweepIntervalInMs: 200 },
+        coordinatorTasks: (queue) =>
+          new WrappedQueue(queue, {
+            send: (messages, send) => {
+              if (dropped === 0 && messages.some((m) => taskNameOf(m.body) === 'a')) {
+                dropped++;
+                return Promise.resolve();
+              }
+              return send();
+            },
+          }),
+      });
+      const marks = join(h.work, `lost-${s.prefix}`);
+      const workflowId = await s.submit({
+        name: 'lost-message-timeout',
+        tasks: [
+          { name: 'a', timeout_s: 1, num_retries: 1, kwargs: { cmd: countRun(marks) } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      });
+      await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'running');
+      // Explained while no coordinator runs (nothing moves), with the clock 10 min ahead.
+      await s.coordinator.stop();
+      const later = new WorkflowClient({ store: s.store, completions: s.completions, outputsContainer: null, now: () => new Date(Date.now() + 10 * 60_000) });
+      const report = await later.explain(workflowId, { staleRunningAfterMs: 60_000 });
+      expect(report.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).toMatch(/stale: running for longer than 60s[^\n]*its timeout_s of 1s recovers it/);
+
+      const next = s.newCoordinator();
+      await next.start();
+      const done = await s.waitFor(workflowId, terminal);
+      expect(dropped).toBe(1);
+      expect(done.status).toBe('completed');
+      expect(outcome(done)).toEqual({ a: ['completed', 2], b: ['completed', 1] });
+      expect(next.counters.timeoutSweeps).toBeGreaterThanOrEqual(1);
+      expect(Object.fromEntries(s.pushed)).toEqual({ a: 1, b: 1 });
+      expect(await runs(marks)).toBe(1);
+    }
+  }, 60_000);
+  // Known engine gap, kept as a failing test until it is fixed (then make it a plain `it`): the
+  // index row is written after the blob, and only by a save. When the row write of a workflow's
+  // final flush is lost (a table error, or the lease lost between the blob and the rows), no later
+  // save ever comes (a redelivered completion is ignored without a save; no sweep compares the row
+  // with the blob), so the index row says `running` for good while the runtime is terminal.
+  it('12. the index row write of the final flush is lost (after the blob was saved): a sweep finds the row behind its runtime and writes it again', async () => {
+    let failIndexWrites = false;
+    let lostWrites = 0;
+    const s = await failureStack(h, { start: false });
+    const indexRow = `/${s.store.names.indexTable}(`;
+    const loseIndexWrites: TablePipelinePolicy = {
+      name: 'test-lose-index-row-writes',
+      sendRequest: (request, next) => {
+        if (failIndexWrites && request.method !== 'GET' && request.url.includes(indexRow)) {
+          lostWrites++;
+          return Promise.reject(new Error('injected: the index row write was lost'));
+        }
+        return next(request);
+      },
+    };
+    const losing = await openWorkflowStore({ connection: { connectionString: h.azurite.connectionString }, prefix: s.prefix, createIfMissing: false, tablePolicies: [loseIndexWrites] });
+    const coordinator = s.newCoordinator(
+      { timeoutSweepIntervalInMs: 200, readySweepIntervalInMs: 200, readyRepairThresholdInMs: 500 },
+      {
+        store: () =>
+          wrapStore(losing, async (runtime, _etag, save) => {
+            // Only the first final save loses its index row write (a transient fault).
+            failIndexWrites = lostWrites === 0 && isTerminalWorkflowStatus(runtime.status);
+            try {
+              return await save();
+            } finally {
+              failIndexWrites = false;
+            }
+          }),
+      },
+    );
+    await coordinator.start();
+    const done = await s.run({ name: 'lost-index-row', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    expect(done.status).toBe('completed');
+    expect(lostWrites).toBeGreaterThan(0);
+    await waitUntil(() => coordinator.counters.rowsErrors === 1, () => JSON.stringify(coordinator.counters));
+    let row: string | undefined;
+    await waitUntil(
+      async () => (row = (await s.store.getWorkflow(done.workflowId))?.status) === 'completed',
+      () => `the index row of ${done.workflowId} still says ${row} while its runtime is completed`,
+      5_000,
+    );
+    expect(coordinator.counters.rowRepairs).toBe(1);
+  }, 30_000);
 });

@@ -1,5 +1,7 @@
 import { decodeEnvelope, decodeWorkflowTask, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import type {
+  AcquireLeaseOptions,
+  CoordinatorLease,
   OperationOptions,
   OutgoingMessage,
   PeekedMessage,
@@ -12,7 +14,7 @@ import type {
 } from '@jobq/ports';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { useHarness, type Harness } from './stack';
 
@@ -79,19 +81,24 @@ export class WrappedQueue implements TaskQueue {
 /** The hook of a {@link wrapStore}d `save`: call `save()` (or not) and return its result. */
 export type SaveHook = (runtime: WorkflowRuntime, etag: string, save: () => Promise<SaveResult>, options?: SaveOptions) => Promise<SaveResult>;
 
-/** The store with its `save` going through `hook`; every other call is the real store's. */
-export function wrapStore(store: WorkflowStore, hook: SaveHook): WorkflowStore {
+/** The hook of a {@link wrapStore}d `acquireLease`: call `acquire()` (or not) and return a lease. */
+export type LeaseHook = (options: AcquireLeaseOptions | undefined, acquire: () => Promise<CoordinatorLease>) => Promise<CoordinatorLease>;
+
+/** The store with its `save` (and, optionally, `acquireLease`) going through a hook; every other call is the real store's. */
+export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { acquireLease?: LeaseHook } = {}): WorkflowStore {
+  const leaseHook = hooks.acquireLease;
   return {
     create: (runtime, hash, options) => store.create(runtime, hash, options),
     load: (id, options) => store.load(id, options),
-    save: (runtime, etag, options) => hook(runtime, etag, () => store.save(runtime, etag, options), options),
+    save: (runtime, etag, options) =>
+      hook ? hook(runtime, etag, () => store.save(runtime, etag, options), options) : store.save(runtime, etag, options),
     getWorkflow: (id, options) => store.getWorkflow(id, options),
     listWorkflows: (filter) => store.listWorkflows(filter),
     countWorkflows: (options) => store.countWorkflows(options),
     listTasks: (filter) => store.listTasks(filter),
     requestCancel: (id, at, options) => store.requestCancel(id, at, options),
     requestRetry: (id, at, options) => store.requestRetry(id, at, options),
-    acquireLease: (options) => store.acquireLease(options),
+    acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),
     writeCoordinatorStats: (stats, options) => store.writeCoordinatorStats(stats, options),
     readCoordinatorStats: (options) => store.readCoordinatorStats(options),
   };
@@ -124,6 +131,30 @@ export interface StackOptions {
   workerCompletions?: (queue: TaskQueue) => TaskQueue;
   /** WorkflowProcessor `completionSendMaxAttempts` (default 5). */
   completionSendMaxAttempts?: number;
+  /**
+   * Renew the coordinator lease this often (the lease then lasts 15 s, the shortest a blob lease
+   * can): a broken lease is noticed within this time. Default: the store's (60 s, renewed every 15 s).
+   */
+  leaseRenewIntervalInMs?: number;
+  /** Cancel-flag poll of the workers (default 200 ms). */
+  workerCancelPollIntervalInMs?: number;
+}
+
+/** Ports of one coordinator that differ from the stack's (see {@link Stack.newCoordinator}). */
+export interface CoordinatorPorts {
+  /** Wraps the store this coordinator writes through (instead of the stack's `coordinatorStore`). */
+  store?: (store: AzureWorkflowStore) => WorkflowStore;
+  /** Wraps the completion queue this coordinator receives from (instead of the stack's `coordinatorCompletions`). */
+  completions?: (queue: TaskQueue) => TaskQueue;
+}
+
+/** One running {@link Worker} of a stack. */
+export interface WorkerHandle {
+  readonly worker: Worker;
+  /** Settles when `run()` does. */
+  readonly done: Promise<WorkerSummary>;
+  /** Stops it (default: at once, running tasks aborted and their messages given back) and waits for `run()`. */
+  stop(gracePeriodInMs?: number): Promise<WorkerSummary>;
 }
 
 export interface Stack {
@@ -138,8 +169,12 @@ export interface Stack {
   workerLogs: string[];
   /** Task messages the coordinator pushed (each send of each message), by task name. */
   pushed: Map<string, number>;
-  /** A second coordinator on the same ports (after `coordinator.stop()`). */
-  newCoordinator(options?: CoordinatorOptions): Coordinator;
+  /** The worker started with the stack. */
+  worker: WorkerHandle;
+  /** A second coordinator on the same ports (after `coordinator.stop()`, or with `breakLease`); `ports` overrides some of them. */
+  newCoordinator(options?: CoordinatorOptions, ports?: CoordinatorPorts): Coordinator;
+  /** Starts another worker on the stack's task queue (stopped after the test). */
+  startWorker(numWorkers?: number): WorkerHandle;
   submit(definition: object, options?: SubmitOptions): Promise<string>;
   run(definition: object, options?: SubmitOptions, timeoutInMs?: number): Promise<WorkflowRuntime>;
   waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
@@ -162,7 +197,8 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
     h.dispose(() => queue.deleteQueue());
     return queue;
   };
-  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
+  const lease = options.leaseRenewIntervalInMs === undefined ? {} : { leaseDurationInMs: 15_000, renewIntervalInMs: options.leaseRenewIntervalInMs };
+  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000, ...lease });
   h.dispose(() => store.deleteStorage());
   const outputs = await openOutputStore({ connection, prefix });
   const completions = await openQueue(store.names.completionQueue, options.completionLockInMs ?? 2_000);
@@ -172,33 +208,47 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
   const pushed = new Map<string, number>();
   const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
 
-  const worker = new Worker({
-    queue: taskQueue,
-    numWorkers: options.workers ?? 4,
-    receiveWaitInMs: 50,
-    maxIdleBackoffInMs: 100,
-    gracePeriodInMs: 0,
-    log: (line) => workerLogs.push(line),
-    processors: [
-      new WorkflowProcessor({
-        outputs,
-        completions: options.workerCompletions ? options.workerCompletions(completions) : completions,
-        isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
-        killTimeoutInMs: 2_000,
-        completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
-        cancelPollIntervalInMs: 200,
-        cancelPollJitter: 0,
-      }),
-      new ShellProcessor({ killTimeoutInMs: 2_000 }),
-    ],
-  });
-  const running = worker.run();
-  h.dispose(async () => {
-    await worker.stop({ gracePeriodInMs: 0 });
-    await running;
-  });
+  const workerCompletions = options.workerCompletions ? options.workerCompletions(completions) : completions;
+  const startWorker = (numWorkers = options.workers ?? 4): WorkerHandle => {
+    const worker = new Worker({
+      queue: taskQueue,
+      numWorkers,
+      receiveWaitInMs: 50,
+      maxIdleBackoffInMs: 100,
+      gracePeriodInMs: 0,
+      log: (line) => workerLogs.push(line),
+      processors: [
+        new WorkflowProcessor({
+          outputs,
+          completions: workerCompletions,
+          isCancelled: cancelCheckFromStore(store),
+          env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
+          killTimeoutInMs: 2_000,
+          completionBackoff: { initialInMs: 20, maxInMs: 100 },
+          completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
+          cancelPollIntervalInMs: options.workerCancelPollIntervalInMs ?? 200,
+          cancelPollJitter: 0,
+        }),
+        new ShellProcessor({ killTimeoutInMs: 2_000 }),
+      ],
+    });
+    const done = worker.run();
+    // Observed here so that a rejection is never unhandled; callers await `done` or `stop()`.
+    void done.catch(() => undefined);
+    const handle: WorkerHandle = {
+      worker,
+      done,
+      stop: async (gracePeriodInMs = 0) => {
+        await worker.stop({ gracePeriodInMs });
+        return done;
+      },
+    };
+    h.dispose(async () => {
+      await handle.stop();
+    });
+    return handle;
+  };
+  const worker = startWorker();
 
   const counting = new WrappedQueue(taskQueue, {
     send: async (messages, send) => {
@@ -212,10 +262,10 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
   const coordinatorTasks = options.coordinatorTasks ? options.coordinatorTasks(counting) : counting;
   const coordinatorStore = options.coordinatorStore ? options.coordinatorStore(store) : store;
   const coordinatorCompletions = options.coordinatorCompletions ? options.coordinatorCompletions(completions) : completions;
-  const newCoordinator = (extra: CoordinatorOptions = {}) => {
+  const newCoordinator = (extra: CoordinatorOptions = {}, ports: CoordinatorPorts = {}) => {
     const coordinator = new Coordinator({
-      store: coordinatorStore,
-      completions: coordinatorCompletions,
+      store: ports.store ? ports.store(store) : coordinatorStore,
+      completions: ports.completions ? ports.completions(completions) : coordinatorCompletions,
       outputs,
       queues: (spec) => {
         if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
@@ -256,7 +306,7 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
   };
   const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
-  return { prefix, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, newCoordinator, submit, run, waitFor };
+  return { prefix, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, submit, run, waitFor };
 }
 
 /** Task name → [status, attemptNo]. */
