@@ -2,14 +2,14 @@
  * Benchmark of the seed's shape (root → 998 leaves → terminal, 1 000 tasks) against Azurite in a
  * child process:
  *   1. coordinator only: 998 leaf completions pre-queued, a fresh coordinator applies them all;
- *   2. end to end: coordinator + in-process worker (8 slots) running no-op tasks in-process (the
+ *   2. end to end: coordinator + in-process worker (32 slots) running no-op tasks in-process (the
  *      workflow processor with a command runner that returns exit 0 at once), and again with each
  *      task a real `bash -c :` subprocess (for reference: process start-up is the task's cost);
  *   3. ceiling: a bare loop doing the storage operations the engine needs at best, no engine;
  *   4. storage transactions counted during the end-to-end run.
  * Plain text tables on stdout, progress on stderr.
  *
- * Usage: node dist/seed.js
+ * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one)
  */
 import { createRuntime, decodeEnvelope, encodeCompletion, encodeRuntime, parseTaskMessageId, validateWorkflow, type WorkflowDefinition } from '@jobq/dag-core';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
@@ -19,6 +19,8 @@ import { accountClients, openOutputStore, openWorkflowStore, type AzureWorkflowS
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
 
 const LEAVES = 998;
+/** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
+const SLOTS = 32;
 const TASKS = LEAVES + 2;
 
 type BlobPolicy = NonNullable<OpenWorkflowStoreOptions['blobPolicies']>[number];
@@ -208,7 +210,7 @@ async function endToEnd(connectionString: string, subprocesses: boolean): Promis
   const logs: string[] = [];
   const worker = new Worker({
     queue: taskQueue,
-    numWorkers: 8,
+    numWorkers: SLOTS,
     receiveWaitInMs: 50,
     maxIdleBackoffInMs: 100,
     gracePeriodInMs: 0,
@@ -243,7 +245,7 @@ async function endToEnd(connectionString: string, subprocesses: boolean): Promis
     tq.counter.reset();
     cq.counter.reset();
     storeTx.blob = storeTx.table = outputsTx.blob = 0;
-    log('2: starting coordinator + worker (8 slots), submitting');
+    log(`2: starting coordinator + worker (${SLOTS} slots), submitting`);
     const t0 = process.hrtime.bigint();
     running = worker.run();
     await coordinator.start();
@@ -319,7 +321,7 @@ async function ceiling(connectionString: string): Promise<Phase3Result> {
     // 8 "worker" receivers: receive 32, delete each, send its completion.
     const workerLoop = async () => {
       while (worked < TASKS) {
-        const batch = await tasks.receive({ maxMessages: 32, maxWaitTimeInMs: 50 });
+        const batch = await tasks.receive({ maxMessages: SLOTS, maxWaitTimeInMs: 50 });
         await Promise.all(
           batch.map(async (m) => {
             await tasks.complete(m);
@@ -339,7 +341,7 @@ async function ceiling(connectionString: string): Promise<Phase3Result> {
         applied += batch.length;
       }
     };
-    await Promise.all([send, ...Array.from({ length: 8 }, workerLoop), coordinatorLoop()]);
+    await Promise.all([send, workerLoop(), coordinatorLoop()]);
     return { seconds: seconds(t0), blobWrites, blobBytes: body.length };
   } finally {
     await tasks.deleteQueue().catch(() => undefined);
@@ -362,10 +364,12 @@ async function main(): Promise<void> {
   log('starting Azurite in a child process');
   const azurite = await startAzuriteProcess();
   try {
-    const p1 = await phase('1 coordinator-only', () => coordinatorOnly(azurite.connectionString));
-    const p2 = await phase('2 end-to-end', () => endToEnd(azurite.connectionString, false));
-    const p2b = await phase('2b end-to-end with subprocesses', () => endToEnd(azurite.connectionString, true));
-    const p3 = await phase('3 ceiling', () => ceiling(azurite.connectionString));
+    const only = (process.env.JOBQ_SEED_PHASES ?? '').split(',').filter((x) => x !== '');
+    const wanted = (name: string) => only.length === 0 || only.includes(name);
+    const p1 = wanted('1') ? await phase('1 coordinator-only', () => coordinatorOnly(azurite.connectionString)) : null;
+    const p2 = wanted('2') ? await phase('2 end-to-end', () => endToEnd(azurite.connectionString, false)) : null;
+    const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => endToEnd(azurite.connectionString, true)) : null;
+    const p3 = wanted('3') ? await phase('3 ceiling', () => ceiling(azurite.connectionString)) : null;
 
     const nm = 'not measured';
     const rows: string[][] = [];
@@ -376,7 +380,7 @@ async function main(): Promise<void> {
       p1 ? `${f(p1.cpuMs / LEAVES, 3)} CPU ms/completion (${p1.applied} applied)` : nm,
     ]);
     const e2eRate = p2 && p2.status === 'completed' ? TASKS / p2.seconds : null;
-    rows.push([`2. end to end (${TASKS} no-op tasks, 8 worker slots)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `status ${p2.status}; ${p2.saves} saves, ${p2.batches} batches` : nm]);
+    rows.push([`2. end to end (${TASKS} no-op tasks, ${SLOTS} worker slots)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `status ${p2.status}; ${p2.saves} saves, ${p2.batches} batches` : nm]);
     const shellRate = p2b && p2b.status === 'completed' ? TASKS / p2b.seconds : null;
     rows.push([`2b. same, each task a bash -c : subprocess`, p2b ? f(p2b.seconds) : nm, shellRate !== null ? f(shellRate, 0) : nm, p2b ? `status ${p2b.status}; ${p2b.saves} saves, ${p2b.batches} batches` : nm]);
     const ceilRate = p3 ? TASKS / p3.seconds : null;
@@ -390,7 +394,7 @@ async function main(): Promise<void> {
     console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
-    console.log('   3: 1 000 task sends; 8 loops receive 32 + delete + send a completion each; one loop receives 32 completions,');
+    console.log(`   3: 1 000 task sends; one "worker" loop receives ${SLOTS} (the engine worker's slots) + deletes + sends a completion each; one loop receives 32 completions,`);
     console.log('      writes the runtime-sized blob with If-Match once per batch, deletes them.\n');
 
     if (p2) {
