@@ -10,6 +10,7 @@ export {
   canonicalJson,
   definitionHash,
   formatIssue,
+  runtimeView,
   type ExplainOptions,
   type ExplainReport,
   type ExplainedQueue,

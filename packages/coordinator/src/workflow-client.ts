@@ -523,7 +523,8 @@ function prepareDefinition(source: SubmitSource, maxFanIn: number | undefined): 
   return { definition, warnings };
 }
 
-function runtimeView(runtime: WorkflowRuntime): RuntimeView {
+/** The parts of a runtime that a status report shows. */
+export function runtimeView(runtime: WorkflowRuntime): RuntimeView {
   return {
     status: runtime.status,
     counts: runtime.counts,

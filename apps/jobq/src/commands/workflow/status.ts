@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
+import { runtimeView } from '@jobq/coordinator';
 import { JobqCommand } from '../../base';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
@@ -72,17 +73,7 @@ export default class WorkflowStatus extends JobqCommand {
     const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
     const status = runtime?.status ?? summary.status;
     const counts = runtime?.counts ?? summary.counts;
-    const view =
-      runtime === null
-        ? null
-        : {
-            status: runtime.status,
-            counts: runtime.counts,
-            activated: runtime.activated,
-            cancelRequested: runtime.cancelRequested,
-            updatedAt: runtime.updatedAt,
-            finishedAt: runtime.finishedAt,
-          };
+    const view = runtime === null ? null : runtimeView(runtime);
 
     if (flags.json) {
       this.printJson({
