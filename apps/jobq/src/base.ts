@@ -15,8 +15,7 @@ function oneLine(text: string): string {
 /** One line for an error: its code when it is a jobq error, secrets masked. */
 export function errorLine(error: unknown): string {
   if (isJobqError(error)) return maskSecret(`${error.code}: ${error.message}`);
-  const text = error instanceof Error ? error.message : String(error);
-  return maskSecret(text.split('\n')[0] ?? text);
+  return maskSecret(oneLine(error instanceof Error ? error.message : String(error)));
 }
 
 /**

@@ -236,7 +236,7 @@ export function storageConfigured(config: CliConfig): boolean {
 
 /** A connection string with its key and signature masked, for display. */
 export function maskSecret(text: string): string {
-  return text.replace(/(AccountKey|SharedAccessSignature|SharedAccessKey|sig)=([^;&]*)/gi, (_m, key: string) => `${key}=***`);
+  return text.replace(/(AccountKey|SharedAccessSignature|SharedAccessKey|sig)=([^;&\s"']*)/gi, (_m, key: string) => `${key}=***`);
 }
 
 /** `prefix` or a clear usage error naming every way to set it. */

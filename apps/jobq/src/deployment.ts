@@ -15,7 +15,7 @@ export interface DeploymentOptions {
   mapAllAccounts?: boolean;
   /** Lock (visibility) duration of the task queues opened here (default 30 s). */
   lockDurationInMs?: number;
-  /** Lock duration of the completion queue (default 60 s, `--visibility-timeout-s`). */
+  /** Lock duration of the completion queue (default: the configured `--visibility-timeout-s`). */
   completionLockDurationInMs?: number;
   /** Create containers, tables and queues when missing (default true). */
   createIfMissing?: boolean;
@@ -67,7 +67,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   const completions = await openStorageQueue({
     connection: account(queuesAccount),
     queueName: store.names.completionQueue,
-    lockDurationInMs: options.completionLockDurationInMs ?? 60_000,
+    lockDurationInMs: options.completionLockDurationInMs ?? Math.round(config.coordinator.visibilityTimeoutS.value * 1000),
     createIfMissing,
   });
   const pool = new Map<string, Promise<StorageTaskQueue>>();

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startAzurite, type LocalStorage } from '@jobq/local';
+import { delimiter, join } from 'node:path';
+import { startAzurite, type LocalStorage, type StartAzuriteOptions } from '@jobq/local';
 import type { CliConfig } from './config';
 
 /** The prefix of the embedded stack. */
@@ -23,16 +23,42 @@ export interface EmbeddedStorage {
  * configuration for `devstoreaccount1/Local` on it. Queues and blobs settings of the caller's
  * configuration are dropped: everything lives on the local stack.
  */
-export async function startEmbeddedStorage(base: CliConfig): Promise<EmbeddedStorage> {
-  const storage = await startAzurite();
-  const config: CliConfig = {
+export async function startEmbeddedStorage(base: CliConfig, options: StartAzuriteOptions = {}): Promise<EmbeddedStorage> {
+  const storage = await startAzurite(options);
+  return { storage, config: embeddedConfig(base, storage.connectionString) };
+}
+
+/** `base` pointed at `devstoreaccount1/Local` on a local Azurite; its queues and blobs settings dropped. */
+export function embeddedConfig(base: CliConfig, connectionString: string): CliConfig {
+  return {
     ...base,
     prefix: { value: { account: EMBEDDED_ACCOUNT, prefix: EMBEDDED_PREFIX }, source: 'default', from: null },
     queues: { value: null, source: 'default', from: null },
     blobs: { value: null, source: 'default', from: null },
-    connectionString: { value: storage.connectionString, source: 'default', from: null, secret: true },
+    connectionString: { value: connectionString, source: 'default', from: null, secret: true },
   };
-  return { storage, config };
+}
+
+/** The empty-queue back-off cap of local workers (`workflow run`, `jobq dev`). */
+export const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
+
+/** Settings that point task scripts at another deployment; a local stack sets its own. */
+const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
+
+/**
+ * The environment of workers started by the CLI itself: `jobq` on the tasks' PATH (and `$JOBQ_CLI`).
+ * With `local` (an embedded or dev stack) other deployments' settings are removed, a cancel is seen
+ * within a second and a stopped task gets 10 s before SIGKILL (unless the environment says otherwise).
+ */
+export async function localWorkerEnvironment(local: boolean): Promise<{ env: NodeJS.ProcessEnv; cleanup: () => Promise<void> }> {
+  const shim = await createCliShim();
+  const env: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY, PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter) };
+  if (local) {
+    for (const name of FOREIGN_SETTINGS) delete env[name];
+    if ((env.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') env.JOBQ_CANCEL_POLL_INTERVAL = '1';
+    if ((env.JOBQ_KILL_TIMEOUT ?? '').trim() === '') env.JOBQ_KILL_TIMEOUT = '10';
+  }
+  return { env, cleanup: shim.cleanup };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { UsageError } from './errors';
 import { COORDINATOR_SETTINGS, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
 
 /** The flags every command that reaches storage takes (SPEC §11; the positional ACCOUNT/PREFIX becomes --prefix). */
@@ -21,7 +22,7 @@ export const coordinatorFlags = Object.fromEntries(
       helpGroup: 'COORDINATOR',
       parse: (input) => {
         const value = Number(input);
-        if (input.trim() === '' || !Number.isFinite(value)) throw new Error(`--${s.flag} expects a number, got "${input}"`);
+        if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
         return Promise.resolve(value);
       },
     })(),

@@ -51,7 +51,9 @@ export interface LocalWorkerOptions {
  */
 export async function createWorker(deployment: Deployment, options: LocalWorkerOptions): Promise<Worker> {
   const queue = await deployment.queue(options.queue);
-  const env = { ...(options.env ?? process.env), ...deployment.taskEnvironment };
+  const base = options.env ?? process.env;
+  // Workflow tasks get the deployment's settings (for `jobq task …`); plain shell tasks only the worker's own.
+  const env = { ...base, ...deployment.taskEnvironment };
   const settings = workflowProcessorSettingsFromEnv(env);
   return new Worker({
     queue,
@@ -72,7 +74,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
       }),
-      new ShellProcessor({ killTimeoutInMs: settings.killTimeoutInMs, baseEnv: env }),
+      new ShellProcessor({ killTimeoutInMs: settings.killTimeoutInMs, baseEnv: base }),
     ],
   });
 }

@@ -1,22 +1,16 @@
-import { delimiter } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import type { Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
-import type { CliConfig } from '../config';
 import { openDeployment } from '../deployment';
-import { CLI_ENTRY, EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, createCliShim } from '../embedded';
+import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment } from '../embedded';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
 import { coordinatorOptions, createCoordinator, createWorker } from '../services';
 
 /** Azurite's usual ports: blob 10000, queue 10001, table 10002. */
 export const DEFAULT_PORT_BASE = 10_000;
-/** The empty-queue back-off cap of the local workers. */
-const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
-/** Settings that point task scripts at another deployment; the dev stack sets its own. */
-const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
 
 /** The three ports of the dev stack. */
 export interface DevPorts {
@@ -159,17 +153,8 @@ export default class Dev extends JobqCommand {
         throw portError(error, ports) ?? error;
       }
       cleanups.push(() => storage.stop());
-      const config: CliConfig = {
-        ...baseConfig,
-        prefix: { value: { account: EMBEDDED_ACCOUNT, prefix: EMBEDDED_PREFIX }, source: 'default', from: null },
-        queues: { value: null, source: 'default', from: null },
-        blobs: { value: null, source: 'default', from: null },
-        connectionString: { value: storage.connectionString, source: 'default', from: null, secret: true },
-      };
-      const deployment = await openDeployment(config, {
-        mapAllAccounts: true,
-        completionLockDurationInMs: Math.round(config.coordinator.visibilityTimeoutS.value * 1000),
-      });
+      const config = embeddedConfig(baseConfig, storage.connectionString);
+      const deployment = await openDeployment(config, { mapAllAccounts: true });
 
       if (flags.coordinator && signals === 0) {
         const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
@@ -182,13 +167,9 @@ export default class Dev extends JobqCommand {
       }
 
       if (numWorkers > 0 && signals === 0) {
-        // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
-        const shim = await createCliShim();
-        cleanups.push(shim.cleanup);
-        const workerEnv: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY, PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter) };
-        for (const name of FOREIGN_SETTINGS) delete workerEnv[name];
-        // Local tasks see a cancel within a second (the default, 30 s, suits shared storage).
-        if ((workerEnv.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') workerEnv.JOBQ_CANCEL_POLL_INTERVAL = '1';
+        const local = await localWorkerEnvironment(true);
+        cleanups.push(local.cleanup);
+        const workerEnv = local.env;
         for (const queue of queues) {
           const worker: Worker = await createWorker(deployment, {
             queue,

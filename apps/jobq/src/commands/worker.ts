@@ -57,7 +57,7 @@ export default class WorkerCommand extends JobqCommand {
   ];
   static override flags = {
     ...configFlags,
-    queue: Flags.string({ description: 'The queue: NAME (on the default account) or ACCOUNT/NAME', required: true }),
+    queue: Flags.string({ char: 'q', description: 'The queue: NAME (on the default account) or ACCOUNT/NAME', required: true }),
     'num-workers': Flags.integer({ description: 'Tasks run at once', default: 1, min: 1, max: 1024 }),
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
     'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),

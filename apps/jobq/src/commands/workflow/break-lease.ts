@@ -42,7 +42,7 @@ export default class WorkflowBreakLease extends JobqCommand {
         throw new ReportedFailure('aborted');
       }
     }
-    const deployment = await openDeployment(config);
+    const deployment = await openDeployment(config, { createIfMissing: false });
     const lease = await deployment.store.acquireLease({ breakExisting: true });
     await lease.release();
     process.stdout.write(`Lease broken for ${deployment.target}.\n`);

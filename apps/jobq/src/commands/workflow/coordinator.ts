@@ -28,7 +28,7 @@ export default class WorkflowCoordinator extends JobqCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkflowCoordinator);
     const config = configFromFlags(flags);
-    const deployment = await openDeployment(config, { completionLockDurationInMs: Math.round(config.coordinator.visibilityTimeoutS.value * 1000) });
+    const deployment = await openDeployment(config);
     const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), breakLease: flags['break-lease'] });
     await coordinator.start();
     const queues = config.queues.value ?? deployment.prefix.account;

@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { delimiter } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
 import { isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
@@ -7,7 +6,7 @@ import type { Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
-import { CLI_ENTRY, createCliShim, startEmbeddedStorage } from '../../embedded';
+import { LOCAL_MAX_IDLE_BACKOFF_IN_MS, localWorkerEnvironment, startEmbeddedStorage } from '../../embedded';
 import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
@@ -34,12 +33,8 @@ export interface RunReport {
 
 /** How often the runtime is read while watching. */
 const POLL_INTERVAL_IN_MS = 250;
-/** The empty-queue back-off cap of the local workers. */
-const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
 /** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
 const CANCEL_SETTLE_IN_MS = 5_000;
-/** Settings that point task scripts at another deployment; the embedded stack sets its own. */
-const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
 
 export default class WorkflowRun extends JobqCommand {
   static override summary = 'Run a workflow file to the end and show its progress';
@@ -87,20 +82,14 @@ export default class WorkflowRun extends JobqCommand {
     let report: RunReport | null = null;
     try {
       let config: CliConfig = baseConfig;
-      const workerEnv: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY };
-      if (numWorkers > 0) {
-        // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
-        const shim = await createCliShim();
-        cleanups.push(shim.cleanup);
-        workerEnv.PATH = [shim.dir, process.env.PATH].filter(Boolean).join(delimiter);
-      }
+      // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
+      const local = await localWorkerEnvironment(embedded);
+      cleanups.push(local.cleanup);
+      const workerEnv = local.env;
       if (embedded) {
         const started = await startEmbeddedStorage(baseConfig);
         cleanups.push(() => started.storage.stop());
         config = started.config;
-        for (const name of FOREIGN_SETTINGS) delete workerEnv[name];
-        // Local tasks see a cancel within a second (the default, 30 s, suits shared storage).
-        if ((workerEnv.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') workerEnv.JOBQ_CANCEL_POLL_INTERVAL = '1';
         progress.log(`embedded stack: in-memory Azurite on 127.0.0.1, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
       }
       session.checkInterrupted();
