@@ -33,17 +33,19 @@ export interface RunReport {
 
 /** How often the runtime is read while watching. */
 const POLL_INTERVAL_IN_MS = 250;
+/** A workflow no coordinator has activated after this long gets one warning line. */
+const NOT_ACTIVATED_WARNING_IN_MS = 30_000;
 /** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
 const CANCEL_SETTLE_IN_MS = 5_000;
 
 export default class WorkflowRun extends JobqCommand {
   static override summary = 'Run a workflow file to the end and show its progress';
   static override description =
-    'With no storage configured (no ACCOUNT/PREFIX, JOBQ_WORKFLOW_PREFIX or config file), starts an embedded stack: ' +
+    'With no storage configured (no ACCOUNT/PREFIX positional or --prefix, no JOBQ_WORKFLOW_PREFIX, no connection.prefix in a config file), starts an embedded stack: ' +
     'an in-memory Azurite on loopback, a coordinator and local workers for every queue the workflow names ' +
     '(every ACCOUNT/… queue mapped onto the local stack), submits the workflow, shows live progress on stderr, ' +
     'and stops everything it started. With storage configured, submits there and watches ' +
-    '(local workers only with --workers). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
+    '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
     'Ctrl-C cancels the workflow and stops everything.';
   static override examples = [
     '<%= config.bin %> workflow run examples/diamond.yaml',
@@ -221,7 +223,13 @@ class RunSession {
   async watch(deployment: Deployment, workflowId: string, definition: WorkflowDefinition): Promise<WorkflowRuntime | null> {
     let runtime: WorkflowRuntime | null = null;
     let readErrors = 0;
+    const started = Date.now();
+    let warned = false;
     while (!this.wake.signal.aborted) {
+      if (!warned && runtime !== null && !runtime.activated && Date.now() - started > NOT_ACTIVATED_WARNING_IN_MS) {
+        warned = true;
+        this.progress.log(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
+      }
       try {
         const loaded = await deployment.store.load(workflowId);
         readErrors = 0;
