@@ -372,8 +372,11 @@ export class Coordinator {
   }
 
   private async handleGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
-    // A wake-up (submit, cancel, retry) also applies the requests recorded on the index row at once.
-    const summary = group.wakeup ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
+    // A wake-up (submit, cancel, retry) also applies the requests recorded on the index row at once;
+    // so does a failed completion, which may come from a task its worker stopped because it saw a
+    // cancel request the coordinator has not applied yet (applied first, the task ends cancelled).
+    const readRequests = group.wakeup || group.completions.some((c) => c.type === 'completion' && !c.success);
+    const summary = readRequests ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
     const now = this.nowIso();
     let leading = 0;
     const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {

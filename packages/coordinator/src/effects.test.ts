@@ -17,7 +17,9 @@ class FakeStore {
     this.loads++;
     return Promise.resolve(this.runtime ? { runtime: this.runtime, etag: String(this.etag) } : null);
   }
-  save(runtime: WorkflowRuntime, etag: string): Promise<{ etag: string; rowsError: null }> {
+  previousGiven: boolean[] = [];
+  save(runtime: WorkflowRuntime, etag: string, options: { previous?: WorkflowRuntime } = {}): Promise<{ etag: string; rowsError: null }> {
+    this.previousGiven.push(options.previous !== undefined);
     if (this.conflicts > 0) {
       this.conflicts--;
       this.etag++;
@@ -136,6 +138,9 @@ describe('applyEvents', () => {
       // Without useCache (the sweeps) the blob is read.
       await applyEvents(ctx, 'wf1', () => [], {});
       expect(store.loads).toBe(2);
+      // A save after a read from storage writes every task row (a crashed writer may have lost some);
+      // a save from the cache writes the rows changed since this coordinator's own last save.
+      expect(store.previousGiven).toEqual([false, true]);
     });
 
     it('a stale entry (the blob changed behind it) fails the save with 412, is dropped, and the blob is read and re-applied', async () => {

@@ -147,7 +147,9 @@ export async function applyEvents(
     }
     if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush' };
     try {
-      const saved = await ctx.store.save(runtime, loaded.etag, { previous: loaded.runtime, abortSignal: ctx.signal });
+      // Only this coordinator's own last save is known to have its rows written: after a read from
+      // storage (a restart, a 412), every task row is written, repairing rows a crashed writer lost.
+      const saved = await ctx.store.save(runtime, loaded.etag, cached ? { previous: loaded.runtime, abortSignal: ctx.signal } : { abortSignal: ctx.signal });
       ctx.counters.saves++;
       ctx.cache?.set(workflowId, { runtime, etag: saved.etag });
       if (saved.rowsError) {

@@ -3,7 +3,7 @@ import type { Issue, Result } from '../result';
 import { yamlLocator } from './locate';
 import type { RawIssue } from './raw-issue';
 import type { WorkflowDefinition } from './types';
-import { validateWith } from './validate';
+import { MAX_DEFINITION_DEPTH, validateWith } from './validate';
 
 /**
  * Bound on YAML alias expansion: the number of times an anchor is used multiplied by its size,
@@ -32,7 +32,10 @@ export function parseWorkflow(source: string, options: ParseWorkflowOptions = {}
     const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
     return isYaml(text, options.filename) ? parseYaml(text) : parseJson(text);
   } catch (error) {
-    return { ok: false, issues: [{ code: 'internal', path: '', message: `could not parse the workflow: ${String(error)}` }] };
+    if (error instanceof RangeError) {
+      return { ok: false, issues: [{ code: 'syntax', path: '', message: `the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)` }] };
+    }
+    return { ok: false, issues: [{ code: 'internal', path: '', message: `could not parse the workflow: ${firstLine(String(error))}` }] };
   }
 }
 
@@ -54,7 +57,9 @@ function parseYaml(text: string): Result<WorkflowDefinition> {
   } catch (error) {
     const message = error instanceof ReferenceError && /alias/i.test(error.message)
       ? `YAML aliases expand past the limit of ${MAX_YAML_ALIAS_EXPANSION} nodes (a recursive or exploding anchor?)`
-      : `YAML: ${firstLine(String(error))}`;
+      : error instanceof RangeError
+        ? `YAML: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)`
+        : `YAML: ${firstLine(String(error))}`;
     return { ok: false, issues: [{ code: error instanceof ReferenceError ? 'alias-limit' : 'syntax', path: '', message }] };
   }
   return validateWith(value, { locate: yamlLocator(doc, text, lineCounter) });
@@ -66,7 +71,11 @@ function parseJson(text: string): Result<WorkflowDefinition> {
     value = JSON.parse(text);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const issue: Issue = { code: 'syntax', path: '', message: `JSON: ${message}` };
+    const issue: Issue = {
+      code: 'syntax',
+      path: '',
+      message: error instanceof RangeError ? `JSON: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)` : `JSON: ${firstLine(message)}`,
+    };
     const at = /at position (\d+)/.exec(message);
     if (at) Object.assign(issue, positionOf(text, Number(at[1])));
     return { ok: false, issues: [issue] };
@@ -97,6 +106,11 @@ function positionOf(text: string, offset: number): { line: number; column: numbe
   return { line, column: offset - lineStart + 1 };
 }
 
+/** Longest message text taken from the YAML or JSON parser (they may quote a whole offending token). */
+const MAX_PARSER_MESSAGE = 200;
+
 function firstLine(message: string): string {
-  return message.split('\n')[0] ?? message;
+  // eslint-disable-next-line no-control-regex
+  const line = (message.split('\n')[0] ?? message).replace(/[\u0000-\u001f\u007f]/g, '?');
+  return line.length > MAX_PARSER_MESSAGE ? `${line.slice(0, MAX_PARSER_MESSAGE)}…` : line;
 }

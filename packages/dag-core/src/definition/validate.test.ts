@@ -238,6 +238,28 @@ describe('parseWorkflow', () => {
     expect(result).toEqual({ ok: false, issues: [expect.objectContaining({ code: 'alias-limit' })] });
   });
 
+  it('refuses a YAML alias that contains itself and data nested past the depth limit, without overflowing the stack', () => {
+    const self = parseWorkflow('name: w\ntasks:\n  - name: a\n    kwargs: &k {cmd: "true", again: *k}\n', { filename: 'self.yaml' });
+    expect(self.ok).toBe(false);
+    expect(!self.ok && self.issues[0]?.message).toMatch(/nests deeper than 64 levels \(or a YAML alias refers to itself\)|alias/);
+    const deep = (n: number) => `{"name":"w","tasks":[{"name":"a","kwargs":{"cmd":"true","x":${'['.repeat(n)}${']'.repeat(n)}}}]}`;
+    expect(parseWorkflow(deep(50), { filename: 'ok.json' }).ok).toBe(true);
+    const tooDeep = parseWorkflow(deep(200), { filename: 'deep.json' });
+    expect(!tooDeep.ok && tooDeep.issues).toEqual([{ code: 'type', path: '', message: expect.stringMatching(/nests deeper than 64 levels/) }]);
+    const hostile = parseWorkflow(deep(200_000), { filename: 'hostile.json' });
+    expect(hostile.ok).toBe(false);
+    expect(!hostile.ok && hostile.issues[0]?.message.length).toBeLessThan(300);
+  });
+
+  it('keeps parser messages short: one line of at most 200 characters, no control characters', () => {
+    const result = parseWorkflow(`name: w\ntasks: ]${'a'.repeat(100_000)}\u0001\n`, { filename: 'long.yaml' });
+    expect(result.ok).toBe(false);
+    for (const issue of result.ok ? [] : result.issues) {
+      expect(issue.message.length).toBeLessThanOrEqual(210);
+      expect([...issue.message].some((c) => c.charCodeAt(0) < 32)).toBe(false);
+    }
+  });
+
   it('expands ordinary shared anchors', () => {
     const tasks = Array.from({ length: 2000 }, (_, i) => `  - {name: t${i}, kwargs: *common}`).join('\n');
     const result = parseWorkflow(`name: w\nx-common: &common {cmd: "echo hi", env: {A: "1"}}\ntasks:\n${tasks}\n`, { filename: 'w.yaml' });

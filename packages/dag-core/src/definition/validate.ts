@@ -30,9 +30,37 @@ function finish(raw: readonly RawIssue[], locate: Locate | undefined): Issue[] {
   });
 }
 
+/** How deep a definition may nest (objects and arrays, the top level included). */
+export const MAX_DEFINITION_DEPTH = 64;
+/** How many values a definition may hold in all (shared YAML aliases count each time they are used). */
+const MAX_DEFINITION_VALUES = 2_000_000;
+
+/**
+ * A definition must be plain, finite data: no deeper than {@link MAX_DEFINITION_DEPTH} (a YAML alias
+ * that contains itself is infinitely deep) and at most {@link MAX_DEFINITION_VALUES} values. Checked
+ * without recursion, so a hostile document cannot overflow the stack here or later (hashing,
+ * encoding). Returns the problem, or null.
+ */
+function plainDataProblem(value: unknown): string | null {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
+  let seen = 0;
+  while (stack.length > 0) {
+    const { value: v, depth } = stack.pop()!;
+    if (++seen > MAX_DEFINITION_VALUES) return `the definition holds more than ${MAX_DEFINITION_VALUES} values`;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > MAX_DEFINITION_DEPTH) {
+      return `the definition nests deeper than ${MAX_DEFINITION_DEPTH} levels (or a YAML alias refers to itself)`;
+    }
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return null;
+}
+
 /** @internal validateWorkflow with options. */
 export function validateWith(value: unknown, options: ValidateOptions = {}): Result<WorkflowDefinition> {
   try {
+    const problem = plainDataProblem(value);
+    if (problem !== null) return { ok: false, issues: [{ code: 'type', path: '', message: problem }] };
     const internal = options.internal ?? false;
     const schema = internal ? internalDefinitionSchema : userDefinitionSchema;
     const parsed = schema.safeParse(value, { reportInput: true });
