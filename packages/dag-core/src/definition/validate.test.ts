@@ -241,7 +241,7 @@ describe('parseWorkflow', () => {
   it('refuses a YAML alias that contains itself and data nested past the depth limit, without overflowing the stack', () => {
     const self = parseWorkflow('name: w\ntasks:\n  - name: a\n    kwargs: &k {cmd: "true", again: *k}\n', { filename: 'self.yaml' });
     expect(self.ok).toBe(false);
-    expect(!self.ok && self.issues[0]?.message).toMatch(/nests deeper than 64 levels \(or a YAML alias refers to itself\)|alias/);
+    expect(!self.ok && self.issues[0]?.message).toMatch(/contains itself|alias/);
     const deep = (n: number) => `{"name":"w","tasks":[{"name":"a","kwargs":{"cmd":"true","x":${'['.repeat(n)}${']'.repeat(n)}}}]}`;
     expect(parseWorkflow(deep(50), { filename: 'ok.json' }).ok).toBe(true);
     const tooDeep = parseWorkflow(deep(200), { filename: 'deep.json' });

@@ -32,26 +32,35 @@ function finish(raw: readonly RawIssue[], locate: Locate | undefined): Issue[] {
 
 /** How deep a definition may nest (objects and arrays, the top level included). */
 export const MAX_DEFINITION_DEPTH = 64;
-/** How many values a definition may hold in all (shared YAML aliases count each time they are used). */
-const MAX_DEFINITION_VALUES = 2_000_000;
-
 /**
- * A definition must be plain, finite data: no deeper than {@link MAX_DEFINITION_DEPTH} (a YAML alias
- * that contains itself is infinitely deep) and at most {@link MAX_DEFINITION_VALUES} values. Checked
- * without recursion, so a hostile document cannot overflow the stack here or later (hashing,
- * encoding). Returns the problem, or null.
+ * A definition must be plain, finite data: no deeper than {@link MAX_DEFINITION_DEPTH} and without
+ * cycles (a YAML alias that contains itself). Checked without recursion, so a hostile document
+ * cannot overflow the stack here or later (hashing, encoding); a value shared by several parents
+ * (a YAML alias) is walked again only when met at a shallower depth. Returns the problem, or null.
  */
 function plainDataProblem(value: unknown): string | null {
-  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
-  let seen = 0;
+  type Frame = { value: object; depth: number; exit: boolean };
+  const stack: Frame[] = [];
+  const onPath = new Set<object>();
+  const checkedAt = new Map<object, number>();
+  const visit = (v: unknown, depth: number) => {
+    if (v !== null && typeof v === 'object') stack.push({ value: v, depth, exit: false });
+  };
+  visit(value, 1);
   while (stack.length > 0) {
-    const { value: v, depth } = stack.pop()!;
-    if (++seen > MAX_DEFINITION_VALUES) return `the definition holds more than ${MAX_DEFINITION_VALUES} values`;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > MAX_DEFINITION_DEPTH) {
-      return `the definition nests deeper than ${MAX_DEFINITION_DEPTH} levels (or a YAML alias refers to itself)`;
+    const frame = stack.pop()!;
+    if (frame.exit) {
+      onPath.delete(frame.value);
+      continue;
     }
-    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) stack.push({ value: child, depth: depth + 1 });
+    if (onPath.has(frame.value)) return 'a value contains itself (a YAML alias used inside its own anchor)';
+    if (frame.depth > MAX_DEFINITION_DEPTH) return `the definition nests deeper than ${MAX_DEFINITION_DEPTH} levels`;
+    const before = checkedAt.get(frame.value);
+    if (before !== undefined && before <= frame.depth) continue;
+    checkedAt.set(frame.value, frame.depth);
+    onPath.add(frame.value);
+    stack.push({ ...frame, exit: true });
+    for (const child of Array.isArray(frame.value) ? frame.value : Object.values(frame.value)) visit(child, frame.depth + 1);
   }
   return null;
 }
