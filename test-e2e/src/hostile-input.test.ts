@@ -255,9 +255,9 @@ describe('conditions that look hostile but are plain input lookups', () => {
   });
 });
 
-describe('files that pass validation but cannot be stored', () => {
+describe('values that cannot be stored: a cycle, nesting past 64 levels', () => {
   // A self-referencing alias makes a circular kwargs object; 200 000 nested arrays in JSON parse
-  // fine. Submit must still fail with one line and leave no workflow behind.
+  // fine. Both are refused by validation, before submit touches storage.
   const cases = [
     { title: 'a self-referencing YAML alias', name: 'recursive.yaml', content: () => yaml('name: recursive', 'tasks: &t', '  - name: a', '    kwargs: {cmd: "true", self: *t}') },
     {
@@ -267,16 +267,19 @@ describe('files that pass validation but cannot be stored', () => {
     },
   ];
 
-  it.concurrent.each(cases)('$title: submit exits 1 with one line and writes no workflow', async ({ name, content }) => {
+  it.concurrent.each(cases)('$title: validate and submit exit 1 with a type issue and write no workflow', async ({ name, content }) => {
     const own = await deployment(storage, 'unstorable');
     await file(name, content());
+    const validate = await runCli(['workflow', 'validate', name], { cwd: dir.path });
+    expect(validate.code).toBe(1);
+    expect(validate.stderr).toMatch(new RegExp(`^${name.replace('.', '\\.')}: type: (a value contains itself|the definition nests deeper than 64 levels)`, 'm'));
     const submit = await runCli(['workflow', 'submit', name], { cwd: dir.path, env: own.env() });
     expect(submit.code).toBe(1);
     expect(submit.stdout.trim()).toBe('');
     expect(submit.stderr).not.toMatch(STACK_LINE);
     const lines = submit.stderr.split('\n').filter((l) => l !== '');
     expect(lines.length).toBeLessThanOrEqual(3);
-    expect(lines[0]).toMatch(new RegExp(`^jobq: ${name.replace('.', '\\.')}: `));
+    expect(lines[0]).toMatch(new RegExp(`^${name.replace('.', '\\.')}: type: `));
     expect(await listWorkflows(own)).toEqual([]);
   });
 });
