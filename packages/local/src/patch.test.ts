@@ -77,6 +77,6 @@ describe('the Azurite queue patch', () => {
       expect(seen.size).toBe(TOTAL);
       expect(deliveries).toBe(TOTAL);
       expect((await queue.getProperties()).approximateMessagesCount).toBe(0);
-    }, 120_000);
+    }, 300_000);
   });
 });
