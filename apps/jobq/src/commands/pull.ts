@@ -2,7 +2,8 @@ import { Flags } from '@oclif/core';
 import { JobqCommand } from '../base';
 import { ReportedFailure, UsageError } from '../errors';
 import { messageDocument } from './peek';
-import { chooseQueue, durationFlag, openQueueFromFlags, queueFlags } from './push';
+import { durationFlag } from '../io';
+import { chooseQueue, openQueueFromFlags, queueFlags } from './push';
 
 export default class Pull extends JobqCommand {
   static override summary = 'Take one task from a queue and print it as JSON';

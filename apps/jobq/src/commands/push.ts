@@ -3,12 +3,11 @@ import { Flags } from '@oclif/core';
 import { encodeEnvelope } from '@jobq/dag-core';
 import type { TaskQueue } from '@jobq/ports';
 import type { StorageTaskQueue } from '@jobq/queue-storage';
-import { parseDurationInMs } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { resolveConfig } from '../config';
 import { UsageError } from '../errors';
 import { openPlainQueue } from '../plain-queue';
-import { readStdin } from './task/info';
+import { readStdin } from '../io';
 
 /** The flags of the plain-queue commands: the queue (also the positional `jobq ACCOUNT/QUEUE <command>`) and the config file. */
 export const queueFlags = {
@@ -22,16 +21,6 @@ export const queueFlags = {
 };
 
 /** `--visibility-timeout` as milliseconds (a bare number is seconds; `ms`, `s`, `m`, `h`). */
-export function durationFlag(text: string, flag: string): number {
-  let value: number;
-  try {
-    value = parseDurationInMs(text, flag);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  return value;
-}
-
 /** Opens the queue named by `--queue` with the resolved configuration (connection string, default account). */
 export async function openQueueFromFlags(
   flags: { queue: string; config?: string | undefined },

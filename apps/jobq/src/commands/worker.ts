@@ -1,10 +1,11 @@
 import { Flags } from '@oclif/core';
 import { JobqError } from '@jobq/ports';
-import { ShellProcessor, Worker, killTimeoutFromEnv, parseDurationInMs, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
+import { ShellProcessor, Worker, killTimeoutFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured } from '../config';
 import { openDeployment } from '../deployment';
 import { UsageError } from '../errors';
+import { durationFlag } from '../io';
 import { configFlags, configFromFlags } from '../flags';
 import { openPlainQueue } from '../plain-queue';
 import { createWorker } from '../services';
@@ -14,12 +15,7 @@ const DEFAULT_MAX_IDLE_BACKOFF = '30s';
 
 /** A duration flag (SPEC §8.1: a bare number is seconds; `ms`, `s`, `m`, `h`) in ms, or a usage error. */
 function duration(text: string | undefined, name: string): number | undefined {
-  if (text === undefined) return undefined;
-  try {
-    return parseDurationInMs(text, name);
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  return text === undefined ? undefined : durationFlag(text, name);
 }
 
 /**

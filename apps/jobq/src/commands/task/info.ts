@@ -67,14 +67,6 @@ export async function callHelper<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Everything on stdin as text (empty when stdin is a terminal). */
-export async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) return '';
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /** One JSON value on one line of stdout. */
 export function writeJsonLine(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);

@@ -2,7 +2,8 @@ import { Args, Flags } from '@oclif/core';
 import { setOutput } from '@jobq/worker/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
-import { callHelper, readStdin, requireTaskEnvironment } from './info';
+import { readStdin } from '../../io';
+import { callHelper, requireTaskEnvironment } from './info';
 
 export default class TaskSetOutput extends JobqCommand {
   static override summary = "Set the running workflow task's output";

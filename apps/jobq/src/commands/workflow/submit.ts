@@ -6,14 +6,8 @@ import { openDeployment } from '../../deployment';
 import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { duration, fractionBar } from '../../format';
+import { readStdin } from '../../io';
 import { loadWorkflowFile, type LoadedWorkflow } from '../../workflow-file';
-
-/** Reads all of stdin as text. */
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /** `R root: a, b, c, +K more` */
 function rootsText(definition: WorkflowDefinition): string {
