@@ -222,7 +222,7 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
 }
 
 /** Task messages sent at once while carrying out a run of dispatch effects. */
-const PUSH_CONCURRENCY = 16;
+const PUSH_CONCURRENCY = 32;
 
 /** Pushes task messages, {@link PUSH_CONCURRENCY} at a time; per message: null when sent, else the error text. */
 async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
