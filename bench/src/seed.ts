@@ -15,7 +15,8 @@ import { createRuntime, decodeEnvelope, encodeCompletion, encodeRuntime, parseTa
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { startAzuriteProcess } from '@jobq/local';
 import { countingPolicy, openStorageQueue, type StorageTaskQueue, type TransactionCounter } from '@jobq/queue-storage';
-import { accountClients, openOutputStore, openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from '@jobq/store-azure';
+import { accountClients, openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { StoreTransactions } from './transactions';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
 
 const LEAVES = 998;
@@ -23,7 +24,6 @@ const LEAVES = 998;
 const SLOTS = 32;
 const TASKS = LEAVES + 2;
 
-type BlobPolicy = NonNullable<OpenWorkflowStoreOptions['blobPolicies']>[number];
 
 function log(line: string): void {
   process.stderr.write(`[seed bench] ${line}\n`);
@@ -54,33 +54,6 @@ function seedDefinition(): WorkflowDefinition {
   const result = validateWorkflow(seedSource());
   if (!result.ok) throw new Error(result.issues.map((i) => i.message).join('\n'));
   return result.value;
-}
-
-/** Every storage request the workflow/output stores send, by service (policies see every try). */
-class StoreTransactions {
-  blob = 0;
-  table = 0;
-
-  blobPolicy(): BlobPolicy {
-    return {
-      create: (next) => ({
-        sendRequest: (request) => {
-          this.blob++;
-          return next.sendRequest(request);
-        },
-      }),
-    };
-  }
-
-  tablePolicy(): TablePipelinePolicy {
-    return {
-      name: 'seed-bench-transaction-counter',
-      sendRequest: (request, next) => {
-        this.table++;
-        return next(request);
-      },
-    };
-  }
 }
 
 /** Calls `onSend(taskName)` for every task message the coordinator sends to `queue`. */
@@ -182,7 +155,7 @@ interface Phase2Result {
   status: string;
   taskQueueTx: TransactionCounter;
   completionQueueTx: TransactionCounter;
-  store: StoreTransactions;
+  store: { blob: number; table: number };
   outputsBlob: number;
   applied: number;
   saves: number;
@@ -244,7 +217,8 @@ async function endToEnd(connectionString: string, subprocesses: boolean): Promis
     // Opening the queues/stores (create-if-missing) is not part of the run.
     tq.counter.reset();
     cq.counter.reset();
-    storeTx.blob = storeTx.table = outputsTx.blob = 0;
+    storeTx.reset();
+    outputsTx.reset();
     log(`2: starting coordinator + worker (${SLOTS} slots), submitting`);
     const t0 = process.hrtime.bigint();
     running = worker.run();
@@ -272,7 +246,7 @@ async function endToEnd(connectionString: string, subprocesses: boolean): Promis
       status,
       taskQueueTx: { ...tq.counter, byMethod: { ...tq.counter.byMethod } },
       completionQueueTx: { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
-      store: Object.assign(new StoreTransactions(), { blob: storeTx.blob, table: storeTx.table }),
+      store: { blob: storeTx.blob, table: storeTx.table },
       outputsBlob: outputsTx.blob,
       applied: coordinator.counters.completionsApplied,
       saves: coordinator.counters.saves,

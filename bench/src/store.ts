@@ -8,7 +8,8 @@
  */
 import { createRuntime, encodeRuntime, foldEvents, validateWorkflow, type CompletionEvent, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import { startAzuriteProcess } from '@jobq/local';
-import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from '@jobq/store-azure';
+import { StoreTransactions } from './transactions';
+import { openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
 
 let samples = 20;
 for (const arg of process.argv.slice(2)) {
@@ -16,7 +17,6 @@ for (const arg of process.argv.slice(2)) {
   if (key === '--samples' && value) samples = Number(value);
 }
 
-type BlobPolicy = NonNullable<OpenWorkflowStoreOptions['blobPolicies']>[number];
 
 function log(line: string): void {
   process.stderr.write(`[store bench] ${line}\n`);
@@ -29,47 +29,6 @@ function table(headers: string[], rows: string[][]): string {
 }
 
 const f = (n: number, digits = 1) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-
-/** Every HTTP request the store sends (each a billed transaction), by kind. */
-class Transactions {
-  blob = 0;
-  index = 0;
-  taskBatches = 0;
-  otherTable = 0;
-
-  get total(): number {
-    return this.blob + this.index + this.taskBatches + this.otherTable;
-  }
-
-  reset(): void {
-    this.blob = this.index = this.taskBatches = this.otherTable = 0;
-  }
-
-  /** Below the blob retry policy: every try is seen. */
-  blobPolicy(): BlobPolicy {
-    return {
-      create: (next) => ({
-        sendRequest: (request) => {
-          this.blob++;
-          return next.sendRequest(request);
-        },
-      }),
-    };
-  }
-
-  /** After the table retry policy: every try is seen. */
-  tablePolicy(): TablePipelinePolicy {
-    return {
-      name: 'bench-transaction-counter',
-      sendRequest: (request, next) => {
-        if (request.url.includes('$batch')) this.taskBatches++;
-        else if (/WorkflowsIndex/.test(request.url)) this.index++;
-        else this.otherTable++;
-        return next(request);
-      },
-    };
-  }
-}
 
 /** `n` independent tasks (all dispatched at activation, so any of them can complete). */
 function flatDefinition(n: number): WorkflowDefinition {
@@ -152,7 +111,7 @@ async function main(): Promise<void> {
   log('starting Azurite in a child process');
   const azurite = await startAzuriteProcess();
   try {
-    const counter = new Transactions();
+    const counter = new StoreTransactions();
     const store = await openWorkflowStore({
       connection: { connectionString: azurite.connectionString },
       prefix: 'BenchStore',

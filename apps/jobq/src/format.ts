@@ -1,4 +1,4 @@
-import type { TaskStatus } from '@jobq/dag-core';
+import { TASK_STATUSES, type TaskStatus } from '@jobq/dag-core';
 import type { TaskRow, WorkflowSummary } from '@jobq/ports';
 
 /** Per-status task counts, as on an index row or a runtime. */
@@ -93,10 +93,10 @@ export function progressText(counts: StatusCounts): string {
   return parts.join(', ');
 }
 
-/** The non-zero counts, e.g. `completed 3, running 1, pending 2`. */
-export function countsLine(counts: StatusCounts): string {
-  const parts = (Object.entries(counts) as Array<[TaskStatus, number]>).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${n}`);
-  return parts.length === 0 ? 'no tasks' : parts.join(', ');
+/** The non-zero counts in lifecycle order, e.g. `pending 2, running 1, completed 3`; `no tasks` when none. */
+export function countsLine(counts: Partial<Record<TaskStatus, number>>, separator = ', '): string {
+  const parts = TASK_STATUSES.filter((s) => (counts[s] ?? 0) > 0).map((s) => `${s} ${counts[s] ?? 0}`);
+  return parts.length === 0 ? 'no tasks' : parts.join(separator);
 }
 
 /** Milliseconds as `12s`, `3m05s` or `1h02m`. */

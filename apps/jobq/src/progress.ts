@@ -1,9 +1,9 @@
-import { TASK_STATUSES, type TaskStatus } from '@jobq/dag-core';
+import type { TaskStatus } from '@jobq/dag-core';
+import { countsLine } from './format';
 
-/** Counts of tasks by status, in lifecycle order, zeros left out: `completed 2 · running 1`. */
+/** Counts of tasks by status, in lifecycle order, zeros left out: `running 1 · completed 2`. */
 export function formatCounts(counts: Partial<Record<TaskStatus, number>>): string {
-  const parts = TASK_STATUSES.filter((s) => (counts[s] ?? 0) > 0).map((s) => `${s} ${counts[s] ?? 0}`);
-  return parts.length === 0 ? 'no tasks' : parts.join(' · ');
+  return countsLine(counts, ' · ');
 }
 
 /**

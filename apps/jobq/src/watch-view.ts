@@ -1,14 +1,14 @@
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { parseDurationInMs } from '@jobq/worker';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 
 /** `1s`, `500ms`, `2m` or a bare number of seconds, in milliseconds; null when malformed. */
 export function parseInterval(text: string): number | null {
-  const match = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m)?\s*$/.exec(text);
-  if (!match) return null;
-  const value = Number(match[1]);
-  const unit = match[2] ?? 's';
-  const ms = unit === 'ms' ? value : unit === 's' ? value * 1000 : value * 60_000;
-  return Number.isFinite(ms) ? ms : null;
+  try {
+    return parseDurationInMs(text, '--interval');
+  } catch {
+    return null;
+  }
 }
 
 /** Finished tasks over a sliding window of time: the rate and the time left at that rate. */

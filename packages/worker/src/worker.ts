@@ -224,11 +224,12 @@ export class Worker {
         await Promise.race(running);
         continue;
       }
-      if (this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2)) {
+      const fewFree = () => this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2);
+      if (fewFree()) {
         // A slot just freed while others still run: give the others a moment to finish too, so one
         // receive call fetches work for several slots (a few ms against one transaction per slot).
         const until = Date.now() + RECEIVE_GATHER_IN_MS;
-        while (!this.stopping && this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2) && Date.now() < until) {
+        while (!this.stopping && fewFree() && Date.now() < until) {
           await sleepUntilFirst(Math.max(1, until - Date.now()), signal, running);
         }
       }

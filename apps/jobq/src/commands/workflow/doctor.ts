@@ -1,12 +1,13 @@
 import { Flags } from '@oclif/core';
 import { isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
-import { isJobqError, type CoordinatorStats, type WorkflowSummary } from '@jobq/ports';
+import { isJobqError, type CoordinatorStats } from '@jobq/ports';
 import { accountClients, translateStoreError } from '@jobq/store-azure';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
 import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
+import { collectWorkflows } from '../../listing';
 
 /** The outcome of one check. */
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -102,18 +103,6 @@ async function leaseState(deployment: Deployment): Promise<string | null> {
     if (e.code === 'not-found') return null;
     throw e;
   }
-}
-
-/** Every index row in the given statuses, page after page, up to `limit` (`more` when some were left out). */
-async function listAll(deployment: Deployment, status: readonly WorkflowStatus[], limit: number): Promise<{ items: WorkflowSummary[]; more: boolean }> {
-  const items: WorkflowSummary[] = [];
-  let token: string | null = null;
-  do {
-    const page = await deployment.store.listWorkflows({ status, limit: Math.min(1000, limit + 1 - items.length), ...(token !== null ? { continuationToken: token } : {}) });
-    items.push(...page.items);
-    token = page.continuationToken;
-  } while (token !== null && items.length <= limit);
-  return items.length > limit ? { items: items.slice(0, limit), more: true } : { items, more: false };
 }
 
 /** Runtimes of these workflows, a few at a time; workflows that cannot be read are counted, not fatal. */
@@ -272,7 +261,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
 
   // Stale pending workflows (index rows: pending, updated long ago).
   try {
-    const pending = await listAll(deployment, ['pending'], 10_000);
+    const pending = await collectWorkflows(deployment.client, { status: ['pending'] }, 10_000);
     const stale = pending.items.filter((w) => now - Date.parse(w.updatedAt) >= settings.stalePendingMs);
     const limit = `${Math.round(settings.stalePendingMs / 1000)}s`;
     checks.push(
@@ -293,7 +282,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
   let runtimes: WorkflowRuntime[];
   let scope: string;
   try {
-    const listed = await listAll(deployment, ['running', 'cancelling', 'pending'], settings.maxWorkflows);
+    const listed = await collectWorkflows(deployment.client, { status: ['running', 'cancelling', 'pending'] }, settings.maxWorkflows);
     const loaded = await loadRuntimes(
       deployment,
       listed.items.map((w) => w.workflowId),

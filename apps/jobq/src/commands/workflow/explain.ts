@@ -5,6 +5,8 @@ import { JobqError, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { openDeployment, type Deployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
+import { countsLine, truncate } from '../../format';
+import { workflowNotFound } from '../../listing';
 
 /** One parent's value as a condition sees it. */
 interface ConditionInput {
@@ -34,14 +36,9 @@ interface TaskDetail {
 
 const OUTPUT_SHOWN = 80;
 
-function shorten(text: string, max: number): string {
-  const single = text.replace(/\s*\n\s*/g, ' ');
-  return single.length <= max ? single : `${single.slice(0, max - 1)}…`;
-}
-
 function outputOf(ref: string | null): string | null {
   if (ref === null) return null;
-  return ref.startsWith('blob:') ? '(stored in a blob)' : shorten(ref, OUTPUT_SHOWN);
+  return ref.startsWith('blob:') ? '(stored in a blob)' : truncate(ref, OUTPUT_SHOWN);
 }
 
 /** Why a finished task ended as it did (the report covers only unfinished ones). */
@@ -123,20 +120,13 @@ function queueLine(q: ExplainedQueue): string {
   return `${q.queue}${q.name !== null && q.name !== q.queue ? ` (${q.name})` : ''}: ${parts.join(', ')}`;
 }
 
-function countsText(counts: Record<string, number>): string {
-  const parts = Object.entries(counts)
-    .filter(([, n]) => n > 0)
-    .map(([s, n]) => `${s} ${n}`);
-  return parts.length === 0 ? 'no tasks' : parts.join(', ');
-}
-
 function workflowLines(report: ExplainReport, target: string): string[] {
   const w = report.workflow;
   const index = w.indexStatus !== null && w.indexStatus !== w.status ? ` (index row: ${w.indexStatus})` : '';
   return [
     `Workflow  ${w.name} (${w.workflowId}) in ${target}`,
     `Status    ${w.status}${index}${w.activated ? '' : ', not activated'}, updated ${w.updatedAt}`,
-    `Tasks     ${countsText(w.counts)}`,
+    `Tasks     ${countsLine(w.counts)}`,
   ];
 }
 
@@ -181,7 +171,7 @@ export default class WorkflowExplain extends JobqCommand {
     const { args, flags } = await this.parse(WorkflowExplain);
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const loaded = await deployment.store.load(args.id);
-    if (loaded === null) throw new JobqError('not-found', `workflow "${args.id}" does not exist in ${deployment.target}`);
+    if (loaded === null) throw workflowNotFound(args.id, deployment.target);
     const runtime = loaded.runtime;
     const taskDef = flags.task === undefined ? undefined : runtime.definition.tasks.find((t) => t.name === flags.task);
     if (flags.task !== undefined && taskDef === undefined) {

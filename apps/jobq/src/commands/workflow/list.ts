@@ -31,9 +31,9 @@ export default class WorkflowList extends JobqCommand {
     let workflows;
     if (flags.recent !== undefined) {
       statuses = (statuses ?? [...WORKFLOW_STATUSES]).filter((s) => isTerminalWorkflowStatus(s));
-      workflows = await collectWorkflows(deployment.client, { status: statuses, recent: true }, flags.recent);
+      workflows = (await collectWorkflows(deployment.client, { status: statuses, recent: true }, flags.recent)).items;
     } else {
-      workflows = await collectWorkflows(deployment.client, statuses ? { status: statuses } : {});
+      workflows = (await collectWorkflows(deployment.client, statuses ? { status: statuses } : {})).items;
     }
     if (flags.json) this.printJson(workflows);
     else if (workflows.length > 0) process.stdout.write(`${workflowTable(workflows)}\n`);

@@ -1,12 +1,11 @@
 import { Args, Flags } from '@oclif/core';
 import { isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
 import { runtimeView } from '@jobq/coordinator';
 import { JobqCommand } from '../../base';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable, totalOf, type TaskLine } from '../../format';
-import { collectTasks } from '../../listing';
+import { collectTasks, requireWorkflow } from '../../listing';
 
 /** One task of the status report. */
 interface StatusTask extends TaskLine {
@@ -59,8 +58,7 @@ export default class WorkflowStatus extends JobqCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowStatus);
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
-    const summary = await deployment.client.status(args.id);
-    if (summary === null) throw new JobqError('not-found', `workflow "${args.id}" does not exist in ${deployment.target}`);
+    const summary = await requireWorkflow(deployment.client, args.id, deployment.target);
     const runtime = (await deployment.store.load(args.id))?.runtime ?? null;
     let tasks: StatusTask[] = [];
     if (runtime !== null) {

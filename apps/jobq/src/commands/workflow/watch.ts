@@ -6,6 +6,7 @@ import { JobqCommand, errorLine } from '../../base';
 import { openDeployment } from '../../deployment';
 import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
+import { workflowNotFound } from '../../listing';
 import { terminalOf, totalOf } from '../../format';
 import { LiveBlock, RateWindow, countsKey, elapsedMs, frameLines, parseInterval, progressLine } from '../../watch-view';
 
@@ -56,7 +57,7 @@ export default class WorkflowWatch extends JobqCommand {
     if (intervalInMs === null || intervalInMs < 100) throw new UsageError(`--interval expects a duration of at least 100ms such as 1s, 500ms or 2m, got "${flags.interval}"`);
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const first = await deployment.store.load(args.id);
-    if (first === null) throw new JobqError('not-found', `workflow "${args.id}" does not exist in ${deployment.target}`);
+    if (first === null) throw workflowNotFound(args.id, deployment.target);
 
     const redraw = process.stdout.isTTY === true;
     const view = new LiveBlock(process.stdout, redraw);
