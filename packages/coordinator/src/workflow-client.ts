@@ -13,6 +13,7 @@ import {
   taskQueue,
   taskTimeoutS,
   toRawDefinition,
+  WORKFLOW_ID_PATTERN,
   validateWorkflow,
   type Issue,
   type TaskCounts,
@@ -33,8 +34,8 @@ import {
   type WorkflowSummary,
 } from '@jobq/ports';
 
-/** `--id` (SPEC §1): 1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit. */
-export const SUBMIT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
+export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
 
 /** A definition that failed to parse, validate or transform; every issue is on {@link issues}. */
 export class WorkflowValidationError extends JobqError {

@@ -303,7 +303,7 @@ describe('AzureWorkflowStore specifics', () => {
       expect(isJobqError(await caught(open({ createIfMissing: false, ...extra })), 'invalid-config')).toBe(true);
     }
     const store = await open({ createIfMissing: false });
-    for (const bad of ['../etc', '', 'a/b', '..']) {
+    for (const bad of ['../etc', '', 'a/b', '..', '_coordinator.stats', '_coordinator.lock', 'x'.repeat(129)]) {
       expect(isJobqError(await caught(store.load(bad)), 'invalid-argument')).toBe(true);
     }
     expect(isJobqError(await caught(store.requestCancel('wf', 'yesterday')), 'invalid-argument')).toBe(true);

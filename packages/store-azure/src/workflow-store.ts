@@ -75,7 +75,7 @@ const JSON_HEADERS = { blobContentType: 'application/json' };
 
 function checkWorkflowId(workflowId: string): void {
   if (!isValidWorkflowId(workflowId)) {
-    throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-" (not "." or "..")');
+    throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit');
   }
 }
 

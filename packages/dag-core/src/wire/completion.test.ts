@@ -73,6 +73,8 @@ describe('encodeCompletion', () => {
           attemptNo: fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: null }),
           outputRef: fc.option(fc.string(), { nil: null }),
           error: fc.option(fc.string(), { nil: null }),
+          startedAt: fc.option(fc.constantFrom('2026-01-01T00:00:00.000Z', 'x'), { nil: null }),
+          cancelled: fc.boolean(),
         }),
         (c) => {
           expect(decodeCoordinatorMessage(encodeCompletion(c))).toEqual({ kind: 'completion', completion: c });
@@ -105,8 +107,17 @@ describe('decodeCompletionBody', () => {
   it('reads absent attempt_no, output_ref and error as null and ignores extra keys', () => {
     expect(decodeCompletionBody('{"workflow_id":"wf","task_name":"t","success":false,"duration_ms":5}')).toEqual({
       ok: true,
-      value: { workflowId: 'wf', taskName: 't', success: false, attemptNo: null, outputRef: null, error: null },
+      value: { workflowId: 'wf', taskName: 't', success: false, attemptNo: null, outputRef: null, error: null, startedAt: null, cancelled: false },
     });
+  });
+
+  it('reads started_at and cancelled, and writes them only when set', () => {
+    const base = { workflowId: 'wf', taskName: 't', success: false, attemptNo: 2, outputRef: null, error: 'stopped' };
+    expect(encodeCompletionBody(base)).not.toMatch(/started_at|cancelled/);
+    const text = encodeCompletionBody({ ...base, startedAt: '2026-01-01T00:00:00.000Z', cancelled: true });
+    expect(JSON.parse(text)).toMatchObject({ started_at: '2026-01-01T00:00:00.000Z', cancelled: true });
+    expect(decodeCompletionBody(text)).toEqual({ ok: true, value: { ...base, startedAt: '2026-01-01T00:00:00.000Z', cancelled: true } });
+    expect(decodeCompletionBody(JSON.stringify({ workflow_id: 'wf', task_name: 't', success: false, cancelled: 'yes' }))).toMatchObject({ ok: false });
   });
 });
 
@@ -133,6 +144,8 @@ describe('decodeCoordinatorMessage', () => {
     ['error as number', withBody({ ...goodBody, error: 500 }), '"error" must be a string or null, got the number 500'],
     ['wakeup empty id', envelopeWith({ __workflow_wakeup: '' }), 'wakeup: "__workflow_wakeup" must be a non-empty workflow id'],
     ['wakeup non-string', envelopeWith({ __workflow_wakeup: 7 }), 'got the number 7'],
+    ['wakeup naming an engine blob', envelopeWith({ __workflow_wakeup: '_coordinator.stats' }), 'must be a non-empty workflow id'],
+    ['completion naming an engine blob', withBody({ ...goodBody, workflow_id: '_coordinator.stats' }), '"workflow_id" must be a non-empty workflow id'],
   ];
 
   it.each(poison)('classifies %s as poison', (_label, text, fragment) => {
@@ -147,7 +160,7 @@ describe('decodeCoordinatorMessage', () => {
   it('accepts a well-formed completion with nulls and a version-0 envelope', () => {
     expect(decodeCoordinatorMessage(withBody(goodBody))).toEqual({
       kind: 'completion',
-      completion: { workflowId: 'wf', taskName: 't', success: true, attemptNo: 1, outputRef: null, error: null },
+      completion: { workflowId: 'wf', taskName: 't', success: true, attemptNo: 1, outputRef: null, error: null, startedAt: null, cancelled: false },
     });
     const v0 = JSON.stringify({ version: 0, kwargs: JSON.stringify({ __workflow_wakeup: 'wf' }), num_retries: 0, id: 'w' });
     expect(decodeCoordinatorMessage(v0)).toEqual({ kind: 'wakeup', workflowId: 'wf' });

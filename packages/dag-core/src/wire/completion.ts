@@ -19,6 +19,16 @@ export interface Completion {
   outputRef: string | null;
   /** The error text of a failure, or null. */
   error: string | null;
+  /**
+   * When the worker started running the attempt (ISO-8601), or null/absent when it never started it
+   * (a task refused before it ran). Written as `started_at` only when set.
+   */
+  startedAt?: string | null;
+  /**
+   * True when the failure was caused by a cancel request the worker saw (the task was not started,
+   * or was stopped). Such a failure never spends the retry budget. Written as `cancelled` only when true.
+   */
+  cancelled?: boolean;
 }
 
 /** What the coordinator finds on its completion queue. */
@@ -40,6 +50,8 @@ function checkCompletion(c: Completion): void {
   }
   if (c.outputRef !== null && typeof c.outputRef !== 'string') throw new RangeError('completion: outputRef must be a string or null');
   if (c.error !== null && typeof c.error !== 'string') throw new RangeError('completion: error must be a string or null');
+  if (c.startedAt !== undefined && c.startedAt !== null && typeof c.startedAt !== 'string') throw new RangeError('completion: startedAt must be a string or null');
+  if (c.cancelled !== undefined && typeof c.cancelled !== 'boolean') throw new RangeError('completion: cancelled must be a boolean');
 }
 
 /**
@@ -55,20 +67,24 @@ export function completionMessageId(c: Completion): string {
 
 /**
  * The completion body as JSON text, keys in this order: `workflow_id`, `task_name`, `success`,
- * `attempt_no`, `output_ref`, `error` (null values are written as null).
+ * `attempt_no`, `output_ref`, `error` (null values are written as null), then `started_at` and
+ * `cancelled` only when set (readers that do not know them ignore them).
  *
  * @throws RangeError on an invalid completion.
  */
 export function encodeCompletionBody(c: Completion): string {
   checkCompletion(c);
-  return JSON.stringify({
+  const body: Record<string, unknown> = {
     workflow_id: c.workflowId,
     task_name: c.taskName,
     success: c.success,
     attempt_no: c.attemptNo,
     output_ref: c.outputRef,
     error: c.error,
-  });
+  };
+  if (c.startedAt !== undefined && c.startedAt !== null) body.started_at = c.startedAt;
+  if (c.cancelled === true) body.cancelled = true;
+  return JSON.stringify(body);
 }
 
 /**
@@ -105,8 +121,8 @@ export function encodeWakeup(workflowId: string, suffix?: string): string {
 }
 
 /**
- * Decodes a completion body (JSON text). `attempt_no`, `output_ref` and `error` may be absent,
- * which reads as null; unknown extra keys are ignored. Never throws; errors start with
+ * Decodes a completion body (JSON text). `attempt_no`, `output_ref`, `error` and `started_at` may
+ * be absent, which reads as null (`cancelled` as false); unknown extra keys are ignored. Never throws; errors start with
  * `completion body:`.
  */
 export function decodeCompletionBody(text: string): DecodeResult<Completion> {
@@ -119,7 +135,7 @@ export function decodeCompletionBody(text: string): DecodeResult<Completion> {
 
   const workflowId = own(body, 'workflow_id');
   if (!isValidWorkflowId(workflowId)) {
-    return decodeError(`${ctx}: "workflow_id" must be a non-empty workflow id ([A-Za-z0-9._-]+), got ${describeValue(workflowId)}`);
+    return decodeError(`${ctx}: "workflow_id" must be a non-empty workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(workflowId)}`);
   }
   const taskName = own(body, 'task_name');
   if (!isValidTaskName(taskName)) {
@@ -141,7 +157,15 @@ export function decodeCompletionBody(text: string): DecodeResult<Completion> {
   if (error !== null && typeof error !== 'string') {
     return decodeError(`${ctx}: "error" must be a string or null, got ${describeValue(error)}`);
   }
-  return decodeOk({ workflowId, taskName, success, attemptNo: attempt, outputRef, error });
+  const startedAt = own(body, 'started_at') ?? null;
+  if (startedAt !== null && typeof startedAt !== 'string') {
+    return decodeError(`${ctx}: "started_at" must be a timestamp string or null, got ${describeValue(startedAt)}`);
+  }
+  const cancelled = own(body, 'cancelled') ?? false;
+  if (typeof cancelled !== 'boolean') {
+    return decodeError(`${ctx}: "cancelled" must be a boolean, got ${describeValue(cancelled)}`);
+  }
+  return decodeOk({ workflowId, taskName, success, attemptNo: attempt, outputRef, error, startedAt, cancelled });
 }
 
 /**
@@ -175,7 +199,7 @@ export function decodeCoordinatorMessage(text: string): CoordinatorMessage {
     if (!isValidWorkflowId(value)) {
       return {
         kind: 'poison',
-        reason: `wakeup: "${WAKEUP_KWARG}" must be a non-empty workflow id ([A-Za-z0-9._-]+), got ${describeValue(value)}`,
+        reason: `wakeup: "${WAKEUP_KWARG}" must be a non-empty workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(value)}`,
       };
     }
     return { kind: 'wakeup', workflowId: value };

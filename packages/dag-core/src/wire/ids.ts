@@ -1,16 +1,15 @@
 /**
- * The characters a workflow id may contain: ASCII letters, digits, `.`, `_` and `-`
- * (never `/`, which is what makes ids like `{workflow_id}/{task_name}/{attempt}` parseable).
+ * The one rule for workflow ids, applied by submit, the wire decoders and the stores alike: 1–128
+ * ASCII letters, digits, `.`, `_` and `-`, starting with a letter or digit. Never `/` (which keeps
+ * ids like `{workflow_id}/{task_name}/{attempt}` parseable), never `.` or `..` (path segments with a
+ * meaning of their own), and never a leading `_`: the engine's own blobs (`_coordinator.lock`,
+ * `_coordinator.stats.json`, `_shards/…`) start with one, so no workflow id can name them.
  */
-export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9._-]+$/;
+export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/**
- * True when `value` is a usable workflow id: a non-empty string of {@link WORKFLOW_ID_PATTERN}
- * characters that is not `.` or `..` (those would be path segments with a meaning of their own
- * in the blob paths built from the id).
- */
+/** True when `value` is a workflow id by {@link WORKFLOW_ID_PATTERN}. */
 export function isValidWorkflowId(value: unknown): value is string {
-  return typeof value === 'string' && WORKFLOW_ID_PATTERN.test(value) && value !== '.' && value !== '..';
+  return typeof value === 'string' && WORKFLOW_ID_PATTERN.test(value);
 }
 
 /**

@@ -239,7 +239,7 @@ describe('decodeWorkflowTask', () => {
   });
 
   it('reports ill-typed workflow kwargs', () => {
-    expectError(decodeWorkflowTask({ __workflow_task: 't', __attempt_no: 1 }), '"__workflow_id" must be a workflow id ([A-Za-z0-9._-]+), got nothing');
+    expectError(decodeWorkflowTask({ __workflow_task: 't', __attempt_no: 1 }), '"__workflow_id" must be a workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got nothing');
     expectError(decodeWorkflowTask({ ...good, __workflow_id: 'a/b' }), '"__workflow_id" must be a workflow id');
     expectError(decodeWorkflowTask({ __workflow_id: 'wf', __attempt_no: 1 }), '"__workflow_task" must be a non-empty string, got nothing');
     expectError(decodeWorkflowTask({ ...good, __workflow_task: 3 }), '"__workflow_task" must be a non-empty string, got the number 3');
