@@ -25,7 +25,9 @@ export const COORDINATOR_SETTINGS = [
   { key: 'flushRetryLimit', description: 'Re-reads after a 412 on the flush before the messages are left for redelivery', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
   { key: 'readySweepIntervalS', description: 'Seconds between ready-repair sweeps', flag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
   { key: 'readyRepairThresholdS', description: 'Seconds a runtime must be unchanged before ready-repair re-dispatches its ready tasks', flag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
-  { key: 'timeoutSweepIntervalS', description: 'Seconds between task timeout sweeps', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
+  { key: 'timeoutSweepIntervalS', description: 'Seconds between lost-task sweeps', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
+  { key: 'taskMessageTtlS', description: 'Seconds a task message lives in its queue (0 = never expires); a running task with timeout_s counts as lost this long + timeout_s + 15 min after its dispatch', flag: 'task-message-ttl-s', env: 'JOBQ_TASK_MESSAGE_TTL_S', file: 'task_message_ttl_s', default: 7 * 86_400, integer: false, min: 0, max: 365 * 86_400 },
+  { key: 'maxDeliveries', description: 'Deliveries of a completion or wake-up that cannot be applied before it goes to the dead-letter queue (storage outages do not count)', flag: 'max-deliveries', env: 'JOBQ_MAX_DELIVERIES', file: 'max_deliveries', default: 20, integer: true, min: 1, max: 1_000 },
 ] as const;
 
 export type CoordinatorSettingKey = (typeof COORDINATOR_SETTINGS)[number]['key'];

@@ -14,6 +14,8 @@ export function coordinatorOptions(config: CliConfig): CoordinatorOptions {
     readySweepIntervalInMs: Math.round(c.readySweepIntervalS.value * 1000),
     readyRepairThresholdInMs: Math.round(c.readyRepairThresholdS.value * 1000),
     timeoutSweepIntervalInMs: Math.round(c.timeoutSweepIntervalS.value * 1000),
+    taskMessageTtlInMs: c.taskMessageTtlS.value === 0 ? Number.POSITIVE_INFINITY : Math.round(c.taskMessageTtlS.value * 1000),
+    maxDeliveries: c.maxDeliveries.value,
   };
 }
 

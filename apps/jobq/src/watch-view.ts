@@ -38,13 +38,13 @@ export class RateWindow {
   }
 }
 
-/** Running tasks in definition order, with how long each has run. */
+/** Running tasks in definition order, with how long ago each was dispatched. */
 export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ name: string; forMs: number | null }> {
   const out: Array<{ name: string; forMs: number | null }> = [];
   for (const def of runtime.definition.tasks) {
     const task = runtime.tasks[def.name];
     if (task?.status !== 'running') continue;
-    out.push({ name: def.name, forMs: task.startedAt === null ? null : now - Date.parse(task.startedAt) });
+    out.push({ name: def.name, forMs: task.dispatchedAt === null ? null : now - Date.parse(task.dispatchedAt) });
   }
   return out;
 }

@@ -126,7 +126,7 @@ describe('Coordinator scenarios', () => {
     for (let i = 1; i < 5; i++) {
       const gateDone = time(runtime.tasks[`__merge_sink_${i - 1}`]?.completedAt);
       for (const leaf of leaves.slice(i * 10, i * 10 + 10)) {
-        expect(time(runtime.tasks[leaf]?.startedAt)).toBeGreaterThanOrEqual(gateDone);
+        expect(time(runtime.tasks[leaf]?.dispatchedAt)).toBeGreaterThanOrEqual(gateDone);
       }
       // ... and merge i − 1 waited for every leaf of batch i − 1.
       for (const leaf of leaves.slice((i - 1) * 10, i * 10)) {

@@ -1,4 +1,12 @@
-import { decodeCoordinatorMessage, type WorkflowEvent, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import {
+  DEFAULT_LOST_TASK_GRACE_MS,
+  DEFAULT_TASK_MESSAGE_TTL_MS,
+  decodeCoordinatorMessage,
+  reduce,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from '@jobq/dag-core';
 import {
   isJobqError,
   JobqError,
@@ -33,8 +41,22 @@ export interface CoordinatorOptions {
   readySweepIntervalInMs?: number;
   /** A runtime unchanged for this long gets its ready tasks dispatched again (default 300 000 ms). */
   readyRepairThresholdInMs?: number;
-  /** Task timeout sweep period (default 30 000 ms). */
+  /** Lost-task sweep period (default 30 000 ms). */
   timeoutSweepIntervalInMs?: number;
+  /**
+   * Time to live of the task messages the coordinator pushes (default 7 days; Infinity: never
+   * expire). A running task with a `timeout_s` counts as lost once this + its timeout + the grace
+   * have passed since its dispatch.
+   */
+  taskMessageTtlInMs?: number;
+  /** Added to the lost-task bound for the worker's kill grace and completion sends (default 15 min). */
+  lostTaskGraceInMs?: number;
+  /**
+   * A completion or wake-up delivered this many times that still cannot be applied goes to the
+   * dead-letter queue with the reason (default 20). Storage and queue outages do not count: their
+   * messages wait in the queue until the service is back.
+   */
+  maxDeliveries?: number;
   /** Stats document period (default 10 000 ms). */
   statsIntervalInMs?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
@@ -81,6 +103,10 @@ export interface CoordinatorCounters {
   /** Index rows found behind their runtime (a lost row write on a final save) and written again. */
   rowRepairs: number;
   sweepErrors: number;
+  /** Times this coordinator found a workflow it could not process and marked it corrupt (a workflow whose runtime does not decode is marked again at each message). */
+  corruptWorkflows: number;
+  /** Completions and wake-ups moved to the dead-letter queue (poison aside): corrupt workflows, too many deliveries. */
+  deadLettered: number;
 }
 
 /** Resolved {@link CoordinatorOptions}. */
@@ -94,9 +120,15 @@ export const COORDINATOR_DEFAULTS = {
   readySweepIntervalInMs: 60_000,
   readyRepairThresholdInMs: 300_000,
   timeoutSweepIntervalInMs: 30_000,
+  taskMessageTtlInMs: DEFAULT_TASK_MESSAGE_TTL_MS,
+  lostTaskGraceInMs: DEFAULT_LOST_TASK_GRACE_MS,
+  maxDeliveries: 20,
   statsIntervalInMs: 10_000,
   breakLease: false,
 } as const;
+
+/** Error codes of a service that is down or slow: waiting cures them, so they never count towards the delivery bound. */
+const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost']);
 
 type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
 
@@ -170,6 +202,8 @@ export class Coordinator {
     readyRepairs: 0,
     rowRepairs: 0,
     sweepErrors: 0,
+    corruptWorkflows: 0,
+    deadLettered: 0,
   };
 
   private readonly store: WorkflowStore;
@@ -203,6 +237,9 @@ export class Coordinator {
       readySweepIntervalInMs: o.readySweepIntervalInMs ?? COORDINATOR_DEFAULTS.readySweepIntervalInMs,
       readyRepairThresholdInMs: o.readyRepairThresholdInMs ?? COORDINATOR_DEFAULTS.readyRepairThresholdInMs,
       timeoutSweepIntervalInMs: o.timeoutSweepIntervalInMs ?? COORDINATOR_DEFAULTS.timeoutSweepIntervalInMs,
+      taskMessageTtlInMs: o.taskMessageTtlInMs ?? COORDINATOR_DEFAULTS.taskMessageTtlInMs,
+      lostTaskGraceInMs: o.lostTaskGraceInMs ?? COORDINATOR_DEFAULTS.lostTaskGraceInMs,
+      maxDeliveries: Math.max(1, Math.floor(o.maxDeliveries ?? COORDINATOR_DEFAULTS.maxDeliveries)),
       statsIntervalInMs: o.statsIntervalInMs ?? COORDINATOR_DEFAULTS.statsIntervalInMs,
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
     };
@@ -218,6 +255,7 @@ export class Coordinator {
       signal: this.halt.signal,
       counters: this.counters,
       cache: new RuntimeCache(),
+      taskMessageTtlInMs: this.settings.taskMessageTtlInMs,
     };
   }
 
@@ -372,6 +410,18 @@ export class Coordinator {
   }
 
   private async handleGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
+    try {
+      await this.applyGroup(workflowId, group);
+    } catch (error) {
+      if (this.halt.signal.aborted) return;
+      this.counters.sweepErrors++;
+      this.log(`workflow ${workflowId} failed: ${errorText(error)}`);
+      const outage = isJobqError(error) && (error.retryable || OUTAGE_CODES.has(error.code));
+      if (!outage) await this.boundDeliveries(group.messages, `processing workflow ${workflowId} failed: ${errorText(error)}`);
+    }
+  }
+
+  private async applyGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
     // A wake-up (submit, cancel, retry) also applies the requests recorded on the index row at once;
     // so does a failed completion, which may come from a task its worker stopped because it saw a
     // cancel request the coordinator has not applied yet (applied first, the task ends cancelled).
@@ -392,9 +442,17 @@ export class Coordinator {
       await this.ack(group.messages);
       return;
     }
+    if (outcome.kind === 'corrupt') {
+      const reason = await this.setAside(workflowId, outcome);
+      if (reason === null) return; // the runtime moved on meanwhile: the messages come back to a fresh state
+      this.counters.completionsIgnored += group.completions.length;
+      await this.deadLetterAll(group.messages, `workflow ${workflowId} is corrupt (${reason}): set aside until it is purged`);
+      return;
+    }
     if (outcome.kind === 'retry-later') {
       this.counters.leftForRedelivery += group.messages.length;
       this.log(`workflow ${workflowId}: ${outcome.reason}; ${group.messages.length} message(s) left for redelivery`);
+      if (!outcome.outage) await this.boundDeliveries(group.messages, outcome.reason);
       return;
     }
     this.countRequests(outcome, leading - (group.wakeup ? 1 : 0), group.wakeup);
@@ -403,6 +461,55 @@ export class Coordinator {
       else this.counters.completionsApplied++;
     }
     await this.ack(group.messages);
+  }
+
+  /**
+   * Sets a workflow the coordinator cannot process aside as `corrupt`, with the reason: in its
+   * runtime when that still decodes (so any later load sees it), else on its index row. Returns the
+   * reason, or null when the runtime changed under us (it is processed afresh next time).
+   */
+  private async setAside(workflowId: string, outcome: Extract<ApplyOutcome, { kind: 'corrupt' }>): Promise<string | null> {
+    const op = { abortSignal: this.halt.signal };
+    if (outcome.already) return outcome.reason;
+    this.ctx.cache?.delete(workflowId);
+    const now = this.nowIso();
+    if (outcome.runtime !== null && outcome.etag !== null) {
+      const marked = reduce(outcome.runtime, { type: 'corrupt', now, reason: outcome.reason }).runtime;
+      try {
+        await this.store.save(marked, outcome.etag, op);
+      } catch (error) {
+        if (isJobqError(error, 'conflict')) return null;
+        this.log(`workflow ${workflowId}: could not save it as corrupt (${errorText(error)}); marking its index row`);
+        await this.store.markCorrupt(workflowId, outcome.reason, now, op);
+      }
+    } else {
+      await this.store.markCorrupt(workflowId, outcome.reason, now, op);
+    }
+    this.counters.corruptWorkflows++;
+    this.log(`workflow ${workflowId}: set aside as corrupt: ${outcome.reason}`);
+    return outcome.reason;
+  }
+
+  /** Messages delivered `maxDeliveries` times or more go to the dead-letter queue with the reason; the rest stay for redelivery. */
+  private async boundDeliveries(messages: readonly ReceivedMessage[], reason: string): Promise<void> {
+    const spent = messages.filter((m) => m.deliveryCount >= this.settings.maxDeliveries);
+    if (spent.length > 0) await this.deadLetterAll(spent, `delivered ${this.settings.maxDeliveries} times without being applied: ${reason}`);
+  }
+
+  private async deadLetterAll(messages: readonly ReceivedMessage[], reason: string): Promise<void> {
+    await Promise.all(
+      messages.map(async (message) => {
+        try {
+          await this.completions.deadLetter(message, reason, { abortSignal: this.halt.signal });
+          this.counters.deadLettered++;
+          this.log(`message ${message.messageId} moved to the dead-letter queue: ${reason}`);
+        } catch (error) {
+          // Left in the queue: it comes back and meets the same fate.
+          this.counters.ackErrors++;
+          this.log(`dead-lettering ${message.messageId} failed: ${errorText(error)}`);
+        }
+      }),
+    );
   }
 
   private countRequests(outcome: Extract<ApplyOutcome, { kind: 'applied' }>, requests: number, activate: boolean): void {
@@ -474,6 +581,7 @@ export class Coordinator {
           this.countRequests(outcome, requests, activate);
           if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
         } else if (outcome.kind === 'retry-later') this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
+        else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
       });
     }
   }
@@ -500,16 +608,17 @@ export class Coordinator {
     }
   }
 
-  /** SPEC §3.8: fails attempts running past their `timeout_s`. */
+  /** The lost-task sweep: fails running attempts whose message must have expired or been lost (see `TimeoutSweepEvent`). */
   private async timeoutSweep(): Promise<void> {
     for await (const summary of this.summaries(['running', 'cancelling'])) {
       if (this.stopping.signal.aborted) return;
       await this.guard(`workflow ${summary.workflowId}`, async () => {
-        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) =>
-          Object.values(runtime.tasks).some((t) => t.status === 'running') ? [{ type: 'timeout-sweep', now: this.nowIso() }] : [],
-        );
+        const ttl = this.settings.taskMessageTtlInMs;
+        const sweep: WorkflowEvent = { type: 'timeout-sweep', now: this.nowIso(), messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
+        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 ? [sweep] : []));
         if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
         else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
+        else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
       });
     }
   }
@@ -530,7 +639,7 @@ export class Coordinator {
         if (outcome.kind === 'applied' && outcome.saved) {
           this.counters.readyRepairs++;
           this.log(`workflow ${summary.workflowId}: ready-repair dispatched its ready tasks`);
-        }
+        } else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
       });
     }
   }

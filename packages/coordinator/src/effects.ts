@@ -9,10 +9,11 @@ import {
   type DispatchEffect,
   type Effect,
   type FetchConditionInputsEffect,
+  type FoldResult,
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
-import { isJobqError, JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { isJobqError, JobqError, type LoadedRuntime, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -32,6 +33,8 @@ export interface ApplyContext {
   counters: ApplyCounters;
   /** Runtimes and ETags of this coordinator's own last saves (SPEC §9: may be cached between batches). */
   cache?: RuntimeCache;
+  /** Time to live of the task messages pushed (undefined: the queue's default; Infinity: never expire). */
+  taskMessageTtlInMs?: number;
 }
 
 /** A cached runtime with the ETag of the blob it was saved as. */
@@ -102,11 +105,32 @@ export type ApplyOutcome =
   | { kind: 'applied'; saved: boolean; runtime: WorkflowRuntime; effects: Effect[][] }
   /** No runtime for this id. */
   | { kind: 'missing' }
-  /** Leave the messages for redelivery: a transient push error, or 412 past the retry limit. */
-  | { kind: 'retry-later'; reason: string };
+  /**
+   * Leave the messages for redelivery: a transient push or read error (`outage`: a service is
+   * down, waiting is the cure), or 412 past the retry limit (another writer).
+   */
+  | { kind: 'retry-later'; reason: string; outage: boolean }
+  /**
+   * The workflow cannot be processed: its runtime does not decode, or the reducer threw on these
+   * events (`runtime` is then the runtime as loaded), or it was set aside as corrupt before
+   * (`already`). It gets no further processing; its messages go to the dead-letter queue.
+   */
+  | { kind: 'corrupt'; reason: string; runtime: WorkflowRuntime | null; etag: string | null; already: boolean };
 
 /** A transient push (or read) error: aborts the workflow's batch before the flush. */
 class RetryLater extends Error {}
+
+/** The reducer (pure code) threw on this workflow's events: the same events would throw again. */
+class Unprocessable extends Error {}
+
+/** Runs pure code on a workflow's state; what it throws makes the workflow unprocessable. */
+function pure<T>(what: string, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    throw new Unprocessable(`${what} threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`.slice(0, 500));
+  }
+}
 
 /**
  * Loads a workflow, folds `events(runtime)` into it, performs the effects in order (push task
@@ -124,28 +148,39 @@ export async function applyEvents(
   for (let attempt = 0; ; ) {
     const cached = useCache ? ctx.cache?.get(workflowId) : undefined;
     useCache = false;
-    const loaded = cached ?? (await ctx.store.load(workflowId, { abortSignal: ctx.signal }));
+    let loaded: LoadedRuntime | null;
+    try {
+      loaded = cached ?? (await ctx.store.load(workflowId, { abortSignal: ctx.signal }));
+    } catch (error) {
+      if (!isJobqError(error, 'corrupt')) throw error;
+      ctx.cache?.delete(workflowId);
+      return { kind: 'corrupt', reason: error.message, runtime: null, etag: null, already: false };
+    }
     if (!loaded) {
       ctx.cache?.delete(workflowId);
       return { kind: 'missing' };
     }
-    const list = events(loaded.runtime);
-    if (list.length === 0) return { kind: 'applied', saved: false, runtime: loaded.runtime, effects: [] };
-    const folded = foldEvents(loaded.runtime, list);
+    const { runtime: start, etag } = loaded;
+    if (start.corruptReason !== null) return { kind: 'corrupt', reason: start.corruptReason, runtime: start, etag, already: true };
     let runtime: WorkflowRuntime;
+    let folded: FoldResult;
     try {
+      const list = pure('choosing the events', () => events(start));
+      if (list.length === 0) return { kind: 'applied', saved: false, runtime: start, effects: [] };
+      folded = pure('the reducer', () => foldEvents(start, list));
       runtime = await performEffects(ctx, folded.runtime, folded.effects.flat());
     } catch (error) {
       ctx.cache?.delete(workflowId);
-      if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
+      if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message, outage: true };
+      if (error instanceof Unprocessable) return { kind: 'corrupt', reason: error.message, runtime: start, etag, already: false };
       throw error;
     }
-    if (runtime === loaded.runtime) {
+    if (runtime === start) {
       // Nothing changed. On a cached runtime, confirm against the blob before the messages are acked.
       if (cached) continue;
       return { kind: 'applied', saved: false, runtime, effects: folded.effects };
     }
-    if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush' };
+    if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush', outage: true };
     try {
       // Only this coordinator's own last save is known to have its rows written: after a read from
       // storage (a restart, a 412), every task row is written, repairing rows a crashed writer lost.
@@ -162,7 +197,7 @@ export async function applyEvents(
       if (!isJobqError(error, 'conflict')) throw error;
       ctx.counters.conflicts++;
       if (attempt >= ctx.flushRetryLimit) {
-        return { kind: 'retry-later', reason: `the runtime changed under us ${attempt + 1} times (412)` };
+        return { kind: 'retry-later', reason: `the runtime changed under us ${attempt + 1} times (412)`, outage: false };
       }
       attempt++;
       ctx.log(`workflow ${workflowId}: 412 on flush, re-reading and re-applying`);
@@ -175,7 +210,7 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
   let runtime = start;
   const effects = [...initial];
   const follow = (event: WorkflowEvent) => {
-    const next = reduce(runtime, event);
+    const next = pure('the reducer', () => reduce(runtime, event));
     runtime = next.runtime;
     effects.push(...next.effects);
   };
@@ -244,7 +279,10 @@ async function push(ctx: ApplyContext, workflowId: string, effect: DispatchEffec
     const queue = await ctx.queues(effect.queue);
     let body = effect.message;
     if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
-    await queue.send({ body, messageId: effect.messageId }, { abortSignal: ctx.signal });
+    await queue.send(
+      { body, messageId: effect.messageId, ...(ctx.taskMessageTtlInMs === undefined ? {} : { timeToLiveInMs: ctx.taskMessageTtlInMs }) },
+      { abortSignal: ctx.signal },
+    );
     ctx.counters.pushes++;
     return null;
   } catch (error) {

@@ -553,7 +553,7 @@ describe('Coordinator failure modes', () => {
     expect(await s.completions.approximateMessageCount()).toBe(0);
   }, 40_000);
 
-  it('11. a running task whose queue message was lost: without timeout_s explain flags it stale and nothing recovers it; with timeout_s the timeout sweep does', async () => {
+  it('11. a running task whose queue message was lost: without timeout_s explain flags it stale and nothing recovers it; with timeout_s the lost-task sweep does once its message must have expired', async () => {
     // (a) No timeout_s: stays running; explain (with a clock 10 min ahead) calls it stale.
     {
       const listings: WorkflowFilter[] = [];
@@ -579,7 +579,7 @@ describe('Coordinator failure modes', () => {
       expect(report.workflow.status).toBe('running');
       const a = report.tasks.find((t) => t.name === 'a');
       expect(a).toMatchObject({ status: 'running', attemptNo: 1 });
-      expect(a?.reasons.join('\n')).toMatch(/stale: running for longer than 60s; its message may be lost or its worker gone — set timeout_s/);
+      expect(a?.reasons.join('\n')).toMatch(/stale: dispatched longer than 60s ago; its message may be lost or its worker gone — set timeout_s/);
       const now = await s.client.explain(workflowId, { staleRunningAfterMs: 60_000 });
       expect(now.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).not.toMatch(/stale/);
 
@@ -593,12 +593,13 @@ describe('Coordinator failure modes', () => {
       expect(s.pushed.get('a')).toBeUndefined();
       expect(s.coordinator.counters).toMatchObject({ timeoutSweeps: 0, readyRepairs: 0 });
     }
-    // (b) timeout_s 1, num_retries 1: explain says the timeout recovers it; a coordinator's timeout
-    // sweep fails attempt 1 and attempt 2 runs.
+    // (b) timeout_s 1, num_retries 1, task messages living 5 s: explain says the sweep recovers it;
+    // a coordinator's lost-task sweep fails attempt 1 (5 s + 1 s + 0.5 s after its dispatch) and
+    // attempt 2 runs.
     {
       let dropped = 0;
       const s = await failureStack(h, {
-        coordinator: { timeoutSweepIntervalInMs: 200 },
+        coordinator: { timeoutSweepIntervalInMs: 200, taskMessageTtlInMs: 5_000, lostTaskGraceInMs: 500 },
         coordinatorTasks: (queue) =>
           new WrappedQueue(queue, {
             send: (messages, send) => {
@@ -623,7 +624,7 @@ describe('Coordinator failure modes', () => {
       await s.coordinator.stop();
       const later = new WorkflowClient({ store: s.store, completions: s.completions, outputsContainer: null, now: () => new Date(Date.now() + 10 * 60_000) });
       const report = await later.explain(workflowId, { staleRunningAfterMs: 60_000 });
-      expect(report.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).toMatch(/stale: running for longer than 60s[^\n]*its timeout_s of 1s recovers it/);
+      expect(report.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).toMatch(/stale: dispatched longer than 60s ago[^\n]*with timeout_s 1s the coordinator declares it lost once its message has expired/);
 
       const next = s.newCoordinator();
       await next.start();

@@ -24,6 +24,8 @@ import {
 } from '@jobq/dag-core';
 import {
   JobqError,
+  isJobqError,
+  type LoadedRuntime,
   type OperationOptions,
   type Page,
   type TaskFilter,
@@ -302,6 +304,7 @@ export class WorkflowClient {
    */
   async cancel(workflowId: string, options: OperationOptions = {}): Promise<RequestResult> {
     const summary = await this.requireSummary(workflowId, options);
+    if (summary.status === 'corrupt') return { requested: false, message: corruptMessage(workflowId, summary, 'cancelled') };
     if (isTerminalWorkflowStatus(summary.status)) {
       // The index row may lag the runtime: the blob decides.
       const loaded = await this.store.load(workflowId, options);
@@ -322,6 +325,7 @@ export class WorkflowClient {
    */
   async retry(workflowId: string, options: OperationOptions = {}): Promise<RequestResult> {
     const summary = await this.requireSummary(workflowId, options);
+    if (summary.status === 'corrupt') return { requested: false, message: corruptMessage(workflowId, summary, 'retried') };
     if (!retryable(summary.counts) && !cancelPending(summary)) {
       const loaded = await this.store.load(workflowId, options);
       if (loaded === null || !retryable(loaded.runtime.counts)) {
@@ -342,7 +346,14 @@ export class WorkflowClient {
    */
   async explain(workflowId: string, options: ExplainOptions = {}): Promise<ExplainReport> {
     const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
-    const [loaded, summary] = await Promise.all([this.store.load(workflowId, op), this.store.getWorkflow(workflowId, op)]);
+    const summary = await this.store.getWorkflow(workflowId, op);
+    let loaded: LoadedRuntime | null;
+    try {
+      loaded = await this.store.load(workflowId, op);
+    } catch (error) {
+      if (summary?.status !== 'corrupt' || !isJobqError(error, 'corrupt')) throw error;
+      throw new JobqError('corrupt', corruptMessage(workflowId, summary, 'explained'), { details: { workflowId } });
+    }
     if (loaded === null) throw notFound(workflowId);
     const runtime = loaded.runtime;
     const nowMs = this.now().getTime();
@@ -407,17 +418,17 @@ export class WorkflowClient {
         usage.running++;
         const timeout = taskTimeoutS(definition, def);
         const attempt = `attempt ${task.attemptNo} (num_retries ${def.numRetries}) on queue "${queue}"`;
-        if (task.startedAt === null) {
-          reasons.push(`${attempt}, start time unknown`);
+        if (task.dispatchedAt === null) {
+          reasons.push(`${attempt}, dispatch time unknown`);
         } else {
-          const ageMs = nowMs - Date.parse(task.startedAt);
-          reasons.push(`${attempt}, started at ${task.startedAt} (${formatAge(ageMs)} ago)`);
+          const ageMs = nowMs - Date.parse(task.dispatchedAt);
+          reasons.push(`${attempt}, dispatched at ${task.dispatchedAt} (${formatAge(ageMs)} ago; waiting in its queue or running on a worker)`);
           if (ageMs > staleAfter) {
             reasons.push(
-              `stale: running for longer than ${formatAge(staleAfter)}; its message may be lost or its worker gone` +
+              `stale: dispatched longer than ${formatAge(staleAfter)} ago; its message may be lost or its worker gone` +
                 (timeout === null
-                  ? ' — set timeout_s on the task (or default_task_timeout_s) so the coordinator recovers it'
-                  : ` — its timeout_s of ${timeout}s recovers it`),
+                  ? ' — set timeout_s on the task (or default_task_timeout_s): workers stop it after that long, and the coordinator recovers a lost one'
+                  : ` — with timeout_s ${timeout}s the coordinator declares it lost once its message has expired`),
             );
           }
         }
@@ -550,6 +561,11 @@ function cancelPending(summary: WorkflowSummary): boolean {
   return newer(summary.cancelRequestedAt, summary.cancelAppliedAt) && newer(summary.cancelRequestedAt, summary.retryRequestedAt);
 }
 
+/** Why a corrupt workflow cannot be cancelled, retried or explained. */
+function corruptMessage(workflowId: string, summary: WorkflowSummary, what: string): string {
+  return `workflow "${workflowId}" is corrupt${summary.error ? ` (${summary.error.replace(/^corrupt: /, '')})` : ''}: the coordinator set it aside, so it cannot be ${what}; submit the workflow again under a new id`;
+}
+
 function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | null, cancelNotApplied: boolean): string[] {
   const reasons: string[] = [];
   if (summary === null) reasons.push('no index row: the submit did not finish (resubmit with the same --id to repair)');
@@ -557,7 +573,9 @@ function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | n
     reasons.push(`retry requested at ${summary.retryRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
   }
   if (cancelNotApplied) reasons.push(`cancel requested at ${summary?.cancelRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
-  if (isTerminalWorkflowStatus(runtime.status)) reasons.push(`workflow is ${runtime.status}: nothing is waiting`);
+  if (runtime.corruptReason !== null) {
+    reasons.push(`workflow is corrupt: ${runtime.corruptReason}; the coordinator set it aside (its messages go to the dead-letter queue) until it is purged`);
+  } else if (isTerminalWorkflowStatus(runtime.status)) reasons.push(`workflow is ${runtime.status}: nothing is waiting`);
   else if (!runtime.activated) reasons.push('not yet activated: the coordinator has not processed its wake-up (is a coordinator running?)');
   if (runtime.definition.maxParallelism !== null) {
     reasons.push(`max_parallelism ${runtime.definition.maxParallelism}: ${runtime.counts.running} running, ${runtime.counts.ready} ready`);

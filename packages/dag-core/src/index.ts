@@ -99,6 +99,8 @@ export {
 } from './wire/completion';
 
 export {
+  DEFAULT_LOST_TASK_GRACE_MS,
+  DEFAULT_TASK_MESSAGE_TTL_MS,
   TASK_STATUSES,
   WORKFLOW_STATUSES,
   isBlocking,
@@ -109,6 +111,7 @@ export {
   type CancelEvent,
   type CompletionEvent,
   type ConditionInputsEvent,
+  type CorruptEvent,
   type DispatchEffect,
   type Effect,
   type FetchConditionInputsEffect,

@@ -9,6 +9,11 @@ export interface OutgoingMessage {
   body: string;
   /** Idempotency key: Service Bus drops a repeat within its duplicate-detection window. */
   messageId?: string;
+  /**
+   * How long the message lives in the queue before it expires unread: undefined for the backend's
+   * default, `Number.POSITIVE_INFINITY` for never.
+   */
+  timeToLiveInMs?: number;
 }
 
 /**

@@ -70,7 +70,7 @@ export interface WorkflowSummary {
   cancelAppliedAt: string | null;
   /** The last retry request the runtime applied (from the last save). */
   retryAppliedAt: string | null;
-  /** For a failed workflow, the first failed task and its error (possibly shortened). */
+  /** For a failed workflow, the first failed task and its error; for a corrupt one, the reason (possibly shortened). */
   error: string | null;
 }
 
@@ -165,6 +165,13 @@ export interface WorkflowStore {
   requestCancel(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
   /** Records a retry request's timestamp on the index row, touching nothing else; `not-found` without an index row. */
   requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
+  /**
+   * Sets a workflow aside as `corrupt` on its index row, with the reason (shown as its `error`), for
+   * a workflow whose runtime cannot be read: the runtime is left as it is. Creates the row when
+   * there is none. Only the coordinator calls it; nothing but purging the workflow undoes it (a
+   * pending retry request does not show the row as `pending`).
+   */
+  markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void>;
   /** Takes the coordinator lease and keeps renewing it; `lease-held` while someone else has it. */
   acquireLease(options?: AcquireLeaseOptions): Promise<CoordinatorLease>;
   /** Replaces the coordinator's stats document. */

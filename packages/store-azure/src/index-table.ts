@@ -45,8 +45,9 @@ export function queuesJson(definition: WorkflowDefinition): string {
   return json;
 }
 
-/** A failed workflow's error: its first failed task (definition order) and that task's error. */
+/** A failed workflow's error: its first failed task (definition order) and that task's error; a corrupt one's reason. */
 export function workflowError(runtime: WorkflowRuntime): string {
+  if (runtime.corruptReason !== null) return shortenError(`corrupt: ${runtime.corruptReason}`);
   if (runtime.status !== 'failed' || runtime.counts.failed === 0) return '';
   for (const task of runtime.definition.tasks) {
     const state = runtime.tasks[task.name];
@@ -101,18 +102,31 @@ export function isLater(a: string, b: string): boolean {
 }
 
 /**
- * The status the index shows (SPEC §3.7): what the last save wrote, except `pending` while a retry
- * request is not yet applied and no newer cancel request overtook it.
+ * The status the index shows: what the last save wrote, except `pending` while a retry request is
+ * not yet applied and no newer cancel request overtook it (never for a `corrupt` workflow).
  */
 export function indexStatus(row: Row): WorkflowStatus | null {
   const saved = text(row, 'status');
   if (!WORKFLOW_STATUSES.includes(saved as WorkflowStatus)) return null;
+  if (saved === 'corrupt') return 'corrupt';
   const retryRequested = text(row, RETRY_REQUESTED);
   const retryApplied = text(row, 'retry_applied_at');
   const cancelRequested = text(row, CANCEL_REQUESTED);
   const retryWaiting = retryRequested !== '' && (retryApplied === '' || isLater(retryRequested, retryApplied));
   const overtaken = cancelRequested !== '' && isLater(cancelRequested, retryRequested);
   return retryWaiting && !overtaken ? 'pending' : (saved as WorkflowStatus);
+}
+
+/** The index properties that set a workflow aside as corrupt (a Merge: counts and names stay). */
+export function corruptEntity(workflowId: string, reason: string, at: string): TableEntity<Record<string, string>> {
+  return {
+    partitionKey: indexPartition(workflowId),
+    rowKey: workflowId,
+    status: 'corrupt',
+    error: shortenError(`corrupt: ${reason}`),
+    updated_at: at,
+    finished_at: at,
+  };
 }
 
 /** A row as a {@link WorkflowSummary}; null for a row without the derived properties (never written by a save). */

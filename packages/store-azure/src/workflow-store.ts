@@ -21,7 +21,7 @@ import {
 } from '@jobq/ports';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
-import { CANCEL_REQUESTED, RETRY_REQUESTED, byRecent, indexEntity, indexStatus, statusFilter, summaryOf } from './index-table';
+import { CANCEL_REQUESTED, RETRY_REQUESTED, byRecent, corruptEntity, indexEntity, indexStatus, statusFilter, summaryOf } from './index-table';
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
 import { runtimeBlobName, storeNames, indexPartition, type StoreNames } from './names';
 import { readStats, writeStats } from './stats';
@@ -432,6 +432,14 @@ export class AzureWorkflowStore implements WorkflowStore {
 
   requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void> {
     return this.requestAt(workflowId, RETRY_REQUESTED, 'retry', at, options);
+  }
+
+  async markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
+    checkWorkflowId(workflowId);
+    checkTimestamp(at, 'the time');
+    await storeCall({ operation: `mark workflow "${workflowId}" corrupt` }, this.timeout, options, (abortSignal) =>
+      this.index.upsertEntity(corruptEntity(workflowId, reason, at), 'Merge', { abortSignal }),
+    );
   }
 
   // ---- task rows -------------------------------------------------------------------------------

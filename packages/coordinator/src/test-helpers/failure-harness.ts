@@ -98,6 +98,7 @@ export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { 
     listTasks: (filter) => store.listTasks(filter),
     requestCancel: (id, at, options) => store.requestCancel(id, at, options),
     requestRetry: (id, at, options) => store.requestRetry(id, at, options),
+    markCorrupt: (id, reason, at, options) => store.markCorrupt(id, reason, at, options),
     acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),
     writeCoordinatorStats: (stats, options) => store.writeCoordinatorStats(stats, options),
     readCoordinatorStats: (options) => store.readCoordinatorStats(options),

@@ -20,6 +20,7 @@ type TaskJson = {
   retry_base?: number;
   output_ref?: string;
   error?: string;
+  dispatched_at?: string;
   started_at?: string;
   completed_at?: string;
   awaiting_inputs?: true;
@@ -38,6 +39,7 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
     if (t.retryBase !== 0) json.retry_base = t.retryBase;
     if (t.outputRef !== null) json.output_ref = t.outputRef;
     if (t.error !== null) json.error = t.error;
+    if (t.dispatchedAt !== null) json.dispatched_at = t.dispatchedAt;
     if (t.startedAt !== null) json.started_at = t.startedAt;
     if (t.completedAt !== null) json.completed_at = t.completedAt;
     if (t.awaitingInputs) json.awaiting_inputs = true;
@@ -54,6 +56,7 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
     created_at: runtime.createdAt,
     updated_at: runtime.updatedAt,
     finished_at: runtime.finishedAt,
+    ...(runtime.corruptReason === null ? {} : { corrupt_reason: runtime.corruptReason }),
     outputs_container: runtime.outputsContainer,
     definition: toRawDefinition(runtime.definition),
     tasks,
@@ -109,13 +112,21 @@ export function decodeRuntime(text: string): WorkflowRuntime {
     if (!isRecord(raw)) throw new RuntimeDecodeError(`task "${def.name}" of the definition has no state`);
     const status = field(raw, 'status', isTaskStatus, 'a task status', where);
     counts[status]++;
+    let dispatchedAt = field(raw, 'dispatched_at', optional(isString), 'a timestamp', where) ?? null;
+    let startedAt = field(raw, 'started_at', optional(isString), 'a timestamp', where) ?? null;
+    if (dispatchedAt === null && startedAt !== null) {
+      // Written before `dispatched_at` existed, when `started_at` was the dispatch time.
+      dispatchedAt = startedAt;
+      startedAt = null;
+    }
     tasks[def.name] = {
       status,
       attemptNo: field(raw, 'attempt_no', optional(isCount), 'a count', where) ?? 0,
       retryBase: field(raw, 'retry_base', optional(isCount), 'a count', where) ?? 0,
       outputRef: field(raw, 'output_ref', optional(isString), 'a string', where) ?? null,
       error: field(raw, 'error', optional(isString), 'a string', where) ?? null,
-      startedAt: field(raw, 'started_at', optional(isString), 'a timestamp', where) ?? null,
+      dispatchedAt,
+      startedAt,
       completedAt: field(raw, 'completed_at', optional(isString), 'a timestamp', where) ?? null,
       awaitingInputs: field(raw, 'awaiting_inputs', optional(isBool), 'a boolean', where) ?? false,
     };
@@ -134,6 +145,7 @@ export function decodeRuntime(text: string): WorkflowRuntime {
     createdAt: field(json, 'created_at', isString, 'a timestamp'),
     updatedAt: field(json, 'updated_at', isString, 'a timestamp'),
     finishedAt: field(json, 'finished_at', isNullableString, 'a timestamp or null'),
+    corruptReason: field(json, 'corrupt_reason', optional(isString), 'a string') ?? null,
     tasks,
     counts,
   };

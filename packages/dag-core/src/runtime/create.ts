@@ -34,6 +34,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       retryBase: 0,
       outputRef: null,
       error: null,
+      dispatchedAt: null,
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
@@ -51,6 +52,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
     createdAt: init.now,
     updatedAt: init.now,
     finishedAt: null,
+    corruptReason: null,
     tasks,
     counts,
   };

@@ -10,7 +10,7 @@ import { transition, type Step } from './step';
  */
 export function dispatchRound(step: Step): void {
   const rt = step.d.runtime;
-  if (!rt.activated || rt.cancelRequested || rt.counts.ready === 0) return;
+  if (!rt.activated || rt.cancelRequested || rt.corruptReason !== null || rt.counts.ready === 0) return;
   const limit = rt.definition.maxParallelism;
   let budget = limit === null ? Number.POSITIVE_INFINITY : limit - rt.counts.running;
   let remaining = rt.counts.ready;
@@ -21,7 +21,7 @@ export function dispatchRound(step: Step): void {
     remaining--;
     budget--;
     const attemptNo = task.attemptNo + 1;
-    transition(step, def.name, { status: 'running', attemptNo, startedAt: step.now, completedAt: null });
+    transition(step, def.name, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null });
     step.effects.push({
       type: 'dispatch',
       taskName: def.name,

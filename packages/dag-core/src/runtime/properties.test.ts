@@ -254,7 +254,8 @@ interface Trace {
   drained: boolean;
 }
 
-type Pending = { kind: 'completion'; task: string; attemptNo: number } | { kind: 'fetch'; task: string; refs: Record<string, string> };
+/** A completion still to deliver (`stopped`: its worker saw a cancel and stopped it), or a fetch to answer. */
+type Pending = { kind: 'completion'; task: string; attemptNo: number; stopped?: boolean } | { kind: 'fetch'; task: string; refs: Record<string, string> };
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
@@ -306,7 +307,7 @@ function simulate(run: Run, options: SimOptions): Trace {
   };
 
   /** The completion a worker sends for an attempt, per the outcome table. */
-  const completion = (task: string, attemptNo: number, attemptField: number | null): CompletionEvent => {
+  const completion = (task: string, attemptNo: number, attemptField: number | null, stopped = false): CompletionEvent => {
     const i = taskIndex.get(task) ?? 0;
     const o = outcomeOf(outcomes, i, attemptNo);
     let outputRef: string | null = null;
@@ -319,6 +320,7 @@ function simulate(run: Run, options: SimOptions): Trace {
         outputRef = JSON.stringify(value);
       }
     }
+    if (stopped) return { type: 'completion', now: tick(), taskName: task, attemptNo: attemptField, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true };
     return { type: 'completion', now: tick(), taskName: task, attemptNo: attemptField, success: o.success, outputRef, error: o.success ? null : 'exit code 1' };
   };
 
@@ -326,7 +328,7 @@ function simulate(run: Run, options: SimOptions): Trace {
     const [item] = pending.splice(index % pending.length, 1);
     if (!item) return;
     if (item.kind === 'completion') {
-      const event = completion(item.task, item.attemptNo, nullAttempt ? null : item.attemptNo);
+      const event = completion(item.task, item.attemptNo, nullAttempt ? null : item.attemptNo, item.stopped === true);
       delivered.push(event);
       send(event);
     } else {
@@ -373,13 +375,18 @@ function simulate(run: Run, options: SimOptions): Trace {
         send({ type: 'activate', now: tick() });
         break;
       case 'sweep':
-        send({ type: 'timeout-sweep', now: tick(arg % 4) });
+        send({ type: 'timeout-sweep', now: tick(arg % 4), messageTtlInMs: SWEEP_TTL_MS, graceInMs: SWEEP_GRACE_MS });
         break;
       case 'cancel':
       case 'retry': {
         const now = tick();
         // Now and then a request that is not newer than the one applied before.
         send(arg % 4 === 0 ? { type: action, now, requestedAt: at(clock - 3) } : { type: action, now });
+        // Workers that see the cancel stop their tasks: those attempts end as cancel-caused failures,
+        // which may arrive after a later retry has lifted the cancel.
+        if (action === 'cancel' && rt.cancelRequested) {
+          for (const item of pending) if (item.kind === 'completion') item.stopped = true;
+        }
         break;
       }
     }
@@ -518,6 +525,10 @@ function describeRun(trace: Trace): string {
 }
 
 const ALL_EXTRAS: readonly Extra[] = ['duplicate', 'null-attempt', 'lost-flush', 'activate', 'sweep', 'cancel', 'retry'];
+/** The task-message lifetime and grace of the simulated lost-task sweeps (short, so they fire). */
+const SWEEP_TTL_MS = 1_000;
+const SWEEP_GRACE_MS = 1_000;
+
 const CHAOS: DagOptions = { conditions: 'any', timeouts: true };
 const ORDER_SAFE: DagOptions = { conditions: 'order-safe', timeouts: false };
 
@@ -737,8 +748,10 @@ describe('reduce: properties (SPEC §3)', () => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
         const specs = new Map(run.dag.tasks.map((t) => [t.name, t]));
         /** What becomes of a task whose attempt `applied` failed. */
-        const afterFailure = (before: WorkflowRuntime, name: string, applied: number, now: TaskRuntime): Partial<TaskRuntime> => {
+        const afterFailure = (before: WorkflowRuntime, name: string, applied: number, now: TaskRuntime, byCancel = false): Partial<TaskRuntime> => {
           if (before.cancelRequested) return { status: 'cancelled', attemptNo: applied };
+          // A cancel-caused failure once a retry lifted the cancel: re-armed, the attempt given back to the budget.
+          if (byCancel) return now.status === 'running' ? { status: 'running', attemptNo: applied + 1 } : { status: 'ready', attemptNo: applied };
           if (applied - before.tasks[name]!.retryBase > specs.get(name)!.retries) return { status: 'failed', attemptNo: applied };
           // Re-armed: still ready at that attempt, or already dispatched as the next one.
           return now.status === 'running' ? { status: 'running', attemptNo: applied + 1 } : { status: 'ready', attemptNo: applied };
@@ -752,7 +765,7 @@ describe('reduce: properties (SPEC §3)', () => {
             const context = `${JSON.stringify(event)} on ${JSON.stringify(was)}`;
             const expected = event.success
               ? { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null }
-              : afterFailure(before, event.taskName, applied, now);
+              : afterFailure(before, event.taskName, applied, now, event.cancelled === true);
             expect({ context, task: now }).toEqual({ context, task: expect.objectContaining(expected) });
           }
           if (event.type === 'timeout-sweep') {
@@ -760,10 +773,12 @@ describe('reduce: properties (SPEC §3)', () => {
             for (const [name, was] of Object.entries(before.tasks)) {
               if (was.status !== 'running') continue;
               const limit = specs.get(name)!.timeout;
-              const late = limit !== null && Date.parse(event.now) - Date.parse(was.startedAt!) > limit * 1000;
+              const late = limit !== null && Date.parse(event.now) - Date.parse(was.dispatchedAt!) > SWEEP_TTL_MS + limit * 1000 + SWEEP_GRACE_MS;
               const now = result.runtime.tasks[name]!;
               const context = `sweep at ${event.now} of ${name} ${JSON.stringify(was)} (timeout ${limit})`;
-              const expected = late ? { ...afterFailure(before, name, was.attemptNo, now), error: `task timed out after ${limit}s` } : { status: 'running', attemptNo: was.attemptNo };
+              const expected = late
+                ? { ...afterFailure(before, name, was.attemptNo, now), error: expect.stringContaining(`timeout_s ${limit}`) as unknown as string }
+                : { status: 'running', attemptNo: was.attemptNo };
               expect({ context, ignored: ignored && late, task: now }).toEqual({ context, ignored: false, task: expect.objectContaining(expected) });
             }
           }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
+import { decodeRuntime, encodeRuntime } from './codec';
 import { createRuntime } from './create';
 import { foldEvents, reduce } from './reduce';
 import { Harness, at, definition } from './test-helpers/build';
@@ -38,7 +39,7 @@ describe('activate', () => {
       expect.objectContaining({ type: 'dispatch', taskName: 'a', queue: 'default', attemptNo: 1, messageId: 'wf1/a/1' }),
     ]);
     expect(runtime.status).toBe('running');
-    expect(runtime.tasks.a).toMatchObject({ status: 'running', attemptNo: 1, startedAt: at(1) });
+    expect(runtime.tasks.a).toMatchObject({ status: 'running', attemptNo: 1, dispatchedAt: at(1), startedAt: null });
   });
 
   it('never re-dispatches a running task, and returns the same object when there is nothing to do', () => {
@@ -102,11 +103,31 @@ describe('completions (SPEC §3.4)', () => {
     }
   });
 
-  it('applies a completion at a higher attempt than stored (the flush after the push was lost) and raises the attempt', () => {
+  it('applies a completion one attempt above the stored one (the flush after the push was lost) and raises the attempt', () => {
     const h = new Harness(diamond);
     h.activate();
-    const r = h.succeed('a', null, 3);
-    expect(r.runtime.tasks.a).toMatchObject({ status: 'completed', attemptNo: 3 });
+    const r = h.succeed('a', null, 2);
+    expect(r.runtime.tasks.a).toMatchObject({ status: 'completed', attemptNo: 2 });
+  });
+
+  it('ignores a completion more than one attempt above the stored one (never dispatched), however large', () => {
+    const h = new Harness(definition([{ name: 'a', num_retries: 1 }]));
+    h.activate();
+    for (const attempt of [3, 1000, Number.MAX_SAFE_INTEGER]) {
+      const r = h.send({ type: 'completion', taskName: 'a', attemptNo: attempt, success: false, outputRef: null, error: 'x' });
+      expect(r.effects).toEqual([{ type: 'ignored', reason: expect.stringContaining(`attempt ${attempt} while the task is running at attempt 1`) }]);
+    }
+    // The defect: 2^53−1 was applied, and the retry after it made reduce throw (attempt 2^53 is not a safe integer).
+    h.fail('a');
+    h.fail('a');
+    expect(h.send({ type: 'retry' }).runtime.tasks.a).toMatchObject({ status: 'running', attemptNo: 3 });
+  });
+
+  it('records when the worker started the attempt', () => {
+    const h = new Harness(diamond);
+    h.activate();
+    h.send({ type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: '2026-01-01T00:00:01.500Z' });
+    expect(h.runtime.tasks.a).toMatchObject({ status: 'completed', dispatchedAt: at(1), startedAt: '2026-01-01T00:00:01.500Z' });
   });
 
   it('applies a completion to a ready task that was dispatched but not yet recorded', () => {
@@ -388,6 +409,63 @@ describe('workflow retry (SPEC §3.7)', () => {
   });
 });
 
+describe('a cancel followed by a retry', () => {
+  const cancelAt = '2026-01-01T00:00:05.000Z';
+  const retryAt = '2026-01-01T00:00:06.000Z';
+
+  it('a stopped-by-cancel failure that arrives after the retry re-arms the task without spending its budget', () => {
+    // The defect: the worker was still stopping "b" when the retry came; its "stopped: workflow
+    // cancelled" failure then failed the retried workflow (num_retries 0) and "c" upstream_failed.
+    const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a', 'b'] }]));
+    h.activate();
+    h.fail('a');
+    h.send({ type: 'cancel', requestedAt: cancelAt });
+    h.send({ type: 'retry', requestedAt: retryAt });
+    expect(h.statuses()).toMatchObject({ a: 'running', b: 'running', c: 'pending' });
+    const r = h.send({ type: 'completion', taskName: 'b', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    expect(r.runtime.tasks.b).toMatchObject({ status: 'running', attemptNo: 2, retryBase: 1 });
+    expect(r.runtime.status).toBe('running');
+    h.succeed('a');
+    h.succeed('b');
+    h.succeed('c');
+    expect(h.runtime.status).toBe('completed');
+  });
+
+  it('recognises the cancel texts of workers that do not set the flag', () => {
+    const h = new Harness(definition([{ name: 'b' }]));
+    h.activate();
+    h.send({ type: 'cancel', requestedAt: cancelAt });
+    h.send({ type: 'retry', requestedAt: retryAt });
+    h.fail('b', 'workflow cancelled');
+    expect(h.runtime.tasks.b).toMatchObject({ status: 'running', attemptNo: 2 });
+  });
+
+  it('while the cancel stands, a cancel-caused failure ends the task cancelled; a real failure after a retry still fails', () => {
+    const h = new Harness(definition([{ name: 'b' }, { name: 'x' }]));
+    h.activate();
+    h.send({ type: 'cancel', requestedAt: cancelAt });
+    h.send({ type: 'completion', taskName: 'b', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    expect(h.status('b')).toBe('cancelled');
+    h.send({ type: 'retry', requestedAt: retryAt });
+    h.fail('x', 'exit code 1');
+    expect(h.status('x')).toBe('failed');
+  });
+});
+
+describe('corrupt workflows', () => {
+  it('a corrupt event sets the workflow aside for good: status corrupt with the reason, every later event ignored', () => {
+    const h = new Harness(diamond);
+    h.activate();
+    const r = h.send({ type: 'corrupt', reason: 'reduce threw: RangeError' });
+    expect(r.runtime).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError', finishedAt: at(2) });
+    expect(r.effects).toEqual([{ type: 'workflow-finished', status: 'corrupt' }]);
+    for (const event of [{ type: 'activate' }, { type: 'retry' }, { type: 'cancel' }, { type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null }] as const) {
+      expect(h.send(event).effects).toEqual([{ type: 'ignored', reason: 'the workflow is corrupt (reduce threw: RangeError): it takes no more events' }]);
+    }
+    expect(decodeRuntime(encodeRuntime(h.runtime))).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError' });
+  });
+});
+
 describe('max_parallelism (SPEC §3.9)', () => {
   it('keeps at most N running and dispatches the rest in definition order as slots free', () => {
     const h = new Harness(definition([{ name: 't1' }, { name: 't2' }, { name: 't3' }, { name: 't4' }], { max_parallelism: 2 }));
@@ -400,18 +478,42 @@ describe('max_parallelism (SPEC §3.9)', () => {
   });
 });
 
-describe('timeouts (SPEC §3.8)', () => {
-  it('fails a running attempt past its timeout, re-arms and re-dispatches it at once, and ignores the late completion', () => {
+describe('lost tasks (timeouts are enforced by workers)', () => {
+  const sweep = { type: 'timeout-sweep', messageTtlInMs: 100_000, graceInMs: 10_000 } as const;
+
+  it('never fails a task that may still be waiting in its queue: only past message lifetime + timeout + grace', () => {
+    // The defect: 4 tasks of timeout_s 3 on one worker; those still queued failed at 3 s, and a
+    // success that arrived after its sweep was ignored.
     const h = new Harness(definition([{ name: 'a', timeout_s: 60, num_retries: 1 }, { name: 'b', timeout_s: 600 }]));
     h.activate();
-    h.advance(30);
-    expect(h.send({ type: 'timeout-sweep' }).effects[0]?.type).toBe('ignored');
-    h.advance(40);
-    const r = h.send({ type: 'timeout-sweep' });
+    h.advance(70);
+    expect(h.send(sweep).effects[0]).toEqual({ type: 'ignored', reason: 'no running task is overdue' });
+    h.advance(95);
+    expect(h.send(sweep).effects[0]?.type).toBe('ignored'); // 168 s after dispatch: ≤ 100 + 60 + 10
+    h.advance(5);
+    const r = h.send(sweep); // 174 s
     expect(r.effects).toEqual([expect.objectContaining({ type: 'dispatch', taskName: 'a', attemptNo: 2 })]);
-    expect(h.runtime.tasks.a?.error).toBe('task timed out after 60s');
+    expect(h.runtime.tasks.a?.error).toBe(
+      'no completion within 170s of its dispatch (message lifetime 100s + timeout_s 60 + grace 10s): its message was lost or its worker died without reporting',
+    );
     expect(h.runtime.tasks.b?.status).toBe('running');
     expect(h.succeed('a', null, 1).effects[0]?.type).toBe('ignored');
+  });
+
+  it('a success that arrives long after dispatch is applied while no sweep declared the task lost', () => {
+    const h = new Harness(definition([{ name: 'a', timeout_s: 3 }]));
+    h.activate();
+    h.advance(3600);
+    expect(h.send({ type: 'timeout-sweep' }).effects[0]?.type).toBe('ignored'); // default lifetime: 7 days
+    expect(h.succeed('a').runtime.tasks.a?.status).toBe('completed');
+  });
+
+  it('never declares a task lost when task messages never expire, or when the task has no timeout', () => {
+    const h = new Harness(definition([{ name: 'a', timeout_s: 1 }, { name: 'b' }]));
+    h.activate();
+    h.advance(80_000);
+    expect(h.send({ ...sweep, messageTtlInMs: null }).effects[0]).toEqual({ type: 'ignored', reason: 'task messages never expire: no running task can be declared lost' });
+    expect(h.send({ ...sweep, messageTtlInMs: 1 }).runtime.tasks).toMatchObject({ a: { status: 'failed' }, b: { status: 'running' } });
   });
 
   it('sends the timeout in the task message, so workers enforce it too', () => {
@@ -428,10 +530,20 @@ describe('timeouts (SPEC §3.8)', () => {
   it('uses default_task_timeout_s, and fails for good once the budget is spent', () => {
     const h = new Harness(definition([{ name: 'a' }], { default_task_timeout_s: 5 }));
     h.activate();
-    h.advance(10);
-    const r = h.send({ type: 'timeout-sweep' });
-    expect(h.runtime.tasks.a).toMatchObject({ status: 'failed', error: 'task timed out after 5s' });
+    h.advance(116);
+    const r = h.send(sweep);
+    expect(h.runtime.tasks.a).toMatchObject({ status: 'failed', error: expect.stringContaining('timeout_s 5') });
     expect(r.effects).toEqual([{ type: 'workflow-finished', status: 'failed' }]);
+  });
+
+  it('reads runtimes written before dispatched_at existed (started_at was the dispatch time)', () => {
+    const h = new Harness(definition([{ name: 'a', timeout_s: 5 }]));
+    h.activate();
+    const old = JSON.parse(encodeRuntime(h.runtime)) as { tasks: Record<string, Record<string, unknown>> };
+    const a = old.tasks.a!;
+    a.started_at = a.dispatched_at;
+    delete a.dispatched_at;
+    expect(decodeRuntime(JSON.stringify(old)).tasks.a).toMatchObject({ dispatchedAt: at(1), startedAt: null });
   });
 });
 

@@ -12,6 +12,9 @@ import {
   type CancelEvent,
   type CompletionEvent,
   type ConditionInputsEvent,
+  type CorruptEvent,
+  DEFAULT_LOST_TASK_GRACE_MS,
+  DEFAULT_TASK_MESSAGE_TTL_MS,
   type Effect,
   type ReduceResult,
   type RetryEvent,
@@ -62,6 +65,8 @@ function applyEvent(draft: Draft, event: WorkflowEvent): Effect[] {
   const step: Step = { d: draft, index: graphIndex(draft.runtime.definition), now: event.now, effects: [], worklist: [] };
   const before = draft.changes;
   try {
+    const corrupt = draft.runtime.corruptReason;
+    if (corrupt !== null) throw new Ignored(`the workflow is corrupt (${corrupt}): it takes no more events`);
     apply(step, event);
   } catch (error) {
     // Handlers decide to ignore before they change anything, so the draft is as it was.
@@ -89,6 +94,8 @@ function apply(step: Step, event: WorkflowEvent): void {
       return timeoutSweep(step, event);
     case 'condition-inputs':
       return conditionInputs(step, event);
+    case 'corrupt':
+      return markCorrupt(step, event);
     default:
       throw new Ignored(`unknown event type ${JSON.stringify((event as { type?: unknown }).type)}`);
   }
@@ -117,30 +124,43 @@ function completion(step: Step, event: CompletionEvent): void {
   if (attempt === null) {
     if (!live) throw new Ignored(`completion of "${event.taskName}" (current attempt) while the task is ${task.status}`);
     applied = stored;
-  } else if ((task.status === 'running' && attempt === stored) || (live && attempt > stored)) {
+  } else if ((task.status === 'running' && attempt === stored) || (live && attempt === stored + 1)) {
+    // One attempt above the stored one: its dispatch was pushed but the flush that recorded it was
+    // lost. Anything higher was never dispatched by anyone and is ignored.
     applied = attempt;
   } else {
     throw new Ignored(`completion of "${event.taskName}" attempt ${attempt} while the task is ${task.status} at attempt ${stored}`);
   }
   // A completion proves the task was dispatched, even if the flush that said so was lost.
   step.d.set('activated', true);
+  const startedAt = event.startedAt ?? null;
   if (event.success) {
-    transition(step, event.taskName, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null });
+    transition(step, event.taskName, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null, startedAt });
   } else {
-    failAttempt(step, event.taskName, applied, event.error ?? 'task failed');
+    failAttempt(step, event.taskName, applied, event.error ?? 'task failed', { startedAt, byCancel: event.cancelled === true || isCancelText(event.error) });
   }
 }
 
-/** A failed attempt: cancelled under a cancel, re-armed while the budget lasts, else failed. */
-function failAttempt(step: Step, name: string, attemptNo: number, error: string): void {
+/** The failure texts of workers that stopped or refused a task for a cancel but do not set `cancelled`. */
+function isCancelText(error: string | null): boolean {
+  return error === 'workflow cancelled' || (error?.startsWith('stopped: workflow cancelled') ?? false);
+}
+
+/**
+ * A failed attempt: cancelled under a cancel, re-armed while the budget lasts, else failed. A
+ * failure caused by a cancel that no longer stands (a retry lifted it while the worker was stopping
+ * the task) re-arms the task and gives the attempt back to its budget.
+ */
+function failAttempt(step: Step, name: string, attemptNo: number, error: string, how: { startedAt?: string | null; byCancel?: boolean } = {}): void {
   const task = step.d.task(name);
   const def = step.index.tasks[step.index.position.get(name) ?? -1];
   if (!task || !def) return;
-  let status: TaskStatus;
-  if (step.d.runtime.cancelRequested) status = 'cancelled';
-  else if (attemptNo - task.retryBase <= def.numRetries) status = 'ready';
-  else status = 'failed';
-  transition(step, name, { status, attemptNo, error });
+  const patch = { attemptNo, error, ...(how.startedAt === undefined ? {} : { startedAt: how.startedAt }) };
+  if (step.d.runtime.cancelRequested) return transition(step, name, { ...patch, status: 'cancelled' });
+  if (how.byCancel) {
+    return transition(step, name, { ...patch, status: 'ready', retryBase: task.retryBase + 1, error: `${error} (the cancel was lifted by a retry: dispatched again)` });
+  }
+  transition(step, name, { ...patch, status: attemptNo - task.retryBase <= def.numRetries ? 'ready' : 'failed' });
 }
 
 function requestTime(event: CancelEvent | RetryEvent): string {
@@ -199,6 +219,7 @@ function retry(step: Step, event: RetryEvent): void {
       retryBase: task.attemptNo,
       outputRef: null,
       error: null,
+      dispatchedAt: null,
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
@@ -216,26 +237,47 @@ function retry(step: Step, event: RetryEvent): void {
   }
 }
 
-/** SPEC §3.8: a running attempt older than its timeout fails. */
+/**
+ * The lost-task sweep (see {@link TimeoutSweepEvent}): a running attempt with a timeout whose
+ * dispatch is older than the message's time to live + its timeout + the grace fails.
+ */
 function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
   const rt = step.d.runtime;
   let running = rt.counts.running;
   if (running === 0) throw new Ignored('no task is running');
+  const ttl = event.messageTtlInMs === undefined ? DEFAULT_TASK_MESSAGE_TTL_MS : event.messageTtlInMs;
+  if (ttl === null || !Number.isFinite(ttl)) throw new Ignored('task messages never expire: no running task can be declared lost');
+  const grace = event.graceInMs ?? DEFAULT_LOST_TASK_GRACE_MS;
   const now = epochMs(event.now);
-  let timedOut = 0;
+  let lost = 0;
   for (const def of step.index.tasks) {
     if (running === 0) break;
     const task = step.d.task(def.name);
     if (task?.status !== 'running') continue;
     running--;
     const limit = taskTimeoutS(rt.definition, def);
-    if (limit === null || task.startedAt === null) continue;
-    if (now - epochMs(task.startedAt) > limit * 1000) {
-      failAttempt(step, def.name, task.attemptNo, `task timed out after ${limit}s`);
-      timedOut++;
+    if (limit === null || task.dispatchedAt === null) continue;
+    const bound = ttl + limit * 1000 + grace;
+    if (now - epochMs(task.dispatchedAt) > bound) {
+      failAttempt(step, def.name, task.attemptNo, `no completion within ${formatDuration(bound)} of its dispatch (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
+      lost++;
     }
   }
-  if (timedOut === 0) throw new Ignored('no running task has timed out');
+  if (lost === 0) throw new Ignored('no running task is overdue');
+}
+
+/** `170s`, `15m`, `7d`: the largest whole unit, for error texts. */
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s > 0 && s % 86_400 === 0) return `${s / 86_400}d`;
+  if (s > 0 && s % 3_600 === 0) return `${s / 3_600}h`;
+  if (s > 0 && s % 60 === 0) return `${s / 60}m`;
+  return `${s}s`;
+}
+
+/** The coordinator sets a workflow aside: `corrupt` with the reason; nothing is dispatched any more. */
+function markCorrupt(step: Step, event: CorruptEvent): void {
+  step.d.set('corruptReason', event.reason.trim() === '' ? 'unknown reason' : event.reason);
 }
 
 /** SPEC §3.3: the blob outputs a condition waited for have arrived (or could not be read). */

@@ -67,7 +67,7 @@ export function settle(step: Step, name: string): void {
 
   if (step.index.merge.has(name)) {
     // Merge nodes only join batches: they complete where they become ready, without running.
-    transition(step, name, { status: 'completed', outputRef: null, error: null, startedAt: step.now });
+    transition(step, name, { status: 'completed', outputRef: null, error: null, dispatchedAt: step.now, startedAt: step.now });
   } else if (def.condition !== null) {
     startCondition(step, def);
   } else {

@@ -4,6 +4,7 @@ import { isBlocking, isTerminalWorkflowStatus, type WorkflowRuntime, type Workfl
 /** SPEC §3.6, from the counts and, once every task is terminal, the sinks. */
 export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): WorkflowStatus {
   const c = rt.counts;
+  if (rt.corruptReason !== null) return 'corrupt';
   if (rt.cancelRequested) return c.ready + c.running > 0 ? 'cancelling' : 'cancelled';
   if (!rt.activated) return 'pending';
   if (c.pending + c.ready + c.running > 0) return 'running';

@@ -3,17 +3,21 @@ import type { WorkflowDefinition } from '../definition/types';
 /** Status of one task (SPEC §3.1). The last five are terminal. */
 export type TaskStatus = 'pending' | 'ready' | 'running' | 'completed' | 'failed' | 'upstream_failed' | 'skipped' | 'cancelled';
 
-/** Status of a workflow (SPEC §3.1). */
-export type WorkflowStatus = 'pending' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled';
+/**
+ * Status of a workflow. `corrupt` is set only by the coordinator, for a workflow it cannot process
+ * (a runtime that does not decode, an event the reducer cannot apply): terminal, with a reason, and
+ * left alone until the workflow is purged.
+ */
+export type WorkflowStatus = 'pending' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'corrupt';
 
 /** Every task status, in lifecycle order. */
 export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'ready', 'running', 'completed', 'failed', 'upstream_failed', 'skipped', 'cancelled'];
 
 /** Every workflow status. */
-export const WORKFLOW_STATUSES: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling', 'completed', 'failed', 'cancelled'];
+export const WORKFLOW_STATUSES: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'corrupt'];
 
 const TERMINAL_TASK = new Set<TaskStatus>(['completed', 'failed', 'upstream_failed', 'skipped', 'cancelled']);
-const TERMINAL_WORKFLOW = new Set<WorkflowStatus>(['completed', 'failed', 'cancelled']);
+const TERMINAL_WORKFLOW = new Set<WorkflowStatus>(['completed', 'failed', 'cancelled', 'corrupt']);
 
 /** True for the statuses a task never leaves (except by a workflow retry). */
 export function isTerminalTaskStatus(status: TaskStatus): boolean {
@@ -45,6 +49,12 @@ export interface TaskRuntime {
   /** The wire form of the output: inline JSON text or a `blob:` ref; null for none. */
   outputRef: string | null;
   error: string | null;
+  /** When the coordinator last dispatched the task (the current attempt's message was sent). */
+  dispatchedAt: string | null;
+  /**
+   * When a worker started the attempt, as its completion reported it; null while the attempt runs
+   * (or was never started, or came from a worker that does not report it).
+   */
   startedAt: string | null;
   completedAt: string | null;
   /** True while the task's condition waits for parent outputs fetched from blobs. */
@@ -75,6 +85,8 @@ export interface WorkflowRuntime {
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
+  /** Why the coordinator set the workflow aside (status `corrupt`); null otherwise. */
+  corruptReason: string | null;
   tasks: Record<string, TaskRuntime>;
   counts: TaskCounts;
 }
@@ -96,6 +108,14 @@ export interface CompletionEvent {
   /** Wire form: inline JSON text or a `blob:` ref; never a decoded value. */
   outputRef: string | null;
   error: string | null;
+  /** When the worker started the attempt (ISO-8601), when it said so. */
+  startedAt?: string | null;
+  /**
+   * True when the failure was caused by a cancel request the worker saw. Such a failure ends the
+   * task `cancelled` while the cancel stands; once a retry has lifted the cancel it re-arms the
+   * task without spending its retry budget.
+   */
+  cancelled?: boolean;
 }
 
 /** A cancel request recorded on the index row (SPEC §3.7). */
@@ -113,10 +133,37 @@ export interface RetryEvent {
   requestedAt?: string;
 }
 
-/** Periodic check of running tasks against their timeouts (SPEC §3.8). */
+/**
+ * Periodic check for running tasks whose message was lost. Workers enforce `timeout_s` on the time
+ * a task runs; the coordinator cannot see that time, and a dispatched task may wait in its queue
+ * for as long as its message lives. So a running task with a timeout counts as lost only once
+ * `now − dispatched_at` passes the message's time to live + `timeout_s` + the grace: by then its
+ * message has either expired or been taken by a worker that would have stopped the task and
+ * reported it. A task without a timeout is never failed by the sweep.
+ */
 export interface TimeoutSweepEvent {
   type: 'timeout-sweep';
   now: string;
+  /** How long a task message lives in its queue; null = forever (the sweep then never fires). Default {@link DEFAULT_TASK_MESSAGE_TTL_MS}. */
+  messageTtlInMs?: number | null;
+  /** Room for the worker's kill grace and its completion sends. Default {@link DEFAULT_LOST_TASK_GRACE_MS}. */
+  graceInMs?: number;
+}
+
+/** Default time to live of task messages: 7 days (Azure Storage Queue's own default). */
+export const DEFAULT_TASK_MESSAGE_TTL_MS = 7 * 24 * 3_600_000;
+
+/** Default grace of the lost-task sweep: 15 minutes (a worker's 10-minute kill grace, then its completion sends). */
+export const DEFAULT_LOST_TASK_GRACE_MS = 15 * 60_000;
+
+/**
+ * The coordinator could not process the workflow (its stored state does not decode, or an event
+ * cannot be applied): it becomes `corrupt` with the reason, and every later event is ignored.
+ */
+export interface CorruptEvent {
+  type: 'corrupt';
+  now: string;
+  reason: string;
 }
 
 /** The parent outputs a condition asked for with `fetch-condition-inputs` (SPEC §3.3). */
@@ -131,7 +178,7 @@ export interface ConditionInputsEvent {
 }
 
 /** Everything that moves a workflow forward. Time arrives here, never from a clock. */
-export type WorkflowEvent = ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | TimeoutSweepEvent | ConditionInputsEvent;
+export type WorkflowEvent = ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | TimeoutSweepEvent | ConditionInputsEvent | CorruptEvent;
 
 /** Push one task message to its queue. */
 export interface DispatchEffect {

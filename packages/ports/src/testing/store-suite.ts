@@ -296,6 +296,23 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(await store.getWorkflow('wf-retry')).toMatchObject({ status: 'running', retryRequestedAt: at(20), retryAppliedAt: at(20) });
       }, timeout);
 
+      it('sets a workflow aside as corrupt with its reason, for good: a retry request does not show it pending', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-corrupt', now: at(1) });
+        await store.create(r0, 'h');
+        await store.markCorrupt('wf-corrupt', 'the runtime cannot be read: not JSON', at(5));
+        await store.requestRetry('wf-corrupt', at(6));
+        const summary = await store.getWorkflow('wf-corrupt');
+        expect(summary).toMatchObject({ status: 'corrupt', name: 'abc', updatedAt: at(5) });
+        expect(summary?.error).toContain('the runtime cannot be read: not JSON');
+        expect((await store.listWorkflows({ status: ['corrupt'] })).items.map((w) => w.workflowId)).toEqual(['wf-corrupt']);
+        expect((await store.listWorkflows({ status: ['pending', 'running', 'cancelling'] })).items).toEqual([]);
+        expect((await store.countWorkflows()).corrupt).toBe(1);
+        // A row for an id whose submit never wrote one.
+        await store.markCorrupt('wf-orphan', 'no runtime', at(7));
+        expect((await store.getWorkflow('wf-orphan'))?.status).toBe('corrupt');
+      }, timeout);
+
       it('lists workflows by status, newest first, in pages', async () => {
         const store = await fresh();
         // w1..w6 created at 1..6; the odd ones activated later (at 20 - i), so their order differs.

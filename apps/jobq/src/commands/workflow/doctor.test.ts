@@ -65,6 +65,7 @@ describe('jobq workflow doctor', () => {
       'completion queue',
       'coordinator lease',
       'coordinator stats',
+      'corrupt workflows',
       'pending workflows',
       'running tasks',
       'ready tasks',
@@ -109,6 +110,18 @@ describe('jobq workflow doctor', () => {
     expect(explain.stdout).toMatch(/a\s+running\s+queue nobody\s+attempt 1/);
     expect(explain.stdout).toContain('waiting for "a" (running)');
     expect(explain.stdout).toContain('no worker is taking messages from queue "nobody"');
+  });
+
+  it('names the workflows the coordinator set aside as corrupt, with their reasons (error, exit 1); status and list show them', async () => {
+    const prefix = uniquePrefix('DocCorrupt');
+    const deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
+    await deployment.client.submit({ text: TWO_TASKS, filename: 'two.yaml' }, { id: 'broken-1' });
+    await deployment.store.markCorrupt('broken-1', 'the runtime of workflow "broken-1" cannot be read: it is not JSON', new Date().toISOString());
+    const result = await runCli(['workflow', 'doctor'], { env: storage.env(prefix) });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/✖ corrupt workflows\s+1 workflow set aside as corrupt: broken-1 \(the runtime of workflow "broken-1" cannot be read: it is not JSON\)/);
+    const listed = await runCli(['workflow', 'list', '--status', 'corrupt', '--json'], { env: storage.env(prefix) });
+    expect((JSON.parse(listed.stdout) as Array<{ workflowId: string; status: string }>).map((w) => [w.workflowId, w.status])).toEqual([['broken-1', 'corrupt']]);
   });
 
   it('reports a missing prefix as a failed config check', async () => {

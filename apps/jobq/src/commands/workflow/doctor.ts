@@ -259,6 +259,24 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
     );
   }
 
+  // Corrupt workflows: set aside by the coordinator, with their reasons.
+  if (counts.corrupt > 0) {
+    try {
+      const corrupt = await collectWorkflows(deployment.client, { status: ['corrupt'] }, 10_000);
+      const shown = corrupt.items.slice(0, 3).map((w) => `${w.workflowId} (${(w.error ?? 'no reason recorded').replace(/^corrupt: /, '')})`);
+      checks.push({
+        name: 'corrupt workflows',
+        status: 'fail',
+        message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt: ${shown.join('; ')}${counts.corrupt > 3 ? `; and ${counts.corrupt - 3} more` : ''}`,
+        hint: 'the coordinator cannot process them and moves their messages to the dead-letter queue; submit them again under new ids (jobq workflow list --status corrupt)',
+      });
+    } catch (error) {
+      checks.push({ name: 'corrupt workflows', status: 'fail', message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt (cannot list them: ${errorLine(error)})`, hint: null });
+    }
+  } else {
+    checks.push({ name: 'corrupt workflows', status: 'ok', message: 'none', hint: null });
+  }
+
   // Stale pending workflows (index rows: pending, updated long ago).
   try {
     const pending = await collectWorkflows(deployment.client, { status: ['pending'] }, 10_000);
@@ -317,8 +335,8 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
         const spec = taskQueue(definition, def);
         dispatched.set(spec, (dispatched.get(spec) ?? 0) + 1);
       }
-      if (task.status === 'running' && task.startedAt !== null && now - Date.parse(task.startedAt) >= settings.staleRunningMs) {
-        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(task.startedAt))})`);
+      if (task.status === 'running' && task.dispatchedAt !== null && now - Date.parse(task.dispatchedAt) >= settings.staleRunningMs) {
+        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(task.dispatchedAt))})`);
       }
       if (task.status === 'ready' && runtime.activated && !heldBack && stillForMs >= settings.staleReadyMs) {
         stuckReady.push(`${runtime.workflowId}/${def.name} (${age(stillForMs)})`);
@@ -432,6 +450,7 @@ export default class WorkflowDoctor extends JobqCommand {
     '  coordinator lease  a coordinator holds the lease\n' +
     '  coordinator stats  its stats were written recently\n' +
     '  poison messages    completions it could not read (from the stats)\n' +
+    '  corrupt workflows  set aside by the coordinator, with the reason\n' +
     '  pending workflows  pending longer than --stale-pending-sec\n' +
     '  running tasks      running longer than --stale-running-min\n' +
     '  ready tasks        ready, not dispatched for --stale-ready-min\n' +

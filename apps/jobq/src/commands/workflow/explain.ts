@@ -26,6 +26,7 @@ interface TaskDetail {
   dependsOn: string[];
   depPolicy: string;
   condition: string | null;
+  dispatchedAt: string | null;
   startedAt: string | null;
   completedAt: string | null;
   error: string | null;
@@ -86,6 +87,7 @@ function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: Ex
     dependsOn: def.dependsOn,
     depPolicy: String(def.depPolicy),
     condition: def.condition,
+    dispatchedAt: task.dispatchedAt,
     startedAt: task.startedAt,
     completedAt: task.completedAt,
     error: task.error,

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { runtimeView } from '@jobq/coordinator';
+import { isJobqError } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
@@ -11,6 +12,9 @@ import { collectTasks, requireWorkflow } from '../../listing';
 interface StatusTask extends TaskLine {
   /** Satisfied dependencies of all (`c/total`); null when only the task rows were available. */
   deps: string | null;
+  /** When the current attempt was dispatched. */
+  dispatchedAt: string | null;
+  /** When a worker started it (as its completion reported). */
   startedAt: string | null;
   completedAt: string | null;
 }
@@ -28,6 +32,7 @@ function runtimeTasks(runtime: WorkflowRuntime): StatusTask[] {
       attemptNo: task?.attemptNo ?? 0,
       error: task?.error ?? null,
       deps: `${satisfied}/${def.dependsOn.length}`,
+      dispatchedAt: task?.dispatchedAt ?? null,
       startedAt: task?.startedAt ?? null,
       completedAt: task?.completedAt ?? null,
     };
@@ -59,14 +64,21 @@ export default class WorkflowStatus extends JobqCommand {
     const { args, flags } = await this.parse(WorkflowStatus);
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const summary = await requireWorkflow(deployment.client, args.id, deployment.target);
-    const runtime = (await deployment.store.load(args.id))?.runtime ?? null;
+    let runtime: WorkflowRuntime | null;
+    try {
+      runtime = (await deployment.store.load(args.id))?.runtime ?? null;
+    } catch (error) {
+      // A workflow the coordinator set aside because its runtime does not decode: the index row tells.
+      if (summary.status !== 'corrupt' || !isJobqError(error, 'corrupt')) throw error;
+      runtime = null;
+    }
     let tasks: StatusTask[] = [];
     if (runtime !== null) {
       tasks = runtimeTasks(runtime);
     } else if (flags.tasks || flags['by-layer']) {
       // The runtime blob is missing (a submit that did not finish): the task rows are all there is.
       const rows = (await collectTasks(deployment.client, { workflowId: args.id })).items;
-      tasks = rows.map((r) => ({ ...r, deps: null, startedAt: null, completedAt: null }));
+      tasks = rows.map((r) => ({ ...r, deps: null, dispatchedAt: null, startedAt: null, completedAt: null }));
     }
     const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
     const status = runtime?.status ?? summary.status;
@@ -95,7 +107,8 @@ export default class WorkflowStatus extends JobqCommand {
       `Tasks     ${totalOf(counts)}: ${countsLine(counts)}`,
       `Created   ${summary.createdAt}   Updated ${runtime?.updatedAt ?? summary.updatedAt}${runtime?.finishedAt ? `   Finished ${runtime.finishedAt}` : ''}`,
     ];
-    if (runtime === null) lines.push('Note      the runtime blob is missing (the submit did not finish): showing the index row');
+    if (runtime === null && status === 'corrupt') lines.push('Note      the runtime cannot be read: showing the index row');
+    else if (runtime === null) lines.push('Note      the runtime blob is missing (the submit did not finish): showing the index row');
     if (summary.error !== null) lines.push(`Error     ${summary.error}`);
     if (layers) lines.push('', layerTable(layers));
     if (flags.tasks) lines.push('', tasks.length === 0 ? 'No tasks.' : taskTable(tasks, { verbose: flags.verbose }));
