@@ -17,6 +17,7 @@ describe('the package index', () => {
       'parseStashMarker', 'stashBlobName',
       'COMPLETION_BODY_KWARG', 'WAKEUP_KWARG', 'completionMessageId', 'decodeCompletionBody', 'decodeCoordinatorMessage',
       'encodeCompletion', 'encodeCompletionBody', 'encodeWakeup',
+      'SECRET_ENV_PREFIX', 'SECRET_NAME_PATTERN', 'findSecretRefs', 'resolveSecretRefs',
     ];
     for (const name of names) expect(core).toHaveProperty(name);
   });
