@@ -17,6 +17,7 @@ describe('the package index', () => {
       'parseStashMarker', 'stashBlobName',
       'COMPLETION_BODY_KWARG', 'WAKEUP_KWARG', 'completionMessageId', 'decodeCompletionBody', 'decodeCoordinatorMessage',
       'encodeCompletion', 'encodeCompletionBody', 'encodeWakeup',
+      'SECRET_ENV_PREFIX', 'SECRET_NAME_PATTERN', 'findSecretRefs', 'resolveSecretRefs',
     ];
     for (const name of names) expect(core).toHaveProperty(name);
   });
@@ -25,8 +26,17 @@ describe('the package index', () => {
     const names = [
       'parseWorkflow', 'validateWorkflow', 'workflowJsonSchema', 'compileCondition', 'evaluateCondition',
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
-      'RuntimeDecodeError', 'taskQueue', 'taskTimeoutS', 'toRawDefinition',
+      'RuntimeDecodeError', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskKeyLength',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
+  });
+
+  it('exports every definition limit as a number', () => {
+    const names = [
+      'MAX_DEFINITION_DEPTH', 'MAX_YAML_ALIAS_EXPANSION', 'MAX_TASK_NAME_LENGTH', 'MAX_TASK_KEY_LENGTH', 'MAX_WORKFLOW_ID_LENGTH',
+      'MAX_WORKFLOW_NAME_LENGTH', 'MAX_WORKFLOW_QUEUES', 'MERGE_NAME_ROOM', 'TABLE_KEY_MAX_CHARS', 'TABLE_ROW_MAX_BYTES',
+      'TABLE_STRING_MAX_CHARS', 'WORST_CASE_ATTEMPT_NO',
+    ];
+    for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('number');
   });
 });

@@ -9,20 +9,35 @@ export type { Issue, Result } from './result';
 
 export type { DepPolicy, ResultPolicy, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { taskQueue, taskTimeoutS } from './definition/types';
-export { parseWorkflow, MAX_YAML_ALIAS_EXPANSION, type ParseWorkflowOptions } from './definition/parse';
+export { parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
 export { validateWorkflow } from './definition/validate';
 export { workflowJsonSchema } from './definition/schema';
 export { toRawDefinition } from './definition/convert';
 export { DEFINITION_ISSUE_CODES, DEFINITION_WARNING_CODES, type DefinitionIssueCode } from './definition/issue-codes';
 export {
   INTERNAL_TASK_NAME_PATTERN,
-  MAX_TASK_NAME_LENGTH,
+  KWARG_KEY_PATTERN,
   QUEUE_SPEC_PATTERN,
   TASK_NAME_PATTERN,
   parseQueueSpec,
+  taskKeyLength,
   taskNameProblem,
   type QueueSpec,
 } from './definition/names';
+export {
+  MAX_DEFINITION_DEPTH,
+  MAX_TASK_KEY_LENGTH,
+  MAX_TASK_NAME_LENGTH,
+  MAX_WORKFLOW_ID_LENGTH,
+  MAX_WORKFLOW_NAME_LENGTH,
+  MAX_WORKFLOW_QUEUES,
+  MAX_YAML_ALIAS_EXPANSION,
+  MERGE_NAME_ROOM,
+  TABLE_KEY_MAX_CHARS,
+  TABLE_ROW_MAX_BYTES,
+  TABLE_STRING_MAX_CHARS,
+  WORST_CASE_ATTEMPT_NO,
+} from './definition/limits';
 export { MERGE_PREFIX, isMergeNode } from './definition/semantics';
 
 export { compileCondition, evaluateCondition, fnmatch, type CompiledCondition, type ConditionEvaluation } from './condition';
@@ -32,6 +47,8 @@ export { mergeNodeName, realUpstreamTasks, sequentializeFanIn } from './transfor
 export type { DecodeResult } from './wire/decode-result';
 export { decodeError, decodeOk } from './wire/decode-result';
 export { utf8ByteLength } from './wire/utf8';
+export type { SecretRef, SecretRefProblem, SecretRefScan, SecretResolution } from './wire/secret-refs';
+export { SECRET_ENV_PREFIX, SECRET_NAME_PATTERN, findSecretRefs, resolveSecretRefs } from './wire/secret-refs';
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
 export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
 export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';

@@ -15,6 +15,13 @@ function wellFormed(result: Result<unknown>): boolean {
 
 const taskName = fc.oneof(fc.constantFrom('a', 'b', 'c', 'prep/x', '__m', '', ' '), fc.string({ maxLength: 6 }));
 
+/** Strings with the characters and forms the kwargs checks care about. */
+const awkward = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('a\u0000b', '${{ secrets.X }}', 'x${{ bad }}', '${{ secrets.1 }}', '', ' '));
+const env = fc.dictionary(fc.oneof(fc.constantFrom('A', 'A=B', '', '__proto__', 'N\u0000'), fc.string({ maxLength: 4 })), fc.oneof(awkward, fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 1 })));
+/** kwargs keys: the ones the shell processor reads, reserved ones and "__proto__", which JavaScript treats apart. */
+const kwargKey = fc.oneof(fc.constantFrom('cmd', 'cwd', 'env', 'bg_dirsync_to', '__proto__', '__x'), fc.string({ maxLength: 4 }));
+const kwargs = fc.dictionary(kwargKey, fc.oneof(awkward, env, fc.jsonValue({ maxDepth: 2 }), fc.dictionary(fc.constantFrom('__proto__', 'k'), fc.jsonValue({ maxDepth: 1 }))));
+
 /** Definition-shaped values, mostly valid and sometimes slightly off, to reach the deep checks. */
 const definitionLike = fc.record(
   {
@@ -23,7 +30,7 @@ const definitionLike = fc.record(
       fc.record(
         {
           name: taskName,
-          kwargs: fc.oneof(fc.dictionary(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 2 })), fc.string()),
+          kwargs: fc.oneof(kwargs, fc.string()),
           depends_on: fc.oneof(fc.array(taskName, { maxLength: 4 }), fc.integer()),
           dep_policy: fc.oneof(fc.constantFrom('all', 'any', 'all_settled', 'some'), fc.integer({ min: -1, max: 4 }), fc.boolean()),
           condition: fc.oneof(fc.constant(null), fc.constantFrom('inputs.a.ok', 'all(inputs["*"].x)', 'inputs.b.y > 1'), fc.string()),

@@ -1,5 +1,6 @@
 /**
- * The stable codes of definition issues (SPEC §2). Tools match on these; messages may change.
+ * The stable codes of definition issues (the package README says what each means). Tools match
+ * on these; messages may change.
  */
 export const DEFINITION_ISSUE_CODES = [
   'syntax',
@@ -21,6 +22,12 @@ export const DEFINITION_ISSUE_CODES = [
   'bad-result-policy',
   'bad-queue',
   'reserved-kwarg',
+  /** A kwarg the shell processor reads has a value no process can take (a NUL, an env name with "="), or a key named "__proto__". */
+  'bad-kwarg',
+  /** A malformed `${{ … }}` in a kwargs.env value (a secret reference is `${{ secrets.NAME }}`). */
+  'secret-ref-syntax',
+  /** The definition does not fit the storage it meets: the task message or the index row (see limits.ts). */
+  'storage-limit',
   'condition-syntax',
   'condition-disallowed',
   'condition-unknown-input',

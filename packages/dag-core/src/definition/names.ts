@@ -3,11 +3,26 @@
  * functions that say in words why a name is refused (so the validator's messages are useful).
  */
 
+import { MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH } from './limits';
+
 /** Prefix shared by every name the engine itself generates; users may not start a task name with it. */
 export const RESERVED_PREFIX = '__';
 
-/** Longest task name. */
-export const MAX_TASK_NAME_LENGTH = 256;
+/** What a user kwargs key must match: the engine's own kwargs start with {@link RESERVED_PREFIX}. */
+export const KWARG_KEY_PATTERN = '^(?!__)';
+
+/**
+ * The length of a task name's table key: the name with every `%` written `%25` and every `/`
+ * `%2F` (store-azure's `encodeTaskRowKey`), so each of those counts 3 characters.
+ */
+export function taskKeyLength(name: string): number {
+  let length = name.length;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c === 0x25 || c === 0x2f) length += 2;
+  }
+  return length;
+}
 
 const CONTROL_CHARS = '\\u0000-\\u001f\\u007f-\\u009f';
 
@@ -42,6 +57,11 @@ export function taskNameProblem(name: string, allowReserved = false): string | n
   if (segments.some((s) => s === '')) return 'a task name may not contain an empty path segment ("//" or a trailing "/")';
   // Blob paths collapse these: `a/./b` would name the same blob as `a/b`.
   if (segments.some((s) => s === '.' || s === '..')) return 'a task name may not contain a "." or ".." path segment';
+  // Merge node names are built from user names that passed this check, with room to spare.
+  const keyLength = taskKeyLength(name);
+  if (!allowReserved && keyLength > MAX_TASK_KEY_LENGTH) {
+    return `the table key of a task name ("%" and "/" count 3 characters) has at most ${MAX_TASK_KEY_LENGTH} characters (this one has ${keyLength})`;
+  }
   return null;
 }
 

@@ -3,14 +3,8 @@ import type { Issue, Result } from '../result';
 import { yamlLocator } from './locate';
 import type { RawIssue } from './raw-issue';
 import type { WorkflowDefinition } from './types';
-import { MAX_DEFINITION_DEPTH, validateWith } from './validate';
-
-/**
- * Bound on YAML alias expansion: the number of times an anchor is used multiplied by its size,
- * per anchor. Generous for shared kwargs blocks, and stops a "billion laughs" document long before
- * it can exhaust memory.
- */
-export const MAX_YAML_ALIAS_EXPANSION = 200_000;
+import { MAX_DEFINITION_DEPTH, MAX_YAML_ALIAS_EXPANSION } from './limits';
+import { validateWith } from './validate';
 
 /** Options of {@link parseWorkflow}. */
 export interface ParseWorkflowOptions {

@@ -11,3 +11,17 @@ export function formatPath(path: readonly PathSegment[]): string {
   }
   return out;
 }
+
+/** Longest name or path quoted in a message: the issue's path holds the whole of it. */
+const MAX_QUOTED = 60;
+
+/** A string as a JSON literal for a message, cut to {@link MAX_QUOTED} characters. */
+export function quoteForMessage(text: string): string {
+  return JSON.stringify(text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text);
+}
+
+/** {@link formatPath} for a message, cut to {@link MAX_QUOTED} characters. */
+export function formatPathForMessage(path: readonly PathSegment[]): string {
+  const text = formatPath(path);
+  return text.length > MAX_QUOTED ? `${text.slice(0, MAX_QUOTED)}…` : text;
+}

@@ -1,17 +1,25 @@
 import { z } from 'zod';
+import { SECRET_REF_PATTERN } from '../wire/secret-refs';
+import { MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
 import {
   INTERNAL_TASK_NAME_PATTERN,
-  MAX_TASK_NAME_LENGTH,
+  KWARG_KEY_PATTERN,
   QUEUE_SPEC_PATTERN,
   TASK_NAME_PATTERN,
   parseQueueSpec,
+  taskKeyLength,
   taskNameProblem,
 } from './names';
 
 /**
  * The zod model of a workflow file (snake_case, as written). The validator parses with it and the
  * JSON Schema is generated from it, so the two cannot drift apart. Rules that span fields
- * (dependencies, cycles, conditions) live in `semantics.ts`.
+ * (dependencies, cycles, conditions, what fits the storage) live in `semantics.ts`.
+ *
+ * Two models: the user's, for files; the engine's (`allowReserved`), for definitions the engine
+ * built or stored itself (merge nodes, runtime blobs). The engine's keeps the rules it needs to
+ * read a definition and no more, so a runtime stored by an older jobq still reads after the user
+ * rules (kwargs, sizes) grew stricter.
  */
 
 function queueSpec() {
@@ -24,26 +32,97 @@ function queueSpec() {
 }
 
 function taskName(allowReserved: boolean) {
-  return z
+  const name = z
     .string()
     .min(1)
     // Merge node names add a prefix and a batch number to a user name of up to the maximum length.
-    .max(allowReserved ? MAX_TASK_NAME_LENGTH + 32 : MAX_TASK_NAME_LENGTH)
-    .regex(new RegExp(allowReserved ? INTERNAL_TASK_NAME_PATTERN : TASK_NAME_PATTERN))
-    .describe('Unique within the workflow; "/" groups tasks ("prep/featurize")');
+    .max(allowReserved ? MAX_TASK_NAME_LENGTH + MERGE_NAME_ROOM : MAX_TASK_NAME_LENGTH)
+    .regex(new RegExp(allowReserved ? INTERNAL_TASK_NAME_PATTERN : TASK_NAME_PATTERN));
+  const checked = allowReserved
+    ? name
+    : // The name is a Table RowKey once "%" and "/" are encoded; a pattern cannot count that.
+      name.refine((n) => taskKeyLength(n) <= MAX_TASK_KEY_LENGTH);
+  return checked.describe('Unique within the workflow; "/" groups tasks ("prep/featurize")');
+}
+
+/** A process cannot receive a NUL character in its command, working directory or environment. */
+// eslint-disable-next-line no-control-regex
+const NO_NUL = /^[^\u0000]*$/;
+// eslint-disable-next-line no-control-regex
+const ENV_NAME = /^[^=\u0000]+$/;
+const NUL_RULE = 'contains a NUL character (U+0000), which a process cannot receive';
+/**
+ * A kwargs.env string value for the JSON Schema: no NUL, and every `${{` starts a well-formed
+ * secret reference. The validator makes the two checks apart (the NUL here, the references in
+ * `kwargs.ts`) to say which failed and where; a test keeps this pattern equal to both.
+ */
+export const ENV_VALUE_PATTERN = `^(?:[^$\\u0000]|\\$(?!\\{\\{)|${SECRET_REF_PATTERN})*$`;
+const KWARGS_DESCRIPTION = 'Handed to the worker; the shell processor reads cmd, env, cwd and bg_dirsync_to';
+
+function envName() {
+  return z.string().regex(ENV_NAME, {
+    error: (issue) => {
+      const name = String(issue.input);
+      if (name === '') return 'an environment variable name may not be empty';
+      return name.includes('=') ? 'an environment variable name may not contain "="' : `an environment variable name ${NUL_RULE}`;
+    },
+  });
+}
+
+/** Numbers and booleans are written out as the shell would see them (YAML reads `N: 3` as a number). */
+function envValue() {
+  const text = z.string().regex(NO_NUL, { error: NUL_RULE }).meta({ pattern: ENV_VALUE_PATTERN });
+  return z.union([text, z.number(), z.boolean()], { error: 'must be a string, a number or a boolean' });
+}
+
+function shellString() {
+  return z.string({ error: 'must be a string' }).regex(NO_NUL, { error: NUL_RULE });
+}
+
+/**
+ * What the shell processor reads from kwargs, with the checks the worker makes before it starts
+ * the process (`null` reads as absent, as in the worker); any other key is handed over as it is.
+ */
+const shellKwargs = z.looseObject({
+  cmd: shellString().nullable().optional().describe('The command, run with bash -c'),
+  cwd: shellString().min(1, { error: 'must not be empty' }).nullable().optional().describe('Working directory of the command'),
+  env: z
+    .record(envName(), envValue(), { error: 'must be an object of variables' })
+    .nullable()
+    .optional()
+    .describe('Variables added to the worker environment; a value may use ${{ secrets.NAME }}, which the worker resolves'),
+  bg_dirsync_to: shellString().nullable().optional().describe('Where to copy $JOBQ_DIRSYNC_DIR while the command runs'),
+});
+
+const KWARG_KEY = new RegExp(KWARG_KEY_PATTERN);
+
+/** The user's kwargs: the shell kwargs checked, and no key starting with "__". */
+function userKwargs() {
+  return shellKwargs
+    .superRefine((kwargs, ctx) => {
+      for (const key of Object.keys(kwargs)) {
+        if (KWARG_KEY.test(key)) continue;
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          input: key,
+          message: 'kwargs keys starting with "__" are reserved for the engine',
+          params: { code: 'reserved-kwarg', target: 'key' },
+        });
+      }
+    })
+    .describe(KWARGS_DESCRIPTION)
+    // The rule the check above enforces, for the JSON Schema (which cannot carry a refinement).
+    .meta({ propertyNames: { type: 'string', pattern: KWARG_KEY_PATTERN } });
 }
 
 const DEP_POLICY_RULE = 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1';
 
 function taskSchema(allowReserved: boolean) {
-  const kwargKey = allowReserved ? z.string() : z.string().regex(/^(?!__)/, { error: 'kwargs keys starting with "__" are reserved for the engine' });
   return z
     .strictObject({
       name: taskName(allowReserved),
-      kwargs: z
-        .record(kwargKey, z.unknown())
-        .optional()
-        .describe('Handed to the worker; the shell processor reads cmd, env, cwd and bg_dirsync_to'),
+      kwargs: (allowReserved ? z.record(z.string(), z.unknown()).describe(KWARGS_DESCRIPTION) : userKwargs()).optional(),
       // Entry names are checked against the tasks (unknown-dependency), not against the name rules.
       depends_on: z.array(z.string()).optional().describe('Names of the tasks this one waits for'),
       queue: queueSpec().nullable().optional().describe('NAME, ACCOUNT/NAME or sb://NAMESPACE/NAME; null = default_queue'),
@@ -63,12 +142,18 @@ function taskSchema(allowReserved: boolean) {
     .describe('One task of the DAG');
 }
 
+const workflowName = z.string().regex(/\S/, { error: 'the workflow name needs a non-space character' });
+
+function workflowNameTooLong(input: unknown): string {
+  return `a workflow name has at most ${MAX_WORKFLOW_NAME_LENGTH} characters (this one has ${typeof input === 'string' ? input.length : '?'})`;
+}
+
 /** @internal Builds the model; `allowReserved` admits the engine's merge nodes and gates. */
 export function definitionSchema(allowReserved: boolean) {
   return z
     .strictObject({
       $schema: z.string().optional().describe('Ignored; lets editors find this schema'),
-      name: z.string().regex(/\S/, { error: 'the workflow name needs a non-space character' }),
+      name: allowReserved ? workflowName : workflowName.max(MAX_WORKFLOW_NAME_LENGTH, { error: (issue) => workflowNameTooLong(issue.input) }),
       tasks: z.array(taskSchema(allowReserved)).min(1, { error: 'a workflow needs at least one task' }),
       default_queue: queueSpec().optional().describe('Queue of tasks without their own; default "default"'),
       default_task_timeout_s: z.int().min(1).nullable().optional(),

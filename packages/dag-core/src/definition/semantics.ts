@@ -1,7 +1,9 @@
 import { compileCondition } from '../condition';
 import { findCycle } from './graph';
+import { checkKwargs } from './kwargs';
 import type { PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
+import { checkStorageFit } from './storage-fit';
 
 /** Prefix of the merge nodes {@link sequentializeFanIn} adds. */
 export const MERGE_PREFIX = '__merge_';
@@ -19,6 +21,7 @@ interface LooseTask {
   gates: NamedRef[];
   depPolicy: unknown;
   condition: unknown;
+  queue: unknown;
   kwargs: Record<string, unknown> | undefined;
 }
 
@@ -46,6 +49,7 @@ function looseTasks(raw: unknown): LooseTask[] {
       gates: stringsOf(t.gates),
       depPolicy: t.dep_policy,
       condition: t.condition,
+      queue: t.queue,
       kwargs: isRecord(t.kwargs) ? t.kwargs : undefined,
     };
   });
@@ -56,12 +60,21 @@ export function isMergeNode(name: string, kwargs: Readonly<Record<string, unknow
   return name.startsWith(MERGE_PREFIX) && kwargs?.__batch_merge === true;
 }
 
+/** A `cmd` the shell processor fails as missing: absent, null or blank. */
+function lacksCmd(kwargs: Record<string, unknown> | undefined): boolean {
+  const cmd = kwargs?.cmd;
+  return cmd === undefined || cmd === null || (typeof cmd === 'string' && cmd.trim() === '');
+}
+
 /**
  * Checks that span fields and tasks: names unique, dependencies known, no cycle, policies that
- * fit the dependency count, conditions that compile against their dependencies. Runs on the raw
- * input even when it has type errors, so one pass reports every problem.
+ * fit the dependency count, conditions that compile against their dependencies; for a user
+ * definition also what the model cannot check in kwargs (`kwargs.ts`) and what fits the storage
+ * (`storage-fit.ts`). Runs on the raw input even when it has type errors, so one pass reports
+ * every problem. `internal`: a definition the engine built or stored, already checked as a user's.
  */
-export function checkSemantics(raw: unknown): { issues: RawIssue[]; warnings: RawIssue[] } {
+export function checkSemantics(raw: unknown, options: { internal?: boolean } = {}): { issues: RawIssue[]; warnings: RawIssue[] } {
+  const internal = options.internal ?? false;
   const issues: RawIssue[] = [];
   const warnings: RawIssue[] = [];
   const tasks = looseTasks(raw);
@@ -92,12 +105,13 @@ export function checkSemantics(raw: unknown): { issues: RawIssue[]; warnings: Ra
       });
     }
     if (typeof task.condition === 'string') checkCondition(task, task.condition, issues, at);
+    if (!internal && task.kwargs) issues.push(...checkKwargs(task.kwargs, at()));
     const merge = task.name !== undefined && isMergeNode(task.name, task.kwargs);
-    if (!merge && task.kwargs?.cmd === undefined) {
+    if (!merge && lacksCmd(task.kwargs)) {
       warnings.push({
         code: 'no-cmd',
         path: at(...(task.kwargs ? ['kwargs'] : [])),
-        message: `task "${task.name ?? `#${task.index}`}" has no kwargs.cmd: the shell processor will fail it`,
+        message: `task "${task.name ?? `#${task.index}`}" has ${task.kwargs?.cmd === undefined ? 'no' : 'an empty'} kwargs.cmd: the shell processor will fail it`,
       });
     }
   }
@@ -107,6 +121,18 @@ export function checkSemantics(raw: unknown): { issues: RawIssue[]; warnings: Ra
     if (task.name === undefined || firstIndex.get(task.name) !== task.index) continue;
     edges.set(task.name, [...task.dependsOn, ...task.gates].map((r) => r.name).filter((d) => d !== task.name));
   }
+  if (!internal) {
+    const defaultQueue = isRecord(raw) && typeof raw.default_queue === 'string' ? raw.default_queue : 'default';
+    const fit = tasks.map((t) => ({
+      index: t.index,
+      name: t.name,
+      queue: typeof t.queue === 'string' ? t.queue : undefined,
+      kwargs: t.kwargs,
+      hasParents: t.dependsOn.length > 0 || t.gates.length > 0,
+    }));
+    issues.push(...checkStorageFit(fit, defaultQueue));
+  }
+
   const cycle = findCycle([...edges.keys()], edges);
   if (cycle) {
     const start = cycle[0]!;

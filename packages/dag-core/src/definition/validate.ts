@@ -4,6 +4,7 @@ import type { RawIssue } from './raw-issue';
 import { internalDefinitionSchema, userDefinitionSchema } from './schema';
 import { checkSemantics } from './semantics';
 import { fromRaw } from './convert';
+import { MAX_DEFINITION_DEPTH } from './limits';
 import { taskNameProblem } from './names';
 import { fromZodIssues } from './zod-issues';
 import type { WorkflowDefinition } from './types';
@@ -30,8 +31,6 @@ function finish(raw: readonly RawIssue[], locate: Locate | undefined): Issue[] {
   });
 }
 
-/** How deep a definition may nest (objects and arrays, the top level included). */
-export const MAX_DEFINITION_DEPTH = 64;
 /**
  * A definition must be plain, finite data: no deeper than {@link MAX_DEFINITION_DEPTH} and without
  * cycles (a YAML alias that contains itself). Checked without recursion, so a hostile document
@@ -74,7 +73,7 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
     const schema = internal ? internalDefinitionSchema : userDefinitionSchema;
     const parsed = schema.safeParse(value, { reportInput: true });
     const raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal));
-    const semantics = checkSemantics(value);
+    const semantics = checkSemantics(value, { internal });
     raw.push(...semantics.issues);
     if (!parsed.success || raw.length > 0) return { ok: false, issues: finish(raw, options.locate) };
     return { ok: true, value: fromRaw(parsed.data), warnings: finish(semantics.warnings, options.locate) };

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { PathSegment } from './path';
+import { formatPath, formatPathForMessage, quoteForMessage, type PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
 
 type ZodIssue = z.core.$ZodIssue;
@@ -55,6 +55,36 @@ const FORMAT_CODES: Record<string, string> = {
  */
 export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: string) => string | null): RawIssue[] {
   const out: RawIssue[] = [];
+  const seen = new Set<string>();
+  for (const raw of translate(issues, nameProblem)) {
+    // Several checks of one field can fail for one reason (a name too long and so not matching).
+    const key = `${raw.code}\u0000${formatPath(raw.path)}\u0000${raw.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(raw);
+  }
+  return out;
+}
+
+/** Where `kwargs` sits in a path into a task's kwargs (`tasks[i].kwargs.…`), or -1. */
+function kwargsIndex(path: readonly PathSegment[]): number {
+  return path.length > 3 && path[0] === 'tasks' && typeof path[1] === 'number' && path[2] === 'kwargs' ? 2 : -1;
+}
+
+/** An issue of a kwarg the shell processor reads: the message names it as `kwargs.env.NAME`. */
+function kwargIssue(issue: ZodIssue, path: PathSegment[], at: number): RawIssue {
+  const where = formatPathForMessage(path.slice(at));
+  if (issue.code === 'invalid_key') {
+    return { code: 'bad-kwarg', path, message: `${where}: ${issue.issues[0]?.message ?? issue.message}`, target: 'key' };
+  }
+  if (issue.code === 'invalid_type' || (issue.code === 'invalid_union' && !isFormatUnion(issue))) {
+    return { code: 'type', path, message: `${where} ${issue.message}, got ${typeName(issue.input)}` };
+  }
+  return { code: 'bad-kwarg', path, message: `${where} ${formatMessage(issue)}` };
+}
+
+function translate(issues: readonly ZodIssue[], nameProblem: (name: string) => string | null): RawIssue[] {
+  const out: RawIssue[] = [];
   for (const issue of issues) {
     const path = issue.path.filter((s): s is PathSegment => typeof s !== 'symbol');
     const field = lastField(path);
@@ -63,6 +93,16 @@ export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: s
       for (const key of issue.keys) {
         out.push({ code: 'unknown-field', path: [...path, key], message: `unknown field "${key}"`, target: 'key' });
       }
+      continue;
+    }
+    if (issue.code === 'custom' && typeof issue.params?.code === 'string') {
+      // A refinement that knows its stable code.
+      out.push({ code: issue.params.code, path, message: issue.message, ...(issue.params.target === 'key' ? { target: 'key' as const } : {}) });
+      continue;
+    }
+    const kwargsAt = kwargsIndex(path);
+    if (kwargsAt >= 0) {
+      out.push(kwargIssue(issue, path, kwargsAt));
       continue;
     }
     const hasInput = 'input' in issue && issue.input !== undefined;
@@ -91,7 +131,7 @@ export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: s
     }
     const formatCode = field === undefined ? undefined : FORMAT_CODES[field];
     if (formatCode === 'bad-name' && typeof input === 'string' && path.length > 1) {
-      out.push({ code: 'bad-name', path, message: `task name ${JSON.stringify(input)}: ${nameProblem(input) ?? issue.message}` });
+      out.push({ code: 'bad-name', path, message: `task name ${quoteForMessage(input)}: ${nameProblem(input) ?? issue.message}` });
       continue;
     }
     if (formatCode !== undefined) {

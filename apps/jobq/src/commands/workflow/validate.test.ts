@@ -31,6 +31,15 @@ describe('jobq workflow validate', () => {
     const doc = JSON.parse(result.stdout) as Array<{ ok: boolean }>;
     expect(doc.map((d) => d.ok)).toEqual([true, false]);
   });
+  it('refuses what a worker or the storage would refuse later, each at its line and column', async () => {
+    // A 40 000-character name used to validate and then fail submit with PropertyValueTooLarge.
+    await writeFile(join(dir, 'late.yaml'), `name: ${'n'.repeat(40_000)}\ntasks:\n  - name: a\n    kwargs: {cmd: "echo \\0", __proto__: {x: 1}}\n`);
+    const result = await runCli(['workflow', 'validate', join(dir, 'late.yaml')]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/late\.yaml:1:7: bad-name: a workflow name has at most 1000 characters \(this one has 40000\)/);
+    expect(result.stderr).toMatch(/late\.yaml:4:19: bad-kwarg: kwargs\.cmd contains a NUL character/);
+    expect(result.stderr).toMatch(/late\.yaml:4:30: reserved-kwarg: /);
+  });
   it('exits 2 on a usage error with one line', async () => {
     const result = await runCli(['workflow', 'validate', '--no-such-flag', join(dir, 'ok.yaml')]);
     expect(result.code).toBe(2);
