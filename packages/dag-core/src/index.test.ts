@@ -8,6 +8,7 @@ describe('the package index', () => {
       'ENVELOPE_VERSION', 'decodeEnvelope', 'encodeEnvelope',
       'BLOB_REF_PREFIX', 'INLINE_FALLBACK_MAX_BYTES', 'INLINE_OUTPUT_MAX_BYTES', 'blobOutputRef', 'canonicalOutputBlobPath',
       'decodeInlineOutput', 'isBase64Md5', 'isCanonicalOutputRef', 'isValidContainerName', 'parseBlobLocation', 'parseOutputRef',
+      'OUTPUT_BLOB_PREFIX', 'canonicalOutputAttempt', 'legacyOutputBlobPath', 'parseCanonicalOutputPath',
       'compactUpstreamRefs', 'decodeCompactUpstreamRefs', 'decodeUpstreamOverflow', 'encodeUpstreamOverflow',
       'expandUpstreamRefs', 'upstreamOverflowBlobPath',
       'ATTEMPT_NO_KWARG', 'SERVICE_BUS_MAX_MESSAGE_BYTES', 'STORAGE_QUEUE_MAX_MESSAGE_BYTES', 'UPSTREAM_BLOB_KWARG',

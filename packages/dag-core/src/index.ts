@@ -52,21 +52,25 @@ export { SECRET_ENV_PREFIX, SECRET_NAME_PATTERN, findSecretRefs, resolveSecretRe
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
 export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
 export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';
-export type { BlobLocation, OutputRef } from './wire/output-ref';
+export type { BlobLocation, CanonicalOutputPath, OutputRef } from './wire/output-ref';
 export {
   BLOB_REF_PREFIX,
   INLINE_FALLBACK_MAX_BYTES,
   INLINE_OUTPUT_MAX_BYTES,
+  OUTPUT_BLOB_PREFIX,
   blobOutputRef,
+  canonicalOutputAttempt,
   canonicalOutputBlobPath,
   decodeInlineOutput,
   isBase64Md5,
   isCanonicalOutputRef,
   isValidContainerName,
+  legacyOutputBlobPath,
   parseBlobLocation,
+  parseCanonicalOutputPath,
   parseOutputRef,
 } from './wire/output-ref';
-export type { CompactUpstreamRefs, UpstreamParent } from './wire/upstream-refs';
+export type { CanonicalParentsByAttempt, CompactUpstreamRefs, UpstreamParent } from './wire/upstream-refs';
 export {
   compactUpstreamRefs,
   decodeCompactUpstreamRefs,

@@ -21,5 +21,5 @@ export type {
   WorkflowStore,
   WorkflowSummary,
 } from './workflow-store';
-export type { OutputPlacement, OutputStore, PutOutputResult } from './output-store';
+export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } from './output-store';
 export { utf8ByteLength, assertMessageFits } from './message-size';

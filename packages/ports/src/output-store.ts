@@ -4,20 +4,44 @@ import type { OperationOptions } from './task-queue';
 /**
  * Where {@link OutputStore.putOutput} put an output:
  * - `none`: the output was empty (no output); the ref is null;
- * - `inline`: ≤ 32 KiB, the ref is the JSON text itself;
- * - `blob`: > 32 KiB, uploaded to the canonical blob; the ref is `blob:{container}/{path}:{md5}`;
- * - `inline-fallback`: > 32 KiB but the upload failed after its attempts; ≤ 500 KiB, so the ref is
- *   the JSON text and {@link PutOutputResult.warning} says why.
+ * - `inline`: small enough to travel in the completion (≤ 32 KiB, or what
+ *   {@link PutOutputOptions.fitsInline} accepts); the ref is the JSON text itself;
+ * - `blob`: in the canonical blob of the attempt; the ref is `blob:{container}/{path}:{md5}`;
+ * - `inline-fallback`: not small enough, but the upload failed after its attempts and the output
+ *   may still travel inline (≤ 500 KiB, or what `fitsInline` accepts), so the ref is the JSON text
+ *   and {@link PutOutputResult.warning} says why.
  */
 export type OutputPlacement = 'none' | 'inline' | 'blob' | 'inline-fallback';
+
+/** Options of {@link OutputStore.putOutput}. */
+export interface PutOutputOptions extends OperationOptions {
+  /**
+   * Whether the output (its JSON text) may travel inline in the completion. When given, it
+   * replaces the 32 KiB rule (e.g. the worker's "≤ 32 KiB and the encoded completion message fits
+   * the completion queue"), and it is also the only test of the inline fallback after a failed
+   * upload: an output it refuses is never sent inline (the 500 KiB fallback rule applies only
+   * without it).
+   */
+  fitsInline?: (json: string) => boolean;
+}
 
 /** What {@link OutputStore.putOutput} did. */
 export interface PutOutputResult {
   /** The `output_ref` for the completion (SPEC §5.3); null when there is no output. */
   ref: string | null;
   placement: OutputPlacement;
-  /** Size of the output text in UTF-8 bytes (0 for no output). */
+  /**
+   * Size of the output text in UTF-8 bytes (0 for no output); for an adopted blob (see
+   * {@link adopted}), the size of that blob.
+   */
   bytes: number;
+  /**
+   * Set (true) only for `blob`, when the blob of this attempt was already there: another delivery
+   * of the same attempt (or an earlier try of this call whose answer was lost) wrote it first. The
+   * ref then names that blob, with its md5, and this call's output is dropped, so every completion
+   * of one attempt names the same, unchanging bytes.
+   */
+  adopted?: boolean;
   /**
    * Set only for `inline-fallback`: one line saying which upload failed and why, for the worker's
    * log. Never contains a key or SAS.
@@ -39,18 +63,23 @@ export interface OutputStore {
   readonly outputsContainer: string;
 
   /**
-   * Stores a task's output, given as the JSON text its script wrote (SPEC §5.4), and returns its
-   * `output_ref`:
+   * Stores the output of one task attempt, given as the JSON text its script wrote (SPEC §5.4),
+   * and returns its `output_ref`:
    * - empty (or whitespace-only) text → no output: `{ ref: null, placement: 'none' }`;
    * - text that is not JSON → `invalid-argument` carrying the parser's message;
-   * - ≤ 32 768 UTF-8 bytes → inline: the ref is the text, unchanged;
-   * - larger → uploaded to `{workflow_id}/{task}.json` in the outputs target with its Content-MD5,
-   *   retried with back-off; the ref is `blob:{container}/{workflow_id}/{task}.json:{md5}`;
-   * - upload failed after its attempts: ≤ 512 000 bytes → inline with a `warning`; larger → a
-   *   `JobqError` saying the size, that the upload failed and that the inline limit is 500 KiB.
-   *   An output is never silently dropped.
+   * - ≤ 32 768 UTF-8 bytes (or accepted by `options.fitsInline`) → inline: the ref is the text, unchanged;
+   * - otherwise → uploaded with its Content-MD5 to `outputs/{workflow_id}/{task}/{attempt}.json` in
+   *   the outputs target, retried with back-off; the ref is
+   *   `blob:{container}/outputs/{workflow_id}/{task}/{attempt}.json:{md5}`. The blob is created
+   *   once and never replaced: when it is already there (another delivery of the same attempt
+   *   wrote it first), its ref, with the md5 it was stored with, is returned (`adopted`), so
+   *   every completion of an attempt names the same bytes;
+   * - upload failed after its attempts: when the output may still travel inline (`fitsInline`
+   *   when given, else ≤ 512 000 bytes) → inline with a `warning`; otherwise a `JobqError` saying
+   *   the size, that the upload failed and why it cannot be sent inline. An output is never
+   *   silently dropped.
    */
-  putOutput(workflowId: string, taskName: string, json: string, options?: OperationOptions): Promise<PutOutputResult>;
+  putOutput(workflowId: string, taskName: string, attemptNo: number, json: string, options?: PutOutputOptions): Promise<PutOutputResult>;
 
   /**
    * Reads an `output_ref` back as a JSON value (null for a null ref). Inline refs are parsed; blob
@@ -63,17 +92,19 @@ export interface OutputStore {
   getOutput(outputRef: string | null, options?: OperationOptions): Promise<unknown>;
 
   /**
-   * Uploads bytes to `workflow-files/{workflow_id}/{task}/{filename}` in the outputs target with
-   * their Content-MD5 and returns the marker (SPEC §5.4). `filename` must be a plain file name
-   * (no `/`, `\`, control characters; not `.` or `..`), else `invalid-argument`.
+   * Uploads bytes stashed by one task attempt to
+   * `workflow-files/{workflow_id}/{task}/{attempt}/{filename}` in the outputs target with their
+   * Content-MD5 and returns the marker (SPEC §5.4). `filename` must be a plain file name (no `/`,
+   * `\`, control characters; not `.` or `..`), else `invalid-argument`. Stashing the same name
+   * again in the same attempt replaces the file (the marker's md5 and size tell the versions apart).
    */
-  putFile(workflowId: string, taskName: string, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker>;
+  putFile(workflowId: string, taskName: string, attemptNo: number, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker>;
 
   /**
    * Like {@link putFile}, streaming a local file (for big files). The file must not change while
    * it is stashed (a change of size or modification time is `invalid-argument`).
    */
-  putFileFromPath(workflowId: string, taskName: string, filename: string, path: string, options?: OperationOptions): Promise<StashMarker>;
+  putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker>;
 
   /** Downloads a stashed file; its size and md5 are checked against the marker (`corrupt` otherwise). */
   getFile(marker: StashMarker, options?: OperationOptions): Promise<Uint8Array>;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable, addAbortSignal } from 'node:stream';
-import type { BlobHTTPHeaders, ContainerClient } from '@azure/storage-blob';
+import type { BlobHTTPHeaders, BlobRequestConditions, ContainerClient } from '@azure/storage-blob';
 import { JobqError, isJobqError } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
 
@@ -213,23 +213,78 @@ export class BlobIo {
     options: CallOptions | undefined,
     tally?: UploadTally,
   ): Promise<void> {
-    const blob = target.client.getBlockBlobClient(path);
-    await this.withAttempts(
+    await this.withAttempts(options, () => this.writeInto(target, options, () => this.putData(target, path, bytes, headers, operation, options)), tally);
+  }
+
+  /**
+   * Creates a blob that is written once and never replaced: like {@link uploadBytes}, but the
+   * single request, or the commit of the block list, carries If-None-Match `*` (blocks staged for a
+   * blob that turns out to exist are never committed). When the blob is already there (another
+   * writer created it first, or an earlier try of ours whose answer was lost), it is left as it is
+   * and its stored Content-MD5 and size are returned. A blob found without a Content-MD5 is
+   * `corrupt`.
+   */
+  async createOnce(
+    target: BlobTarget,
+    path: string,
+    bytes: Uint8Array,
+    headers: BlobHTTPHeaders,
+    operation: string,
+    options: CallOptions | undefined,
+    tally?: UploadTally,
+  ): Promise<{ created: true } | { created: false; md5: string; size: number }> {
+    const blob = target.client.getBlobClient(path);
+    const where = describeBlob(target.container, path);
+    return this.withAttempts(
       options,
       () =>
-      this.writeInto(target, options, () =>
-        storeCall({ operation }, this.transferLimit(bytes.byteLength), options, async (abortSignal) => {
-          await blob.uploadData(bytes, {
-            abortSignal,
-            blobHTTPHeaders: headers,
-            blockSize: UPLOAD_BLOCK_BYTES,
-            maxSingleShotSize: UPLOAD_BLOCK_BYTES,
-            concurrency: UPLOAD_CONCURRENCY,
-          });
+        this.writeInto(target, options, async () => {
+          try {
+            await this.putData(target, path, bytes, headers, operation, options, { ifNoneMatch: '*' });
+            return { created: true as const };
+          } catch (error) {
+            if (!isAlreadyThere(error)) throw error;
+          }
+          let found;
+          try {
+            found = await storeCall({ operation: `read the properties of ${where}` }, this.settings.operationTimeoutInMs, options, (abortSignal) =>
+              blob.getProperties({ abortSignal }),
+            );
+          } catch (error) {
+            // Azurite refuses the create while another writer's blocks are staged but not yet
+            // committed: the blob is on its way; try again after the pause.
+            if (!isJobqError(error, 'not-found')) throw error;
+            throw new JobqError('unavailable', `${operation} failed: ${where} is being written by another writer`, { retryable: true });
+          }
+          const md5 = storedMd5Of(found.contentMD5);
+          if (md5 === undefined) throw new JobqError('corrupt', `${operation} failed: ${where} is already there, without a Content-MD5`);
+          return { created: false as const, md5, size: found.contentLength ?? 0 };
         }),
-      ),
       tally,
     );
+  }
+
+  /** One upload call (single request, or blocks and their commit) under the transfer time limit. */
+  private putData(
+    target: BlobTarget,
+    path: string,
+    bytes: Uint8Array,
+    headers: BlobHTTPHeaders,
+    operation: string,
+    options: CallOptions | undefined,
+    conditions?: BlobRequestConditions,
+  ): Promise<void> {
+    const blob = target.client.getBlockBlobClient(path);
+    return storeCall({ operation }, this.transferLimit(bytes.byteLength), options, async (abortSignal) => {
+      await blob.uploadData(bytes, {
+        abortSignal,
+        blobHTTPHeaders: headers,
+        blockSize: UPLOAD_BLOCK_BYTES,
+        maxSingleShotSize: UPLOAD_BLOCK_BYTES,
+        concurrency: UPLOAD_CONCURRENCY,
+        ...(conditions ? { conditions } : {}),
+      });
+    });
   }
 
   /** Downloads a whole blob with its stored Content-MD5 (the SDK's bytes are checked by the caller). */
@@ -241,6 +296,17 @@ export class BlobIo {
       return { bytes, storedMd5: storedMd5Of(response.blobContentMD5 ?? response.contentMD5) };
     });
   }
+}
+
+/**
+ * True for the answer to a create with If-None-Match `*` when the blob exists: 409
+ * `BlobAlreadyExists` (the service's and Azurite's answer, to a single put and to a block-list
+ * commit alike); a 412 (failed precondition) is read the same way.
+ */
+function isAlreadyThere(error: unknown): boolean {
+  if (!isJobqError(error)) return false;
+  const { statusCode, serviceCode } = error.details;
+  return serviceCode === 'BlobAlreadyExists' || statusCode === 412;
 }
 
 /**

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { BlobServiceClient, RestError, type RequestPolicy, type RequestPolicyFactory } from '@azure/storage-blob';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
-import { parseOutputRef, type StashMarker } from '@jobq/dag-core';
+import { expandUpstreamRefs, parseOutputRef, type StashMarker } from '@jobq/dag-core';
 import { isJobqError } from '@jobq/ports';
 import { describeOutputStoreContract } from '@jobq/ports/testing';
 import { verifyContent } from './output-blob';
@@ -36,7 +36,7 @@ function md5(bytes: Uint8Array | string): string {
   return createHash('md5').update(bytes).digest('base64');
 }
 
-type FaultState = { broken: boolean; failNext: number; puts: number };
+type FaultState = { broken: boolean; failNext: number; loseAnswers: number; puts: number };
 
 /**
  * Fails PUTs (uploads, container creation) while `broken` is set or `failNext` > 0, as an
@@ -45,7 +45,7 @@ type FaultState = { broken: boolean; failNext: number; puts: number };
  * fault should sit below the SDK's retries, where a real network error happens.
  */
 class InjectorPolicyFactory implements RequestPolicyFactory {
-  readonly state: FaultState = { broken: false, failNext: 0, puts: 0 };
+  readonly state: FaultState = { broken: false, failNext: 0, loseAnswers: 0, puts: 0 };
   create(next: RequestPolicy): RequestPolicy {
     const state = this.state;
     return {
@@ -55,6 +55,11 @@ class InjectorPolicyFactory implements RequestPolicyFactory {
           if (state.broken || state.failNext > 0) {
             state.failNext = Math.max(0, state.failNext - 1);
             return Promise.reject(new RestError('injected fault: connect ECONNREFUSED', { code: 'ECONNREFUSED' }));
+          }
+          if (state.loseAnswers > 0) {
+            // The request reaches the service; its answer is lost on the way back.
+            state.loseAnswers--;
+            return next.sendRequest(request).then(() => Promise.reject(new RestError('injected fault: read ECONNRESET', { code: 'ECONNRESET' })));
           }
         }
         return next.sendRequest(request);
@@ -170,26 +175,90 @@ describe('Azure output store specifics', () => {
     expect(store.outputsContainer).toBe(store.names.outputsContainer);
     expect(await service.getContainerClient(store.outputsContainer).exists()).toBe(false);
     const text = jsonOfBytes(40_000);
-    const result = await store.putOutput('wf1', 'big', text);
-    const properties = await service.getContainerClient(store.outputsContainer).getBlobClient('wf1/big.json').getProperties();
+    const result = await store.putOutput('wf1', 'big', 1, text);
+    const properties = await service.getContainerClient(store.outputsContainer).getBlobClient('outputs/wf1/big/1.json').getProperties();
     expect(Buffer.from(properties.contentMD5 ?? []).toString('base64')).toBe(md5(text));
     expect(properties.contentType).toBe('application/json');
-    expect(result.ref).toBe(`blob:${store.outputsContainer}/wf1/big.json:${md5(text)}`);
+    expect(result.ref).toBe(`blob:${store.outputsContainer}/outputs/wf1/big/1.json:${md5(text)}`);
     await deleteContainers(store);
   });
 
   it('reports corrupt, naming the blob, when the stored Content-MD5 is not the one in the ref', async () => {
     const store = await open();
     const text = jsonOfBytes(40_000);
-    const result = await store.putOutput('wf1', 'retagged', text);
+    const result = await store.putOutput('wf1', 'retagged', 1, text);
     // Content intact, Content-MD5 header changed behind the store's back.
-    const blob = service.getContainerClient(store.outputsContainer).getBlobClient('wf1/retagged.json');
+    const blob = service.getContainerClient(store.outputsContainer).getBlobClient('outputs/wf1/retagged/1.json');
     await blob.setHTTPHeaders({ blobContentMD5: Buffer.from(md5('something else'), 'base64'), blobContentType: 'application/json' });
     const error = await caught(store.getOutput(result.ref));
     expect(isJobqError(error, 'corrupt')).toBe(true);
-    expect((error as Error).message).toContain(`${store.outputsContainer}/wf1/retagged.json`);
+    expect((error as Error).message).toContain(`${store.outputsContainer}/outputs/wf1/retagged/1.json`);
     // The compact form trusts the stored md5, which the content does not match either.
-    expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf1/retagged.json`)), 'corrupt')).toBe(true);
+    expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/outputs/wf1/retagged/1.json`)), 'corrupt')).toBe(true);
+    await deleteContainers(store);
+  });
+
+  it('creates each output blob once, for uploads in one request and in blocks alike: later deliveries of the attempt adopt it', async () => {
+    const store = await open();
+    const blobs = service.getContainerClient(store.outputsContainer);
+    const small = jsonOfBytes(40_000);
+    const big = jsonOfBytes(9 * 1024 * 1024 + 3); // over the 4 MiB single-request limit: staged blocks and a commit
+    const bigger = `"${'b'.repeat(5 * 1024 * 1024)}"`;
+    // A small output first: a big one of the same attempt (blocks) must not replace it.
+    const first = await store.putOutput('wf12', 'single-first', 1, small);
+    expect(first).toEqual({ ref: `blob:${store.outputsContainer}/outputs/wf12/single-first/1.json:${md5(small)}`, placement: 'blob', bytes: 40_000 });
+    expect(await store.putOutput('wf12', 'single-first', 1, big)).toEqual({ ...first, adopted: true });
+    // A big output first (blocks): neither a small nor another big one replaces it.
+    const blockFirst = await store.putOutput('wf12', 'blocks-first', 1, big);
+    expect(blockFirst.ref).toBe(`blob:${store.outputsContainer}/outputs/wf12/blocks-first/1.json:${md5(big)}`);
+    for (const text of [small, bigger]) {
+      expect(await store.putOutput('wf12', 'blocks-first', 1, text)).toEqual({ ref: blockFirst.ref, placement: 'blob', bytes: Buffer.byteLength(big), adopted: true });
+    }
+    for (const [path, text] of [['outputs/wf12/single-first/1.json', small], ['outputs/wf12/blocks-first/1.json', big]] as const) {
+      const bytes = await blobs.getBlobClient(path).downloadToBuffer();
+      expect(bytes.equals(Buffer.from(text))).toBe(true);
+    }
+    expect(await store.getOutput(blockFirst.ref)).toBe(JSON.parse(big));
+    await deleteContainers(store);
+  });
+
+  it('gives two concurrent deliveries uploading in blocks the same ref', async () => {
+    const store = await open();
+    const texts = [`"${'a'.repeat(5 * 1024 * 1024)}"`, `"${'b'.repeat(6 * 1024 * 1024)}"`];
+    const results = await Promise.all(texts.map((text) => store.putOutput('wf13', 'race', 1, text)));
+    expect(results[0]?.ref).toBe(results[1]?.ref);
+    expect(results.filter((r) => r.adopted === true)).toHaveLength(1);
+    const stored = await service.getContainerClient(store.outputsContainer).getBlobClient('outputs/wf13/race/1.json').downloadToBuffer();
+    expect(texts.map((t) => md5(t))).toContain(md5(stored));
+    expect(results[0]?.ref).toBe(`blob:${store.outputsContainer}/outputs/wf13/race/1.json:${md5(stored)}`);
+    await deleteContainers(store);
+  });
+
+  it('adopts its own blob when the answer to the upload was lost and the retry finds it there', async () => {
+    const faults = faultInjector();
+    const store = await open({ blobPolicies: [faults.policy] });
+    await store.putOutput('wf14', 'warm-up', 1, jsonOfBytes(40_000));
+    faults.state.loseAnswers = 1;
+    const text = jsonOfBytes(40_000);
+    const result = await store.putOutput('wf14', 'lost', 1, text);
+    expect(result).toEqual({ ref: `blob:${store.outputsContainer}/outputs/wf14/lost/1.json:${md5(text)}`, placement: 'blob', bytes: 40_000, adopted: true });
+    expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
+    await deleteContainers(store);
+  });
+
+  it('still reads outputs at the legacy path {wf}/{task}.json, by a ref with md5 or by a legacy compact s list', async () => {
+    const store = await open();
+    const container = service.getContainerClient(store.outputsContainer);
+    await container.create();
+    const body = Buffer.from(jsonOfBytes(40_000));
+    await container.getBlockBlobClient('wf15/old/task.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+    expect(await store.getOutput(`blob:${store.outputsContainer}/wf15/old/task.json:${md5(body)}`)).toBe(JSON.parse(body.toString()));
+    const refs = expandUpstreamRefs('wf15', { s: ['old/task'] }, store.outputsContainer);
+    expect(refs).toEqual({ 'old/task': `blob:${store.outputsContainer}/wf15/old/task.json` });
+    expect(await store.getOutput(refs['old/task'] ?? null)).toBe(JSON.parse(body.toString()));
+    // A stash marker written before files were keyed by attempt.
+    await container.getBlockBlobClient('workflow-files/wf15/t/f.bin').uploadData(Buffer.from('old file'), { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5('old file'), 'base64') } });
+    expect(Buffer.from(await store.getFile({ blobName: 'workflow-files/wf15/t/f.bin', md5: md5('old file'), size: 8 })).toString()).toBe('old file');
     await deleteContainers(store);
   });
 
@@ -238,19 +307,19 @@ describe('Azure output store specifics', () => {
       const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: spec.container } });
       expect(store.outputsContainer).toBe('shared-outputs');
       const text = jsonOfBytes(50_000);
-      const result = await store.putOutput('wf2', 'big', text);
-      expect(result.ref).toBe(`blob:shared-outputs/wf2/big.json:${md5(text)}`);
+      const result = await store.putOutput('wf2', 'big', 1, text);
+      expect(result.ref).toBe(`blob:shared-outputs/outputs/wf2/big/1.json:${md5(text)}`);
       expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
-      const marker = await store.putFile('wf2', 'big', 'f.txt', Buffer.from('hello'));
+      const marker = await store.putFile('wf2', 'big', 1, 'f.txt', Buffer.from('hello'));
       expect(Buffer.from(await store.getFile(marker)).toString()).toBe('hello');
       const secondService = BlobServiceClient.fromConnectionString(second.connectionString);
-      expect(await secondService.getContainerClient('shared-outputs').getBlobClient('wf2/big.json').exists()).toBe(true);
+      expect(await secondService.getContainerClient('shared-outputs').getBlobClient('outputs/wf2/big/1.json').exists()).toBe(true);
       expect(await secondService.getContainerClient('shared-outputs').getBlobClient(marker.blobName).exists()).toBe(true);
       expect(await service.getContainerClient('shared-outputs').exists()).toBe(false);
-      const location = await store.putUpstreamOverflow('wf2', 'next', 1, { s: ['big'] });
+      const location = await store.putUpstreamOverflow('wf2', 'next', 1, { s: { '1': ['big'] } });
       expect(location).toBe(`${store.names.workflowsContainer}/upstream/wf2/next/1.json`);
       expect(await service.getContainerClient(store.names.workflowsContainer).getBlobClient('upstream/wf2/next/1.json').exists()).toBe(true);
-      expect(await store.getUpstreamOverflow(location)).toEqual({ s: ['big'] });
+      expect(await store.getUpstreamOverflow(location)).toEqual({ s: { '1': ['big'] } });
       await deleteContainers(store);
     } finally {
       await second.stop();
@@ -273,10 +342,12 @@ describe('Azure output store specifics', () => {
       const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: 'outputs' } });
       await second.stop();
       const text = jsonOfBytes(100 * 1024);
-      const result = await store.putOutput('wf3', 'fallback', text);
+      const result = await store.putOutput('wf3', 'fallback', 2, text);
       expect(result.placement).toBe('inline-fallback');
       expect(result.ref).toBe(text);
-      expect(result.warning).toMatch(/^the output of task "fallback" in workflow "wf3" \(102400 bytes\) could not be uploaded to blob "outputs\/wf3\/fallback.json" after 3 attempts/);
+      expect(result.warning).toMatch(
+        /^the output of task "fallback" \(attempt 2\) in workflow "wf3" \(102400 bytes\) could not be uploaded to blob "outputs\/outputs\/wf3\/fallback\/2.json" after 3 attempts/,
+      );
       expect(result.warning).toMatch(/sent inline instead/);
       await deleteContainers(store);
     });
@@ -285,26 +356,28 @@ describe('Azure output store specifics', () => {
       const port = await closedPort();
       const connectionString = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${AZURITE_ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
       const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' } });
-      const error = await caught(store.putOutput('wf4', 'huge', jsonOfBytes(600 * 1024)));
+      const error = await caught(store.putOutput('wf4', 'huge', 1, jsonOfBytes(600 * 1024)));
       expect(isJobqError(error)).toBe(true);
       if (!isJobqError(error)) return;
       expect(error.code).toBe('unavailable');
       expect(error.retryable).toBe(true);
-      expect(error.message).toMatch(/^the output of task "huge" in workflow "wf4" is 614400 bytes: it could not be uploaded to blob "outputs\/wf4\/huge.json" after 3 attempts/);
+      expect(error.message).toMatch(
+        /^the output of task "huge" \(attempt 1\) in workflow "wf4" is 614400 bytes: it could not be uploaded to blob "outputs\/outputs\/wf4\/huge\/1.json" after 3 attempts/,
+      );
       expect(error.message).toMatch(/too large to send inline \(limit 500 KiB, 512000 bytes\)$/);
       expect(error.details).toMatchObject({ bytes: 614_400, inlineLimit: 512_000 });
       // Small outputs never touch the target.
-      expect((await store.putOutput('wf4', 'small', '{"ok":true}')).placement).toBe('inline');
+      expect((await store.putOutput('wf4', 'small', 1, '{"ok":true}')).placement).toBe('inline');
     });
 
     it('does not try again after a non-retryable failure, and never puts the account key in the error', async () => {
       const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
       const connectionString = azurite.connectionString.replace(AZURITE_ACCOUNT_KEY, secret);
       const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' } });
-      const result = await store.putOutput('wf5', 'denied', jsonOfBytes(40_000));
+      const result = await store.putOutput('wf5', 'denied', 1, jsonOfBytes(40_000));
       expect(result.placement).toBe('inline-fallback');
       expect(result.warning).toMatch(/after 1 attempt \(.*access denied/);
-      const error = await caught(store.putOutput('wf5', 'denied-big', jsonOfBytes(600 * 1024)));
+      const error = await caught(store.putOutput('wf5', 'denied-big', 1, jsonOfBytes(600 * 1024)));
       expect(isJobqError(error, 'auth')).toBe(true);
       for (const text of [String(result.warning), (error as Error).message, inspect(error, { depth: 10 }), JSON.stringify(error)]) {
         expect(text).not.toContain(secret);
@@ -316,9 +389,9 @@ describe('Azure output store specifics', () => {
       const port = await closedPort();
       const connectionString = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${AZURITE_ACCOUNT_KEY};BlobEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
       const store = await open({ outputs: { connection: { connectionString }, container: 'outputs' }, uploadAttempts: 1 });
-      const error = await caught(store.putFile('wf6', 't', 'f.bin', new Uint8Array([1])));
+      const error = await caught(store.putFile('wf6', 't', 1, 'f.bin', new Uint8Array([1])));
       expect(isJobqError(error, 'unavailable')).toBe(true);
-      expect((error as Error).message).toMatch(/^stash file blob "outputs\/workflow-files\/wf6\/t\/f.bin" failed/);
+      expect((error as Error).message).toMatch(/^stash file blob "outputs\/workflow-files\/wf6\/t\/1\/f.bin" failed/);
     });
   });
 
@@ -326,7 +399,7 @@ describe('Azure output store specifics', () => {
     const store = await open();
     const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
     try {
-      const marker = await store.putFile('wf7', 't', 'big.bin', new Uint8Array(3 * 1024 * 1024).fill(1));
+      const marker = await store.putFile('wf7', 't', 1, 'big.bin', new Uint8Array(3 * 1024 * 1024).fill(1));
       await corruptBlob(store.outputsContainer, marker.blobName);
       const error = await caught(store.downloadFileTo(marker, join(dir, 'big.bin')));
       expect(isJobqError(error, 'corrupt')).toBe(true);
@@ -341,7 +414,7 @@ describe('Azure output store specifics', () => {
       expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'big.bin'), { abortSignal: controller.signal })), 'aborted')).toBe(true);
       expect(await readdir(dir)).toEqual([]);
       // A destination that is a directory, or in a directory that does not exist, is a clear local error.
-      const good = await store.putFile('wf7', 't', 'small.bin', new Uint8Array([1, 2]));
+      const good = await store.putFile('wf7', 't', 1, 'small.bin', new Uint8Array([1, 2]));
       expect(isJobqError(await caught(store.downloadFileTo(good, dir)), 'invalid-argument')).toBe(true);
       expect(await readdir(dir)).toEqual([]);
       expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'missing', 'x.bin'))), 'invalid-argument')).toBe(true);
@@ -359,8 +432,8 @@ describe('Azure output store specifics', () => {
       for (let i = 0; i < data.length; i += 4096) data[i] = i % 251;
       const source = join(dir, 'big.bin');
       await writeFile(source, data);
-      const fromPath = await store.putFileFromPath('wf11', 't', 'from-path.bin', source);
-      const fromBytes = await store.putFile('wf11', 't', 'from-bytes.bin', data);
+      const fromPath = await store.putFileFromPath('wf11', 't', 1, 'from-path.bin', source);
+      const fromBytes = await store.putFile('wf11', 't', 1, 'from-bytes.bin', data);
       const container = service.getContainerClient(store.outputsContainer);
       for (const marker of [fromPath, fromBytes]) {
         expect(marker).toMatchObject({ md5: md5(data), size: data.length });
@@ -371,7 +444,7 @@ describe('Azure output store specifics', () => {
         expect((await readFile(dest)).equals(data)).toBe(true);
       }
       for (const path of [join(dir, 'missing.bin'), dir]) {
-        expect(isJobqError(await caught(store.putFileFromPath('wf11', 't', 'x.bin', path)), 'invalid-argument')).toBe(true);
+        expect(isJobqError(await caught(store.putFileFromPath('wf11', 't', 1, 'x.bin', path)), 'invalid-argument')).toBe(true);
       }
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -397,10 +470,10 @@ describe('Azure output store specifics', () => {
   it('tries an upload 3 times (each with the SDK\'s 3 tries) before falling back, and recovers from a transient failure', async () => {
     const faults = faultInjector();
     const store = await open({ blobPolicies: [faults.policy] });
-    await store.putOutput('wf10', 'warm-up', jsonOfBytes(40_000));
+    await store.putOutput('wf10', 'warm-up', 1, jsonOfBytes(40_000));
     faults.state.puts = 0;
     faults.state.broken = true;
-    const result = await store.putOutput('wf10', 'down', jsonOfBytes(40_000));
+    const result = await store.putOutput('wf10', 'down', 1, jsonOfBytes(40_000));
     expect(result.placement).toBe('inline-fallback');
     expect(result.warning).toMatch(/after 3 attempts \(upload .* failed: the storage service could not be reached \(ECONNREFUSED\)\)/);
     expect(faults.state.puts).toBe(9);
@@ -409,8 +482,8 @@ describe('Azure output store specifics', () => {
     faults.state.failNext = 4;
     faults.state.puts = 0;
     const text = jsonOfBytes(40_000);
-    const recovered = await store.putOutput('wf10', 'flaky', text);
-    expect(recovered).toMatchObject({ placement: 'blob', ref: `blob:${store.outputsContainer}/wf10/flaky.json:${md5(text)}` });
+    const recovered = await store.putOutput('wf10', 'flaky', 1, text);
+    expect(recovered).toEqual({ placement: 'blob', bytes: 40_000, ref: `blob:${store.outputsContainer}/outputs/wf10/flaky/1.json:${md5(text)}` });
     expect(faults.state.puts).toBe(5);
     await deleteContainers(store);
   });
@@ -419,7 +492,7 @@ describe('Azure output store specifics', () => {
     const store = await open();
     const controller = new AbortController();
     controller.abort();
-    const error = await caught(store.putOutput('wf9', 'aborted', jsonOfBytes(40_000), { abortSignal: controller.signal }));
+    const error = await caught(store.putOutput('wf9', 'aborted', 1, jsonOfBytes(40_000), { abortSignal: controller.signal }));
     expect(isJobqError(error, 'aborted')).toBe(true);
   });
 });

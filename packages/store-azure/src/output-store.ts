@@ -11,7 +11,15 @@ import {
   type CompactUpstreamRefs,
   type StashMarker,
 } from '@jobq/dag-core';
-import { JobqError, isJobqError, type JobqErrorCode, type OperationOptions, type OutputStore, type PutOutputResult } from '@jobq/ports';
+import {
+  JobqError,
+  isJobqError,
+  type JobqErrorCode,
+  type OperationOptions,
+  type OutputStore,
+  type PutOutputOptions,
+  type PutOutputResult,
+} from '@jobq/ports';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeNames, type StoreNames } from './names';
 import { BlobIo, checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobTarget } from './output-blob';
@@ -155,10 +163,10 @@ export class AzureOutputStore implements OutputStore {
     this.outputsContainer = targets.outputs.container;
   }
 
-  async putOutput(workflowId: string, taskName: string, json: string, options?: OperationOptions): Promise<PutOutputResult> {
+  async putOutput(workflowId: string, taskName: string, attemptNo: number, json: string, options?: PutOutputOptions): Promise<PutOutputResult> {
     if (typeof json !== 'string') throw new JobqError('invalid-argument', 'an output must be JSON text (a string)');
-    const path = this.canonicalPath(workflowId, taskName);
-    const what = `the output of task "${taskName}" in workflow "${workflowId}"`;
+    const path = this.canonicalPath(workflowId, taskName, attemptNo);
+    const what = `the output of task "${taskName}" (attempt ${attemptNo}) in workflow "${workflowId}"`;
     if (json.trim() === '') return { ref: null, placement: 'none', bytes: 0 };
     try {
       JSON.parse(json);
@@ -166,7 +174,9 @@ export class AzureOutputStore implements OutputStore {
       throw new JobqError('invalid-argument', `${what} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
     }
     const bytes = utf8ByteLength(json);
-    if (bytes <= INLINE_OUTPUT_MAX_BYTES) return { ref: json, placement: 'inline', bytes };
+    // Asked once: an output it refuses goes to the blob, and never inline, even when the upload fails.
+    const fitsInline = options?.fitsInline?.(json);
+    if (fitsInline ?? bytes <= INLINE_OUTPUT_MAX_BYTES) return { ref: json, placement: 'inline', bytes };
 
     const { outputs } = this.targets;
     const body = Buffer.from(json, 'utf8');
@@ -175,14 +185,17 @@ export class AzureOutputStore implements OutputStore {
     const tally = { attempts: 0 };
     try {
       const headers = { blobContentMD5: Buffer.from(md5, 'base64'), blobContentType: 'application/json' };
-      await this.io.uploadBytes(outputs, path, body, headers, `upload ${what} to ${blob}`, options, tally);
-      return { ref: blobOutputRef(outputs.container, path, md5), placement: 'blob', bytes };
+      const stored = await this.io.createOnce(outputs, path, body, headers, `upload ${what} to ${blob}`, options, tally);
+      if (stored.created) return { ref: blobOutputRef(outputs.container, path, md5), placement: 'blob', bytes };
+      // Another delivery of this attempt stored its output first: every completion of the attempt
+      // names that blob, whose bytes never change.
+      return { ref: blobOutputRef(outputs.container, path, stored.md5), placement: 'blob', bytes: stored.size, adopted: true };
     } catch (error) {
       const failure = isJobqError(error) ? error : new JobqError('internal', `upload ${what} failed: ${String(error)}`);
       if (failure.code === 'aborted') throw failure;
       const { attempts } = tally;
       const afterAttempts = `after ${attempts} attempt${attempts === 1 ? '' : 's'}`;
-      if (bytes <= INLINE_FALLBACK_MAX_BYTES) {
+      if (fitsInline === undefined && bytes <= INLINE_FALLBACK_MAX_BYTES) {
         return {
           ref: json,
           placement: 'inline-fallback',
@@ -190,13 +203,14 @@ export class AzureOutputStore implements OutputStore {
           warning: `${what} (${bytes} bytes) could not be uploaded to ${blob} ${afterAttempts} (${failure.message}); it is sent inline instead (allowed up to 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`,
         };
       }
+      const why = fitsInline === undefined ? `is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)` : 'does not fit in the completion message, so it cannot be sent inline';
       throw new JobqError(
         TRANSPORT_CODES.has(failure.code) ? failure.code : 'unavailable',
-        `${what} is ${bytes} bytes: it could not be uploaded to ${blob} ${afterAttempts} (${failure.message}) and is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`,
+        `${what} is ${bytes} bytes: it could not be uploaded to ${blob} ${afterAttempts} (${failure.message}) and ${why}`,
         {
           retryable: failure.retryable,
           cause: failure,
-          details: { workflowId, taskName, bytes, inlineLimit: INLINE_FALLBACK_MAX_BYTES, attempts, uploadError: failure.code },
+          details: { workflowId, taskName, attemptNo, bytes, inlineLimit: fitsInline === undefined ? INLINE_FALLBACK_MAX_BYTES : null, attempts, uploadError: failure.code },
         },
       );
     }
@@ -233,13 +247,13 @@ export class AzureOutputStore implements OutputStore {
     }
   }
 
-  putFile(workflowId: string, taskName: string, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker> {
+  putFile(workflowId: string, taskName: string, attemptNo: number, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker> {
     if (!(data instanceof Uint8Array)) return Promise.reject(new JobqError('invalid-argument', 'stash: data must be a Uint8Array'));
-    return putStashBytes(this.io, this.targets.outputs, workflowId, taskName, filename, data, options);
+    return putStashBytes(this.io, this.targets.outputs, { workflowId, taskName, attemptNo, filename }, data, options);
   }
 
-  putFileFromPath(workflowId: string, taskName: string, filename: string, path: string, options?: OperationOptions): Promise<StashMarker> {
-    return putStashFile(this.io, this.targets.outputs, workflowId, taskName, filename, path, options);
+  putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker> {
+    return putStashFile(this.io, this.targets.outputs, { workflowId, taskName, attemptNo, filename }, path, options);
   }
 
   getFile(marker: StashMarker, options?: OperationOptions): Promise<Uint8Array> {
@@ -258,11 +272,11 @@ export class AzureOutputStore implements OutputStore {
     return getOverflow(this.io, this.targets.workflows, location, options);
   }
 
-  /** The canonical blob path of a task's output, or `invalid-argument`. */
-  private canonicalPath(workflowId: string, taskName: string): string {
+  /** The canonical blob path of the output of a task attempt, or `invalid-argument`. */
+  private canonicalPath(workflowId: string, taskName: string, attemptNo: number): string {
     let path: string;
     try {
-      path = canonicalOutputBlobPath(workflowId, taskName);
+      path = canonicalOutputBlobPath(workflowId, taskName, attemptNo);
     } catch (error) {
       throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
     }

@@ -20,16 +20,25 @@ import {
 } from './output-blob';
 
 /**
- * File stash (SPEC §5.4): files uploaded to `workflow-files/{workflow_id}/{task}/{filename}` in
- * the outputs target, referred to by a marker `{ blobName, md5, size }`, read back with size and
- * md5 verified.
+ * File stash (SPEC §5.4): files uploaded by a task attempt to
+ * `workflow-files/{workflow_id}/{task}/{attempt}/{filename}` in the outputs target, referred to by
+ * a marker `{ blobName, md5, size }`, read back with size and md5 verified. Markers written before
+ * files were keyed by attempt (`workflow-files/{workflow_id}/{task}/{filename}`) read the same way.
  */
+
+/** Who stashes a file, and under which name. */
+export interface StashedName {
+  workflowId: string;
+  taskName: string;
+  attemptNo: number;
+  filename: string;
+}
 
 const OCTET_STREAM = 'application/octet-stream';
 
 /** The blob name of a stashed file, or `invalid-argument`. */
-function blobNameOf(workflowId: string, taskName: string, filename: string): string {
-  const name = stashBlobName(workflowId, taskName, filename);
+function blobNameOf({ workflowId, taskName, attemptNo, filename }: StashedName): string {
+  const name = stashBlobName(workflowId, taskName, attemptNo, filename);
   if (!name.ok) throw new JobqError('invalid-argument', name.error);
   checkBlobPath(name.value, `stash file "${filename}" of task "${taskName}"`);
   return name.value;
@@ -53,13 +62,11 @@ function checkMarker(marker: StashMarker): void {
 export async function putStashBytes(
   io: BlobIo,
   target: BlobTarget,
-  workflowId: string,
-  taskName: string,
-  filename: string,
+  name: StashedName,
   data: Uint8Array,
   options: CallOptions | undefined,
 ): Promise<StashMarker> {
-  const blobName = blobNameOf(workflowId, taskName, filename);
+  const blobName = blobNameOf(name);
   const md5 = md5Base64(data);
   const headers = { blobContentMD5: Buffer.from(md5, 'base64'), blobContentType: OCTET_STREAM };
   await io.uploadBytes(target, blobName, data, headers, `stash file ${describeBlob(target.container, blobName)}`, options);
@@ -103,13 +110,11 @@ function localError(what: string, error: unknown): JobqError {
 export async function putStashFile(
   io: BlobIo,
   target: BlobTarget,
-  workflowId: string,
-  taskName: string,
-  filename: string,
+  name: StashedName,
   path: string,
   options: CallOptions | undefined,
 ): Promise<StashMarker> {
-  const blobName = blobNameOf(workflowId, taskName, filename);
+  const blobName = blobNameOf(name);
   const before = await hashFile(path);
   const blob = target.client.getBlockBlobClient(blobName);
   const operation = `stash file ${describeBlob(target.container, blobName)}`;

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { OperationOptions, OutputStore, PutOutputResult } from '@jobq/ports';
+import type { OutputStore, PutOutputOptions, PutOutputResult } from '@jobq/ports';
 
 /** What {@link storeTaskOutput} found. */
 export type StoredOutput =
@@ -8,17 +8,20 @@ export type StoredOutput =
   | { ok: false; error: string; aborted: boolean };
 
 /**
- * Reads the output file a task script wrote (`$JOBQ_OUTPUT_FILE`) and stores it (SPEC §5.4):
- * an empty or missing file is no output; otherwise {@link OutputStore.putOutput} (inline, blob,
- * or inline fallback, whose warning is logged). Never throws: a failure is the attempt's error.
+ * Reads the output file a task attempt's script wrote (`$JOBQ_OUTPUT_FILE`) and stores it (SPEC
+ * §5.4): an empty or missing file is no output; otherwise {@link OutputStore.putOutput} (inline,
+ * the attempt's blob, or inline fallback, whose warning is logged; a blob another delivery of the
+ * attempt stored first is adopted, and said so in the log). Never throws: a failure is the
+ * attempt's error.
  */
 export async function storeTaskOutput(
   outputs: OutputStore,
   workflowId: string,
   taskName: string,
+  attemptNo: number,
   outputFile: string,
   log: (line: string) => void,
-  options?: OperationOptions,
+  options?: PutOutputOptions,
 ): Promise<StoredOutput> {
   let text: string;
   try {
@@ -29,8 +32,9 @@ export async function storeTaskOutput(
   }
   if (text.trim() === '') return { ok: true, result: { ref: null, placement: 'none', bytes: 0 } };
   try {
-    const result = await outputs.putOutput(workflowId, taskName, text, options);
+    const result = await outputs.putOutput(workflowId, taskName, attemptNo, text, options);
     if (result.warning) log(`warning: ${result.warning}`);
+    if (result.adopted) log(`attempt ${attemptNo} of task "${taskName}" already has a stored output (an earlier delivery wrote it): that output is reported, this one dropped`);
     return { ok: true, result };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -98,8 +98,19 @@ describe('WorkflowProcessor', () => {
     expect(outcome).toEqual({ kind: 'done' });
     const c = only(published);
     expect(c.success).toBe(true);
-    expect(c.outputRef).toMatch(/^blob:wfproc-outputs\/wf-blob\/big\.json:/);
+    expect(c.outputRef).toMatch(/^blob:wfproc-outputs\/outputs\/wf-blob\/big\/1\.json:/);
     expect(await outputs.getOutput(c.outputRef)).toEqual({ big: 'b'.repeat(40 * 1024) });
+  });
+
+  it('reports the first stored output of an attempt again when the attempt is delivered twice', async () => {
+    const write = (char: string) => `node -e 'require("fs").writeFileSync(process.env.JOBQ_OUTPUT_FILE, JSON.stringify("${char}".repeat(40 * 1024)))'`;
+    const first = await runOne(processor(), task('wf-twice', 'big', write('a')));
+    const second = await runOne(processor(), task('wf-twice', 'big', write('b')));
+    const [a, b] = [only(first.published), only(second.published)];
+    expect(a.outputRef).toMatch(/^blob:wfproc-outputs\/outputs\/wf-twice\/big\/1\.json:/);
+    expect(b).toMatchObject({ success: true, outputRef: a.outputRef });
+    expect(second.lines.some((line) => /already has a stored output/.test(line))).toBe(true);
+    expect(await outputs.getOutput(b.outputRef)).toBe('a'.repeat(40 * 1024));
   });
 
   it('600 KiB output with the blob target down fails the attempt with a clear error', async () => {

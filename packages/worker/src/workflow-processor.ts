@@ -263,7 +263,7 @@ export class WorkflowProcessor implements Processor {
         context.log(`task "${info.taskName}" failed: ${error}`);
         return finish(false, null, error);
       }
-      const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, outputFile, context.log.bind(context), {
+      const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
         abortSignal: context.signal,
       });
       if (!stored.ok) {

@@ -262,7 +262,7 @@ const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 /** A blob ref unique to (task, attempt, output). */
 function blobRef(taskIndex: number, attemptNo: number, output: OutputKind): string {
   const md5 = `${'A'.repeat(18)}${B64[taskIndex % 64]}${B64[Math.min(attemptNo, 63)]}${B64[['none', 'ok', 'not-ok', 'n2'].indexOf(output)]}A==`;
-  return `blob:${CONTAINER}/${WORKFLOW_ID}/t${taskIndex}.json:${md5}`;
+  return `blob:${CONTAINER}/outputs/${WORKFLOW_ID}/t${taskIndex}/${attemptNo}.json:${md5}`;
 }
 
 function deepFreeze(value: unknown, seen = new WeakSet<object>()): void {
@@ -833,8 +833,10 @@ describe('reduce: properties (SPEC §3)', () => {
               const t = rt.tasks[p]!;
               if (t.status === 'skipped' || (t.status === 'completed' && t.outputRef === null)) (expected.n ??= []).push(p);
               else if (t.status !== 'completed') continue;
-              else if (rt.outputsContainer !== null && t.outputRef!.startsWith(`blob:${CONTAINER}/${WORKFLOW_ID}/${p}.json`)) (expected.s ??= []).push(p);
-              else (expected.i ??= {})[p] = t.outputRef!;
+              else if (rt.outputsContainer !== null && t.outputRef!.startsWith(`blob:${CONTAINER}/outputs/${WORKFLOW_ID}/${p}/${t.attemptNo}.json`)) {
+                ((expected.s ??= {}) as Record<string, string[]>)[String(t.attemptNo)] ??= [];
+                (expected.s as Record<string, string[]>)[String(t.attemptNo)]!.push(p);
+              } else (expected.i ??= {})[p] = t.outputRef!;
             }
             expect({ task: d.taskName, upstream: info.value.upstream }).toEqual({ task: d.taskName, upstream: parents.length === 0 ? null : expected });
           }

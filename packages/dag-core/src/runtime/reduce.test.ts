@@ -585,14 +585,14 @@ describe('merge nodes and gates (SPEC §7)', () => {
     expect(h.statuses()).toMatchObject({ l2: 'pending', l3: 'pending' }); // gated on __merge_join_0
     h.succeed('l0', '{"x":0}');
     expect(h.dispatched()).toEqual([]);
-    h.succeed('l1', 'blob:test-outputs/wf1/l1.json:1B2M2Y8AsgTpgAmY7PhCfg==');
+    h.succeed('l1', 'blob:test-outputs/outputs/wf1/l1/1.json:1B2M2Y8AsgTpgAmY7PhCfg==');
     expect(h.runtime.tasks.__merge_join_0?.status).toBe('completed');
     expect(h.dispatched()).toEqual(['l2', 'l3']);
     h.succeed('l2');
     h.succeed('l3', '{"x":3}');
     const dispatch = h.last?.effects.find((e): e is DispatchEffect => e.type === 'dispatch');
     expect(dispatch?.taskName).toBe('join');
-    expect(upstreamOf(dispatch!)).toEqual({ s: ['l1'], i: { l0: '{"x":0}', l3: '{"x":3}' }, n: ['l2'] });
+    expect(upstreamOf(dispatch!)).toEqual({ s: { '1': ['l1'] }, i: { l0: '{"x":0}', l3: '{"x":3}' }, n: ['l2'] });
     expect(h.effects.some((e) => e.type === 'dispatch' && e.taskName.startsWith('__merge_'))).toBe(false);
   });
 
@@ -632,14 +632,14 @@ describe('task messages (SPEC §5.2)', () => {
       taskName: p.name,
       attemptNo: 1,
       success: true,
-      outputRef: `blob:myprefix-outputs/wf1/${p.name}.json:1B2M2Y8AsgTpgAmY7PhCfg==`,
+      outputRef: `blob:myprefix-outputs/outputs/wf1/${p.name}/1.json:1B2M2Y8AsgTpgAmY7PhCfg==`,
       error: null,
     }));
     const folded = foldEvents(h.runtime, completions);
     const dispatch = folded.effects.flat().find((e): e is DispatchEffect => e.type === 'dispatch');
     expect(dispatch?.taskName).toBe('reduce');
     expect(new TextEncoder().encode(dispatch!.message).length).toBeLessThan(65_536);
-    expect(upstreamOf(dispatch!)?.s).toHaveLength(3000);
+    expect(upstreamOf(dispatch!)?.s).toEqual({ '1': parents.map((p) => p.name) });
   });
 });
 

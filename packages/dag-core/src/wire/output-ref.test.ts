@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
   blobOutputRef,
+  canonicalOutputAttempt,
   canonicalOutputBlobPath,
   decodeInlineOutput,
   INLINE_FALLBACK_MAX_BYTES,
@@ -9,7 +10,9 @@ import {
   isBase64Md5,
   isCanonicalOutputRef,
   isValidContainerName,
+  legacyOutputBlobPath,
   parseBlobLocation,
+  parseCanonicalOutputPath,
   parseOutputRef,
 } from './output-ref';
 import { containerArb, md5Arb, taskNameArb, workflowIdArb } from './test-helpers/arbitraries';
@@ -49,12 +52,49 @@ describe('isBase64Md5 / isValidContainerName', () => {
 });
 
 describe('canonicalOutputBlobPath / blobOutputRef', () => {
-  it('builds the canonical path', () => {
-    expect(canonicalOutputBlobPath('wf-1', 'train')).toBe('wf-1/train.json');
-    expect(canonicalOutputBlobPath('wf-1', 'group/step')).toBe('wf-1/group/step.json');
-    expect(() => canonicalOutputBlobPath('a/b', 't')).toThrow(RangeError);
-    expect(() => canonicalOutputBlobPath('..', 't')).toThrow(RangeError);
-    expect(() => canonicalOutputBlobPath('wf', '')).toThrow(RangeError);
+  it('builds the canonical path of one attempt under outputs/', () => {
+    expect(canonicalOutputBlobPath('wf-1', 'train', 1)).toBe('outputs/wf-1/train/1.json');
+    expect(canonicalOutputBlobPath('wf-1', 'train', 2)).toBe('outputs/wf-1/train/2.json');
+    expect(canonicalOutputBlobPath('wf-1', 'group/step', 12)).toBe('outputs/wf-1/group/step/12.json');
+    expect(() => canonicalOutputBlobPath('a/b', 't', 1)).toThrow(RangeError);
+    expect(() => canonicalOutputBlobPath('..', 't', 1)).toThrow(RangeError);
+    expect(() => canonicalOutputBlobPath('wf', '', 1)).toThrow(RangeError);
+    for (const attemptNo of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
+      expect(() => canonicalOutputBlobPath('wf', 't', attemptNo)).toThrow('attempt number must be an integer ≥ 1');
+    }
+    expect(legacyOutputBlobPath('wf-1', 'group/step')).toBe('wf-1/group/step.json');
+    expect(() => legacyOutputBlobPath('a/b', 't')).toThrow(RangeError);
+  });
+
+  it('reads a canonical path back into its parts, and nothing else', () => {
+    expect(parseCanonicalOutputPath('outputs/wf-1/train/1.json')).toEqual({ workflowId: 'wf-1', taskName: 'train', attemptNo: 1 });
+    expect(parseCanonicalOutputPath('outputs/wf/a/2/b/30.json')).toEqual({ workflowId: 'wf', taskName: 'a/2/b', attemptNo: 30 });
+    for (const path of [
+      'wf/train.json', // legacy
+      'outputs/wf/train.json', // no attempt
+      'outputs/wf//1.json', // empty task
+      'outputs/wf/t/0.json',
+      'outputs/wf/t/01.json',
+      'outputs/wf/t/-1.json',
+      'outputs/wf/t/1.5.json',
+      'outputs/wf/t/9007199254740992.json', // 2^53
+      'outputs/wf/t/1',
+      'outputs/../t/1.json',
+      'workflow-files/wf/t/1.json',
+    ]) {
+      expect([path, parseCanonicalOutputPath(path)]).toEqual([path, null]);
+    }
+  });
+
+  it('gives each (workflow, task, attempt) its own path (property)', () => {
+    const parts = fc.tuple(workflowIdArb, taskNameArb, fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }));
+    fc.assert(
+      fc.property(parts, parts, ([wf, task, attemptNo], [wf2, task2, attemptNo2]) => {
+        const path = canonicalOutputBlobPath(wf, task, attemptNo);
+        expect(parseCanonicalOutputPath(path)).toEqual({ workflowId: wf, taskName: task, attemptNo });
+        if (wf !== wf2 || task !== task2 || attemptNo !== attemptNo2) expect(canonicalOutputBlobPath(wf2, task2, attemptNo2)).not.toBe(path);
+      }),
+    );
   });
 
   it('builds blob refs with and without md5', () => {
@@ -151,25 +191,30 @@ describe('parseBlobLocation', () => {
   });
 });
 
-describe('isCanonicalOutputRef', () => {
-  it('recognises the canonical blob of a task', () => {
-    expect(isCanonicalOutputRef(`blob:outputs/wf/t.json:${MD5_SLASH}`, 'wf', 't')).toBe(true);
-    expect(isCanonicalOutputRef('blob:outputs/wf/t.json', 'wf', 't', 'outputs')).toBe(true);
-    expect(isCanonicalOutputRef('blob:outputs/wf/t.json', 'wf', 't', 'other')).toBe(false);
-    expect(isCanonicalOutputRef('blob:outputs/wf/u.json', 'wf', 't')).toBe(false);
-    expect(isCanonicalOutputRef('blob:outputs/wf2/t.json', 'wf', 't')).toBe(false);
+describe('isCanonicalOutputRef / canonicalOutputAttempt', () => {
+  it('recognises the canonical blob of any attempt of a task', () => {
+    expect(isCanonicalOutputRef(`blob:outputs/outputs/wf/t/1.json:${MD5_SLASH}`, 'wf', 't')).toBe(true);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf/t/3.json', 'wf', 't', 'outputs')).toBe(true);
+    expect(canonicalOutputAttempt(`blob:c-1/outputs/wf/a/b/3.json:${MD5_PLUS}`, 'wf', 'a/b', 'c-1')).toBe(3);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf/t/1.json', 'wf', 't', 'other')).toBe(false);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf/u/1.json', 'wf', 't')).toBe(false);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf2/t/1.json', 'wf', 't')).toBe(false);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf/t/1/x.json', 'wf', 't')).toBe(false);
     expect(isCanonicalOutputRef('{"a":1}', 'wf', 't')).toBe(false);
-    expect(isCanonicalOutputRef('blob:outputs/wf/t.json', 'bad/wf', 't')).toBe(false);
+    expect(isCanonicalOutputRef('blob:outputs/outputs/wf/t/1.json', 'bad/wf', 't')).toBe(false);
+    // The legacy path (one blob for every attempt) is not canonical.
+    expect(isCanonicalOutputRef(`blob:outputs/wf/t.json:${MD5_SLASH}`, 'wf', 't')).toBe(false);
+    expect(canonicalOutputAttempt('blob:outputs/wf/t.json', 'wf', 't')).toBeNull();
   });
 
   it('holds for every canonical ref built from its parts (property)', () => {
     fc.assert(
-      fc.property(workflowIdArb, taskNameArb, containerArb, fc.option(md5Arb, { nil: null }), (wf, task, container, md5) => {
-        const path = canonicalOutputBlobPath(wf, task);
-        fc.pre(md5 !== null || !isBase64Md5(path.slice(path.lastIndexOf(':') + 1)));
-        const ref = blobOutputRef(container, path, md5);
+      fc.property(workflowIdArb, taskNameArb, fc.integer({ min: 1 }), containerArb, fc.option(md5Arb, { nil: null }), (wf, task, attemptNo, container, md5) => {
+        const ref = blobOutputRef(container, canonicalOutputBlobPath(wf, task, attemptNo), md5);
+        expect(canonicalOutputAttempt(ref, wf, task, container)).toBe(attemptNo);
         expect(isCanonicalOutputRef(ref, wf, task, container)).toBe(true);
         expect(isCanonicalOutputRef(ref, wf, `${task}x`, container)).toBe(false);
+        expect(isCanonicalOutputRef(blobOutputRef(container, legacyOutputBlobPath(wf, task), md5), wf, task, container)).toBe(false);
       }),
     );
   });

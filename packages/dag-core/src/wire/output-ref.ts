@@ -1,6 +1,6 @@
 import { type DecodeResult, decodeError, decodeOk } from './decode-result';
 import { isValidTaskName, isValidWorkflowId } from './ids';
-import { describeValue, parseJson } from './internal';
+import { describeValue, isPositiveSafeInteger, parseJson } from './internal';
 
 /**
  * The largest inline output (UTF-8 bytes of the JSON text) a worker puts directly in an
@@ -57,12 +57,73 @@ export function isBase64Md5(text: unknown): text is string {
 }
 
 /**
- * The canonical path of a task's output blob inside the outputs container:
- * `{workflow_id}/{task_name}.json` (a task name containing `/` gives a nested path).
+ * The folder of every task output blob in the outputs container. Stashed files live under
+ * `workflow-files/`: no workflow id or task name can make a path of one reach the other.
+ */
+export const OUTPUT_BLOB_PREFIX = 'outputs/';
+
+/** An attempt number as it appears in a blob path: decimal, no sign, no leading zero. */
+const ATTEMPT_TEXT = /^[1-9][0-9]*$/;
+
+/** The attempt number written as `text` by {@link canonicalOutputBlobPath}, or null. */
+export function parseAttemptText(text: string): number | null {
+  if (!ATTEMPT_TEXT.test(text)) return null;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+/**
+ * The canonical path of the output blob of one task attempt inside the outputs container:
+ * `outputs/{workflow_id}/{task_name}/{attempt_no}.json`. A task name may contain `/`; the path is
+ * still unambiguous, since a workflow id has no `/` and the last `/` splits the task name from the
+ * attempt. Each attempt has its own blob, written once and never replaced.
+ *
+ * @throws RangeError when the workflow id, task name or attempt number is invalid.
+ */
+export function canonicalOutputBlobPath(workflowId: string, taskName: string, attemptNo: number): string {
+  if (!isValidWorkflowId(workflowId)) {
+    throw new RangeError(`output ref: invalid workflow id ${describeValue(workflowId)}`);
+  }
+  if (!isValidTaskName(taskName)) {
+    throw new RangeError(`output ref: invalid task name ${describeValue(taskName)}`);
+  }
+  if (!isPositiveSafeInteger(attemptNo)) {
+    throw new RangeError(`output ref: attempt number must be an integer ≥ 1, got ${describeValue(attemptNo)}`);
+  }
+  return `${OUTPUT_BLOB_PREFIX}${workflowId}/${taskName}/${attemptNo}.json`;
+}
+
+/** What a canonical output path names (see {@link canonicalOutputBlobPath}). */
+export interface CanonicalOutputPath {
+  workflowId: string;
+  taskName: string;
+  attemptNo: number;
+}
+
+/**
+ * Reads a path built by {@link canonicalOutputBlobPath} back into its parts; null for any other
+ * path. `canonicalOutputBlobPath(parts…)` gives `path` back exactly. Never throws.
+ */
+export function parseCanonicalOutputPath(path: string): CanonicalOutputPath | null {
+  if (typeof path !== 'string' || !path.startsWith(OUTPUT_BLOB_PREFIX) || !path.endsWith('.json')) return null;
+  const rest = path.slice(OUTPUT_BLOB_PREFIX.length, -'.json'.length);
+  const firstSlash = rest.indexOf('/');
+  const lastSlash = rest.lastIndexOf('/');
+  if (firstSlash < 0 || lastSlash === firstSlash) return null;
+  const workflowId = rest.slice(0, firstSlash);
+  const taskName = rest.slice(firstSlash + 1, lastSlash);
+  const attemptNo = parseAttemptText(rest.slice(lastSlash + 1));
+  if (!isValidWorkflowId(workflowId) || !isValidTaskName(taskName) || attemptNo === null) return null;
+  return { workflowId, taskName, attemptNo };
+}
+
+/**
+ * The path where outputs were kept before they were keyed by attempt, `{workflow_id}/{task_name}.json`
+ * (every attempt wrote the same blob). Refs to it are still read; nothing is written there any more.
  *
  * @throws RangeError when the workflow id or task name is invalid.
  */
-export function canonicalOutputBlobPath(workflowId: string, taskName: string): string {
+export function legacyOutputBlobPath(workflowId: string, taskName: string): string {
   if (!isValidWorkflowId(workflowId)) {
     throw new RangeError(`output ref: invalid workflow id ${describeValue(workflowId)}`);
   }
@@ -146,15 +207,26 @@ export function parseOutputRef(ref: string): OutputRef {
 }
 
 /**
- * True when `ref` is a blob ref to the canonical output path of (`workflowId`, `taskName`),
- * with or without md5, and, when `container` is given, in that container. Never throws.
+ * The attempt number of `ref` when it is a blob ref (with or without md5) to the canonical output
+ * path of (`workflowId`, `taskName`) for some attempt, in `container` when given; null otherwise.
+ * Never throws.
+ */
+export function canonicalOutputAttempt(ref: string, workflowId: string, taskName: string, container?: string): number | null {
+  const parsed = parseOutputRef(ref);
+  if (parsed.kind !== 'blob') return null;
+  if (container !== undefined && parsed.container !== container) return null;
+  const path = parseCanonicalOutputPath(parsed.path);
+  if (path === null || path.workflowId !== workflowId || path.taskName !== taskName) return null;
+  return path.attemptNo;
+}
+
+/**
+ * True when `ref` is a blob ref to the canonical output path of (`workflowId`, `taskName`) for any
+ * attempt, with or without md5, and, when `container` is given, in that container. Refs to the
+ * legacy path `{workflow_id}/{task}.json` are not canonical. Never throws.
  */
 export function isCanonicalOutputRef(ref: string, workflowId: string, taskName: string, container?: string): boolean {
-  if (!isValidWorkflowId(workflowId) || !isValidTaskName(taskName)) return false;
-  const parsed = parseOutputRef(ref);
-  if (parsed.kind !== 'blob') return false;
-  if (container !== undefined && parsed.container !== container) return false;
-  return parsed.path === `${workflowId}/${taskName}.json`;
+  return canonicalOutputAttempt(ref, workflowId, taskName, container) !== null;
 }
 
 /**

@@ -1,17 +1,20 @@
 import { type DecodeResult, decodeError, decodeOk } from './decode-result';
 import { isValidTaskName, isValidWorkflowId } from './ids';
-import { describeValue, isNonNegativeSafeInteger, isPlainObject } from './internal';
+import { describeValue, isNonNegativeSafeInteger, isPlainObject, isPositiveSafeInteger } from './internal';
 import { isBase64Md5 } from './output-ref';
 
 /** The key that marks a stashed-file reference in a task output. */
 export const STASH_MARKER_KEY = '__jobq_stash__';
 
-/** The blob-name prefix of stashed files: `workflow-files/{workflow_id}/{task}/{filename}`. */
+/**
+ * The blob-name prefix of stashed files: `workflow-files/{workflow_id}/{task}/{attempt}/{filename}`
+ * (markers written before files were keyed by attempt name `workflow-files/{workflow_id}/{task}/{filename}`).
+ */
 export const STASH_BLOB_PREFIX = 'workflow-files/';
 
 /** A file-stash marker, decoded (camelCase). */
 export interface StashMarker {
-  /** The blob name, `workflow-files/{workflow_id}/{task}/{filename}`. */
+  /** The blob name, `workflow-files/{workflow_id}/{task}/{attempt}/{filename}` (older markers: without `{attempt}/`). */
   blobName: string;
   /** The base64 Content-MD5 of the blob. */
   md5: string;
@@ -49,23 +52,29 @@ export function isPlainFileName(filename: unknown): filename is string {
 }
 
 /**
- * The blob name of a stashed file: `workflow-files/{workflow_id}/{task_name}/{filename}`.
- * Returns an error (never throws) when the filename is not a plain file name (see
- * {@link isPlainFileName}), the workflow id is invalid or the task name empty.
+ * The blob name of a file stashed by one task attempt:
+ * `workflow-files/{workflow_id}/{task_name}/{attempt_no}/{filename}`. The name is unambiguous (a
+ * workflow id has no `/`, a file name has none either, and the segment before it is the attempt),
+ * and it lives beside, never inside, the `outputs/` folder of output blobs. Returns an error (never
+ * throws) when the filename is not a plain file name (see {@link isPlainFileName}), the workflow
+ * id is invalid, the task name empty or the attempt number not an integer ≥ 1.
  */
-export function stashBlobName(workflowId: string, taskName: string, filename: string): DecodeResult<string> {
+export function stashBlobName(workflowId: string, taskName: string, attemptNo: number, filename: string): DecodeResult<string> {
   if (!isValidWorkflowId(workflowId)) {
     return decodeError(`stash: invalid workflow id ${describeValue(workflowId)}`);
   }
   if (!isValidTaskName(taskName)) {
     return decodeError(`stash: task name must be a non-empty string, got ${describeValue(taskName)}`);
   }
+  if (!isPositiveSafeInteger(attemptNo)) {
+    return decodeError(`stash: attempt number must be an integer ≥ 1, got ${describeValue(attemptNo)}`);
+  }
   if (!isPlainFileName(filename)) {
     return decodeError(
       `stash: filename must be a plain file name (non-empty, not "." or "..", no "/", "\\" or control characters), got ${describeValue(filename)}`,
     );
   }
-  return decodeOk(`${STASH_BLOB_PREFIX}${workflowId}/${taskName}/${filename}`);
+  return decodeOk(`${STASH_BLOB_PREFIX}${workflowId}/${taskName}/${attemptNo}/${filename}`);
 }
 
 function validBlobName(blobName: unknown): blobName is string {

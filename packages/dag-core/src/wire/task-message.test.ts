@@ -246,7 +246,7 @@ describe('decodeWorkflowTask', () => {
     expectError(decodeWorkflowTask({ ...good, __attempt_no: undefined }), '"__attempt_no" must be an integer ≥ 1, got nothing');
     expectError(decodeWorkflowTask({ ...good, __attempt_no: '1' }), '"__attempt_no" must be an integer ≥ 1, got the string "1"');
     expectError(decodeWorkflowTask({ ...good, __attempt_no: 0 }), '"__attempt_no" must be an integer ≥ 1');
-    expectError(decodeWorkflowTask({ ...good, __upstream_outputs_compact: { s: 'x' } }), '"__upstream_outputs_compact": upstream refs: "s" must be an array');
+    expectError(decodeWorkflowTask({ ...good, __upstream_outputs_compact: { s: 'x' } }), '"__upstream_outputs_compact": upstream refs: "s" must be an object of attempt number');
     expectError(decodeWorkflowTask({ ...good, __upstream_outputs_blob: 'nope' }), '"__upstream_outputs_blob" must be "{container}/{path}", got the string "nope"');
     expectError(decodeWorkflowTask({ ...good, __upstream_outputs_blob: 5 }), '"__upstream_outputs_blob" must be');
     expectError(
@@ -262,10 +262,13 @@ describe('fan-in message size', () => {
     const workflowId = '01JZ8K3V7Q2M4N6P8R0T2W4Y6A';
     const parents = Array.from({ length: 3000 }, (_, k) => {
       const name = `shard-${String(k).padStart(5, '0')}`;
-      return { name, outputRef: `blob:jobq-outputs/${workflowId}/${name}.json:ab/cd+ef/gh+ij/kl+mnoQ==` };
+      // Most parents succeeded on their first attempt, some needed a retry or two.
+      const attemptNo = k % 10 === 0 ? 2 : k % 97 === 0 ? 3 : 1;
+      return { name, outputRef: `blob:jobq-outputs/outputs/${workflowId}/${name}/${attemptNo}.json:ab/cd+ef/gh+ij/kl+mnoQ==` };
     });
     const upstream = compactUpstreamRefs(workflowId, parents, 'jobq-outputs');
-    expect(upstream.s).toHaveLength(3000);
+    expect(Object.values(upstream.s ?? {}).flat()).toHaveLength(3000);
+    expect(Object.keys(upstream.s ?? {})).toEqual(['1', '2', '3']);
     expect(upstream.i).toBeUndefined();
     const text = encodeTaskMessage({
       workflowId,

@@ -1,20 +1,36 @@
 import { type DecodeResult, decodeError, decodeOk } from './decode-result';
 import { isValidTaskName, isValidWorkflowId } from './ids';
 import { describeValue, isPlainObject, isPositiveSafeInteger, parseJson, quoteShort } from './internal';
-import { blobOutputRef, canonicalOutputBlobPath, isValidContainerName, parseOutputRef } from './output-ref';
+import {
+  blobOutputRef,
+  canonicalOutputAttempt,
+  canonicalOutputBlobPath,
+  isValidContainerName,
+  legacyOutputBlobPath,
+  parseAttemptText,
+} from './output-ref';
+
+/**
+ * The parents whose output is in a canonical blob, grouped by attempt number (decimal text):
+ * `{"1": ["a", "b"], "3": ["c"]}` stands for `blob:{outputs container}/outputs/{workflow_id}/a/1.json`,
+ * `…/b/1.json` and `…/c/3.json`.
+ */
+export type CanonicalParentsByAttempt = Record<string, string[]>;
 
 /**
  * The upstream outputs of a task in compact form, as carried in a task message
  * (`__upstream_outputs_compact`) or in an overflow blob. Empty sections are omitted.
  *
- * - `s`: parents whose output is in their canonical blob
- *   (`blob:{outputs container}/{workflow_id}/{parent}.json`);
- * - `i`: parent → output ref text kept verbatim. Normally the inline output JSON; a blob ref that
- *   is not canonical (other container or path) is also kept here unchanged, so nothing is lost;
+ * - `s`: parents whose output is in their canonical blob, grouped by attempt
+ *   ({@link CanonicalParentsByAttempt}). Messages written before outputs were keyed by attempt
+ *   carry an array of parent names instead, whose outputs are at the legacy path
+ *   `{workflow_id}/{parent}.json`; it is still decoded and expanded, never produced;
+ * - `i`: parent → output ref text kept verbatim. Normally the inline output JSON; any blob ref that
+ *   is not canonical (other container, legacy path) is also kept here unchanged, md5 included;
  * - `n`: parents with no output (succeeded without output, or skipped).
  */
 export interface CompactUpstreamRefs {
-  s?: string[];
+  s?: CanonicalParentsByAttempt | string[];
   i?: Record<string, string>;
   n?: string[];
 }
@@ -26,11 +42,13 @@ export interface UpstreamParent {
 }
 
 /**
- * Compacts the output refs of a task's parents. A canonical blob ref of (`workflowId`, parent)
- * in `outputsContainer`, with or without md5, goes to `s` (its md5 is dropped: readers verify
- * the blob's stored Content-MD5 instead); null goes to `n`; every other ref (inline JSON, a
- * non-canonical blob ref, or an unrecognised ref) goes to `i` as its exact string. Parent order
- * is kept inside each section.
+ * Compacts the output refs of a task's parents. A blob ref (with or without md5) to a canonical
+ * output path of (`workflowId`, parent, attempt) in `outputsContainer` goes to `s` under its
+ * attempt; its md5 is dropped, which is sound because that blob is written once and never
+ * replaced, so readers can verify it against its stored Content-MD5. null goes to `n`; every other
+ * ref (inline JSON, a blob ref at the legacy path or elsewhere, an unrecognised ref) goes to `i`
+ * as its exact string. Parent order is kept inside each section and group; groups are in attempt
+ * order.
  *
  * @throws RangeError on an invalid workflow id or container name, an empty or duplicated parent name.
  */
@@ -45,7 +63,7 @@ export function compactUpstreamRefs(
   if (!isValidContainerName(outputsContainer)) {
     throw new RangeError(`upstream refs: invalid container name ${describeValue(outputsContainer)}`);
   }
-  const s: string[] = [];
+  const byAttempt = new Map<number, string[]>();
   const inline: Array<[string, string]> = [];
   const n: string[] = [];
   const seen = new Set<string>();
@@ -59,34 +77,43 @@ export function compactUpstreamRefs(
       n.push(name);
       continue;
     }
-    const parsed = parseOutputRef(outputRef);
-    if (
-      parsed.kind === 'blob' &&
-      parsed.container === outputsContainer &&
-      parsed.path === canonicalOutputBlobPath(workflowId, name)
-    ) {
-      s.push(name);
-    } else {
+    const attemptNo = canonicalOutputAttempt(outputRef, workflowId, name, outputsContainer);
+    if (attemptNo === null) {
       inline.push([name, outputRef]);
+      continue;
     }
+    const group = byAttempt.get(attemptNo);
+    if (group) group.push(name);
+    else byAttempt.set(attemptNo, [name]);
   }
-  return build(s, inline, n);
+  const groups = [...byAttempt.entries()].sort(([a], [b]) => a - b).map(([attemptNo, names]) => [String(attemptNo), names]);
+  return build(Object.fromEntries(groups) as CanonicalParentsByAttempt, inline, n);
 }
 
-function build(s: string[], inline: Array<[string, string]>, n: string[]): CompactUpstreamRefs {
+function build(s: CompactUpstreamRefs['s'], inline: Array<[string, string]>, n: string[]): CompactUpstreamRefs {
   const out: CompactUpstreamRefs = {};
-  if (s.length > 0) out.s = s;
+  const canonical = withoutEmptyGroups(s);
+  if (canonical !== undefined) out.s = canonical;
   if (inline.length > 0) out.i = Object.fromEntries(inline);
   if (n.length > 0) out.n = n;
   return out;
 }
 
+/** `s` without empty attempt groups; undefined when nothing is left. */
+function withoutEmptyGroups(s: CompactUpstreamRefs['s']): CompactUpstreamRefs['s'] {
+  if (s === undefined) return undefined;
+  if (Array.isArray(s)) return s.length > 0 ? s : undefined;
+  const groups = Object.entries(s).filter(([, names]) => names.length > 0);
+  return groups.length > 0 ? Object.fromEntries(groups) : undefined;
+}
+
 /**
  * Expands compact refs back into parent → output ref. Parents in `s` get the canonical blob ref
- * WITHOUT md5, `blob:{outputsContainer}/{workflow_id}/{parent}.json`; `i` entries are returned
- * verbatim; `n` entries map to null.
+ * of their attempt WITHOUT md5, `blob:{outputsContainer}/outputs/{workflow_id}/{parent}/{attempt}.json`
+ * (a legacy `s` array gives `blob:{outputsContainer}/{workflow_id}/{parent}.json`); `i` entries are
+ * returned verbatim; `n` entries map to null.
  *
- * @throws RangeError on an invalid workflow id or container name.
+ * @throws RangeError on an invalid workflow id, container name or attempt key.
  */
 export function expandUpstreamRefs(
   workflowId: string,
@@ -100,15 +127,22 @@ export function expandUpstreamRefs(
     throw new RangeError(`upstream refs: invalid container name ${describeValue(outputsContainer)}`);
   }
   const entries: Array<[string, string | null]> = [];
-  for (const name of compact.s ?? []) {
-    entries.push([name, blobOutputRef(outputsContainer, canonicalOutputBlobPath(workflowId, name))]);
+  const s = compact.s ?? [];
+  if (Array.isArray(s)) {
+    for (const name of s) entries.push([name, blobOutputRef(outputsContainer, legacyOutputBlobPath(workflowId, name))]);
+  } else {
+    for (const [key, names] of Object.entries(s)) {
+      const attemptNo = parseAttemptText(key);
+      if (attemptNo === null) throw new RangeError(`upstream refs: "s" key ${quoteShort(key)} is not an attempt number`);
+      for (const name of names) entries.push([name, blobOutputRef(outputsContainer, canonicalOutputBlobPath(workflowId, name, attemptNo))]);
+    }
   }
   for (const [name, ref] of Object.entries(compact.i ?? {})) entries.push([name, ref]);
   for (const name of compact.n ?? []) entries.push([name, null]);
   return Object.fromEntries(entries);
 }
 
-function decodeNameList(value: unknown, context: string, key: 's' | 'n', seen: Set<string>): DecodeResult<string[]> {
+function decodeNameList(value: unknown, context: string, key: string, seen: Set<string>): DecodeResult<string[]> {
   if (!Array.isArray(value)) {
     return decodeError(`${context}: "${key}" must be an array of parent names, got ${describeValue(value)}`);
   }
@@ -127,6 +161,24 @@ function decodeNameList(value: unknown, context: string, key: 's' | 'n', seen: S
   return decodeOk(names);
 }
 
+/** `s` in either form: attempt → parent names, or (legacy) an array of parent names. */
+function decodeCanonicalSection(value: unknown, context: string, seen: Set<string>): DecodeResult<CompactUpstreamRefs['s']> {
+  if (Array.isArray(value)) return decodeNameList(value, context, 's', seen);
+  if (!isPlainObject(value)) {
+    return decodeError(`${context}: "s" must be an object of attempt number → parent names (or an array of parent names), got ${describeValue(value)}`);
+  }
+  const groups: Array<[number, string[]]> = [];
+  for (const [key, names] of Object.entries(value)) {
+    const attemptNo = parseAttemptText(key);
+    if (attemptNo === null) return decodeError(`${context}: "s" key ${quoteShort(key)} must be an attempt number (an integer ≥ 1 without leading zeros)`);
+    const r = decodeNameList(names, context, `s.${key}`, seen);
+    if (!r.ok) return r;
+    groups.push([attemptNo, r.value]);
+  }
+  groups.sort(([a], [b]) => a - b);
+  return decodeOk(Object.fromEntries(groups.map(([attemptNo, names]) => [String(attemptNo), names])));
+}
+
 function decodeCompact(value: unknown, context: string): DecodeResult<CompactUpstreamRefs> {
   if (!isPlainObject(value)) {
     return decodeError(`${context}: must be an object with "s", "i" and/or "n", got ${describeValue(value)}`);
@@ -137,11 +189,11 @@ function decodeCompact(value: unknown, context: string): DecodeResult<CompactUps
     }
   }
   const seen = new Set<string>();
-  let s: string[] = [];
+  let s: CompactUpstreamRefs['s'];
   let n: string[] = [];
   const inline: Array<[string, string]> = [];
   if (Object.hasOwn(value, 's')) {
-    const r = decodeNameList(value.s, context, 's', seen);
+    const r = decodeCanonicalSection(value.s, context, seen);
     if (!r.ok) return r;
     s = r.value;
   }
@@ -200,11 +252,7 @@ export function upstreamOverflowBlobPath(workflowId: string, taskName: string, a
 
 /** The content of an upstream overflow blob: the compact refs as JSON text (keys `s`, `i`, `n` in that order). */
 export function encodeUpstreamOverflow(compact: CompactUpstreamRefs): string {
-  const out: CompactUpstreamRefs = {};
-  if (compact.s !== undefined && compact.s.length > 0) out.s = compact.s;
-  if (compact.i !== undefined && Object.keys(compact.i).length > 0) out.i = compact.i;
-  if (compact.n !== undefined && compact.n.length > 0) out.n = compact.n;
-  return JSON.stringify(out);
+  return JSON.stringify(build(compact.s, Object.entries(compact.i ?? {}), compact.n ?? []));
 }
 
 /** Decodes the content of an upstream overflow blob. Never throws; errors start with `upstream overflow:`. */

@@ -96,31 +96,32 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
       it('keeps a small output inline: the ref is the text itself and reads back as its value', async () => {
         const { store } = await fresh();
         const text = '{"answer":42,"name":"ü ✓ 😀","list":[1,null,true]}';
-        const result = await store.putOutput(wf(), 'small', text);
+        const result = await store.putOutput(wf(), 'small', 1, text);
         expect(result).toEqual({ ref: text, placement: 'inline', bytes: Buffer.byteLength(text, 'utf8') });
         expect(await store.getOutput(result.ref)).toEqual({ answer: 42, name: 'ü ✓ 😀', list: [1, null, true] });
         // Scalars are outputs too.
         for (const scalar of ['0', 'null', 'false', '"x"', ' [1] \n']) {
-          const r = await store.putOutput(wf(), 'scalar', scalar);
+          const r = await store.putOutput(wf(), 'scalar', 1, scalar);
           expect(r.ref).toBe(scalar);
           expect(await store.getOutput(r.ref)).toEqual(JSON.parse(scalar));
         }
       }, timeout);
 
-      it('uploads a 33 KiB output to its canonical blob; the ref carries the md5 and reads back', async () => {
+      it('uploads a 33 KiB output to the blob of its attempt; the ref carries the md5 and reads back', async () => {
         const { store } = await fresh();
         const id = wf();
         const value = { rows: Array.from({ length: 1_100 }, (_, i) => ({ i, text: 'row-data-0123456789' })) };
         const text = JSON.stringify(value);
         expect(Buffer.byteLength(text)).toBeGreaterThan(33 * 1024);
-        const result = await store.putOutput(id, 'big', text);
+        const result = await store.putOutput(id, 'big', 2, text);
         expect(result.placement).toBe('blob');
         expect(result.warning).toBeUndefined();
+        expect(result.adopted).toBeUndefined();
         expect(result.bytes).toBe(Buffer.byteLength(text));
-        expect(result.ref).toBe(`blob:${store.outputsContainer}/${id}/big.json:${md5(text)}`);
+        expect(result.ref).toBe(`blob:${store.outputsContainer}/outputs/${id}/big/2.json:${md5(text)}`);
         expect(await store.getOutput(result.ref)).toEqual(value);
         // The compact form (no md5) reads back too, verified against the stored Content-MD5.
-        expect(await store.getOutput(`blob:${store.outputsContainer}/${id}/big.json`)).toEqual(value);
+        expect(await store.getOutput(`blob:${store.outputsContainer}/outputs/${id}/big/2.json`)).toEqual(value);
       }, timeout);
 
       it('puts exactly 32 768 UTF-8 bytes inline and 32 769 in a blob, counting multi-byte characters as UTF-8', async () => {
@@ -136,62 +137,112 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
           ['three-byte', `"${'€'.repeat(11_000)}"`, 'blob'],
         ];
         for (const [task, text, placement] of cases) {
-          const result = await store.putOutput(id, task, text);
+          const result = await store.putOutput(id, task, 1, text);
           expect([task, result.placement, result.bytes]).toEqual([task, placement, Buffer.byteLength(text, 'utf8')]);
           expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
         }
       }, timeout);
 
+      it('lets fitsInline decide instead of the 32 KiB rule', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const seen: string[] = [];
+        const big = jsonOfBytes(40_000);
+        const inline = await store.putOutput(id, 'fits', 1, big, { fitsInline: (json) => (seen.push(json), true) });
+        expect(inline).toEqual({ ref: big, placement: 'inline', bytes: 40_000 });
+        expect(seen).toEqual([big]);
+        const small = '{"tiny":true}';
+        const blob = await store.putOutput(id, 'does-not-fit', 1, small, { fitsInline: () => false });
+        expect(blob).toEqual({ ref: `blob:${store.outputsContainer}/outputs/${id}/does-not-fit/1.json:${md5(small)}`, placement: 'blob', bytes: small.length });
+        expect(await store.getOutput(blob.ref)).toEqual({ tiny: true });
+        // No output needs no decision.
+        expect(await store.putOutput(id, 'empty', 1, ' ', { fitsInline: () => false })).toEqual({ ref: null, placement: 'none', bytes: 0 });
+      }, timeout);
+
       it('refuses an output that is not JSON with invalid-argument carrying the parser error', async () => {
         const { store } = await fresh();
         for (const text of ['{"a":', "{'a':1}", 'NaN', 'undefined', '{"a":1} trailing']) {
-          const { code, message } = await errorOf(store.putOutput(wf(), 'bad', text));
+          const { code, message } = await errorOf(store.putOutput(wf(), 'bad', 1, text));
           expect([text, code]).toEqual([text, 'invalid-argument']);
           expect(message).toMatch(/not valid JSON: \S/);
         }
         // Also when big (it is checked before any upload).
-        expect(await codeOf(store.putOutput(wf(), 'bad', `[${'1,'.repeat(40_000)}`))).toBe('invalid-argument');
+        expect(await codeOf(store.putOutput(wf(), 'bad', 1, `[${'1,'.repeat(40_000)}`))).toBe('invalid-argument');
       }, timeout);
 
       it('treats an empty (or whitespace-only) output as no output: a null ref, which reads back as null', async () => {
         const { store } = await fresh();
         for (const text of ['', ' ', '\n', ' \t\r\n']) {
-          expect(await store.putOutput(wf(), 'empty', text)).toEqual({ ref: null, placement: 'none', bytes: 0 });
+          expect(await store.putOutput(wf(), 'empty', 1, text)).toEqual({ ref: null, placement: 'none', bytes: 0 });
         }
         expect(await store.getOutput(null)).toBeNull();
       }, timeout);
 
-      it('overwrites the canonical blob on a later attempt; the older ref then fails its md5 check', async () => {
+      it('gives a later attempt its own blob and leaves the earlier attempt\'s blob and ref as they were', async () => {
         const { store } = await fresh();
         const id = wf();
-        const first = await store.putOutput(id, 'again', jsonOfBytes(40_000));
-        const second = await store.putOutput(id, 'again', jsonOfBytes(40_000, 'b'));
-        expect(second.ref).not.toBe(first.ref);
+        const first = await store.putOutput(id, 'again', 1, jsonOfBytes(40_000));
+        const second = await store.putOutput(id, 'again', 2, jsonOfBytes(40_000, 'b'));
+        expect(first.ref).toBe(`blob:${store.outputsContainer}/outputs/${id}/again/1.json:${md5(jsonOfBytes(40_000))}`);
+        expect(second.ref).toBe(`blob:${store.outputsContainer}/outputs/${id}/again/2.json:${md5(jsonOfBytes(40_000, 'b'))}`);
         expect(await store.getOutput(second.ref)).toBe(JSON.parse(jsonOfBytes(40_000, 'b')));
-        expect(await codeOf(store.getOutput(first.ref))).toBe('corrupt');
+        expect(await store.getOutput(first.ref)).toBe(JSON.parse(jsonOfBytes(40_000)));
+        expect(await store.getOutput(`blob:${store.outputsContainer}/outputs/${id}/again/1.json`)).toBe(JSON.parse(jsonOfBytes(40_000)));
       }, timeout);
 
-      it('stores outputs of task names with "/" under nested canonical paths', async () => {
+      it('keeps the first blob of an attempt: a second delivery of the same attempt gets the first one\'s ref, and a child reads the first bytes', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const firstText = jsonOfBytes(40_000);
+        const first = await store.putOutput(id, 'twice', 1, firstText);
+        // The same attempt delivered again (the message came back after its lock was lost) wrote something else.
+        for (const laterText of [jsonOfBytes(50_000, 'b'), jsonOfBytes(40_000, 'c')]) {
+          const later = await store.putOutput(id, 'twice', 1, laterText);
+          expect(later).toEqual({ ref: first.ref, placement: 'blob', bytes: 40_000, adopted: true });
+        }
+        expect(await store.getOutput(first.ref)).toBe(JSON.parse(firstText));
+        // The compact form a child gets (no md5) reads the same bytes.
+        expect(await store.getOutput(`blob:${store.outputsContainer}/outputs/${id}/twice/1.json`)).toBe(JSON.parse(firstText));
+        // A delivery whose output is small enough to travel inline is not affected.
+        expect(await store.putOutput(id, 'twice', 1, '{"small":1}')).toMatchObject({ ref: '{"small":1}', placement: 'inline' });
+      }, timeout);
+
+      it('gives two concurrent deliveries of one attempt the same ref, naming one of their outputs', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const texts = [jsonOfBytes(40_000), jsonOfBytes(60_000, 'b')];
+        const results = await Promise.all(texts.map((text) => store.putOutput(id, 'race', 1, text)));
+        expect(results[0]!.ref).toBe(results[1]!.ref);
+        expect(results.filter((r) => r.adopted === true)).toHaveLength(1);
+        const value = await store.getOutput(results[0]!.ref);
+        expect(texts.map((t) => JSON.parse(t) as unknown)).toContain(value);
+        expect(results[0]!.ref).toBe(`blob:${store.outputsContainer}/outputs/${id}/race/1.json:${md5(JSON.stringify(value))}`);
+      }, timeout);
+
+      it('stores outputs of task names with "/" under nested paths, apart from every stashed file', async () => {
         const { store } = await fresh();
         const id = wf();
         const text = jsonOfBytes(40_000);
-        const result = await store.putOutput(id, 'stage/one', text);
-        expect(result.ref).toBe(`blob:${store.outputsContainer}/${id}/stage/one.json:${md5(text)}`);
+        const result = await store.putOutput(id, 'stage/one', 3, text);
+        expect(result.ref).toBe(`blob:${store.outputsContainer}/outputs/${id}/stage/one/3.json:${md5(text)}`);
         expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
       }, timeout);
 
-      it('refuses workflow ids and task names that cannot make a safe blob path', async () => {
+      it('refuses workflow ids, task names and attempt numbers that cannot make a safe blob path', async () => {
         const { store } = await fresh();
         const text = jsonOfBytes(40_000);
-        for (const [id, task] of [
-          ['a/b', 't'],
-          ['..', 't'],
-          ['', 't'],
-          [wf(), ''],
-          [wf(), '../escape'],
-          [wf(), 'a/./b'],
+        for (const [id, task, attemptNo] of [
+          ['a/b', 't', 1],
+          ['..', 't', 1],
+          ['', 't', 1],
+          [wf(), '', 1],
+          [wf(), '../escape', 1],
+          [wf(), 'a/./b', 1],
+          [wf(), 't', 0],
+          [wf(), 't', 1.5],
+          [wf(), 't', -1],
         ] as const) {
-          expect([id, task, await codeOf(store.putOutput(id, task, text))]).toEqual([id, task, 'invalid-argument']);
+          expect([id, task, attemptNo, await codeOf(store.putOutput(id, task, attemptNo, text))]).toEqual([id, task, attemptNo, 'invalid-argument']);
         }
       }, timeout);
 
@@ -201,34 +252,42 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
           expect([ref, await codeOf(store.getOutput(ref))]).toEqual([ref, 'invalid-argument']);
         }
         expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/../other/x.json`))).toBe('invalid-argument');
-        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${wf()}/missing.json`))).toBe('not-found');
-        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${wf()}/missing.json:${md5('x')}`))).toBe('not-found');
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/outputs/${wf()}/missing/1.json`))).toBe('not-found');
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/outputs/${wf()}/missing/1.json:${md5('x')}`))).toBe('not-found');
       }, timeout);
 
       withHooks('reports corrupt when a blob output no longer matches its md5 (ref form and compact form)', ['corrupt'], async ({ store, corrupt }) => {
         const id = wf();
-        const result = await store.putOutput(id, 'damaged', jsonOfBytes(40_000));
+        const result = await store.putOutput(id, 'damaged', 1, jsonOfBytes(40_000));
         await corrupt!(result.ref!);
         const { code, message } = await errorOf(store.getOutput(result.ref));
         expect(code).toBe('corrupt');
-        expect(message).toContain(`${id}/damaged.json`);
-        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/${id}/damaged.json`))).toBe('corrupt');
+        expect(message).toContain(`outputs/${id}/damaged/1.json`);
+        expect(await codeOf(store.getOutput(`blob:${store.outputsContainer}/outputs/${id}/damaged/1.json`))).toBe('corrupt');
       });
 
       withHooks('falls back to inline with a warning when a 100 KiB output cannot be uploaded', ['breakUploads'], async ({ store, breakUploads }) => {
         breakUploads!();
         const text = jsonOfBytes(100 * 1024);
-        const result = await store.putOutput(wf(), 'fallback', text);
+        const result = await store.putOutput(wf(), 'fallback', 1, text);
         expect(result.placement).toBe('inline-fallback');
         expect(result.ref).toBe(text);
         expect(result.warning).toMatch(/102400 bytes.*could not be uploaded.*inline/);
         expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
       });
 
+      withHooks('never falls back to inline when fitsInline refused the output', ['breakUploads'], async ({ store, breakUploads }) => {
+        breakUploads!();
+        const { code, message } = await errorOf(store.putOutput(wf(), 'no-room', 1, jsonOfBytes(1_000), { fitsInline: () => false }));
+        expect(code).not.toBe('no error');
+        expect(code).not.toMatch(/^not a JobqError/);
+        expect(message).toMatch(/1000 bytes: it could not be uploaded .* does not fit in the completion message/);
+      });
+
       withHooks('fails clearly (size and the 500 KiB limit) when a 600 KiB output cannot be uploaded', ['breakUploads'], async ({ store, breakUploads }) => {
         breakUploads!();
         const text = jsonOfBytes(600 * 1024);
-        const { code, message } = await errorOf(store.putOutput(wf(), 'too-big', text));
+        const { code, message } = await errorOf(store.putOutput(wf(), 'too-big', 1, text));
         expect(code).not.toBe('no error');
         expect(code).not.toMatch(/^not a JobqError/);
         expect(message).toMatch(/614400 bytes/);
@@ -240,8 +299,8 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         const f = await fresh();
         if (!f.breakUploads) return;
         f.breakUploads();
-        expect((await f.store.putOutput(wf(), 'edge', jsonOfBytes(512_000))).placement).toBe('inline-fallback');
-        expect(await codeOf(f.store.putOutput(wf(), 'edge', jsonOfBytes(512_001)))).not.toBe('no error');
+        expect((await f.store.putOutput(wf(), 'edge', 1, jsonOfBytes(512_000))).placement).toBe('inline-fallback');
+        expect(await codeOf(f.store.putOutput(wf(), 'edge', 1, jsonOfBytes(512_001)))).not.toBe('no error');
       }, timeout);
     });
 
@@ -252,15 +311,40 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         const data = new Uint8Array(70_000);
         for (let i = 0; i < data.length; i++) data[i] = (i * 31) % 256;
         data.fill(0, 100, 5_000);
-        const marker = await store.putFile(id, 'make', 'model.bin', data);
-        expect(marker).toEqual({ blobName: `workflow-files/${id}/make/model.bin`, md5: md5(data), size: data.length });
+        const marker = await store.putFile(id, 'make', 1, 'model.bin', data);
+        expect(marker).toEqual({ blobName: `workflow-files/${id}/make/1/model.bin`, md5: md5(data), size: data.length });
         // The marker is the one of the wire format.
         expect(parseStashMarker(makeStashMarker(marker))).toEqual(marker);
         expect(Buffer.from(await store.getFile(marker)).equals(Buffer.from(data))).toBe(true);
 
-        const empty = await store.putFile(id, 'make', 'empty.txt', new Uint8Array(0));
-        expect(empty).toEqual({ blobName: `workflow-files/${id}/make/empty.txt`, md5: md5(''), size: 0 });
+        const empty = await store.putFile(id, 'make', 1, 'empty.txt', new Uint8Array(0));
+        expect(empty).toEqual({ blobName: `workflow-files/${id}/make/1/empty.txt`, md5: md5(''), size: 0 });
         expect((await store.getFile(empty)).length).toBe(0);
+      }, timeout);
+
+      it('keeps the files of each attempt apart', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        const first = await store.putFile(id, 'train', 1, 'model.bin', Buffer.from('first attempt'));
+        const second = await store.putFile(id, 'train', 2, 'model.bin', Buffer.from('second attempt'));
+        expect([first.blobName, second.blobName]).toEqual([`workflow-files/${id}/train/1/model.bin`, `workflow-files/${id}/train/2/model.bin`]);
+        expect(Buffer.from(await store.getFile(first)).toString()).toBe('first attempt');
+        expect(Buffer.from(await store.getFile(second)).toString()).toBe('second attempt');
+      }, timeout);
+
+      it('lets no workflow id or task name write over another workflow\'s stashed files', async () => {
+        const { store } = await fresh();
+        // Workflow "w", task "t" stashes "f.json"; a workflow named "workflow-files" with a task
+        // "w/t/1/f" (any attempt) then stores an output. They must not meet.
+        const victim = `w${randomUUID().slice(0, 8)}`;
+        const marker = await store.putFile(victim, 't', 1, 'f.json', Buffer.from('{"mine":true}'));
+        for (const task of [`${victim}/t/1/f`, `${victim}/t/f`]) {
+          const output = await store.putOutput('workflow-files', task, 1, jsonOfBytes(40_000), { fitsInline: () => false });
+          expect(output.ref).toBe(`blob:${store.outputsContainer}/outputs/workflow-files/${task}/1.json:${md5(jsonOfBytes(40_000))}`);
+          const file = await store.putFile('workflow-files', task, 1, 'x', Buffer.from('other'));
+          expect(file.blobName).toBe(`workflow-files/workflow-files/${task}/1/x`);
+        }
+        expect(Buffer.from(await store.getFile(marker)).toString()).toBe('{"mine":true}');
       }, timeout);
 
       it('stashes from a path and downloads to a path, with nothing left beside the destination', async () => {
@@ -272,8 +356,8 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
           const content = Buffer.alloc(300_000);
           for (let i = 0; i < content.length; i++) content[i] = (i * 7 + 3) % 256;
           await writeFile(source, content);
-          const marker = await store.putFileFromPath(id, 'task/with/slashes', 'data.dat', source);
-          expect(marker).toEqual({ blobName: `workflow-files/${id}/task/with/slashes/data.dat`, md5: md5(content), size: content.length });
+          const marker = await store.putFileFromPath(id, 'task/with/slashes', 4, 'data.dat', source);
+          expect(marker).toEqual({ blobName: `workflow-files/${id}/task/with/slashes/4/data.dat`, md5: md5(content), size: content.length });
           const dest = join(dir, 'dest.dat');
           await store.downloadFileTo(marker, dest);
           expect((await readFile(dest)).equals(content)).toBe(true);
@@ -290,13 +374,14 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
       it('refuses file names that are not plain names', async () => {
         const { store } = await fresh();
         for (const filename of ['a/b', '..', '.', '', 'a\\b', 'nl\nx']) {
-          expect([filename, await codeOf(store.putFile(wf(), 't', filename, new Uint8Array([1])))]).toEqual([filename, 'invalid-argument']);
+          expect([filename, await codeOf(store.putFile(wf(), 't', 1, filename, new Uint8Array([1])))]).toEqual([filename, 'invalid-argument']);
         }
+        expect(await codeOf(store.putFile(wf(), 't', 0, 'f.bin', new Uint8Array([1])))).toBe('invalid-argument');
       }, timeout);
 
       it('reports not-found for a marker whose blob does not exist, and refuses a malformed marker', async () => {
         const { store } = await fresh();
-        const marker = { blobName: `workflow-files/${wf()}/t/none.bin`, md5: md5('x'), size: 1 };
+        const marker = { blobName: `workflow-files/${wf()}/t/1/none.bin`, md5: md5('x'), size: 1 };
         expect(await codeOf(store.getFile(marker))).toBe('not-found');
         expect(await codeOf(store.getFile({ blobName: 'elsewhere/x', md5: md5('x'), size: 1 }))).toBe('invalid-argument');
         expect(await codeOf(store.getFile({ blobName: 'workflow-files/../x', md5: md5('x'), size: 1 }))).toBe('invalid-argument');
@@ -304,7 +389,7 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
 
       it('reports corrupt when the marker does not match the stored file (size or md5)', async () => {
         const { store } = await fresh();
-        const marker = await store.putFile(wf(), 't', 'f.bin', new Uint8Array([1, 2, 3]));
+        const marker = await store.putFile(wf(), 't', 1, 'f.bin', new Uint8Array([1, 2, 3]));
         expect(await codeOf(store.getFile({ ...marker, size: 4 }))).toBe('corrupt');
         expect(await codeOf(store.getFile({ ...marker, md5: md5('other') }))).toBe('corrupt');
       }, timeout);
@@ -313,7 +398,7 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         const dir = await mkdtemp(join(tmpdir(), 'jobq-stash-'));
         try {
           const data = new Uint8Array(200_000).fill(7);
-          const marker = await store.putFile(wf(), 't', 'f.bin', data);
+          const marker = await store.putFile(wf(), 't', 1, 'f.bin', data);
           await corrupt!(marker);
           expect(await codeOf(store.getFile(marker))).toBe('corrupt');
           const dest = join(dir, 'out.bin');
@@ -335,7 +420,7 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         const { store } = await fresh();
         const id = wf();
         const compact: CompactUpstreamRefs = {
-          s: Array.from({ length: 3_000 }, (_, i) => `parent-${i}`),
+          s: { '1': Array.from({ length: 3_000 }, (_, i) => `parent-${i}`), '2': ['retried'] },
           i: { small: '{"a":1}', elsewhere: 'blob:other-container/x.json' },
           n: ['skipped'],
         };
@@ -343,8 +428,11 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         expect(location).toMatch(new RegExp(`^[a-z0-9-]{3,63}/upstream/${id}/fan/in/2\\.json$`));
         expect(await store.getUpstreamOverflow(location)).toEqual(compact);
         // Empty sections are dropped.
-        const loc2 = await store.putUpstreamOverflow(id, 'lonely', 1, { s: [], n: ['p'] });
+        const loc2 = await store.putUpstreamOverflow(id, 'lonely', 1, { s: {}, n: ['p'] });
         expect(await store.getUpstreamOverflow(loc2)).toEqual({ n: ['p'] });
+        // An overflow blob in the form older coordinators wrote (a list of parents at the legacy path) reads back as it is.
+        const loc3 = await store.putUpstreamOverflow(id, 'old', 1, { s: ['a', 'b'] });
+        expect(await store.getUpstreamOverflow(loc3)).toEqual({ s: ['a', 'b'] });
       }, timeout);
 
       it('refuses bad arguments and locations, and reports a missing overflow blob as not-found', async () => {

@@ -257,10 +257,21 @@ export interface StashFileOptions extends OperationOptions {
   key?: string;
 }
 
+/** The attempt number of the running task (`JOBQ_WORKFLOW_ATTEMPT`); `invalid-config` when unset or malformed. */
+function taskAttempt(helper: string): number {
+  const text = requireTaskEnv(helper, 'JOBQ_WORKFLOW_ATTEMPT');
+  const attemptNo = /^[1-9][0-9]*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(attemptNo)) {
+    throw new JobqError('invalid-config', `${helper}() needs JOBQ_WORKFLOW_ATTEMPT to be an attempt number (an integer ≥ 1), got "${text.slice(0, 40)}"`);
+  }
+  return attemptNo;
+}
+
 /**
- * Uploads a local file to `workflow-files/{workflow_id}/{task}/{name}` in the outputs target and
- * returns its stash marker (`{"__jobq_stash__":{…}}`). It does **not** set the output: put the
- * marker in it, as the output itself or as the value of a top-level key, e.g.
+ * Uploads a local file to `workflow-files/{workflow_id}/{task}/{attempt}/{name}` in the outputs
+ * target (the attempt is `JOBQ_WORKFLOW_ATTEMPT`) and returns its stash marker
+ * (`{"__jobq_stash__":{…}}`). It does **not** set the output: put the marker in it, as the output
+ * itself or as the value of a top-level key, e.g.
  * `await setOutput({ model: await stashFile('model.pt') })`. Downstream tasks then get a
  * {@link StashedFile} from `getFile(task, 'model')` or `getUpstreamOutput(task).model`.
  * The file must not change while it is uploaded.
@@ -270,11 +281,12 @@ export interface StashFileOptions extends OperationOptions {
  */
 export async function stashFile(path: string, options: StashFileOptions = {}): Promise<StashMarkerJson> {
   const { workflowId, taskName } = taskIdentity('stashFile');
+  const attemptNo = taskAttempt('stashFile');
   if (typeof path !== 'string' || path === '') throw new JobqError('invalid-argument', 'stashFile() needs the path of a file');
   const absolute = resolve(path);
   const name = options.key ?? basename(absolute);
   const outputs = await outputStore();
-  const marker = await outputs.putFileFromPath(workflowId, taskName, name, absolute, options.abortSignal ? { abortSignal: options.abortSignal } : undefined);
+  const marker = await outputs.putFileFromPath(workflowId, taskName, attemptNo, name, absolute, options.abortSignal ? { abortSignal: options.abortSignal } : undefined);
   return makeStashMarker(marker);
 }
 

@@ -96,7 +96,7 @@ describe('blob outputs', () => {
   beforeAll(async () => {
     const text = JSON.stringify(big);
     expect(Buffer.byteLength(text)).toBeGreaterThan(40 * 1024);
-    const put = await store.putOutput(WORKFLOW, 'big', text);
+    const put = await store.putOutput(WORKFLOW, 'big', 1, text);
     expect(put.placement).toBe('blob');
     ref = put.ref!;
   });
@@ -107,7 +107,7 @@ describe('blob outputs', () => {
   });
 
   it('reads the canonical ref without md5 (as expanded from compact refs)', async () => {
-    await taskEnv('child', { big: blobOutputRef(store.outputsContainer, canonicalOutputBlobPath(WORKFLOW, 'big')) });
+    await taskEnv('child', { big: blobOutputRef(store.outputsContainer, canonicalOutputBlobPath(WORKFLOW, 'big', 1)) });
     expect(await getUpstreamOutput('big')).toEqual(big);
   });
 
@@ -116,24 +116,44 @@ describe('blob outputs', () => {
     expect(await getUpstreamOutputs()).toEqual({ big, small: { a: 1 } });
   });
 
-  it('a blob output replaced behind the ref is corrupt', async () => {
-    const put = await store.putOutput(WORKFLOW, 'replaced', JSON.stringify({ ...big, v: 1 }));
-    await store.putOutput(WORKFLOW, 'replaced', JSON.stringify({ ...big, v: 2 }));
-    await taskEnv('child', { replaced: put.ref });
-    expect(isJobqError(await rejection(getUpstreamOutput('replaced')), 'corrupt')).toBe(true);
+  it('a second delivery of the same attempt gets the first one\'s ref: the child reads the first output, with or without md5', async () => {
+    const first = await store.putOutput(WORKFLOW, 'redelivered', 1, JSON.stringify({ ...big, v: 1 }));
+    const second = await store.putOutput(WORKFLOW, 'redelivered', 1, JSON.stringify({ ...big, v: 2 }));
+    expect(second.ref).toBe(first.ref);
+    await taskEnv('child', { redelivered: second.ref });
+    expect(await getUpstreamOutput('redelivered')).toEqual({ ...big, v: 1 });
+    await taskEnv('child', { redelivered: blobOutputRef(store.outputsContainer, canonicalOutputBlobPath(WORKFLOW, 'redelivered', 1)) });
+    expect(await getUpstreamOutput('redelivered')).toEqual({ ...big, v: 1 });
+  });
+
+  it('a blob ref whose md5 is not the one stored with the blob is corrupt', async () => {
+    await store.putOutput(WORKFLOW, 'other-md5', 1, JSON.stringify({ ...big, v: 1 }));
+    const path = canonicalOutputBlobPath(WORKFLOW, 'other-md5', 1);
+    await taskEnv('child', { 'other-md5': blobOutputRef(store.outputsContainer, path, md5(JSON.stringify({ ...big, v: 2 }))) });
+    expect(isJobqError(await rejection(getUpstreamOutput('other-md5')), 'corrupt')).toBe(true);
   });
 });
 
 describe('stashFile and StashedFile', () => {
-  it('stashFile uploads under workflow-files/{id}/{task}/{basename} and returns the marker; it does not set the output', async () => {
-    const { outputFile } = await taskEnv('train');
+  it('stashFile uploads under workflow-files/{id}/{task}/{attempt}/{basename} and returns the marker; it does not set the output', async () => {
+    const { outputFile, env } = await taskEnv('train');
     const path = await localFile('model.bin', 'weights-v1');
     const marker = await stashFile(path);
-    expect(marker).toEqual(makeStashMarker({ blobName: `workflow-files/${WORKFLOW}/train/${counter}-model.bin`, md5: md5('weights-v1'), size: 10 }));
+    expect(marker).toEqual(makeStashMarker({ blobName: `workflow-files/${WORKFLOW}/train/1/${counter}-model.bin`, md5: md5('weights-v1'), size: 10 }));
     expect(await readFile(outputFile, 'utf8')).toBe('');
     const renamed = await stashFile(path, { key: 'weights.bin' });
-    expect(renamed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/weights.bin`);
+    expect(renamed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/1/weights.bin`);
     expect(isJobqError(await rejection(stashFile(path, { key: '../x' })), 'invalid-argument')).toBe(true);
+    // A later attempt stashes beside, not over, the first one's files.
+    configureTaskHelpers({ env: { ...env, JOBQ_WORKFLOW_ATTEMPT: '3' }, outputs: store });
+    const third = await stashFile(path, { key: 'weights.bin' });
+    expect(third.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/3/weights.bin`);
+    for (const bad of [undefined, '0', 'x', '1.5']) {
+      configureTaskHelpers({ env: { ...env, JOBQ_WORKFLOW_ATTEMPT: bad }, outputs: store });
+      const error = await rejection(stashFile(path));
+      expect([bad, isJobqError(error, 'invalid-config')]).toEqual([bad, true]);
+      expect((error as Error).message).toMatch(/JOBQ_WORKFLOW_ATTEMPT/);
+    }
   });
 
   it('markers under top-level keys come back as handles; getFile finds them; downloadTo/readBytes verify', async () => {
@@ -151,7 +171,7 @@ describe('stashFile and StashedFile', () => {
 
     const file = await getFile('train', 'data');
     expect(file).toBeInstanceOf(StashedFile);
-    expect([file.blobName, file.md5, file.size, file.fileName]).toEqual([`workflow-files/${WORKFLOW}/train/${counter - 1}-data.bin`, md5(bytes), 70_000, `${counter - 1}-data.bin`]);
+    expect([file.blobName, file.md5, file.size, file.fileName]).toEqual([`workflow-files/${WORKFLOW}/train/1/${counter - 1}-data.bin`, md5(bytes), 70_000, `${counter - 1}-data.bin`]);
     expect(Buffer.from(await file.readBytes()).equals(bytes)).toBe(true);
     const dest = join(taskDir, 'copy.bin');
     await file.downloadTo(dest);
@@ -185,14 +205,14 @@ describe('stashFile and StashedFile', () => {
     const file = await getFile('train', 'ckpt');
 
     // Same size, other bytes: the md5 check catches it.
-    await store.putFile(WORKFLOW, 'train', `${counter - 1}-ckpt.bin`, Buffer.from('BBBBBBBBBB'));
+    await store.putFile(WORKFLOW, 'train', 1, `${counter - 1}-ckpt.bin`, Buffer.from('BBBBBBBBBB'));
     expect(isJobqError(await rejection(file.readBytes()), 'corrupt')).toBe(true);
     const dest = join(taskDir, 'ckpt.bin');
     expect(isJobqError(await rejection(file.downloadTo(dest)), 'corrupt')).toBe(true);
     expect(await readdir(taskDir)).not.toContain('ckpt.bin');
 
     // Other size: the size check catches it.
-    await store.putFile(WORKFLOW, 'train', `${counter - 1}-ckpt.bin`, Buffer.from('short'));
+    await store.putFile(WORKFLOW, 'train', 1, `${counter - 1}-ckpt.bin`, Buffer.from('short'));
     expect(isJobqError(await rejection(file.readBytes()), 'corrupt')).toBe(true);
   });
 });
@@ -206,7 +226,7 @@ describe('end to end (in process): producer → worker stores the output → con
     await setOutput({ model: await stashFile(path), history: 'h'.repeat(40 * 1024) });
 
     // The worker side: store what the script wrote, as the workflow processor does (SPEC §5.4).
-    const stored = await store.putOutput(WORKFLOW, 'train', await readFile(outputFile, 'utf8'));
+    const stored = await store.putOutput(WORKFLOW, 'train', 1, await readFile(outputFile, 'utf8'));
     expect(stored.placement).toBe('blob');
     expect(parseOutputRef(stored.ref!).kind).toBe('blob');
 

@@ -7,7 +7,7 @@ import { callHelper, requireTaskEnvironment, writeJsonLine } from './info';
 export default class TaskStashFile extends JobqCommand {
   static override summary = 'Upload a file for downstream tasks and print its marker';
   static override description =
-    'Uploads PATH to workflow-files/{workflow_id}/{task}/{name} in the outputs target and prints its marker ' +
+    'Uploads PATH to workflow-files/{workflow_id}/{task}/{attempt}/{name} in the outputs target and prints its marker ' +
     '{"__jobq_stash__":{…}} as JSON on one line. It does not set the output: put the marker in it, as the output itself ' +
     'or as the value of a top-level key; downstream tasks then fetch the file with "jobq task get-file TASK [KEY] DEST". ' +
     'The file must not change while it is uploaded. Only inside a workflow task (exit 2 elsewhere).';
@@ -27,7 +27,7 @@ export default class TaskStashFile extends JobqCommand {
     const { args, flags } = await this.parse(TaskStashFile);
     const path = args.path;
     if (path === undefined) throw new UsageError('jobq task stash-file: missing PATH, the file to upload');
-    requireTaskEnvironment('stash-file', ['JOBQ_WORKFLOW_PREFIX']);
+    requireTaskEnvironment('stash-file', ['JOBQ_WORKFLOW_ATTEMPT', 'JOBQ_WORKFLOW_PREFIX']);
     const marker = await callHelper(() => stashFile(path, flags.name !== undefined ? { key: flags.name } : {}));
     writeJsonLine(marker);
   }

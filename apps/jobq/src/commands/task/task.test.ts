@@ -160,7 +160,7 @@ describe('upstream outputs', () => {
   let bigRef: string;
 
   beforeAll(async () => {
-    const put = await outputs.putOutput(WORKFLOW, 'big', JSON.stringify(big));
+    const put = await outputs.putOutput(WORKFLOW, 'big', 1, JSON.stringify(big));
     expect(put.placement).toBe('blob');
     bigRef = put.ref!;
   });
@@ -246,10 +246,10 @@ describe('stash-file and get-file', () => {
     ]);
     expect(stashed.code).toBe(0);
     const marker = JSON.parse(stashed.stdout) as { __jobq_stash__: { blob_name: string; size: number } };
-    expect(marker.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/model.bin`);
+    expect(marker.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/1/model.bin`);
     expect(marker.__jobq_stash__.size).toBe(50_000);
 
-    expect((JSON.parse(named.stdout) as typeof marker).__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/weights.bin`);
+    expect((JSON.parse(named.stdout) as typeof marker).__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/1/weights.bin`);
 
     const set = await runCli(['task', 'set-output', '--json', JSON.stringify({ model: marker, loss: 0.1 })], { env: producer.env });
     expect(set.code).toBe(0);
