@@ -1,3 +1,5 @@
+import { MAX_WORKFLOW_ID_LENGTH } from '../wire/ids';
+
 /**
  * Every size limit a workflow definition is validated against, in one place. Most come from the
  * storage a definition meets when it is submitted and run: a definition that validates can be
@@ -64,10 +66,10 @@ export const MERGE_NAME_ROOM = 32;
 export const MAX_TASK_KEY_LENGTH = TABLE_KEY_MAX_CHARS - MERGE_NAME_ROOM;
 
 /**
- * Longest workflow id (the id rule: 1–128 of `[A-Za-z0-9._-]`, starting with a letter or digit):
- * the task message of a definition is sized with an id this long, since the id is chosen at submit.
+ * Longest workflow id (the id rule of `wire/ids`): the task message of a definition is sized with
+ * an id this long, since the id is chosen at submit.
  */
-export const MAX_WORKFLOW_ID_LENGTH = 128;
+export { MAX_WORKFLOW_ID_LENGTH };
 
 /** The workflow id a task message is sized with: the longest the id rule admits. */
 export const WORST_CASE_WORKFLOW_ID = 'w'.repeat(MAX_WORKFLOW_ID_LENGTH);

@@ -7,6 +7,9 @@
  */
 export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
+/** The longest workflow id ({@link WORKFLOW_ID_PATTERN}). */
+export const MAX_WORKFLOW_ID_LENGTH = 128;
+
 /** True when `value` is a workflow id by {@link WORKFLOW_ID_PATTERN}. */
 export function isValidWorkflowId(value: unknown): value is string {
   return typeof value === 'string' && WORKFLOW_ID_PATTERN.test(value);
