@@ -231,4 +231,31 @@ describe('task channel: what an attempt may do', () => {
     expect((await readdir(dir)).filter((name) => name.startsWith('.transfer-'))).toEqual([]);
     expect((await readdir(child.dir)).filter((name) => name.startsWith('.transfer-') || name.endsWith('.jobq-part'))).toEqual([]);
   });
+
+  it('a refused upload is answered before its bytes are sent (Expect: 100-continue)', async () => {
+    const { channel } = await evalChannel();
+    const upload = (query: string) =>
+      new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
+        let continued = false;
+        const req = request({
+          socketPath: channel.env.JOBQ_TASK_SOCKET!,
+          method: 'PUT',
+          path: `/v1/stash?${query}`,
+          agent: false,
+          headers: { authorization: `Bearer ${channel.env.JOBQ_TASK_TOKEN!}`, 'content-length': '5', expect: '100-continue' },
+        });
+        req.on('continue', () => {
+          continued = true;
+          req.end('bytes');
+        });
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, continued }));
+        });
+        req.on('error', reject);
+      });
+    expect(await upload('name=a.bin&workflow=wf-foreign')).toEqual({ status: 403, continued: false });
+    expect(await upload('name=..')).toEqual({ status: 400, continued: false });
+    expect(await upload('name=a.bin')).toEqual({ status: 200, continued: true });
+  });
 });

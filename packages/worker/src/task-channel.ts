@@ -193,7 +193,7 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
     }
   };
 
-  const stash = async (req: IncomingMessage, url: URL): Promise<unknown> => {
+  const stash = async (req: IncomingMessage, url: URL, proceed: () => void): Promise<unknown> => {
     const name = url.searchParams.get('name');
     const claimedWorkflow = url.searchParams.get('workflow');
     const claimedTask = url.searchParams.get('task');
@@ -204,6 +204,7 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
       throw new JobqError('invalid-argument', `the file name must be a plain file name (no "/", "\\" or control characters; not "." or ".."), got ${JSON.stringify(name)}`);
     }
     const declared = req.headers['content-length'];
+    proceed();
     const path = transferPath();
     try {
       let received = 0;
@@ -224,17 +225,24 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
     }
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /** `expectsContinue`: the client waits for "100 Continue" before sending the body (uploads do). */
+  const handle = async (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> => {
     if (!authorized(req)) throw new Refused(401, `the task channel needs this attempt's token ($${TASK_TOKEN_VARIABLE}) as "Authorization: Bearer TOKEN"`);
+    // Only a request that passed its checks gets its body sent: a refused upload costs nothing.
+    const proceed = () => {
+      if (expectsContinue) res.writeContinue();
+    };
     const url = new URL(req.url ?? '/', 'http://task');
     const route = `${req.method ?? ''} ${url.pathname}`;
     switch (route) {
       case `POST ${CHANNEL_ROUTES.output}`:
+        proceed();
         return sendJson(res, 200, { value: await outputFor(await readJson(req)) });
       case `POST ${CHANNEL_ROUTES.file}`:
+        proceed();
         return sendFile(await readJson(req), res);
       case `PUT ${CHANNEL_ROUTES.stash}`:
-        return sendJson(res, 200, await stash(req, url));
+        return sendJson(res, 200, await stash(req, url, proceed));
       default:
         throw new Refused(
           403,
@@ -243,14 +251,16 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
     }
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
+  const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
+    handle(req, res, expectsContinue).catch((error: unknown) => {
       if (!(error instanceof Refused) && !stop.signal.aborted) {
         options.log?.(`task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`);
       }
       sendError(res, error, stop.signal.aborted);
     });
-  });
+  };
+  const server = createServer((req, res) => serve(req, res, false));
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
   // Transfers of big files may take long; the channel lives as long as the attempt.
   server.requestTimeout = 0;
 
