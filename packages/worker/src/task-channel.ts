@@ -187,7 +187,17 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
     try {
       await outputs.downloadFileTo(marker, path, operation);
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(marker.size), [MD5_HEADER]: marker.md5 });
-      await pipeline(createReadStream(path), res);
+      // Done once the answer is closed: a client that hangs up as soon as it has every byte (before
+      // the server sees its own write finish) is no failure; one that hangs up early sees a short file.
+      await new Promise<void>((resolve, reject) => {
+        const source = createReadStream(path);
+        source.on('error', (error) => {
+          res.destroy(error);
+          reject(error);
+        });
+        res.on('close', () => resolve());
+        source.pipe(res);
+      });
     } finally {
       await rm(path, { force: true }).catch(() => undefined);
     }
