@@ -170,10 +170,8 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
       throw new Refused(403, `stashed file "${shorten(marker.blobName)}" belongs to another workflow than "${workflowId}"`);
     }
     // Outputs already read (or inline) first: no storage call when a task fetches a file of an output it just read.
-    const refs = [...allowedRefs];
-    const cheap = refs.filter((ref) => markersOf.has(ref) || parseOutputRef(ref).kind !== 'blob');
-    const costly = refs.filter((ref) => !cheap.includes(ref));
-    for (const ref of [...cheap, ...costly]) {
+    const cheap = new Set([...allowedRefs].filter((ref) => markersOf.has(ref) || parseOutputRef(ref).kind !== 'blob'));
+    for (const ref of [...cheap, ...[...allowedRefs].filter((r) => !cheap.has(r))]) {
       if ((await markersIn(ref)).some((m) => sameMarker(m, marker))) return;
     }
     throw new Refused(403, `stashed file "${shorten(marker.blobName)}" is not in the output of a direct parent of task "${taskName}": a task may fetch only files its direct parents' outputs hold`);
