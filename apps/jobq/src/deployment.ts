@@ -37,7 +37,10 @@ export interface Deployment {
   connectionFor(account: string): AccountConnection;
   /** `ACCOUNT/PREFIX` as text. */
   target: string;
-  /** The environment a worker hands to its tasks so that `jobq task …` finds this deployment. */
+  /**
+   * The deployment's settings a worker hands to its tasks (`jobq task …` names it in errors). No
+   * storage credential: the task helpers reach storage through the worker's task channel.
+   */
   taskEnvironment: Record<string, string>;
 }
 
@@ -87,8 +90,6 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   const taskEnvironment: Record<string, string> = { JOBQ_WORKFLOW_PREFIX: `${prefix.account}/${prefix.prefix}` };
   if (config.queues.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_QUEUES = config.queues.value;
   if (config.blobs.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_BLOBS = config.blobs.value;
-  const own = account(prefix.account);
-  if ('connectionString' in own) taskEnvironment.JOBQ_STORAGE_CONNECTION_STRING = own.connectionString;
   return {
     prefix,
     store,

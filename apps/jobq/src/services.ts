@@ -1,5 +1,14 @@
 import { Coordinator, type CoordinatorOptions } from '@jobq/coordinator';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, workflowExistsInStore, workflowProcessorSettingsFromEnv, type LogLine } from '@jobq/worker';
+import {
+  ShellProcessor,
+  Worker,
+  WorkflowProcessor,
+  cancelCheckFromStore,
+  taskUserFromEnv,
+  workflowExistsInStore,
+  workflowProcessorSettingsFromEnv,
+  type LogLine,
+} from '@jobq/worker';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
 
@@ -57,6 +66,8 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
   // Workflow tasks get the deployment's settings (for `jobq task …`); plain shell tasks only the worker's own.
   const env = { ...base, ...deployment.taskEnvironment };
   const settings = workflowProcessorSettingsFromEnv(env);
+  // JOBQ_TASK_UID/JOBQ_TASK_GID: run workflow tasks as another OS user (the worker must be root).
+  const taskUser = taskUserFromEnv(env);
   return new Worker({
     queue,
     numWorkers: options.numWorkers,
@@ -73,6 +84,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         isKnownWorkflow: workflowExistsInStore(deployment.store),
         env,
         ...settings,
+        taskUser,
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
       }),

@@ -32,6 +32,9 @@ export {
 } from './completion-publisher';
 export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+export { startTaskChannel, type TaskChannel, type TaskChannelOptions, type TaskChannelStore } from './task-channel';
+export { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from './task-channel-protocol';
+export { checkTaskUser, taskUserFromEnv, type TaskUser } from './task-user';
 export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
 export { envValue, parseWorkflowPrefix, storageConnectionFor, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './config';
 export { prefixedLog, stderrLog, type LogLine } from './log';

@@ -7,6 +7,9 @@ export interface RunShellOptions {
   /** The complete environment of the child (the caller merges the worker's and the task's). */
   env: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Run the child as this user and group (the caller must be root). Default: the worker's own. */
+  uid?: number;
+  gid?: number;
   /** Stops the child: SIGTERM to its process group, then SIGKILL after `killTimeoutInMs`. */
   signal?: AbortSignal;
   killTimeoutInMs: number;
@@ -63,6 +66,8 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
     const child = spawn('bash', ['-c', options.command], {
       env: options.env,
       cwd: options.cwd,
+      ...(options.uid !== undefined ? { uid: options.uid } : {}),
+      ...(options.gid !== undefined ? { gid: options.gid } : {}),
       detached: true, // its own process group: kill(-pid) reaches the whole tree
       stdio: ['ignore', 'pipe', 'pipe'],
     });

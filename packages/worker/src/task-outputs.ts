@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
 import type { OutputStore, PutOutputOptions, PutOutputResult } from '@jobq/ports';
 
 /** What {@link storeTaskOutput} found. */
@@ -6,6 +7,36 @@ export type StoredOutput =
   | { ok: true; result: PutOutputResult }
   /** The attempt fails with `error` (invalid JSON, an upload that failed above the inline limit…). */
   | { ok: false; error: string; aborted: boolean };
+
+/** Options of {@link storeTaskOutput}. */
+export interface StoreTaskOutputOptions extends PutOutputOptions {
+  /**
+   * The uid of the task user, when the task ran as another user than the worker: the file is then
+   * read only if it is a regular file owned by that user and not a symbolic link, so a task cannot
+   * make the worker read (and publish) a file of the worker's own through a link.
+   */
+  ownerUid?: number;
+}
+
+/** The output file as text; with `ownerUid`, only a regular file of that user, never through a link. */
+async function readOutputFile(path: string, ownerUid: number | undefined): Promise<string> {
+  if (ownerUid === undefined) return readFile(path, 'utf8');
+  // O_NONBLOCK: a FIFO put in place of the file must not block the worker on open.
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new Error('it is not a regular file');
+    if (info.uid !== ownerUid) throw new Error(`it belongs to uid ${info.uid}, not to the task user (uid ${ownerUid})`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+function describeReadError(error: unknown): string {
+  if ((error as NodeJS.ErrnoException).code === 'ELOOP') return 'it is a symbolic link; write the output into the file itself (e.g. jobq task set-output)';
+  return error instanceof Error ? error.message : String(error);
+}
 
 /**
  * Reads the output file a task attempt's script wrote (`$JOBQ_OUTPUT_FILE`) and stores it (SPEC
@@ -21,24 +52,25 @@ export async function storeTaskOutput(
   attemptNo: number,
   outputFile: string,
   log: (line: string) => void,
-  options?: PutOutputOptions,
+  options?: StoreTaskOutputOptions,
 ): Promise<StoredOutput> {
+  const { ownerUid, ...operation } = options ?? {};
   let text: string;
   try {
-    text = await readFile(outputFile, 'utf8');
+    text = await readOutputFile(outputFile, ownerUid);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, result: { ref: null, placement: 'none', bytes: 0 } };
-    return { ok: false, error: `could not read the output file: ${error instanceof Error ? error.message : String(error)}`, aborted: false };
+    return { ok: false, error: `could not read the output file: ${describeReadError(error)}`, aborted: false };
   }
   if (text.trim() === '') return { ok: true, result: { ref: null, placement: 'none', bytes: 0 } };
   try {
-    const result = await outputs.putOutput(workflowId, taskName, attemptNo, text, options);
+    const result = await outputs.putOutput(workflowId, taskName, attemptNo, text, operation);
     if (result.warning) log(`warning: ${result.warning}`);
     if (result.adopted) log(`attempt ${attemptNo} of task "${taskName}" already has a stored output (an earlier delivery wrote it): that output is reported, this one dropped`);
     return { ok: true, result };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const aborted = options?.abortSignal?.aborted === true;
+    const aborted = operation.abortSignal?.aborted === true;
     return { ok: false, error: `could not store the output: ${message}`, aborted };
   }
 }

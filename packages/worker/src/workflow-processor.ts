@@ -1,8 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Completion, decodeWorkflowTask, isMergeNode, type WorkflowTaskInfo } from '@jobq/dag-core';
 import { JobqError, isJobqError, type OutputStore, type TaskQueue } from '@jobq/ports';
+import { giveToTaskUser, prepareAttemptDir, removeAttemptDir } from './attempt-dir';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
 import {
   type BackoffSettings,
@@ -16,7 +17,9 @@ import { taskEnvironment } from './shell-processor';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
+import { startTaskChannel, type TaskChannel } from './task-channel';
 import { storeTaskOutput } from './task-outputs';
+import { checkTaskUser, type TaskUser } from './task-user';
 import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
 
 /** Error text of a task that was not started, or stopped, because its workflow was cancelled. */
@@ -67,6 +70,12 @@ export interface WorkflowProcessorOptions {
    * remembered; a failed look-up counts as known. Default: every workflow is accepted.
    */
   isKnownWorkflow?: (workflowId: string) => Promise<boolean>;
+  /**
+   * Run tasks as this OS user instead of the worker's own (e.g. `taskUserFromEnv(env)`), so they
+   * cannot read the worker's files or signal its processes. Needs a worker running as root
+   * (`invalid-config` otherwise); `tempDir` and the tasks' `cwd` must be usable by that user.
+   */
+  taskUser?: TaskUser | null;
 }
 
 /** Known workflow ids remembered by a {@link WorkflowProcessor} (a workflow never leaves its deployment). */
@@ -120,6 +129,7 @@ export class WorkflowProcessor implements Processor {
   private readonly cancelPollIntervalInMs: number;
   private readonly cancelPollJitter: number;
   private readonly random: () => number;
+  private readonly taskUser: TaskUser | null;
   private lastConfigError: JobqError | null = null;
 
   constructor(private readonly options: WorkflowProcessorOptions) {
@@ -131,6 +141,8 @@ export class WorkflowProcessor implements Processor {
     this.cancelPollIntervalInMs = options.cancelPollIntervalInMs ?? fromEnv.cancelPollIntervalInMs;
     this.cancelPollJitter = options.cancelPollJitter ?? 0.25;
     this.random = options.random ?? Math.random;
+    this.taskUser = options.taskUser ?? null;
+    if (this.taskUser !== null) checkTaskUser(this.taskUser);
     this.cancelFlags = new CancelFlagCache(options.isCancelled, {
       ttlInMs: this.cancelPollIntervalInMs,
       jitter: this.cancelPollJitter,
@@ -218,10 +230,10 @@ export class WorkflowProcessor implements Processor {
     if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return finish(false, null, 'kwargs.cwd must be a string');
 
     const dir = await mkdtemp(join(this.options.tempDir ?? tmpdir(), 'jobq-wf-'));
+    let channel: TaskChannel | null = null;
     try {
-      const outputFile = join(dir, 'output.json');
+      const { outputFile } = await prepareAttemptDir(dir, this.taskUser);
       const refsFile = join(dir, 'upstream-refs.json');
-      await writeFile(outputFile, '', { mode: 0o600 });
       let refs: Record<string, string | null>;
       try {
         refs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
@@ -232,6 +244,18 @@ export class WorkflowProcessor implements Processor {
         return finish(false, null, message);
       }
       await writeUpstreamRefsFile(refsFile, refs);
+      await giveToTaskUser(refsFile, this.taskUser);
+      // The task's only way to storage: its parents' outputs and its own files, through the worker.
+      channel = await startTaskChannel({
+        dir,
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        upstreamRefs: refs,
+        outputs: this.options.outputs,
+        taskUser: this.taskUser,
+        log: (line) => context.log(line),
+      });
 
       const env: NodeJS.ProcessEnv = {
         ...base,
@@ -243,6 +267,7 @@ export class WorkflowProcessor implements Processor {
         JOBQ_WORKFLOW_UPSTREAM_REFS: refsFile,
         // Created when the cancel flag is seen, so `isCancelled()` in the task needs no network.
         JOBQ_WORKFLOW_CANCEL_FILE: join(dir, 'cancelled'),
+        ...channel.env,
       };
       if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
       else delete env.JOBQ_WORKFLOW_QUEUES;
@@ -252,6 +277,7 @@ export class WorkflowProcessor implements Processor {
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
       const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
+      await channel.close(); // the attempt's process is gone: nothing may use the channel any more
 
       if (result.stopped && !result.timedOut) {
         if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
@@ -265,6 +291,7 @@ export class WorkflowProcessor implements Processor {
       }
       const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
         abortSignal: context.signal,
+        ownerUid: this.taskUser?.uid,
       });
       if (!stored.ok) {
         if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
@@ -273,7 +300,8 @@ export class WorkflowProcessor implements Processor {
       }
       return finish(true, stored.result.ref, null);
     } finally {
-      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      await channel?.close();
+      await removeAttemptDir(dir, this.taskUser, (line) => context.log(line)).catch(() => undefined);
     }
   }
 
@@ -315,6 +343,7 @@ export class WorkflowProcessor implements Processor {
         env,
         ...(cwd !== undefined ? { cwd } : {}),
         signal: stop.signal,
+        ...(this.taskUser !== null ? { uid: this.taskUser.uid, gid: this.taskUser.gid } : {}),
         killTimeoutInMs: this.killTimeoutInMs,
         timeoutInMs,
         onLine: (_stream, line) => context.log(line),

@@ -1,6 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { JobqError, type OutputStore } from '@jobq/ports';
 import { envValue, storageConnectionFor, workflowEnvironment } from '../config';
+import { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from '../task-channel-protocol';
+import { TaskChannelClient, type TaskStorage } from './channel-client';
 
 /**
  * Decides whether the workflow of the running task has been cancelled. May be sync or async.
@@ -12,7 +14,8 @@ export type CancellationChecker = (workflowId: string, env: NodeJS.ProcessEnv) =
 export interface TaskHelpersOptions {
   /**
    * The output store to read upstream blob outputs and stashed files from (and stash files to).
-   * Default: built lazily, on first use, from the environment with `@jobq/store-azure`.
+   * Default: inside a worker, the worker's task channel (`JOBQ_TASK_SOCKET`); outside one, a store
+   * built lazily, on first use, from the environment with `@jobq/store-azure`.
    */
   outputs?: OutputStore;
   /** The environment to read the `JOBQ_*` variables from. Default: `process.env` (read at each call). */
@@ -125,13 +128,24 @@ function buildDefaultStore(env: NodeJS.ProcessEnv): Promise<OutputStore> {
   });
 }
 
+/** The client of the worker's task channel at `socket` (the token comes from the same environment). */
+function taskChannel(env: NodeJS.ProcessEnv, socket: string): TaskStorage {
+  const token = envValue(env, TASK_TOKEN_VARIABLE);
+  if (token === null) throw new JobqError('invalid-config', `${TASK_SOCKET_VARIABLE} is set but ${TASK_TOKEN_VARIABLE} is not: the task channel needs both`);
+  return new TaskChannelClient(socket, token);
+}
+
 /**
- * The output store: the injected one, else one built (once per distinct environment) from
- * `JOBQ_WORKFLOW_PREFIX`, `JOBQ_WORKFLOW_BLOBS` and the storage connection variables.
+ * Where the helpers read upstream outputs and stashed files and stash files: the injected store;
+ * else, inside a worker, its task channel (the task holds no storage credential); else a store
+ * built (once per distinct environment) from `JOBQ_WORKFLOW_PREFIX`, `JOBQ_WORKFLOW_BLOBS` and the
+ * storage connection variables.
  */
-export function outputStore(): Promise<OutputStore> {
+export function outputStore(): Promise<TaskStorage> {
   if (settings.outputs) return Promise.resolve(settings.outputs);
   const env = helperEnv();
+  const socket = envValue(env, TASK_SOCKET_VARIABLE);
+  if (socket !== null) return Promise.resolve().then(() => taskChannel(env, socket));
   const key = JSON.stringify(
     ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'].map((name) => envValue(env, name)),
   );

@@ -274,7 +274,8 @@ function taskAttempt(helper: string): number {
  * itself or as the value of a top-level key, e.g.
  * `await setOutput({ model: await stashFile('model.pt') })`. Downstream tasks then get a
  * {@link StashedFile} from `getFile(task, 'model')` or `getUpstreamOutput(task).model`.
- * The file must not change while it is uploaded.
+ * The file must not change while it is uploaded. Inside a worker the helper streams the bytes to
+ * the worker's task channel, which stashes them for this task only.
  *
  * @throws JobqError `invalid-config` outside a workflow task, `invalid-argument` for a name that
  *   is not a plain file name or a file that changed, and the store's transport errors.

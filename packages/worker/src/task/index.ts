@@ -2,6 +2,10 @@
  * `@jobq/worker/task`: helpers for the scripts of jobq workflow tasks (SPEC §5.4, §8.3). They read
  * the environment the workflow processor gives a task's process (`JOBQ_OUTPUT_FILE`,
  * `JOBQ_WORKFLOW_UPSTREAM_REFS`, …) and throw a clear `invalid-config` error outside a task.
+ * Inside a worker they hold no storage credential: blob outputs and stashed files go through the
+ * worker's task channel (`JOBQ_TASK_SOCKET`), which allows only this attempt's direct parents'
+ * outputs and files, and files stashed for this task. Outside a worker (tests, tools) they open the
+ * store from the environment with `@jobq/store-azure`, or use one given to `configureTaskHelpers`.
  *
  * ```ts
  * import { getFile, getUpstreamOutput, setOutput, stashFile } from '@jobq/worker/task';

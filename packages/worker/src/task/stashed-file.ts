@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { makeStashMarker, type StashMarker, type StashMarkerJson } from '@jobq/dag-core';
 import type { OperationOptions, OutputStore } from '@jobq/ports';
+import type { TaskStorage } from './channel-client';
 import { outputStore } from './context';
 
 /**
@@ -62,7 +63,7 @@ export class StashedFile {
     return makeStashMarker(this.marker);
   }
 
-  #store(): Promise<OutputStore> {
+  #store(): Promise<TaskStorage> {
     return this.#outputs ? Promise.resolve(this.#outputs) : outputStore();
   }
 }

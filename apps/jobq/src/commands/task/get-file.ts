@@ -34,7 +34,8 @@ export default class TaskGetFile extends JobqCommand {
   static override summary = 'Download a file an upstream task stashed';
   static override description =
     'Downloads the file upstream task TASK stashed with "jobq task stash-file": the one under top-level key KEY of its output, ' +
-    'or, without KEY, the one that is its whole output. TASK may also be a marker as printed by stash-file. ' +
+    'or, without KEY, the one that is its whole output. TASK may also be a marker as printed by stash-file; inside a worker ' +
+    'it must appear in the output of a direct upstream task (the worker refuses any other file). ' +
     'DEST is a file path or an existing directory (the file keeps its stashed name there); the size and md5 are checked and DEST ' +
     'is never left half-written. Prints the path written. Only inside a workflow task (exit 2 elsewhere).';
   static override examples = [

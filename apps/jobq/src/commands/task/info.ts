@@ -27,6 +27,8 @@ const TASK_VARIABLES = [
   'JOBQ_WORKFLOW_UPSTREAM_REFS',
   'JOBQ_WORKFLOW_REAL_UPSTREAM',
   'JOBQ_WORKFLOW_CANCEL_FILE',
+  // The worker's task channel; its token (JOBQ_TASK_TOKEN) is never printed.
+  'JOBQ_TASK_SOCKET',
 ] as const;
 
 /**

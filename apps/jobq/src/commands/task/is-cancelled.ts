@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
 import { openWorkflowStore } from '@jobq/store-azure';
-import { cancelCheckFromStore, envValue, parseWorkflowPrefix, storageConnectionFor } from '@jobq/worker';
+import { TASK_SOCKET_VARIABLE, cancelCheckFromStore, envValue, parseWorkflowPrefix, storageConnectionFor } from '@jobq/worker';
 import { configureTaskHelpers, isCancelled, type CancellationChecker } from '@jobq/worker/task';
 import { JobqCommand, errorLine } from '../../base';
 import { ReportedFailure } from '../../errors';
@@ -9,14 +9,16 @@ import { callHelper, requireTaskEnvironment } from './info';
 
 /**
  * The cancel check of the command line: the worker's cancel file first (no network), then, unless
- * `offline`, the workflow index of `JOBQ_WORKFLOW_PREFIX`. A failed index read counts as "not
- * cancelled" (with a warning), as on the worker, so a storage hiccup never stops a task.
+ * `offline` or inside a worker that serves the task channel (`JOBQ_TASK_SOCKET`: the worker polls
+ * the flag and creates the file, and the task has no credential to read the index), the workflow
+ * index of `JOBQ_WORKFLOW_PREFIX`. A failed index read counts as "not cancelled" (with a warning),
+ * as on the worker, so a storage hiccup never stops a task.
  */
 export function cliCancellationChecker(offline: boolean, warn: (line: string) => void): CancellationChecker {
   return async (workflowId, env) => {
     const file = envValue(env, 'JOBQ_WORKFLOW_CANCEL_FILE');
     if (file !== null && existsSync(file)) return true;
-    if (offline) return false;
+    if (offline || envValue(env, TASK_SOCKET_VARIABLE) !== null) return false;
     const prefixText = envValue(env, 'JOBQ_WORKFLOW_PREFIX');
     if (prefixText === null) return false;
     try {
@@ -35,8 +37,8 @@ export default class TaskIsCancelled extends JobqCommand {
   static override description =
     'Prints true or false and exits 0. With --exit-code nothing is printed and the exit code answers instead: ' +
     '0 when the workflow is cancelled, 1 when it is not (for "if jobq task is-cancelled --exit-code; then …"). ' +
-    'The worker marks a task whose workflow it sees cancelled (no network needed); otherwise the workflow index is read, ' +
-    'unless --offline. A failed read counts as not cancelled, with a warning on stderr. Only inside a workflow task (exit 2 elsewhere).';
+    'The worker marks a task whose workflow it sees cancelled (no network needed); inside a worker that mark is the answer, ' +
+    'elsewhere the workflow index is read too, unless --offline. A failed read counts as not cancelled, with a warning on stderr. Only inside a workflow task (exit 2 elsewhere).';
   static override examples = [
     '<%= config.bin %> task is-cancelled',
     'if <%= config.bin %> task is-cancelled --exit-code; then echo "cancelled: stopping"; exit 1; fi',

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { decodeCoordinatorMessage, encodeTaskMessage, type Completion } from '@jobq/dag-core';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
-import { Worker, WorkflowProcessor } from '@jobq/worker';
+import { Worker, WorkflowProcessor, startTaskChannel, type TaskChannel } from '@jobq/worker';
 import { resolveConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
 import { CLI, cleanEnv, runCli, type CliResult } from '../../test-helpers/cli';
@@ -289,6 +289,77 @@ describe('stash-file and get-file', () => {
   });
 });
 
+describe("through the worker's task channel (no storage credential in the task)", () => {
+  const channels: TaskChannel[] = [];
+  const bytes = Buffer.from(Array.from({ length: 40_000 }, (_, i) => (i * 11) % 256));
+  let marker: string;
+  let bigRef: string;
+  const big = { rows: Array.from({ length: 1000 }, (_, i) => ({ i, text: 'c'.repeat(40) })) };
+
+  beforeAll(async () => {
+    const stashed = await outputs.putFile(WORKFLOW, 'train', 'model.bin', bytes);
+    marker = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: stashed.blobName, md5: stashed.md5, size: stashed.size } });
+    bigRef = (await outputs.putOutput(WORKFLOW, 'chanbig', JSON.stringify(big))).ref!;
+  });
+
+  afterAll(async () => {
+    await Promise.all(channels.map((channel) => channel.close()));
+  });
+
+  /** Task "eval" with parents train (inline, holding the marker) and chanbig (blob), served by a channel; no connection string. */
+  async function channelTask(): Promise<TaskEnv> {
+    const refs = { train: `{"model":${marker},"loss":0.1}`, chanbig: bigRef };
+    const task = await taskEnv('eval', refs);
+    const channel = await startTaskChannel({ dir: task.taskDir, workflowId: WORKFLOW, taskName: 'eval', attemptNo: 1, upstreamRefs: refs, outputs });
+    channels.push(channel);
+    delete task.env.JOBQ_STORAGE_CONNECTION_STRING;
+    Object.assign(task.env, channel.env);
+    return task;
+  }
+
+  it('get-upstream, get-upstream-outputs, get-file and stash-file work through the channel', async () => {
+    const task = await channelTask();
+    const source = join(task.taskDir, 'report.csv');
+    await writeFile(source, 'a,b\n1,2\n');
+    const dest = join(task.taskDir, 'model.bin');
+    const [blob, all, byKey, byMarker, stash] = await runTasks(
+      [
+        ['get-upstream', 'chanbig'],
+        ['get-upstream-outputs'],
+        ['get-file', 'train', 'model', dest],
+        ['get-file', marker, join(task.taskDir, 'copy.bin')],
+        ['stash-file', source],
+      ],
+      task.env,
+    );
+    expect(blob.code).toBe(0);
+    expect(JSON.parse(blob.stdout)).toEqual(big);
+    expect(Object.keys(JSON.parse(all.stdout) as object)).toEqual(['train', 'chanbig']);
+    expect(byKey.code).toBe(0);
+    expect((await readFile(dest)).equals(bytes)).toBe(true);
+    expect(byMarker.code).toBe(0);
+    expect((await readFile(join(task.taskDir, 'copy.bin'))).equals(bytes)).toBe(true);
+    expect(stash.code).toBe(0);
+    const stashed = JSON.parse(stash.stdout) as { __jobq_stash__: { blob_name: string; md5: string; size: number } };
+    expect(stashed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/report.csv`);
+    const back = await outputs.getFile({ blobName: stashed.__jobq_stash__.blob_name, md5: stashed.__jobq_stash__.md5, size: stashed.__jobq_stash__.size });
+    expect(Buffer.from(back).toString()).toBe('a,b\n1,2\n');
+  });
+
+  it("get-file of a marker in no parent's output is refused by the worker (exit 1, one line); is-cancelled reads no storage", async () => {
+    const task = await channelTask();
+    const other = await outputs.putFile(WORKFLOW, 'sibling', 'secret.bin', Buffer.from('not yours'));
+    const foreign = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: other.blobName, md5: other.md5, size: other.size } });
+    const [refused, cancelled] = await runTasks([['get-file', foreign, join(task.taskDir, 'stolen.bin')], ['is-cancelled']], task.env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split('\n')).toEqual([
+      `jobq: auth: stashed file "${other.blobName}" is not in the output of a direct parent of task "eval": a task may fetch only files its direct parents' outputs hold`,
+    ]);
+    // No index read (it would need a credential): the worker's cancel mark is the answer, without a warning.
+    expect(cancelled).toEqual({ code: 0, stdout: 'false\n', stderr: '' });
+  });
+});
+
 describe('is-cancelled', () => {
   let deployment: Deployment;
 
@@ -336,6 +407,7 @@ describe('is-cancelled', () => {
 
 describe('inside a real workflow task (WorkflowProcessor)', () => {
   let deployment: Deployment;
+  const jobq = `"${process.execPath}" "${CLI}"`;
 
   beforeAll(async () => {
     const config = resolveConfig({ prefix: `devstoreaccount1/E2e${process.pid}` }, { JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString }, dir);
@@ -346,29 +418,10 @@ describe('inside a real workflow task (WorkflowProcessor)', () => {
     await deployment.completions.close();
   });
 
-  it('the helpers read the environment the worker gives a task: outputs reach the completion, upstream outputs the child', async () => {
-    const jobq = `"${process.execPath}" "${CLI}"`;
-    const workflowId = 'wf-e2e';
+  /** Runs the task messages through a worker with the workflow processor; the completions of `workflowId` by task, and the log. */
+  async function runTasksOnWorker(workflowId: string, messages: Parameters<typeof encodeTaskMessage>[0][]) {
     const queue = await deployment.queue(`devstoreaccount1/wf-e2e-${process.pid}`);
-    await queue.send([
-      {
-        body: encodeTaskMessage({
-          workflowId,
-          taskName: 'producer',
-          attemptNo: 1,
-          kwargs: { cmd: `${jobq} task set-output --json '{"n":41}' && ${jobq} task is-cancelled` },
-        }),
-      },
-      {
-        body: encodeTaskMessage({
-          workflowId,
-          taskName: 'consumer',
-          attemptNo: 1,
-          kwargs: { cmd: `${jobq} task get-upstream-outputs | ${jobq} task set-output --stdin --json` },
-          upstream: { i: { producer: '{"n":41}' }, n: ['skipped'] },
-        }),
-      },
-    ]);
+    await queue.send(messages.map((message) => ({ body: encodeTaskMessage(message) })));
     const lines: string[] = [];
     const worker = new Worker({
       queue,
@@ -388,7 +441,7 @@ describe('inside a real workflow task (WorkflowProcessor)', () => {
       ],
     });
     const summary = await worker.run();
-    expect(summary).toMatchObject({ processed: 2, succeeded: 2 });
+    expect(summary).toMatchObject({ processed: messages.length });
 
     const completions: Completion[] = [];
     for (;;) {
@@ -400,11 +453,86 @@ describe('inside a real workflow task (WorkflowProcessor)', () => {
         await deployment.completions.complete(message);
       }
     }
-    const byTask = Object.fromEntries(completions.map((c) => [c.taskName, c]));
+    return { byTask: Object.fromEntries(completions.map((c) => [c.taskName, c])), lines };
+  }
+
+  it('the helpers read the environment the worker gives a task: outputs reach the completion, upstream outputs the child', async () => {
+    const workflowId = 'wf-e2e';
+    const { byTask, lines } = await runTasksOnWorker(workflowId, [
+      {
+        workflowId,
+        taskName: 'producer',
+        attemptNo: 1,
+        kwargs: { cmd: `${jobq} task set-output --json '{"n":41}' && ${jobq} task is-cancelled` },
+      },
+      {
+        workflowId,
+        taskName: 'consumer',
+        attemptNo: 1,
+        kwargs: { cmd: `${jobq} task get-upstream-outputs | ${jobq} task set-output --stdin --json` },
+        upstream: { i: { producer: '{"n":41}' }, n: ['skipped'] },
+      },
+    ]);
     expect(byTask.producer).toMatchObject({ success: true, error: null });
     expect(JSON.parse(byTask.producer!.outputRef!)).toEqual({ n: 41 });
     expect(byTask.consumer).toMatchObject({ success: true, error: null });
     expect(JSON.parse(byTask.consumer!.outputRef!)).toEqual({ producer: { n: 41 }, skipped: null });
     expect(lines.some((line) => /\bfalse$/.test(line))).toBe(true);
   });
+
+  it("stash-file, get-upstream and get-file work through the worker's channel; the task finds no credential to open the store with", async () => {
+    const workflowId = 'wf-e2e-channel';
+    // A workflow of this deployment that a task must not be able to list.
+    await deployment.client.submit({ definition: { name: 'visible', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] } as never }, { id: 'wf-not-yours' });
+    const producerCmd = [
+      'd=$(dirname "$JOBQ_OUTPUT_FILE")',
+      'seq 1 20000 > "$d/model.txt"',
+      `m=$(${jobq} task stash-file "$d/model.txt") || exit 11`,
+      `${jobq} task set-output --json "{\\"model\\": $m, \\"padding\\": \\"$(head -c 40000 /dev/zero | tr '\\0' p)\\"}"`,
+    ].join('; ');
+    const { byTask: produced } = await runTasksOnWorker(workflowId, [{ workflowId, taskName: 'producer', attemptNo: 1, kwargs: { cmd: producerCmd } }]);
+    expect(produced.producer).toMatchObject({ success: true, error: null });
+    const producerRef = produced.producer!.outputRef!;
+    expect(producerRef).toMatch(/^blob:/);
+
+    const consumerCmd = [
+      'd=$(dirname "$JOBQ_OUTPUT_FILE")',
+      `${jobq} task get-file producer model "$d/model.txt" > /dev/null || exit 12`,
+      `${jobq} task get-upstream producer > "$d/upstream.json" || exit 13`,
+      `${jobq} workflow list --json > "$d/list.out" 2> "$d/list.err"; echo $? > "$d/list.code"`,
+      `${jobq} config show --json > "$d/config.json" || exit 14`,
+      `node -e '${CONSUMER_REPORT}' "$d" > "$JOBQ_OUTPUT_FILE"`,
+    ].join('; ');
+    const { byTask } = await runTasksOnWorker(workflowId, [
+      { workflowId, taskName: 'consumer', attemptNo: 1, kwargs: { cmd: consumerCmd }, upstream: { i: { producer: producerRef } } },
+    ]);
+    expect(byTask.consumer).toMatchObject({ success: true, error: null });
+    const report = (await deployment.outputs.getOutput(byTask.consumer!.outputRef)) as ConsumerReport;
+    const expected = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('');
+    expect(report.model).toBe(expected);
+    expect(report.paddingLength).toBe(40000);
+    expect(report.credentialVariables).toEqual([]);
+    expect(report.connectionString).toBeNull();
+    // Opening the store from the task's environment reaches nothing of this deployment.
+    expect(report.list.out).not.toContain('wf-not-yours');
+    expect(report.list.out).not.toContain(workflowId);
+  });
 });
+
+/** What the consumer task reports (see CONSUMER_REPORT). */
+interface ConsumerReport {
+  model: string;
+  paddingLength: number;
+  credentialVariables: string[];
+  connectionString: string | null;
+  list: { code: string; out: string; err: string };
+}
+
+/** Node script run by the consumer task: gathers what it fetched and what it could find, as JSON on stdout. */
+const CONSUMER_REPORT = [
+  'const fs = require("fs"); const d = process.argv[1]; const read = (f) => fs.readFileSync(d + "/" + f, "utf8");',
+  'const credentialVariables = Object.entries(process.env).filter(([k, v]) => /CONNECTION_STRING|ACCOUNT_KEY|_KEY$|SAS|^AZURE_|^IDENTITY_|^MSI_/.test(k) || /AccountKey=|SharedAccessSignature=/i.test(v)).map(([k]) => k);',
+  'const config = JSON.parse(read("config.json"));',
+  'process.stdout.write(JSON.stringify({ model: read("model.txt"), paddingLength: JSON.parse(read("upstream.json")).padding.length, credentialVariables,',
+  '  connectionString: config.settings.connectionString.value, list: { code: read("list.code").trim(), out: read("list.out"), err: read("list.err") } }));',
+].join(' ');
