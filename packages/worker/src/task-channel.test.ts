@@ -125,7 +125,7 @@ describe('task channel: what an attempt may do', () => {
     const source = join(dir, 'report.txt');
     await writeFile(source, 'the report');
     const marker = await stashFile(source, { key: 'report.txt' });
-    expect(marker.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/report.txt`);
+    expect(marker.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/1/report.txt`);
     const stashed = await store.getFile({ blobName: marker.__jobq_stash__.blob_name, md5: marker.__jobq_stash__.md5, size: marker.__jobq_stash__.size });
     expect(Buffer.from(stashed).toString()).toBe('the report');
   });
