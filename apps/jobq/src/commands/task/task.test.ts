@@ -297,9 +297,9 @@ describe("through the worker's task channel (no storage credential in the task)"
   const big = { rows: Array.from({ length: 1000 }, (_, i) => ({ i, text: 'c'.repeat(40) })) };
 
   beforeAll(async () => {
-    const stashed = await outputs.putFile(WORKFLOW, 'train', 'model.bin', bytes);
+    const stashed = await outputs.putFile(WORKFLOW, 'train', 1, 'model.bin', bytes);
     marker = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: stashed.blobName, md5: stashed.md5, size: stashed.size } });
-    bigRef = (await outputs.putOutput(WORKFLOW, 'chanbig', JSON.stringify(big))).ref!;
+    bigRef = (await outputs.putOutput(WORKFLOW, 'chanbig', 1, JSON.stringify(big))).ref!;
   });
 
   afterAll(async () => {
@@ -341,14 +341,14 @@ describe("through the worker's task channel (no storage credential in the task)"
     expect((await readFile(join(task.taskDir, 'copy.bin'))).equals(bytes)).toBe(true);
     expect(stash.code).toBe(0);
     const stashed = JSON.parse(stash.stdout) as { __jobq_stash__: { blob_name: string; md5: string; size: number } };
-    expect(stashed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/report.csv`);
+    expect(stashed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/1/report.csv`);
     const back = await outputs.getFile({ blobName: stashed.__jobq_stash__.blob_name, md5: stashed.__jobq_stash__.md5, size: stashed.__jobq_stash__.size });
     expect(Buffer.from(back).toString()).toBe('a,b\n1,2\n');
   });
 
   it("get-file of a marker in no parent's output is refused by the worker (exit 1, one line); is-cancelled reads no storage", async () => {
     const task = await channelTask();
-    const other = await outputs.putFile(WORKFLOW, 'sibling', 'secret.bin', Buffer.from('not yours'));
+    const other = await outputs.putFile(WORKFLOW, 'sibling', 1, 'secret.bin', Buffer.from('not yours'));
     const foreign = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: other.blobName, md5: other.md5, size: other.size } });
     const [refused, cancelled] = await runTasks([['get-file', foreign, join(task.taskDir, 'stolen.bin')], ['is-cancelled']], task.env);
     expect(refused.code).toBe(1);
