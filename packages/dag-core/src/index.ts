@@ -32,6 +32,7 @@ export { mergeNodeName, realUpstreamTasks, sequentializeFanIn } from './transfor
 export type { DecodeResult } from './wire/decode-result';
 export { decodeError, decodeOk } from './wire/decode-result';
 export { utf8ByteLength } from './wire/utf8';
+export { queueSafeByteLength, queueSafeText } from './wire/queue-safe';
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
 export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
 export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';

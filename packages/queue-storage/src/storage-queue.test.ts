@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
-import { isJobqError } from '@jobq/ports';
+import { QueueServiceClient } from '@azure/storage-queue';
+import { decodeEnvelope } from '@jobq/dag-core';
+import { isJobqError, queueSafeText } from '@jobq/ports';
 import { describeTaskQueueContract } from '@jobq/ports/testing';
 import { openStorageQueue } from './open';
 import type { StorageTaskQueue } from './storage-queue';
@@ -38,6 +40,39 @@ describe('Storage Queue specifics', () => {
     await queue.send({ body: envelope });
     const [peeked] = await queue.peek(1);
     expect(peeked?.body).toBe(envelope);
+    await queue.deleteQueue();
+  });
+
+  it('shows why bodies are escaped: one raw U+FFFF sent around the adapter jams receive and peek for every message', async () => {
+    const queue = await open();
+    const raw = QueueServiceClient.fromConnectionString(azurite.connectionString).getQueueClient(queue.name);
+    await queue.send({ body: '{"n":1}' });
+    await raw.sendMessage('{"output":"\uffff"}');
+    // Azurite answers every peek with a 500 and every receive with nothing, the message sent before included.
+    await expect(queue.peek(32)).rejects.toMatchObject({ name: 'JobqError', details: { statusCode: 500 } });
+    expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 300 })).toEqual([]);
+    expect(await queue.approximateMessageCount()).toBe(2);
+    await queue.deleteQueue();
+  });
+
+  it('escapes U+FFFE/U+FFFF on send: the body decodes to the same JSON value and the other messages still flow', async () => {
+    const queue = await open();
+    const output = { value: 'x\uffffy\ufffez', list: ['\uffff'] };
+    const envelope = JSON.stringify({ version: 1, id: 'wf/t/1', kwargs: JSON.stringify({ output }), num_retries: 0, reply_requested: false });
+    expect(envelope).toContain('\uffff');
+    await queue.send([{ body: '{"n":1}' }, { body: envelope }, { body: '{"n":2}' }]);
+    const peeked = await queue.peek(32);
+    expect(peeked.map((m) => m.body)).toEqual(['{"n":1}', queueSafeText(envelope), '{"n":2}']);
+    const received = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });
+    expect(received.map((m) => JSON.parse(m.body) as unknown)).toEqual([{ n: 1 }, JSON.parse(envelope), { n: 2 }]);
+    const decoded = decodeEnvelope(received[1]!.body);
+    expect(decoded.ok && decoded.value.kwargs).toEqual({ output });
+    await Promise.all(received.map((m) => queue.complete(m)));
+    // A message sent after it is received too.
+    await queue.send({ body: '{"n":3}' });
+    const [after] = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });
+    expect(after?.body).toBe('{"n":3}');
+    await queue.complete(after!);
     await queue.deleteQueue();
   });
 

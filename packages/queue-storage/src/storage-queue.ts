@@ -2,6 +2,7 @@ import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import {
   JobqError,
   assertMessageFits,
+  queueSafeText,
   type OperationOptions,
   type OutgoingMessage,
   type PeekedMessage,
@@ -55,7 +56,9 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /**
  * The {@link TaskQueue} on an Azure Storage Queue. Bodies travel as raw text (the JSON envelope,
- * no base64). The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
+ * no base64), with every character XML 1.0 forbids written as a `\uXXXX` escape (`queueSafeText`):
+ * the service carries bodies as XML, and one such character would make every receive and peek of
+ * the queue fail. A JSON body decodes to the same value; a received body is the escaped text. The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
  * which the message handle keeps. Dead letters go to `{queue}-failed`.
  */
 export class StorageTaskQueue implements TaskQueue {
@@ -98,7 +101,7 @@ export class StorageTaskQueue implements TaskQueue {
     const worker = async () => {
       while (next < list.length) {
         const message = list[next++]!;
-        await this.call('send', options, (abortSignal) => this.client.sendMessage(message.body, { abortSignal }));
+        await this.call('send', options, (abortSignal) => this.client.sendMessage(queueSafeText(message.body), { abortSignal }));
       }
     };
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);

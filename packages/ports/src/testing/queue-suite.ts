@@ -165,6 +165,25 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
       // Multi-byte characters count as UTF-8 bytes.
       const wide = '✓'.repeat(Math.floor(queue.maxMessageBytes / 3) + 1);
       await expectJobqError(queue.send({ body: wide }), 'message-too-large');
+      // Characters XML forbids count as the six-byte escape a Storage Queue sends for each.
+      const escaped = `"${'\uffff'.repeat(Math.floor(queue.maxMessageBytes / 4))}"`;
+      expect(Buffer.byteLength(escaped, 'utf8')).toBeLessThanOrEqual(queue.maxMessageBytes);
+      await expectJobqError(queue.send({ body: escaped }), 'message-too-large');
+    }, timeout);
+
+    it('carries JSON bodies with characters XML forbids (U+FFFE, U+FFFF, controls, lone surrogates) and keeps the queue working', async () => {
+      const queue = await fresh();
+      const value = { text: 'a\uffffb\ufffe\u0000\u0001\u001f\ud800\udc00 😀', nested: JSON.stringify({ x: '\uffff' }) };
+      // Written raw, as a producer that does not escape them would.
+      const body = JSON.stringify(value).replace(/\\u(d[89a-f][0-9a-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      expect(body).toContain('\uffff');
+      await queue.send([{ body: '{"n":1}' }, { body }, { body: '{"n":2}' }]);
+      const peeked = await queue.peek(32);
+      expect(peeked.map((m) => JSON.parse(m.body) as unknown)).toEqual(expect.arrayContaining([{ n: 1 }, value, { n: 2 }]));
+      const received = await receiveAtLeast(queue, 3, 5_000);
+      expect(received.map((m) => JSON.parse(m.body) as unknown)).toEqual(expect.arrayContaining([{ n: 1 }, value, { n: 2 }]));
+      expect(received).toHaveLength(3);
+      for (const m of received) await queue.complete(m);
     }, timeout);
 
     it('peeks without taking, and counts the messages', async () => {
