@@ -327,6 +327,35 @@ describe('failures', () => {
     }
   });
 
+  it('reports a full emulator (409 MemoryExtentStoreAtSizeLimit) on save as a retryable unavailable, not as a write race', async () => {
+    const own = await startAzurite({ extentMemoryLimitMb: 0.25 });
+    try {
+      const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 });
+      const r0 = createRuntime(ABC, { workflowId: 'full', now: at(1) });
+      const { etag } = await store.create(r0, 'h');
+      // Fill the emulator's blob memory behind the store's back.
+      const filler = BlobServiceClient.fromConnectionString(own.connectionString).getContainerClient(store.names.workflowsContainer);
+      let n = 0;
+      for (const size of [16 * 1024, 1024, 64]) {
+        const chunk = Buffer.alloc(size, 1);
+        for (;;) {
+          const refused = await filler.getBlockBlobClient(`filler-${n++}`).upload(chunk, size).then(() => false, (e: { statusCode?: number }) => e.statusCode === 409);
+          if (refused) break;
+          if (n > 2_000) throw new Error('the emulator never filled up');
+        }
+      }
+      const error = await caught(store.save(step(r0, { type: 'activate', now: at(2) }), etag));
+      expect(isJobqError(error)).toBe(true);
+      expect(error).toMatchObject({ code: 'unavailable', retryable: true, details: { statusCode: 409, serviceCode: 'MemoryExtentStoreAtSizeLimit' } });
+      expect((error as Error).message).toContain("the storage emulator's blob memory is full");
+      // A create hits the same wall, and says so too.
+      const created = await caught(store.create(createRuntime(ABC, { workflowId: 'full2', now: at(1) }), 'h'));
+      expect(created).toMatchObject({ code: 'unavailable', retryable: true });
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('gives typed, retryable errors (and no hang) once the service is gone', async () => {
     const own = await startAzurite();
     const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 3_000 });
