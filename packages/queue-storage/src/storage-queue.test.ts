@@ -1,10 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
-import { QueueServiceClient } from '@azure/storage-queue';
+import {
+  AccountSASPermissions,
+  AccountSASResourceTypes,
+  AccountSASServices,
+  QueueServiceClient,
+  SASProtocol,
+  StorageSharedKeyCredential,
+  generateAccountSASQueryParameters,
+} from '@azure/storage-queue';
 import { decodeEnvelope } from '@jobq/dag-core';
 import { isJobqError, queueSafeText } from '@jobq/ports';
 import { describeTaskQueueContract } from '@jobq/ports/testing';
+import { createQueueServiceClient, parseConnectionString } from './connection';
 import { openStorageQueue } from './open';
 import type { StorageTaskQueue } from './storage-queue';
 
@@ -114,6 +123,68 @@ describe('Storage Queue specifics', () => {
     await a.complete(m!);
     await a.deleteQueue();
     await b.deleteQueue();
+  });
+});
+
+describe('connection strings', () => {
+  /** An account SAS for blobs, queues and tables, signed with Azurite's key, as a SAS connection string (no AccountName). */
+  function sasConnectionString(): { connectionString: string; signature: string } {
+    const sas = generateAccountSASQueryParameters(
+      {
+        expiresOn: new Date(Date.now() + 3_600_000),
+        permissions: AccountSASPermissions.parse('rwdlacup'),
+        services: AccountSASServices.parse('bqt').toString(),
+        resourceTypes: AccountSASResourceTypes.parse('sco').toString(),
+        protocol: SASProtocol.HttpsAndHttp,
+      },
+      new StorageSharedKeyCredential(azurite.accountName, AZURITE_ACCOUNT_KEY),
+    );
+    return {
+      connectionString: `BlobEndpoint=${azurite.blobEndpoint};QueueEndpoint=${azurite.queueEndpoint};TableEndpoint=${azurite.tableEndpoint};SharedAccessSignature=${sas.toString()}`,
+      signature: sas.signature,
+    };
+  }
+
+  it('works with a SAS connection string: send, receive, renew, peek, count, dead-letter, complete, delete', async () => {
+    const { connectionString, signature } = sasConnectionString();
+    expect(connectionString).not.toContain('AccountName');
+    const queue = await openStorageQueue({ connection: { connectionString }, queueName: uniqueName('sas'), lockDurationInMs: 2_000 });
+    await queue.send([{ body: '{"n":1}' }, { body: '{"n":2}' }]);
+    expect(await queue.approximateMessageCount()).toBe(2);
+    expect((await queue.peek(32)).map((m) => m.body).sort()).toEqual(['{"n":1}', '{"n":2}']);
+    const [first, second] = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });
+    await queue.renewLock(first!);
+    await queue.complete(first!);
+    await queue.deadLetter(second!, 'sas check');
+    const [dead] = await queue.deadLetterQueue().peek(1);
+    expect(JSON.parse(dead!.body)).toMatchObject({ n: 2 });
+    await queue.deleteQueue();
+    // A SAS that does not sign: refused as auth, and the signature is not quoted.
+    const forged = connectionString.replace(encodeURIComponent(signature), encodeURIComponent(Buffer.from('forged-signature-bytes').toString('base64')));
+    const error = await openStorageQueue({ connection: { connectionString: forged }, queueName: uniqueName('sas') }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'auth' });
+    expect(inspect(error, { depth: 10 })).not.toContain('sig=');
+  });
+
+  it('takes an endpoint-only string (no key, no SAS) as its endpoint with a token credential', async () => {
+    const seen: string[] = [];
+    const credential = {
+      getToken: (scopes: string | string[]) => {
+        seen.push(String(scopes));
+        return Promise.resolve({ token: 'not-a-real-token', expiresOnTimestamp: Date.now() + 3_600_000 });
+      },
+    };
+    const service = createQueueServiceClient({ connectionString: `QueueEndpoint=https://myacct.queue.core.windows.net/`, credential });
+    expect(service.url).toBe('https://myacct.queue.core.windows.net');
+    // The token is asked for on the first call (a port nothing listens on: the call fails after that).
+    const local = createQueueServiceClient({ connectionString: 'QueueEndpoint=https://127.0.0.1:1/myacct', credential }, { retryOptions: { maxTries: 1 } });
+    await expect(local.getProperties()).rejects.toThrow();
+    expect(seen).toEqual(['https://storage.azure.com/.default']);
+    expect(parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net')).toMatchObject({ accountKey: undefined, sas: undefined });
+    expect(() => parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net;AccountKey=a2V5')).toThrow('an AccountKey but no AccountName');
   });
 });
 

@@ -1,12 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
 import { TableClient } from '@azure/data-tables';
-import { BlobServiceClient, type RequestPolicy, type RequestPolicyFactory, type WebResource } from '@azure/storage-blob';
+import {
+  AccountSASPermissions,
+  AccountSASResourceTypes,
+  AccountSASServices,
+  BlobServiceClient,
+  SASProtocol,
+  StorageSharedKeyCredential,
+  generateAccountSASQueryParameters,
+  type RequestPolicy,
+  type RequestPolicyFactory,
+  type WebResource,
+} from '@azure/storage-blob';
 import { createRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError } from '@jobq/ports';
 import { describeWorkflowStoreContract } from '@jobq/ports/testing';
+import { accountClients } from './clients';
 import { indexPartition } from './names';
+import { openOutputStore } from './output-store';
 import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from './workflow-store';
 
 let azurite: LocalStorage;
@@ -310,6 +323,62 @@ describe('AzureWorkflowStore specifics', () => {
     expect(isJobqError(await caught(store.listWorkflows({ limit: 0 })), 'invalid-argument')).toBe(true);
     expect(isJobqError(await caught(store.listWorkflows({ recent: true, continuationToken: 'nope' })), 'invalid-argument')).toBe(true);
     expect(isJobqError(await caught(store.writeCoordinatorStats([] as unknown as Record<string, unknown>)), 'invalid-argument')).toBe(true);
+  });
+});
+
+describe('connection strings', () => {
+  it('works with a SAS connection string (no AccountName): blobs, tables, the lease and outputs', async () => {
+    const sas = generateAccountSASQueryParameters(
+      {
+        expiresOn: new Date(Date.now() + 3_600_000),
+        permissions: AccountSASPermissions.parse('rwdlacup'),
+        services: AccountSASServices.parse('bqt').toString(),
+        resourceTypes: AccountSASResourceTypes.parse('sco').toString(),
+        protocol: SASProtocol.HttpsAndHttp,
+      },
+      new StorageSharedKeyCredential(azurite.accountName, AZURITE_ACCOUNT_KEY),
+    );
+    const connectionString = `BlobEndpoint=${azurite.blobEndpoint};QueueEndpoint=${azurite.queueEndpoint};TableEndpoint=${azurite.tableEndpoint};SharedAccessSignature=${sas.toString()}`;
+    const prefix = uniquePrefix();
+    const store = await openWorkflowStore({ connection: { connectionString }, prefix, leaseDurationInMs: 15_000, renewIntervalInMs: 250 });
+    const r0 = createRuntime(ABC, { workflowId: 'sas', now: at(1) });
+    const { etag } = await store.create(r0, 'h');
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    const saved = await store.save(r1, etag);
+    expect(saved.rowsError).toBeNull();
+    expect(await store.load('sas')).toEqual({ runtime: r1, etag: saved.etag });
+    expect((await store.listWorkflows({ recent: true })).items.map((w) => w.workflowId)).toEqual(['sas']);
+    expect((await store.listTasks({ workflowId: 'sas' })).items.map((t) => t.taskName)).toEqual(['a', 'b', 'c']);
+    await store.requestCancel('sas', at(3));
+    expect((await store.getWorkflow('sas'))?.cancelRequestedAt).toBe(at(3));
+    const lease = await store.acquireLease();
+    await store.writeCoordinatorStats({ writtenAt: at(4) });
+    expect(await store.readCoordinatorStats()).toEqual({ writtenAt: at(4) });
+    await lease.release();
+    const outputs = await openOutputStore({ connection: { connectionString }, prefix });
+    const big = JSON.stringify('x'.repeat(40_000));
+    const put = await outputs.putOutput('sas', 'a', big);
+    expect(put.placement).toBe('blob');
+    expect(await outputs.getOutput(put.ref)).toBe('x'.repeat(40_000));
+    await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(outputs.outputsContainer).deleteIfExists();
+    await store.deleteStorage();
+  });
+
+  it('takes an endpoint-only string (no key, no SAS) as its endpoints with a token credential', async () => {
+    const scopes: string[] = [];
+    const credential = {
+      getToken: (scope: string | string[]) => {
+        scopes.push(String(scope));
+        return Promise.resolve({ token: 'not-a-real-token', expiresOnTimestamp: Date.now() + 3_600_000 });
+      },
+    };
+    // A port nothing listens on: each call asks for a token, then fails to connect.
+    const clients = accountClients({ connectionString: 'BlobEndpoint=https://127.0.0.1:1/myacct;TableEndpoint=https://127.0.0.1:1/myacct', credential }, { operationTimeoutInMs: 2_000 });
+    expect(clients.blobService.url).toBe('https://127.0.0.1:1/myacct');
+    await expect(clients.container('c').exists()).rejects.toThrow();
+    await expect(clients.table('t').getEntity('p', 'r')).rejects.toThrow();
+    expect(scopes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(scopes)).toEqual(new Set(['https://storage.azure.com/.default']));
   });
 });
 

@@ -33,5 +33,21 @@ export {
 export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
-export { envValue, parseWorkflowPrefix, storageConnectionFor, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './config';
+export {
+  CONNECTION_STRING_VARIABLES,
+  chooseStorageConnection,
+  connectionStringCandidates,
+  describeConnectionString,
+  envValue,
+  parseWorkflowPrefix,
+  storageConnectionFor,
+  workflowEnvironment,
+  type ConnectionStringCandidate,
+  type ConnectionStringCredential,
+  type ConnectionStringInfo,
+  type StorageConnectionChoice,
+  type StorageConnectionSource,
+  type WorkflowEnvironment,
+  type WorkflowPrefix,
+} from './config';
 export { prefixedLog, stderrLog, type LogLine } from './log';
