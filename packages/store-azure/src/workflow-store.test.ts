@@ -231,19 +231,62 @@ describe('AzureWorkflowStore specifics', () => {
     await store.deleteStorage();
   });
 
-  it('fails a create whose rows cannot be written, and a resubmit completes it', async () => {
+  it('fails a create whose rows cannot be written (no task table), keeps nothing, and a later submit succeeds', async () => {
     const store = await open();
     const tasks = tableClient(store.names.tasksTable);
     await tasks.deleteTable();
     const r0 = createRuntime(ABC, { workflowId: 'half', now: at(1) });
     const error = await caught(store.create(r0, 'h'));
     expect(isJobqError(error, 'not-found')).toBe(true);
-    expect((error as Error).message).toMatch(/submit the same id again/);
+    expect((error as Error).message).toMatch(/workflow "half" was not submitted and nothing of it was kept$/);
     expect(await store.getWorkflow('half')).toBeNull();
+    expect(await blobOf(store, 'half.json').exists()).toBe(false);
     await tasks.createTable();
     expect((await store.create(r0, 'h')).created).toBe(true);
     expect((await store.getWorkflow('half'))?.definitionHash).toBe('h');
     expect((await store.listTasks({ workflowId: 'half' })).items).toHaveLength(3);
+    await store.deleteStorage();
+  });
+
+  it('fails a create whose index row the service refuses (400 PropertyValueTooLarge), keeps nothing, and the id stays free', async () => {
+    const store = await open();
+    // A 40 000-character name passes no validation, but a runtime can still be built with it.
+    const huge: WorkflowDefinition = { ...ABC, name: 'n'.repeat(40_000) };
+    const error = await caught(store.create(createRuntime(huge, { workflowId: 'huge', now: at(1) }), 'h1'));
+    expect(error).toMatchObject({ code: 'invalid-argument', retryable: false, details: { statusCode: 400, serviceCode: 'PropertyValueTooLarge', cleanedUp: true } });
+    expect((error as Error).message).toBe(
+      'write the index row of workflow "huge" failed: bad request (PropertyValueTooLarge); workflow "huge" was not submitted and nothing of it was kept',
+    );
+    // Nothing is left: no runtime blob, no index row, no task rows.
+    expect(await blobOf(store, 'huge.json').exists()).toBe(false);
+    expect(await store.load('huge')).toBeNull();
+    expect(await store.getWorkflow('huge')).toBeNull();
+    expect((await store.listTasks({ workflowId: 'huge' })).items).toEqual([]);
+    // A corrected workflow takes the id.
+    const fixed = createRuntime(ABC, { workflowId: 'huge', now: at(2) });
+    expect((await store.create(fixed, 'h2')).created).toBe(true);
+    expect(await store.getWorkflow('huge')).toMatchObject({ definitionHash: 'h2', name: 'test' });
+    expect((await store.load('huge'))?.runtime).toEqual(fixed);
+    await store.deleteStorage();
+  });
+
+  it('keeps the runtime of a create whose rows failed with a retryable error, for a resubmit to complete', async () => {
+    // Table requests fail as if the service could not be reached once `down` is set.
+    let down = false;
+    const unreachable: TablePipelinePolicy = {
+      name: 'test-unreachable',
+      sendRequest: (request, next) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) : next(request)),
+    };
+    const flaky = await open({ tablePolicies: [unreachable] });
+    const store = await open({ prefix: flaky.names.prefix });
+    const r0 = createRuntime(ABC, { workflowId: 'flaky', now: at(1) });
+    down = true;
+    const error = await caught(flaky.create(r0, 'h'));
+    expect(error).toMatchObject({ code: 'unavailable', retryable: true });
+    expect((error as Error).message).toMatch(/submit the same id again to complete it$/);
+    expect((await store.load('flaky'))?.runtime).toEqual(r0);
+    expect((await store.create(r0, 'h')).created).toBe(true);
+    expect(await store.getWorkflow('flaky')).toMatchObject({ definitionHash: 'h' });
     await store.deleteStorage();
   });
 
