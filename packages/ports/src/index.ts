@@ -22,4 +22,4 @@ export type {
   WorkflowSummary,
 } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputResult } from './output-store';
-export { assertMessageFits, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
+export { assertMessageFits, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';

@@ -17,3 +17,11 @@ export function assertMessageFits(queue: string, message: OutgoingMessage, maxMe
     });
   }
 }
+
+/** Throws `invalid-argument` unless `timeToLiveInMs` is undefined, `Number.POSITIVE_INFINITY` or a positive finite number. */
+export function assertValidTimeToLive(queue: string, message: OutgoingMessage): void {
+  const ttl = message.timeToLiveInMs;
+  if (ttl === undefined || ttl === Number.POSITIVE_INFINITY || (typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0)) return;
+  const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
+  throw new JobqError('invalid-argument', `${which} for queue "${queue}": timeToLiveInMs must be a positive number of ms or Infinity, got ${String(ttl)}`);
+}

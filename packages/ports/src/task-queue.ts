@@ -9,6 +9,13 @@ export interface OutgoingMessage {
   body: string;
   /** Idempotency key: Service Bus drops a repeat within its duplicate-detection window. */
   messageId?: string;
+  /**
+   * How long the message may stay in the queue, from the send, before it expires (deleted unread,
+   * or deleted while held): undefined = the backend's default (Storage Queue: 7 days);
+   * `Number.POSITIVE_INFINITY` = never; otherwise a positive number of ms (Storage Queue rounds it
+   * up to whole seconds). Anything else is `invalid-argument` before anything is sent.
+   */
+  timeToLiveInMs?: number;
 }
 
 /**
@@ -53,7 +60,10 @@ export interface TaskQueue {
   readonly lockDurationInMs: number;
   /** Largest body accepted, in UTF-8 bytes. */
   readonly maxMessageBytes: number;
-  /** Sends messages; a body over {@link maxMessageBytes} fails with `message-too-large` before anything is sent. */
+  /**
+   * Sends messages; a body over {@link maxMessageBytes} fails with `message-too-large`, a bad
+   * `timeToLiveInMs` with `invalid-argument`, before anything is sent.
+   */
   send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void>;
   /** Leases up to `maxMessages` messages; returns `[]` when none arrives within `maxWaitTimeInMs`. */
   receive(options: ReceiveOptions): Promise<ReceivedMessage[]>;

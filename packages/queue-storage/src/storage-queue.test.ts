@@ -85,6 +85,21 @@ describe('Storage Queue specifics', () => {
     await queue.deleteQueue();
   });
 
+  it('sends the time to live in whole seconds, rounded up, and -1 (never) for Infinity', async () => {
+    const queue = await open();
+    await queue.send([{ body: 'a', timeToLiveInMs: 1_500 }, { body: 'b', timeToLiveInMs: Number.POSITIVE_INFINITY }, { body: 'c' }]);
+    const raw = QueueServiceClient.fromConnectionString(azurite.connectionString).getQueueClient(queue.name);
+    const items = (await raw.peekMessages({ numberOfMessages: 32 })).peekedMessageItems;
+    const lifetime = (body: string) => {
+      const m = items.find((i) => i.messageText === body)!;
+      return m.expiresOn.getTime() - m.insertedOn.getTime();
+    };
+    expect(lifetime('a')).toBe(2_000);
+    expect(items.find((i) => i.messageText === 'b')!.expiresOn.getUTCFullYear()).toBe(9999);
+    expect(lifetime('c')).toBe(7 * 24 * 3600 * 1000);
+    await queue.deleteQueue();
+  });
+
   it('moves 1 000 messages through send, receive and complete (the patched Azurite does not freeze)', async () => {
     const queue = await open(30_000);
     const bodies = Array.from({ length: 1_000 }, (_, i) => JSON.stringify({ n: i }));

@@ -2,6 +2,7 @@ import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import {
   JobqError,
   assertMessageFits,
+  assertValidTimeToLive,
   queueSafeText,
   type OperationOptions,
   type OutgoingMessage,
@@ -40,6 +41,13 @@ class StorageMessage implements ReceivedMessage {
     public popReceipt: string,
     readonly queue: StorageTaskQueue,
   ) {}
+}
+
+/** A message's time to live as Storage Queue takes it: whole seconds (rounded up), -1 for never, undefined for the service's default (7 days). */
+function timeToLiveSeconds(timeToLiveInMs: number | undefined): number | undefined {
+  if (timeToLiveInMs === undefined) return undefined;
+  if (timeToLiveInMs === Number.POSITIVE_INFINITY) return -1;
+  return Math.max(1, Math.ceil(timeToLiveInMs / 1000));
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -95,13 +103,19 @@ export class StorageTaskQueue implements TaskQueue {
 
   async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
     const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
-    // Every size is checked before anything goes out, so a refused batch sends nothing.
-    for (const m of list) assertMessageFits(this.name, m, this.maxMessageBytes);
+    // Every message is checked before anything goes out, so a refused batch sends nothing.
+    for (const m of list) {
+      assertMessageFits(this.name, m, this.maxMessageBytes);
+      assertValidTimeToLive(this.name, m);
+    }
     let next = 0;
     const worker = async () => {
       while (next < list.length) {
         const message = list[next++]!;
-        await this.call('send', options, (abortSignal) => this.client.sendMessage(queueSafeText(message.body), { abortSignal }));
+        const messageTimeToLive = timeToLiveSeconds(message.timeToLiveInMs);
+        await this.call('send', options, (abortSignal) =>
+          this.client.sendMessage(queueSafeText(message.body), messageTimeToLive === undefined ? { abortSignal } : { messageTimeToLive, abortSignal }),
+        );
       }
     };
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);

@@ -186,6 +186,32 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
       for (const m of received) await queue.complete(m);
     }, timeout);
 
+    it('drops a message once its time to live has run out (1 s), and keeps one that never expires', async () => {
+      const queue = await fresh();
+      await queue.send([
+        { body: 'short', timeToLiveInMs: 1_000 },
+        { body: 'forever', timeToLiveInMs: Number.POSITIVE_INFINITY },
+        { body: 'default' },
+      ]);
+      const bodies = async () => (await queue.peek(32)).map((m) => m.body).sort();
+      expect(await bodies()).toEqual(['default', 'forever', 'short']);
+      // A real wait, bounded: the 1 s time to live runs out within it.
+      const deadline = Date.now() + 2_000;
+      while ((await bodies()).includes('short') && Date.now() < deadline) await sleep(100);
+      expect(await bodies()).toEqual(['default', 'forever']);
+      const received = await receiveAtLeast(queue, 2, 5_000);
+      expect(received.map((m) => m.body).sort()).toEqual(['default', 'forever']);
+      for (const m of received) await queue.complete(m);
+    }, timeout);
+
+    it('refuses a time to live that is not a positive number of ms or Infinity, before sending anything', async () => {
+      const queue = await fresh();
+      for (const timeToLiveInMs of [0, -1, Number.NaN, Number.NEGATIVE_INFINITY]) {
+        await expectJobqError(queue.send([{ body: 'fine' }, { body: 'bad', timeToLiveInMs }]), 'invalid-argument');
+      }
+      expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 300 })).toEqual([]);
+    }, timeout);
+
     it('peeks without taking, and counts the messages', async () => {
       const queue = await fresh();
       await queue.send([{ body: 'p1' }, { body: 'p2' }, { body: 'p3' }]);
