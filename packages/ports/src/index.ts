@@ -22,4 +22,5 @@ export type {
   WorkflowSummary,
 } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputResult } from './output-store';
+export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { assertMessageFits, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';

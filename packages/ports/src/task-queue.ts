@@ -73,7 +73,11 @@ export interface TaskQueue {
   complete(message: ReceivedMessage, options?: OperationOptions): Promise<void>;
   /** Gives a message back at once, for another delivery. */
   abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void>;
-  /** Moves a message to the dead-letter queue (Storage Queue: `{queue}-failed`). */
+  /**
+   * Moves a message to the dead-letter queue (Storage Queue: `{queue}-failed`) with its reason:
+   * the copy's body is `deadLetterBody(body, reason, …)` (a JSON object body gains a top-level
+   * `"dead_letter_reason"`; any other is wrapped as `{"dead_letter_reason", "body"}`).
+   */
   deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void>;
   /** Looks at up to `maxMessages` visible messages without leasing them (oldest first where the backend allows). */
   peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]>;

@@ -3,6 +3,7 @@ import {
   JobqError,
   assertMessageFits,
   assertValidTimeToLive,
+  deadLetterBody,
   queueSafeText,
   type OperationOptions,
   type OutgoingMessage,
@@ -67,7 +68,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * no base64), with every character XML 1.0 forbids written as a `\uXXXX` escape (`queueSafeText`):
  * the service carries bodies as XML, and one such character would make every receive and peek of
  * the queue fail. A JSON body decodes to the same value; a received body is the escaped text. The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
- * which the message handle keeps. Dead letters go to `{queue}-failed`.
+ * which the message handle keeps. Dead letters go to `{queue}-failed`, carrying their reason
+ * (`deadLetterBody`: a JSON object body gains a top-level `"dead_letter_reason"`).
  */
 export class StorageTaskQueue implements TaskQueue {
   readonly maxMessageBytes = STORAGE_QUEUE_MAX_MESSAGE_BYTES;
@@ -173,7 +175,7 @@ export class StorageTaskQueue implements TaskQueue {
     this.deadLetterReady ??= dlq.ensureExists(options);
     await this.deadLetterReady;
     // Copy first, then delete: a crash in between leaves a duplicate, never a loss.
-    await dlq.send({ body: m.body }, options);
+    await dlq.send({ body: deadLetterBody(m.body, reason, dlq.maxMessageBytes) }, options);
     try {
       await this.complete(m, options);
     } catch (error) {

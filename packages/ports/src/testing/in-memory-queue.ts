@@ -1,4 +1,5 @@
 import { JobqError } from '../errors';
+import { deadLetterBody } from '../dead-letter';
 import { assertMessageFits, assertValidTimeToLive } from '../message-size';
 import type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, ReceivedMessage, TaskQueue } from '../task-queue';
 
@@ -120,9 +121,10 @@ export class InMemoryTaskQueue implements TaskQueue {
     });
   }
 
-  async deadLetter(message: ReceivedMessage, _reason: string, options?: OperationOptions): Promise<void> {
+  async deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
     await settle(() => this.held(message, 'dead-letter', options));
-    await this.deadLetterQueue().send({ body: message.body }, options);
+    const dlq = this.deadLetterQueue();
+    await dlq.send({ body: deadLetterBody(message.body, reason, dlq.maxMessageBytes) }, options);
     this.messages.delete(message.messageId);
   }
 

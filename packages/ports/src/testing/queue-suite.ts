@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { ReceivedMessage, TaskQueue } from '../task-queue';
 
@@ -152,8 +153,32 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
       expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
       const dlq = queue.deadLetterQueue();
       const [dead] = await receiveAtLeast(dlq, 1, 5_000);
-      expect(dead?.body).toBe('{"poison":true}');
+      expect(dead?.body).toBe('{"poison":true,"dead_letter_reason":"exhausted its retries"}');
       await dlq.complete(dead!);
+    }, timeout);
+
+    it('dead-letters with the reason: an envelope stays decodable, other bodies are wrapped, the reason is one line cut to fit', async () => {
+      const queue = await fresh();
+      const envelope = encodeEnvelope({ id: 'wf/t/1', kwargs: { __workflow_id: 'wf', __workflow_task: 't', __attempt_no: 1, cmd: 'echo \uffff' }, numRetries: 0 });
+      const big = JSON.stringify({ output: 'x'.repeat(queue.maxMessageBytes - 200) });
+      await queue.send([{ body: envelope }, { body: 'not json' }, { body: big }]);
+      const received = await receiveAtLeast(queue, 3, 5_000);
+      expect(received).toHaveLength(3);
+      const long = `delivered 21 times\n(more than ${'N'.repeat(400)})`;
+      for (const m of received) await queue.deadLetter(m, m.body === big ? long : 'delivered 21 times (more than 20)');
+      const dlq = queue.deadLetterQueue();
+      const peeked = await dlq.peek(32);
+      expect(peeked).toHaveLength(3);
+      const copies = peeked.map((m) => JSON.parse(m.body) as Record<string, unknown>);
+      const ofEnvelope = peeked.find((m) => m.body.includes('wf/t/1'))!;
+      expect(JSON.parse(ofEnvelope.body)).toMatchObject({ dead_letter_reason: 'delivered 21 times (more than 20)' });
+      expect(decodeEnvelope(ofEnvelope.body)).toEqual(decodeEnvelope(envelope));
+      expect(copies).toContainEqual({ dead_letter_reason: 'delivered 21 times (more than 20)', body: 'not json' });
+      const ofBig = copies.find((c) => typeof c.output === 'string')!;
+      expect(ofBig.output).toBe((JSON.parse(big) as { output: string }).output);
+      expect(ofBig.dead_letter_reason).toMatch(/^delivered 21 times \(more than N+…$/);
+      const all = await receiveAtLeast(dlq, 3, 5_000);
+      for (const m of all) await dlq.complete(m);
     }, timeout);
 
     it('refuses an oversized message before sending anything, with a typed error', async () => {
