@@ -18,8 +18,8 @@ import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/loca
 import { isJobqError } from '@jobq/ports';
 import { describeWorkflowStoreContract } from '@jobq/ports/testing';
 import { accountClients } from './clients';
-import { indexPartition } from './names';
 import { openOutputStore } from './output-store';
+import { workflowStoreFixture } from './test-helpers/contract-fixtures';
 import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from './workflow-store';
 
 let azurite: LocalStorage;
@@ -120,17 +120,7 @@ function tableCounter(): { policy: TablePipelinePolicy; all: () => number; batch
   };
 }
 
-describeWorkflowStoreContract('Azure Storage (Azurite)', async () => {
-  const store = await open();
-  const index = tableClient(store.names.indexTable);
-  return {
-    store,
-    simulateOrphan: async (workflowId) => {
-      await index.deleteEntity(indexPartition(workflowId), workflowId);
-    },
-    dispose: () => store.deleteStorage(),
-  };
-});
+describeWorkflowStoreContract('Azure Storage (Azurite)', () => workflowStoreFixture(azurite.connectionString));
 
 describe('AzureWorkflowStore specifics', () => {
   it('leaves the runtime blob byte for byte as it was after a stale-ETag save', async () => {
