@@ -3,8 +3,9 @@ import { JobqError } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { storageConnectionFor, type WorkflowPrefix } from '@jobq/worker';
+import type { WorkflowPrefix } from '@jobq/worker';
 import { requirePrefix, type CliConfig } from './config';
+import { storageChoice } from './storage-access';
 
 /** How a storage account is reached: a connection string or its name with `DefaultAzureCredential`. */
 export type AccountConnection = { connectionString: string } | { accountName: string };
@@ -44,11 +45,13 @@ export interface Deployment {
   taskEnvironment: Record<string, string>;
 }
 
-/** The storage connection for an account from the resolved configuration (SPEC §10). */
+/**
+ * The storage connection for an account from the resolved configuration: its connection string
+ * when that is for the account (key, SAS or endpoints), the local emulator for `devstoreaccount1`,
+ * else `DefaultAzureCredential` (see `storageAccess` for the same choice in words).
+ */
 export function connectionFor(config: CliConfig, account: string): AccountConnection {
-  const env: NodeJS.ProcessEnv = {};
-  if (config.connectionString.value !== null) env.JOBQ_STORAGE_CONNECTION_STRING = config.connectionString.value;
-  return storageConnectionFor(account, env);
+  return storageChoice(config, account).connection;
 }
 
 /** Opens the adapters of the configured prefix (a clear usage error when no prefix is configured). */

@@ -1,6 +1,7 @@
 import { parseQueueSpec } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
+import { describeConnectionString } from '@jobq/worker';
 import type { CliConfig } from './config';
 import { connectionFor } from './deployment';
 import { UsageError } from './errors';
@@ -15,7 +16,8 @@ export interface PlainQueueOptions {
 
 /**
  * The account a bare queue `NAME` lives on: `JOBQ_WORKFLOW_QUEUES` when it names a storage
- * account, else the prefix's account, else the connection string's account, else Azurite's.
+ * account, else the prefix's account, else the connection string's account (its AccountName or
+ * the account of its endpoints), else Azurite's.
  */
 export function defaultQueueAccount(config: CliConfig): string {
   const queues = config.queues.value;
@@ -23,8 +25,8 @@ export function defaultQueueAccount(config: CliConfig): string {
   if (config.prefix.value !== null) return config.prefix.value.account;
   const connectionString = config.connectionString.value;
   if (connectionString !== null) {
-    const accountName = /(?:^|;)\s*AccountName\s*=\s*([^;]+)/i.exec(connectionString)?.[1]?.trim();
-    if (accountName !== undefined && accountName !== '') return accountName;
+    const account = describeConnectionString(connectionString).account;
+    if (account !== null) return account;
   }
   return 'devstoreaccount1';
 }

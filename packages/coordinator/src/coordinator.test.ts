@@ -124,7 +124,10 @@ describe('Coordinator', () => {
     await s.coordinator.stop();
     expect(await s.store.readCoordinatorStats()).toMatchObject({ poison: 2, saves: 0, completionsApplied: 0 });
     expect(await s.completions.approximateMessageCount()).toBe(0);
-    const dead = await s.completions.deadLetterQueue().peek(32);
-    expect(dead.map((m) => m.body).sort()).toEqual([encodeEnvelope({ id: 'x', kwargs: { something: 'else' }, numRetries: 0 }), 'this is not an envelope'].sort());
+    // Dead-letter copies carry their reason: a JSON object gains "dead_letter_reason", other text is wrapped.
+    const dead = (await s.completions.deadLetterQueue().peek(32)).map((m) => JSON.parse(m.body) as Record<string, unknown>);
+    expect(dead).toHaveLength(2);
+    expect(dead).toContainEqual({ ...(JSON.parse(encodeEnvelope({ id: 'x', kwargs: { something: 'else' }, numRetries: 0 })) as object), dead_letter_reason: expect.any(String) });
+    expect(dead).toContainEqual({ body: 'this is not an envelope', dead_letter_reason: expect.any(String) });
   });
 });

@@ -4,7 +4,7 @@ import * as core from './index';
 describe('the package index', () => {
   it('exports the wire codecs by name', () => {
     const names = [
-      'decodeError', 'decodeOk', 'utf8ByteLength', 'WORKFLOW_ID_PATTERN', 'isValidTaskName', 'isValidWorkflowId',
+      'decodeError', 'decodeOk', 'utf8ByteLength', 'queueSafeText', 'queueSafeByteLength', 'WORKFLOW_ID_PATTERN', 'isValidTaskName', 'isValidWorkflowId',
       'ENVELOPE_VERSION', 'decodeEnvelope', 'encodeEnvelope',
       'BLOB_REF_PREFIX', 'INLINE_FALLBACK_MAX_BYTES', 'INLINE_OUTPUT_MAX_BYTES', 'blobOutputRef', 'canonicalOutputBlobPath',
       'decodeInlineOutput', 'isBase64Md5', 'isCanonicalOutputRef', 'isValidContainerName', 'parseBlobLocation', 'parseOutputRef',

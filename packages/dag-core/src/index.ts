@@ -49,6 +49,7 @@ export { decodeError, decodeOk } from './wire/decode-result';
 export { utf8ByteLength } from './wire/utf8';
 export type { SecretRef, SecretRefProblem, SecretRefScan, SecretResolution } from './wire/secret-refs';
 export { SECRET_ENV_PREFIX, SECRET_NAME_PATTERN, findSecretRefs, resolveSecretRefs } from './wire/secret-refs';
+export { queueSafeByteLength, queueSafeText } from './wire/queue-safe';
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
 export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
 export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';

@@ -22,4 +22,5 @@ export type {
   WorkflowSummary,
 } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } from './output-store';
-export { utf8ByteLength, assertMessageFits } from './message-size';
+export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
+export { assertMessageFits, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';

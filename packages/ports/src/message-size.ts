@@ -1,16 +1,27 @@
-import { utf8ByteLength } from '@jobq/dag-core';
+import { messageByteLength, queueSafeText, utf8ByteLength } from '@jobq/dag-core';
 import { JobqError } from './errors';
 import type { OutgoingMessage } from './task-queue';
 
-export { utf8ByteLength };
+export { messageByteLength, queueSafeText, utf8ByteLength };
 
-/** Throws `message-too-large` naming the limit and the message id when a body does not fit. */
+/**
+ * Throws `message-too-large` naming the limit and the message id when a body does not fit. The
+ * size is {@link messageByteLength}: the bytes as sent, characters XML forbids escaped.
+ */
 export function assertMessageFits(queue: string, message: OutgoingMessage, maxMessageBytes: number): void {
-  const size = utf8ByteLength(message.body);
+  const size = messageByteLength(message.body);
   if (size > maxMessageBytes) {
     const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
     throw new JobqError('message-too-large', `${which} for queue "${queue}" is ${size} bytes; the limit is ${maxMessageBytes}`, {
       details: { queue, size, limit: maxMessageBytes },
     });
   }
+}
+
+/** Throws `invalid-argument` unless `timeToLiveInMs` is undefined, `Number.POSITIVE_INFINITY` or a positive finite number. */
+export function assertValidTimeToLive(queue: string, message: OutgoingMessage): void {
+  const ttl = message.timeToLiveInMs;
+  if (ttl === undefined || ttl === Number.POSITIVE_INFINITY || (typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0)) return;
+  const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
+  throw new JobqError('invalid-argument', `${which} for queue "${queue}": timeToLiveInMs must be a positive number of ms or Infinity, got ${String(ttl)}`);
 }

@@ -10,8 +10,10 @@ export interface OutgoingMessage {
   /** Idempotency key: Service Bus drops a repeat within its duplicate-detection window. */
   messageId?: string;
   /**
-   * How long the message lives in the queue before it expires unread: undefined for the backend's
-   * default, `Number.POSITIVE_INFINITY` for never.
+   * How long the message may stay in the queue, from the send, before it expires (deleted unread,
+   * or deleted while held): undefined = the backend's default (Storage Queue: 7 days);
+   * `Number.POSITIVE_INFINITY` = never; otherwise a positive number of ms (Storage Queue rounds it
+   * up to whole seconds). Anything else is `invalid-argument` before anything is sent.
    */
   timeToLiveInMs?: number;
 }
@@ -58,7 +60,10 @@ export interface TaskQueue {
   readonly lockDurationInMs: number;
   /** Largest body accepted, in UTF-8 bytes. */
   readonly maxMessageBytes: number;
-  /** Sends messages; a body over {@link maxMessageBytes} fails with `message-too-large` before anything is sent. */
+  /**
+   * Sends messages; a body over {@link maxMessageBytes} fails with `message-too-large`, a bad
+   * `timeToLiveInMs` with `invalid-argument`, before anything is sent.
+   */
   send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void>;
   /** Leases up to `maxMessages` messages; returns `[]` when none arrives within `maxWaitTimeInMs`. */
   receive(options: ReceiveOptions): Promise<ReceivedMessage[]>;
@@ -68,7 +73,11 @@ export interface TaskQueue {
   complete(message: ReceivedMessage, options?: OperationOptions): Promise<void>;
   /** Gives a message back at once, for another delivery. */
   abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void>;
-  /** Moves a message to the dead-letter queue (Storage Queue: `{queue}-failed`). */
+  /**
+   * Moves a message to the dead-letter queue (Storage Queue: `{queue}-failed`) with its reason:
+   * the copy's body is `deadLetterBody(body, reason, …)` (a JSON object body gains a top-level
+   * `"dead_letter_reason"`; any other is wrapped as `{"dead_letter_reason", "body"}`).
+   */
   deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void>;
   /** Looks at up to `maxMessages` visible messages without leasing them (oldest first where the backend allows). */
   peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]>;

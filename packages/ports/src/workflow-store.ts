@@ -146,7 +146,8 @@ export interface WorkflowStore {
    * Submits a new runtime: the blob (If-None-Match), then every task row, then the index row. An
    * id whose blob exists without an index row (a submit that crashed) is overwritten; an id
    * holding the same definition hash is a success with `created: false` and nothing written; a
-   * different hash is a `conflict`.
+   * different hash is a `conflict`. When the rows fail with an error that is not retryable (the
+   * service refuses them), what the create wrote is removed before it throws: no runtime, no rows.
    */
   create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult>;
   /** The runtime and its ETag; null when the workflow does not exist; `corrupt` when it cannot be decoded. */

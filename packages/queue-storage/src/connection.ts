@@ -11,12 +11,13 @@ import {
 import { JobqError } from '@jobq/ports';
 
 /**
- * How to reach a storage account (SPEC §10): a connection string (Azurite's
- * `UseDevelopmentStorage=true` included), or an account name with a token credential
- * (`DefaultAzureCredential` when none is given).
+ * How to reach a storage account: a connection string (Azurite's `UseDevelopmentStorage=true`
+ * included) with an account key, a SAS (`QueueEndpoint=…;SharedAccessSignature=…`) or only
+ * endpoints (then a token credential: `credential`, or `DefaultAzureCredential`); or an account
+ * name with a token credential (`DefaultAzureCredential` when none is given).
  */
 export type StorageConnection =
-  | { connectionString: string }
+  | { connectionString: string; credential?: TokenCredential }
   | { accountName: string; credential?: TokenCredential }
   | { queueServiceUrl: string; credential: TokenCredential };
 
@@ -38,7 +39,10 @@ interface ParsedConnectionString {
   sas: string | undefined;
 }
 
-/** Reads the parts of a connection string the queue client needs. Errors never quote the string. */
+/**
+ * Reads the parts of a connection string the queue client needs; without an AccountKey or a
+ * SharedAccessSignature the client uses a token credential on the endpoint. Errors never quote the string.
+ */
 export function parseConnectionString(connectionString: string): ParsedConnectionString {
   const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connectionString) ? DEVELOPMENT_STORAGE : connectionString;
   const fields = new Map<string, string>();
@@ -58,9 +62,7 @@ export function parseConnectionString(connectionString: string): ParsedConnectio
   if (!queueUrl) {
     throw new JobqError('invalid-config', 'the storage connection string has neither QueueEndpoint nor AccountName');
   }
-  if (!accountKey && !sas) {
-    throw new JobqError('invalid-config', 'the storage connection string has neither AccountKey nor SharedAccessSignature');
-  }
+  if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
   return { queueUrl: queueUrl.replace(/\/+$/, ''), accountName, accountKey, sas };
 }
 
@@ -82,6 +84,9 @@ export function createQueueServiceClient(connection: StorageConnection, settings
     if (parsed.accountKey && parsed.accountName) {
       url = parsed.queueUrl;
       pipeline = newPipeline(new StorageSharedKeyCredential(parsed.accountName, parsed.accountKey), options);
+    } else if (!parsed.sas) {
+      url = parsed.queueUrl;
+      pipeline = newPipeline(connection.credential ?? new DefaultAzureCredential(), options);
     } else {
       url = `${parsed.queueUrl}?${(parsed.sas ?? '').replace(/^\?/, '')}`;
       pipeline = newPipeline(new AnonymousCredential(), options);

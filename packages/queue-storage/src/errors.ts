@@ -26,6 +26,20 @@ function errorCodeOf(error: SdkErrorShape): string | undefined {
 }
 
 /**
+ * A 409 by its service code. Only `*AlreadyExists` (a create race) is `conflict`. A full emulator
+ * (Azurite keeps message bodies in memory, up to a cap) and a queue being deleted are retryable
+ * `unavailable`; any other 409 is an `internal` error naming its code.
+ */
+function conflictOf(serviceCode: string | undefined, make: (code: JobqErrorCode, why: string) => JobqError): JobqError {
+  if (serviceCode?.endsWith('AlreadyExists')) return make('conflict', `already there (${serviceCode})`);
+  if (serviceCode === 'MemoryExtentStoreAtSizeLimit') {
+    return make('unavailable', `the storage emulator's memory is full (409 ${serviceCode}): it keeps blob contents and message bodies in memory up to a cap`);
+  }
+  if (serviceCode?.endsWith('BeingDeleted')) return make('unavailable', `the queue is being deleted (409 ${serviceCode}); try again once the deletion is over`);
+  return make('internal', `the service refused it (409 ${serviceCode ?? 'without a code'})`);
+}
+
+/**
  * The one place where Storage Queue SDK errors become {@link JobqError}s. The message is built from
  * the status, the service's error code and the context only: SDK messages can quote request URLs,
  * so none of their text is copied, and the SDK error is not kept as `cause`.
@@ -54,7 +68,8 @@ export function translateError(error: unknown, context: ErrorContext): JobqError
   if (status === 413 || serviceCode === 'RequestBodyTooLarge' || serviceCode === 'MessageTooLarge') return make('message-too-large', 'the message is larger than 64 KiB');
   if (status === 404) return make('not-found', serviceCode === 'QueueNotFound' ? 'the queue does not exist' : `not found (${serviceCode ?? 404})`);
   if (status === 401 || status === 403) return make('auth', `access denied (${serviceCode ?? status}); check the credential and its role on the account`);
-  if (status === 409 || status === 412) return make('conflict', `conflict (${serviceCode ?? status})`);
+  if (status === 412) return make('conflict', `a condition of the request failed (${serviceCode ?? 412})`);
+  if (status === 409) return conflictOf(serviceCode, make);
   if (status === 429 || status === 503) return make('throttled', `the service is busy (${serviceCode ?? status})`);
   if (status >= 500) return make('unavailable', `server error ${status} (${serviceCode ?? 'no code'})`);
   if (status === 400) return make('invalid-argument', `bad request (${serviceCode ?? 400})`);

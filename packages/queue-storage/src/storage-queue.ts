@@ -2,6 +2,9 @@ import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import {
   JobqError,
   assertMessageFits,
+  assertValidTimeToLive,
+  deadLetterBody,
+  queueSafeText,
   type OperationOptions,
   type OutgoingMessage,
   type PeekedMessage,
@@ -41,6 +44,13 @@ class StorageMessage implements ReceivedMessage {
   ) {}
 }
 
+/** A message's time to live as Storage Queue takes it: whole seconds (rounded up), -1 for never, undefined for the service's default (7 days). */
+function timeToLiveSeconds(timeToLiveInMs: number | undefined): number | undefined {
+  if (timeToLiveInMs === undefined) return undefined;
+  if (timeToLiveInMs === Number.POSITIVE_INFINITY) return -1;
+  return Math.max(1, Math.ceil(timeToLiveInMs / 1000));
+}
+
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
@@ -55,8 +65,11 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /**
  * The {@link TaskQueue} on an Azure Storage Queue. Bodies travel as raw text (the JSON envelope,
- * no base64). The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
- * which the message handle keeps. Dead letters go to `{queue}-failed`.
+ * no base64), with every character XML 1.0 forbids written as a `\uXXXX` escape (`queueSafeText`):
+ * the service carries bodies as XML, and one such character would make every receive and peek of
+ * the queue fail. A JSON body decodes to the same value; a received body is the escaped text. The lock is the visibility timeout: renewing extends it and yields a new pop receipt,
+ * which the message handle keeps. Dead letters go to `{queue}-failed`, carrying their reason
+ * (`deadLetterBody`: a JSON object body gains a top-level `"dead_letter_reason"`).
  */
 export class StorageTaskQueue implements TaskQueue {
   readonly maxMessageBytes = STORAGE_QUEUE_MAX_MESSAGE_BYTES;
@@ -92,13 +105,19 @@ export class StorageTaskQueue implements TaskQueue {
 
   async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
     const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
-    // Every size is checked before anything goes out, so a refused batch sends nothing.
-    for (const m of list) assertMessageFits(this.name, m, this.maxMessageBytes);
+    // Every message is checked before anything goes out, so a refused batch sends nothing.
+    for (const m of list) {
+      assertMessageFits(this.name, m, this.maxMessageBytes);
+      assertValidTimeToLive(this.name, m);
+    }
     let next = 0;
     const worker = async () => {
       while (next < list.length) {
         const message = list[next++]!;
-        await this.call('send', options, (abortSignal) => this.client.sendMessage(message.body, { abortSignal }));
+        const messageTimeToLive = timeToLiveSeconds(message.timeToLiveInMs);
+        await this.call('send', options, (abortSignal) =>
+          this.client.sendMessage(queueSafeText(message.body), messageTimeToLive === undefined ? { abortSignal } : { messageTimeToLive, abortSignal }),
+        );
       }
     };
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);
@@ -156,7 +175,7 @@ export class StorageTaskQueue implements TaskQueue {
     this.deadLetterReady ??= dlq.ensureExists(options);
     await this.deadLetterReady;
     // Copy first, then delete: a crash in between leaves a duplicate, never a loss.
-    await dlq.send({ body: m.body }, options);
+    await dlq.send({ body: deadLetterBody(m.body, reason, dlq.maxMessageBytes) }, options);
     try {
       await this.complete(m, options);
     } catch (error) {

@@ -5,11 +5,12 @@ import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential, new
 import { JobqError } from '@jobq/ports';
 
 /**
- * How to reach a storage account (SPEC §10): a connection string (`UseDevelopmentStorage=true`
- * and Azurite strings included), or an account name with a token credential
- * (`DefaultAzureCredential` when none is given).
+ * How to reach a storage account: a connection string (`UseDevelopmentStorage=true` and Azurite
+ * strings included) with an account key, a SAS (`BlobEndpoint=…;TableEndpoint=…;SharedAccessSignature=…`)
+ * or only endpoints (then a token credential: `credential`, or `DefaultAzureCredential`); or an
+ * account name with a token credential (`DefaultAzureCredential` when none is given).
  */
-export type StorageAccountConnection = { connectionString: string } | { accountName: string; credential?: TokenCredential };
+export type StorageAccountConnection = { connectionString: string; credential?: TokenCredential } | { accountName: string; credential?: TokenCredential };
 
 /** Settings shared by every client the store makes. */
 export interface ClientSettings {
@@ -64,9 +65,10 @@ function parseAccount(connection: StorageAccountConnection): Account {
   if (!blobUrl || !tableUrl) throw new JobqError('invalid-config', 'the storage connection string names no account and no blob/table endpoints');
   const accountKey = fields.get('accountkey');
   const sas = fields.get('sharedaccesssignature');
-  if (!accountKey && !sas) throw new JobqError('invalid-config', 'the storage connection string has neither AccountKey nor SharedAccessSignature');
   if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
-  return { blobUrl: blobUrl.replace(/\/+$/, ''), tableUrl: tableUrl.replace(/\/+$/, ''), accountName, accountKey, sas, credential: undefined };
+  // Endpoints without a key or a SAS: the endpoints with a token credential.
+  const credential = accountKey || sas ? undefined : (connection.credential ?? new DefaultAzureCredential());
+  return { blobUrl: blobUrl.replace(/\/+$/, ''), tableUrl: tableUrl.replace(/\/+$/, ''), accountName, accountKey, sas, credential };
 }
 
 /** The blob and table clients of one storage account. */

@@ -5,13 +5,14 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { BlobServiceClient, RestError, type RequestPolicy, type RequestPolicyFactory } from '@azure/storage-blob';
+import { BlobServiceClient } from '@azure/storage-blob';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
 import { expandUpstreamRefs, parseOutputRef, type StashMarker } from '@jobq/dag-core';
 import { isJobqError } from '@jobq/ports';
 import { describeOutputStoreContract } from '@jobq/ports/testing';
 import { verifyContent } from './output-blob';
 import { openOutputStore, parseWorkflowBlobs, type AzureOutputStore, type OutputStoreOptions } from './output-store';
+import { corruptBlob as corruptBlobOf, deleteOutputContainers, faultInjector, outputStoreFixture } from './test-helpers/contract-fixtures';
 
 let azurite: LocalStorage;
 let service: BlobServiceClient;
@@ -36,53 +37,9 @@ function md5(bytes: Uint8Array | string): string {
   return createHash('md5').update(bytes).digest('base64');
 }
 
-type FaultState = { broken: boolean; failNext: number; loseAnswers: number; puts: number };
-
-/**
- * Fails PUTs (uploads, container creation) while `broken` is set or `failNext` > 0, as an
- * unreachable service would, and counts PUTs. The class name matters: storage-blob places custom
- * policies before its retry policy unless their factory is called `InjectorPolicyFactory`, and the
- * fault should sit below the SDK's retries, where a real network error happens.
- */
-class InjectorPolicyFactory implements RequestPolicyFactory {
-  readonly state: FaultState = { broken: false, failNext: 0, loseAnswers: 0, puts: 0 };
-  create(next: RequestPolicy): RequestPolicy {
-    const state = this.state;
-    return {
-      sendRequest: (request) => {
-        if (request.method === 'PUT') {
-          state.puts++;
-          if (state.broken || state.failNext > 0) {
-            state.failNext = Math.max(0, state.failNext - 1);
-            return Promise.reject(new RestError('injected fault: connect ECONNREFUSED', { code: 'ECONNREFUSED' }));
-          }
-          if (state.loseAnswers > 0) {
-            // The request reaches the service; its answer is lost on the way back.
-            state.loseAnswers--;
-            return next.sendRequest(request).then(() => Promise.reject(new RestError('injected fault: read ECONNRESET', { code: 'ECONNRESET' })));
-          }
-        }
-        return next.sendRequest(request);
-      },
-    };
-  }
-}
-
-function faultInjector(): { policy: RequestPolicyFactory; state: FaultState } {
-  const policy = new InjectorPolicyFactory();
-  return { policy, state: policy.state };
-}
-
-/** Overwrites a blob's bytes (same size) behind the store's back, then puts the old Content-MD5 back. */
-async function corruptBlob(container: string, path: string): Promise<void> {
-  const blob = service.getContainerClient(container).getBlockBlobClient(path);
-  const properties = await blob.getProperties();
-  const old = await blob.downloadToBuffer();
-  const damaged = Buffer.from(old);
-  const index = Math.floor(damaged.length / 2);
-  damaged[index] = damaged[index] === 0x61 ? 0x62 : 0x61;
-  await blob.uploadData(damaged, { blobHTTPHeaders: { blobContentType: properties.contentType } });
-  await blob.setHTTPHeaders({ blobContentMD5: properties.contentMD5, blobContentType: properties.contentType });
+/** Damages a blob behind the store's back, keeping its stored Content-MD5. */
+function corruptBlob(container: string, path: string): Promise<void> {
+  return corruptBlobOf(service, container, path);
 }
 
 async function open(extra: Partial<OutputStoreOptions> = {}): Promise<AzureOutputStore> {
@@ -95,35 +52,11 @@ async function open(extra: Partial<OutputStoreOptions> = {}): Promise<AzureOutpu
   });
 }
 
-async function deleteContainers(store: AzureOutputStore): Promise<void> {
-  for (const name of new Set([store.outputsContainer, store.names.workflowsContainer, store.names.outputsContainer])) {
-    await service.getContainerClient(name).deleteIfExists();
-  }
+function deleteContainers(store: AzureOutputStore): Promise<void> {
+  return deleteOutputContainers(service, store);
 }
 
-describeOutputStoreContract('Azure Blob Storage (Azurite)', async () => {
-  const faults = faultInjector();
-  const store = await open({ blobPolicies: [faults.policy] });
-  return {
-    store,
-    corrupt: async (target: string | StashMarker) => {
-      if (typeof target === 'string') {
-        const ref = parseOutputRef(target);
-        if (ref.kind !== 'blob') throw new Error(`not a blob ref: ${target}`);
-        await corruptBlob(ref.container, ref.path);
-      } else {
-        await corruptBlob(store.outputsContainer, target.blobName);
-      }
-    },
-    breakUploads: () => {
-      faults.state.broken = true;
-    },
-    restoreUploads: () => {
-      faults.state.broken = false;
-    },
-    dispose: () => deleteContainers(store),
-  };
-});
+describeOutputStoreContract('Azure Blob Storage (Azurite)', () => outputStoreFixture(azurite.connectionString));
 
 /** A local port nothing listens on. */
 async function closedPort(): Promise<number> {

@@ -100,24 +100,36 @@ export async function writeTaskRows(
   return outcome;
 }
 
-/**
- * Deletes the rows of a workflow's partition that name no task of `runtime` (left by an orphan
- * runtime with another definition, before it was overwritten). Reads the partition's keys first.
- */
-export async function deleteForeignTaskRows(
+/** Deletes the rows of a workflow's partition whose task name `drop` selects. Reads the partition's keys first. */
+async function deletePartitionRows(
   client: TableClient,
-  runtime: WorkflowRuntime,
+  workflowId: string,
+  drop: (taskName: string) => boolean,
+  operation: string,
   settings: TaskRowWriteSettings,
   options: CallOptions | undefined,
 ): Promise<void> {
-  const id = runtime.workflowId;
-  const operation = `clear old task rows of workflow "${id}"`;
-  const rows = await tableScan(client, { operation, filter: odata`PartitionKey eq ${id}`, select: ['RowKey'] }, settings.timeoutInMs, options);
-  const foreign = rows.map((r) => r.rowKey ?? '').filter((key) => key !== '' && !Object.prototype.hasOwnProperty.call(runtime.tasks, decodeTaskRowKey(key)));
-  for (let i = 0; i < foreign.length; i += MAX_BATCH_ENTITIES) {
-    const actions: TransactionAction[] = foreign.slice(i, i + MAX_BATCH_ENTITIES).map((rowKey) => ['delete', { partitionKey: id, rowKey }]);
+  const rows = await tableScan(client, { operation, filter: odata`PartitionKey eq ${workflowId}`, select: ['RowKey'] }, settings.timeoutInMs, options);
+  const doomed = rows.map((r) => r.rowKey ?? '').filter((key) => key !== '' && drop(decodeTaskRowKey(key)));
+  for (let i = 0; i < doomed.length; i += MAX_BATCH_ENTITIES) {
+    const actions: TransactionAction[] = doomed.slice(i, i + MAX_BATCH_ENTITIES).map((rowKey) => ['delete', { partitionKey: workflowId, rowKey }]);
     await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
   }
+}
+
+/**
+ * Deletes the rows of a workflow's partition that name no task of `runtime` (left by an orphan
+ * runtime with another definition, before it was overwritten).
+ */
+export function deleteForeignTaskRows(client: TableClient, runtime: WorkflowRuntime, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
+  const id = runtime.workflowId;
+  const isForeign = (name: string) => !Object.prototype.hasOwnProperty.call(runtime.tasks, name);
+  return deletePartitionRows(client, id, isForeign, `clear old task rows of workflow "${id}"`, settings, options);
+}
+
+/** Deletes every task row of a workflow (a submit that cannot finish takes back what it wrote). */
+export function deleteAllTaskRows(client: TableClient, workflowId: string, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
+  return deletePartitionRows(client, workflowId, () => true, `delete the task rows of workflow "${workflowId}"`, settings, options);
 }
 
 /** The OData filter of a task listing; `invalid-argument` for a name prefix without a workflow. */

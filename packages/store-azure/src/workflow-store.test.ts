@@ -1,12 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
 import { TableClient } from '@azure/data-tables';
-import { BlobServiceClient, type RequestPolicy, type RequestPolicyFactory, type WebResource } from '@azure/storage-blob';
+import {
+  AccountSASPermissions,
+  AccountSASResourceTypes,
+  AccountSASServices,
+  BlobServiceClient,
+  SASProtocol,
+  StorageSharedKeyCredential,
+  generateAccountSASQueryParameters,
+  type RequestPolicy,
+  type RequestPolicyFactory,
+  type WebResource,
+} from '@azure/storage-blob';
 import { createRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError } from '@jobq/ports';
 import { describeWorkflowStoreContract } from '@jobq/ports/testing';
-import { indexPartition } from './names';
+import { accountClients } from './clients';
+import { openOutputStore } from './output-store';
+import { workflowStoreFixture } from './test-helpers/contract-fixtures';
 import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from './workflow-store';
 
 let azurite: LocalStorage;
@@ -107,17 +120,7 @@ function tableCounter(): { policy: TablePipelinePolicy; all: () => number; batch
   };
 }
 
-describeWorkflowStoreContract('Azure Storage (Azurite)', async () => {
-  const store = await open();
-  const index = tableClient(store.names.indexTable);
-  return {
-    store,
-    simulateOrphan: async (workflowId) => {
-      await index.deleteEntity(indexPartition(workflowId), workflowId);
-    },
-    dispose: () => store.deleteStorage(),
-  };
-});
+describeWorkflowStoreContract('Azure Storage (Azurite)', () => workflowStoreFixture(azurite.connectionString));
 
 describe('AzureWorkflowStore specifics', () => {
   it('leaves the runtime blob byte for byte as it was after a stale-ETag save', async () => {
@@ -218,19 +221,62 @@ describe('AzureWorkflowStore specifics', () => {
     await store.deleteStorage();
   });
 
-  it('fails a create whose rows cannot be written, and a resubmit completes it', async () => {
+  it('fails a create whose rows cannot be written (no task table), keeps nothing, and a later submit succeeds', async () => {
     const store = await open();
     const tasks = tableClient(store.names.tasksTable);
     await tasks.deleteTable();
     const r0 = createRuntime(ABC, { workflowId: 'half', now: at(1) });
     const error = await caught(store.create(r0, 'h'));
     expect(isJobqError(error, 'not-found')).toBe(true);
-    expect((error as Error).message).toMatch(/submit the same id again/);
+    expect((error as Error).message).toMatch(/workflow "half" was not submitted and nothing of it was kept$/);
     expect(await store.getWorkflow('half')).toBeNull();
+    expect(await blobOf(store, 'half.json').exists()).toBe(false);
     await tasks.createTable();
     expect((await store.create(r0, 'h')).created).toBe(true);
     expect((await store.getWorkflow('half'))?.definitionHash).toBe('h');
     expect((await store.listTasks({ workflowId: 'half' })).items).toHaveLength(3);
+    await store.deleteStorage();
+  });
+
+  it('fails a create whose index row the service refuses (400 PropertyValueTooLarge), keeps nothing, and the id stays free', async () => {
+    const store = await open();
+    // A 40 000-character name passes no validation, but a runtime can still be built with it.
+    const huge: WorkflowDefinition = { ...ABC, name: 'n'.repeat(40_000) };
+    const error = await caught(store.create(createRuntime(huge, { workflowId: 'huge', now: at(1) }), 'h1'));
+    expect(error).toMatchObject({ code: 'invalid-argument', retryable: false, details: { statusCode: 400, serviceCode: 'PropertyValueTooLarge', cleanedUp: true } });
+    expect((error as Error).message).toBe(
+      'write the index row of workflow "huge" failed: bad request (PropertyValueTooLarge); workflow "huge" was not submitted and nothing of it was kept',
+    );
+    // Nothing is left: no runtime blob, no index row, no task rows.
+    expect(await blobOf(store, 'huge.json').exists()).toBe(false);
+    expect(await store.load('huge')).toBeNull();
+    expect(await store.getWorkflow('huge')).toBeNull();
+    expect((await store.listTasks({ workflowId: 'huge' })).items).toEqual([]);
+    // A corrected workflow takes the id.
+    const fixed = createRuntime(ABC, { workflowId: 'huge', now: at(2) });
+    expect((await store.create(fixed, 'h2')).created).toBe(true);
+    expect(await store.getWorkflow('huge')).toMatchObject({ definitionHash: 'h2', name: 'test' });
+    expect((await store.load('huge'))?.runtime).toEqual(fixed);
+    await store.deleteStorage();
+  });
+
+  it('keeps the runtime of a create whose rows failed with a retryable error, for a resubmit to complete', async () => {
+    // Table requests fail as if the service could not be reached once `down` is set.
+    let down = false;
+    const unreachable: TablePipelinePolicy = {
+      name: 'test-unreachable',
+      sendRequest: (request, next) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) : next(request)),
+    };
+    const flaky = await open({ tablePolicies: [unreachable] });
+    const store = await open({ prefix: flaky.names.prefix });
+    const r0 = createRuntime(ABC, { workflowId: 'flaky', now: at(1) });
+    down = true;
+    const error = await caught(flaky.create(r0, 'h'));
+    expect(error).toMatchObject({ code: 'unavailable', retryable: true });
+    expect((error as Error).message).toMatch(/submit the same id again to complete it$/);
+    expect((await store.load('flaky'))?.runtime).toEqual(r0);
+    expect((await store.create(r0, 'h')).created).toBe(true);
+    expect(await store.getWorkflow('flaky')).toMatchObject({ definitionHash: 'h' });
     await store.deleteStorage();
   });
 
@@ -313,6 +359,62 @@ describe('AzureWorkflowStore specifics', () => {
   });
 });
 
+describe('connection strings', () => {
+  it('works with a SAS connection string (no AccountName): blobs, tables, the lease and outputs', async () => {
+    const sas = generateAccountSASQueryParameters(
+      {
+        expiresOn: new Date(Date.now() + 3_600_000),
+        permissions: AccountSASPermissions.parse('rwdlacup'),
+        services: AccountSASServices.parse('bqt').toString(),
+        resourceTypes: AccountSASResourceTypes.parse('sco').toString(),
+        protocol: SASProtocol.HttpsAndHttp,
+      },
+      new StorageSharedKeyCredential(azurite.accountName, AZURITE_ACCOUNT_KEY),
+    );
+    const connectionString = `BlobEndpoint=${azurite.blobEndpoint};QueueEndpoint=${azurite.queueEndpoint};TableEndpoint=${azurite.tableEndpoint};SharedAccessSignature=${sas.toString()}`;
+    const prefix = uniquePrefix();
+    const store = await openWorkflowStore({ connection: { connectionString }, prefix, leaseDurationInMs: 15_000, renewIntervalInMs: 250 });
+    const r0 = createRuntime(ABC, { workflowId: 'sas', now: at(1) });
+    const { etag } = await store.create(r0, 'h');
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    const saved = await store.save(r1, etag);
+    expect(saved.rowsError).toBeNull();
+    expect(await store.load('sas')).toEqual({ runtime: r1, etag: saved.etag });
+    expect((await store.listWorkflows({ recent: true })).items.map((w) => w.workflowId)).toEqual(['sas']);
+    expect((await store.listTasks({ workflowId: 'sas' })).items.map((t) => t.taskName)).toEqual(['a', 'b', 'c']);
+    await store.requestCancel('sas', at(3));
+    expect((await store.getWorkflow('sas'))?.cancelRequestedAt).toBe(at(3));
+    const lease = await store.acquireLease();
+    await store.writeCoordinatorStats({ writtenAt: at(4) });
+    expect(await store.readCoordinatorStats()).toEqual({ writtenAt: at(4) });
+    await lease.release();
+    const outputs = await openOutputStore({ connection: { connectionString }, prefix });
+    const big = JSON.stringify('x'.repeat(40_000));
+    const put = await outputs.putOutput('sas', 'a', 1, big);
+    expect(put.placement).toBe('blob');
+    expect(await outputs.getOutput(put.ref)).toBe('x'.repeat(40_000));
+    await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(outputs.outputsContainer).deleteIfExists();
+    await store.deleteStorage();
+  });
+
+  it('takes an endpoint-only string (no key, no SAS) as its endpoints with a token credential', async () => {
+    const scopes: string[] = [];
+    const credential = {
+      getToken: (scope: string | string[]) => {
+        scopes.push(String(scope));
+        return Promise.resolve({ token: 'not-a-real-token', expiresOnTimestamp: Date.now() + 3_600_000 });
+      },
+    };
+    // A port nothing listens on: each call asks for a token, then fails to connect.
+    const clients = accountClients({ connectionString: 'BlobEndpoint=https://127.0.0.1:1/myacct;TableEndpoint=https://127.0.0.1:1/myacct', credential }, { operationTimeoutInMs: 2_000 });
+    expect(clients.blobService.url).toBe('https://127.0.0.1:1/myacct');
+    await expect(clients.container('c').exists()).rejects.toThrow();
+    await expect(clients.table('t').getEntity('p', 'r')).rejects.toThrow();
+    expect(scopes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(scopes)).toEqual(new Set(['https://storage.azure.com/.default']));
+  });
+});
+
 describe('failures', () => {
   it('never puts the account key in an error, its message, its inspection or its JSON', async () => {
     const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
@@ -324,6 +426,35 @@ describe('failures', () => {
     for (const text of texts) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
+    }
+  });
+
+  it('reports a full emulator (409 MemoryExtentStoreAtSizeLimit) on save as a retryable unavailable, not as a write race', async () => {
+    const own = await startAzurite({ extentMemoryLimitMb: 0.25 });
+    try {
+      const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 });
+      const r0 = createRuntime(ABC, { workflowId: 'full', now: at(1) });
+      const { etag } = await store.create(r0, 'h');
+      // Fill the emulator's blob memory behind the store's back.
+      const filler = BlobServiceClient.fromConnectionString(own.connectionString).getContainerClient(store.names.workflowsContainer);
+      let n = 0;
+      for (const size of [16 * 1024, 1024, 64]) {
+        const chunk = Buffer.alloc(size, 1);
+        for (;;) {
+          const refused = await filler.getBlockBlobClient(`filler-${n++}`).upload(chunk, size).then(() => false, (e: { statusCode?: number }) => e.statusCode === 409);
+          if (refused) break;
+          if (n > 2_000) throw new Error('the emulator never filled up');
+        }
+      }
+      const error = await caught(store.save(step(r0, { type: 'activate', now: at(2) }), etag));
+      expect(isJobqError(error)).toBe(true);
+      expect(error).toMatchObject({ code: 'unavailable', retryable: true, details: { statusCode: 409, serviceCode: 'MemoryExtentStoreAtSizeLimit' } });
+      expect((error as Error).message).toContain("the storage emulator's blob memory is full");
+      // A create hits the same wall, and says so too.
+      const created = await caught(store.create(createRuntime(ABC, { workflowId: 'full2', now: at(1) }), 'h'));
+      expect(created).toMatchObject({ code: 'unavailable', retryable: true });
+    } finally {
+      await own.stop();
     }
   });
 

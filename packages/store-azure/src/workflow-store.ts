@@ -25,7 +25,7 @@ import { CANCEL_REQUESTED, RETRY_REQUESTED, byRecent, corruptEntity, indexEntity
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
 import { runtimeBlobName, storeNames, indexPartition, type StoreNames } from './names';
 import { readStats, writeStats } from './stats';
-import { changedTaskNames, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
+import { changedTaskNames, deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
 import { decodeCursor, offsetPage, pageLimit, tablePage, tableScan } from './workflow-paging';
 
 /** A data-tables pipeline policy (e.g. a transaction counter), added after the retry policy. */
@@ -102,7 +102,8 @@ function lostCondition(error: unknown): boolean {
  *   or If-Match (save).
  * - The index row and task rows are derived. `create` writes them after the blob, task rows first
  *   and the index row last, so an index row means a completed submit; a failure there fails the
- *   create, and resubmitting the id repairs it (an orphan blob is overwritten). After a successful
+ *   create. After a retryable failure resubmitting the id repairs it (an orphan blob is
+ *   overwritten); after any other failure the create deletes what it wrote before throwing. After a successful
  *   `save`, a row failure does not fail the save (the runtime is stored): it comes back as
  *   `rowsError`, and the task rows that were not written are remembered and written with the next
  *   save of that workflow through this store (the index row is rewritten by every save anyway).
@@ -224,26 +225,63 @@ export class AzureWorkflowStore implements WorkflowStore {
         if (etag === null) continue;
         await deleteForeignTaskRows(this.tasks, runtime, this.rowSettings(), options);
       }
-      await this.writeSubmitRows(runtime, definitionHash, options);
+      await this.writeSubmitRows(runtime, definitionHash, etag, options);
       return { etag, created: true };
     }
     throw new JobqError('conflict', `workflow "${id}" is being submitted by someone else at the same time`, { details: { workflowId: id } });
   }
 
-  /** Every task row, then the index row (its presence marks a completed submit). */
-  private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, options: OperationOptions | undefined): Promise<void> {
+  /**
+   * Every task row, then the index row (its presence marks a completed submit). A retryable failure
+   * leaves the runtime for a resubmit of the same id to complete. Any other failure (a row the
+   * service refuses, e.g. 400 PropertyValueTooLarge) would fail again the same way: the task rows
+   * and the runtime blob this create wrote are deleted before it throws, so nothing is left and a
+   * corrected workflow can take the id.
+   */
+  private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, etag: string, options: OperationOptions | undefined): Promise<void> {
     const id = runtime.workflowId;
     const rows = await writeTaskRows(this.tasks, runtime, Object.keys(runtime.tasks), this.rowSettings(), options);
-    const failure = (error: JobqError) =>
-      new JobqError(error.code, `${error.message}; the runtime of workflow "${id}" was written but its submit did not finish: submit the same id again to complete it`, {
-        retryable: error.retryable,
-        details: { ...error.details, workflowId: id },
+    let error = rows.error;
+    if (!error) {
+      try {
+        await this.mergeIndexRow(runtime, definitionHash, options);
+        return;
+      } catch (indexError) {
+        error = isJobqError(indexError) ? indexError : new JobqError('internal', String(indexError));
+      }
+    }
+    const details = { ...error.details, workflowId: id };
+    if (error.retryable) {
+      throw new JobqError(error.code, `${error.message}; the runtime of workflow "${id}" was written but its submit did not finish: submit the same id again to complete it`, {
+        retryable: true,
+        details,
       });
-    if (rows.error) throw failure(rows.error);
+    }
+    const undone = await this.undoCreate(id, etag, options).then(
+      () => null,
+      (undoError: unknown) => (isJobqError(undoError) ? undoError : new JobqError('internal', String(undoError))),
+    );
+    const outcome =
+      undone === null
+        ? `workflow "${id}" was not submitted and nothing of it was kept`
+        : `workflow "${id}" was not submitted, and removing the runtime it had written failed too (${undone.message}); a submit of the same id replaces it`;
+    throw new JobqError(error.code, `${error.message}; ${outcome}`, { retryable: false, details: { ...details, cleanedUp: undone === null } });
+  }
+
+  /** Deletes the task rows and (if it is still the one written, `etag`) the runtime blob of a create that cannot finish. */
+  private async undoCreate(workflowId: string, etag: string, options: OperationOptions | undefined): Promise<void> {
     try {
-      await this.mergeIndexRow(runtime, definitionHash, options);
+      await deleteAllTaskRows(this.tasks, workflowId, this.rowSettings(), options);
     } catch (error) {
-      throw failure(isJobqError(error) ? error : new JobqError('internal', String(error)));
+      if (!isJobqError(error, 'not-found')) throw error; // no task table: no rows
+    }
+    try {
+      await storeCall({ operation: `delete the runtime of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
+        this.blob(workflowId).delete({ conditions: { ifMatch: etag }, abortSignal }),
+      );
+    } catch (error) {
+      // Gone already, or replaced by another submit of the id since: not ours to delete.
+      if (!isJobqError(error, 'not-found') && !isJobqError(error, 'conflict')) throw error;
     }
   }
 

@@ -36,5 +36,21 @@ export { startTaskChannel, type TaskChannel, type TaskChannelOptions, type TaskC
 export { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from './task-channel-protocol';
 export { checkTaskUser, taskUserFromEnv, type TaskUser } from './task-user';
 export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
-export { envValue, parseWorkflowPrefix, storageConnectionFor, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './config';
+export {
+  CONNECTION_STRING_VARIABLES,
+  chooseStorageConnection,
+  connectionStringCandidates,
+  describeConnectionString,
+  envValue,
+  parseWorkflowPrefix,
+  storageConnectionFor,
+  workflowEnvironment,
+  type ConnectionStringCandidate,
+  type ConnectionStringCredential,
+  type ConnectionStringInfo,
+  type StorageConnectionChoice,
+  type StorageConnectionSource,
+  type WorkflowEnvironment,
+  type WorkflowPrefix,
+} from './config';
 export { prefixedLog, stderrLog, type LogLine } from './log';

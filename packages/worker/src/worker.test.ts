@@ -227,8 +227,12 @@ describe('Worker on Azure Storage Queues (Azurite)', () => {
     expect(lines(join(dir, 'fail'))).toHaveLength(2);
     expect(summary).toMatchObject({ processed: 4, succeeded: 1, failed: 2, abandoned: 1, deadLettered: 2 });
     expect(await queue.approximateMessageCount()).toBe(0);
-    const dead = await queue.deadLetterQueue().peek(32);
-    expect(dead.map((m) => m.body).sort()).toEqual([task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body, '{"hello":"world"}'].sort());
+    // Each dead-letter copy is the original JSON object plus its "dead_letter_reason".
+    const dead = (await queue.deadLetterQueue().peek(32)).map((m) => JSON.parse(m.body) as Record<string, unknown>);
+    expect(dead.every((copy) => typeof copy.dead_letter_reason === 'string')).toBe(true);
+    const originals = dead.map(({ dead_letter_reason: _reason, ...original }) => original);
+    expect(originals).toHaveLength(2);
+    expect(originals).toEqual(expect.arrayContaining([JSON.parse(task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body), { hello: 'world' }]));
     await queue.deleteQueue();
     cleanup();
   });

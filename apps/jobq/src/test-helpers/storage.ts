@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAzurite, type LocalStorage } from '@jobq/local';
+import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
 import { cleanEnv } from './cli';
 
 /** An in-process Azurite and a scratch folder for one test file. */
@@ -53,3 +54,38 @@ export const TWO_TASKS = 'name: two\ntasks:\n  - name: a\n    kwargs: {cmd: echo
 export const FAN_OUT =
   'name: fan\ntasks:\n  - name: root\n    kwargs: {cmd: echo r}\n' +
   [1, 2, 3].map((i) => `  - name: fan-00${i}\n    depends_on: [root]\n    kwargs: {cmd: echo ${i}}\n`).join('');
+
+/** The few parts of `@azure/storage-blob` that sign an account SAS (the CLI does not depend on the SDK itself). */
+interface SasSdk {
+  generateAccountSASQueryParameters(
+    values: { expiresOn: Date; permissions: unknown; services: string; resourceTypes: string; protocol: string },
+    credential: unknown,
+  ): { toString(): string; signature: string };
+  AccountSASPermissions: { parse(text: string): unknown };
+  AccountSASServices: { parse(text: string): { toString(): string } };
+  AccountSASResourceTypes: { parse(text: string): { toString(): string } };
+  StorageSharedKeyCredential: new (account: string, key: string) => unknown;
+}
+
+/**
+ * A SAS connection string for Azurite (`BlobEndpoint=…;QueueEndpoint=…;TableEndpoint=…;SharedAccessSignature=…`, no
+ * AccountName): an account SAS for blobs, queues and tables, valid for an hour; and its signature, which must never be printed.
+ */
+export function sasConnectionString(azurite: LocalStorage): { connectionString: string; signature: string } {
+  // The SDK as a dependency of @jobq/store-azure.
+  const sdk = createRequire(join(__dirname, '..', '..', '..', '..', 'packages', 'store-azure', 'package.json'))('@azure/storage-blob') as SasSdk;
+  const sas = sdk.generateAccountSASQueryParameters(
+    {
+      expiresOn: new Date(Date.now() + 3_600_000),
+      permissions: sdk.AccountSASPermissions.parse('rwdlacup'),
+      services: sdk.AccountSASServices.parse('bqt').toString(),
+      resourceTypes: sdk.AccountSASResourceTypes.parse('sco').toString(),
+      protocol: 'https,http',
+    },
+    new sdk.StorageSharedKeyCredential(azurite.accountName, AZURITE_ACCOUNT_KEY),
+  );
+  return {
+    connectionString: `BlobEndpoint=${azurite.blobEndpoint};QueueEndpoint=${azurite.queueEndpoint};TableEndpoint=${azurite.tableEndpoint};SharedAccessSignature=${sas.toString()}`,
+    signature: sas.signature,
+  };
+}

@@ -12,6 +12,7 @@ import {
   taskMessageId,
   type WorkflowTaskInfo,
 } from './task-message';
+import { queueSafeText } from './queue-safe';
 import { jsonNormalize, kwargsArb, taskNameArb, workflowIdArb } from './test-helpers/arbitraries';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from './upstream-refs';
 
@@ -37,23 +38,25 @@ describe('constants', () => {
 });
 
 describe('messageByteLength', () => {
-  it('counts UTF-8 bytes', () => {
+  it('counts UTF-8 bytes, with each character XML forbids as its six-byte \\uXXXX escape', () => {
     expect(messageByteLength('')).toBe(0);
     expect(messageByteLength('abc')).toBe(3);
     expect(messageByteLength('é')).toBe(2);
     expect(messageByteLength('€')).toBe(3);
     expect(messageByteLength('😀')).toBe(4);
-    expect(messageByteLength('\ud800')).toBe(3); // lone surrogate → U+FFFD
-    expect(messageByteLength('\ud800x')).toBe(4);
-    expect(messageByteLength('\udc00\ud83d\ude00')).toBe(7);
+    expect(messageByteLength('\ud800')).toBe(6); // lone surrogate → \ud800
+    expect(messageByteLength('\ud800x')).toBe(7);
+    expect(messageByteLength('\udc00\ud83d\ude00')).toBe(10);
+    expect(messageByteLength('"\uffff\ufffe"')).toBe(14);
+    expect(messageByteLength('\u0000\t\n\r\u001f')).toBe(15);
   });
 
-  it('agrees with TextEncoder (property)', () => {
+  it('agrees with TextEncoder on the escaped text (property)', () => {
     const TE = (globalThis as unknown as { TextEncoder: new () => { encode(s: string): Uint8Array } }).TextEncoder;
     const encoder = new TE();
     fc.assert(
       fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme' }), fc.string()), (s) => {
-        expect(messageByteLength(s)).toBe(encoder.encode(s).length);
+        expect(messageByteLength(s)).toBe(encoder.encode(queueSafeText(s)).length);
       }),
       { numRuns: 500 },
     );

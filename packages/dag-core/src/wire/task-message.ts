@@ -3,8 +3,8 @@ import { encodeEnvelope } from './envelope';
 import { isValidTaskName, isValidWorkflowId } from './ids';
 import { describeValue, isPlainObject, isPositiveSafeInteger, own, quoteShort } from './internal';
 import { parseBlobLocation } from './output-ref';
+import { queueSafeByteLength } from './queue-safe';
 import { type CompactUpstreamRefs, decodeCompactUpstreamRefs } from './upstream-refs';
-import { utf8ByteLength } from './utf8';
 
 /**
  * The Azure Storage Queue message size limit, 64 KiB. Compare it with {@link messageByteLength}
@@ -37,9 +37,13 @@ export function isReservedKwarg(key: string): boolean {
   return key.startsWith('__workflow_') || key.startsWith('__upstream_') || key === ATTEMPT_NO_KWARG;
 }
 
-/** The number of UTF-8 bytes of a message text, to compare with the queue limits. */
+/**
+ * The number of bytes a message text takes on the queue, to compare with the queue limits: the
+ * UTF-8 bytes of the text as a Storage Queue adapter sends it, each character XML forbids written
+ * as a six-byte `\uXXXX` escape (see `queueSafeText`).
+ */
 export function messageByteLength(text: string): number {
-  return utf8ByteLength(text);
+  return queueSafeByteLength(text);
 }
 
 /** The parts of a task message id. */

@@ -1,5 +1,6 @@
 import { JobqError } from '../errors';
-import { assertMessageFits } from '../message-size';
+import { deadLetterBody } from '../dead-letter';
+import { assertMessageFits, assertValidTimeToLive } from '../message-size';
 import type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, ReceivedMessage, TaskQueue } from '../task-queue';
 
 interface Stored {
@@ -8,6 +9,8 @@ interface Stored {
   enqueuedAt: Date;
   deliveryCount: number;
   visibleAt: number;
+  /** When the message expires (`Date.now()` time); Infinity for never. */
+  expiresAt: number;
   /** Changes at every delivery, so a handle from an earlier delivery is recognisably stale. */
   lockToken: number;
 }
@@ -62,10 +65,15 @@ export class InMemoryTaskQueue implements TaskQueue {
     return settle(() => {
       this.check(options);
       const list = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
-      for (const m of list) assertMessageFits(this.name, m, this.maxMessageBytes);
+      for (const m of list) {
+        assertMessageFits(this.name, m, this.maxMessageBytes);
+        assertValidTimeToLive(this.name, m);
+      }
+      const now = Date.now();
       for (const m of list) {
         const messageId = String(this.nextId++);
-        this.messages.set(messageId, { messageId, body: m.body, enqueuedAt: new Date(), deliveryCount: 0, visibleAt: 0, lockToken: 0 });
+        const expiresAt = now + (m.timeToLiveInMs ?? Number.POSITIVE_INFINITY);
+        this.messages.set(messageId, { messageId, body: m.body, enqueuedAt: new Date(now), deliveryCount: 0, visibleAt: 0, expiresAt, lockToken: 0 });
       }
     });
   }
@@ -75,6 +83,7 @@ export class InMemoryTaskQueue implements TaskQueue {
     for (;;) {
       this.check(options);
       const now = Date.now();
+      this.dropExpired(now);
       const out: ReceivedMessage[] = [];
       for (const m of this.messages.values()) {
         if (out.length >= options.maxMessages) break;
@@ -112,9 +121,10 @@ export class InMemoryTaskQueue implements TaskQueue {
     });
   }
 
-  async deadLetter(message: ReceivedMessage, _reason: string, options?: OperationOptions): Promise<void> {
+  async deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
     await settle(() => this.held(message, 'dead-letter', options));
-    await this.deadLetterQueue().send({ body: message.body }, options);
+    const dlq = this.deadLetterQueue();
+    await dlq.send({ body: deadLetterBody(message.body, reason, dlq.maxMessageBytes) }, options);
     this.messages.delete(message.messageId);
   }
 
@@ -122,6 +132,7 @@ export class InMemoryTaskQueue implements TaskQueue {
     return settle(() => {
       this.check(options);
       const now = Date.now();
+      this.dropExpired(now);
       const visible = [...this.messages.values()].filter((m) => m.visibleAt <= now).slice(0, maxMessages);
       return visible.map((m) => ({ messageId: m.messageId, body: m.body, enqueuedAt: m.enqueuedAt, deliveryCount: m.deliveryCount }));
     });
@@ -130,6 +141,7 @@ export class InMemoryTaskQueue implements TaskQueue {
   approximateMessageCount(options?: OperationOptions): Promise<number> {
     return settle(() => {
       this.check(options);
+      this.dropExpired(Date.now());
       return this.messages.size;
     });
   }
@@ -149,8 +161,14 @@ export class InMemoryTaskQueue implements TaskQueue {
     if (this.closed) throw new JobqError('invalid-argument', `queue "${this.name}" is closed`);
   }
 
+  /** Deletes the messages whose time to live has run out, held or not, as Storage Queues do. */
+  private dropExpired(now: number): void {
+    for (const [id, m] of this.messages) if (m.expiresAt <= now) this.messages.delete(id);
+  }
+
   private held(message: ReceivedMessage, what: string, options: OperationOptions | undefined): Stored {
     this.check(options);
+    this.dropExpired(Date.now());
     const stored = this.messages.get(message.messageId);
     const token = message instanceof Handle ? message.lockToken : -1;
     if (!stored || stored.lockToken !== token || token === 0) {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { ReceivedMessage, TaskQueue } from '../task-queue';
 
@@ -152,8 +153,32 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
       expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 300 })).toEqual([]);
       const dlq = queue.deadLetterQueue();
       const [dead] = await receiveAtLeast(dlq, 1, 5_000);
-      expect(dead?.body).toBe('{"poison":true}');
+      expect(dead?.body).toBe('{"poison":true,"dead_letter_reason":"exhausted its retries"}');
       await dlq.complete(dead!);
+    }, timeout);
+
+    it('dead-letters with the reason: an envelope stays decodable, other bodies are wrapped, the reason is one line cut to fit', async () => {
+      const queue = await fresh();
+      const envelope = encodeEnvelope({ id: 'wf/t/1', kwargs: { __workflow_id: 'wf', __workflow_task: 't', __attempt_no: 1, cmd: 'echo \uffff' }, numRetries: 0 });
+      const big = JSON.stringify({ output: 'x'.repeat(queue.maxMessageBytes - 200) });
+      await queue.send([{ body: envelope }, { body: 'not json' }, { body: big }]);
+      const received = await receiveAtLeast(queue, 3, 5_000);
+      expect(received).toHaveLength(3);
+      const long = `delivered 21 times\n(more than ${'N'.repeat(400)})`;
+      for (const m of received) await queue.deadLetter(m, m.body === big ? long : 'delivered 21 times (more than 20)');
+      const dlq = queue.deadLetterQueue();
+      const peeked = await dlq.peek(32);
+      expect(peeked).toHaveLength(3);
+      const copies = peeked.map((m) => JSON.parse(m.body) as Record<string, unknown>);
+      const ofEnvelope = peeked.find((m) => m.body.includes('wf/t/1'))!;
+      expect(JSON.parse(ofEnvelope.body)).toMatchObject({ dead_letter_reason: 'delivered 21 times (more than 20)' });
+      expect(decodeEnvelope(ofEnvelope.body)).toEqual(decodeEnvelope(envelope));
+      expect(copies).toContainEqual({ dead_letter_reason: 'delivered 21 times (more than 20)', body: 'not json' });
+      const ofBig = copies.find((c) => typeof c.output === 'string')!;
+      expect(ofBig.output).toBe((JSON.parse(big) as { output: string }).output);
+      expect(ofBig.dead_letter_reason).toMatch(/^delivered 21 times \(more than N+…$/);
+      const all = await receiveAtLeast(dlq, 3, 5_000);
+      for (const m of all) await dlq.complete(m);
     }, timeout);
 
     it('refuses an oversized message before sending anything, with a typed error', async () => {
@@ -165,6 +190,51 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
       // Multi-byte characters count as UTF-8 bytes.
       const wide = '✓'.repeat(Math.floor(queue.maxMessageBytes / 3) + 1);
       await expectJobqError(queue.send({ body: wide }), 'message-too-large');
+      // Characters XML forbids count as the six-byte escape a Storage Queue sends for each.
+      const escaped = `"${'\uffff'.repeat(Math.floor(queue.maxMessageBytes / 4))}"`;
+      expect(Buffer.byteLength(escaped, 'utf8')).toBeLessThanOrEqual(queue.maxMessageBytes);
+      await expectJobqError(queue.send({ body: escaped }), 'message-too-large');
+    }, timeout);
+
+    it('carries JSON bodies with characters XML forbids (U+FFFE, U+FFFF, controls, lone surrogates) and keeps the queue working', async () => {
+      const queue = await fresh();
+      const value = { text: 'a\uffffb\ufffe\u0000\u0001\u001f\ud800\udc00 😀', nested: JSON.stringify({ x: '\uffff' }) };
+      // Written raw, as a producer that does not escape them would.
+      const body = JSON.stringify(value).replace(/\\u(d[89a-f][0-9a-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      expect(body).toContain('\uffff');
+      await queue.send([{ body: '{"n":1}' }, { body }, { body: '{"n":2}' }]);
+      const peeked = await queue.peek(32);
+      expect(peeked.map((m) => JSON.parse(m.body) as unknown)).toEqual(expect.arrayContaining([{ n: 1 }, value, { n: 2 }]));
+      const received = await receiveAtLeast(queue, 3, 5_000);
+      expect(received.map((m) => JSON.parse(m.body) as unknown)).toEqual(expect.arrayContaining([{ n: 1 }, value, { n: 2 }]));
+      expect(received).toHaveLength(3);
+      for (const m of received) await queue.complete(m);
+    }, timeout);
+
+    it('drops a message once its time to live has run out (1 s), and keeps one that never expires', async () => {
+      const queue = await fresh();
+      await queue.send([
+        { body: 'short', timeToLiveInMs: 1_000 },
+        { body: 'forever', timeToLiveInMs: Number.POSITIVE_INFINITY },
+        { body: 'default' },
+      ]);
+      const bodies = async () => (await queue.peek(32)).map((m) => m.body).sort();
+      expect(await bodies()).toEqual(['default', 'forever', 'short']);
+      // A real wait, bounded: the 1 s time to live runs out within it.
+      const deadline = Date.now() + 2_000;
+      while ((await bodies()).includes('short') && Date.now() < deadline) await sleep(100);
+      expect(await bodies()).toEqual(['default', 'forever']);
+      const received = await receiveAtLeast(queue, 2, 5_000);
+      expect(received.map((m) => m.body).sort()).toEqual(['default', 'forever']);
+      for (const m of received) await queue.complete(m);
+    }, timeout);
+
+    it('refuses a time to live that is not a positive number of ms or Infinity, before sending anything', async () => {
+      const queue = await fresh();
+      for (const timeToLiveInMs of [0, -1, Number.NaN, Number.NEGATIVE_INFINITY]) {
+        await expectJobqError(queue.send([{ body: 'fine' }, { body: 'bad', timeToLiveInMs }]), 'invalid-argument');
+      }
+      expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 300 })).toEqual([]);
     }, timeout);
 
     it('peeks without taking, and counts the messages', async () => {

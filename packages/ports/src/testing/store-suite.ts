@@ -466,6 +466,18 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         await third.release();
       }, timeout);
 
+      it('acquires with breakExisting when nobody holds the lease, before and after the first holder', async () => {
+        const store = await fresh();
+        const first = await store.acquireLease({ breakExisting: true });
+        leases.push(first);
+        await first.release();
+        // The lock exists now but nobody holds it: there is nothing to break.
+        const second = await store.acquireLease({ breakExisting: true });
+        leases.push(second);
+        expect(second.lost.aborted).toBe(false);
+        await second.release();
+      }, timeout);
+
       it('round-trips the coordinator stats', async () => {
         const store = await fresh();
         expect(await store.readCoordinatorStats()).toBeNull();

@@ -47,6 +47,32 @@ describe('jobq config show', () => {
     expect((JSON.parse(flagged.stdout) as { settings: Record<string, Shown> }).settings.prefix).toMatchObject({ value: 'flagacct/FromFlag', source: 'flag' });
   });
 
+  it('says what really reaches each account: a SAS connection string (no AccountName), or DefaultAzureCredential and why', async () => {
+    const sig = 'c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw%3D%3D';
+    const sasString =
+      'BlobEndpoint=https://envacct.blob.core.windows.net;QueueEndpoint=https://envacct.queue.core.windows.net;' +
+      `TableEndpoint=https://envacct.table.core.windows.net;SharedAccessSignature=sv=2024-08-04&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=${sig}`;
+    const env = cleanEnv({ JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv', JOBQ_WORKFLOW_QUEUES: 'otheracct', JOBQ_STORAGE_CONNECTION_STRING: sasString });
+    const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as { storageAccess: unknown[] };
+    expect(doc.storageAccess).toEqual([
+      { account: 'envacct', uses: 'connection string', from: 'JOBQ_STORAGE_CONNECTION_STRING', credential: 'SAS', note: null },
+      {
+        account: 'otheracct',
+        uses: 'DefaultAzureCredential',
+        from: null,
+        credential: 'DefaultAzureCredential',
+        note: 'the connection string from JOBQ_STORAGE_CONNECTION_STRING is for account envacct: not used for otheracct',
+      },
+      // The blobs account of ./jobq.yaml.
+      expect.objectContaining({ account: 'fileacct', uses: 'DefaultAzureCredential' }),
+    ]);
+    const text = await runCli(['config', 'show'], { env, cwd: dir });
+    expect(text.stdout).toContain('Storage access:\n  envacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)\n  otheracct: DefaultAzureCredential (');
+    for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) expect(out).not.toContain(sig);
+  });
+
   it('prints a table with sources without --json', async () => {
     const result = await runCli(['config', 'show'], { env: cleanEnv(), cwd: dir });
     expect(result.code).toBe(0);

@@ -3,6 +3,7 @@ import { JobqCommand } from '../../base';
 import { COORDINATOR_SETTINGS, maskSecret, type Resolved } from '../../config';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { table } from '../../format';
+import { storageAccess, storageAccessLine } from '../../storage-access';
 
 /** One shown setting: its value (secrets masked) and where it came from. */
 interface ShownValue {
@@ -23,6 +24,8 @@ export default class ConfigShow extends JobqCommand {
     'Resolves every setting the way the other commands do — flag, then environment variable, then config file (--config, ' +
     '$JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml), then default; an empty environment variable counts as unset — and prints each value ' +
     'with its source (flag, env, file or default). Connection strings are shown with their keys and signatures masked. ' +
+    'Then, for each storage account the configuration uses, what really reaches it: the connection string (from which variable ' +
+    'or file key; account key, SAS or endpoints only), the local emulator, or DefaultAzureCredential. ' +
     'Touches no storage. A config file with an unknown key, or an explicit --config that does not exist, is a usage error (exit 2).';
   static override examples = [
     '<%= config.bin %> config show',
@@ -32,7 +35,10 @@ export default class ConfigShow extends JobqCommand {
   static override flags = {
     ...configFlags,
     ...coordinatorFlags,
-    json: Flags.boolean({ description: 'Print one JSON document: {file, settings: {name: {value, source, from}}}', default: false }),
+    json: Flags.boolean({
+      description: 'Print one JSON document: {file, settings: {name: {value, source, from}}, storageAccess: [{account, uses, from, credential, note}]}',
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {
@@ -46,8 +52,9 @@ export default class ConfigShow extends JobqCommand {
     };
     for (const s of COORDINATOR_SETTINGS) settings[s.key] = shown(config.coordinator[s.key], (v) => v);
 
+    const access = storageAccess(config);
     if (flags.json) {
-      this.printJson({ file: config.file, settings });
+      this.printJson({ file: config.file, settings, storageAccess: access });
       return;
     }
     const names: Record<string, string> = {
@@ -58,6 +65,7 @@ export default class ConfigShow extends JobqCommand {
       ...Object.fromEntries(COORDINATOR_SETTINGS.map((s) => [s.key, s.flag])),
     };
     const rows = Object.entries(settings).map(([key, v]) => [names[key] ?? key, v.value === null ? '(unset)' : String(v.value), v.from === null ? v.source : `${v.source} (${v.from})`]);
-    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${table(['Setting', 'Value', 'Source'], rows)}\n`);
+    const accessLines = access.length === 0 ? ['  (no storage account configured)'] : access.map((a) => `  ${storageAccessLine(a)}`);
+    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${table(['Setting', 'Value', 'Source'], rows)}\n\nStorage access:\n${accessLines.join('\n')}\n`);
   }
 }

@@ -4,7 +4,7 @@ import { configFromFlags } from '../../flags';
 import { openDeployment, type Deployment } from '../../deployment';
 import { createCoordinator } from '../../services';
 import { runCli } from '../../test-helpers/cli';
-import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
+import { TWO_TASKS, sasConnectionString, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
 
 interface DoctorDoc {
   ok: boolean;
@@ -122,6 +122,22 @@ describe('jobq workflow doctor', () => {
     expect(result.stdout).toMatch(/✖ corrupt workflows\s+1 workflow set aside as corrupt: broken-1 \(the runtime of workflow "broken-1" cannot be read: it is not JSON\)/);
     const listed = await runCli(['workflow', 'list', '--status', 'corrupt', '--json'], { env: storage.env(prefix) });
     expect((JSON.parse(listed.stdout) as Array<{ workflowId: string; status: string }>).map((w) => [w.workflowId, w.status])).toEqual([['broken-1', 'corrupt']]);
+  });
+
+  it('uses a SAS connection string (no AccountName) and says so, without printing the signature', async () => {
+    const { connectionString, signature } = sasConnectionString(storage.azurite);
+    const env = { ...storage.env(idle), JOBQ_STORAGE_CONNECTION_STRING: connectionString };
+    const result = await runCli(['workflow', 'doctor', '--json'], { env });
+    const doc = JSON.parse(result.stdout) as DoctorDoc;
+    const config = doc.checks.find((c) => c.name === 'config');
+    expect(config).toMatchObject({ status: 'ok' });
+    expect(config?.message).toContain('storage access: devstoreaccount1: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)');
+    // The store really answers through the SAS (it used to fall back to Azurite's default ports).
+    expect(doc.checks.find((c) => c.name === 'store')).toMatchObject({ status: 'ok', message: expect.stringMatching(/^1 workflow/) });
+    for (const text of [result.stdout, result.stderr]) {
+      expect(text).not.toContain(signature);
+      expect(text).not.toContain(encodeURIComponent(signature));
+    }
   });
 
   it('reports a missing prefix as a failed config check', async () => {

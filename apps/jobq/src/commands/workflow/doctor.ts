@@ -8,6 +8,7 @@ import { openDeployment, type Deployment } from '../../deployment';
 import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { collectWorkflows } from '../../listing';
+import { storageAccess, storageAccessLine } from '../../storage-access';
 
 /** The outcome of one check. */
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -50,22 +51,6 @@ function source(resolved: Resolved<unknown>): string {
   return resolved.from === null ? 'default' : resolved.source === 'file' ? `config file ${resolved.from}` : resolved.from;
 }
 
-/** The parts of a connection string worth showing: the account, the kind of secret (masked), the blob endpoint. */
-function describeConnectionString(text: string): string {
-  if (/^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(text)) return 'UseDevelopmentStorage=true';
-  const fields = new Map<string, string>();
-  for (const part of text.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
-  }
-  const parts = [`account ${fields.get('accountname') ?? '?'}`];
-  if (fields.has('accountkey')) parts.push('account key (masked)');
-  if (fields.has('sharedaccesssignature')) parts.push('SAS token (masked)');
-  const blob = fields.get('blobendpoint');
-  if (blob !== undefined) parts.push(`blob endpoint ${blob.split('?')[0]}`);
-  return parts.join(', ');
-}
-
 /** Check 1: the configuration, with where each value came from (secrets masked). */
 function configCheck(config: CliConfig): DoctorCheck {
   const prefix = config.prefix.value;
@@ -78,17 +63,23 @@ function configCheck(config: CliConfig): DoctorCheck {
     };
   }
   const parts = [`${prefix.account}/${prefix.prefix} (prefix from ${source(config.prefix)})`];
-  parts.push(
-    config.connectionString.value === null
-      ? 'credential: DefaultAzureCredential'
-      : `connection string from ${source(config.connectionString)} (${describeConnectionString(config.connectionString.value)})`,
-  );
+  const access = storageAccess(config);
+  parts.push(`storage access: ${access.map(storageAccessLine).join(', ')}`);
   parts.push(config.queues.value === null ? "queues: the prefix's account" : `queues: ${config.queues.value} (from ${source(config.queues)})`);
   parts.push(config.blobs.value === null ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs` : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`);
   if (config.file !== null) parts.push(`config file ${config.file}`);
   const tuned = Object.values(config.coordinator).filter((r) => r.source !== 'default');
   if (tuned.length > 0) parts.push(`coordinator settings: ${tuned.map((r) => `${r.from}=${r.value}`).join(', ')}`);
-  return { name: 'config', status: 'ok', message: parts.join('; '), hint: null };
+  // A connection string that is configured but used for none of the accounts is almost always a mistake.
+  const ignored = access.some((a) => a.note !== null) && !access.some((a) => a.uses === 'connection string');
+  return ignored
+    ? {
+        name: 'config',
+        status: 'warn',
+        message: parts.join('; '),
+        hint: "the connection string is for another account: fix its AccountName or endpoints, or the prefix's account",
+      }
+    : { name: 'config', status: 'ok', message: parts.join('; '), hint: null };
 }
 
 /** The state of the coordinator's lock blob: `leased` while a coordinator holds it; null when there is no lock blob. */
