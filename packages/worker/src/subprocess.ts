@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 
 /** Options of {@link runShell}. */
 export interface RunShellOptions {
@@ -60,12 +61,21 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
       resolve(result);
       return;
     }
-    const child = spawn('bash', ['-c', options.command], {
-      env: options.env,
-      cwd: options.cwd,
-      detached: true, // its own process group: kill(-pid) reaches the whole tree
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let child: ChildProcessByStdio<null, Readable, Readable>;
+    try {
+      child = spawn('bash', ['-c', options.command], {
+        env: options.env,
+        cwd: options.cwd,
+        detached: true, // its own process group: kill(-pid) reaches the whole tree
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      // Node checks the arguments before starting anything and throws (e.g. a NUL byte in the
+      // command, the cwd or the environment): that is a start failure like any other.
+      result.spawnError = `could not start bash: ${error instanceof Error ? error.message : String(error)}`;
+      resolve(result);
+      return;
+    }
     const out = splitLines((line) => options.onLine?.('stdout', line));
     const err = splitLines((line) => options.onLine?.('stderr', line));
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));

@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Completion, decodeWorkflowTask, isMergeNode, type WorkflowTaskInfo } from '@jobq/dag-core';
@@ -69,6 +69,21 @@ export interface WorkflowProcessorOptions {
   isKnownWorkflow?: (workflowId: string) => Promise<boolean>;
 }
 
+/** Why `path` cannot be a task's working directory (one line), or null when it can. */
+async function directoryProblem(path: string): Promise<string | null> {
+  const quoted = JSON.stringify(path);
+  if (path.includes('\0')) return `kwargs.cwd ${quoted} contains a NUL byte, which no path can hold`;
+  try {
+    if (!(await stat(path)).isDirectory()) return `kwargs.cwd ${quoted} is not a directory`;
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return `kwargs.cwd ${quoted} does not exist`;
+    if (code === 'ENOTDIR') return `kwargs.cwd ${quoted} is not a directory`;
+    return `kwargs.cwd ${quoted} cannot be used: ${errorText(error)}`;
+  }
+}
+
 /** Known workflow ids remembered by a {@link WorkflowProcessor} (a workflow never leaves its deployment). */
 const MAX_KNOWN_WORKFLOWS = 10_000;
 
@@ -121,6 +136,8 @@ export class WorkflowProcessor implements Processor {
   private readonly cancelPollJitter: number;
   private readonly random: () => number;
   private lastConfigError: JobqError | null = null;
+  /** Deliveries whose completion was sent: a throw after that must not send a second one. */
+  private readonly reported = new WeakSet<TaskContext>();
 
   constructor(private readonly options: WorkflowProcessorOptions) {
     this.env = options.env ?? process.env;
@@ -181,8 +198,7 @@ export class WorkflowProcessor implements Processor {
       this.options.onConfigError?.(failure);
       return { kind: 'leave', reason: `configuration error: ${failure.message}` };
     }
-    const kwargs = context.envelope.kwargs;
-    const decoded = decodeWorkflowTask(kwargs);
+    const decoded = decodeWorkflowTask(context.envelope.kwargs);
     if (!decoded.ok) return { kind: 'failed', error: decoded.error };
     const info = decoded.value;
     if (info === null) return { kind: 'failed', error: 'not a workflow task (no __workflow_id / __workflow_task)' };
@@ -193,6 +209,22 @@ export class WorkflowProcessor implements Processor {
       return { kind: 'leave', reason };
     }
 
+    // Whatever goes wrong from here on, the coordinator hears of this attempt (or the message is
+    // left for another delivery): a task is never left running with no completion on the way.
+    try {
+      return await this.attempt(context, info, config);
+    } catch (error) {
+      if (this.reported.has(context)) return { kind: 'done' };
+      const reason = `the worker failed while running the task: ${errorText(error)}`;
+      context.log(reason);
+      if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
+      return this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+    }
+  }
+
+  /** One attempt of a decoded workflow task: everything after the checks that may leave the message unseen. */
+  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment): Promise<ProcessOutcome> {
+    const kwargs = context.envelope.kwargs;
     const finish = (success: boolean, outputRef: string | null, error: string | null) =>
       this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error });
 
@@ -208,6 +240,7 @@ export class WorkflowProcessor implements Processor {
 
     const cmd = info.userKwargs.cmd;
     if (typeof cmd !== 'string' || cmd.trim() === '') return finish(false, null, 'kwargs.cmd is missing: nothing to run');
+    if (cmd.includes('\0')) return finish(false, null, 'kwargs.cmd contains a NUL byte, which no command line can hold');
     let base: NodeJS.ProcessEnv;
     try {
       base = taskEnvironment(this.env, info.userKwargs.env);
@@ -216,8 +249,21 @@ export class WorkflowProcessor implements Processor {
     }
     const cwd = info.userKwargs.cwd;
     if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return finish(false, null, 'kwargs.cwd must be a string');
+    const cwdProblem = typeof cwd === 'string' && cwd !== '' ? await directoryProblem(cwd) : null;
+    if (cwdProblem !== null) {
+      context.log(`task "${info.taskName}" failed: ${cwdProblem}`);
+      return finish(false, null, cwdProblem);
+    }
 
-    const dir = await mkdtemp(join(this.options.tempDir ?? tmpdir(), 'jobq-wf-'));
+    const root = this.options.tempDir ?? tmpdir();
+    let dir: string;
+    try {
+      dir = await mkdtemp(join(root, 'jobq-wf-'));
+    } catch (error) {
+      const message = `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`;
+      context.log(message);
+      return finish(false, null, message);
+    }
     try {
       const outputFile = join(dir, 'output.json');
       const refsFile = join(dir, 'upstream-refs.json');
@@ -229,7 +275,7 @@ export class WorkflowProcessor implements Processor {
         const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
         context.log(message);
         if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
-        return finish(false, null, message);
+        return await finish(false, null, message);
       }
       await writeUpstreamRefsFile(refsFile, refs);
 
@@ -250,18 +296,18 @@ export class WorkflowProcessor implements Processor {
       else delete env.JOBQ_WORKFLOW_BLOBS;
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
-      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' ? cwd : undefined, timeoutInMs);
+      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
 
       if (result.stopped && !result.timedOut) {
-        if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
+        if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
         // Lock lost or shutdown: this attempt did not finish; leave the message for another delivery.
         return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
       }
       if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
         const error = describeShellResult(result, timeoutInMs);
         context.log(`task "${info.taskName}" failed: ${error}`);
-        return finish(false, null, error);
+        return await finish(false, null, error);
       }
       const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, outputFile, context.log.bind(context), {
         abortSignal: context.signal,
@@ -269,9 +315,9 @@ export class WorkflowProcessor implements Processor {
       if (!stored.ok) {
         if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
         context.log(`task "${info.taskName}" failed: ${stored.error}`);
-        return finish(false, null, stored.error);
+        return await finish(false, null, stored.error);
       }
-      return finish(true, stored.result.ref, null);
+      return await finish(true, stored.result.ref, null);
     } finally {
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
     }
@@ -338,6 +384,7 @@ export class WorkflowProcessor implements Processor {
       sent = await publishCompletion(this.options.completions, { ...completion, success: false, outputRef: null, error }, options);
     }
     if (sent.sent) {
+      this.reported.add(context);
       context.log(`completion sent: task "${completion.taskName}" attempt ${completion.attemptNo ?? 'current'} ${completion.success ? 'succeeded' : `failed (${completion.error ?? ''})`}`);
       return { kind: 'done' };
     }
