@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
+import { JobqError } from '@jobq/ports';
 import { InMemoryTaskQueue } from '@jobq/ports/testing';
 import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
@@ -131,5 +132,22 @@ describe('WorkflowProcessor: a failure of the worker itself still reports the at
     const outcome = await processor.process(throwingContext);
     expect(outcome).toEqual({ kind: 'done' });
     expect(completions.sent).toHaveLength(1);
+  });
+});
+
+describe('WorkflowProcessor: the log says what was sent', () => {
+  it('after the oversize fallback the log reports the failure that was sent, not a success', async () => {
+    const { completions, processor } = setup({
+      runCommand: async (options) => {
+        await writeFile(options.env.JOBQ_OUTPUT_FILE!, '{"big":true}');
+        return { exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null };
+      },
+    });
+    completions.failures = [new JobqError('message-too-large', 'the message is 70000 bytes; the limit is 65536')];
+    const context = workflowContext(task('big', { cmd: 'true' }));
+    expect(await processor.process(context)).toEqual({ kind: 'done' });
+    expect(completions.sent).toEqual([expect.objectContaining({ success: false, outputRef: null, error: expect.stringMatching(/does not fit/) })]);
+    const sentLines = context.lines.filter((line) => line.startsWith('completion sent'));
+    expect(sentLines).toEqual([expect.stringMatching(/^completion sent: task "big" attempt 1 failed \(the completion carrying the output does not fit/)]);
   });
 });

@@ -376,16 +376,18 @@ export class WorkflowProcessor implements Processor {
   /** Publishes the completion; `done` once sent, `leave` when the attempts ran out. */
   private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
     const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line) };
-    let sent = await publishCompletion(this.options.completions, completion, options);
+    let sending = completion;
+    let sent = await publishCompletion(this.options.completions, sending, options);
     if (!sent.sent && sent.permanent && completion.outputRef !== null) {
       // The output made the completion too large for the queue: fail the attempt with a clear error.
       const error = `the completion carrying the output does not fit in the completion queue: ${sent.error}`;
       context.log(error);
-      sent = await publishCompletion(this.options.completions, { ...completion, success: false, outputRef: null, error }, options);
+      sending = { ...completion, success: false, outputRef: null, error };
+      sent = await publishCompletion(this.options.completions, sending, options);
     }
     if (sent.sent) {
       this.reported.add(context);
-      context.log(`completion sent: task "${completion.taskName}" attempt ${completion.attemptNo ?? 'current'} ${completion.success ? 'succeeded' : `failed (${completion.error ?? ''})`}`);
+      context.log(`completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`);
       return { kind: 'done' };
     }
     return {
