@@ -1,5 +1,6 @@
 import { type Completion, completionMessageId, encodeCompletion } from '@jobq/dag-core';
 import { isJobqError, type TaskQueue } from '@jobq/ports';
+import { sleep as sleepFor } from './backoff';
 
 /** Exponential back-off between completion sends (SPEC §8.3: 1 s → 60 s cap). */
 export interface BackoffSettings {
@@ -32,8 +33,6 @@ export type PublishResult =
 export function backoffDelay(attempt: number, backoff: BackoffSettings): number {
   return Math.min(backoff.maxInMs, backoff.initialInMs * 2 ** Math.max(0, attempt - 1));
 }
-
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

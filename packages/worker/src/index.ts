@@ -32,6 +32,7 @@ export {
 } from './completion-publisher';
 export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+export { MAX_TIMER_DELAY_IN_MS, setLongTimeout, type LongTimer } from './long-timer';
 export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
 export { envValue, parseWorkflowPrefix, storageConnectionFor, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './config';
 export { prefixedLog, stderrLog, type LogLine } from './log';

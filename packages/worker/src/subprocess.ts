@@ -1,5 +1,6 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Options of {@link runShell}. */
 export interface RunShellOptions {
@@ -81,12 +82,12 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
 
-    let killTimer: NodeJS.Timeout | undefined;
+    let killTimer: LongTimer | undefined;
     const stop = (why: 'stopped' | 'timedOut') => {
       if (result.stopped || result.timedOut || child.pid === undefined) return;
       result[why] = true;
       signalGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(() => {
+      killTimer = setLongTimeout(() => {
         if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
           result.killed = true;
           signalGroup(child.pid, 'SIGKILL');
@@ -95,12 +96,12 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
     };
     const onAbort = () => stop('stopped');
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    const timeout = options.timeoutInMs != null ? setTimeout(() => stop('timedOut'), options.timeoutInMs) : undefined;
+    const timeout = options.timeoutInMs != null ? setLongTimeout(() => stop('timedOut'), options.timeoutInMs) : undefined;
 
     const finish = () => {
       options.signal?.removeEventListener('abort', onAbort);
-      if (timeout) clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
+      timeout?.clear();
+      killTimer?.clear();
       out.flush();
       err.flush();
       resolve(result);

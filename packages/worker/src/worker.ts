@@ -2,6 +2,7 @@ import { decodeEnvelope, type Envelope } from '@jobq/dag-core';
 import { isJobqError, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine } from './log';
+import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 
 /** Options of {@link Worker}. */
@@ -51,7 +52,7 @@ export interface StopOptions {
 
 interface RunningTask {
   readonly controller: AbortController;
-  graceTimer?: NodeJS.Timeout;
+  graceTimer?: LongTimer;
   graceDeadline?: number;
 }
 
@@ -200,10 +201,10 @@ export class Worker {
     if (this.stopGraceInMs === null || task.controller.signal.aborted) return;
     const deadline = this.stopRequestedAt + this.stopGraceInMs;
     if (task.graceDeadline !== undefined && task.graceDeadline <= deadline) return;
-    if (task.graceTimer) clearTimeout(task.graceTimer);
+    task.graceTimer?.clear();
     task.graceDeadline = deadline;
     // Not unref'd: the abort must happen even if the task holds nothing else open.
-    task.graceTimer = setTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
+    task.graceTimer = setLongTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
   }
 
   private idleExpired(): boolean {
@@ -324,7 +325,7 @@ export class Worker {
     } catch (error) {
       outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
     } finally {
-      if (task.graceTimer) clearTimeout(task.graceTimer);
+      task.graceTimer?.clear();
       this.tasks.delete(task);
     }
     // Stop renewing before settling: on Storage Queues a renewal changes the pop receipt, so a
@@ -399,7 +400,7 @@ export class Worker {
     const interval = Math.max(20, Math.floor(this.queue.lockDurationInMs * this.renewEveryFraction));
     let lost = false;
     let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     let inflight: Promise<void> = Promise.resolve();
 
     const loseLock = (why: string) => {
@@ -409,8 +410,7 @@ export class Worker {
     };
     const schedule = (delay: number) => {
       if (stopped) return;
-      timer = setTimeout(tick, delay);
-      timer.unref();
+      timer = setLongTimeout(tick, delay).unref();
     };
     const renewOnce = async () => {
       if (stopped) return;
@@ -438,7 +438,7 @@ export class Worker {
       },
       async stop() {
         stopped = true;
-        if (timer) clearTimeout(timer);
+        timer?.clear();
         // An in-flight renewal is awaited, not aborted: its answer carries the new pop receipt.
         await inflight;
       },

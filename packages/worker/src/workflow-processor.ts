@@ -16,6 +16,7 @@ import { taskEnvironment } from './shell-processor';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
+import { type LongTimer, setLongTimeout } from './long-timer';
 import { storeTaskOutput } from './task-outputs';
 import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
 
@@ -338,9 +339,9 @@ export class WorkflowProcessor implements Processor {
     else context.signal.addEventListener('abort', onContextAbort, { once: true });
     let cancelled = false;
     let finished = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     const schedule = () => {
-      timer = setTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
+      timer = setLongTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
     };
     const poll = async () => {
       const isCancelled = await this.cancelFlags.isCancelled(info.workflowId).catch(() => false);
@@ -368,7 +369,7 @@ export class WorkflowProcessor implements Processor {
       return { result, cancelled };
     } finally {
       finished = true;
-      if (timer) clearTimeout(timer);
+      timer?.clear();
       context.signal.removeEventListener('abort', onContextAbort);
     }
   }
