@@ -1,5 +1,14 @@
 import { Coordinator, type CoordinatorOptions } from '@jobq/coordinator';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, workflowExistsInStore, workflowProcessorSettingsFromEnv, type LogLine } from '@jobq/worker';
+import {
+  ShellProcessor,
+  Worker,
+  WorkflowProcessor,
+  cancelCheckFromStore,
+  maxDeliveriesFromEnv,
+  workflowExistsInStore,
+  workflowProcessorSettingsFromEnv,
+  type LogLine,
+} from '@jobq/worker';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
 
@@ -37,6 +46,8 @@ export interface LocalWorkerOptions {
   idleTimeoutInMs?: number | null;
   gracePeriodInMs?: number;
   receiveWaitInMs?: number;
+  /** The delivery bound (default `JOBQ_MAX_DELIVERIES` from `env`, else 20). */
+  maxDeliveries?: number;
   log?: LogLine;
   /** The worker's own environment (default `process.env`); the deployment's settings are added for its tasks. */
   env?: NodeJS.ProcessEnv;
@@ -58,6 +69,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
   return new Worker({
     queue,
     numWorkers: options.numWorkers,
+    maxDeliveries: options.maxDeliveries ?? maxDeliveriesFromEnv(base),
     ...(options.maxIdleBackoffInMs !== undefined ? { maxIdleBackoffInMs: options.maxIdleBackoffInMs } : {}),
     ...(options.idleTimeoutInMs !== undefined ? { idleTimeoutInMs: options.idleTimeoutInMs } : {}),
     ...(options.gracePeriodInMs !== undefined ? { gracePeriodInMs: options.gracePeriodInMs } : {}),

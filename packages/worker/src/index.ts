@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
-export { Worker, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
+export { DEFAULT_MAX_DELIVERIES, Worker, maxDeliveriesFromEnv, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
 export { ShellProcessor, killTimeoutFromEnv, taskEnvironment, type ShellProcessorOptions } from './shell-processor';
 export {
   WORKFLOW_CANCELLED,

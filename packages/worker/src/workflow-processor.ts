@@ -324,6 +324,23 @@ export class WorkflowProcessor implements Processor {
     }
   }
 
+  /**
+   * The worker gives up on this message (the delivery bound): the attempt is reported failed with
+   * `reason`, so the workflow does not wait for it forever. Not for a workflow this deployment does
+   * not know (its coordinator is elsewhere), nor for a message that is not a workflow task.
+   */
+  async giveUp(context: TaskContext, reason: string): Promise<void> {
+    const decoded = decodeWorkflowTask(context.envelope.kwargs);
+    if (!decoded.ok || decoded.value === null) return;
+    const info = decoded.value;
+    if (!(await this.knows(info.workflowId, context))) {
+      context.log(`workflow "${info.workflowId}" is not in this worker's deployment: no completion is sent`);
+      return;
+    }
+    const outcome = await this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+    if (outcome.kind === 'leave') context.log(`could not report that the worker gave up: ${outcome.reason}`);
+  }
+
   /** Runs the command, polling the cancel flag; a set flag or the context signal stops it. */
   private async runWithCancel(
     context: TaskContext,
@@ -379,7 +396,7 @@ export class WorkflowProcessor implements Processor {
     const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line) };
     let sending = completion;
     let sent = await publishCompletion(this.options.completions, sending, options);
-    if (!sent.sent && sent.permanent && completion.outputRef !== null) {
+    if (!sent.sent && sent.tooLarge && completion.outputRef !== null) {
       // The output made the completion too large for the queue: fail the attempt with a clear error.
       const error = `the completion carrying the output does not fit in the completion queue: ${sent.error}`;
       context.log(error);
@@ -390,6 +407,14 @@ export class WorkflowProcessor implements Processor {
       this.reported.add(context);
       context.log(`completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`);
       return { kind: 'done' };
+    }
+    if (sent.permanent) {
+      // Refused, not lost (e.g. an expired SAS): a later delivery may succeed once that is fixed;
+      // the worker's delivery bound ends it otherwise.
+      return {
+        kind: 'leave',
+        reason: `the completion of task "${completion.taskName}" was refused by the completion queue: ${sent.error}; the message is left for redelivery (it may go through once that is fixed)`,
+      };
     }
     return {
       kind: 'leave',

@@ -7,16 +7,19 @@ const INLINE_LIMIT_BYTES = 32 * 1024;
 
 /**
  * An output store in memory for fast processor tests: `putOutput` refuses text that is not JSON
- * (as the Azure one does), keeps ≤ 32 KiB inline and "uploads" the rest to a map. Every method can
- * be made to fail with `failNext`. Files and overflow blobs are not supported.
+ * (as the Azure one does), keeps ≤ 32 KiB inline and "uploads" the rest to a map; the next
+ * `putOutput` fails with `failNext` when set, and reading an overflow blob fails with
+ * `overflowError`. Files are not supported.
  */
-export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; putCalls: number; failNext: Error | null } {
+export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; putCalls: number; failNext: Error | null; overflowError: Error | null } {
   const blobs = new Map<string, string>();
   const store = {
     outputsContainer: 'mem-outputs',
     blobs,
     putCalls: 0,
     failNext: null as Error | null,
+    /** What `getUpstreamOverflow` rejects with (it never finds a blob). */
+    overflowError: null as Error | null,
     putOutput(workflowId: string, taskName: string, json: string): Promise<PutOutputResult> {
       store.putCalls++;
       const failure = store.failNext;
@@ -52,8 +55,8 @@ export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; put
     putUpstreamOverflow(): never {
       throw new JobqError('internal', 'memoryOutputs: overflow blobs are not supported');
     },
-    getUpstreamOverflow(): never {
-      throw new JobqError('internal', 'memoryOutputs: overflow blobs are not supported');
+    getUpstreamOverflow(): Promise<never> {
+      return Promise.reject(store.overflowError ?? new JobqError('not-found', 'memoryOutputs: no overflow blobs'));
     },
   };
   return store;
