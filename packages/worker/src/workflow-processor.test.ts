@@ -127,7 +127,7 @@ describe('WorkflowProcessor', () => {
     expect(outcome).toEqual({ kind: 'done' });
     const c = only(published);
     expect(c.success).toBe(false);
-    expect(c.error).toMatch(/not valid JSON/);
+    expect(c.error).toBe('the output file is not JSON: found "{bad\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output');
   });
 
   it('non-zero exit fails with the exit code; the task timeout from the message stops it locally', async () => {
