@@ -12,11 +12,12 @@ import {
 } from './completion-publisher';
 import { envValue, workflowEnvironment, type WorkflowEnvironment } from './config';
 import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
-import { taskEnvironment } from './shell-processor';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
 import { type LongTimer, setLongTimeout } from './long-timer';
+import { SecretMasker } from './secrets';
+import { prepareTaskEnvironment } from './task-environment';
 import { storeTaskOutput } from './task-outputs';
 import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
 
@@ -210,24 +211,37 @@ export class WorkflowProcessor implements Processor {
       return { kind: 'leave', reason };
     }
 
+    // Secret values resolved into the task's environment never leave the worker: every log line
+    // and error text of this attempt goes through the masker.
+    const masker = new SecretMasker();
+    const masked: TaskContext = { ...context, log: (line) => context.log(masker.mask(line)) };
     // Whatever goes wrong from here on, the coordinator hears of this attempt (or the message is
     // left for another delivery): a task is never left running with no completion on the way.
     try {
-      return await this.attempt(context, info, config);
+      const outcome = await this.attempt(masked, info, config, masker);
+      if (outcome.kind === 'leave') return { kind: 'leave', reason: masker.mask(outcome.reason) };
+      return outcome.kind === 'failed' ? { kind: 'failed', error: masker.mask(outcome.error) } : outcome;
     } catch (error) {
-      if (this.reported.has(context)) return { kind: 'done' };
-      const reason = `the worker failed while running the task: ${errorText(error)}`;
-      context.log(reason);
+      if (this.reported.has(masked)) return { kind: 'done' };
+      const reason = masker.mask(`the worker failed while running the task: ${errorText(error)}`);
+      masked.log(reason);
       if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
-      return this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+      return this.publish(masked, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
     }
   }
 
   /** One attempt of a decoded workflow task: everything after the checks that may leave the message unseen. */
-  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment): Promise<ProcessOutcome> {
+  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, masker: SecretMasker): Promise<ProcessOutcome> {
     const kwargs = context.envelope.kwargs;
     const finish = (success: boolean, outputRef: string | null, error: string | null) =>
-      this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error });
+      this.publish(context, {
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        success,
+        outputRef,
+        error: error === null ? null : masker.mask(error),
+      });
 
     if (isMergeNode(info.taskName, kwargs)) {
       context.log(`merge node "${info.taskName}": completed without running anything`);
@@ -244,8 +258,11 @@ export class WorkflowProcessor implements Processor {
     if (cmd.includes('\0')) return finish(false, null, 'kwargs.cmd contains a NUL byte, which no command line can hold');
     let base: NodeJS.ProcessEnv;
     try {
-      base = taskEnvironment(this.env, info.userKwargs.env);
+      const prepared = prepareTaskEnvironment(this.env, info.userKwargs.env);
+      base = prepared.env;
+      masker.add(prepared.secrets);
     } catch (error) {
+      context.log(`task "${info.taskName}" failed: ${errorText(error)}`);
       return finish(false, null, errorText(error));
     }
     const cwd = info.userKwargs.cwd;
