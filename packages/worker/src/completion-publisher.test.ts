@@ -38,7 +38,7 @@ describe('publishCompletion', () => {
     expect(sleeps).toEqual([1000, 2000]);
     expect(sent).toHaveLength(1);
     expect(sent[0]?.messageId).toBe('wf1/t/2/done');
-    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({ kind: 'completion', completion });
+    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({ kind: 'completion', completion: { ...completion, startedAt: null, cancelled: false } });
     expect(lines[0]).toMatch(/attempt 1\/5.*down/);
   });
 

@@ -151,3 +151,60 @@ describe('WorkflowProcessor: the log says what was sent', () => {
     expect(sentLines).toEqual([expect.stringMatching(/^completion sent: task "big" attempt 1 failed \(the completion carrying the output does not fit/)]);
   });
 });
+
+describe('WorkflowProcessor: startedAt and cancelled in the completion', () => {
+  const STARTED_AT = '2030-01-02T03:04:05.678Z';
+  const clock = () => new Date(STARTED_AT);
+
+  it('a task that ran carries startedAt from the injected clock (exit 0, a failure, a timeout)', async () => {
+    const { completions, processor } = setup({ now: clock, killTimeoutInMs: 100 });
+    await processor.process(workflowContext(task('ok', { cmd: 'true' })));
+    await processor.process(workflowContext(task('exit', { cmd: 'exit 4' })));
+    const timingOut = setup({
+      now: clock,
+      runCommand: () => Promise.resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: false, timedOut: true, killed: false, spawnError: null }),
+    });
+    await timingOut.processor.process(workflowContext({ ...task('slow', { cmd: 'sleep 5' }), timeoutS: 3 }));
+    expect([...completions.sent, ...timingOut.completions.sent].map((c) => [c.taskName, c.success, c.error, c.startedAt, c.cancelled])).toEqual([
+      ['ok', true, null, STARTED_AT, false],
+      ['exit', false, 'exit code 4', STARTED_AT, false],
+      ['slow', false, 'timed out after 3s', STARTED_AT, false],
+    ]);
+  });
+
+  it('a task refused before it started has no startedAt', async () => {
+    const { completions, processor } = setup({ now: clock });
+    await processor.process(workflowContext(task('nocwd', { cmd: 'true', cwd: '/no/such/dir' })));
+    expect(completions.sent).toEqual([expect.objectContaining({ taskName: 'nocwd', success: false, startedAt: null, cancelled: false })]);
+  });
+
+  it('cancelled is true for a task not started because of a cancel, and for one stopped by the cancel flag', async () => {
+    let cancelled = true;
+    const { completions, processor } = setup({
+      now: clock,
+      isCancelled: () => Promise.resolve(cancelled),
+      cancelPollIntervalInMs: 10,
+      cancelPollJitter: 0,
+      runCommand: (options) =>
+        new Promise((resolve) => {
+          cancelled = true;
+          options.signal?.addEventListener('abort', () =>
+            resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: true, timedOut: false, killed: false, spawnError: null }),
+          );
+        }),
+    });
+    await processor.process(workflowContext(task('before', { cmd: 'true' })));
+    cancelled = false;
+    await processor.process(workflowContext(task('during', { cmd: 'true' })));
+    expect(completions.sent.map((c) => [c.taskName, c.error, c.startedAt, c.cancelled])).toEqual([
+      ['before', 'workflow cancelled', null, true],
+      ['during', 'stopped: workflow cancelled', STARTED_AT, true],
+    ]);
+  });
+
+  it('an unexpected failure after the start keeps startedAt', async () => {
+    const { completions, processor } = setup({ now: clock, runCommand: () => Promise.reject(new Error('boom')) });
+    await processor.process(workflowContext(task('throws', { cmd: 'true' })));
+    expect(completions.sent).toEqual([expect.objectContaining({ success: false, error: 'the worker failed while running the task: boom', startedAt: STARTED_AT })]);
+  });
+});

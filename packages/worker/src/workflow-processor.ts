@@ -69,6 +69,16 @@ export interface WorkflowProcessorOptions {
    * remembered; a failed look-up counts as known. Default: every workflow is accepted.
    */
   isKnownWorkflow?: (workflowId: string) => Promise<boolean>;
+  /** The clock of the completions' `startedAt` (default `() => new Date()`). */
+  now?: () => Date;
+}
+
+/** What one attempt carries from start to end. */
+interface AttemptState {
+  /** Masks the secret values resolved into the task's environment. */
+  readonly masker: SecretMasker;
+  /** When the task's process was started (ISO-8601); unset while it has not been. */
+  startedAt?: string;
 }
 
 /** Why `path` cannot be a task's working directory (one line), or null when it can. */
@@ -213,12 +223,13 @@ export class WorkflowProcessor implements Processor {
 
     // Secret values resolved into the task's environment never leave the worker: every log line
     // and error text of this attempt goes through the masker.
-    const masker = new SecretMasker();
+    const state: AttemptState = { masker: new SecretMasker() };
+    const { masker } = state;
     const masked: TaskContext = { ...context, log: (line) => context.log(masker.mask(line)) };
     // Whatever goes wrong from here on, the coordinator hears of this attempt (or the message is
     // left for another delivery): a task is never left running with no completion on the way.
     try {
-      const outcome = await this.attempt(masked, info, config, masker);
+      const outcome = await this.attempt(masked, info, config, state);
       if (outcome.kind === 'leave') return { kind: 'leave', reason: masker.mask(outcome.reason) };
       return outcome.kind === 'failed' ? { kind: 'failed', error: masker.mask(outcome.error) } : outcome;
     } catch (error) {
@@ -226,14 +237,24 @@ export class WorkflowProcessor implements Processor {
       const reason = masker.mask(`the worker failed while running the task: ${errorText(error)}`);
       masked.log(reason);
       if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
-      return this.publish(masked, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+      return this.publish(masked, {
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        success: false,
+        outputRef: null,
+        error: reason,
+        ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
+      });
     }
   }
 
   /** One attempt of a decoded workflow task: everything after the checks that may leave the message unseen. */
-  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, masker: SecretMasker): Promise<ProcessOutcome> {
+  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, state: AttemptState): Promise<ProcessOutcome> {
     const kwargs = context.envelope.kwargs;
-    const finish = (success: boolean, outputRef: string | null, error: string | null) =>
+    const { masker } = state;
+    /** Publishes this attempt's completion; `cancelled` when a cancel the worker saw caused the failure. */
+    const finish = (success: boolean, outputRef: string | null, error: string | null, cancelled = false) =>
       this.publish(context, {
         workflowId: info.workflowId,
         taskName: info.taskName,
@@ -241,6 +262,8 @@ export class WorkflowProcessor implements Processor {
         success,
         outputRef,
         error: error === null ? null : masker.mask(error),
+        ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
+        ...(cancelled ? { cancelled } : {}),
       });
 
     if (isMergeNode(info.taskName, kwargs)) {
@@ -249,7 +272,7 @@ export class WorkflowProcessor implements Processor {
     }
     if (await this.cancelFlags.isCancelled(info.workflowId)) {
       context.log(`workflow "${info.workflowId}" is cancelled: task "${info.taskName}" is not started`);
-      return finish(false, null, WORKFLOW_CANCELLED);
+      return finish(false, null, WORKFLOW_CANCELLED, true);
     }
     if (context.signal.aborted) return { kind: 'leave', reason: `not started: ${String(context.signal.reason)}` };
 
@@ -314,11 +337,12 @@ export class WorkflowProcessor implements Processor {
       else delete env.JOBQ_WORKFLOW_BLOBS;
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
+      state.startedAt = (this.options.now ?? (() => new Date()))().toISOString();
       const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
 
       if (result.stopped && !result.timedOut) {
-        if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
+        if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
         // Lock lost or shutdown: this attempt did not finish; leave the message for another delivery.
         return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
       }
