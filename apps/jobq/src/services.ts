@@ -4,6 +4,7 @@ import {
   Worker,
   WorkflowProcessor,
   cancelCheckFromStore,
+  maxDeliveriesFromEnv,
   taskUserFromEnv,
   workflowExistsInStore,
   workflowProcessorSettingsFromEnv,
@@ -48,6 +49,8 @@ export interface LocalWorkerOptions {
   idleTimeoutInMs?: number | null;
   gracePeriodInMs?: number;
   receiveWaitInMs?: number;
+  /** The delivery bound (default `JOBQ_MAX_DELIVERIES` from `env`, else 20). */
+  maxDeliveries?: number;
   log?: LogLine;
   /** The worker's own environment (default `process.env`); the deployment's settings are added for its tasks. */
   env?: NodeJS.ProcessEnv;
@@ -71,6 +74,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
   return new Worker({
     queue,
     numWorkers: options.numWorkers,
+    maxDeliveries: options.maxDeliveries ?? maxDeliveriesFromEnv(base),
     ...(options.maxIdleBackoffInMs !== undefined ? { maxIdleBackoffInMs: options.maxIdleBackoffInMs } : {}),
     ...(options.idleTimeoutInMs !== undefined ? { idleTimeoutInMs: options.idleTimeoutInMs } : {}),
     ...(options.gracePeriodInMs !== undefined ? { gracePeriodInMs: options.gracePeriodInMs } : {}),

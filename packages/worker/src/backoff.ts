@@ -1,3 +1,5 @@
+import { setLongTimeout } from './long-timer';
+
 /** Exponential back-off: `initialInMs`, doubling (× `factor`) up to `maxInMs`; `reset()` after success. */
 export class Backoff {
   private current: number;
@@ -31,7 +33,7 @@ export interface SleepOptions {
   unref?: boolean;
 }
 
-/** Waits `ms` milliseconds, or less when `signal` fires. Always resolves. */
+/** Waits `ms` milliseconds (any length, see {@link setLongTimeout}), or less when `signal` fires. Always resolves. */
 export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
   const { signal } = options;
   return new Promise((resolve) => {
@@ -40,11 +42,11 @@ export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
       return;
     }
     const done = () => {
-      clearTimeout(timer);
+      timer.clear();
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setLongTimeout(done, ms);
     if (options.unref) timer.unref();
     signal?.addEventListener('abort', done, { once: true });
   });

@@ -38,7 +38,7 @@ describe('publishCompletion', () => {
     expect(sleeps).toEqual([1000, 2000]);
     expect(sent).toHaveLength(1);
     expect(sent[0]?.messageId).toBe('wf1/t/2/done');
-    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({ kind: 'completion', completion });
+    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({ kind: 'completion', completion: { ...completion, startedAt: null, cancelled: false } });
     expect(lines[0]).toMatch(/attempt 1\/5.*down/);
   });
 
@@ -46,7 +46,7 @@ describe('publishCompletion', () => {
     const { queue, sent } = fakeQueue(Array.from({ length: 10 }, () => new Error('boom')));
     const sleeps: number[] = [];
     const result = await publishCompletion(queue, completion, { maxAttempts: 3, backoff: { initialInMs: 5, maxInMs: 8 }, sleep: (ms) => (sleeps.push(ms), Promise.resolve()) });
-    expect(result).toEqual({ sent: false, attempts: 3, error: 'boom', permanent: false });
+    expect(result).toEqual({ sent: false, attempts: 3, error: 'boom', permanent: false, tooLarge: false });
     expect(sleeps).toEqual([5, 8]);
     expect(sent).toHaveLength(0);
   });
@@ -54,6 +54,28 @@ describe('publishCompletion', () => {
   it('stops at once on message-too-large', async () => {
     const { queue } = fakeQueue([new JobqError('message-too-large', 'too big'), null]);
     const result = await publishCompletion(queue, completion, { sleep: () => Promise.resolve() });
-    expect(result).toEqual({ sent: false, attempts: 1, error: 'too big', permanent: true });
+    expect(result).toEqual({ sent: false, attempts: 1, error: 'too big', permanent: true, tooLarge: true });
+  });
+
+  it.each([
+    ['an expired SAS (auth)', new JobqError('auth', 'Server failed to authenticate the request (403)')],
+    ['a bad request (400)', new JobqError('invalid-argument', 'The request is invalid (400)')],
+    ['a missing queue', new JobqError('not-found', 'The specified queue does not exist (404)')],
+  ])('stops at once on a permanent error: %s', async (_what, error) => {
+    const { queue, sent } = fakeQueue([error, null]);
+    const sleeps: number[] = [];
+    const lines: string[] = [];
+    const result = await publishCompletion(queue, completion, { sleep: (ms) => (sleeps.push(ms), Promise.resolve()), log: (l) => lines.push(l) });
+    expect(result).toEqual({ sent: false, attempts: 1, error: error.message, permanent: true, tooLarge: false });
+    expect(sleeps).toEqual([]);
+    expect(sent).toHaveLength(0);
+    expect(lines).toEqual([expect.stringMatching(new RegExp(`permanent error \\(${error.code}\\).*not trying again`))]);
+  });
+
+  it('tries again on a transient JobqError marked retryable, and on errors that are not JobqErrors', async () => {
+    const { queue, sent } = fakeQueue([new JobqError('internal', 'odd answer', { retryable: true }), new Error('socket hang up')]);
+    const result = await publishCompletion(queue, completion, { sleep: () => Promise.resolve() });
+    expect(result).toEqual({ sent: true, attempts: 3 });
+    expect(sent).toHaveLength(1);
   });
 });

@@ -1,5 +1,6 @@
 import { type Completion, completionMessageId, encodeCompletion } from '@jobq/dag-core';
 import { isJobqError, type TaskQueue } from '@jobq/ports';
+import { sleep as sleepFor } from './backoff';
 
 /** Exponential back-off between completion sends (SPEC §8.3: 1 s → 60 s cap). */
 export interface BackoffSettings {
@@ -25,15 +26,17 @@ export interface PublishCompletionOptions {
 /** What {@link publishCompletion} did. */
 export type PublishResult =
   | { sent: true; attempts: number }
-  /** Not sent: `error` is the last send error; `permanent` when trying again cannot help. */
-  | { sent: false; attempts: number; error: string; permanent: boolean };
+  /**
+   * Not sent: `error` is the last send error; `permanent` when trying again cannot help (the
+   * queue refused the message: too large, bad request, refused credentials…); `tooLarge` when the
+   * message does not fit in the queue.
+   */
+  | { sent: false; attempts: number; error: string; permanent: boolean; tooLarge: boolean };
 
 /** The pause before attempt `attempt + 1` (attempt ≥ 1): `initial · 2^(attempt−1)`, capped at `max`. */
 export function backoffDelay(attempt: number, backoff: BackoffSettings): number {
   return Math.min(backoff.maxInMs, backoff.initialInMs * 2 ** Math.max(0, attempt - 1));
 }
-
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -41,8 +44,9 @@ function describe(error: unknown): string {
 
 /**
  * Sends a completion message (SPEC §5.3) to the completion queue, trying again with exponential
- * back-off up to `maxAttempts` times. Never throws. A `message-too-large` error is permanent and
- * ends the attempts at once. The message id is the completion's id, so a duplicate send (an attempt
+ * back-off up to `maxAttempts` times. Never throws. Only transient errors are tried again: a
+ * `JobqError` that is not retryable (`message-too-large`, `auth` such as an expired SAS,
+ * `invalid-argument` such as a 400, …) ends the attempts at once as `permanent`. The message id is the completion's id, so a duplicate send (an attempt
  * that went through but reported an error) is harmless: the coordinator applies a completion once.
  */
 export async function publishCompletion(queue: TaskQueue, completion: Completion, options: PublishCompletionOptions = {}): Promise<PublishResult> {
@@ -56,7 +60,7 @@ export async function publishCompletion(queue: TaskQueue, completion: Completion
     body = encodeCompletion(completion);
     messageId = completionMessageId(completion);
   } catch (error) {
-    return { sent: false, attempts: 0, error: `cannot encode the completion: ${describe(error)}`, permanent: true };
+    return { sent: false, attempts: 0, error: `cannot encode the completion: ${describe(error)}`, permanent: true, tooLarge: false };
   }
   let lastError = '';
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -67,7 +71,11 @@ export async function publishCompletion(queue: TaskQueue, completion: Completion
       lastError = describe(error);
       if (isJobqError(error, 'message-too-large')) {
         log(`the completion of task "${completion.taskName}" does not fit in queue "${queue.name}": ${lastError}`);
-        return { sent: false, attempts: attempt, error: lastError, permanent: true };
+        return { sent: false, attempts: attempt, error: lastError, permanent: true, tooLarge: true };
+      }
+      if (isJobqError(error) && !error.retryable) {
+        log(`sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed with a permanent error (${error.code}): ${lastError}; not trying again`);
+        return { sent: false, attempts: attempt, error: lastError, permanent: true, tooLarge: false };
       }
       if (attempt === maxAttempts) break;
       const delay = backoffDelay(attempt, backoff);
@@ -76,5 +84,5 @@ export async function publishCompletion(queue: TaskQueue, completion: Completion
     }
   }
   log(`giving up sending the completion of task "${completion.taskName}" after ${maxAttempts} attempts: ${lastError}`);
-  return { sent: false, attempts: maxAttempts, error: lastError, permanent: false };
+  return { sent: false, attempts: maxAttempts, error: lastError, permanent: false, tooLarge: false };
 }

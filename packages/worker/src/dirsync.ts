@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { JobqError } from '@jobq/ports';
 import { errorText, type LogLine } from './log';
+import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Where `bg_dirsync_to` copies to: a local directory or `ACCOUNT/CONTAINER/PATH` in blob storage. */
 export type DirsyncDestination =
@@ -152,17 +153,16 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
     return next;
   };
 
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimer | undefined;
   let finished = false;
   const schedule = () => {
-    timer = setTimeout(() => {
+    timer = setLongTimeout(() => {
       syncNow()
         .catch((error: unknown) => log(`bg_dirsync_to: sync failed (will retry): ${errorText(error)}`))
         .finally(() => {
           if (!finished) schedule();
         });
-    }, intervalInMs);
-    timer.unref();
+    }, intervalInMs).unref();
   };
   schedule();
 
@@ -172,7 +172,7 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
     syncNow,
     async finish(): Promise<void> {
       finished = true;
-      if (timer) clearTimeout(timer);
+      timer?.clear();
       try {
         await syncNow();
       } catch (error) {

@@ -5,8 +5,10 @@
  * @packageDocumentation
  */
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
-export { Worker, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
-export { ShellProcessor, killTimeoutFromEnv, taskEnvironment, type ShellProcessorOptions } from './shell-processor';
+export { DEFAULT_MAX_DELIVERIES, Worker, maxDeliveriesFromEnv, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
+export { ShellProcessor, killTimeoutFromEnv, type ShellProcessorOptions } from './shell-processor';
+export { isCredentialVariable, prepareTaskEnvironment, taskEnvironment, type PreparedTaskEnvironment } from './task-environment';
+export { MIN_MASKED_SECRET_LENGTH, SECRET_MASK, SECRET_VARIABLE_PREFIX, SecretMasker, resolveSecretReferences, type ResolvedSecrets } from './secrets';
 export {
   WORKFLOW_CANCELLED,
   WorkflowProcessor,
@@ -32,6 +34,7 @@ export {
 } from './completion-publisher';
 export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+export { MAX_TIMER_DELAY_IN_MS, setLongTimeout, type LongTimer } from './long-timer';
 export { startTaskChannel, type TaskChannel, type TaskChannelOptions, type TaskChannelStore } from './task-channel';
 export { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from './task-channel-protocol';
 export { checkTaskUser, taskUserFromEnv, type TaskUser } from './task-user';

@@ -36,4 +36,12 @@ export interface Processor {
   accepts(kwargs: Readonly<Record<string, unknown>>): boolean;
   /** Runs the task. Must return (not throw) for task failures; a throw counts as a failure too. */
   process(context: TaskContext): Promise<ProcessOutcome>;
+  /**
+   * Called when the worker gives up on a message this processor accepted, just before it is
+   * dead-lettered: it was delivered more than `maxDeliveries` times, or `process` left it at the
+   * last allowed delivery. `reason` is one line (`gave up after N deliveries: …`). A chance to
+   * report the task as failed to whoever waits for it (the workflow processor sends a failure
+   * completion). The lock is still held and renewed; a throw is logged and ignored.
+   */
+  giveUp?(context: TaskContext, reason: string): Promise<void>;
 }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { decodeEnvelope } from '@jobq/dag-core';
 import type { ReceivedMessage } from '@jobq/ports';
 import type { TaskContext } from './processor';
-import { killTimeoutFromEnv, ShellProcessor, taskEnvironment } from './shell-processor';
+import { killTimeoutFromEnv, ShellProcessor } from './shell-processor';
+import { taskEnvironment } from './task-environment';
 import { lines, task, tempDir, waitFor } from './test-helpers/worker-helpers';
 
 function context(kwargs: Record<string, unknown>, signal: AbortSignal = new AbortController().signal): TaskContext & { lines: string[] } {

@@ -1,37 +1,11 @@
 import { stat } from 'node:fs/promises';
-import { JobqError } from '@jobq/ports';
 import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 import { startDirsync, type DirsyncSession, type DirsyncUploader } from './dirsync';
 import { errorText } from './log';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
+import { SecretMasker } from './secrets';
 import { describeShellResult, runShell } from './subprocess';
-
-/**
- * The environment of one task's child: a fresh copy of `base` (the worker's environment) with
- * `kwargsEnv` (the task's `kwargs.env`) on top. Neither input is changed, so nothing leaks into the
- * worker or into later tasks. `kwargsEnv` may be undefined/null; otherwise it must be an object of
- * strings (numbers and booleans are written out), else a clear `invalid-argument` error.
- */
-export function taskEnvironment(base: NodeJS.ProcessEnv, kwargsEnv: unknown): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(base)) if (value !== undefined) env[name] = value;
-  if (kwargsEnv === undefined || kwargsEnv === null) return env;
-  if (typeof kwargsEnv !== 'object' || Array.isArray(kwargsEnv)) {
-    throw new JobqError('invalid-argument', `kwargs.env must be an object of strings, got ${Array.isArray(kwargsEnv) ? 'an array' : typeof kwargsEnv}`);
-  }
-  for (const [name, value] of Object.entries(kwargsEnv as Record<string, unknown>)) {
-    // YAML writes `N: 3` as a number: numbers and booleans are written out as the shell would see them.
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new JobqError('invalid-argument', `kwargs.env.${name} must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
-    }
-    const text = String(value);
-    if (name === '' || name.includes('=') || name.includes('\0') || text.includes('\0')) {
-      throw new JobqError('invalid-argument', `kwargs.env has an invalid variable name or value: ${JSON.stringify(name)}`);
-    }
-    env[name] = text;
-  }
-  return env;
-}
+import { prepareTaskEnvironment } from './task-environment';
 
 /**
  * Reads `JOBQ_KILL_TIMEOUT` (seconds; a bare number, or with `ms`/`s`/`m`/`h`); unset or empty →
@@ -72,7 +46,9 @@ function failed(error: string): ProcessOutcome {
 
 /**
  * Runs plain jobq tasks (SPEC §8.2): `kwargs.cmd` with `bash -c` in its own process group, env =
- * worker env + `kwargs.env`, cwd = `kwargs.cwd`; exit 0 is `done`, anything else `failed`. Output
+ * worker env without its credentials + `kwargs.env` (secret references resolved, see
+ * {@link prepareTaskEnvironment}), cwd = `kwargs.cwd`; resolved secret values are masked in the
+ * log lines and the error; exit 0 is `done`, anything else `failed`. Output
  * lines go to `context.log` unprefixed (the worker's `context.log` adds the task id). The context
  * signal stops the child: SIGTERM to its group, SIGKILL after `killTimeoutInMs`.
  */
@@ -97,6 +73,12 @@ export class ShellProcessor implements Processor {
   }
 
   async process(context: TaskContext): Promise<ProcessOutcome> {
+    const masker = new SecretMasker();
+    const outcome = await this.run({ ...context, log: (line) => context.log(masker.mask(line)) }, masker);
+    return outcome.kind === 'failed' ? failed(masker.mask(outcome.error)) : outcome;
+  }
+
+  private async run(context: TaskContext, masker: SecretMasker): Promise<ProcessOutcome> {
     const { kwargs } = context.envelope;
     const cmd = kwargs.cmd;
     if (cmd === undefined || cmd === null) return failed('kwargs.cmd is missing');
@@ -104,7 +86,9 @@ export class ShellProcessor implements Processor {
 
     let env: NodeJS.ProcessEnv;
     try {
-      env = taskEnvironment(this.baseEnv(), kwargs.env);
+      const prepared = prepareTaskEnvironment(this.baseEnv(), kwargs.env);
+      env = prepared.env;
+      masker.add(prepared.secrets);
     } catch (error) {
       return failed(errorText(error));
     }

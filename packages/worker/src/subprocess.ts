@@ -1,4 +1,6 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Options of {@link runShell}. */
 export interface RunShellOptions {
@@ -63,25 +65,34 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
       resolve(result);
       return;
     }
-    const child = spawn('bash', ['-c', options.command], {
-      env: options.env,
-      cwd: options.cwd,
-      ...(options.uid !== undefined ? { uid: options.uid } : {}),
-      ...(options.gid !== undefined ? { gid: options.gid } : {}),
-      detached: true, // its own process group: kill(-pid) reaches the whole tree
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let child: ChildProcessByStdio<null, Readable, Readable>;
+    try {
+      child = spawn('bash', ['-c', options.command], {
+        env: options.env,
+        cwd: options.cwd,
+        ...(options.uid !== undefined ? { uid: options.uid } : {}),
+        ...(options.gid !== undefined ? { gid: options.gid } : {}),
+        detached: true, // its own process group: kill(-pid) reaches the whole tree
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      // Node checks the arguments before starting anything and throws (e.g. a NUL byte in the
+      // command, the cwd or the environment): that is a start failure like any other.
+      result.spawnError = `could not start bash: ${error instanceof Error ? error.message : String(error)}`;
+      resolve(result);
+      return;
+    }
     const out = splitLines((line) => options.onLine?.('stdout', line));
     const err = splitLines((line) => options.onLine?.('stderr', line));
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
 
-    let killTimer: NodeJS.Timeout | undefined;
+    let killTimer: LongTimer | undefined;
     const stop = (why: 'stopped' | 'timedOut') => {
       if (result.stopped || result.timedOut || child.pid === undefined) return;
       result[why] = true;
       signalGroup(child.pid, 'SIGTERM');
-      killTimer = setTimeout(() => {
+      killTimer = setLongTimeout(() => {
         if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
           result.killed = true;
           signalGroup(child.pid, 'SIGKILL');
@@ -90,12 +101,12 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
     };
     const onAbort = () => stop('stopped');
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    const timeout = options.timeoutInMs != null ? setTimeout(() => stop('timedOut'), options.timeoutInMs) : undefined;
+    const timeout = options.timeoutInMs != null ? setLongTimeout(() => stop('timedOut'), options.timeoutInMs) : undefined;
 
     const finish = () => {
       options.signal?.removeEventListener('abort', onAbort);
-      if (timeout) clearTimeout(timeout);
-      if (killTimer) clearTimeout(killTimer);
+      timeout?.clear();
+      killTimer?.clear();
       out.flush();
       err.flush();
       resolve(result);

@@ -1,7 +1,9 @@
 import { decodeEnvelope, type Envelope } from '@jobq/dag-core';
-import { isJobqError, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { isJobqError, JobqError, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { envValue } from './config';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine } from './log';
+import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 
 /** Options of {@link Worker}. */
@@ -23,6 +25,24 @@ export interface WorkerOptions {
   log?: LogLine;
   /** How long one receive call waits for a message (default 1 s). */
   receiveWaitInMs?: number;
+  /**
+   * The delivery bound (`JOBQ_MAX_DELIVERIES`, default {@link DEFAULT_MAX_DELIVERIES}): a message
+   * delivered more often is dead-lettered with its reason instead of being run, and one left
+   * (`leave`) or failed at this delivery is dead-lettered then. Before that, the processor that
+   * accepted it gets {@link Processor.giveUp}.
+   */
+  maxDeliveries?: number;
+}
+
+/** Default of {@link WorkerOptions.maxDeliveries} (`JOBQ_MAX_DELIVERIES`). */
+export const DEFAULT_MAX_DELIVERIES = 20;
+
+/** Reads `JOBQ_MAX_DELIVERIES` (an integer ≥ 1; unset or empty → 20); anything else is an `invalid-config` error. */
+export function maxDeliveriesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const text = envValue(env, 'JOBQ_MAX_DELIVERIES');
+  if (text === null) return DEFAULT_MAX_DELIVERIES;
+  if (!/^[1-9]\d{0,8}$/.test(text)) throw new JobqError('invalid-config', `JOBQ_MAX_DELIVERIES must be an integer from 1 to 999999999, got "${text}"`);
+  return Number(text);
 }
 
 /** What {@link Worker.run} did. Each delivery counts once in `processed`. */
@@ -33,7 +53,7 @@ export interface WorkerSummary {
   succeeded: number;
   /** Tasks whose processor returned `failed` or threw (retried or dead-lettered). */
   failed: number;
-  /** Messages moved to the dead-letter queue: poison, no processor, or retries used up. */
+  /** Messages moved to the dead-letter queue: poison, no processor, retries used up, or the delivery bound reached. */
   deadLettered: number;
   /** Tasks whose processor returned `leave` (redelivered after the lock ends). */
   left: number;
@@ -51,13 +71,18 @@ export interface StopOptions {
 
 interface RunningTask {
   readonly controller: AbortController;
-  graceTimer?: NodeJS.Timeout;
+  graceTimer?: LongTimer;
   graceDeadline?: number;
 }
 
 interface Renewer {
   readonly lost: boolean;
   stop(): Promise<void>;
+}
+
+/** `text` on one line (a dead-letter reason is one line). */
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
 }
 
 /** Error codes that no amount of waiting fixes: `run()` stops and rejects with them. */
@@ -90,6 +115,9 @@ const RECEIVE_GATHER_IN_MS = 20;
  * - `done` → complete; `failed` (or a throw) → abandon while `deliveryCount <= num_retries`, else
  *   dead-letter with the error; `leave` → nothing (redelivered when the lock ends);
  * - a body that is not an envelope, or one no processor accepts, is dead-lettered at once;
+ * - the delivery bound `maxDeliveries` (N): a message delivered more than N times is not run, and
+ *   one left or failed at delivery N is not delivered again: the processor's `giveUp` hook runs
+ *   (the workflow processor reports a failure), then the message is dead-lettered with the reason;
  * - a lost lock aborts the task's signal with reason `'lock-lost'` and drops its outcome;
  * - `stop()` takes no new work; tasks still running after the grace period get their signal
  *   aborted with reason `'shutdown'`, and their messages are abandoned (no retry is spent) unless
@@ -105,6 +133,7 @@ export class Worker {
   private readonly gracePeriodInMs: number;
   private readonly renewEveryFraction: number;
   private readonly receiveWaitInMs: number;
+  private readonly maxDeliveries: number;
   private readonly log: LogLine;
 
   private summary: WorkerSummary = { processed: 0, succeeded: 0, failed: 0, deadLettered: 0, left: 0, abandoned: 0, lockLost: 0 };
@@ -128,6 +157,9 @@ export class Worker {
     if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewEveryFraction must be between 0 and 1 (exclusive), got ${fraction}`);
     this.renewEveryFraction = fraction;
     this.receiveWaitInMs = Math.max(0, options.receiveWaitInMs ?? 1_000);
+    const maxDeliveries = options.maxDeliveries ?? DEFAULT_MAX_DELIVERIES;
+    if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1)) throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
+    this.maxDeliveries = maxDeliveries;
     this.log = options.log ?? stderrLog;
   }
 
@@ -200,10 +232,10 @@ export class Worker {
     if (this.stopGraceInMs === null || task.controller.signal.aborted) return;
     const deadline = this.stopRequestedAt + this.stopGraceInMs;
     if (task.graceDeadline !== undefined && task.graceDeadline <= deadline) return;
-    if (task.graceTimer) clearTimeout(task.graceTimer);
+    task.graceTimer?.clear();
     task.graceDeadline = deadline;
     // Not unref'd: the abort must happen even if the task holds nothing else open.
-    task.graceTimer = setTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
+    task.graceTimer = setLongTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
   }
 
   private idleExpired(): boolean {
@@ -316,15 +348,40 @@ export class Worker {
     this.tasks.add(task);
     if (this.stopping) this.armGrace(task);
     const renewer = this.startRenewer(message, task.controller, taskLog);
-    taskLog(`started (${processor.name}, delivery ${message.deliveryCount})`);
     const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog };
     let outcome: ProcessOutcome;
+    // Set when the delivery bound ends this message: it is dead-lettered with this reason.
+    let givenUp: string | null = null;
     try {
-      outcome = await processor.process(context);
-    } catch (error) {
-      outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
+      if (message.deliveryCount > this.maxDeliveries) {
+        givenUp = `gave up after ${message.deliveryCount} deliveries: the limit is ${this.maxDeliveries} (JOBQ_MAX_DELIVERIES)`;
+        taskLog(`delivery ${message.deliveryCount}: not run, over the delivery limit`);
+        outcome = { kind: 'leave', reason: givenUp };
+      } else {
+        taskLog(`started (${processor.name}, delivery ${message.deliveryCount})`);
+        try {
+          outcome = await processor.process(context);
+        } catch (error) {
+          outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
+        }
+        // A task left at the last allowed delivery is not run again. (Not when we stopped it
+        // ourselves: a lost lock or a shutdown is not the message's fault.)
+        if (outcome.kind === 'leave' && message.deliveryCount >= this.maxDeliveries && !task.controller.signal.aborted && !this.stopping) {
+          givenUp = `gave up after ${message.deliveryCount} deliveries: ${outcome.reason}`;
+        }
+      }
+      if (givenUp !== null) {
+        givenUp = oneLine(givenUp);
+        if (processor.giveUp && !task.controller.signal.aborted) {
+          try {
+            await processor.giveUp(context, givenUp);
+          } catch (error) {
+            taskLog(`processor "${processor.name}" could not report giving up: ${errorText(error)}`);
+          }
+        }
+      }
     } finally {
-      if (task.graceTimer) clearTimeout(task.graceTimer);
+      task.graceTimer?.clear();
       this.tasks.delete(task);
     }
     // Stop renewing before settling: on Storage Queues a renewal changes the pop receipt, so a
@@ -333,6 +390,12 @@ export class Worker {
     if (renewer.lost || task.controller.signal.reason === 'lock-lost') {
       taskLog(`lock lost: outcome "${outcome.kind}" dropped; the message may already be with another worker`);
       this.summary.lockLost++;
+      return;
+    }
+    if (givenUp !== null) {
+      const reason = givenUp;
+      taskLog(`${reason}; dead-lettering`);
+      if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
       return;
     }
     if (outcome.kind === 'leave') {
@@ -354,12 +417,12 @@ export class Worker {
       return;
     }
     this.summary.failed++;
-    if (message.deliveryCount <= envelope.numRetries) {
+    if (message.deliveryCount <= envelope.numRetries && message.deliveryCount < this.maxDeliveries) {
       taskLog(`failed: ${outcome.error}; retrying (delivery ${message.deliveryCount} of ${envelope.numRetries + 1})`);
       if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
     } else {
       taskLog(`failed: ${outcome.error}; dead-lettering after ${message.deliveryCount} deliveries`);
-      const reason = outcome.error;
+      const reason = message.deliveryCount <= envelope.numRetries ? oneLine(`${outcome.error} (the delivery limit ${this.maxDeliveries} was reached)`) : outcome.error;
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
     }
   }
@@ -399,7 +462,7 @@ export class Worker {
     const interval = Math.max(20, Math.floor(this.queue.lockDurationInMs * this.renewEveryFraction));
     let lost = false;
     let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     let inflight: Promise<void> = Promise.resolve();
 
     const loseLock = (why: string) => {
@@ -409,8 +472,7 @@ export class Worker {
     };
     const schedule = (delay: number) => {
       if (stopped) return;
-      timer = setTimeout(tick, delay);
-      timer.unref();
+      timer = setLongTimeout(tick, delay).unref();
     };
     const renewOnce = async () => {
       if (stopped) return;
@@ -438,7 +500,7 @@ export class Worker {
       },
       async stop() {
         stopped = true;
-        if (timer) clearTimeout(timer);
+        timer?.clear();
         // An in-flight renewal is awaited, not aborted: its answer carries the new pop receipt.
         await inflight;
       },

@@ -11,6 +11,7 @@ import { drainCompletions, flakyQueue, waitFor, workflowContext } from './test-h
 import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
 
 const PREFIX = 'WfProc';
+const STARTED_AT = '2024-05-06T07:08:09.010Z';
 const BASE_ENV: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${PREFIX}` };
 
 let storage: LocalStorage;
@@ -47,6 +48,7 @@ function processor(overrides: Partial<WorkflowProcessorOptions> = {}): WorkflowP
     completionBackoff: { initialInMs: 10, maxInMs: 40 },
     cancelPollIntervalInMs: 100,
     tempDir,
+    now: () => new Date(STARTED_AT),
     ...overrides,
   });
 }
@@ -78,7 +80,7 @@ describe('WorkflowProcessor', () => {
   it('no output: success without output_ref; temp files are removed', async () => {
     const { outcome, published } = await runOne(processor(), task('wf-empty', 'a', 'echo hello'));
     expect(outcome).toEqual({ kind: 'done' });
-    expect(only(published)).toEqual({ workflowId: 'wf-empty', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null });
+    expect(only(published)).toEqual({ workflowId: 'wf-empty', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: STARTED_AT, cancelled: false });
     expect(await readdir(tempDir)).toEqual([]);
   });
 
@@ -138,7 +140,7 @@ describe('WorkflowProcessor', () => {
     expect(outcome).toEqual({ kind: 'done' });
     const c = only(published);
     expect(c.success).toBe(false);
-    expect(c.error).toMatch(/not valid JSON/);
+    expect(c.error).toBe('the output file is not JSON: found "{bad\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output');
   });
 
   it('non-zero exit fails with the exit code; the task timeout from the message stops it locally', async () => {
@@ -206,7 +208,7 @@ describe('WorkflowProcessor', () => {
     const input = task('wf-merge', '__merge_T_0', null, { kwargs: { __batch_merge: true, __target: 'T', __batch: 0, cmd: `touch '${marker}'` } });
     const { outcome, published } = await runOne(processor(), input);
     expect(outcome).toEqual({ kind: 'done' });
-    expect(only(published)).toEqual({ workflowId: 'wf-merge', taskName: '__merge_T_0', attemptNo: 1, success: true, outputRef: null, error: null });
+    expect(only(published)).toEqual({ workflowId: 'wf-merge', taskName: '__merge_T_0', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: null, cancelled: false });
     expect(existsSync(marker)).toBe(false);
   });
 
@@ -278,15 +280,15 @@ describe('WorkflowProcessor', () => {
     expect(outcomes).toEqual([{ kind: 'done' }, { kind: 'done' }, { kind: 'done' }]);
     const published = await drainCompletions(completions);
     const byTask = Object.fromEntries(published.map((c) => [c.taskName, c]));
-    expect(byTask.a).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled' });
-    expect(byTask.b).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled (killed after the grace period)' });
-    expect(byTask.c).toMatchObject({ workflowId: 'wf-other', success: true, outputRef: '{"ok":true}\n' });
+    expect(byTask.a).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled', cancelled: true, startedAt: STARTED_AT });
+    expect(byTask.b).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled (killed after the grace period)', cancelled: true });
+    expect(byTask.c).toMatchObject({ workflowId: 'wf-other', success: true, outputRef: '{"ok":true}\n', cancelled: false });
     expect(await readFile(m('a-term'), 'utf8')).toBe('cancelled\n');
     expect(existsSync(m('b-survived'))).toBe(false);
 
     const late = await runOne(p, task('wf-cancel', 'd', `touch ${m('d-ran')}`));
     expect(late.outcome).toEqual({ kind: 'done' });
-    expect(only(late.published)).toMatchObject({ taskName: 'd', success: false, error: 'workflow cancelled', outputRef: null });
+    expect(only(late.published)).toMatchObject({ taskName: 'd', success: false, error: 'workflow cancelled', outputRef: null, cancelled: true, startedAt: null });
     expect(existsSync(m('d-ran'))).toBe(false);
   });
 

@@ -1,7 +1,16 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Completion, decodeWorkflowTask, isMergeNode, type WorkflowTaskInfo } from '@jobq/dag-core';
+import {
+  type Completion,
+  decodeWorkflowTask,
+  encodeCompletion,
+  INLINE_OUTPUT_MAX_BYTES,
+  isMergeNode,
+  messageByteLength,
+  utf8ByteLength,
+  type WorkflowTaskInfo,
+} from '@jobq/dag-core';
 import { JobqError, isJobqError, type OutputStore, type TaskQueue } from '@jobq/ports';
 import { giveToTaskUser, prepareAttemptDir, removeAttemptDir } from './attempt-dir';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
@@ -13,10 +22,12 @@ import {
 } from './completion-publisher';
 import { envValue, workflowEnvironment, type WorkflowEnvironment } from './config';
 import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
-import { taskEnvironment } from './shell-processor';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
+import { type LongTimer, setLongTimeout } from './long-timer';
+import { SecretMasker } from './secrets';
+import { prepareTaskEnvironment } from './task-environment';
 import { startTaskChannel, type TaskChannel } from './task-channel';
 import { storeTaskOutput } from './task-outputs';
 import { checkTaskUser, type TaskUser } from './task-user';
@@ -76,6 +87,31 @@ export interface WorkflowProcessorOptions {
    * (`invalid-config` otherwise); `tempDir` and the tasks' `cwd` must be usable by that user.
    */
   taskUser?: TaskUser | null;
+  /** The clock of the completions' `startedAt` (default `() => new Date()`). */
+  now?: () => Date;
+}
+
+/** What one attempt carries from start to end. */
+interface AttemptState {
+  /** Masks the secret values resolved into the task's environment. */
+  readonly masker: SecretMasker;
+  /** When the task's process was started (ISO-8601); unset while it has not been. */
+  startedAt?: string;
+}
+
+/** Why `path` cannot be a task's working directory (one line), or null when it can. */
+async function directoryProblem(path: string): Promise<string | null> {
+  const quoted = JSON.stringify(path);
+  if (path.includes('\0')) return `kwargs.cwd ${quoted} contains a NUL byte, which no path can hold`;
+  try {
+    if (!(await stat(path)).isDirectory()) return `kwargs.cwd ${quoted} is not a directory`;
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return `kwargs.cwd ${quoted} does not exist`;
+    if (code === 'ENOTDIR') return `kwargs.cwd ${quoted} is not a directory`;
+    return `kwargs.cwd ${quoted} cannot be used: ${errorText(error)}`;
+  }
 }
 
 /** Known workflow ids remembered by a {@link WorkflowProcessor} (a workflow never leaves its deployment). */
@@ -131,6 +167,8 @@ export class WorkflowProcessor implements Processor {
   private readonly random: () => number;
   private readonly taskUser: TaskUser | null;
   private lastConfigError: JobqError | null = null;
+  /** Deliveries whose completion was sent: a throw after that must not send a second one. */
+  private readonly reported = new WeakSet<TaskContext>();
 
   constructor(private readonly options: WorkflowProcessorOptions) {
     this.env = options.env ?? process.env;
@@ -193,8 +231,7 @@ export class WorkflowProcessor implements Processor {
       this.options.onConfigError?.(failure);
       return { kind: 'leave', reason: `configuration error: ${failure.message}` };
     }
-    const kwargs = context.envelope.kwargs;
-    const decoded = decodeWorkflowTask(kwargs);
+    const decoded = decodeWorkflowTask(context.envelope.kwargs);
     if (!decoded.ok) return { kind: 'failed', error: decoded.error };
     const info = decoded.value;
     if (info === null) return { kind: 'failed', error: 'not a workflow task (no __workflow_id / __workflow_task)' };
@@ -205,8 +242,50 @@ export class WorkflowProcessor implements Processor {
       return { kind: 'leave', reason };
     }
 
-    const finish = (success: boolean, outputRef: string | null, error: string | null) =>
-      this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error });
+    // Secret values resolved into the task's environment never leave the worker: every log line
+    // and error text of this attempt goes through the masker.
+    const state: AttemptState = { masker: new SecretMasker() };
+    const { masker } = state;
+    const masked: TaskContext = { ...context, log: (line) => context.log(masker.mask(line)) };
+    // Whatever goes wrong from here on, the coordinator hears of this attempt (or the message is
+    // left for another delivery): a task is never left running with no completion on the way.
+    try {
+      const outcome = await this.attempt(masked, info, config, state);
+      if (outcome.kind === 'leave') return { kind: 'leave', reason: masker.mask(outcome.reason) };
+      return outcome.kind === 'failed' ? { kind: 'failed', error: masker.mask(outcome.error) } : outcome;
+    } catch (error) {
+      if (this.reported.has(masked)) return { kind: 'done' };
+      const reason = masker.mask(`the worker failed while running the task: ${errorText(error)}`);
+      masked.log(reason);
+      if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
+      return this.publish(masked, {
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        success: false,
+        outputRef: null,
+        error: reason,
+        ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
+      });
+    }
+  }
+
+  /** One attempt of a decoded workflow task: everything after the checks that may leave the message unseen. */
+  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, state: AttemptState): Promise<ProcessOutcome> {
+    const kwargs = context.envelope.kwargs;
+    const { masker } = state;
+    /** Publishes this attempt's completion; `cancelled` when a cancel the worker saw caused the failure. */
+    const finish = (success: boolean, outputRef: string | null, error: string | null, cancelled = false) =>
+      this.publish(context, {
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        success,
+        outputRef,
+        error: error === null ? null : masker.mask(error),
+        ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
+        ...(cancelled ? { cancelled } : {}),
+      });
 
     if (isMergeNode(info.taskName, kwargs)) {
       context.log(`merge node "${info.taskName}": completed without running anything`);
@@ -214,22 +293,39 @@ export class WorkflowProcessor implements Processor {
     }
     if (await this.cancelFlags.isCancelled(info.workflowId)) {
       context.log(`workflow "${info.workflowId}" is cancelled: task "${info.taskName}" is not started`);
-      return finish(false, null, WORKFLOW_CANCELLED);
+      return finish(false, null, WORKFLOW_CANCELLED, true);
     }
     if (context.signal.aborted) return { kind: 'leave', reason: `not started: ${String(context.signal.reason)}` };
 
     const cmd = info.userKwargs.cmd;
     if (typeof cmd !== 'string' || cmd.trim() === '') return finish(false, null, 'kwargs.cmd is missing: nothing to run');
+    if (cmd.includes('\0')) return finish(false, null, 'kwargs.cmd contains a NUL byte, which no command line can hold');
     let base: NodeJS.ProcessEnv;
     try {
-      base = taskEnvironment(this.env, info.userKwargs.env);
+      const prepared = prepareTaskEnvironment(this.env, info.userKwargs.env);
+      base = prepared.env;
+      masker.add(prepared.secrets);
     } catch (error) {
+      context.log(`task "${info.taskName}" failed: ${errorText(error)}`);
       return finish(false, null, errorText(error));
     }
     const cwd = info.userKwargs.cwd;
     if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return finish(false, null, 'kwargs.cwd must be a string');
+    const cwdProblem = typeof cwd === 'string' && cwd !== '' ? await directoryProblem(cwd) : null;
+    if (cwdProblem !== null) {
+      context.log(`task "${info.taskName}" failed: ${cwdProblem}`);
+      return finish(false, null, cwdProblem);
+    }
 
-    const dir = await mkdtemp(join(this.options.tempDir ?? tmpdir(), 'jobq-wf-'));
+    const root = this.options.tempDir ?? tmpdir();
+    let dir: string;
+    try {
+      dir = await mkdtemp(join(root, 'jobq-wf-'));
+    } catch (error) {
+      const message = `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`;
+      context.log(message);
+      return finish(false, null, message);
+    }
     let channel: TaskChannel | null = null;
     try {
       const { outputFile } = await prepareAttemptDir(dir, this.taskUser);
@@ -241,7 +337,7 @@ export class WorkflowProcessor implements Processor {
         const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
         context.log(message);
         if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
-        return finish(false, null, message);
+        return await finish(false, null, message);
       }
       await writeUpstreamRefsFile(refsFile, refs);
       await giveToTaskUser(refsFile, this.taskUser);
@@ -275,34 +371,59 @@ export class WorkflowProcessor implements Processor {
       else delete env.JOBQ_WORKFLOW_BLOBS;
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
-      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' ? cwd : undefined, timeoutInMs);
+      state.startedAt = (this.options.now ?? (() => new Date()))().toISOString();
+      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
       await channel.close(); // the attempt's process is gone: nothing may use the channel any more
 
       if (result.stopped && !result.timedOut) {
-        if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`);
+        if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
         // Lock lost or shutdown: this attempt did not finish; leave the message for another delivery.
         return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
       }
       if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
         const error = describeShellResult(result, timeoutInMs);
         context.log(`task "${info.taskName}" failed: ${error}`);
-        return finish(false, null, error);
+        return await finish(false, null, error);
       }
+      // Inline only when the completion carrying the output fits the completion queue as it is
+      // really sent (the output is escaped twice more on the way, and the queue escapes more):
+      // any valid JSON output then succeeds, inline or in the attempt's blob.
+      const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
+      const fitsInline = (json: string): boolean =>
+        utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json })) <= this.options.completions.maxMessageBytes;
       const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
         abortSignal: context.signal,
         ownerUid: this.taskUser?.uid,
+        fitsInline,
       });
       if (!stored.ok) {
         if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
         context.log(`task "${info.taskName}" failed: ${stored.error}`);
-        return finish(false, null, stored.error);
+        return await finish(false, null, stored.error);
       }
-      return finish(true, stored.result.ref, null);
+      return await finish(true, stored.result.ref, null);
     } finally {
       await channel?.close();
       await removeAttemptDir(dir, this.taskUser, (line) => context.log(line)).catch(() => undefined);
     }
+  }
+
+  /**
+   * The worker gives up on this message (the delivery bound): the attempt is reported failed with
+   * `reason`, so the workflow does not wait for it forever. Not for a workflow this deployment does
+   * not know (its coordinator is elsewhere), nor for a message that is not a workflow task.
+   */
+  async giveUp(context: TaskContext, reason: string): Promise<void> {
+    const decoded = decodeWorkflowTask(context.envelope.kwargs);
+    if (!decoded.ok || decoded.value === null) return;
+    const info = decoded.value;
+    if (!(await this.knows(info.workflowId, context))) {
+      context.log(`workflow "${info.workflowId}" is not in this worker's deployment: no completion is sent`);
+      return;
+    }
+    const outcome = await this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+    if (outcome.kind === 'leave') context.log(`could not report that the worker gave up: ${outcome.reason}`);
   }
 
   /** Runs the command, polling the cancel flag; a set flag or the context signal stops it. */
@@ -320,9 +441,9 @@ export class WorkflowProcessor implements Processor {
     else context.signal.addEventListener('abort', onContextAbort, { once: true });
     let cancelled = false;
     let finished = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: LongTimer | undefined;
     const schedule = () => {
-      timer = setTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
+      timer = setLongTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
     };
     const poll = async () => {
       const isCancelled = await this.cancelFlags.isCancelled(info.workflowId).catch(() => false);
@@ -351,7 +472,7 @@ export class WorkflowProcessor implements Processor {
       return { result, cancelled };
     } finally {
       finished = true;
-      if (timer) clearTimeout(timer);
+      timer?.clear();
       context.signal.removeEventListener('abort', onContextAbort);
     }
   }
@@ -359,16 +480,27 @@ export class WorkflowProcessor implements Processor {
   /** Publishes the completion; `done` once sent, `leave` when the attempts ran out. */
   private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
     const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line) };
-    let sent = await publishCompletion(this.options.completions, completion, options);
-    if (!sent.sent && sent.permanent && completion.outputRef !== null) {
+    let sending = completion;
+    let sent = await publishCompletion(this.options.completions, sending, options);
+    if (!sent.sent && sent.tooLarge && completion.outputRef !== null) {
       // The output made the completion too large for the queue: fail the attempt with a clear error.
       const error = `the completion carrying the output does not fit in the completion queue: ${sent.error}`;
       context.log(error);
-      sent = await publishCompletion(this.options.completions, { ...completion, success: false, outputRef: null, error }, options);
+      sending = { ...completion, success: false, outputRef: null, error };
+      sent = await publishCompletion(this.options.completions, sending, options);
     }
     if (sent.sent) {
-      context.log(`completion sent: task "${completion.taskName}" attempt ${completion.attemptNo ?? 'current'} ${completion.success ? 'succeeded' : `failed (${completion.error ?? ''})`}`);
+      this.reported.add(context);
+      context.log(`completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`);
       return { kind: 'done' };
+    }
+    if (sent.permanent) {
+      // Refused, not lost (e.g. an expired SAS): a later delivery may succeed once that is fixed;
+      // the worker's delivery bound ends it otherwise.
+      return {
+        kind: 'leave',
+        reason: `the completion of task "${completion.taskName}" was refused by the completion queue: ${sent.error}; the message is left for redelivery (it may go through once that is fixed)`,
+      };
     }
     return {
       kind: 'leave',

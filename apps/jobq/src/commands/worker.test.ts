@@ -132,6 +132,12 @@ describe('jobq worker', () => {
     expect(await queue.approximateMessageCount()).toBe(1);
   });
 
+  it('refuses a malformed JOBQ_MAX_DELIVERIES with a clear configuration error', async () => {
+    const result = await runCli(['worker', '--queue', 'work'], { env: cleanEnv({ JOBQ_MAX_DELIVERIES: 'lots' }), cwd: dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/invalid-config: JOBQ_MAX_DELIVERIES must be an integer from 1 to 999999999, got "lots"/);
+  });
+
   it('refuses a malformed duration with a usage error (exit 2, one line)', async () => {
     const result = await runCli(['worker', '--queue', 'work', '--idle-timeout', 'soon']);
     expect(result.code).toBe(2);

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { JobqError } from '@jobq/ports';
-import { ShellProcessor, Worker, killTimeoutFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
+import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured } from '../config';
 import { openDeployment } from '../deployment';
@@ -46,7 +46,8 @@ export default class WorkerCommand extends JobqCommand {
   static override description =
     'Pulls the queue given by --queue NAME|ACCOUNT/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker) and runs plain tasks ' +
     'as shell commands; workflow tasks run too when a workflow prefix is configured (--prefix, JOBQ_WORKFLOW_PREFIX or a config file). ' +
-    'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks).';
+    'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks). ' +
+    'A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue {queue}-failed with its reason.';
   static override examples = [
     '<%= config.bin %> myaccount/gpu worker --num-workers 4',
     'JOBQ_WORKFLOW_PREFIX=myaccount/Prod <%= config.bin %> worker --queue myaccount/cpu --idle-timeout 10m',
@@ -70,6 +71,7 @@ export default class WorkerCommand extends JobqCommand {
       throw new UsageError(`--visibility-timeout must be between 1s and 7 days, got ${flags['visibility-timeout']}`);
     }
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
+    const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
 
     const state: { configError: JobqError | null } = { configError: null };
@@ -85,6 +87,7 @@ export default class WorkerCommand extends JobqCommand {
         numWorkers: flags['num-workers'],
         maxIdleBackoffInMs,
         idleTimeoutInMs: idleTimeoutInMs ?? null,
+        maxDeliveries,
         onConfigError,
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
@@ -95,6 +98,7 @@ export default class WorkerCommand extends JobqCommand {
         numWorkers: flags['num-workers'],
         maxIdleBackoffInMs,
         idleTimeoutInMs: idleTimeoutInMs ?? null,
+        maxDeliveries,
         processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env) })],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);

@@ -45,6 +45,8 @@ export class WrappedQueue implements TaskQueue {
   renewCalls = 0;
   completeCalls = 0;
   abandonCalls = 0;
+  /** The reason of each `deadLetter` call, in order. */
+  readonly deadLetterReasons: string[] = [];
   loseLocks = false;
   failReceives = 0;
   /** After this many messages were delivered, receives return nothing (so a lost message is not redelivered). */
@@ -91,6 +93,7 @@ export class WrappedQueue implements TaskQueue {
     return this.inner.abandon(message, options);
   }
   deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
+    this.deadLetterReasons.push(reason);
     return this.inner.deadLetter(message, reason, options);
   }
   peek(...args: Parameters<TaskQueue['peek']>) {

@@ -1,0 +1,95 @@
+import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
+import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
+import { InMemoryTaskQueue } from '@jobq/ports/testing';
+
+/** The inline limit of the real output store. */
+const INLINE_LIMIT_BYTES = 32 * 1024;
+
+/**
+ * An output store in memory for fast processor tests: `putOutput` refuses text that is not JSON
+ * (as the Azure one does), keeps ≤ 32 KiB (or what `fitsInline` accepts) inline and "uploads" the
+ * rest to a map under the attempt's path; the next
+ * `putOutput` fails with `failNext` when set, and reading an overflow blob fails with
+ * `overflowError`. Files are not supported.
+ */
+export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; putCalls: number; failNext: Error | null; overflowError: Error | null } {
+  const blobs = new Map<string, string>();
+  const store = {
+    outputsContainer: 'mem-outputs',
+    blobs,
+    putCalls: 0,
+    failNext: null as Error | null,
+    /** What `getUpstreamOverflow` rejects with (it never finds a blob). */
+    overflowError: null as Error | null,
+    putOutput(workflowId: string, taskName: string, attemptNo: number, json: string, options?: PutOutputOptions): Promise<PutOutputResult> {
+      store.putCalls++;
+      const failure = store.failNext;
+      store.failNext = null;
+      if (failure) return Promise.reject(failure);
+      if (json.trim() === '') return Promise.resolve({ ref: null, placement: 'none', bytes: 0 });
+      try {
+        JSON.parse(json);
+      } catch (error) {
+        return Promise.reject(new JobqError('invalid-argument', `the output of task "${taskName}" is not valid JSON: ${(error as Error).message}`));
+      }
+      const bytes = Buffer.byteLength(json, 'utf8');
+      const inline = options?.fitsInline ? options.fitsInline(json) : bytes <= INLINE_LIMIT_BYTES;
+      if (inline) return Promise.resolve({ ref: json, placement: 'inline', bytes });
+      const path = `outputs/${workflowId}/${taskName}/${attemptNo}.json`;
+      blobs.set(path, json);
+      return Promise.resolve({ ref: `blob:mem-outputs/${path}`, placement: 'blob', bytes });
+    },
+    getOutput(): Promise<unknown> {
+      return Promise.reject(new JobqError('internal', 'memoryOutputs: getOutput is not supported'));
+    },
+    putFile(): never {
+      throw new JobqError('internal', 'memoryOutputs: files are not supported');
+    },
+    putFileFromPath(): never {
+      throw new JobqError('internal', 'memoryOutputs: files are not supported');
+    },
+    getFile(): never {
+      throw new JobqError('internal', 'memoryOutputs: files are not supported');
+    },
+    downloadFileTo(): never {
+      throw new JobqError('internal', 'memoryOutputs: files are not supported');
+    },
+    putUpstreamOverflow(): never {
+      throw new JobqError('internal', 'memoryOutputs: overflow blobs are not supported');
+    },
+    getUpstreamOverflow(): Promise<never> {
+      return Promise.reject(store.overflowError ?? new JobqError('not-found', 'memoryOutputs: no overflow blobs'));
+    },
+  };
+  return store;
+}
+
+/** A completion queue that records what was sent (decoded); `failures` are thrown by the next sends. */
+export class RecordingCompletions extends InMemoryTaskQueue {
+  readonly sent: Completion[] = [];
+  /** Errors the next `send` calls reject with, in order (then sends pass). */
+  failures: Error[] = [];
+  sendCalls = 0;
+
+  constructor() {
+    super({ name: 'completions' });
+  }
+
+  override async send(messages: OutgoingMessage | readonly OutgoingMessage[]): Promise<void> {
+    this.sendCalls++;
+    const failure = this.failures.shift();
+    if (failure) throw failure;
+    const list = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    await super.send(list);
+    for (const message of list) {
+      const decoded = decodeCoordinatorMessage(message.body);
+      if (decoded.kind !== 'completion') throw new Error(`not a completion: ${message.body}`);
+      this.sent.push(decoded.completion);
+    }
+  }
+
+  /** The completions sent for one attempt. */
+  forAttempt(workflowId: string, taskName: string, attemptNo: number): Completion[] {
+    return this.sent.filter((c) => c.workflowId === workflowId && c.taskName === taskName && c.attemptNo === attemptNo);
+  }
+}
