@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   createRuntime,
+  decodeCoordinatorMessage,
+  encodeCompletion,
+  encodeEnvelope,
   isTerminalWorkflowStatus,
   parseWorkflow,
   reduce,
@@ -10,6 +13,7 @@ import {
   type WorkflowRuntime,
 } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
+import { runShell } from '@jobq/worker';
 import type { Coordinator, CoordinatorCounters } from './index';
 import { failureStack, useHarness, waitUntil, wrapStore, WrappedQueue, type WorkerHandle } from './test-helpers/failure-harness';
 
@@ -43,8 +47,10 @@ function prng(seed: number): () => number {
 }
 
 // A task's behaviour is in its name: `t3_ok_v4` succeeds with output {"v":4}; `t1_bad_v0` always
-// fails; `t2_flaky2_v7` fails attempt 1 and succeeds (with {"v":7}) from attempt 2 on. A `_slow`
-// suffix makes it sleep 0.3 s first (so that worker kills find tasks running).
+// fails; `t2_flaky2_v7` fails attempt 1 and succeeds (with {"v":7}) from attempt 2 on;
+// `t4_throw2_v1` likewise, but its attempt 1 fails inside the worker (the processor throws before
+// the command starts, and must still report the attempt). A `_slow` suffix makes it sleep 0.3 s
+// first (so that worker kills find tasks running).
 interface Behaviour {
   succeedsFrom: number | null;
   value: number;
@@ -52,13 +58,13 @@ interface Behaviour {
 }
 
 function behaviourOf(taskName: string): Behaviour {
-  const m = /^t\d+_(ok|bad|flaky(\d))_v(\d)(_slow)?$/.exec(taskName);
+  const m = /^t\d+_(ok|bad|flaky(\d)|throw(\d))_v(\d)(_slow)?$/.exec(taskName);
   if (!m) throw new Error(`not a soak task name: ${taskName}`);
-  const value = Number(m[3]);
-  const slow = m[4] !== undefined;
+  const value = Number(m[4]);
+  const slow = m[5] !== undefined;
   if (m[1] === 'ok') return { succeedsFrom: 1, value, slow };
   if (m[1] === 'bad') return { succeedsFrom: null, value, slow };
-  return { succeedsFrom: Number(m[2]), value, slow };
+  return { succeedsFrom: Number(m[2] ?? m[3]), value, slow };
 }
 
 const outputOf = (b: Behaviour) => `{"v":${b.value}}`;
@@ -89,7 +95,7 @@ function randomWorkflow(random: () => number, index: number): object {
   const tasks: RawTask[] = [];
   for (let i = 0; i < n; i++) {
     const r = random();
-    const kind = r < 0.7 ? 'ok' : r < 0.8 ? 'bad' : `flaky${pick([2, 3])}`;
+    const kind = r < 0.65 ? 'ok' : r < 0.75 ? 'bad' : r < 0.9 ? `flaky${pick([2, 3])}` : 'throw2';
     const name = `t${i}_${kind}_v${Math.floor(random() * 10)}${random() < 0.25 ? '_slow' : ''}`;
     const task: RawTask = { name, kwargs: { cmd: commandOf(name) } };
     if (kind !== 'ok' || random() < 0.15) task.num_retries = pick([0, 1, 2, 2]);
@@ -186,6 +192,9 @@ describe('Soak', () => {
       leaseLost: 0,
       duplicateTasks: 0,
       duplicateCompletions: 0,
+      processorThrows: 0,
+      forgedAttempts: 0,
+      poisonSent: 0,
       bumps: 0,
       conflicts: 0,
       crashesBeforeFlush: 0,
@@ -196,6 +205,14 @@ describe('Soak', () => {
       workers: 4,
       leaseRenewIntervalInMs: 200,
       workerCancelPollIntervalInMs: 5_000,
+      // `throw2` tasks: the processor itself throws on attempt 1 (as spawn does on a NUL byte).
+      runCommand: (options) => {
+        if (/_throw\d_/.test(options.env.JOBQ_WORKFLOW_TASK ?? '') && options.env.JOBQ_WORKFLOW_ATTEMPT === '1') {
+          faults.processorThrows++;
+          throw new Error('injected: the workflow processor threw before the command started');
+        }
+        return runShell(options);
+      },
       coordinator: { receiveWaitInMs: 50, idleSleepInMs: 50, cancelPollIntervalInMs: 1_000, statsIntervalInMs: 5_000, timeoutSweepIntervalInMs: 2_000 },
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
@@ -243,11 +260,23 @@ describe('Soak', () => {
         }),
       workerCompletions: (queue) =>
         new WrappedQueue(queue, {
-          send: async (_messages, send) => {
+          send: async (messages, send) => {
             await send();
-            if (chaos() < 0.05) {
+            const r = chaos();
+            if (r < 0.05) {
               faults.duplicateCompletions++;
               await send();
+            } else if (r < 0.08) {
+              // A forged report of an attempt nobody dispatched: must be ignored, never applied.
+              const decoded = decodeCoordinatorMessage(messages[0]!.body);
+              if (decoded.kind === 'completion') {
+                faults.forgedAttempts++;
+                await queue.send({ body: encodeCompletion({ ...decoded.completion, attemptNo: Number.MAX_SAFE_INTEGER, success: false, error: 'forged' }) });
+              }
+            } else if (r < 0.1) {
+              faults.poisonSent++;
+              const engineBlob = encodeEnvelope({ id: 'wakeup/_coordinator.stats', kwargs: { __workflow_wakeup: '_coordinator.stats' }, numRetries: 0 });
+              await queue.send({ body: r < 0.09 ? 'not an envelope at all' : engineBlob });
             }
           },
         }),
@@ -409,11 +438,14 @@ describe('Soak', () => {
     expect(faults.takeoversNotNoticed).toBe(0);
     expect(faults.leaseLost).toBe(faults.takeovers);
 
-    await coordinator.stop();
     const sum = (key: keyof CoordinatorCounters) => coordinators.reduce((n, c) => n + c.counters[key], 0);
+    await waitUntil(() => sum('poison') >= faults.poisonSent, () => `poison read ${sum('poison')} of ${faults.poisonSent}`);
+    await coordinator.stop();
     // Every attempt's completion was applied at most once, by one coordinator.
     expect(sum('completionsApplied')).toBeLessThanOrEqual(attempts);
-    expect(sum('poison')).toBe(0);
+    // Poison (garbage, or a wake-up naming an engine blob) is dead-lettered, never applied.
+    expect(sum('poison')).toBeGreaterThanOrEqual(faults.poisonSent);
+    expect(sum('corruptWorkflows')).toBe(0);
     process.stdout.write(
       `soak: ${WORKFLOWS} workflows, ${tasks} tasks, ${attempts} attempts in ${(elapsed / 1000).toFixed(1)} s; statuses ${JSON.stringify(tally)}; ` +
         `faults ${JSON.stringify(faults)}; tasks stopped by worker kills ${tasksStoppedByKills}; coordinators ${coordinators.length}; applied ${sum('completionsApplied')}, ignored ${sum('completionsIgnored')}, ` +

@@ -14,7 +14,7 @@ import type {
 } from '@jobq/ports';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary } from '@jobq/worker';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary, type WorkflowProcessorOptions } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { useHarness, type Harness } from './stack';
 
@@ -139,6 +139,8 @@ export interface StackOptions {
   leaseRenewIntervalInMs?: number;
   /** Cancel-flag poll of the workers (default 200 ms). */
   workerCancelPollIntervalInMs?: number;
+  /** How the workers' workflow processor runs commands (default: bash, as in production). */
+  runCommand?: WorkflowProcessorOptions['runCommand'];
 }
 
 /** Ports of one coordinator that differ from the stack's (see {@link Stack.newCoordinator}). */
@@ -229,6 +231,7 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
           completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
           cancelPollIntervalInMs: options.workerCancelPollIntervalInMs ?? 200,
           cancelPollJitter: 0,
+          ...(options.runCommand ? { runCommand: options.runCommand } : {}),
         }),
         new ShellProcessor({ killTimeoutInMs: 2_000 }),
       ],
