@@ -132,7 +132,7 @@ describe('WorkflowProcessor', () => {
     const c = only(published);
     expect(c.success).toBe(false);
     expect(c.outputRef).toBeNull();
-    expect(c.error).toMatch(/could not store the output.*could not be uploaded.*too large to send inline/);
+    expect(c.error).toMatch(/could not store the output.*could not be uploaded.*does not fit in the completion message, so it cannot be sent inline/);
   });
 
   it('invalid JSON output fails the attempt', async () => {
