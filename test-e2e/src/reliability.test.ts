@@ -52,7 +52,7 @@ describe('workflow run: tasks that cannot run, wait in a queue, or write a broke
 
   it('timeout_s counts the time a task runs, not the time it waits in the queue: 4 × sleep 2 with timeout_s 3 on one worker slot all succeed', async () => {
     const tasks = ['a', 'b', 'c', 'd'].flatMap((n) => [`  - name: ${n}`, '    timeout_s: 3', '    kwargs: { cmd: "sleep 2" }']);
-    const { code, report, stderr } = await runWorkflow('queued-timeouts', ['name: queued-timeouts', ...tasks].join('\n'), ['--workers', '1', '--timeout-sweep-interval-s', '0.2']);
+    const { code, report, stderr } = await runWorkflow('queued-timeouts', ['name: queued-timeouts', 'tasks:', ...tasks].join('\n'), ['--workers', '1', '--timeout-sweep-interval-s', '0.2']);
     expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
     expect(report.tasks.map((t) => [t.name, t.status, t.attempt_no])).toEqual([
       ['a', 'completed', 1],

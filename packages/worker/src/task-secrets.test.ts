@@ -5,10 +5,9 @@ import { decodeEnvelope, encodeTaskMessage, type TaskMessageInput } from '@jobq/
 import type { ReceivedMessage } from '@jobq/ports';
 import type { TaskContext } from './processor';
 import { ShellProcessor } from './shell-processor';
-import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
+import { memoryWorkflowProcessor } from './test-helpers/memory-workflow';
 import { task } from './test-helpers/worker-helpers';
 import { workflowContext } from './test-helpers/workflow-fixtures';
-import { WorkflowProcessor } from './workflow-processor';
 
 const SECRET = 's3cr3t-Value/42';
 
@@ -38,17 +37,7 @@ afterAll(async () => {
 });
 
 function workflow() {
-  const completions = new RecordingCompletions();
-  const processor = new WorkflowProcessor({
-    outputs: memoryOutputs(),
-    completions,
-    isCancelled: () => Promise.resolve(false),
-    env: WORKER_ENV,
-    killTimeoutInMs: 1_000,
-    completionBackoff: { initialInMs: 1, maxInMs: 2 },
-    tempDir: dir,
-  });
-  return { completions, processor };
+  return memoryWorkflowProcessor({ env: WORKER_ENV, tempDir: dir });
 }
 
 function shellContext(kwargs: Record<string, unknown>): TaskContext & { lines: string[] } {

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { InMemoryTaskQueue } from '@jobq/ports/testing';
-import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
+import { memoryOutputs, memoryWorkflowProcessor } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
 import { Worker } from './worker';
-import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
+import type { WorkflowProcessorOptions } from './workflow-processor';
 
 const BASE_ENV: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Failures' };
 
@@ -26,19 +26,7 @@ afterAll(async () => {
 });
 
 function setup(overrides: Partial<WorkflowProcessorOptions> = {}) {
-  const completions = new RecordingCompletions();
-  const processor = new WorkflowProcessor({
-    outputs: memoryOutputs(),
-    completions,
-    isCancelled: () => Promise.resolve(false),
-    env: BASE_ENV,
-    killTimeoutInMs: 1_000,
-    completionBackoff: { initialInMs: 1, maxInMs: 2 },
-    cancelPollIntervalInMs: 100,
-    tempDir,
-    ...overrides,
-  });
-  return { completions, processor };
+  return memoryWorkflowProcessor({ env: BASE_ENV, cancelPollIntervalInMs: 100, tempDir, ...overrides });
 }
 
 function task(taskName: string, kwargs: Record<string, unknown>, attemptNo = 1): TaskMessageInput {

@@ -6,7 +6,7 @@ import type { TaskMessageInput } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import type { ProcessOutcome } from './processor';
 import type { RunShellOptions, ShellResult } from './subprocess';
-import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
+import { memoryOutputs, memoryWorkflowProcessor, RecordingCompletions } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
 import { WorkflowProcessor } from './workflow-processor';
 
@@ -152,16 +152,7 @@ describe('WorkflowProcessor fuzz', () => {
         fc.constantFrom(0, 0, 3),
         fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
         async (data, cwd, extraEnv, exitCode, nulInCmd) => {
-          const completions = new RecordingCompletions();
-          const processor = new WorkflowProcessor({
-            outputs: memoryOutputs(),
-            completions,
-            isCancelled: () => Promise.resolve(false),
-            env: BASE_ENV,
-            killTimeoutInMs: 100,
-            completionBackoff: { initialInMs: 0, maxInMs: 0 },
-            tempDir,
-          });
+          const { completions, processor } = memoryWorkflowProcessor({ env: BASE_ENV, killTimeoutInMs: 100, completionBackoff: { initialInMs: 0, maxInMs: 0 }, tempDir });
           // The random data is written by the task, never executed.
           const cmd = `printf '%s' "$FUZZ_DATA" > "$JOBQ_OUTPUT_FILE"; exit ${exitCode}${nulInCmd ? ' #\0' : ''}`;
           const kwargs: Record<string, unknown> = { cmd, env: { ...extraEnv, FUZZ_DATA: data } };

@@ -1,6 +1,7 @@
 import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
 import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
 import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { WorkflowProcessor, type WorkflowProcessorOptions } from '../workflow-processor';
 
 /** The inline limit of the real output store. */
 const INLINE_LIMIT_BYTES = 32 * 1024;
@@ -92,4 +93,21 @@ export class RecordingCompletions extends InMemoryTaskQueue {
   forAttempt(workflowId: string, taskName: string, attemptNo: number): Completion[] {
     return this.sent.filter((c) => c.workflowId === workflowId && c.taskName === taskName && c.attemptNo === attemptNo);
   }
+}
+
+/**
+ * A workflow processor on {@link memoryOutputs} and {@link RecordingCompletions}, never cancelled,
+ * with short kill and send back-off times; `options` (an `env` and a `tempDir` at least) go on top.
+ */
+export function memoryWorkflowProcessor(options: Partial<WorkflowProcessorOptions>): { completions: RecordingCompletions; processor: WorkflowProcessor } {
+  const completions = new RecordingCompletions();
+  const processor = new WorkflowProcessor({
+    outputs: memoryOutputs(),
+    completions,
+    isCancelled: () => Promise.resolve(false),
+    killTimeoutInMs: 1_000,
+    completionBackoff: { initialInMs: 1, maxInMs: 2 },
+    ...options,
+  });
+  return { completions, processor };
 }
