@@ -1,5 +1,6 @@
+import { SECRET_ENV_PREFIX } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
-import { resolveTaskSecrets, SECRET_VARIABLE_PREFIX } from './secrets';
+import { resolveTaskSecrets } from './secrets';
 
 /** Storage credentials and Azure identity settings, by exact name. */
 const CREDENTIAL_NAMES = new Set([
@@ -27,7 +28,7 @@ const CREDENTIAL_VALUE = /AccountKey\s*=|SharedAccessSignature\s*=|SharedAccessK
  */
 export function isCredentialVariable(name: string, value: string | undefined): boolean {
   if (CREDENTIAL_NAMES.has(name)) return true;
-  if (name.startsWith('AZURE_') || name.startsWith('MSI_') || name.startsWith(SECRET_VARIABLE_PREFIX)) return true;
+  if (name.startsWith('AZURE_') || name.startsWith('MSI_') || name.startsWith(SECRET_ENV_PREFIX)) return true;
   if (name.startsWith('JOBQ_')) return CREDENTIAL_NAME_PART.test(name) || (value !== undefined && CREDENTIAL_VALUE.test(value));
   return false;
 }
