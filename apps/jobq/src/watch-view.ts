@@ -1,4 +1,4 @@
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskState, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { parseDurationInMs } from '@jobq/worker';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 
@@ -42,7 +42,7 @@ export class RateWindow {
 export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ name: string; forMs: number | null }> {
   const out: Array<{ name: string; forMs: number | null }> = [];
   for (const def of runtime.definition.tasks) {
-    const task = runtime.tasks[def.name];
+    const task = taskState(runtime, def.name);
     if (task?.status !== 'running') continue;
     out.push({ name: def.name, forMs: task.dispatchedAt === null ? null : now - Date.parse(task.dispatchedAt) });
   }

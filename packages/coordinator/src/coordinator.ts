@@ -633,7 +633,7 @@ export class Coordinator {
         const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
           if (runtime.cancelRequested || !runtime.activated) return [];
           if (this.clock().getTime() - Date.parse(runtime.updatedAt) < this.settings.readyRepairThresholdInMs) return [];
-          if (!Object.values(runtime.tasks).some((t) => t.status === 'ready')) return [];
+          if (runtime.counts.ready === 0) return [];
           return [{ type: 'activate', now: this.nowIso() }];
         });
         if (outcome.kind === 'applied' && outcome.saved) {

@@ -1,18 +1,4 @@
-import {
-  decodeEnvelope,
-  decodeWorkflowTask,
-  encodeTaskMessage,
-  foldEvents,
-  messageByteLength,
-  parseTaskMessageId,
-  reduce,
-  type DispatchEffect,
-  type Effect,
-  type FetchConditionInputsEffect,
-  type FoldResult,
-  type WorkflowEvent,
-  type WorkflowRuntime,
-} from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, encodeTaskMessage, foldEvents, messageByteLength, parseTaskMessageId, reduce, type DispatchEffect, type Effect, type FetchConditionInputsEffect, type FoldResult, type WorkflowEvent, type WorkflowRuntime, taskCount } from '@jobq/dag-core';
 import { isJobqError, JobqError, type LoadedRuntime, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
@@ -66,7 +52,7 @@ export class RuntimeCache {
 
   set(workflowId: string, value: CachedRuntime): void {
     this.delete(workflowId);
-    const size = Object.keys(value.runtime.tasks).length;
+    const size = taskCount(value.runtime);
     if (size > this.maxTasks) return;
     this.entries.set(workflowId, { ...value, size });
     this.tasks += size;

@@ -1,27 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  createRuntime,
-  encodeWakeup,
-  isMergeNode,
-  isSatisfying,
-  isBlocking,
-  isTerminalTaskStatus,
-  isTerminalWorkflowStatus,
-  parseWorkflow,
-  policyVerdict,
-  sequentializeFanIn,
-  taskQueue,
-  taskTimeoutS,
-  toRawDefinition,
-  WORKFLOW_ID_PATTERN,
-  validateWorkflow,
-  type Issue,
-  type TaskCounts,
-  type TaskStatus,
-  type WorkflowDefinition,
-  type WorkflowRuntime,
-  type WorkflowStatus,
-} from '@jobq/dag-core';
+import { createRuntime, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -368,13 +346,13 @@ export class WorkflowClient {
     const perQueue = new Map<string, { ready: number; running: number }>();
     let readyBefore = 0;
     for (const def of definition.tasks) {
-      const task = runtime.tasks[def.name];
+      const task = taskState(runtime, def.name);
       if (!task || isTerminalTaskStatus(task.status)) continue;
       const queue = taskQueue(definition, def);
       const usage = perQueue.get(queue) ?? { ready: 0, running: 0 };
       perQueue.set(queue, usage);
       const reasons: string[] = [];
-      const statusOf = (name: string): TaskStatus => runtime.tasks[name]?.status ?? 'pending';
+      const statusOf = (name: string): TaskStatus => taskStatus(runtime, name);
 
       if (task.status === 'pending') {
         if (runtime.cancelRequested) reasons.push('cancel requested: it will be cancelled, not run');

@@ -151,6 +151,7 @@ export {
   type WorkflowStatus,
 } from './runtime/types';
 export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/create';
+export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
 export { foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';

@@ -28,9 +28,9 @@ export interface CreateResult {
 /** Options of {@link WorkflowStore.save}. */
 export interface SaveOptions extends OperationOptions {
   /**
-   * The runtime this one was reduced from (the one last saved). Only tasks whose record object
-   * differs (`previous.tasks[n] !== runtime.tasks[n]`; the reducer replaces changed records and
-   * shares the others) get their task row written; without it every task row is written.
+   * The runtime this one was reduced from (the one last saved). Only the tasks that changed since
+   * (`changedTasks(previous, runtime)` of `@jobq/dag-core`) get their task row written; without it
+   * every task row is written.
    */
   previous?: WorkflowRuntime;
 }

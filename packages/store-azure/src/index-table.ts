@@ -1,13 +1,5 @@
 import { odata, type TableEntity, type TableEntityResult } from '@azure/data-tables';
-import {
-  TASK_STATUSES,
-  WORKFLOW_STATUSES,
-  taskQueue,
-  type TaskStatus,
-  type WorkflowDefinition,
-  type WorkflowRuntime,
-  type WorkflowStatus,
-} from '@jobq/dag-core';
+import { TASK_STATUSES, WORKFLOW_STATUSES, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState } from '@jobq/dag-core';
 import type { WorkflowSummary } from '@jobq/ports';
 import { indexPartition } from './names';
 
@@ -50,7 +42,7 @@ export function workflowError(runtime: WorkflowRuntime): string {
   if (runtime.corruptReason !== null) return shortenError(`corrupt: ${runtime.corruptReason}`);
   if (runtime.status !== 'failed' || runtime.counts.failed === 0) return '';
   for (const task of runtime.definition.tasks) {
-    const state = runtime.tasks[task.name];
+    const state = taskState(runtime, task.name);
     if (state?.status === 'failed') return shortenError(`task "${task.name}" failed${state.error ? `: ${state.error}` : ''}`);
   }
   return '';

@@ -1,5 +1,5 @@
 import { odata, type TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
-import { TASK_STATUSES, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import { TASK_STATUSES, taskQueue, taskState, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError, type TaskFilter, type TaskRow } from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 import { shortenError, statusFilter } from './index-table';
@@ -25,17 +25,6 @@ function queueByTask(definition: WorkflowDefinition): ReadonlyMap<string, string
     queueCache.set(definition, map);
   }
   return map;
-}
-
-/** Names of the tasks whose row a save must write: all, or those whose record object changed since `previous`. */
-export function changedTaskNames(runtime: WorkflowRuntime, previous: WorkflowRuntime | undefined): string[] {
-  if (!previous) return Object.keys(runtime.tasks);
-  if (previous.tasks === runtime.tasks) return [];
-  const changed: string[] = [];
-  for (const [name, state] of Object.entries(runtime.tasks)) {
-    if (previous.tasks[name] !== state) changed.push(name);
-  }
-  return changed;
 }
 
 /** The outcome of {@link writeTaskRows}: the tasks whose batch failed, and the first error. */
@@ -74,7 +63,7 @@ export async function writeTaskRows(
       const batch = batches[next++] ?? [];
       const actions: TransactionAction[] = [];
       for (const name of batch) {
-        const state = runtime.tasks[name];
+        const state = taskState(runtime, name);
         if (!state) continue;
         const entity = {
           partitionKey: runtime.workflowId,
@@ -123,7 +112,7 @@ async function deletePartitionRows(
  */
 export function deleteForeignTaskRows(client: TableClient, runtime: WorkflowRuntime, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
   const id = runtime.workflowId;
-  const isForeign = (name: string) => !Object.prototype.hasOwnProperty.call(runtime.tasks, name);
+  const isForeign = (name: string) => taskState(runtime, name) === undefined;
   return deletePartitionRows(client, id, isForeign, `clear old task rows of workflow "${id}"`, settings, options);
 }
 

@@ -1,6 +1,6 @@
 import type { TableClient, TableEntityResult } from '@azure/data-tables';
 import type { ContainerClient, RequestPolicyFactory } from '@azure/storage-blob';
-import { RuntimeDecodeError, decodeRuntime, encodeRuntime, isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES } from '@jobq/dag-core';
+import { RuntimeDecodeError, decodeRuntime, encodeRuntime, isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -25,7 +25,7 @@ import { CANCEL_REQUESTED, RETRY_REQUESTED, byRecent, corruptEntity, indexEntity
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
 import { runtimeBlobName, storeNames, indexPartition, type StoreNames } from './names';
 import { readStats, writeStats } from './stats';
-import { changedTaskNames, deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
+import { deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
 import { decodeCursor, offsetPage, pageLimit, tablePage, tableScan } from './workflow-paging';
 
 /** A data-tables pipeline policy (e.g. a transaction counter), added after the retry policy. */
@@ -240,7 +240,7 @@ export class AzureWorkflowStore implements WorkflowStore {
    */
   private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, etag: string, options: OperationOptions | undefined): Promise<void> {
     const id = runtime.workflowId;
-    const rows = await writeTaskRows(this.tasks, runtime, Object.keys(runtime.tasks), this.rowSettings(), options);
+    const rows = await writeTaskRows(this.tasks, runtime, changedTasks(undefined, runtime), this.rowSettings(), options);
     let error = rows.error;
     if (!error) {
       try {
@@ -330,7 +330,7 @@ export class AzureWorkflowStore implements WorkflowStore {
         details: { workflowId: id },
       });
     }
-    return { etag: saved, rowsError: await this.writeDerivedRows(runtime, changedTaskNames(runtime, previous), options) };
+    return { etag: saved, rowsError: await this.writeDerivedRows(runtime, changedTasks(previous, runtime), options) };
   }
 
   /** The index row and the given task rows (plus those an earlier save could not write); the first error, or null. */
@@ -340,7 +340,7 @@ export class AzureWorkflowStore implements WorkflowStore {
     const unwritten = this.unwrittenTaskRows.get(id);
     if (unwritten) {
       const set = new Set(changed);
-      for (const name of unwritten) if (runtime.tasks[name]) set.add(name);
+      for (const name of unwritten) if (taskState(runtime, name)) set.add(name);
       names = [...set];
     }
     const [indexError, rows] = await Promise.all([

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import { taskState, isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
 import { isJobqError, type CoordinatorStats } from '@jobq/ports';
 import { accountClients, translateStoreError } from '@jobq/store-azure';
 import { JobqCommand, errorLine } from '../../base';
@@ -320,7 +320,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
     const stillForMs = now - Date.parse(runtime.updatedAt);
     const heldBack = runtime.cancelRequested || (definition.maxParallelism !== null && runtime.counts.running >= definition.maxParallelism);
     for (const def of definition.tasks) {
-      const task = runtime.tasks[def.name];
+      const task = taskState(runtime, def.name);
       if (!task || isTerminalTaskStatus(task.status)) continue;
       if (task.status === 'running' || (task.status === 'ready' && runtime.activated)) {
         const spec = taskQueue(definition, def);

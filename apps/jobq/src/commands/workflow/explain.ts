@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { isBlocking, isTerminalTaskStatus, taskQueue, type TaskDefinition, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskStatus, taskState, isBlocking, isTerminalTaskStatus, taskQueue, type TaskDefinition, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import type { ExplainReport, ExplainedQueue, ExplainedTask } from '@jobq/coordinator';
 import { JobqError, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
@@ -44,7 +44,7 @@ function outputOf(ref: string | null): string | null {
 
 /** Why a finished task ended as it did (the report covers only unfinished ones). */
 function terminalReasons(runtime: WorkflowRuntime, def: TaskDefinition): string[] {
-  const task = runtime.tasks[def.name]!;
+  const task = taskState(runtime, def.name)!;
   const tries = `attempt ${task.attemptNo} of ${task.retryBase + def.numRetries + 1}`;
   switch (task.status) {
     case 'completed':
@@ -52,8 +52,8 @@ function terminalReasons(runtime: WorkflowRuntime, def: TaskDefinition): string[
     case 'failed':
       return [`failed on ${tries}: ${task.error ?? 'no error recorded'}`, 'jobq workflow retry ID runs it again with a fresh retry budget'];
     case 'upstream_failed': {
-      const blocking = [...def.dependsOn, ...(def.gates ?? [])].filter((p) => isBlocking(runtime.tasks[p]?.status ?? 'pending'));
-      const names = blocking.map((p) => `"${p}" (${runtime.tasks[p]?.status})`).join(', ');
+      const blocking = [...def.dependsOn, ...(def.gates ?? [])].filter((p) => isBlocking(taskStatus(runtime, p)));
+      const names = blocking.map((p) => `"${p}" (${taskStatus(runtime, p)})`).join(', ');
       return [`dep_policy ${def.depPolicy} can no longer be met: blocked by ${names || 'its dependencies'}`];
     }
     case 'skipped':
@@ -69,12 +69,12 @@ function terminalReasons(runtime: WorkflowRuntime, def: TaskDefinition): string[
 }
 
 function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: ExplainedTask | undefined): TaskDetail {
-  const task = runtime.tasks[def.name]!;
+  const task = taskState(runtime, def.name)!;
   const conditionInputs =
     def.condition === null
       ? null
       : def.dependsOn.map((p) => {
-          const parent = runtime.tasks[p];
+          const parent = taskState(runtime, p);
           const finished = parent !== undefined && isTerminalTaskStatus(parent.status);
           return { name: p, status: parent?.status ?? 'pending', output: finished ? outputOf(parent.outputRef) : null };
         });
@@ -100,7 +100,7 @@ function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: Ex
 async function openQueues(deployment: Deployment, runtime: WorkflowRuntime): Promise<Map<string, TaskQueue>> {
   const specs = new Set<string>();
   for (const def of runtime.definition.tasks) {
-    const status = runtime.tasks[def.name]?.status;
+    const status = taskState(runtime, def.name)?.status;
     if (status === 'ready' || status === 'running') specs.add(taskQueue(runtime.definition, def));
   }
   const opened = new Map<string, TaskQueue>();
@@ -197,9 +197,9 @@ export default class WorkflowExplain extends JobqCommand {
         return;
       }
       const lines = [...workflowLines(report, deployment.target), '', ...taskLines(detail, '')];
-      if (detail.dependsOn.length > 0) lines.push(`  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${fresh.tasks[p]?.status ?? '?'})`).join(', ')}`);
+      if (detail.dependsOn.length > 0) lines.push(`  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${taskState(fresh, p)?.status ?? '?'})`).join(', ')}`);
       if (detail.error !== null && detail.status !== 'failed' && detail.status !== 'skipped') lines.push(`  last error: ${detail.error}`);
-      if (queue !== null && !isTerminalTaskStatus(fresh.tasks[taskDef.name]?.status ?? 'pending')) {
+      if (queue !== null && !isTerminalTaskStatus(taskStatus(fresh, taskDef.name))) {
         lines.push('', `Queue ${queueLine(queue)}`, ...queue.reasons.map((r) => `  - ${r}`));
       }
       process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
-import { isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskStatus, taskState, isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import type { Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
@@ -281,7 +281,7 @@ function countTasks(definition: WorkflowDefinition, runtime: WorkflowRuntime): P
   const counts: Partial<Record<TaskStatus, number>> = {};
   for (const task of definition.tasks) {
     if (isMergeNode(task.name, task.kwargs)) continue;
-    const status = runtime.tasks[task.name]?.status ?? 'pending';
+    const status = taskStatus(runtime, task.name);
     counts[status] = (counts[status] ?? 0) + 1;
   }
   return counts;
@@ -304,7 +304,7 @@ async function buildReport(
   const tasks: RunTaskReport[] = [];
   for (const task of definition.tasks) {
     if (isMergeNode(task.name, task.kwargs)) continue;
-    const state = runtime?.tasks[task.name];
+    const state = runtime === null ? undefined : taskState(runtime, task.name);
     let output: unknown = null;
     if (state?.outputRef !== undefined && state.outputRef !== null) {
       try {

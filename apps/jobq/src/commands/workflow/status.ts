@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskStatus, taskState, isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { runtimeView } from '@jobq/coordinator';
 import { isJobqError } from '@jobq/ports';
 import { JobqCommand } from '../../base';
@@ -21,9 +21,9 @@ interface StatusTask extends TaskLine {
 
 /** The tasks of a runtime, in definition order. */
 function runtimeTasks(runtime: WorkflowRuntime): StatusTask[] {
-  const statusOf = (name: string): TaskStatus => runtime.tasks[name]?.status ?? 'pending';
+  const statusOf = (name: string): TaskStatus => taskStatus(runtime, name);
   return runtime.definition.tasks.map((def) => {
-    const task = runtime.tasks[def.name];
+    const task = taskState(runtime, def.name);
     const satisfied = def.dependsOn.filter((d) => isSatisfying(statusOf(d))).length;
     return {
       taskName: def.name,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskStatus, taskState, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { openDeployment } from '../../deployment';
@@ -18,7 +18,7 @@ const INACTIVE_WARNING_MS = 30_000;
 /** The tasks that make a finished workflow fail, in definition order. */
 function failedTasks(runtime: WorkflowRuntime): Array<{ name: string; status: string; error: string | null }> {
   return runtime.definition.tasks
-    .map((t) => ({ name: t.name, status: runtime.tasks[t.name]?.status ?? 'pending', error: runtime.tasks[t.name]?.error ?? null }))
+    .map((t) => ({ name: t.name, status: taskStatus(runtime, t.name), error: taskState(runtime, t.name)?.error ?? null }))
     .filter((t) => t.status === 'failed' || t.status === 'upstream_failed' || t.status === 'cancelled');
 }
 
