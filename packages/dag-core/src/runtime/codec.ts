@@ -1,6 +1,6 @@
 import { toRawDefinition } from '../definition/convert';
 import { validateWith } from '../definition/validate';
-import { emptyCounts } from './create';
+import { assembleRuntime } from './assemble';
 import { TASK_STATUSES, WORKFLOW_STATUSES, type TaskRuntime, type TaskStatus, type WorkflowRuntime, type WorkflowStatus } from './types';
 
 /** Version of the runtime blob format written by {@link encodeRuntime}. */
@@ -104,14 +104,12 @@ export function decodeRuntime(text: string): WorkflowRuntime {
   }
   const rawTasks = json.tasks;
   if (!isRecord(rawTasks)) throw new RuntimeDecodeError('"tasks" must be an object');
-  const tasks: Record<string, TaskRuntime> = {};
-  const counts = emptyCounts();
+  const states: TaskRuntime[] = [];
   for (const def of definition.value.tasks) {
     const raw = rawTasks[def.name];
     const where = `tasks[${JSON.stringify(def.name)}].`;
     if (!isRecord(raw)) throw new RuntimeDecodeError(`task "${def.name}" of the definition has no state`);
     const status = field(raw, 'status', isTaskStatus, 'a task status', where);
-    counts[status]++;
     let dispatchedAt = field(raw, 'dispatched_at', optional(isString), 'a timestamp', where) ?? null;
     let startedAt = field(raw, 'started_at', optional(isString), 'a timestamp', where) ?? null;
     if (dispatchedAt === null && startedAt !== null) {
@@ -119,7 +117,7 @@ export function decodeRuntime(text: string): WorkflowRuntime {
       dispatchedAt = startedAt;
       startedAt = null;
     }
-    tasks[def.name] = {
+    states.push({
       status,
       attemptNo: field(raw, 'attempt_no', optional(isCount), 'a count', where) ?? 0,
       retryBase: field(raw, 'retry_base', optional(isCount), 'a count', where) ?? 0,
@@ -129,24 +127,25 @@ export function decodeRuntime(text: string): WorkflowRuntime {
       startedAt,
       completedAt: field(raw, 'completed_at', optional(isString), 'a timestamp', where) ?? null,
       awaitingInputs: field(raw, 'awaiting_inputs', optional(isBool), 'a boolean', where) ?? false,
-    };
+    });
   }
   const extra = Object.keys(rawTasks).length - definition.value.tasks.length;
   if (extra > 0) throw new RuntimeDecodeError(`${extra} task state(s) belong to no task of the definition`);
-  return {
-    workflowId: field(json, 'workflow_id', isString, 'a string'),
-    definition: definition.value,
-    outputsContainer: field(json, 'outputs_container', isNullableString, 'a string or null'),
-    status: field(json, 'status', isWorkflowStatus, 'a workflow status'),
-    activated: field(json, 'activated', isBool, 'a boolean'),
-    cancelRequested: field(json, 'cancel_requested', isBool, 'a boolean'),
-    cancelAppliedAt: field(json, 'cancel_applied_at', isNullableString, 'a timestamp or null'),
-    retryAppliedAt: field(json, 'retry_applied_at', isNullableString, 'a timestamp or null'),
-    createdAt: field(json, 'created_at', isString, 'a timestamp'),
-    updatedAt: field(json, 'updated_at', isString, 'a timestamp'),
-    finishedAt: field(json, 'finished_at', isNullableString, 'a timestamp or null'),
-    corruptReason: field(json, 'corrupt_reason', optional(isString), 'a string') ?? null,
-    tasks,
-    counts,
-  };
+  return assembleRuntime(
+    {
+      workflowId: field(json, 'workflow_id', isString, 'a string'),
+      definition: definition.value,
+      outputsContainer: field(json, 'outputs_container', isNullableString, 'a string or null'),
+      status: field(json, 'status', isWorkflowStatus, 'a workflow status'),
+      activated: field(json, 'activated', isBool, 'a boolean'),
+      cancelRequested: field(json, 'cancel_requested', isBool, 'a boolean'),
+      cancelAppliedAt: field(json, 'cancel_applied_at', isNullableString, 'a timestamp or null'),
+      retryAppliedAt: field(json, 'retry_applied_at', isNullableString, 'a timestamp or null'),
+      createdAt: field(json, 'created_at', isString, 'a timestamp'),
+      updatedAt: field(json, 'updated_at', isString, 'a timestamp'),
+      finishedAt: field(json, 'finished_at', isNullableString, 'a timestamp or null'),
+      corruptReason: field(json, 'corrupt_reason', optional(isString), 'a string') ?? null,
+    },
+    states,
+  );
 }

@@ -1,4 +1,5 @@
 import type { WorkflowDefinition } from '../definition/types';
+import { assembleRuntime } from './assemble';
 import { graphIndex } from './graph-index';
 import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type WorkflowRuntime } from './types';
 
@@ -22,14 +23,10 @@ export function emptyCounts(): TaskCounts {
  */
 export function createRuntime(definition: WorkflowDefinition, init: CreateRuntimeInit): WorkflowRuntime {
   const index = graphIndex(definition);
-  const tasks: Record<string, TaskRuntime> = {};
-  const counts = emptyCounts();
-  for (const def of index.tasks) {
+  const states: TaskRuntime[] = index.tasks.map((def) => {
     const root = def.dependsOn.length === 0 && (def.gates ?? []).length === 0;
-    const status = root ? 'ready' : 'pending';
-    counts[status]++;
-    tasks[def.name] = {
-      status,
+    return {
+      status: root ? 'ready' : 'pending',
       attemptNo: 0,
       retryBase: 0,
       outputRef: null,
@@ -39,21 +36,22 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       completedAt: null,
       awaitingInputs: false,
     };
-  }
-  return {
-    workflowId: init.workflowId,
-    definition,
-    outputsContainer: init.outputsContainer ?? null,
-    status: 'pending',
-    activated: false,
-    cancelRequested: false,
-    cancelAppliedAt: null,
-    retryAppliedAt: null,
-    createdAt: init.now,
-    updatedAt: init.now,
-    finishedAt: null,
-    corruptReason: null,
-    tasks,
-    counts,
-  };
+  });
+  return assembleRuntime(
+    {
+      workflowId: init.workflowId,
+      definition,
+      outputsContainer: init.outputsContainer ?? null,
+      status: 'pending',
+      activated: false,
+      cancelRequested: false,
+      cancelAppliedAt: null,
+      retryAppliedAt: null,
+      createdAt: init.now,
+      updatedAt: init.now,
+      finishedAt: null,
+      corruptReason: null,
+    },
+    states,
+  );
 }
