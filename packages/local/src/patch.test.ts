@@ -5,7 +5,8 @@ import { startAzurite, type LocalStorage } from './index';
 
 /**
  * patches/azurite@3.35.0.patch (pnpm patchedDependencies): without it LokiJS rebuilds its binary
- * indexes on every queue delete and GC pass, and Azurite stalls after a few thousand messages.
+ * indexes on every queue delete and GC pass, and Azurite stalls after a few thousand messages; and
+ * every table row write walks its whole partition.
  */
 describe('the Azurite queue patch', () => {
   const source = (file: string): string => readFileSync(require.resolve(`azurite/dist/src/${file}`), 'utf8');
@@ -22,6 +23,12 @@ describe('the Azurite queue patch', () => {
     expect(queue).toMatch(/findOne\(\{\s*messageId,\s*queueName: queue,/);
     expect(queue).toMatch(/findOne\(\{\s*messageId: message\.messageId,\s*queueName: message\.queueName,/);
     expect(queue).toMatch(/if \(docs\.length > 0\) \{\s+coll\.remove\(docs\);/);
+
+    // Row look-ups lead with RowKey: led by PartitionKey, LokiJS walked every row of the partition
+    // on each insert, merge or delete (a 100k-task workflow's rows took quadratic time).
+    const tables = source('table/persistence/LokiTableMetadataStore.js');
+    expect(tables).not.toMatch(/findOne\(\{\s*PartitionKey:/);
+    expect(tables.match(/findOne\(\{\s*RowKey: [^,]+,\s*PartitionKey: /g)).toHaveLength(6);
   });
 
   describe('under load (in-process Azurite)', () => {
