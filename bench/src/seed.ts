@@ -14,10 +14,9 @@
 import { createRuntime, decodeEnvelope, encodeCompletion, encodeRuntime, parseTaskMessageId, validateWorkflow, type WorkflowDefinition } from '@jobq/dag-core';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { startAzuriteProcess } from '@jobq/local';
-import { countingPolicy, openStorageQueue, type StorageTaskQueue, type TransactionCounter } from '@jobq/queue-storage';
-import { accountClients, openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { StoreTransactions } from './transactions';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
+import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
+import { accountClients, openOutputStore, openWorkflowStore } from '@jobq/store-azure';
+import { coordinatorOptions, endToEnd, seconds, waitUntil } from './e2e-run';
 
 const LEAVES = 998;
 /** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
@@ -36,8 +35,6 @@ function table(headers: string[], rows: string[][]): string {
 }
 
 const f = (n: number, digits = 2) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
 
 function leafName(i: number): string {
   return `leaves/leaf-${String(i).padStart(4, '0')}`;
@@ -77,21 +74,7 @@ function watchSends(queue: StorageTaskQueue, onSend: (taskName: string) => void)
   });
 }
 
-async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, timeoutInMs: number, everyMs = 5): Promise<void> {
-  const deadline = Date.now() + timeoutInMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
-const coordinatorOptions = (logs: string[]) => ({
-  receiveWaitInMs: 100,
-  idleSleepInMs: 50,
-  cancelPollIntervalInMs: 1_000,
-  statsIntervalInMs: 10_000,
-  log: (line: string) => logs.push(line),
-});
 
 interface Phase1Result {
   seconds: number;
@@ -144,120 +127,6 @@ async function coordinatorOnly(connectionString: string): Promise<Phase1Result> 
     if (logs.length > 0) log(`1: coordinator log lines: ${logs.length} (last: ${logs[logs.length - 1]})`);
     return { seconds: s, cpuMs: (cpu.user + cpu.system) / 1000, applied };
   } finally {
-    await completions.deleteQueue().catch(() => undefined);
-    await taskQueue.deleteQueue().catch(() => undefined);
-    await store.deleteStorage().catch(() => undefined);
-  }
-}
-
-interface Phase2Result {
-  seconds: number;
-  status: string;
-  taskQueueTx: TransactionCounter;
-  completionQueueTx: TransactionCounter;
-  store: { blob: number; table: number };
-  outputsBlob: number;
-  applied: number;
-  saves: number;
-  batches: number;
-}
-
-/** A task that does nothing, in-process: what the engine costs without process start-up. */
-const noOpCommand = (): Promise<ShellResult> =>
-  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
-
-/** 2 + 4. End to end with a coordinator and an in-process worker; all their storage requests counted. */
-async function endToEnd(connectionString: string, subprocesses: boolean): Promise<Phase2Result> {
-  const connection = { connectionString };
-  const prefix = subprocesses ? 'SeedE2eShell' : 'SeedE2e';
-  const storeTx = new StoreTransactions();
-  const outputsTx = new StoreTransactions();
-  const store = await openWorkflowStore({ connection, prefix, blobPolicies: [storeTx.blobPolicy()], tablePolicies: [storeTx.tablePolicy()] });
-  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy()] });
-  // An observer of its own (not counted): polls the index row for the end.
-  const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
-  const tq = countingPolicy();
-  const cq = countingPolicy();
-  const completions = await openStorageQueue({ connection, queueName: store.names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy] });
-  const taskQueue = await openStorageQueue({ connection, queueName: `${prefix.toLowerCase()}-default`, lockDurationInMs: 60_000, policies: [tq.policy] });
-  const logs: string[] = [];
-  const worker = new Worker({
-    queue: taskQueue,
-    numWorkers: SLOTS,
-    receiveWaitInMs: 50,
-    maxIdleBackoffInMs: 100,
-    gracePeriodInMs: 0,
-    log: () => undefined,
-    processors: [
-      new WorkflowProcessor({
-        outputs,
-        completions,
-        isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: connectionString },
-        killTimeoutInMs: 2_000,
-        completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        ...(subprocesses ? {} : { runCommand: noOpCommand }),
-      }),
-      new ShellProcessor({ killTimeoutInMs: 2_000 }),
-    ],
-  });
-  const coordinator = new Coordinator({
-    store,
-    completions,
-    outputs,
-    queues: (spec) => {
-      if (spec !== 'default') throw new Error(`no queue ${spec}`);
-      return taskQueue;
-    },
-    options: coordinatorOptions(logs),
-  });
-  let running: Promise<unknown> | null = null;
-  try {
-    const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
-    // Opening the queues/stores (create-if-missing) is not part of the run.
-    tq.counter.reset();
-    cq.counter.reset();
-    storeTx.reset();
-    outputsTx.reset();
-    log(`2: starting coordinator + worker (${SLOTS} slots), submitting`);
-    const t0 = process.hrtime.bigint();
-    running = worker.run();
-    await coordinator.start();
-    const { workflowId } = await client.submit({ text: JSON.stringify(seedSource()), filename: 'seed.json' });
-    let status = 'pending';
-    let lastLog = Date.now();
-    await waitUntil(
-      'workflow completed',
-      async () => {
-        const summary = await observer.getWorkflow(workflowId);
-        status = summary?.status ?? 'missing';
-        if (Date.now() - lastLog > 5_000) {
-          lastLog = Date.now();
-          log(`2: ${status}, ${coordinator.counters.completionsApplied} completions applied`);
-        }
-        return ['completed', 'failed', 'cancelled'].includes(status);
-      },
-      100_000,
-      50,
-    );
-    const s = seconds(t0);
-    const result: Phase2Result = {
-      seconds: s,
-      status,
-      taskQueueTx: { ...tq.counter, byMethod: { ...tq.counter.byMethod } },
-      completionQueueTx: { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
-      store: { blob: storeTx.blob, table: storeTx.table },
-      outputsBlob: outputsTx.blob,
-      applied: coordinator.counters.completionsApplied,
-      saves: coordinator.counters.saves,
-      batches: coordinator.counters.batches,
-    };
-    if (logs.length > 0) log(`2: coordinator log lines: ${logs.length} (last: ${logs[logs.length - 1]})`);
-    return result;
-  } finally {
-    await coordinator.stop().catch(() => undefined);
-    await worker.stop({ gracePeriodInMs: 0 }).catch(() => undefined);
-    if (running) await running.catch(() => undefined);
     await completions.deleteQueue().catch(() => undefined);
     await taskQueue.deleteQueue().catch(() => undefined);
     await store.deleteStorage().catch(() => undefined);
@@ -341,8 +210,10 @@ async function main(): Promise<void> {
     const only = (process.env.JOBQ_SEED_PHASES ?? '').split(',').filter((x) => x !== '');
     const wanted = (name: string) => only.length === 0 || only.includes(name);
     const p1 = wanted('1') ? await phase('1 coordinator-only', () => coordinatorOnly(azurite.connectionString)) : null;
-    const p2 = wanted('2') ? await phase('2 end-to-end', () => endToEnd(azurite.connectionString, false)) : null;
-    const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => endToEnd(azurite.connectionString, true)) : null;
+    const e2e = (prefix: string, subprocesses: boolean) =>
+      endToEnd({ connectionString: azurite.connectionString, prefix, source: seedSource(), slots: SLOTS, subprocesses, timeoutInMs: 100_000, log: (line) => log(`2: ${line}`) });
+    const p2 = wanted('2') ? await phase('2 end-to-end', () => e2e('SeedE2e', false)) : null;
+    const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => e2e('SeedE2eShell', true)) : null;
     const p3 = wanted('3') ? await phase('3 ceiling', () => ceiling(azurite.connectionString)) : null;
 
     const nm = 'not measured';

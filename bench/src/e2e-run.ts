@@ -1,0 +1,166 @@
+/**
+ * One workflow end to end against a storage account (Azurite in the benches): a coordinator and an
+ * in-process worker whose storage requests are all counted, from submit to the index row reading a
+ * terminal status. Used by the seed bench (1 000 tasks) and the scale bench (100 000 tasks).
+ */
+import { Coordinator, WorkflowClient } from '@jobq/coordinator';
+import { countingPolicy, openStorageQueue, type TransactionCounter } from '@jobq/queue-storage';
+import { openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
+import { StoreTransactions } from './transactions';
+
+export interface EndToEndOptions {
+  connectionString: string;
+  prefix: string;
+  /** The workflow as submitted (raw JSON object). */
+  source: object;
+  /** Worker slots. */
+  slots: number;
+  /** Run every task as a real `bash -c` process (default: an in-process no-op). */
+  subprocesses?: boolean;
+  timeoutInMs: number;
+  log: (line: string) => void;
+  /** Called every `sampleEveryInMs` with the seconds since start and the completions applied so far. */
+  onSample?: (seconds: number, applied: number) => void;
+  sampleEveryInMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
+
+export async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, timeoutInMs: number, everyMs = 5): Promise<void> {
+  const deadline = Date.now() + timeoutInMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** The coordinator settings of the benches: short receive waits, a scan every second. */
+export const coordinatorOptions = (logs: string[]) => ({
+  receiveWaitInMs: 100,
+  idleSleepInMs: 50,
+  cancelPollIntervalInMs: 1_000,
+  statsIntervalInMs: 10_000,
+  log: (line: string) => logs.push(line),
+});
+
+export interface EndToEndResult {
+  seconds: number;
+  status: string;
+  taskQueueTx: TransactionCounter;
+  completionQueueTx: TransactionCounter;
+  store: { blob: number; table: number };
+  outputsBlob: number;
+  applied: number;
+  saves: number;
+  batches: number;
+}
+
+/** A task that does nothing, in-process: what the engine costs without process start-up. */
+const noOpCommand = (): Promise<ShellResult> =>
+  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+
+/** End to end with a coordinator and an in-process worker; all their storage requests counted. */
+export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
+  const { connectionString, prefix, subprocesses = false, slots, log } = options;
+  const connection = { connectionString };
+  const storeTx = new StoreTransactions();
+  const outputsTx = new StoreTransactions();
+  const store = await openWorkflowStore({ connection, prefix, blobPolicies: [storeTx.blobPolicy()], tablePolicies: [storeTx.tablePolicy()] });
+  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy()] });
+  // An observer of its own (not counted): polls the index row for the end.
+  const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
+  const tq = countingPolicy();
+  const cq = countingPolicy();
+  const completions = await openStorageQueue({ connection, queueName: store.names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy] });
+  const taskQueue = await openStorageQueue({ connection, queueName: `${prefix.toLowerCase()}-default`, lockDurationInMs: 60_000, policies: [tq.policy] });
+  const logs: string[] = [];
+  const worker = new Worker({
+    queue: taskQueue,
+    numWorkers: slots,
+    receiveWaitInMs: 50,
+    maxIdleBackoffInMs: 100,
+    gracePeriodInMs: 0,
+    log: () => undefined,
+    processors: [
+      new WorkflowProcessor({
+        outputs,
+        completions,
+        isCancelled: cancelCheckFromStore(store),
+        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: connectionString },
+        killTimeoutInMs: 2_000,
+        completionBackoff: { initialInMs: 20, maxInMs: 100 },
+        ...(subprocesses ? {} : { runCommand: noOpCommand }),
+      }),
+      new ShellProcessor({ killTimeoutInMs: 2_000 }),
+    ],
+  });
+  const coordinator = new Coordinator({
+    store,
+    completions,
+    outputs,
+    queues: (spec) => {
+      if (spec !== 'default') throw new Error(`no queue ${spec}`);
+      return taskQueue;
+    },
+    options: coordinatorOptions(logs),
+  });
+  let running: Promise<unknown> | null = null;
+  try {
+    const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
+    // Opening the queues/stores (create-if-missing) is not part of the run.
+    tq.counter.reset();
+    cq.counter.reset();
+    storeTx.reset();
+    outputsTx.reset();
+    log(`starting coordinator + worker (${slots} slots), submitting`);
+    const t0 = process.hrtime.bigint();
+    running = worker.run();
+    await coordinator.start();
+    const { workflowId } = await client.submit({ text: JSON.stringify(options.source), filename: 'workflow.json' });
+    let status = 'pending';
+    let lastLog = Date.now();
+    let lastSample = Date.now();
+    await waitUntil(
+      'workflow completed',
+      async () => {
+        const summary = await observer.getWorkflow(workflowId);
+        status = summary?.status ?? 'missing';
+        if (Date.now() - lastLog > 5_000) {
+          lastLog = Date.now();
+          log(`${status}, ${coordinator.counters.completionsApplied} completions applied`);
+        }
+        if (options.onSample && Date.now() - lastSample >= (options.sampleEveryInMs ?? 1_000)) {
+          lastSample = Date.now();
+          options.onSample(seconds(t0), coordinator.counters.completionsApplied);
+        }
+        return ['completed', 'failed', 'cancelled'].includes(status);
+      },
+      options.timeoutInMs,
+      50,
+    );
+    const s = seconds(t0);
+    const result: EndToEndResult = {
+      seconds: s,
+      status,
+      taskQueueTx: { ...tq.counter, byMethod: { ...tq.counter.byMethod } },
+      completionQueueTx: { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
+      store: { blob: storeTx.blob, table: storeTx.table },
+      outputsBlob: outputsTx.blob,
+      applied: coordinator.counters.completionsApplied,
+      saves: coordinator.counters.saves,
+      batches: coordinator.counters.batches,
+    };
+    if (logs.length > 0) log(`coordinator log lines: ${logs.length} (last: ${logs[logs.length - 1]})`);
+    return result;
+  } finally {
+    await coordinator.stop().catch(() => undefined);
+    await worker.stop({ gracePeriodInMs: 0 }).catch(() => undefined);
+    if (running) await running.catch(() => undefined);
+    await completions.deleteQueue().catch(() => undefined);
+    await taskQueue.deleteQueue().catch(() => undefined);
+    await store.deleteStorage().catch(() => undefined);
+  }
+}
+
