@@ -3,6 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { maskSecret, resolveConfig } from './config';
+import { configFromFlags } from './flags';
+import { coordinatorOptions } from './services';
 import { UsageError } from './errors';
 
 let dir: string;
@@ -73,6 +75,23 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
     expect(() => resolveConfig({}, { JOBQ_COMPLETION_BATCH_SIZE: 'many' }, empty)).toThrow(/JOBQ_COMPLETION_BATCH_SIZE/);
     expect(() => resolveConfig({ coordinator: { batchSize: 64 } }, {}, empty)).toThrow(/--batch-size/);
     expect(() => resolveConfig({}, { JOBQ_WORKFLOW_STATE: 'x' }, empty)).toThrow(/JOBQ_WORKFLOW_STATE/);
+  });
+
+  it('takes --retention as a duration (30d, 12h, or seconds) from the flag, the environment or the file; off by default', async () => {
+    expect(resolveConfig({}, {}, empty).coordinator.retentionS).toEqual({ value: 0, source: 'default', from: null });
+    expect(coordinatorOptions(resolveConfig({}, {}, empty)).retentionInMs).toBe(0);
+    const fromEnv = resolveConfig({}, { JOBQ_COORDINATOR_RETENTION: '30d' }, empty);
+    expect(fromEnv.coordinator.retentionS).toMatchObject({ value: 30 * 86_400, source: 'env', from: 'JOBQ_COORDINATOR_RETENTION' });
+    expect(coordinatorOptions(fromEnv).retentionInMs).toBe(30 * 86_400_000);
+    const retentionFile = join(dir, 'retention.yaml');
+    await writeFile(retentionFile, 'coordinator:\n  retention: 12h\n');
+    expect(resolveConfig({ configPath: retentionFile }, {}, dir).coordinator.retentionS).toMatchObject({ value: 43_200, source: 'file' });
+    await writeFile(retentionFile, 'coordinator:\n  retention: 600\n');
+    expect(resolveConfig({ configPath: retentionFile }, {}, dir).coordinator.retentionS.value).toBe(600);
+    expect(configFromFlags({ retention: 7 * 86_400 }, {}, empty).coordinator.retentionS).toMatchObject({ value: 604_800, source: 'flag' });
+    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_RETENTION: 'a month' }, empty)).toThrow(/JOBQ_COORDINATOR_RETENTION must be a duration/);
+    await writeFile(retentionFile, 'coordinator:\n  retention: forever\n');
+    expect(() => resolveConfig({ configPath: retentionFile }, {}, dir)).toThrow(/coordinator.retention must be a duration/);
   });
 
   it('marks the connection string secret and masks keys for display', () => {

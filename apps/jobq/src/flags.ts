@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { UsageError } from './errors';
-import { COORDINATOR_SETTINGS, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
+import { COORDINATOR_SETTINGS, parseSettingText, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
 
 /** The flags every command that reaches storage takes (SPEC §11; the positional ACCOUNT/PREFIX becomes --prefix). */
 export const configFlags = {
@@ -21,6 +21,7 @@ export const coordinatorFlags = Object.fromEntries(
       description: `${s.description} (default ${s.default}) [env: ${s.env}]`,
       helpGroup: 'COORDINATOR',
       parse: (input) => {
+        if ('duration' in s) return Promise.resolve(parseSettingText(input, s, `--${s.flag}`));
         const value = Number(input);
         if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
         return Promise.resolve(value);

@@ -26,6 +26,7 @@ export function coordinatorOptions(config: CliConfig): CoordinatorOptions {
     timeoutSweepIntervalInMs: Math.round(c.timeoutSweepIntervalS.value * 1000),
     taskMessageTtlInMs: c.taskMessageTtlS.value === 0 ? Number.POSITIVE_INFINITY : Math.round(c.taskMessageTtlS.value * 1000),
     maxDeliveries: c.maxDeliveries.value,
+    retentionInMs: Math.round(c.retentionS.value * 1000),
   };
 }
 

@@ -5,7 +5,6 @@ import {
   reduce,
   type WorkflowEvent,
   type WorkflowRuntime,
-  type WorkflowStatus,
 } from '@jobq/dag-core';
 import {
   isJobqError,
@@ -14,10 +13,13 @@ import {
   type OutputStore,
   type ReceivedMessage,
   type TaskQueue,
+  type WorkflowFilter,
+  type WorkflowRequest,
   type WorkflowStore,
   type WorkflowSummary,
 } from '@jobq/ports';
 import { applyEvents, RuntimeCache, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+import { purgeWorkflow } from './purge';
 
 /** Tunables of the {@link Coordinator} (SPEC §9; defaults there). */
 export interface CoordinatorOptions {
@@ -33,7 +35,10 @@ export interface CoordinatorOptions {
   batchFillWaitInMs?: number;
   /** Sleep after a receive error (default 500 ms). */
   idleSleepInMs?: number;
-  /** Index scan for pending workflows and unapplied cancel/retry requests (default 1 000 ms). */
+  /**
+   * Request scan period (default 1 000 ms): the request rows (cancel/retry requests not yet cleared,
+   * whose wake-up may have been lost) and never-activated workflows (a lost submit wake-up).
+   */
   cancelPollIntervalInMs?: number;
   /** 412 re-reads before the messages are left for redelivery (default 2). */
   flushRetryLimit?: number;
@@ -59,6 +64,15 @@ export interface CoordinatorOptions {
   maxDeliveries?: number;
   /** Stats document period (default 10 000 ms). */
   statsIntervalInMs?: number;
+  /**
+   * Purge finished workflows (completed, failed, cancelled, corrupt) this long after they finished,
+   * outputs included (default 0: off, workflows are kept).
+   */
+  retentionInMs?: number;
+  /** Retention sweep period (default 60 000 ms). */
+  retentionSweepIntervalInMs?: number;
+  /** Workflows one retention sweep purges at most (default 100): the rest wait for the next sweeps. */
+  retentionMaxPerSweep?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
   /** The clock (default `new Date()`). */
@@ -107,6 +121,8 @@ export interface CoordinatorCounters {
   corruptWorkflows: number;
   /** Completions and wake-ups moved to the dead-letter queue (poison aside): corrupt workflows, too many deliveries. */
   deadLettered: number;
+  /** Finished workflows purged by the retention sweep (`retentionInMs`). */
+  purged: number;
 }
 
 /** Resolved {@link CoordinatorOptions}. */
@@ -124,6 +140,9 @@ export const COORDINATOR_DEFAULTS = {
   lostTaskGraceInMs: DEFAULT_LOST_TASK_GRACE_MS,
   maxDeliveries: 20,
   statsIntervalInMs: 10_000,
+  retentionInMs: 0,
+  retentionSweepIntervalInMs: 60_000,
+  retentionMaxPerSweep: 100,
   breakLease: false,
 } as const;
 
@@ -132,7 +151,11 @@ const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 
 
 type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
 
-const ACTIVE_STATUSES: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling'];
+/** Page size of the scans' index queries: the most the service returns per request. */
+const SCAN_PAGE = 1_000;
+
+/** Workflows whose "not purged" reason was logged, at most this many remembered (a sweep lists them again). */
+const MAX_SKIP_NOTES = 10_000;
 
 function errorText(error: unknown): string {
   if (isJobqError(error)) return `${error.code}: ${error.message}`;
@@ -147,6 +170,11 @@ function newer(a: string | null, b: string | null): boolean {
   const tb = Date.parse(b);
   if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
   return ta > tb;
+}
+
+/** The later of two timestamps (null counts as none). */
+function latest(a: string | null, b: string | null): string | null {
+  return newer(b, a) ? b : a;
 }
 
 /** The cancel/retry events a summary asks for, oldest request first (SPEC §3.7). */
@@ -204,6 +232,7 @@ export class Coordinator {
     sweepErrors: 0,
     corruptWorkflows: 0,
     deadLettered: 0,
+    purged: 0,
   };
 
   private readonly store: WorkflowStore;
@@ -222,6 +251,8 @@ export class Coordinator {
   private startedAt: string | null = null;
   private lastLoopAt: string | null = null;
   private stopped: Promise<void> | null = null;
+  /** Workflows the retention sweep found but could not purge, with the reason logged once. */
+  private readonly skipNoted = new Set<string>();
 
   constructor(init: CoordinatorInit) {
     const o = init.options ?? {};
@@ -241,6 +272,9 @@ export class Coordinator {
       lostTaskGraceInMs: o.lostTaskGraceInMs ?? COORDINATOR_DEFAULTS.lostTaskGraceInMs,
       maxDeliveries: Math.max(1, Math.floor(o.maxDeliveries ?? COORDINATOR_DEFAULTS.maxDeliveries)),
       statsIntervalInMs: o.statsIntervalInMs ?? COORDINATOR_DEFAULTS.statsIntervalInMs,
+      retentionInMs: o.retentionInMs ?? COORDINATOR_DEFAULTS.retentionInMs,
+      retentionSweepIntervalInMs: o.retentionSweepIntervalInMs ?? COORDINATOR_DEFAULTS.retentionSweepIntervalInMs,
+      retentionMaxPerSweep: Math.max(1, Math.floor(o.retentionMaxPerSweep ?? COORDINATOR_DEFAULTS.retentionMaxPerSweep)),
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
     };
     this.clock = o.now ?? (() => new Date());
@@ -310,7 +344,7 @@ export class Coordinator {
   }
 
   private async mainLoop(): Promise<void> {
-    const due = { scan: 0, timeout: Date.now() + this.settings.timeoutSweepIntervalInMs, ready: Date.now() + this.settings.readySweepIntervalInMs, stats: 0 };
+    const due = { scan: 0, timeout: Date.now() + this.settings.timeoutSweepIntervalInMs, ready: Date.now() + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     let partialBatch = false;
     let lastReceiveAt = 0;
     while (!this.stopping.signal.aborted) {
@@ -327,6 +361,10 @@ export class Coordinator {
       if (t >= due.ready && !this.stopping.signal.aborted) {
         due.ready = t + this.settings.readySweepIntervalInMs;
         await this.guard('ready-repair sweep', () => this.readyRepair());
+      }
+      if (this.retentionOn() && t >= due.retention && !this.stopping.signal.aborted) {
+        due.retention = t + this.settings.retentionSweepIntervalInMs;
+        await this.guard('retention sweep', () => this.retentionSweep());
       }
       if (t >= due.stats && !this.stopping.signal.aborted) {
         due.stats = t + this.settings.statsIntervalInMs;
@@ -546,11 +584,17 @@ export class Coordinator {
     );
   }
 
-  private async *summaries(status: readonly WorkflowStatus[]): AsyncGenerator<WorkflowSummary> {
+  /**
+   * The index rows a filter finds, page by page: every scan asks only server-side filters (saved
+   * status, times) paged by the store's continuation tokens, never the derived `pending` status,
+   * so a scan costs about one request per 1 000 matches and never reads the finished workflows.
+   */
+  private async *summaries(filter: Omit<WorkflowFilter, 'continuationToken' | 'abortSignal' | 'limit'>): AsyncGenerator<WorkflowSummary> {
     let continuationToken: string | undefined;
     do {
       const page = await this.store.listWorkflows({
-        status,
+        ...filter,
+        limit: SCAN_PAGE,
         abortSignal: this.halt.signal,
         ...(continuationToken === undefined ? {} : { continuationToken }),
       });
@@ -559,31 +603,88 @@ export class Coordinator {
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);
   }
 
-  /** SPEC §9 activation: pending workflows and unapplied cancel/retry requests found on the index. */
+  /** The request rows not yet cleared, page by page. */
+  private async *requests(): AsyncGenerator<WorkflowRequest> {
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.store.listRequests({ limit: SCAN_PAGE, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      for (const item of page.items) yield item;
+      continuationToken = page.continuationToken ?? undefined;
+    } while (continuationToken !== undefined && !this.stopping.signal.aborted);
+  }
+
+  /**
+   * SPEC §9 activation, as a safety net for lost wake-ups: every request row (a cancel or retry not
+   * yet cleared, on a finished workflow too), then every workflow never activated. Two queries on
+   * an idle deployment, whatever the number of finished workflows.
+   */
   private async scanRequests(): Promise<void> {
-    for await (const summary of this.summaries(ACTIVE_STATUSES)) {
+    for await (const request of this.requests()) {
       if (this.stopping.signal.aborted) return;
-      const cancel = newer(summary.cancelRequestedAt, summary.cancelAppliedAt);
-      const retry = newer(summary.retryRequestedAt, summary.retryAppliedAt);
-      if (!cancel && !retry && summary.status !== 'pending') continue;
+      await this.guard(`workflow ${request.workflowId}`, () => this.applyRequestRow(request));
+    }
+    for await (const summary of this.summaries({ savedStatus: ['pending'] })) {
+      if (this.stopping.signal.aborted) return;
       await this.guard(`workflow ${summary.workflowId}`, async () => {
-        const now = this.nowIso();
-        let requests = 0;
-        let activate = false;
-        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
-          const events = requestEvents(summary, runtime, now);
-          requests = events.length;
-          activate = !runtime.activated;
-          if (activate) events.push({ type: 'activate', now });
-          return events;
-        });
-        if (outcome.kind === 'applied') {
-          this.countRequests(outcome, requests, activate);
-          if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
-        } else if (outcome.kind === 'retry-later') this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
-        else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
+        await this.applyRequests(summary);
       });
     }
+  }
+
+  /**
+   * Applies a request row's requests (and those on the index row, the newer of each) to its
+   * workflow, then clears the row (only while unchanged: a newer request keeps it) once the runtime
+   * has applied them, or when the workflow is gone or set aside as corrupt.
+   */
+  private async applyRequestRow(request: WorkflowRequest): Promise<void> {
+    const op = { abortSignal: this.halt.signal };
+    const id = request.workflowId;
+    const row = await this.store.getWorkflow(id, op);
+    if (row === null) {
+      await this.store.clearRequest(id, request.etag, op); // purged, or never submitted
+      return;
+    }
+    const summary: WorkflowSummary = {
+      ...row,
+      cancelRequestedAt: latest(row.cancelRequestedAt, request.cancelRequestedAt),
+      retryRequestedAt: latest(row.retryRequestedAt, request.retryRequestedAt),
+    };
+    const outcome = await this.applyRequests(summary);
+    const done =
+      outcome.kind === 'missing' ||
+      (outcome.kind === 'corrupt' && outcome.handled) ||
+      (outcome.kind === 'applied' &&
+        (outcome.runtime.status === 'corrupt' ||
+          (!newer(request.cancelRequestedAt, outcome.runtime.cancelAppliedAt) && !newer(request.retryRequestedAt, outcome.runtime.retryAppliedAt))));
+    if (done) await this.store.clearRequest(id, request.etag, op);
+  }
+
+  /**
+   * Applies the requests a summary holds that the runtime has not applied, and activates a
+   * workflow not yet activated. A row found behind its runtime is written again.
+   */
+  private async applyRequests(summary: WorkflowSummary): Promise<{ kind: 'applied'; runtime: WorkflowRuntime } | { kind: 'missing' | 'retry-later' } | { kind: 'corrupt'; handled: boolean }> {
+    const now = this.nowIso();
+    let requests = 0;
+    let activate = false;
+    const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
+      const events = requestEvents(summary, runtime, now);
+      requests = events.length;
+      activate = !runtime.activated;
+      if (activate) events.push({ type: 'activate', now });
+      return events;
+    });
+    if (outcome.kind === 'applied') {
+      this.countRequests(outcome, requests, activate);
+      if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
+      return { kind: 'applied', runtime: outcome.runtime };
+    }
+    if (outcome.kind === 'retry-later') {
+      this.log(`workflow ${summary.workflowId}: ${outcome.reason}; will try again`);
+      return { kind: 'retry-later' };
+    }
+    if (outcome.kind === 'corrupt') return { kind: 'corrupt', handled: (await this.setAside(summary.workflowId, outcome)) !== null };
+    return { kind: 'missing' };
   }
 
   /**
@@ -608,11 +709,18 @@ export class Coordinator {
     }
   }
 
-  /** The lost-task sweep: fails running attempts whose message must have expired or been lost (see `TimeoutSweepEvent`). */
+  /**
+   * The lost-task sweep: fails running attempts whose message must have expired or been lost (see
+   * `TimeoutSweepEvent`). It also applies requests found on the index row of an active workflow that
+   * its request row does not hold (recorded before request rows existed, or whose request row
+   * write failed).
+   */
   private async timeoutSweep(): Promise<void> {
-    for await (const summary of this.summaries(['running', 'cancelling'])) {
+    for await (const summary of this.summaries({ savedStatus: ['running', 'cancelling'] })) {
       if (this.stopping.signal.aborted) return;
       await this.guard(`workflow ${summary.workflowId}`, async () => {
+        const unapplied = newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
+        if (unapplied && (await this.applyRequests(summary)).kind !== 'applied') return;
         const ttl = this.settings.taskMessageTtlInMs;
         const sweep: WorkflowEvent = { type: 'timeout-sweep', now: this.nowIso(), messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
         const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 ? [sweep] : []));
@@ -625,10 +733,9 @@ export class Coordinator {
 
   /** SPEC §9 ready-repair: re-dispatches `ready` tasks of workflows unchanged for the threshold. */
   private async readyRepair(): Promise<void> {
-    for await (const summary of this.summaries(['running'])) {
+    const staleBefore = new Date(this.clock().getTime() - this.settings.readyRepairThresholdInMs).toISOString();
+    for await (const summary of this.summaries({ savedStatus: ['running'], updatedBefore: staleBefore })) {
       if (this.stopping.signal.aborted) return;
-      const updated = Date.parse(summary.updatedAt);
-      if (!Number.isNaN(updated) && this.clock().getTime() - updated < this.settings.readyRepairThresholdInMs) continue;
       await this.guard(`workflow ${summary.workflowId}`, async () => {
         const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
           if (runtime.cancelRequested || !runtime.activated) return [];
@@ -640,6 +747,42 @@ export class Coordinator {
           this.counters.readyRepairs++;
           this.log(`workflow ${summary.workflowId}: ready-repair dispatched its ready tasks`);
         } else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
+      });
+    }
+  }
+
+  private retentionOn(): boolean {
+    const r = this.settings.retentionInMs;
+    return r > 0 && Number.isFinite(r);
+  }
+
+  /**
+   * Purges finished workflows that finished longer than `retentionInMs` ago, outputs included, at
+   * most `retentionMaxPerSweep` per sweep (the rest wait for the next sweeps). The candidates come
+   * from a server-side query of the index; each is re-checked on its runtime before anything is
+   * deleted, so a workflow retried meanwhile is left alone.
+   */
+  private async retentionSweep(): Promise<void> {
+    const cutoff = new Date(this.clock().getTime() - this.settings.retentionInMs).toISOString();
+    let purged = 0;
+    for await (const summary of this.summaries({ finishedBefore: cutoff })) {
+      if (this.stopping.signal.aborted || purged >= this.settings.retentionMaxPerSweep) return;
+      const id = summary.workflowId;
+      await this.guard(`purge of workflow ${id}`, async () => {
+        const result = await purgeWorkflow(this.store, this.ctx.outputs, id, { finishedBefore: cutoff, abortSignal: this.halt.signal });
+        if (result.outcome === 'purged') {
+          purged++;
+          this.counters.purged++;
+          this.ctx.cache?.delete(id);
+          this.skipNoted.delete(id);
+          this.log(
+            `workflow ${id}: purged (${result.status}, finished ${result.finishedAt ?? 'at an unknown time'}, before ${cutoff}): ${result.blobs + result.outputBlobs} blob(s), ${result.taskRows} task row(s)`,
+          );
+        } else if (result.outcome === 'skipped' && !this.skipNoted.has(id)) {
+          if (this.skipNoted.size >= MAX_SKIP_NOTES) this.skipNoted.clear();
+          this.skipNoted.add(id);
+          this.log(`workflow ${id}: not purged: ${result.reason ?? 'skipped'}`);
+        }
       });
     }
   }

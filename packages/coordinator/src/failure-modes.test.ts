@@ -585,7 +585,7 @@ describe('Coordinator failure modes', () => {
 
       // Several timeout and ready-repair sweeps (listings of running, not pending, workflows) later,
       // it is still running at attempt 1, never sent again.
-      const sweeps = () => listings.filter((f) => f.status?.includes('running') && !f.status.includes('pending')).length;
+      const sweeps = () => listings.filter((f) => f.savedStatus?.includes('running') && !f.savedStatus.includes('pending')).length;
       const start = sweeps();
       await waitUntil(() => sweeps() >= start + 6, () => `sweeps: ${sweeps() - start}`);
       const still = await s.store.load(workflowId);
@@ -685,5 +685,39 @@ describe('Coordinator failure modes', () => {
       5_000,
     );
     expect(coordinator.counters.rowRepairs).toBe(1);
+  }, 30_000);
+  it('13. the wake-up of a retry on a failed workflow is lost: the request scan finds its request row, applies the retry and clears the row', async () => {
+    const s = await failureStack(h);
+    const marker = join(h.work, `lost-retry-${s.prefix}`);
+    // Fails the first time, succeeds after.
+    const flaky = `test -f '${marker}' || { touch '${marker}'; exit 3; }`;
+    const failed = await s.run({ name: 'lost-retry-wakeup', tasks: [{ name: 'a', kwargs: { cmd: flaky } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    expect(failed.status).toBe('failed');
+    expect((await s.store.getWorkflow(failed.workflowId))?.status).toBe('failed');
+    const wakeups = s.coordinator.counters.wakeups;
+    // A client whose wake-ups never reach the queue.
+    let lost = 0;
+    const lossy = new WorkflowClient({
+      store: s.store,
+      completions: new WrappedQueue(s.completions, {
+        send: () => {
+          lost++;
+          return Promise.resolve();
+        },
+      }),
+      outputsContainer: s.store.names.outputsContainer,
+    });
+    expect(await lossy.retry(failed.workflowId)).toEqual({ requested: true });
+    expect(lost).toBe(1);
+    const done = await s.waitFor(failed.workflowId, (r) => r.status === 'completed');
+    expect(outcome(done)).toEqual({ a: ['completed', 2], b: ['completed', 1] });
+    expect(s.coordinator.counters.wakeups).toBe(wakeups); // no wake-up arrived: the scan did it
+    expect(s.coordinator.counters.requestsApplied).toBe(1);
+    await waitUntil(
+      async () => (await s.store.listRequests()).items.length === 0,
+      () => `the request row of ${failed.workflowId} is still there\n${s.logs.join('\n')}`,
+      5_000,
+    );
+    expect(await s.store.getWorkflow(failed.workflowId)).toMatchObject({ status: 'completed', retryAppliedAt: expect.any(String) });
   }, 30_000);
 });

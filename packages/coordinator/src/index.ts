@@ -34,3 +34,4 @@ export {
   type CoordinatorOptions,
 } from './coordinator';
 export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type QueueResolver } from './effects';
+export { finishedWorkflows, purgeWorkflow, type PurgeWorkflowOptions, type WorkflowPurge } from './purge';

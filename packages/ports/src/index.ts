@@ -15,9 +15,13 @@ export type {
   SaveOptions,
   SaveResult,
   Page,
+  PurgeOptions,
+  PurgeResult,
+  RequestFilter,
   TaskFilter,
   TaskRow,
   WorkflowFilter,
+  WorkflowRequest,
   WorkflowStore,
   WorkflowSummary,
 } from './workflow-store';

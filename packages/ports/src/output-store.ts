@@ -124,6 +124,16 @@ export interface OutputStore {
   putUpstreamOverflow(workflowId: string, taskName: string, attemptNo: number, compact: CompactUpstreamRefs, options?: OperationOptions): Promise<string>;
 
   /**
+   * Deletes every output blob, stashed file and task log of a workflow from the outputs target:
+   * the blobs under `outputs/{workflow_id}/`, `workflow-files/{workflow_id}/` and
+   * `workflow-logs/{workflow_id}/` (and under the same folders of the deployment's default outputs
+   * container when the target is elsewhere). Only whole `{workflow_id}/` folders: workflow `a`
+   * never touches `a.b`'s blobs. Returns how many blobs were deleted (0 when there were none);
+   * `invalid-argument` for an id that is not a workflow id. Used to purge finished workflows.
+   */
+  deleteWorkflowOutputs(workflowId: string, options?: OperationOptions): Promise<number>;
+
+  /**
    * Reads an overflow blob by its location. A location outside the state container is
    * `invalid-argument`; content that does not decode (or fails its md5) is `corrupt`.
    */

@@ -70,6 +70,8 @@ export interface WorkflowSummary {
   cancelAppliedAt: string | null;
   /** The last retry request the runtime applied (from the last save). */
   retryAppliedAt: string | null;
+  /** When the workflow last reached a final status (from the last save, or when it was set aside as corrupt); null while it is not finished. */
+  finishedAt: string | null;
   /** For a failed workflow, the first failed task and its error; for a corrupt one, the reason (possibly shortened). */
   error: string | null;
 }
@@ -95,10 +97,33 @@ export interface Page<T> {
   continuationToken: string | null;
 }
 
-/** Which workflows to list. */
+/**
+ * Which workflows to list. Every condition but `status` with `pending` in it and `recent` is a
+ * query the store answers page by page (on Azure a server-side filter paged by the service's
+ * continuation tokens), so a listing costs about one request per page of matches; `recent` and a
+ * `status` list holding `pending` read every row the other conditions leave and sort or filter them
+ * in memory (for people, not for loops).
+ */
 export interface WorkflowFilter extends OperationOptions {
-  /** Only these (index) statuses. */
+  /**
+   * Only these index statuses: the status of the last save, except `pending` while a retry request
+   * waits (see {@link WorkflowSummary.status}). With `pending` in it the listing reads everything.
+   */
   status?: readonly WorkflowStatus[];
+  /**
+   * Only workflows whose last save wrote one of these statuses, whatever requests wait (a failed
+   * workflow with a retry waiting is `failed` here; it is listed with its index status, `pending`).
+   * `pending` here means "never activated". A paged query, never a full read.
+   */
+  savedStatus?: readonly WorkflowStatus[];
+  /** Only workflows whose `updatedAt` (last save) is earlier than this ISO-8601 time. A paged query. */
+  updatedBefore?: string;
+  /**
+   * Only workflows whose last save wrote a final status (completed, failed, cancelled, corrupt) and
+   * that finished before this ISO-8601 time (by `finishedAt`; by `updatedAt` when that is unknown).
+   * A paged query.
+   */
+  finishedBefore?: string;
   /** Newest `updatedAt` first (else in the store's key order). */
   recent?: boolean;
   /** Page size (at most this many items). */
@@ -117,6 +142,69 @@ export interface TaskFilter extends OperationOptions {
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
+}
+
+/**
+ * A workflow with a cancel or retry request the coordinator has not yet taken care of: written by
+ * {@link WorkflowStore.requestCancel} / {@link WorkflowStore.requestRetry} beside the index row, and
+ * kept until the coordinator {@link WorkflowStore.clearRequest | clears} it. The coordinator lists
+ * them on every scan, so a request whose wake-up was lost is still applied, on a finished workflow too.
+ */
+export interface WorkflowRequest {
+  workflowId: string;
+  /** The newest cancel request recorded here (null: none). */
+  cancelRequestedAt: string | null;
+  /** The newest retry request recorded here (null: none). */
+  retryRequestedAt: string | null;
+  /** Opaque version: {@link WorkflowStore.clearRequest} removes the request only while it is unchanged. */
+  etag: string;
+}
+
+/** Which requests to list. */
+export interface RequestFilter extends OperationOptions {
+  /** Page size (at most this many items). */
+  limit?: number;
+  continuationToken?: string;
+}
+
+/** Options of {@link WorkflowStore.purge}. */
+export interface PurgeOptions extends OperationOptions {
+  /** Check everything and say what would happen, deleting nothing. */
+  dryRun?: boolean;
+  /**
+   * Purge only a workflow that finished before this ISO-8601 time (its runtime's `finishedAt`, else
+   * its `updatedAt`); a workflow finished (again) since is `skipped`.
+   */
+  finishedBefore?: string;
+  /**
+   * Deletes what the workflow keeps outside this store (its outputs: see
+   * {@link OutputStore.deleteWorkflowOutputs}). Called once the runtime is gone and before the index
+   * row is deleted; when it throws, the purge stops there with that error and the index row stays,
+   * so the workflow is still listed and a later purge finishes it.
+   */
+  beforeIndexRow?: () => Promise<void>;
+}
+
+/** What {@link WorkflowStore.purge} did. */
+export interface PurgeResult {
+  workflowId: string;
+  /**
+   * - `purged`: everything of the workflow was deleted (also when an earlier purge had begun);
+   * - `would-purge`: `dryRun`, and a purge would delete it;
+   * - `skipped`: not deleted, because it is not finished, a retry waits, or it finished after
+   *   `finishedBefore`, or it changed while being purged (see {@link reason});
+   * - `not-found`: no index row.
+   */
+  outcome: 'purged' | 'would-purge' | 'skipped' | 'not-found';
+  /** The status the decision was made on (the runtime's, or `corrupt` from the index row); null when not found. */
+  status: WorkflowStatus | null;
+  finishedAt: string | null;
+  /** Why it was skipped (null otherwise). */
+  reason: string | null;
+  /** Blobs deleted in this store (not counting `beforeIndexRow`'s); 0 for a dry run. */
+  blobs: number;
+  /** Task rows deleted; for a dry run, the number of tasks. */
+  taskRows: number;
 }
 
 /** The coordinator's exclusive right to write a prefix's runtimes (SPEC §9). */
@@ -162,10 +250,36 @@ export interface WorkflowStore {
   /** Number of workflows in each (index) status. */
   countWorkflows(options?: OperationOptions): Promise<Record<WorkflowStatus, number>>;
   listTasks(filter?: TaskFilter): Promise<Page<TaskRow>>;
-  /** Records a cancel request's timestamp on the index row, touching nothing else; `not-found` without an index row. */
+  /**
+   * Records a cancel request's timestamp on the index row, touching nothing else, then in the
+   * workflow's {@link WorkflowRequest} (the request list the coordinator scans); `not-found`, and
+   * nothing written, without an index row.
+   */
   requestCancel(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
-  /** Records a retry request's timestamp on the index row, touching nothing else; `not-found` without an index row. */
+  /** Like {@link requestCancel}, for a retry request. */
   requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
+  /**
+   * The workflows with a request not yet cleared, in pages (a query of the requests alone: its cost
+   * follows the number of outstanding requests, not of workflows).
+   */
+  listRequests(filter?: RequestFilter): Promise<Page<WorkflowRequest>>;
+  /**
+   * Removes a workflow's request once the coordinator has applied it, only if it is still at `etag`
+   * (a request recorded since keeps it). True when removed; false when it changed or is gone.
+   */
+  clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean>;
+  /**
+   * Deletes a finished workflow: everything this store keeps of it (runtime, task rows, request,
+   * index row). It first re-checks, from the runtime (the truth), that the workflow is finished —
+   * completed, failed, cancelled or corrupt (the runtime's status, or an index row set aside as
+   * corrupt) — with no retry request waiting, and (with `finishedBefore`) that it finished before
+   * that time; otherwise it is `skipped` and nothing is deleted. The runtime goes first, and only
+   * if it is still the one checked (a save since makes it `skipped`): after that no save can bring
+   * the workflow back. The index row goes last, so a purge that failed half-way is listed again
+   * and a second purge finishes it (a workflow whose runtime is already gone counts as finished
+   * when its index row says so).
+   */
+  purge(workflowId: string, options?: PurgeOptions): Promise<PurgeResult>;
   /**
    * Sets a workflow aside as `corrupt` on its index row, with the reason (shown as its `error`), for
    * a workflow whose runtime cannot be read: the runtime is left as it is. Creates the row when

@@ -1,6 +1,6 @@
 import { odata, type TableEntity, type TableEntityResult } from '@azure/data-tables';
 import { TASK_STATUSES, WORKFLOW_STATUSES, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState } from '@jobq/dag-core';
-import type { WorkflowSummary } from '@jobq/ports';
+import { JobqError, type WorkflowSummary } from '@jobq/ports';
 import { indexPartition } from './names';
 
 /**
@@ -151,6 +151,7 @@ export function summaryOf(row: TableEntityResult<Record<string, unknown>>): Work
     retryRequestedAt: orNull(text(row, RETRY_REQUESTED)),
     cancelAppliedAt: orNull(text(row, 'cancel_applied_at')),
     retryAppliedAt: orNull(text(row, 'retry_applied_at')),
+    finishedAt: orNull(text(row, 'finished_at')),
     error: orNull(text(row, 'error')),
   };
 }
@@ -159,6 +160,37 @@ export function summaryOf(row: TableEntityResult<Record<string, unknown>>): Work
 export function statusFilter(statuses: readonly string[] | undefined): string | undefined {
   if (!statuses || statuses.length === 0) return undefined;
   return `(${statuses.map((s) => odata`status eq ${s}`).join(' or ')})`;
+}
+
+/** The statuses a workflow ends in: a saved one of these is finished. */
+const FINAL_STATUSES = WORKFLOW_STATUSES.filter((s) => s === 'completed' || s === 'failed' || s === 'cancelled' || s === 'corrupt');
+
+/**
+ * A time as the index stores it (`Date.prototype.toISOString`, which sorts as text), for
+ * comparisons in filters; `invalid-argument` for anything that is not a time.
+ */
+export function indexTime(at: string, what: string): string {
+  const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp, got ${JSON.stringify(String(at).slice(0, 100))}`);
+  return new Date(ms).toISOString();
+}
+
+/** `updated_at` earlier than `at`. */
+export function updatedBeforeFilter(at: string): string {
+  return odata`updated_at lt ${indexTime(at, 'updatedBefore')}`;
+}
+
+/** A saved final status, and `finished_at` earlier than `at` (`updated_at` for a row that has none). */
+export function finishedBeforeFilter(at: string): string {
+  const cutoff = indexTime(at, 'finishedBefore');
+  return `${statusFilter(FINAL_STATUSES)} and (${odata`(finished_at ne '' and finished_at lt ${cutoff})`} or ${odata`(finished_at eq '' and updated_at lt ${cutoff})`})`;
+}
+
+/** The conditions joined with `and` (each in parentheses); undefined for none. */
+export function allOf(conditions: ReadonlyArray<string | undefined>): string | undefined {
+  const present = conditions.filter((c): c is string => c !== undefined && c !== '');
+  if (present.length === 0) return undefined;
+  return present.length === 1 ? present[0] : present.map((c) => `(${c})`).join(' and ');
 }
 
 /** Newest `updated_at` first; then newest `created_at`; then id. */

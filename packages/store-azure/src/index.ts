@@ -20,6 +20,8 @@ export {
   type OutputsTargetOptions,
   type WorkflowBlobsSpec,
 } from './output-store';
+export { REQUESTS_PARTITION } from './request-rows';
+export { TASK_LOG_BLOB_PREFIX, outputFolders, stateFolders } from './workflow-folders';
 export { storeNames, encodeTaskRowKey, decodeTaskRowKey, indexPartition, runtimeBlobName, type StoreNames } from './names';
 export { accountClients, type AccountClients, type ClientSettings, type StorageAccountConnection } from './clients';
 export { translateStoreError, type StoreErrorContext } from './errors';

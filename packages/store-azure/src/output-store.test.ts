@@ -259,6 +259,44 @@ describe('Azure output store specifics', () => {
     }
   });
 
+  it("purges a workflow's outputs, files and task logs on a separate outputs account and in {p}-outputs, by whole {wf}/ folders only", async () => {
+    const second = await startAzurite();
+    try {
+      const store = await open({ outputs: { connection: { connectionString: second.connectionString }, container: 'shared-outputs' } });
+      const shared = BlobServiceClient.fromConnectionString(second.connectionString).getContainerClient('shared-outputs');
+      const local = service.getContainerClient(store.names.outputsContainer);
+      await shared.createIfNotExists();
+      await local.createIfNotExists();
+      const put = (container: typeof shared, name: string) => container.getBlockBlobClient(name).upload('x', 1);
+      // Workflow "outputs" (named like an engine folder), its neighbours "outputs.b" and "outputsb", and "wf".
+      const doomed = ['outputs/outputs/t/1.json', 'workflow-files/outputs/t/1/f.bin', 'workflow-logs/outputs/t/1.log', 'workflow-logs/outputs/t/2.log'];
+      const spared = [
+        'outputs/outputs.b/t/1.json',
+        'outputs/outputsb/t/1.json',
+        'workflow-files/outputs.b/t/1/f.bin',
+        'workflow-logs/outputs.b/t/1.log',
+        'workflow-logs/wf/t/1.log',
+        'outputs/wf/outputs/1.json',
+        'outputs/t.json', // the legacy layout of a workflow named "outputs" is not a folder of it: left alone
+      ];
+      for (const name of [...doomed, ...spared]) await put(shared, name);
+      // Written to {p}-outputs on the state account before JOBQ_WORKFLOW_BLOBS was set.
+      await put(local, 'outputs/outputs/old/1.json');
+      await put(local, 'outputs/outputs.b/old/1.json');
+      expect(await store.deleteWorkflowOutputs('outputs')).toBe(doomed.length + 1);
+      for (const name of doomed) expect(await shared.getBlobClient(name).exists()).toBe(false);
+      for (const name of spared) expect(await shared.getBlobClient(name).exists()).toBe(true);
+      expect(await local.getBlobClient('outputs/outputs/old/1.json').exists()).toBe(false);
+      expect(await local.getBlobClient('outputs/outputs.b/old/1.json').exists()).toBe(true);
+      expect(await store.deleteWorkflowOutputs('outputs')).toBe(0);
+      await deleteContainers(store);
+      // Containers that do not exist hold nothing to delete.
+      expect(await store.deleteWorkflowOutputs('outputs')).toBe(0);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('refuses malformed JOBQ_WORKFLOW_BLOBS values and outputs containers with invalid-config', async () => {
     for (const spec of ['account', 'ACCOUNT/outputs', 'acct/Outputs', 'acct/a/b', 'ab/outputs', 'acct/']) {
       expect(() => parseWorkflowBlobs(spec)).toThrow(expect.objectContaining({ code: 'invalid-config' }));

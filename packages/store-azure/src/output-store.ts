@@ -25,6 +25,10 @@ import { storeNames, type StoreNames } from './names';
 import { BlobIo, checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobTarget } from './output-blob';
 import { getOverflow, putOverflow } from './overflow';
 import { downloadStashTo, getStashBytes, putStashBytes, putStashFile } from './stash';
+import { deleteBlobFolders, outputFolders } from './workflow-folders';
+
+/** Blob deletes in flight at once while purging a workflow's outputs. */
+const DELETE_CONCURRENCY = 8;
 
 
 /** Where large and file outputs go when it is not `{p}-outputs` on the state account (`JOBQ_WORKFLOW_BLOBS`). */
@@ -270,6 +274,22 @@ export class AzureOutputStore implements OutputStore {
 
   getUpstreamOverflow(location: string, options?: OperationOptions): Promise<CompactUpstreamRefs> {
     return getOverflow(this.io, this.targets.workflows, location, options);
+  }
+
+  /**
+   * Deletes the `outputs/{wf}/`, `workflow-files/{wf}/` and `workflow-logs/{wf}/` folders of a
+   * workflow in the outputs target, and in `{p}-outputs` of the state account when the target is
+   * elsewhere (outputs written before `JOBQ_WORKFLOW_BLOBS` was set are still read from there).
+   */
+  async deleteWorkflowOutputs(workflowId: string, options?: OperationOptions): Promise<number> {
+    const folders = outputFolders(workflowId);
+    const { outputs, defaultOutputs } = this.targets;
+    const targets = outputs.client.url === defaultOutputs.client.url ? [outputs] : [outputs, defaultOutputs];
+    let deleted = 0;
+    for (const target of targets) {
+      deleted += await deleteBlobFolders(target.client, folders, { timeoutInMs: this.io.settings.operationTimeoutInMs, concurrency: DELETE_CONCURRENCY }, options);
+    }
+    return deleted;
   }
 
   /** The canonical blob path of the output of a task attempt, or `invalid-argument`. */

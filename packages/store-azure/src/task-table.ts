@@ -1,6 +1,6 @@
 import { odata, type TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import { TASK_STATUSES, taskQueue, taskState, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import { JobqError, type TaskFilter, type TaskRow } from '@jobq/ports';
+import { JobqError, isJobqError, type TaskFilter, type TaskRow } from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 import { shortenError, statusFilter } from './index-table';
 import { decodeTaskRowKey, encodeTaskRowKey, prefixRangeEnd } from './names';
@@ -89,7 +89,11 @@ export async function writeTaskRows(
   return outcome;
 }
 
-/** Deletes the rows of a workflow's partition whose task name `drop` selects. Reads the partition's keys first. */
+/**
+ * Deletes the rows of a workflow's partition whose task name `drop` selects, 100 per transaction,
+ * `settings.concurrency` at a time; returns how many. Reads the partition's keys first. A row gone
+ * meanwhile (another deletion) fails its whole transaction: its rows are then deleted one by one.
+ */
 async function deletePartitionRows(
   client: TableClient,
   workflowId: string,
@@ -97,27 +101,49 @@ async function deletePartitionRows(
   operation: string,
   settings: TaskRowWriteSettings,
   options: CallOptions | undefined,
-): Promise<void> {
+): Promise<number> {
   const rows = await tableScan(client, { operation, filter: odata`PartitionKey eq ${workflowId}`, select: ['RowKey'] }, settings.timeoutInMs, options);
   const doomed = rows.map((r) => r.rowKey ?? '').filter((key) => key !== '' && drop(decodeTaskRowKey(key)));
-  for (let i = 0; i < doomed.length; i += MAX_BATCH_ENTITIES) {
-    const actions: TransactionAction[] = doomed.slice(i, i + MAX_BATCH_ENTITIES).map((rowKey) => ['delete', { partitionKey: workflowId, rowKey }]);
-    await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
-  }
+  const batches: string[][] = [];
+  for (let i = 0; i < doomed.length; i += MAX_BATCH_ENTITIES) batches.push(doomed.slice(i, i + MAX_BATCH_ENTITIES));
+  let deleted = 0;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < batches.length) {
+      const batch = batches[next++] ?? [];
+      const actions: TransactionAction[] = batch.map((rowKey) => ['delete', { partitionKey: workflowId, rowKey }]);
+      try {
+        await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
+        deleted += batch.length;
+      } catch (error) {
+        if (!isJobqError(error, 'not-found')) throw error;
+        for (const rowKey of batch) {
+          try {
+            await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.deleteEntity(workflowId, rowKey, { abortSignal }));
+            deleted++;
+          } catch (one) {
+            if (!isJobqError(one, 'not-found')) throw one;
+          }
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, batches.length)) }, worker));
+  return deleted;
 }
 
 /**
  * Deletes the rows of a workflow's partition that name no task of `runtime` (left by an orphan
  * runtime with another definition, before it was overwritten).
  */
-export function deleteForeignTaskRows(client: TableClient, runtime: WorkflowRuntime, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
+export async function deleteForeignTaskRows(client: TableClient, runtime: WorkflowRuntime, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
   const id = runtime.workflowId;
   const isForeign = (name: string) => taskState(runtime, name) === undefined;
-  return deletePartitionRows(client, id, isForeign, `clear old task rows of workflow "${id}"`, settings, options);
+  await deletePartitionRows(client, id, isForeign, `clear old task rows of workflow "${id}"`, settings, options);
 }
 
-/** Deletes every task row of a workflow (a submit that cannot finish takes back what it wrote). */
-export function deleteAllTaskRows(client: TableClient, workflowId: string, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
+/** Deletes every task row of a workflow (a submit that cannot finish takes back what it wrote; a purge); returns how many. */
+export function deleteAllTaskRows(client: TableClient, workflowId: string, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<number> {
   return deletePartitionRows(client, workflowId, () => true, `delete the task rows of workflow "${workflowId}"`, settings, options);
 }
 

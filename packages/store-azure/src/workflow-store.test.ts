@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { inspect } from 'node:util';
-import { TableClient } from '@azure/data-tables';
+import { TableClient, type TableEntity, type TransactionAction } from '@azure/data-tables';
 import {
   AccountSASPermissions,
   AccountSASResourceTypes,
@@ -18,6 +18,7 @@ import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/loca
 import { isJobqError } from '@jobq/ports';
 import { describeWorkflowStoreContract } from '@jobq/ports/testing';
 import { accountClients } from './clients';
+import { indexPartition } from './names';
 import { openOutputStore } from './output-store';
 import { workflowStoreFixture } from './test-helpers/contract-fixtures';
 import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from './workflow-store';
@@ -357,6 +358,154 @@ describe('AzureWorkflowStore specifics', () => {
     expect(isJobqError(await caught(store.listWorkflows({ recent: true, continuationToken: 'nope' })), 'invalid-argument')).toBe(true);
     expect(isJobqError(await caught(store.writeCoordinatorStats([] as unknown as Record<string, unknown>)), 'invalid-argument')).toBe(true);
   });
+});
+
+/** ABC run to completion at second `n`. */
+function completed(workflowId: string, n: number): WorkflowRuntime {
+  let r = step(createRuntime(ABC, { workflowId, now: at(1) }), { type: 'activate', now: at(2) });
+  for (const name of ['a', 'b', 'c']) r = step(r, { type: 'completion', now: at(n), taskName: name, attemptNo: null, success: true, outputRef: null, error: null });
+  return r;
+}
+
+async function storeCompleted(store: AzureWorkflowStore, workflowId: string, n = 5): Promise<void> {
+  const { etag } = await store.create(createRuntime(ABC, { workflowId, now: at(1) }), 'h');
+  await store.save(completed(workflowId, n), etag);
+}
+
+describe('purge on Azure Storage', () => {
+  it('deletes upstream/{wf}/ exactly: workflow "a" leaves "a.b" alone, and workflow "upstream" only upstream/upstream/', async () => {
+    const store = await open();
+    for (const id of ['a', 'a.b', 'upstream']) await storeCompleted(store, id);
+    const overflow = ['upstream/a/c/1.json', 'upstream/a/c/2.json', 'upstream/a.b/c/1.json', 'upstream/upstream/c/1.json', 'upstream/ab/c/1.json'];
+    for (const name of overflow) await blobOf(store, name).upload('{}', 2);
+    const exists = async (): Promise<string[]> => {
+      const names: string[] = [];
+      for (const name of [...overflow, 'a.json', 'a.b.json', 'upstream.json']) if (await blobOf(store, name).exists()) names.push(name);
+      return names;
+    };
+    expect(await store.purge('a')).toMatchObject({ outcome: 'purged', blobs: 3, taskRows: 3 });
+    expect(await exists()).toEqual(['upstream/a.b/c/1.json', 'upstream/upstream/c/1.json', 'upstream/ab/c/1.json', 'a.b.json', 'upstream.json']);
+    expect(await store.purge('upstream')).toMatchObject({ outcome: 'purged', blobs: 2 });
+    expect(await exists()).toEqual(['upstream/a.b/c/1.json', 'upstream/ab/c/1.json', 'a.b.json']);
+    expect((await store.load('a.b'))?.runtime).toEqual(completed('a.b', 5));
+    await store.deleteStorage();
+  });
+
+  it('purges a workflow whose runtime does not decode once the coordinator set it aside as corrupt, not before', async () => {
+    const store = await open();
+    await storeCompleted(store, 'bad');
+    await blobOf(store, 'bad.json').upload('not json', 8);
+    expect(await store.purge('bad')).toMatchObject({ outcome: 'skipped', status: 'completed', reason: expect.stringContaining('cannot be read') });
+    expect(await blobOf(store, 'bad.json').exists()).toBe(true);
+    await store.markCorrupt('bad', 'the runtime cannot be read: it is not JSON', at(9));
+    expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', finishedAt: at(9), blobs: 1, taskRows: 3 });
+    expect(await blobOf(store, 'bad.json').exists()).toBe(false);
+    expect(await store.getWorkflow('bad')).toBeNull();
+    await store.deleteStorage();
+  });
+
+  it('deletes nothing when the runtime is saved between the re-check and the delete (a retry applied meanwhile)', async () => {
+    const store = await open();
+    const failed = step(step(step(createRuntime(ABC, { workflowId: 'race', now: at(1) }), { type: 'activate', now: at(2) }), {
+      type: 'completion', now: at(3), taskName: 'a', attemptNo: null, success: false, outputRef: null, error: 'exit 1',
+    }), { type: 'completion', now: at(4), taskName: 'b', attemptNo: null, success: true, outputRef: null, error: null });
+    expect(failed.status).toBe('failed');
+    const { etag } = await store.create(createRuntime(ABC, { workflowId: 'race', now: at(1) }), 'h');
+    await store.save(failed, etag);
+    // A coordinator applies a retry right after the purge read the runtime.
+    const load = store.load.bind(store);
+    store.load = async (id, options) => {
+      const loaded = await load(id, options);
+      if (loaded) await store.save(step(loaded.runtime, { type: 'retry', now: at(10), requestedAt: at(10) }), loaded.etag);
+      return loaded;
+    };
+    const result = await store.purge('race');
+    store.load = load;
+    expect(result).toMatchObject({ outcome: 'skipped', status: 'failed', reason: expect.stringContaining('changed while being purged') });
+    expect((await store.load('race'))?.runtime.status).toBe('running');
+    expect(await store.getWorkflow('race')).toMatchObject({ status: 'running' });
+    expect((await store.listTasks({ workflowId: 'race' })).items).toHaveLength(3);
+    await store.deleteStorage();
+  });
+});
+
+/** Writes index rows straight into the table (no runtimes): `active` running ones, the rest finished, 100 per transaction. */
+async function seedIndex(store: AzureWorkflowStore, total: number, active: number): Promise<void> {
+  const byPartition = new Map<string, Array<TableEntity<Record<string, string>>>>();
+  for (let i = 0; i < total; i++) {
+    const id = `wf-${String(i).padStart(5, '0')}`;
+    const running = i < active;
+    const row: TableEntity<Record<string, string>> = {
+      partitionKey: indexPartition(id),
+      rowKey: id,
+      name: 'seeded',
+      status: running ? 'running' : i % 3 === 0 ? 'failed' : 'completed',
+      created_at: at(1),
+      updated_at: at(2),
+      finished_at: running ? '' : at(2),
+      cancel_applied_at: '',
+      retry_applied_at: '',
+      error: '',
+    };
+    const list = byPartition.get(row.partitionKey) ?? [];
+    list.push(row);
+    byPartition.set(row.partitionKey, list);
+  }
+  const index = tableClient(store.names.indexTable);
+  for (const rows of byPartition.values()) {
+    for (let i = 0; i < rows.length; i += 100) await index.submitTransaction(rows.slice(i, i + 100).map((row): TransactionAction => ['upsert', row]));
+  }
+}
+
+/** Every page of a listing: how many items in all. */
+async function drain<T>(list: (token: string | undefined) => Promise<{ items: T[]; continuationToken: string | null }>): Promise<number> {
+  let n = 0;
+  let token: string | undefined;
+  do {
+    const page = await list(token);
+    n += page.items.length;
+    token = page.continuationToken ?? undefined;
+  } while (token !== undefined);
+  return n;
+}
+
+describe('the cost of the coordinator scans (table requests over 3 000 index rows)', () => {
+  /** The queries of one round of coordinator scans: requests, never-activated, lost-task sweep, ready-repair. */
+  async function scanRound(store: AzureWorkflowStore): Promise<number[]> {
+    const page = { limit: 1_000 };
+    const token = (t: string | undefined) => (t ? { continuationToken: t } : {});
+    return [
+      await drain((t) => store.listRequests({ ...page, ...token(t) })),
+      await drain((t) => store.listWorkflows({ savedStatus: ['pending'], ...page, ...token(t) })),
+      await drain((t) => store.listWorkflows({ savedStatus: ['running', 'cancelling'], ...page, ...token(t) })),
+      await drain((t) => store.listWorkflows({ savedStatus: ['running'], updatedBefore: at(60), ...page, ...token(t) })),
+    ];
+  }
+
+  for (const active of [0, 1_000, 2_500]) {
+    it(`${active} active of 3 000: one request per 1 000 matches of each scan, the finished rows never read`, async () => {
+      const tables = tableCounter();
+      const store = await open({ tablePolicies: [tables.policy] });
+      await seedIndex(store, 3_000, active);
+      await store.create(createRuntime(ABC, { workflowId: 'asks', now: at(1) }), 'h');
+      await store.requestCancel('asks', at(3));
+      tables.reset();
+      const found = await scanRound(store);
+      expect(found).toEqual([1, 1, active, active]);
+      // One request for the request rows, one for the never-activated workflows (none), and one per
+      // started 1 000 matches for each of the two sweeps: 4 on an idle deployment, 4 at 1 000
+      // active, 8 at 2 500, however many finished rows the index holds. (The service itself may end
+      // a page early at a partition boundary, with a continuation token: one more request then.)
+      expect(tables.all()).toBe(2 + 2 * Math.max(1, Math.ceil(active / 1_000)));
+
+      // The old request scan (statuses with the derived `pending`, default pages of 100) for comparison:
+      // every page of 100 reads the whole index again (3 002 rows: 4 requests): 44 requests at 1 000 active.
+      tables.reset();
+      await drain((t) => store.listWorkflows({ status: ['pending', 'running', 'cancelling'], ...(t ? { continuationToken: t } : {}) }));
+      expect(tables.all()).toBe(Math.max(1, Math.ceil((active + 1) / 100)) * 4);
+      await store.deleteStorage();
+    }, 60_000);
+  }
 });
 
 describe('connection strings', () => {

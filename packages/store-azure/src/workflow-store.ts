@@ -13,19 +13,26 @@ import {
   type SaveResult,
   type OperationOptions,
   type Page,
+  type PurgeOptions,
+  type PurgeResult,
+  type RequestFilter,
   type TaskFilter,
   type TaskRow,
   type WorkflowFilter,
+  type WorkflowRequest,
   type WorkflowStore,
   type WorkflowSummary,
 } from '@jobq/ports';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
-import { CANCEL_REQUESTED, RETRY_REQUESTED, byRecent, corruptEntity, indexEntity, indexStatus, statusFilter, summaryOf } from './index-table';
+import { CANCEL_REQUESTED, RETRY_REQUESTED, allOf, byRecent, corruptEntity, finishedBeforeFilter, indexEntity, indexStatus, statusFilter, summaryOf, updatedBeforeFilter } from './index-table';
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
+import { purgeWorkflow } from './purge';
+import { deleteRequestRow, listRequestRows, writeRequestRow } from './request-rows';
 import { runtimeBlobName, storeNames, indexPartition, type StoreNames } from './names';
 import { readStats, writeStats } from './stats';
 import { deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
+import { deleteBlobFolders, stateFolders } from './workflow-folders';
 import { decodeCursor, offsetPage, pageLimit, tablePage, tableScan } from './workflow-paging';
 
 /** A data-tables pipeline policy (e.g. a transaction counter), added after the retry policy. */
@@ -110,7 +117,10 @@ function lostCondition(error: unknown): boolean {
  *   `save` resolves only after its rows are written, so saves that follow each other (as one
  *   coordinator's do) never leave an older index row behind.
  * - `cancel_requested_at` / `retry_requested_at` are written only by `requestCancel` /
- *   `requestRetry`, each a Merge of that one property; saves never send them.
+ *   `requestRetry`, each a Merge of that one property; saves never send them. Each request is
+ *   also recorded in a request row (PartitionKey `requests`, see request-rows.ts) that the
+ *   coordinator lists every scan and clears once applied.
+ * - `purge` deletes a finished workflow, runtime first (If-Match) and index row last.
  */
 export class AzureWorkflowStore implements WorkflowStore {
   readonly names: StoreNames;
@@ -391,23 +401,32 @@ export class AzureWorkflowStore implements WorkflowStore {
   }
 
   /**
-   * Workflows from the index. In key order (no `recent`, no `pending` in `status`) the Table
-   * service pages: each page costs about one request. Newest-first order (`recent`) and the
-   * `pending` status (a row of any saved status shows `pending` while a retry waits, which no
-   * server filter can express) read every matching index row, sort and filter in memory, and page
-   * by offset: every page costs a scan of the index (one request per 1 000 rows), and rows that
+   * Workflows from the index. Every condition but a `status` list holding `pending` is an OData
+   * filter the Table service evaluates, and the service pages the result with its continuation
+   * tokens: a listing costs about one request per 1 000 matches (`savedStatus`, `updatedBefore`,
+   * `finishedBefore` and the other `status` lists). Newest-first order (`recent`) and the `pending`
+   * status (a row of any saved status shows `pending` while a retry waits, which no server filter
+   * can express) read every row the other conditions leave, sort and filter them in memory, and
+   * page by offset: every page costs a scan of those rows (one request per 1 000), and rows that
    * change between pages can shift the offsets.
    */
   async listWorkflows(filter: WorkflowFilter = {}): Promise<Page<WorkflowSummary>> {
     const limit = pageLimit(filter.limit, DEFAULT_WORKFLOW_PAGE);
     const statuses = filter.status;
     if (statuses && statuses.length === 0) return { items: [], continuationToken: null };
+    if (filter.savedStatus && filter.savedStatus.length === 0) return { items: [], continuationToken: null };
     const wanted = (s: WorkflowSummary | null): s is WorkflowSummary => s !== null && (!statuses || statuses.includes(s.status));
+    const derivedPending = statuses?.includes('pending') ?? false;
+    const conditions = [
+      statusFilter(filter.savedStatus),
+      filter.updatedBefore === undefined ? undefined : updatedBeforeFilter(filter.updatedBefore),
+      filter.finishedBefore === undefined ? undefined : finishedBeforeFilter(filter.finishedBefore),
+    ];
     const operation = 'list workflows';
     try {
-      if (filter.recent || statuses?.includes('pending')) {
+      if (filter.recent || derivedPending) {
         decodeCursor(filter.continuationToken, 'offset'); // a bad token fails before the scan
-        const serverFilter = statuses && !statuses.includes('pending') ? statusFilter(statuses) : undefined;
+        const serverFilter = allOf([...conditions, derivedPending ? undefined : statusFilter(statuses)]);
         const rows = await tableScan(this.index, { operation, filter: serverFilter }, this.timeout, filter);
         const summaries = rows.map(summaryOf).filter(wanted);
         if (filter.recent) summaries.sort(byRecent);
@@ -415,7 +434,7 @@ export class AzureWorkflowStore implements WorkflowStore {
       }
       return await tablePage(
         this.index,
-        { operation, filter: statusFilter(statuses) },
+        { operation, filter: allOf([...conditions, statusFilter(statuses)]) },
         limit,
         filter.continuationToken,
         (row) => {
@@ -462,6 +481,9 @@ export class AzureWorkflowStore implements WorkflowStore {
     await storeCall({ operation: `request ${what} of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
       this.index.updateEntity({ partitionKey: indexPartition(workflowId), rowKey: workflowId, [property]: at }, 'Merge', { abortSignal }),
     );
+    // Then the request row the coordinator's scan lists (after the index row, so a request row
+    // always names a workflow; if this write fails the call fails and is repeated).
+    await writeRequestRow(this.index, workflowId, property, at, this.timeout, options);
   }
 
   requestCancel(workflowId: string, at: string, options?: OperationOptions): Promise<void> {
@@ -472,12 +494,91 @@ export class AzureWorkflowStore implements WorkflowStore {
     return this.requestAt(workflowId, RETRY_REQUESTED, 'retry', at, options);
   }
 
+  /** The request rows: a query of their one partition (`requests`), paged by the service. */
+  listRequests(filter: RequestFilter = {}): Promise<Page<WorkflowRequest>> {
+    return listRequestRows(this.index, filter, this.timeout);
+  }
+
+  clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean> {
+    checkWorkflowId(workflowId);
+    if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
+    return deleteRequestRow(this.index, workflowId, etag, this.timeout, options);
+  }
+
   async markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
     checkWorkflowId(workflowId);
     checkTimestamp(at, 'the time');
     await storeCall({ operation: `mark workflow "${workflowId}" corrupt` }, this.timeout, options, (abortSignal) =>
       this.index.upsertEntity(corruptEntity(workflowId, reason, at), 'Merge', { abortSignal }),
     );
+  }
+
+  // ---- purge -----------------------------------------------------------------------------------
+
+  /**
+   * Purges a finished workflow (see `WorkflowStore.purge`): after the re-check, the runtime blob
+   * (If-Match the ETag checked), {@link deleteWorkflowBlobs}, `beforeIndexRow`, the task rows, the
+   * request row, and the index row last.
+   */
+  purge(workflowId: string, options?: PurgeOptions): Promise<PurgeResult> {
+    return purgeWorkflow(
+      {
+        readIndexRow: (id, op) => this.getWorkflow(id, op),
+        load: (id, op) => this.load(id, op),
+        deleteRuntime: (id, etag, op) => this.deleteRuntime(id, etag, op),
+        deleteWorkflowBlobs: (id, op) => this.deleteWorkflowBlobs(id, op),
+        deleteTaskRows: async (id, op) => {
+          try {
+            return await deleteAllTaskRows(this.tasks, id, this.rowSettings(), op);
+          } catch (error) {
+            if (isJobqError(error, 'not-found')) return 0; // no task table: no rows
+            throw error;
+          }
+        },
+        deleteRequestRow: async (id, op) => {
+          await deleteRequestRow(this.index, id, '*', this.timeout, op);
+        },
+        deleteIndexRow: async (id, op) => {
+          try {
+            await storeCall({ operation: `delete the index row of workflow "${id}"` }, this.timeout, op, (abortSignal) =>
+              this.index.deleteEntity(indexPartition(id), id, { abortSignal }),
+            );
+          } catch (error) {
+            if (!isJobqError(error, 'not-found')) throw error;
+          }
+        },
+      },
+      workflowId,
+      options,
+    );
+  }
+
+  /**
+   * Deletes the runtime blob if it is still at `etag` (null: at whatever ETag it has now).
+   * `changed` when a save moved it on, `gone` when there is none.
+   */
+  private async deleteRuntime(workflowId: string, etag: string | null, options: OperationOptions | undefined): Promise<'deleted' | 'changed' | 'gone'> {
+    const ifMatch = etag ?? (await this.currentEtag(workflowId, options));
+    if (ifMatch === null) return 'gone';
+    try {
+      await storeCall({ operation: `delete the runtime of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
+        this.blob(workflowId).delete({ conditions: { ifMatch }, deleteSnapshots: 'include', abortSignal }),
+      );
+      return 'deleted';
+    } catch (error) {
+      if (isJobqError(error, 'not-found')) return 'gone';
+      if (isJobqError(error, 'conflict')) return 'changed';
+      throw error;
+    }
+  }
+
+  /**
+   * Deletes every blob of a workflow in the workflows container but its runtime blob: the
+   * `{folder}/{workflow_id}/` folders of `stateFolders` (upstream overflow blobs), never a bare
+   * `{workflow_id}` prefix (ids may contain dots: `a` must not reach `a.b`). Returns how many.
+   */
+  async deleteWorkflowBlobs(workflowId: string, options?: OperationOptions): Promise<number> {
+    return deleteBlobFolders(this.container, stateFolders(workflowId), { timeoutInMs: this.timeout, concurrency: this.settings.rowWriteConcurrency }, options);
   }
 
   // ---- task rows -------------------------------------------------------------------------------

@@ -304,6 +304,36 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
       }, timeout);
     });
 
+    describe('purge', () => {
+      it("deletes a workflow's output blobs and stashed files, and only that workflow's (a, never a.b)", async () => {
+        const { store } = await fresh();
+        const base = wf();
+        const ids = [base, `${base}.b`, `${base}-x`, `${base}b`];
+        const kept = new Map<string, { ref: string; marker: StashMarker }>();
+        for (const id of ids) {
+          const put = await store.putOutput(id, 'make', 1, jsonOfBytes(40_000));
+          expect(put.placement).toBe('blob');
+          const marker = await store.putFile(id, 'make', 1, 'model.bin', Buffer.from(`the model of ${id}`));
+          kept.set(id, { ref: put.ref ?? '', marker });
+        }
+        const second = await store.putOutput(base, 'make', 2, jsonOfBytes(40_000));
+        expect(await store.deleteWorkflowOutputs(base)).toBe(3);
+        expect(await codeOf(store.getOutput(kept.get(base)!.ref))).toBe('not-found');
+        expect(await codeOf(store.getOutput(second.ref))).toBe('not-found');
+        expect(await codeOf(store.getFile(kept.get(base)!.marker))).toBe('not-found');
+        for (const id of ids.slice(1)) {
+          const { ref, marker } = kept.get(id)!;
+          expect(await store.getOutput(ref)).toBe(JSON.parse(jsonOfBytes(40_000)));
+          expect(Buffer.from(await store.getFile(marker)).toString()).toBe(`the model of ${id}`);
+        }
+        // Again, and for a workflow that never had outputs: nothing to delete.
+        expect(await store.deleteWorkflowOutputs(base)).toBe(0);
+        expect(await store.deleteWorkflowOutputs(wf())).toBe(0);
+        expect(await codeOf(store.deleteWorkflowOutputs('a/b'))).toBe('invalid-argument');
+        expect(await codeOf(store.deleteWorkflowOutputs(''))).toBe('invalid-argument');
+      }, timeout);
+    });
+
     describe('stashed files', () => {
       it('round-trips binary bytes (zero bytes included) with md5, size and the blob name of SPEC §5.4', async () => {
         const { store } = await fresh();

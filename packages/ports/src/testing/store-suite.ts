@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createRuntime, encodeRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
-import type { CoordinatorLease, TaskRow, WorkflowStore, WorkflowSummary } from '../workflow-store';
+import type { CoordinatorLease, PurgeResult, TaskRow, WorkflowRequest, WorkflowStore, WorkflowSummary } from '../workflow-store';
 
 /** A fresh, empty workflow store for one test, and how to dispose of it. */
 export interface WorkflowStoreFixture {
@@ -68,6 +68,24 @@ async function allPages<T>(list: (token: string | undefined) => Promise<{ items:
     token = page.continuationToken ?? undefined;
   } while (token !== undefined && pages.length < 100);
   return pages;
+}
+
+/** Every page of a listing, flattened. */
+async function everything<T>(list: (token: string | undefined) => Promise<{ items: T[]; continuationToken: string | null }>): Promise<T[]> {
+  return (await allPages(list)).flat();
+}
+
+/** A runtime of ABC run to its end at second `n` (a, b, c completed; `failA`: a failed, c upstream_failed). */
+function finished(workflowId: string, n: number, failA = false): WorkflowRuntime {
+  const r0 = createRuntime(ABC, { workflowId, now: at(1) });
+  const r1 = finish(finish(activate(r0, 2), 'b', n - 1), 'a', failA ? n : n - 1, !failA, failA ? 'exit 1' : null);
+  return failA ? r1 : finish(r1, 'c', n);
+}
+
+/** Creates a workflow and saves `runtime` over it (every row written). */
+async function stored(store: WorkflowStore, runtime: WorkflowRuntime): Promise<void> {
+  const { etag } = await store.create(createRuntime(ABC, { workflowId: runtime.workflowId, now: at(1) }), 'h');
+  await store.save(runtime, etag);
 }
 
 function byName(rows: TaskRow[]): Record<string, TaskRow> {
@@ -349,6 +367,209 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(pendingRecent.items.map((w) => w.workflowId)).toEqual(['w6', 'w4', 'w2']);
         expect((await store.listWorkflows({ status: ['completed'] })).items).toEqual([]);
         expect(await store.countWorkflows()).toMatchObject({ running: 3, pending: 3, completed: 0, failed: 0 });
+      }, timeout);
+    });
+
+    describe('requests', () => {
+      it('records each request in the request list until it is cleared; a newer request keeps it', async () => {
+        const store = await fresh();
+        await store.create(createRuntime(ABC, { workflowId: 'wf-a', now: at(1) }), 'h');
+        await store.create(createRuntime(ABC, { workflowId: 'wf-b', now: at(1) }), 'h');
+        const requests = async (): Promise<WorkflowRequest[]> => (await store.listRequests()).items.sort((x, y) => (x.workflowId < y.workflowId ? -1 : 1));
+        expect(await requests()).toEqual([]);
+        await store.requestCancel('wf-a', at(10));
+        const first = await requests();
+        expect(first).toEqual([{ workflowId: 'wf-a', cancelRequestedAt: at(10), retryRequestedAt: null, etag: expect.any(String) }]);
+        await store.requestRetry('wf-a', at(11));
+        await store.requestRetry('wf-b', at(12));
+        const second = await requests();
+        expect(second).toEqual([
+          { workflowId: 'wf-a', cancelRequestedAt: at(10), retryRequestedAt: at(11), etag: expect.any(String) },
+          { workflowId: 'wf-b', cancelRequestedAt: null, retryRequestedAt: at(12), etag: expect.any(String) },
+        ]);
+        // Cleared at the version listed before the retry: the retry keeps it.
+        expect(await store.clearRequest('wf-a', first[0]!.etag)).toBe(false);
+        expect((await requests()).map((r) => r.workflowId)).toEqual(['wf-a', 'wf-b']);
+        expect(await store.clearRequest('wf-a', second[0]!.etag)).toBe(true);
+        expect(await store.clearRequest('wf-a', second[0]!.etag)).toBe(false);
+        expect((await requests()).map((r) => r.workflowId)).toEqual(['wf-b']);
+        // The index row keeps the request times; request rows are not workflows.
+        expect(await store.getWorkflow('wf-a')).toMatchObject({ cancelRequestedAt: at(10), retryRequestedAt: at(11) });
+        expect((await store.listWorkflows()).items.map((w) => w.workflowId).sort()).toEqual(['wf-a', 'wf-b']);
+        const counts = await store.countWorkflows();
+        expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(2);
+        // A request for an unknown workflow records nothing.
+        expect(await codeOf(store.requestRetry('wf-nope', at(13)))).toBe('not-found');
+        expect(await codeOf(store.requestCancel('wf-nope', at(13)))).toBe('not-found');
+        expect((await requests()).map((r) => r.workflowId)).toEqual(['wf-b']);
+        // A request after a clear is listed again.
+        await store.requestCancel('wf-a', at(14));
+        expect((await requests()).map((r) => [r.workflowId, r.cancelRequestedAt])).toEqual([
+          ['wf-a', at(14)],
+          ['wf-b', null],
+        ]);
+      }, timeout);
+
+      it('lists requests in pages', async () => {
+        const store = await fresh();
+        for (const id of ['r1', 'r2', 'r3']) {
+          await store.create(createRuntime(ABC, { workflowId: id, now: at(1) }), 'h');
+          await store.requestCancel(id, at(5));
+        }
+        const pages = await allPages((token) => store.listRequests({ limit: 1, ...(token ? { continuationToken: token } : {}) }));
+        expect(pages.every((p) => p.length <= 1)).toBe(true);
+        expect(pages.flat().map((r) => r.workflowId).sort()).toEqual(['r1', 'r2', 'r3']);
+        expect(await codeOf(store.listRequests({ continuationToken: 'garbage' }))).toBe('invalid-argument');
+        expect(await codeOf(store.listRequests({ limit: 0 }))).toBe('invalid-argument');
+      }, timeout);
+    });
+
+    describe('paged filters', () => {
+      it('lists by saved status, last update and finish time, in pages; a retry waiting makes no finished workflow pending there', async () => {
+        const store = await fresh();
+        await store.create(createRuntime(ABC, { workflowId: 'p1', now: at(1) }), 'h'); // never activated
+        const r0 = createRuntime(ABC, { workflowId: 'r1', now: at(1) });
+        await store.save(activate(r0, 2), (await store.create(r0, 'h')).etag); // running since 2
+        await stored(store, finished('f1', 4, true)); // failed at 4
+        await store.requestRetry('f1', at(20));
+        await stored(store, finished('c1', 6)); // completed at 6
+        await store.create(createRuntime(ABC, { workflowId: 'x1', now: at(1) }), 'h');
+        await store.markCorrupt('x1', 'cannot be read', at(8)); // corrupt at 8
+        const ids = async (filter: Parameters<WorkflowStore['listWorkflows']>[0]): Promise<string[]> =>
+          (await everything((token) => store.listWorkflows({ ...filter, ...(token ? { continuationToken: token } : {}) }))).map((w) => w.workflowId).sort();
+
+        expect(await ids({ savedStatus: ['pending'] })).toEqual(['p1']);
+        expect(await ids({ status: ['pending'] })).toEqual(['f1', 'p1']);
+        const failed = await store.listWorkflows({ savedStatus: ['failed'] });
+        expect(failed.items.map((w) => [w.workflowId, w.status])).toEqual([['f1', 'pending']]);
+        expect(await ids({ savedStatus: ['running', 'cancelling'] })).toEqual(['r1']);
+        expect(await ids({ savedStatus: ['completed', 'corrupt'], limit: 1 })).toEqual(['c1', 'x1']);
+        expect(await ids({ updatedBefore: at(3) })).toEqual(['p1', 'r1']);
+        expect(await ids({ savedStatus: ['running'], updatedBefore: at(3) })).toEqual(['r1']);
+        expect(await ids({ savedStatus: ['running'], updatedBefore: at(2) })).toEqual([]);
+        expect(await ids({ finishedBefore: at(7) })).toEqual(['c1', 'f1']);
+        expect(await ids({ finishedBefore: at(9), limit: 1 })).toEqual(['c1', 'f1', 'x1']);
+        expect(await ids({ finishedBefore: at(4) })).toEqual([]);
+        expect(await ids({ finishedBefore: at(9), savedStatus: ['completed'] })).toEqual(['c1']);
+        expect(await ids({ finishedBefore: at(9), status: ['pending'] })).toEqual(['f1']);
+        expect((await store.getWorkflow('c1'))?.finishedAt).toBe(at(6));
+        expect((await store.getWorkflow('x1'))?.finishedAt).toBe(at(8));
+        expect((await store.getWorkflow('p1'))?.finishedAt).toBeNull();
+        expect((await store.listWorkflows({ savedStatus: [] })).items).toEqual([]);
+        expect(await codeOf(store.listWorkflows({ finishedBefore: 'yesterday' }))).toBe('invalid-argument');
+        expect(await codeOf(store.listWorkflows({ updatedBefore: 'soon' }))).toBe('invalid-argument');
+      }, timeout);
+    });
+
+    describe('purge', () => {
+      it("purges a finished workflow — runtime, task rows, request, index row last — and nothing of its neighbour's (a, never a.b)", async () => {
+        const store = await fresh();
+        await stored(store, finished('a', 5));
+        await stored(store, finished('a.b', 5));
+        await stored(store, finished('upstream', 5));
+        await store.requestCancel('a', at(9)); // a request on a finished workflow goes too
+        await store.requestCancel('a.b', at(9));
+        const seen: string[] = [];
+        const result = await store.purge('a', {
+          beforeIndexRow: async () => {
+            seen.push(`runtime ${(await store.load('a')) === null ? 'gone' : 'there'}, index row ${(await store.getWorkflow('a'))?.status}`);
+          },
+        });
+        expect(result).toEqual({ workflowId: 'a', outcome: 'purged', status: 'completed', finishedAt: at(5), reason: null, blobs: expect.any(Number), taskRows: 3 });
+        expect(result.blobs).toBeGreaterThanOrEqual(1);
+        expect(seen).toEqual(['runtime gone, index row completed']);
+        expect(await store.load('a')).toBeNull();
+        expect(await store.getWorkflow('a')).toBeNull();
+        expect((await store.listTasks({ workflowId: 'a' })).items).toEqual([]);
+        expect((await store.listRequests()).items.map((r) => r.workflowId)).toEqual(['a.b']);
+        expect((await store.listWorkflows()).items.map((w) => w.workflowId).sort()).toEqual(['a.b', 'upstream']);
+        for (const id of ['a.b', 'upstream']) {
+          expect((await store.load(id))?.runtime).toEqual(finished(id, 5));
+          expect((await store.listTasks({ workflowId: id })).items).toHaveLength(3);
+        }
+        expect((await store.purge('upstream')).outcome).toBe('purged');
+        expect((await store.load('a.b'))?.runtime).toEqual(finished('a.b', 5));
+        expect((await store.purge('a')).outcome).toBe('not-found');
+      }, timeout);
+
+      it('never deletes what is not finished: running, never activated, a retry waiting, finished after the cutoff; a dry run deletes nothing', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'run', now: at(1) });
+        await store.save(activate(r0, 2), (await store.create(r0, 'h')).etag);
+        await store.create(createRuntime(ABC, { workflowId: 'new', now: at(1) }), 'h');
+        await stored(store, finished('fail', 4, true));
+        await store.requestRetry('fail', at(10));
+        await stored(store, finished('done', 5));
+        const before = new Map<string, unknown>();
+        for (const id of ['run', 'new', 'fail', 'done']) before.set(id, await store.load(id));
+
+        expect(await store.purge('run')).toMatchObject({ outcome: 'skipped', status: 'running', reason: expect.stringContaining('not finished') });
+        expect(await store.purge('new')).toMatchObject({ outcome: 'skipped', status: 'pending', reason: expect.stringContaining('not finished') });
+        expect(await store.purge('fail')).toMatchObject({ outcome: 'skipped', status: 'failed', reason: expect.stringContaining('retry') });
+        expect(await store.purge('done', { finishedBefore: at(5) })).toMatchObject({ outcome: 'skipped', status: 'completed', reason: expect.stringContaining(at(5)) });
+        expect(await store.purge('done', { finishedBefore: at(6), dryRun: true })).toEqual({
+          workflowId: 'done',
+          outcome: 'would-purge',
+          status: 'completed',
+          finishedAt: at(5),
+          reason: null,
+          blobs: 0,
+          taskRows: 3,
+        } satisfies PurgeResult);
+        for (const id of ['run', 'new', 'fail', 'done']) {
+          expect(await store.load(id)).toEqual(before.get(id));
+          expect(await store.getWorkflow(id)).not.toBeNull();
+          expect((await store.listTasks({ workflowId: id })).items).toHaveLength(3);
+        }
+        expect((await store.listRequests()).items.map((r) => r.workflowId)).toEqual(['fail']);
+        expect((await store.purge('done', { finishedBefore: at(6) })).outcome).toBe('purged');
+        expect(await store.getWorkflow('done')).toBeNull();
+      }, timeout);
+
+      it('purges a workflow the coordinator set aside as corrupt on its index row', async () => {
+        const store = await fresh();
+        await store.create(createRuntime(ABC, { workflowId: 'bad', now: at(1) }), 'h');
+        await store.markCorrupt('bad', 'an event could not be applied', at(7));
+        expect(await store.purge('bad', { finishedBefore: at(7) })).toMatchObject({ outcome: 'skipped', status: 'corrupt' });
+        expect(await store.purge('bad', { finishedBefore: at(8) })).toMatchObject({ outcome: 'purged', status: 'corrupt', finishedAt: at(7) });
+        expect(await store.getWorkflow('bad')).toBeNull();
+        expect(await store.load('bad')).toBeNull();
+      }, timeout);
+
+      it('keeps the index row when beforeIndexRow fails, and a second purge finishes the workflow', async () => {
+        const store = await fresh();
+        await stored(store, finished('half', 5));
+        let caught: unknown;
+        try {
+          await store.purge('half', {
+            beforeIndexRow: () => Promise.reject(new Error('the outputs account is down')),
+          });
+        } catch (error) {
+          caught = error;
+        }
+        expect((caught as Error | undefined)?.message).toBe('the outputs account is down');
+        expect(await store.load('half')).toBeNull();
+        expect(await store.getWorkflow('half')).toMatchObject({ status: 'completed', finishedAt: at(5) });
+        expect((await store.listWorkflows({ finishedBefore: at(6) })).items.map((w) => w.workflowId)).toEqual(['half']);
+        let hooked = 0;
+        const again = await store.purge('half', {
+          finishedBefore: at(6),
+          beforeIndexRow: () => {
+            hooked++;
+            return Promise.resolve();
+          },
+        });
+        expect(again).toMatchObject({ outcome: 'purged', status: 'completed', blobs: 0 });
+        expect(hooked).toBe(1);
+        expect(await store.getWorkflow('half')).toBeNull();
+        expect((await store.listTasks({ workflowId: 'half' })).items).toEqual([]);
+      }, timeout);
+
+      it('says not-found for an unknown workflow and refuses a bad id or time', async () => {
+        const store = await fresh();
+        expect(await store.purge('nope')).toEqual({ workflowId: 'nope', outcome: 'not-found', status: null, finishedAt: null, reason: null, blobs: 0, taskRows: 0 } satisfies PurgeResult);
+        expect(await codeOf(store.purge('../x'))).toBe('invalid-argument');
+        expect(await codeOf(store.purge('x', { finishedBefore: 'soon' }))).toBe('invalid-argument');
       }, timeout);
     });
 

@@ -61,6 +61,11 @@ export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; put
     getUpstreamOverflow(): Promise<never> {
       return Promise.reject(store.overflowError ?? new JobqError('not-found', 'memoryOutputs: no overflow blobs'));
     },
+    deleteWorkflowOutputs(workflowId: string): Promise<number> {
+      const doomed = [...blobs.keys()].filter((path) => path.startsWith(`outputs/${workflowId}/`));
+      for (const path of doomed) blobs.delete(path);
+      return Promise.resolve(doomed.length);
+    },
   };
   return store;
 }

@@ -61,12 +61,13 @@ afterAll(async () => {
 describe('jobq workflow coordinator', () => {
   it('runs a submitted workflow to completion with a worker, refuses a second coordinator, stops cleanly on SIGTERM', async () => {
     const env = storage.env(prefix);
-    const coordinator = start(['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2'], env);
+    const coordinator = start(['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2', '--retention', '30d'], env);
     started.push(coordinator);
     await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
     expect(coordinator.stderr()).toContain(`Coordinator for devstoreaccount1/${prefix}`);
     expect(coordinator.stderr()).toContain('batch-size=32 (default)');
     expect(coordinator.stderr()).toContain('idle-sleep=0.2 (flag --idle-sleep)');
+    expect(coordinator.stderr()).toContain('retention=30d (flag --retention)');
 
     const second = await runCli(['workflow', 'coordinator'], { env });
     expect(second.code).toBe(1);

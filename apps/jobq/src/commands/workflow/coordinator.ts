@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { JobqCommand } from '../../base';
-import { COORDINATOR_SETTINGS } from '../../config';
+import { formatAge } from '../../age';
+import { COORDINATOR_SETTINGS, isDurationSetting } from '../../config';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { coordinatorOptions, createCoordinator } from '../../services';
@@ -9,7 +10,8 @@ export default class WorkflowCoordinator extends JobqCommand {
   static override summary = 'Run the coordinator of the deployment until interrupted';
   static override description =
     'Takes the coordinator lease of the prefix (one coordinator per prefix), then folds task completions and wake-ups into the workflows, ' +
-    'dispatches the tasks that become ready, applies cancel and retry requests, times out tasks and repairs lost dispatches. ' +
+    'dispatches the tasks that become ready, applies cancel and retry requests, times out tasks and repairs lost dispatches; ' +
+    'with --retention (e.g. 30d) it also purges finished workflows that long after they finished (see `workflow purge`), at most 100 per minute. ' +
     'The target and the effective settings (each with where it came from: flag, environment, config file or default) are printed on stderr. ' +
     'Runs until SIGINT (Ctrl-C) or SIGTERM, then finishes the current batch, releases the lease and prints ' +
     '"Coordinator stopped — N completions, M tasks pushed, K batches". Exits 1 when the lease is held by another coordinator ' +
@@ -35,7 +37,8 @@ export default class WorkflowCoordinator extends JobqCommand {
     this.note(`Coordinator for ${deployment.target} (task queues on ${queues}, completions in ${deployment.completions.name}, outputs in ${deployment.outputs.outputsContainer})`);
     const settings = COORDINATOR_SETTINGS.map((s) => {
       const r = config.coordinator[s.key];
-      return `${s.flag}=${r.value} (${r.source === 'default' ? 'default' : `${r.source} ${r.from ?? ''}`.trim()})`;
+      const value = isDurationSetting(s) ? (r.value === 0 ? 'off' : formatAge(Math.round(r.value * 1000))) : r.value;
+      return `${s.flag}=${value} (${r.source === 'default' ? 'default' : `${r.source} ${r.from ?? ''}`.trim()})`;
     });
     this.note(`Settings: ${settings.join(', ')}`);
     this.note(`Coordinator running${flags['break-lease'] ? ' (lease broken and taken over)' : ''}; Ctrl-C or SIGTERM stops it.`);
