@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
 import type { Processor, TaskContext } from './processor';
 import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
 import { collectingLog, task, WrappedQueue } from './test-helpers/worker-helpers';
@@ -11,7 +11,7 @@ import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-pro
 const LOCK_IN_MS = 60;
 
 /** A queue whose left messages come back after 60 ms, and that records dead-letter reasons. */
-const shortLockQueue = () => new WrappedQueue(new InMemoryTaskQueue({ lockDurationInMs: LOCK_IN_MS }));
+const shortLockQueue = () => new WrappedQueue(new MemoryTaskQueue({ lockDurationInMs: LOCK_IN_MS }));
 
 function run(queue: WrappedQueue, processors: Processor[], options: Partial<WorkerOptions> = {}) {
   return new Worker({ queue, processors, idleTimeoutInMs: 500, receiveWaitInMs: 20, maxIdleBackoffInMs: 20, log: () => undefined, ...options }).run();
@@ -106,7 +106,7 @@ describe('Worker: the delivery bound', () => {
     for (const bad of ['0', '-1', '2.5', 'ten', '1e3']) {
       expect(() => maxDeliveriesFromEnv({ JOBQ_MAX_DELIVERIES: bad })).toThrow(/JOBQ_MAX_DELIVERIES must be an integer/);
     }
-    expect(() => new Worker({ queue: new InMemoryTaskQueue(), processors: [], maxDeliveries: 0 })).toThrow(RangeError);
+    expect(() => new Worker({ queue: new MemoryTaskQueue(), processors: [], maxDeliveries: 0 })).toThrow(RangeError);
   });
 });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
 import { openStorageQueue } from '@jobq/queue-storage';
 import type { Processor } from './processor';
 import { ShellProcessor } from './shell-processor';
@@ -17,7 +17,7 @@ function fastWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue
 
 describe('Worker on the in-memory queue', () => {
   it('runs a plain task, completes it, and logs its stdout and stderr lines with the task id', async () => {
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-ok', { cmd: 'echo hello; echo oops >&2' }));
     const out = collectingLog();
     const summary = await fastWorker({ queue, log: out.log }).run();
@@ -29,7 +29,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('retries a failing task num_retries times, then dead-letters it', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-fail', { cmd: `echo run >> ${dir}/runs; exit 3` }, 1));
     const out = collectingLog();
     const summary = await fastWorker({ queue, log: out.log }).run();
@@ -42,7 +42,7 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('dead-letters a body that is not an envelope at once, and a task no processor accepts', async () => {
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send([{ body: 'not json' }, task('wf', { __workflow_id: 'w', __workflow_task: 'a' })]);
     const out = collectingLog();
     const summary = await fastWorker({ queue, log: out.log }).run();
@@ -53,7 +53,7 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('counts a processor that throws as a failure', async () => {
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-throw', { x: 1 }));
     const thrower: Processor = { name: 'thrower', accepts: () => true, process: () => Promise.reject(new Error('boom')) };
     const out = collectingLog();
@@ -64,7 +64,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('stops the subprocess when the lock is lost, and does not settle the message', async () => {
     const { dir, cleanup } = tempDir();
-    const inner = new InMemoryTaskQueue({ lockDurationInMs: 400 });
+    const inner = new MemoryTaskQueue({ lockDurationInMs: 400 });
     const queue = new WrappedQueue(inner);
     queue.loseLocks = true;
     queue.deliverAtMost = 1;
@@ -79,7 +79,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('stop() lets a task that ends within the grace period complete', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-grace', { cmd: `touch ${dir}/started; sleep 0.5; echo ok > ${dir}/done` }));
     const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 5_000 });
     const running = worker.run();
@@ -94,7 +94,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('installSignalHandlers: SIGTERM stops gracefully; a second SIGINT aborts running tasks now', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-sig', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; touch ${dir}/started; sleep 30 & wait $!` }));
     const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 30_000 });
     const listenersBefore = process.listenerCount('SIGTERM') + process.listenerCount('SIGINT');
@@ -120,7 +120,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('keeps one task env out of the next task and out of process.env', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-env1', { cmd: `echo "$JOBQ_TEST_LEAK" >> ${dir}/env`, env: { JOBQ_TEST_LEAK: 'secret' } }));
     await queue.send(task('t-env2', { cmd: `echo "\${JOBQ_TEST_LEAK-unset}" >> ${dir}/env` }));
     const summary = await fastWorker({ queue }).run();
@@ -131,8 +131,8 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('resolves run() after the idle timeout, backing off between empty receives', async () => {
-    const slow = new WrappedQueue(new InMemoryTaskQueue());
-    const fast = new WrappedQueue(new InMemoryTaskQueue());
+    const slow = new WrappedQueue(new MemoryTaskQueue());
+    const fast = new WrappedQueue(new MemoryTaskQueue());
     // Same window (1.5 s idle timeout, receives return at once): back-off up to 5 s vs capped at 20 ms.
     await Promise.all([
       new Worker({ queue: slow, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined }).run(),
@@ -144,7 +144,7 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('logs and retries transient receive errors', async () => {
-    const queue = new WrappedQueue(new InMemoryTaskQueue());
+    const queue = new WrappedQueue(new MemoryTaskQueue());
     queue.failReceives = 3;
     await queue.send(task('t-after-outage', { cmd: 'true' }));
     const out = collectingLog();
@@ -155,7 +155,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('runs numWorkers tasks at the same time', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     // Each task waits until all three have started: only concurrent slots can finish them.
     const cmd = (n: number) => `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
     await queue.send([1, 2, 3].map((n) => task(`t-par${n}`, { cmd: cmd(n) })));
@@ -165,7 +165,7 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('asks for as many messages as it has free slots, never more, and takes several per call', async () => {
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     const asked: number[] = [];
     const got: number[] = [];
     const receive = queue.receive.bind(queue);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
 import { memoryOutputs, memoryWorkflowProcessor } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
 import { Worker } from './worker';
@@ -36,7 +36,7 @@ function task(taskName: string, kwargs: Record<string, unknown>, attemptNo = 1):
 /** Runs the message through a worker on an in-memory queue: what was sent, and what is left on the queues. */
 async function throughWorker(input: TaskMessageInput, overrides: Partial<WorkflowProcessorOptions> = {}) {
   const { completions, processor } = setup(overrides);
-  const queue = new InMemoryTaskQueue();
+  const queue = new MemoryTaskQueue();
   await queue.send({ body: encodeTaskMessage(input) });
   const summary = await new Worker({ queue, processors: [processor], idleTimeoutInMs: 200, receiveWaitInMs: 20, maxIdleBackoffInMs: 50, log: () => undefined }).run();
   return {
