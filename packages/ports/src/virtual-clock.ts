@@ -134,9 +134,10 @@ export class VirtualClock implements Clock {
   }
 
   /**
-   * Runs timers in order until `condition` holds (true), checking it before each timer. False when
-   * it still fails once the next timer is more than `withinMs` away from the start, or when no timer
-   * is waiting and real work (if any) has not made it hold within `realWaitInMs`: the loop is idle.
+   * Runs timers in order until `condition` holds (true), checking it before each timer. When no
+   * timer is due within `withinMs` of the start, only real work (a child process, file I/O) can
+   * still make it hold: it gets `realWaitInMs` of real time, after which the call gives up (false:
+   * the loop is idle, or the condition needs more virtual time than allowed).
    */
   async advanceUntil(condition: () => boolean | Promise<boolean>, options: AdvanceUntilOptions = {}): Promise<boolean> {
     const limit = this.time + (options.withinMs ?? DAY_IN_MS);
@@ -146,16 +147,15 @@ export class VirtualClock implements Clock {
       await this.settle();
       if (await condition()) return true;
       const next = this.peek();
-      if (next === undefined) {
-        // Nothing will happen in virtual time: only real work (a child process, file I/O) may still
-        // change something. Give it real time, within bounds.
+      if (next === undefined || next.due > limit) {
+        // Nothing will happen in virtual time within the window: only real work (a child process,
+        // file I/O) may still change something. Give it real time, within bounds.
         idleSince ??= Date.now();
         if (Date.now() - idleSince >= realWait) return false;
         await realPause(2);
         continue;
       }
       idleSince = null;
-      if (next.due > limit) return false;
       this.fireNext();
     }
   }
