@@ -10,6 +10,8 @@ import {
 import {
   isJobqError,
   JobqError,
+  realClock,
+  type Clock,
   type CoordinatorLease,
   type OutputStore,
   type ReceivedMessage,
@@ -61,8 +63,13 @@ export interface CoordinatorOptions {
   statsIntervalInMs?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
-  /** The clock (default `new Date()`). */
+  /** The time of the timestamps the coordinator writes (default: the time of `clock`). */
   now?: () => Date;
+  /**
+   * The time of the loop: when scans, sweeps and stats are due, the batch-fill wait, the sleep after a
+   * receive error (default the real clock; tests and simulations hand in a `VirtualClock`).
+   */
+  clock?: Clock;
   /** Log lines (default stderr). */
   log?: (line: string) => void;
 }
@@ -160,19 +167,6 @@ function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: 
   return out.map((x) => x.event);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /**
  * The coordinator (SPEC §9): holds the prefix's lease, folds completions and wake-ups into the
  * runtimes, performs the reducer's effects (push, then one conditional flush, then ack), applies
@@ -210,6 +204,7 @@ export class Coordinator {
   private readonly completions: TaskQueue;
   private readonly settings: Settings;
   private readonly clock: () => Date;
+  private readonly time: Clock;
   private readonly log: (line: string) => void;
   private readonly ctx: ApplyContext;
   /** Aborts every store/queue call: fired by the lease loss. */
@@ -243,7 +238,9 @@ export class Coordinator {
       statsIntervalInMs: o.statsIntervalInMs ?? COORDINATOR_DEFAULTS.statsIntervalInMs,
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
     };
-    this.clock = o.now ?? (() => new Date());
+    const time = o.clock ?? realClock;
+    this.time = time;
+    this.clock = o.now ?? (() => new Date(time.now()));
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
     this.ctx = {
       store: init.store,
@@ -310,11 +307,12 @@ export class Coordinator {
   }
 
   private async mainLoop(): Promise<void> {
-    const due = { scan: 0, timeout: Date.now() + this.settings.timeoutSweepIntervalInMs, ready: Date.now() + this.settings.readySweepIntervalInMs, stats: 0 };
+    const start = this.time.now();
+    const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, stats: 0 };
     let partialBatch = false;
     let lastReceiveAt = 0;
     while (!this.stopping.signal.aborted) {
-      const t = Date.now();
+      const t = this.time.now();
       this.lastLoopAt = this.nowIso();
       if (t >= due.scan) {
         due.scan = t + this.settings.cancelPollIntervalInMs;
@@ -334,11 +332,11 @@ export class Coordinator {
       }
       if (this.stopping.signal.aborted) break;
       if (partialBatch) {
-        const wait = lastReceiveAt + this.settings.batchFillWaitInMs - Date.now();
-        if (wait > 0) await sleep(wait, this.stopping.signal);
+        const wait = lastReceiveAt + this.settings.batchFillWaitInMs - this.time.now();
+        if (wait > 0) await this.time.sleep(wait, this.stopping.signal);
         if (this.stopping.signal.aborted) break;
       }
-      lastReceiveAt = Date.now();
+      lastReceiveAt = this.time.now();
       let messages: ReceivedMessage[];
       try {
         messages = await this.completions.receive({
@@ -350,7 +348,7 @@ export class Coordinator {
         if (this.stopping.signal.aborted) break;
         this.counters.receiveErrors++;
         this.log(`receive failed: ${errorText(error)}`);
-        await sleep(this.settings.idleSleepInMs, this.stopping.signal);
+        await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
         continue;
       }
       partialBatch = messages.length > 0 && messages.length < this.settings.batchSize;
