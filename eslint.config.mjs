@@ -21,6 +21,17 @@ const pureCoreRestrictions = {
   ],
 };
 
+/** The in-memory adapters (adapter layer): @jobq/ports and @jobq/dag-core only, no Azure SDK, no other service. */
+const memoryAdapterRestrictions = {
+  patterns: [
+    { group: ['@azure/*', '@azure-rest/*'], message: '@jobq/memory keeps everything in memory: no Azure SDK.' },
+    {
+      group: ['@jobq/*', '!@jobq/ports', '!@jobq/ports/testing', '!@jobq/dag-core'],
+      message: '@jobq/memory is an adapter: it may use @jobq/ports and @jobq/dag-core only.',
+    },
+  ],
+};
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   js.configs.recommended,
@@ -63,6 +74,13 @@ export default tseslint.config(
         { selector: "CallExpression[callee.name='Function'], NewExpression[callee.name='Function']", message: 'never build code from strings.' },
         { selector: 'ImportExpression', message: '@jobq/dag-core is pure: no dynamic imports.' },
       ],
+    },
+  },
+  {
+    // The in-memory adapters, tests included: no Azure SDK, no other jobq package than ports and dag-core.
+    files: ['packages/memory/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', memoryAdapterRestrictions],
     },
   },
   {

@@ -9,6 +9,8 @@ import {
 import {
   isJobqError,
   JobqError,
+  realClock,
+  type Clock,
   type CoordinatorLease,
   type OutputStore,
   type ReceivedMessage,
@@ -75,8 +77,13 @@ export interface CoordinatorOptions {
   retentionMaxPerSweep?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
-  /** The clock (default `new Date()`). */
+  /** The time of the timestamps the coordinator writes (default: the time of `clock`). */
   now?: () => Date;
+  /**
+   * The time of the loop: when scans, sweeps and stats are due, the batch-fill wait, the sleep after a
+   * receive error (default the real clock; tests and simulations hand in a `VirtualClock`).
+   */
+  clock?: Clock;
   /** Log lines (default stderr). */
   log?: (line: string) => void;
 }
@@ -188,19 +195,6 @@ function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: 
   return out.map((x) => x.event);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /**
  * The coordinator (SPEC §9): holds the prefix's lease, folds completions and wake-ups into the
  * runtimes, performs the reducer's effects (push, then one conditional flush, then ack), applies
@@ -239,6 +233,7 @@ export class Coordinator {
   private readonly completions: TaskQueue;
   private readonly settings: Settings;
   private readonly clock: () => Date;
+  private readonly time: Clock;
   private readonly log: (line: string) => void;
   private readonly ctx: ApplyContext;
   /** Aborts every store/queue call: fired by the lease loss. */
@@ -277,7 +272,9 @@ export class Coordinator {
       retentionMaxPerSweep: Math.max(1, Math.floor(o.retentionMaxPerSweep ?? COORDINATOR_DEFAULTS.retentionMaxPerSweep)),
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
     };
-    this.clock = o.now ?? (() => new Date());
+    const time = o.clock ?? realClock;
+    this.time = time;
+    this.clock = o.now ?? (() => new Date(time.now()));
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
     this.ctx = {
       store: init.store,
@@ -344,11 +341,12 @@ export class Coordinator {
   }
 
   private async mainLoop(): Promise<void> {
-    const due = { scan: 0, timeout: Date.now() + this.settings.timeoutSweepIntervalInMs, ready: Date.now() + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
+    const start = this.time.now();
+    const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     let partialBatch = false;
     let lastReceiveAt = 0;
     while (!this.stopping.signal.aborted) {
-      const t = Date.now();
+      const t = this.time.now();
       this.lastLoopAt = this.nowIso();
       if (t >= due.scan) {
         due.scan = t + this.settings.cancelPollIntervalInMs;
@@ -372,11 +370,11 @@ export class Coordinator {
       }
       if (this.stopping.signal.aborted) break;
       if (partialBatch) {
-        const wait = lastReceiveAt + this.settings.batchFillWaitInMs - Date.now();
-        if (wait > 0) await sleep(wait, this.stopping.signal);
+        const wait = lastReceiveAt + this.settings.batchFillWaitInMs - this.time.now();
+        if (wait > 0) await this.time.sleep(wait, this.stopping.signal);
         if (this.stopping.signal.aborted) break;
       }
-      lastReceiveAt = Date.now();
+      lastReceiveAt = this.time.now();
       let messages: ReceivedMessage[];
       try {
         messages = await this.completions.receive({
@@ -388,7 +386,7 @@ export class Coordinator {
         if (this.stopping.signal.aborted) break;
         this.counters.receiveErrors++;
         this.log(`receive failed: ${errorText(error)}`);
-        await sleep(this.settings.idleSleepInMs, this.stopping.signal);
+        await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
         continue;
       }
       partialBatch = messages.length > 0 && messages.length < this.settings.batchSize;

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { encodeCompletion, type WorkflowRuntime } from '@jobq/dag-core';
-import { isJobqError, JobqError, type WorkflowStore } from '@jobq/ports';
-import { failureStack, useHarness, waitUntil, wrapStore, type Stack } from './test-helpers/failure-harness';
+import { isJobqError } from '@jobq/ports';
+import { failureStack, useHarness, waitUntil, type Stack } from './test-helpers/failure-harness';
 
 // Workflows the coordinator cannot process, and messages it cannot apply: each is set aside with its
 // reason (a corrupt workflow, a dead-lettered message) while the coordinator goes on with the rest;
-// nothing loops forever.
+// nothing loops forever. The delivery bound of messages that keep failing: corrupt.memory.test.ts.
 
 const h = useHarness();
 
@@ -73,32 +73,5 @@ describe('Coordinator: corrupt workflows and undeliverable messages', () => {
     await waitUntil(async () => (await deadLetters(s)).length >= 2, () => s.logs.join('\n'));
     expect((await s.store.load(id))?.runtime.status).toBe('corrupt');
     expect(s.coordinator.counters.corruptWorkflows).toBe(1);
-  }, 60_000);
-
-  it('a message that keeps failing for a reason other than an outage goes to the dead-letter queue after maxDeliveries; outages never count', async () => {
-    let failWith: JobqError | null = null;
-    const s = await failureStack(h, {
-      start: false,
-      completionLockInMs: 1_000,
-      coordinator: { maxDeliveries: 3 },
-      coordinatorStore: (store): WorkflowStore => ({
-        ...wrapStore(store, null),
-        getWorkflow: (id, options) => (failWith ? Promise.reject(failWith) : store.getWorkflow(id, options)),
-      }),
-    });
-    // An outage: the wake-up is delivered again and again, and stays.
-    const outage = await s.submit(SIMPLE, { id: 'wf-outage' });
-    failWith = new JobqError('unavailable', 'read the index row failed: the storage service could not be reached');
-    await s.coordinator.start();
-    await waitUntil(() => s.logs.filter((l) => l.includes('wf-outage') && l.includes('could not be reached')).length >= 4, () => s.logs.join('\n'), 30_000);
-    expect(await deadLetters(s)).toEqual([]);
-    // A permanent error: after 3 deliveries the message is dead-lettered with the reason.
-    failWith = new JobqError('invalid-argument', 'read the index row failed: bad request (InvalidInput)');
-    await waitUntil(async () => (await deadLetters(s)).length >= 1, () => s.logs.join('\n'), 30_000);
-    const [body] = await deadLetters(s);
-    expect(body).toContain('wf-outage');
-    expect(s.logs.join('\n')).toMatch(/moved to the dead-letter queue: delivered 3 times without being applied: processing workflow wf-outage failed: invalid-argument: read the index row failed: bad request/);
-    failWith = null;
-    expect(outage).toBe('wf-outage');
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { createRuntime, decodeEnvelope, decodeWorkflowTask, parseWorkflow, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
 import { applyEvents, RuntimeCache, type ApplyContext } from './effects';
 
 const NOW = '2026-01-01T00:00:00.000Z';
@@ -57,7 +57,7 @@ const activate = () => [{ type: 'activate' as const, now: NOW }];
 describe('applyEvents', () => {
   it('pushes, then flushes once; a 412 re-reads and re-applies; past the limit it gives up', async () => {
     const store = new FakeStore(runtimeOf({ name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] }));
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     store.conflicts = 1;
     const ctx = context(store, queue);
     const outcome = await applyEvents(ctx, 'wf1', activate);
@@ -67,7 +67,7 @@ describe('applyEvents', () => {
 
     const other = new FakeStore(runtimeOf({ name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] }));
     other.conflicts = 3;
-    const ctx2 = context(other, new InMemoryTaskQueue(), {}, 2);
+    const ctx2 = context(other, new MemoryTaskQueue(), {}, 2);
     expect(await applyEvents(ctx2, 'wf1', activate)).toMatchObject({ kind: 'retry-later' });
     expect(other.saves).toBe(0);
     expect(ctx2.counters.conflicts).toBe(3);
@@ -76,7 +76,7 @@ describe('applyEvents', () => {
   it('a transient push error aborts before the flush; a permanent one fails the attempt', async () => {
     const def = { name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
     const failing = (error: JobqError): TaskQueue => {
-      const queue = new InMemoryTaskQueue();
+      const queue = new MemoryTaskQueue();
       queue.send = () => Promise.reject(error);
       return queue;
     };
@@ -98,7 +98,7 @@ describe('applyEvents', () => {
       tasks: [...parents.map((name) => ({ name, kwargs: { cmd: 'true' } })), { name: 'child', depends_on: parents, kwargs: { cmd: 'true' } }],
     });
     const store = new FakeStore(rt);
-    const queue = new InMemoryTaskQueue({ maxMessageBytes: 4096 });
+    const queue = new MemoryTaskQueue({ maxMessageBytes: 4096 });
     const written: unknown[] = [];
     const ctx = context(store, queue, {
       putUpstreamOverflow: (workflowId, taskName, attemptNo, compact) => {
@@ -129,7 +129,7 @@ describe('applyEvents', () => {
 
     it('starts the next batch from its own last save instead of reading the blob', async () => {
       const store = new FakeStore(runtimeOf(def));
-      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      const ctx = { ...context(store, new MemoryTaskQueue()), cache: new RuntimeCache() };
       await applyEvents(ctx, 'wf1', activate, { useCache: true });
       expect(store.loads).toBe(1);
       expect(await applyEvents(ctx, 'wf1', done('a'), { useCache: true })).toMatchObject({ kind: 'applied', saved: true });
@@ -145,7 +145,7 @@ describe('applyEvents', () => {
 
     it('a stale entry (the blob changed behind it) fails the save with 412, is dropped, and the blob is read and re-applied', async () => {
       const store = new FakeStore(runtimeOf(def));
-      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      const ctx = { ...context(store, new MemoryTaskQueue()), cache: new RuntimeCache() };
       await applyEvents(ctx, 'wf1', activate, { useCache: true });
       store.etag += 5; // someone else wrote
       expect(await applyEvents(ctx, 'wf1', done('a'), { useCache: true })).toMatchObject({ kind: 'applied', saved: true });
@@ -156,7 +156,7 @@ describe('applyEvents', () => {
 
     it('a batch that changes nothing on a cached runtime is confirmed against the blob before it counts as applied', async () => {
       const store = new FakeStore(runtimeOf(def));
-      const ctx = { ...context(store, new InMemoryTaskQueue()), cache: new RuntimeCache() };
+      const ctx = { ...context(store, new MemoryTaskQueue()), cache: new RuntimeCache() };
       await applyEvents(ctx, 'wf1', activate, { useCache: true });
       await applyEvents(ctx, 'wf1', done('a'), { useCache: true });
       const loads = store.loads;
@@ -182,6 +182,6 @@ describe('applyEvents', () => {
   });
 
   it('an unknown workflow is missing', async () => {
-    expect(await applyEvents(context(new FakeStore(null), new InMemoryTaskQueue()), 'nope', activate)).toEqual({ kind: 'missing' });
+    expect(await applyEvents(context(new FakeStore(null), new MemoryTaskQueue()), 'nope', activate)).toEqual({ kind: 'missing' });
   });
 });

@@ -27,4 +27,6 @@ export type {
 } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } from './output-store';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
+export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
+export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';

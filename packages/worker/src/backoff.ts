@@ -1,3 +1,4 @@
+import { realClock, type Clock } from '@jobq/ports';
 import { setLongTimeout } from './long-timer';
 
 /** Exponential back-off: `initialInMs`, doubling (× `factor`) up to `maxInMs`; `reset()` after success. */
@@ -29,13 +30,16 @@ export class Backoff {
 export interface SleepOptions {
   /** Ends the sleep early (resolves, never rejects). */
   signal?: AbortSignal;
-  /** Do not keep the process alive for this timer. */
+  /** Do not keep the process alive for this timer (real clock only). */
   unref?: boolean;
+  /** The clock to wait on (default the real one). */
+  clock?: Clock;
 }
 
 /** Waits `ms` milliseconds (any length, see {@link setLongTimeout}), or less when `signal` fires. Always resolves. */
 export function sleep(ms: number, options: SleepOptions = {}): Promise<void> {
-  const { signal } = options;
+  const { signal, clock = realClock } = options;
+  if (clock !== realClock) return clock.sleep(ms, signal);
   return new Promise((resolve) => {
     if (signal?.aborted || ms <= 0) {
       resolve();

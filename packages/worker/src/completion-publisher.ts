@@ -1,5 +1,5 @@
 import { type Completion, completionMessageId, encodeCompletion } from '@jobq/dag-core';
-import { isJobqError, type TaskQueue } from '@jobq/ports';
+import { isJobqError, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 
 /** Exponential back-off between completion sends (SPEC §8.3: 1 s → 60 s cap). */
@@ -19,8 +19,10 @@ export interface PublishCompletionOptions {
   maxAttempts?: number;
   backoff?: BackoffSettings;
   log?: (line: string) => void;
-  /** Waits between attempts; injectable for tests. */
+  /** Waits between attempts; injectable for tests. Default: a sleep of `clock`. */
   sleep?: (ms: number) => Promise<void>;
+  /** The clock of the back-off (default the real one). */
+  clock?: Clock;
 }
 
 /** What {@link publishCompletion} did. */
@@ -52,7 +54,8 @@ function describe(error: unknown): string {
 export async function publishCompletion(queue: TaskQueue, completion: Completion, options: PublishCompletionOptions = {}): Promise<PublishResult> {
   const maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS));
   const backoff = options.backoff ?? DEFAULT_COMPLETION_BACKOFF;
-  const sleep = options.sleep ?? sleepFor;
+  const clock = options.clock;
+  const sleep = options.sleep ?? ((ms: number) => sleepFor(ms, clock ? { clock } : {}));
   const log = options.log ?? (() => undefined);
   let body: string;
   let messageId: string;

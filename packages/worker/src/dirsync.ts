@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { JobqError } from '@jobq/ports';
 import { errorText, type LogLine } from './log';
+import type { Clock } from '@jobq/ports';
 import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Where `bg_dirsync_to` copies to: a local directory or `ACCOUNT/CONTAINER/PATH` in blob storage. */
@@ -54,6 +55,8 @@ export interface DirsyncOptions {
   /** Resolves relative local destinations (default `process.cwd()`). */
   cwd?: string;
   log?: LogLine;
+  /** The clock of the sync interval (default the real one). */
+  clock?: Clock;
 }
 
 /** A running background sync; see {@link startDirsync}. */
@@ -162,7 +165,7 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
         .finally(() => {
           if (!finished) schedule();
         });
-    }, intervalInMs).unref();
+    }, intervalInMs, options.clock).unref();
   };
   schedule();
 

@@ -1,3 +1,5 @@
+import { realClock, type Clock } from '@jobq/ports';
+
 /**
  * The longest delay `setTimeout` honours: 2^31 − 1 ms (about 24.8 days). Node fires a longer one
  * after 1 ms (with a TimeoutOverflowWarning), so a 30-day task timeout would stop the task at once.
@@ -16,9 +18,11 @@ export interface LongTimer {
  * `setTimeout` for any delay: a delay past {@link MAX_TIMER_DELAY_IN_MS} is waited out as a chain of
  * shorter timers, so it fires when it should instead of after 1 ms. `Infinity` never fires; a
  * negative or NaN delay fires on the next turn, as with `setTimeout`. Use it for every delay that
- * comes from configuration or from a task.
+ * comes from configuration or from a task. On a `clock` other than the real one (a `VirtualClock`)
+ * the timer is a sleep of that clock (`unref` does nothing there).
  */
-export function setLongTimeout(callback: () => void, delayInMs: number): LongTimer {
+export function setLongTimeout(callback: () => void, delayInMs: number, clock: Clock = realClock): LongTimer {
+  if (clock !== realClock) return clockTimer(callback, delayInMs, clock);
   let remaining = Number.isNaN(delayInMs) ? 0 : Math.max(0, delayInMs);
   let handle: NodeJS.Timeout | undefined;
   let unref = false;
@@ -44,6 +48,19 @@ export function setLongTimeout(callback: () => void, delayInMs: number): LongTim
       handle?.unref();
       return timer;
     },
+  };
+  return timer;
+}
+
+/** A {@link LongTimer} on any clock: a sleep that `clear()` ends without calling back. */
+function clockTimer(callback: () => void, delayInMs: number, clock: Clock): LongTimer {
+  const cancel = new AbortController();
+  void clock.sleep(Number.isNaN(delayInMs) ? 0 : Math.max(0, delayInMs), cancel.signal).then(() => {
+    if (!cancel.signal.aborted) callback();
+  });
+  const timer: LongTimer = {
+    clear: () => cancel.abort(),
+    unref: () => timer,
   };
   return timer;
 }

@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import type { Clock } from '@jobq/ports';
 import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 import { startDirsync, type DirsyncSession, type DirsyncUploader } from './dirsync';
 import { errorText } from './log';
@@ -38,6 +39,8 @@ export interface ShellProcessorOptions {
     /** Where the temporary directories are made (default the OS temp dir). */
     tmpRoot?: string;
   };
+  /** The clock of the task's kill delay and of the dirsync interval (default the real one). */
+  clock?: Clock;
 }
 
 function failed(error: string): ProcessOutcome {
@@ -112,6 +115,7 @@ export class ShellProcessor implements Processor {
           tmpRoot: this.options.dirsync?.tmpRoot,
           cwd: typeof cwd === 'string' ? cwd : process.cwd(),
           log: (line) => context.log(line),
+          ...(this.options.clock ? { clock: this.options.clock } : {}),
         });
       } catch (error) {
         return failed(errorText(error));
@@ -126,6 +130,7 @@ export class ShellProcessor implements Processor {
       signal: context.signal,
       killTimeoutInMs: this.killTimeoutInMs,
       onLine: (_stream, line) => context.log(line),
+      ...(this.options.clock ? { clock: this.options.clock } : {}),
     });
 
     let syncError: string | null = null;

@@ -1,5 +1,6 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
+import type { Clock } from '@jobq/ports';
 import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Options of {@link runShell}. */
@@ -19,6 +20,8 @@ export interface RunShellOptions {
   timeoutInMs?: number | null;
   /** Each line of stdout and stderr, as it comes. */
   onLine?: (stream: 'stdout' | 'stderr', line: string) => void;
+  /** The clock of `timeoutInMs` and `killTimeoutInMs` (default the real one). */
+  clock?: Clock;
 }
 
 /** How a child ended. */
@@ -97,11 +100,11 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
           result.killed = true;
           signalGroup(child.pid, 'SIGKILL');
         }
-      }, options.killTimeoutInMs);
+      }, options.killTimeoutInMs, options.clock);
     };
     const onAbort = () => stop('stopped');
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    const timeout = options.timeoutInMs != null ? setLongTimeout(() => stop('timedOut'), options.timeoutInMs) : undefined;
+    const timeout = options.timeoutInMs != null ? setLongTimeout(() => stop('timedOut'), options.timeoutInMs, options.clock) : undefined;
 
     const finish = () => {
       options.signal?.removeEventListener('abort', onAbort);

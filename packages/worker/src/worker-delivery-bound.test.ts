@@ -1,20 +1,29 @@
-import { describe, expect, it } from '@jest/globals';
+import { beforeEach, describe, expect, it } from '@jest/globals';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { JobqError, VirtualClock } from '@jobq/ports';
+import { MemoryTaskQueue } from '@jobq/memory';
 import type { Processor, TaskContext } from './processor';
 import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
-import { collectingLog, task, WrappedQueue } from './test-helpers/worker-helpers';
+import { collectingLog, runOnClock, task, WrappedQueue } from './test-helpers/worker-helpers';
 import { maxDeliveriesFromEnv, Worker, type WorkerOptions } from './worker';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
 
+// The worker, its queue and the workflow processor run on a virtual clock: a left message comes back
+// after its lock, and the worker stops at its idle timeout, without wall-clock waits.
+
 const LOCK_IN_MS = 60;
 
+/** The virtual clock of the current test. */
+let clock = new VirtualClock();
+beforeEach(() => {
+  clock = new VirtualClock();
+});
+
 /** A queue whose left messages come back after 60 ms, and that records dead-letter reasons. */
-const shortLockQueue = () => new WrappedQueue(new InMemoryTaskQueue({ lockDurationInMs: LOCK_IN_MS }));
+const shortLockQueue = () => new WrappedQueue(new MemoryTaskQueue({ lockDurationInMs: LOCK_IN_MS, clock }));
 
 function run(queue: WrappedQueue, processors: Processor[], options: Partial<WorkerOptions> = {}) {
-  return new Worker({ queue, processors, idleTimeoutInMs: 500, receiveWaitInMs: 20, maxIdleBackoffInMs: 20, log: () => undefined, ...options }).run();
+  return runOnClock(clock, new Worker({ queue, processors, idleTimeoutInMs: 500, receiveWaitInMs: 20, maxIdleBackoffInMs: 20, log: () => undefined, clock, ...options }));
 }
 
 /** A processor that leaves every message and records what it was asked. */
@@ -93,8 +102,8 @@ describe('Worker: the delivery bound', () => {
       },
       giveUp: () => Promise.reject(new Error('must not be called')),
     };
-    running.worker = new Worker({ queue, processors: [stopper], maxDeliveries: 1, idleTimeoutInMs: null, receiveWaitInMs: 20, log: () => undefined });
-    const summary = await running.worker.run();
+    running.worker = new Worker({ queue, processors: [stopper], maxDeliveries: 1, idleTimeoutInMs: null, receiveWaitInMs: 20, log: () => undefined, clock });
+    const summary = await runOnClock(clock, running.worker);
     expect(summary).toMatchObject({ left: 1, deadLettered: 0 });
     expect(queue.deadLetterReasons).toEqual([]);
   });
@@ -106,7 +115,7 @@ describe('Worker: the delivery bound', () => {
     for (const bad of ['0', '-1', '2.5', 'ten', '1e3']) {
       expect(() => maxDeliveriesFromEnv({ JOBQ_MAX_DELIVERIES: bad })).toThrow(/JOBQ_MAX_DELIVERIES must be an integer/);
     }
-    expect(() => new Worker({ queue: new InMemoryTaskQueue(), processors: [], maxDeliveries: 0 })).toThrow(RangeError);
+    expect(() => new Worker({ queue: new MemoryTaskQueue(), processors: [], maxDeliveries: 0 })).toThrow(RangeError);
   });
 });
 
@@ -124,6 +133,7 @@ describe('WorkflowProcessor under the delivery bound', () => {
       killTimeoutInMs: 1_000,
       completionSendMaxAttempts: 3,
       completionBackoff: { initialInMs: 1, maxInMs: 2 },
+      clock,
       ...overrides,
     });
     return { completions, outputs, processor };
@@ -137,7 +147,7 @@ describe('WorkflowProcessor under the delivery bound', () => {
     const queue = shortLockQueue();
     await queue.send({ body: encodeTaskMessage(input()) });
     const out = collectingLog();
-    await new Worker({ queue, processors: [processor], idleTimeoutInMs: 20, receiveWaitInMs: 0, maxIdleBackoffInMs: 1_000, log: out.log }).run();
+    await runOnClock(clock, new Worker({ queue, processors: [processor], idleTimeoutInMs: 20, receiveWaitInMs: 0, maxIdleBackoffInMs: 1_000, log: out.log, clock }));
     expect(completions.sendCalls).toBe(1);
     expect(out.lines).toContain(
       '[wf-bound/a/2] left for redelivery: the completion of task "a" was refused by the completion queue: Server failed to authenticate the request (403); the message is left for redelivery (it may go through once that is fixed)',

@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
+import { VirtualClock } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
 import type { Processor } from './processor';
 import { ShellProcessor } from './shell-processor';
-import { collectingLog, lines, task, tempDir, waitFor, WrappedQueue } from './test-helpers/worker-helpers';
-import { Worker, type WorkerOptions } from './worker';
+import { collectingLog, lines, runOnClock, task, tempDir, waitFor, WrappedQueue } from './test-helpers/worker-helpers';
+import { Worker, type WorkerOptions, type WorkerSummary } from './worker';
 
 const shell = () => new ShellProcessor({ killTimeoutInMs: 2_000 });
 
@@ -15,12 +16,27 @@ function fastWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue
   return new Worker({ processors: [shell()], idleTimeoutInMs: 400, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, ...options });
 }
 
-describe('Worker on the in-memory queue', () => {
+/**
+ * The worker loop and the in-memory queue on a virtual clock (the idle timeout, back-off and locks
+ * take no wall-clock time); processes, when a test runs some, run in real time, as does the shell
+ * processor's kill delay.
+ */
+function virtual(): { clock: VirtualClock; queue: (options?: { lockDurationInMs?: number }) => MemoryTaskQueue; run: (options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue'>) => Promise<WorkerSummary> } {
+  const clock = new VirtualClock();
+  return {
+    clock,
+    queue: (options = {}) => new MemoryTaskQueue({ ...options, clock }),
+    run: (options) => runOnClock(clock, fastWorker({ ...options, clock })),
+  };
+}
+
+describe('Worker on the in-memory queue, in virtual time', () => {
   it('runs a plain task, completes it, and logs its stdout and stderr lines with the task id', async () => {
-    const queue = new InMemoryTaskQueue();
+    const v = virtual();
+    const queue = v.queue();
     await queue.send(task('t-ok', { cmd: 'echo hello; echo oops >&2' }));
     const out = collectingLog();
-    const summary = await fastWorker({ queue, log: out.log }).run();
+    const summary = await v.run({ queue, log: out.log });
     expect(summary).toMatchObject({ processed: 1, succeeded: 1, failed: 0, deadLettered: 0 });
     expect(await queue.approximateMessageCount()).toBe(0);
     expect(out.lines).toEqual(expect.arrayContaining(['[t-ok] hello', '[t-ok] oops', '[t-ok] done']));
@@ -29,10 +45,11 @@ describe('Worker on the in-memory queue', () => {
 
   it('retries a failing task num_retries times, then dead-letters it', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const v = virtual();
+    const queue = v.queue();
     await queue.send(task('t-fail', { cmd: `echo run >> ${dir}/runs; exit 3` }, 1));
     const out = collectingLog();
-    const summary = await fastWorker({ queue, log: out.log }).run();
+    const summary = await v.run({ queue, log: out.log });
     expect(lines(join(dir, 'runs'))).toHaveLength(2);
     expect(summary).toMatchObject({ processed: 2, failed: 2, abandoned: 1, deadLettered: 1 });
     expect(await queue.approximateMessageCount()).toBe(0);
@@ -42,10 +59,11 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('dead-letters a body that is not an envelope at once, and a task no processor accepts', async () => {
-    const queue = new InMemoryTaskQueue();
+    const v = virtual();
+    const queue = v.queue();
     await queue.send([{ body: 'not json' }, task('wf', { __workflow_id: 'w', __workflow_task: 'a' })]);
     const out = collectingLog();
-    const summary = await fastWorker({ queue, log: out.log }).run();
+    const summary = await v.run({ queue, log: out.log });
     expect(summary).toMatchObject({ processed: 2, deadLettered: 2, failed: 0 });
     expect(await queue.deadLetterQueue().approximateMessageCount()).toBe(2);
     expect(out.lines.some((l) => l.includes('poison message'))).toBe(true);
@@ -53,18 +71,109 @@ describe('Worker on the in-memory queue', () => {
   });
 
   it('counts a processor that throws as a failure', async () => {
-    const queue = new InMemoryTaskQueue();
+    const v = virtual();
+    const queue = v.queue();
     await queue.send(task('t-throw', { x: 1 }));
     const thrower: Processor = { name: 'thrower', accepts: () => true, process: () => Promise.reject(new Error('boom')) };
     const out = collectingLog();
-    const summary = await fastWorker({ queue, processors: [thrower], log: out.log }).run();
+    const summary = await v.run({ queue, processors: [thrower], log: out.log });
     expect(summary).toMatchObject({ failed: 1, deadLettered: 1 });
     expect(out.lines.some((l) => l.includes('threw: boom'))).toBe(true);
   });
 
+  it('keeps one task env out of the next task and out of process.env', async () => {
+    const { dir, cleanup } = tempDir();
+    const v = virtual();
+    const queue = v.queue();
+    await queue.send(task('t-env1', { cmd: `echo "$JOBQ_TEST_LEAK" >> ${dir}/env`, env: { JOBQ_TEST_LEAK: 'secret' } }));
+    await queue.send(task('t-env2', { cmd: `echo "\${JOBQ_TEST_LEAK-unset}" >> ${dir}/env` }));
+    const summary = await v.run({ queue });
+    expect(summary.succeeded).toBe(2);
+    expect(lines(join(dir, 'env'))).toEqual(['secret', 'unset']);
+    expect(process.env.JOBQ_TEST_LEAK).toBeUndefined();
+    cleanup();
+  });
+
+  it('resolves run() after the idle timeout, backing off between empty receives', async () => {
+    const v = virtual();
+    const slow = new WrappedQueue(v.queue());
+    const fast = new WrappedQueue(v.queue());
+    // Same window (1.5 s idle timeout, receives return at once): back-off up to 5 s vs capped at 20 ms.
+    await Promise.all([
+      runOnClock(v.clock, new Worker({ queue: slow, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined, clock: v.clock })),
+      runOnClock(v.clock, new Worker({ queue: fast, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 20, log: () => undefined, clock: v.clock })),
+    ]);
+    expect(slow.receiveCalls).toBe(5); // at 0, 100, 300, 700 ms, then at the timeout (1.5 s)
+    expect(fast.receiveCalls).toBe(1_500 / 20 + 1); // every 20 ms from 0 to 1.5 s
+  });
+
+  it('logs and retries transient receive errors', async () => {
+    const v = virtual();
+    const queue = new WrappedQueue(v.queue());
+    queue.failReceives = 3;
+    await queue.send(task('t-after-outage', { cmd: 'true' }));
+    const out = collectingLog();
+    const summary = await v.run({ queue, log: out.log });
+    expect(summary.succeeded).toBe(1);
+    expect(out.lines.filter((l) => l.includes('simulated outage'))).toHaveLength(3);
+  });
+
+  it('runs numWorkers tasks at the same time', async () => {
+    const { dir, cleanup } = tempDir();
+    const v = virtual();
+    const queue = v.queue();
+    // Each task waits until all three have started: only concurrent slots can finish them.
+    const cmd = (n: number) => `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
+    await queue.send([1, 2, 3].map((n) => task(`t-par${n}`, { cmd: cmd(n) })));
+    const summary = await v.run({ queue, numWorkers: 3 });
+    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+    cleanup();
+  });
+
+  it('asks for as many messages as it has free slots, never more, and takes several per call', async () => {
+    const v = virtual();
+    const queue = v.queue();
+    const asked: number[] = [];
+    const got: number[] = [];
+    const receive = queue.receive.bind(queue);
+    queue.receive = async (options) => {
+      const messages = await receive(options);
+      if (messages.length > 0) {
+        asked.push(options.maxMessages);
+        got.push(messages.length);
+      }
+      return messages;
+    };
+    let running = 0;
+    let peak = 0;
+    const gate: Processor = {
+      name: 'gate',
+      accepts: () => true,
+      process: async () => {
+        peak = Math.max(peak, ++running);
+        await v.clock.sleep(30);
+        running--;
+        return { kind: 'done' };
+      },
+    };
+    await queue.send(Array.from({ length: 8 }, (_, n) => task(`t-batch${n}`, { cmd: 'true' })));
+    const summary = await v.run({ queue, numWorkers: 4, processors: [gate] });
+    expect(summary).toMatchObject({ succeeded: 8, failed: 0 });
+    expect(peak).toBe(4);
+    expect(Math.max(...asked)).toBe(4);
+    expect(got.reduce((a, b) => a + b, 0)).toBe(8);
+    // The first call fills all four slots; later ones take what freed up together (not one per task).
+    expect(got[0]).toBe(4);
+    expect(got.length).toBeLessThanOrEqual(4);
+  });
+});
+
+// These race child processes against the worker's timers (a lock renewal, the stop grace), so both
+// run in real time.
+describe('Worker on the in-memory queue, in real time', () => {
   it('stops the subprocess when the lock is lost, and does not settle the message', async () => {
     const { dir, cleanup } = tempDir();
-    const inner = new InMemoryTaskQueue({ lockDurationInMs: 400 });
+    const inner = new MemoryTaskQueue({ lockDurationInMs: 400 });
     const queue = new WrappedQueue(inner);
     queue.loseLocks = true;
     queue.deliverAtMost = 1;
@@ -79,7 +188,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('stop() lets a task that ends within the grace period complete', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-grace', { cmd: `touch ${dir}/started; sleep 0.5; echo ok > ${dir}/done` }));
     const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 5_000 });
     const running = worker.run();
@@ -94,7 +203,7 @@ describe('Worker on the in-memory queue', () => {
 
   it('installSignalHandlers: SIGTERM stops gracefully; a second SIGINT aborts running tasks now', async () => {
     const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
+    const queue = new MemoryTaskQueue();
     await queue.send(task('t-sig', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; touch ${dir}/started; sleep 30 & wait $!` }));
     const worker = fastWorker({ queue, idleTimeoutInMs: null, gracePeriodInMs: 30_000 });
     const listenersBefore = process.listenerCount('SIGTERM') + process.listenerCount('SIGINT');
@@ -116,88 +225,6 @@ describe('Worker on the in-memory queue', () => {
       cleanup();
     }
     expect(process.listenerCount('SIGTERM') + process.listenerCount('SIGINT')).toBe(listenersBefore);
-  });
-
-  it('keeps one task env out of the next task and out of process.env', async () => {
-    const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
-    await queue.send(task('t-env1', { cmd: `echo "$JOBQ_TEST_LEAK" >> ${dir}/env`, env: { JOBQ_TEST_LEAK: 'secret' } }));
-    await queue.send(task('t-env2', { cmd: `echo "\${JOBQ_TEST_LEAK-unset}" >> ${dir}/env` }));
-    const summary = await fastWorker({ queue }).run();
-    expect(summary.succeeded).toBe(2);
-    expect(lines(join(dir, 'env'))).toEqual(['secret', 'unset']);
-    expect(process.env.JOBQ_TEST_LEAK).toBeUndefined();
-    cleanup();
-  });
-
-  it('resolves run() after the idle timeout, backing off between empty receives', async () => {
-    const slow = new WrappedQueue(new InMemoryTaskQueue());
-    const fast = new WrappedQueue(new InMemoryTaskQueue());
-    // Same window (1.5 s idle timeout, receives return at once): back-off up to 5 s vs capped at 20 ms.
-    await Promise.all([
-      new Worker({ queue: slow, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined }).run(),
-      new Worker({ queue: fast, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 20, log: () => undefined }).run(),
-    ]);
-    expect(slow.receiveCalls).toBeGreaterThanOrEqual(3); // 100, 200, 400, 800 ms … then the timeout
-    expect(slow.receiveCalls).toBeLessThanOrEqual(10);
-    expect(fast.receiveCalls).toBeGreaterThan(slow.receiveCalls * 3);
-  });
-
-  it('logs and retries transient receive errors', async () => {
-    const queue = new WrappedQueue(new InMemoryTaskQueue());
-    queue.failReceives = 3;
-    await queue.send(task('t-after-outage', { cmd: 'true' }));
-    const out = collectingLog();
-    const summary = await fastWorker({ queue, log: out.log }).run();
-    expect(summary.succeeded).toBe(1);
-    expect(out.lines.filter((l) => l.includes('simulated outage'))).toHaveLength(3);
-  });
-
-  it('runs numWorkers tasks at the same time', async () => {
-    const { dir, cleanup } = tempDir();
-    const queue = new InMemoryTaskQueue();
-    // Each task waits until all three have started: only concurrent slots can finish them.
-    const cmd = (n: number) => `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
-    await queue.send([1, 2, 3].map((n) => task(`t-par${n}`, { cmd: cmd(n) })));
-    const summary = await fastWorker({ queue, numWorkers: 3 }).run();
-    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
-    cleanup();
-  });
-
-  it('asks for as many messages as it has free slots, never more, and takes several per call', async () => {
-    const queue = new InMemoryTaskQueue();
-    const asked: number[] = [];
-    const got: number[] = [];
-    const receive = queue.receive.bind(queue);
-    queue.receive = async (options) => {
-      const messages = await receive(options);
-      if (messages.length > 0) {
-        asked.push(options.maxMessages);
-        got.push(messages.length);
-      }
-      return messages;
-    };
-    let running = 0;
-    let peak = 0;
-    const gate: Processor = {
-      name: 'gate',
-      accepts: () => true,
-      process: async () => {
-        peak = Math.max(peak, ++running);
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        running--;
-        return { kind: 'done' };
-      },
-    };
-    await queue.send(Array.from({ length: 8 }, (_, n) => task(`t-batch${n}`, { cmd: 'true' })));
-    const summary = await fastWorker({ queue, numWorkers: 4, processors: [gate] }).run();
-    expect(summary).toMatchObject({ succeeded: 8, failed: 0 });
-    expect(peak).toBe(4);
-    expect(Math.max(...asked)).toBe(4);
-    expect(got.reduce((a, b) => a + b, 0)).toBe(8);
-    // The first call fills all four slots; later ones take what freed up together (not one per task).
-    expect(got[0]).toBe(4);
-    expect(got.length).toBeLessThanOrEqual(4);
   });
 });
 

@@ -1,5 +1,5 @@
 import { decodeEnvelope, type Envelope } from '@jobq/dag-core';
-import { isJobqError, JobqError, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { clockTimeout, isJobqError, JobqError, realClock, type Clock, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { envValue } from './config';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine } from './log';
@@ -32,6 +32,12 @@ export interface WorkerOptions {
    * accepted it gets {@link Processor.giveUp}.
    */
   maxDeliveries?: number;
+  /**
+   * The time of the loop: receive back-off, the idle timeout, lock renewals, the stop grace
+   * period, settlement retries (default the real clock; tests hand in a `VirtualClock`). The
+   * processors take their own.
+   */
+  clock?: Clock;
 }
 
 /** Default of {@link WorkerOptions.maxDeliveries} (`JOBQ_MAX_DELIVERIES`). */
@@ -92,12 +98,12 @@ const FATAL_RECEIVE_CODES = new Set(['auth', 'invalid-config', 'not-found', 'inv
 const MAX_RECEIVE_PER_CALL = 32;
 
 /** Sleeps `ms`, or less when `signal` fires or one of `tasks` settles; the timer never outlives the call. */
-async function sleepUntilFirst(ms: number, signal: AbortSignal, tasks: Iterable<Promise<void>>): Promise<void> {
+async function sleepUntilFirst(clock: Clock, ms: number, signal: AbortSignal, tasks: Iterable<Promise<void>>): Promise<void> {
   const wake = new AbortController();
   const onAbort = () => wake.abort();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    await Promise.race([sleep(ms, { signal: wake.signal }), ...tasks]);
+    await Promise.race([sleep(ms, { signal: wake.signal, clock }), ...tasks]);
   } finally {
     wake.abort();
     signal.removeEventListener('abort', onAbort);
@@ -135,13 +141,14 @@ export class Worker {
   private readonly receiveWaitInMs: number;
   private readonly maxDeliveries: number;
   private readonly log: LogLine;
+  private readonly clock: Clock;
 
   private summary: WorkerSummary = { processed: 0, succeeded: 0, failed: 0, deadLettered: 0, left: 0, abandoned: 0, lockLost: 0 };
   private readonly stopController = new AbortController();
   private readonly tasks = new Set<RunningTask>();
   private stopGraceInMs: number | null = null;
   private stopRequestedAt = 0;
-  private lastActivity = Date.now();
+  private lastActivity: number;
   private active = 0;
   private fatal: Error | undefined;
   private finished: Promise<void> | undefined;
@@ -161,6 +168,8 @@ export class Worker {
     if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1)) throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
     this.maxDeliveries = maxDeliveries;
     this.log = options.log ?? stderrLog;
+    this.clock = options.clock ?? realClock;
+    this.lastActivity = this.clock.now();
   }
 
   /** True once `stop()` was called or the idle timeout passed. */
@@ -175,7 +184,7 @@ export class Worker {
    */
   async run(): Promise<WorkerSummary> {
     if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
-    this.lastActivity = Date.now();
+    this.lastActivity = this.clock.now();
     this.finished = this.feedLoop();
     await this.finished;
     if (this.fatal !== undefined) throw this.fatal;
@@ -190,7 +199,7 @@ export class Worker {
   async stop(options: StopOptions = {}): Promise<void> {
     const grace = Math.max(0, options.gracePeriodInMs ?? this.gracePeriodInMs);
     if (!this.stopping) {
-      this.stopRequestedAt = Date.now();
+      this.stopRequestedAt = this.clock.now();
       this.log(`stopping: no new work${this.tasks.size > 0 ? `; ${this.tasks.size} running task(s) get ${Math.round(grace / 1000)}s to finish` : ''}`);
       this.stopController.abort('stop');
     }
@@ -235,11 +244,11 @@ export class Worker {
     task.graceTimer?.clear();
     task.graceDeadline = deadline;
     // Not unref'd: the abort must happen even if the task holds nothing else open.
-    task.graceTimer = setLongTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - Date.now()));
+    task.graceTimer = setLongTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - this.clock.now()), this.clock);
   }
 
   private idleExpired(): boolean {
-    return this.idleTimeoutInMs !== null && this.active === 0 && Date.now() - this.lastActivity >= this.idleTimeoutInMs;
+    return this.idleTimeoutInMs !== null && this.active === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs;
   }
 
   /**
@@ -260,9 +269,9 @@ export class Worker {
       if (fewFree()) {
         // A slot just freed while others still run: give the others a moment to finish too, so one
         // receive call fetches work for several slots (a few ms against one transaction per slot).
-        const until = Date.now() + RECEIVE_GATHER_IN_MS;
-        while (!this.stopping && fewFree() && Date.now() < until) {
-          await sleepUntilFirst(Math.max(1, until - Date.now()), signal, running);
+        const until = this.clock.now() + RECEIVE_GATHER_IN_MS;
+        while (!this.stopping && fewFree() && this.clock.now() < until) {
+          await sleepUntilFirst(this.clock, Math.max(1, until - this.clock.now()), signal, running);
         }
       }
       const free = Math.min(this.numWorkers - this.active, MAX_RECEIVE_PER_CALL);
@@ -279,7 +288,7 @@ export class Worker {
         }
         const delay = backoff.next();
         this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; retrying in ${delay} ms`);
-        await sleep(delay, { signal });
+        await sleep(delay, { signal, clock: this.clock });
         continue;
       }
       if (messages.length === 0) {
@@ -292,14 +301,14 @@ export class Worker {
         }
         // With tasks running, a slot that frees up ends the wait early.
         let delay = backoff.next();
-        if (this.idleTimeoutInMs !== null) delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - Date.now()));
-        await sleepUntilFirst(delay, signal, running);
+        if (this.idleTimeoutInMs !== null) delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - this.clock.now()));
+        await sleepUntilFirst(this.clock, delay, signal, running);
         continue;
       }
       backoff.reset();
       for (const message of messages) {
         this.active++;
-        this.lastActivity = Date.now();
+        this.lastActivity = this.clock.now();
         const task: Promise<void> = this.handle(message)
           .catch((error: unknown) => {
             // handle() catches everything it expects; this is a bug guard so the loop never dies.
@@ -307,7 +316,7 @@ export class Worker {
           })
           .finally(() => {
             this.active--;
-            this.lastActivity = Date.now();
+            this.lastActivity = this.clock.now();
             running.delete(task);
           });
         running.add(task);
@@ -444,12 +453,12 @@ export class Worker {
         }
         const retryable = !isJobqError(error) || error.retryable;
         const delay = backoff.next();
-        if (!retryable || Date.now() + delay >= message.lockedUntil.getTime()) {
+        if (!retryable || this.clock.now() + delay >= message.lockedUntil.getTime()) {
           log(`could not ${what} message ${message.messageId}: ${errorText(error)} (it will be delivered again)`);
           return false;
         }
         log(`${what} of message ${message.messageId} failed: ${errorText(error)}; retrying in ${delay} ms`);
-        await sleep(delay);
+        await sleep(delay, { clock: this.clock });
       }
     }
   }
@@ -472,22 +481,24 @@ export class Worker {
     };
     const schedule = (delay: number) => {
       if (stopped) return;
-      timer = setLongTimeout(tick, delay).unref();
+      timer = setLongTimeout(tick, delay, this.clock).unref();
     };
     const renewOnce = async () => {
       if (stopped) return;
-      const left = message.lockedUntil.getTime() - Date.now();
-      const signal = AbortSignal.timeout(Math.max(500, left));
+      const left = message.lockedUntil.getTime() - this.clock.now();
+      const limit = clockTimeout(this.clock, Math.max(500, left));
       try {
-        await this.queue.renewLock(message, { abortSignal: signal });
+        await this.queue.renewLock(message, { abortSignal: limit.signal });
         schedule(interval);
       } catch (error) {
         if (stopped) return;
         if (isJobqError(error, 'lock-lost')) return loseLock(errorText(error));
-        const remaining = message.lockedUntil.getTime() - Date.now();
+        const remaining = message.lockedUntil.getTime() - this.clock.now();
         if (remaining <= 0) return loseLock(`renewal failing until the lock ended: ${errorText(error)}`);
         log(`lock renewal failed: ${errorText(error)}; retrying`);
         schedule(Math.max(50, Math.min(interval, Math.floor(remaining / 4))));
+      } finally {
+        limit.clear();
       }
     };
     const tick = () => {

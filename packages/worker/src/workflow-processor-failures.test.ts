@@ -2,10 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { JobqError, VirtualClock } from '@jobq/ports';
+import { MemoryTaskQueue } from '@jobq/memory';
 import { memoryOutputs, memoryWorkflowProcessor } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
+import { runOnClock } from './test-helpers/worker-helpers';
 import { Worker } from './worker';
 import type { WorkflowProcessorOptions } from './workflow-processor';
 
@@ -33,12 +34,16 @@ function task(taskName: string, kwargs: Record<string, unknown>, attemptNo = 1):
   return { workflowId: 'wf-fail', taskName, attemptNo, kwargs };
 }
 
-/** Runs the message through a worker on an in-memory queue: what was sent, and what is left on the queues. */
+/**
+ * Runs the message through a worker on an in-memory queue, on a virtual clock (the worker stops at its
+ * idle timeout without a wall-clock wait): what was sent, and what is left on the queues.
+ */
 async function throughWorker(input: TaskMessageInput, overrides: Partial<WorkflowProcessorOptions> = {}) {
-  const { completions, processor } = setup(overrides);
-  const queue = new InMemoryTaskQueue();
+  const clock = new VirtualClock();
+  const { completions, processor } = setup({ clock, ...overrides });
+  const queue = new MemoryTaskQueue({ clock });
   await queue.send({ body: encodeTaskMessage(input) });
-  const summary = await new Worker({ queue, processors: [processor], idleTimeoutInMs: 200, receiveWaitInMs: 20, maxIdleBackoffInMs: 50, log: () => undefined }).run();
+  const summary = await runOnClock(clock, new Worker({ queue, processors: [processor], idleTimeoutInMs: 200, receiveWaitInMs: 20, maxIdleBackoffInMs: 50, log: () => undefined, clock }));
   return {
     summary,
     sent: completions.forAttempt(input.workflowId, input.taskName, input.attemptNo),

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Completion, TaskMessageInput } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import type { TaskQueue } from '@jobq/ports';
+import { VirtualClock, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
 import { drainCompletions, flakyQueue, waitFor, workflowContext } from './test-helpers/workflow-fixtures';
@@ -144,12 +144,22 @@ describe('WorkflowProcessor', () => {
   });
 
   it('non-zero exit fails with the exit code; the task timeout from the message stops it locally', async () => {
-    const p = processor({ killTimeoutInMs: 300 });
+    const clock = new VirtualClock();
+    const p = processor({ killTimeoutInMs: 60_000, clock });
     const failed = await runOne(p, task('wf-exit', 'a', 'echo oops >&2; exit 7'));
     expect(only(failed.published)).toMatchObject({ success: false, error: 'exit code 7' });
     expect(failed.lines).toContain('oops');
-    const slow = await runOne(p, task('wf-exit', 'b', 'sleep 20', { timeoutS: 1 }));
-    expect(only(slow.published)).toMatchObject({ success: false, error: 'timed out after 1s' });
+    // The 1 s limit is on the processor's (virtual) clock: moved past once the process runs, the
+    // process gets SIGTERM at once; the kill delay after it never passes (time stands still).
+    const context = workflowContext(task('wf-exit', 'b', 'echo up; sleep 20', { timeoutS: 1 }));
+    let outcome: unknown;
+    void p.process(context).then((o) => (outcome = o));
+    expect(await clock.advanceUntil(() => context.lines.includes('up'), { withinMs: 0 })).toBe(true);
+    await clock.advance(999);
+    expect(outcome).toBeUndefined();
+    await clock.advance(1);
+    expect(await clock.advanceUntil(() => outcome !== undefined, { withinMs: 0 })).toBe(true);
+    expect(only(await drainCompletions(completions))).toMatchObject({ success: false, error: 'timed out after 1s' });
   });
 
   it('gives the task every JOBQ_* variable, the user env and the upstream refs file', async () => {
@@ -294,12 +304,13 @@ describe('WorkflowProcessor', () => {
 
   it('a lost lock stops the task and leaves the message without a completion', async () => {
     const controller = new AbortController();
-    const context = workflowContext(task('wf-lock', 'a', 'sleep 20'), controller.signal);
+    const context = workflowContext(task('wf-lock', 'a', 'echo up; sleep 20'), controller.signal);
     const running = processor({ killTimeoutInMs: 200 }).process(context);
-    setTimeout(() => controller.abort(new Error('lock lost')), 200);
+    await waitFor(() => context.lines.includes('up'), 10_000, 'the task to start');
+    controller.abort(new Error('lock lost'));
     const outcome = await running;
     expect(outcome).toMatchObject({ kind: 'leave' });
     expect(outcome.kind === 'leave' && outcome.reason).toMatch(/lock lost/);
-    expect(await drainCompletions(completions, 200)).toEqual([]);
+    expect(await drainCompletions(completions)).toEqual([]);
   });
 });

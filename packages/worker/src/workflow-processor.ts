@@ -11,7 +11,7 @@ import {
   utf8ByteLength,
   type WorkflowTaskInfo,
 } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OutputStore, type TaskQueue } from '@jobq/ports';
+import { JobqError, isJobqError, realClock, type Clock, type OutputStore, type TaskQueue } from '@jobq/ports';
 import { giveToTaskUser, prepareAttemptDir, removeAttemptDir } from './attempt-dir';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
 import {
@@ -87,8 +87,13 @@ export interface WorkflowProcessorOptions {
    * (`invalid-config` otherwise); `tempDir` and the tasks' `cwd` must be usable by that user.
    */
   taskUser?: TaskUser | null;
-  /** The clock of the completions' `startedAt` (default `() => new Date()`). */
+  /** The clock of the completions' `startedAt` (default: the time of `clock`). */
   now?: () => Date;
+  /**
+   * The time of the processor: the cancel-flag poll and cache, the completion back-off, and the
+   * task's time limit and kill delay (handed to `runCommand`). Default the real clock.
+   */
+  clock?: Clock;
 }
 
 /** What one attempt carries from start to end. */
@@ -166,6 +171,7 @@ export class WorkflowProcessor implements Processor {
   private readonly cancelPollJitter: number;
   private readonly random: () => number;
   private readonly taskUser: TaskUser | null;
+  private readonly clock: Clock;
   private lastConfigError: JobqError | null = null;
   /** Deliveries whose completion was sent: a throw after that must not send a second one. */
   private readonly reported = new WeakSet<TaskContext>();
@@ -181,10 +187,13 @@ export class WorkflowProcessor implements Processor {
     this.random = options.random ?? Math.random;
     this.taskUser = options.taskUser ?? null;
     if (this.taskUser !== null) checkTaskUser(this.taskUser);
+    this.clock = options.clock ?? realClock;
+    const clock = this.clock;
     this.cancelFlags = new CancelFlagCache(options.isCancelled, {
       ttlInMs: this.cancelPollIntervalInMs,
       jitter: this.cancelPollJitter,
       random: this.random,
+      now: () => clock.now(),
       log: (line) => options.log?.(line),
     });
   }
@@ -371,7 +380,7 @@ export class WorkflowProcessor implements Processor {
       else delete env.JOBQ_WORKFLOW_BLOBS;
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
-      state.startedAt = (this.options.now ?? (() => new Date()))().toISOString();
+      state.startedAt = (this.options.now ?? (() => new Date(this.clock.now())))().toISOString();
       const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
       await channel.close(); // the attempt's process is gone: nothing may use the channel any more
@@ -443,7 +452,7 @@ export class WorkflowProcessor implements Processor {
     let finished = false;
     let timer: LongTimer | undefined;
     const schedule = () => {
-      timer = setLongTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random));
+      timer = setLongTimeout(() => void poll(), jittered(this.cancelPollIntervalInMs, this.cancelPollJitter, this.random), this.clock);
     };
     const poll = async () => {
       const isCancelled = await this.cancelFlags.isCancelled(info.workflowId).catch(() => false);
@@ -466,6 +475,7 @@ export class WorkflowProcessor implements Processor {
         signal: stop.signal,
         ...(this.taskUser !== null ? { uid: this.taskUser.uid, gid: this.taskUser.gid } : {}),
         killTimeoutInMs: this.killTimeoutInMs,
+        clock: this.clock,
         timeoutInMs,
         onLine: (_stream, line) => context.log(line),
       });
@@ -479,7 +489,7 @@ export class WorkflowProcessor implements Processor {
 
   /** Publishes the completion; `done` once sent, `leave` when the attempts ran out. */
   private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
-    const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line) };
+    const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line), clock: this.clock };
     let sending = completion;
     let sent = await publishCompletion(this.options.completions, sending, options);
     if (!sent.sent && sent.tooLarge && completion.outputRef !== null) {

@@ -1,120 +1,17 @@
-import { decodeEnvelope, decodeWorkflowTask, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import type {
-  AcquireLeaseOptions,
-  CoordinatorLease,
-  OperationOptions,
-  OutgoingMessage,
-  PeekedMessage,
-  ReceiveOptions,
-  ReceivedMessage,
-  SaveOptions,
-  SaveResult,
-  TaskQueue,
-  WorkflowStore,
-} from '@jobq/ports';
+import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import type { TaskQueue, WorkflowStore } from '@jobq/ports';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary, type WorkflowProcessorOptions } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { useHarness, type Harness } from './stack';
+import { taskNameOf, WrappedQueue } from './wrappers';
 
 export { useHarness, type Harness };
+export { countRun, outcome, taskNameOf, wrapStore, WrappedQueue, type LeaseHook, type SaveHook } from './wrappers';
 
 // The Azurite + Storage Queue + real worker harness of coordinator(-scenarios).test.ts, with seams
-// for failure injection: every port handed to the coordinator and the worker can be wrapped.
-
-/** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */
-export class WrappedQueue implements TaskQueue {
-  constructor(
-    readonly inner: TaskQueue,
-    private readonly hooks: {
-      send?: (messages: readonly OutgoingMessage[], send: () => Promise<void>) => Promise<void>;
-      receive?: (options: ReceiveOptions, receive: () => Promise<ReceivedMessage[]>) => Promise<ReceivedMessage[]>;
-      complete?: (message: ReceivedMessage, complete: () => Promise<void>) => Promise<void>;
-    } = {},
-  ) {}
-  get name(): string {
-    return this.inner.name;
-  }
-  get lockDurationInMs(): number {
-    return this.inner.lockDurationInMs;
-  }
-  get maxMessageBytes(): number {
-    return this.inner.maxMessageBytes;
-  }
-  send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
-    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
-    const send = () => this.inner.send(messages, options);
-    return this.hooks.send ? this.hooks.send(list, send) : send();
-  }
-  receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
-    const receive = () => this.inner.receive(options);
-    return this.hooks.receive ? this.hooks.receive(options, receive) : receive();
-  }
-  renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    return this.inner.renewLock(message, options);
-  }
-  complete(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    const complete = () => this.inner.complete(message, options);
-    return this.hooks.complete ? this.hooks.complete(message, complete) : complete();
-  }
-  abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    return this.inner.abandon(message, options);
-  }
-  deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
-    return this.inner.deadLetter(message, reason, options);
-  }
-  peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
-    return this.inner.peek(maxMessages, options);
-  }
-  approximateMessageCount(options?: OperationOptions): Promise<number> {
-    return this.inner.approximateMessageCount(options);
-  }
-  deadLetterQueue(): TaskQueue {
-    return this.inner.deadLetterQueue();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-/** The hook of a {@link wrapStore}d `save`: call `save()` (or not) and return its result. */
-export type SaveHook = (runtime: WorkflowRuntime, etag: string, save: () => Promise<SaveResult>, options?: SaveOptions) => Promise<SaveResult>;
-
-/** The hook of a {@link wrapStore}d `acquireLease`: call `acquire()` (or not) and return a lease. */
-export type LeaseHook = (options: AcquireLeaseOptions | undefined, acquire: () => Promise<CoordinatorLease>) => Promise<CoordinatorLease>;
-
-/** The store with its `save` (and, optionally, `acquireLease`) going through a hook; every other call is the real store's. */
-export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { acquireLease?: LeaseHook } = {}): WorkflowStore {
-  const leaseHook = hooks.acquireLease;
-  return {
-    create: (runtime, hash, options) => store.create(runtime, hash, options),
-    load: (id, options) => store.load(id, options),
-    save: (runtime, etag, options) =>
-      hook ? hook(runtime, etag, () => store.save(runtime, etag, options), options) : store.save(runtime, etag, options),
-    getWorkflow: (id, options) => store.getWorkflow(id, options),
-    listWorkflows: (filter) => store.listWorkflows(filter),
-    countWorkflows: (options) => store.countWorkflows(options),
-    listTasks: (filter) => store.listTasks(filter),
-    requestCancel: (id, at, options) => store.requestCancel(id, at, options),
-    requestRetry: (id, at, options) => store.requestRetry(id, at, options),
-    listRequests: (filter) => store.listRequests(filter),
-    clearRequest: (id, etag, options) => store.clearRequest(id, etag, options),
-    purge: (id, options) => store.purge(id, options),
-    markCorrupt: (id, reason, at, options) => store.markCorrupt(id, reason, at, options),
-    acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),
-    writeCoordinatorStats: (stats, options) => store.writeCoordinatorStats(stats, options),
-    readCoordinatorStats: (options) => store.readCoordinatorStats(options),
-  };
-}
-
-/** The task name of a task message body (null when it is not one). */
-export function taskNameOf(body: string): string | null {
-  const envelope = decodeEnvelope(body);
-  if (!envelope.ok) return null;
-  const task = decodeWorkflowTask(envelope.value.kwargs);
-  return task.ok && task.value !== null ? task.value.taskName : null;
-}
+// for failure injection (./wrappers): every port handed to the coordinator and the worker can be wrapped.
 
 export interface StackOptions {
   workers?: number;
@@ -315,11 +212,3 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
   return { prefix, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, submit, run, waitFor };
 }
-
-/** Task name → [status, attemptNo]. */
-export function outcome(runtime: WorkflowRuntime): Record<string, [string, number]> {
-  return Object.fromEntries(Object.entries(runtime.tasks).map(([name, task]) => [name, [task.status, task.attemptNo]]));
-}
-
-/** A shell command that appends a line to `path` (to count runs), then succeeds. */
-export const countRun = (path: string) => `echo run >> '${path}'`;

@@ -1,6 +1,6 @@
 import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
 import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
-import { InMemoryTaskQueue } from '@jobq/ports/testing';
+import { MemoryTaskQueue } from '@jobq/memory';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from '../workflow-processor';
 
 /** The inline limit of the real output store. */
@@ -71,7 +71,7 @@ export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; put
 }
 
 /** A completion queue that records what was sent (decoded); `failures` are thrown by the next sends. */
-export class RecordingCompletions extends InMemoryTaskQueue {
+export class RecordingCompletions extends MemoryTaskQueue {
   readonly sent: Completion[] = [];
   /** Errors the next `send` calls reject with, in order (then sends pass). */
   failures: Error[] = [];

@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeEnvelope } from '@jobq/dag-core';
-import { JobqError, type OperationOptions, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { JobqError, realClock, type Clock, type OperationOptions, type ReceiveOptions, type ReceivedMessage, type TaskQueue, type VirtualClock } from '@jobq/ports';
+import type { Worker, WorkerSummary } from '../worker';
 
 /** A jobq envelope body for a plain task. */
 export function task(id: string, kwargs: Record<string, unknown>, numRetries = 0): { body: string } {
@@ -53,7 +54,11 @@ export class WrappedQueue implements TaskQueue {
   deliverAtMost = Infinity;
   delivered = 0;
 
-  constructor(readonly inner: TaskQueue) {}
+  /** `clock`: the time of the empty answers once `deliverAtMost` is reached (the inner queue's, when it has one). */
+  constructor(
+    readonly inner: TaskQueue,
+    private readonly clock: Clock = (inner as { clock?: Clock }).clock ?? realClock,
+  ) {}
 
   get name(): string {
     return this.inner.name;
@@ -73,7 +78,7 @@ export class WrappedQueue implements TaskQueue {
       this.failReceives--;
       return Promise.reject(new JobqError('unavailable', 'receive: simulated outage'));
     }
-    if (this.delivered >= this.deliverAtMost) return new Promise((resolve) => setTimeout(() => resolve([]), Math.min(options.maxWaitTimeInMs, 50)));
+    if (this.delivered >= this.deliverAtMost) return this.clock.sleep(Math.min(options.maxWaitTimeInMs, 50), options.abortSignal).then(() => []);
     return this.inner.receive({ ...options, maxMessages: Math.min(options.maxMessages, this.deliverAtMost - this.delivered) }).then((messages) => {
       this.delivered += messages.length;
       return messages;
@@ -108,4 +113,17 @@ export class WrappedQueue implements TaskQueue {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+/** Runs a worker whose clock is `clock` until `run()` settles, moving virtual time as it goes; its summary. */
+export async function runOnClock(clock: VirtualClock, worker: Worker): Promise<WorkerSummary> {
+  let outcome: { summary: WorkerSummary } | { error: unknown } | undefined;
+  void worker.run().then(
+    (summary) => (outcome = { summary }),
+    (error: unknown) => (outcome = { error }),
+  );
+  await clock.runUntil(() => outcome !== undefined, () => 'the worker never stopped');
+  if (outcome === undefined) throw new Error('unreachable');
+  if ('error' in outcome) throw outcome.error;
+  return outcome.summary;
 }

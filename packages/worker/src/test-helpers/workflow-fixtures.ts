@@ -12,11 +12,14 @@ export function workflowContext(input: TaskMessageInput, signal: AbortSignal = n
   return { message, envelope: envelope.value, signal, lines, log: (line: string) => lines.push(line) };
 }
 
-/** Receives and deletes every completion on the queue now (waits up to `waitInMs` for the first). */
-export async function drainCompletions(queue: TaskQueue, waitInMs = 500): Promise<Completion[]> {
+/**
+ * Receives and deletes every completion on the queue now. The processor under test has sent them
+ * before it returned, so nothing is waited for (unless `waitInMs` says so).
+ */
+export async function drainCompletions(queue: TaskQueue, waitInMs = 0): Promise<Completion[]> {
   const out: Completion[] = [];
   for (;;) {
-    const batch = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: out.length === 0 ? waitInMs : 100 });
+    const batch = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: out.length === 0 ? waitInMs : 0 });
     if (batch.length === 0) return out;
     for (const message of batch) {
       const decoded = decodeCoordinatorMessage(message.body);

@@ -1,0 +1,42 @@
+import { describe, expect, it } from '@jest/globals';
+import { isJobqError } from '@jobq/ports';
+import { describeOutputStoreContract } from '@jobq/ports/testing';
+import { MemoryOutputStore } from './output-store';
+
+describeOutputStoreContract('in memory', () => {
+  const store = new MemoryOutputStore();
+  return Promise.resolve({
+    store,
+    corrupt: (target) => store.corrupt(target),
+    breakUploads: () => store.breakUploads(),
+    restoreUploads: () => store.restoreUploads(),
+    dispose: () => Promise.resolve(),
+  });
+});
+
+describe('MemoryOutputStore specifics', () => {
+  it('names its own containers in refs and overflow locations, and follows no other', async () => {
+    const store = new MemoryOutputStore({ outputsContainer: 'p-outputs', workflowsContainer: 'p-workflows' });
+    const big = JSON.stringify({ pad: 'x'.repeat(40_000) });
+    const put = await store.putOutput('wf', 'a', 1, big);
+    expect(put.ref).toMatch(/^blob:p-outputs\/outputs\/wf\/a\/1\.json:/);
+    expect(await store.putUpstreamOverflow('wf', 'b', 1, { n: ['a'] })).toBe('p-workflows/upstream/wf/b/1.json');
+    expect(store.blobCount).toBe(2);
+    let caught: unknown;
+    try {
+      await store.getOutput('blob:q-outputs/outputs/wf/a/1.json');
+    } catch (error) {
+      caught = error;
+    }
+    expect(isJobqError(caught, 'invalid-argument')).toBe(true);
+    expect(() => new MemoryOutputStore({ outputsContainer: 'Bad_Name' })).toThrow(/not a container name/);
+  });
+
+  it('keeps a copy of stashed bytes: the caller may reuse its buffer', async () => {
+    const store = new MemoryOutputStore();
+    const data = new Uint8Array([1, 2, 3]);
+    const marker = await store.putFile('wf', 't', 1, 'f.bin', data);
+    data[0] = 9;
+    expect([...(await store.getFile(marker))]).toEqual([1, 2, 3]);
+  });
+});

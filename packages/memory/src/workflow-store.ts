@@ -1,0 +1,617 @@
+import {
+  TASK_STATUSES,
+  WORKFLOW_STATUSES,
+  changedTasks,
+  isValidWorkflowId,
+  taskQueue,
+  taskState,
+  type TaskRuntime,
+  type TaskStatus,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from '@jobq/dag-core';
+import {
+  JobqError,
+  type AcquireLeaseOptions,
+  type CoordinatorLease,
+  type CoordinatorStats,
+  type CreateResult,
+  type LoadedRuntime,
+  type OperationOptions,
+  type Page,
+  type SaveOptions,
+  type SaveResult,
+  type TaskFilter,
+  type TaskRow,
+  type WorkflowFilter,
+  type WorkflowStore,
+  type WorkflowSummary,
+} from '@jobq/ports';
+import { decodeCursor, encodeCursor, firstAfter, pageLimit } from './paging';
+
+/** Longest error text kept in a row (as the Azure index and task tables keep it). */
+export const MAX_ROW_ERROR_CHARS = 2_000;
+
+const DEFAULT_WORKFLOW_PAGE = 100;
+const DEFAULT_TASK_PAGE = 1_000;
+
+/** An error for a row: whole up to {@link MAX_ROW_ERROR_CHARS}, else cut with a marker; null for none. */
+function shortenError(error: string | null): string | null {
+  if (error === null || error === '') return null;
+  return error.length <= MAX_ROW_ERROR_CHARS ? error : `${error.slice(0, MAX_ROW_ERROR_CHARS - 1)}…`;
+}
+
+/** Orders two ISO-8601 timestamps (as instants when both parse, else as text): negative when `a` is earlier. */
+function compareTimes(a: string, b: string): number {
+  const ta = Date.parse(a);
+  const tb = Date.parse(b);
+  if (Number.isFinite(ta) && Number.isFinite(tb) && ta !== tb) return ta - tb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Newest `updatedAt` first; then newest `createdAt`; then id (the Azure store's `recent` order). */
+function byRecent(a: IndexRow, b: IndexRow): number {
+  return compareTimes(b.updatedAt, a.updatedAt) || compareTimes(b.createdAt, a.createdAt) || (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0);
+}
+
+function checkWorkflowId(workflowId: string): void {
+  if (!isValidWorkflowId(workflowId)) {
+    throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit');
+  }
+}
+
+function checkTimestamp(at: string, what: string): void {
+  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
+}
+
+function checkAborted(options: OperationOptions | undefined, operation: string): void {
+  if (options?.abortSignal?.aborted) throw new JobqError('aborted', `${operation} was aborted by the caller`);
+}
+
+/** Per definition object: task name → queue spec, and the sorted queue list (built once; saves share them). */
+interface DefinitionFacts {
+  queueOf: ReadonlyMap<string, string>;
+  queues: readonly string[];
+}
+const factsCache = new WeakMap<WorkflowDefinition, DefinitionFacts>();
+
+function factsOf(definition: WorkflowDefinition): DefinitionFacts {
+  let facts = factsCache.get(definition);
+  if (facts === undefined) {
+    const queueOf = new Map(definition.tasks.map((t) => [t.name, taskQueue(definition, t)] as const));
+    facts = { queueOf, queues: [...new Set(queueOf.values())].sort() };
+    factsCache.set(definition, facts);
+  }
+  return facts;
+}
+
+/** A failed workflow's error: its first failed task (definition order) and that task's error; a corrupt one's reason. */
+function workflowError(runtime: WorkflowRuntime): string | null {
+  if (runtime.corruptReason !== null) return shortenError(`corrupt: ${runtime.corruptReason}`);
+  if (runtime.status !== 'failed' || runtime.counts.failed === 0) return null;
+  for (const task of runtime.definition.tasks) {
+    const state = taskState(runtime, task.name);
+    if (state?.status === 'failed') return shortenError(`task "${task.name}" failed${state.error ? `: ${state.error}` : ''}`);
+  }
+  return null;
+}
+
+/** One index row, as the Azure index keeps it (the saved status; `shown` is what listings see). */
+interface IndexRow {
+  readonly workflowId: string;
+  name: string;
+  saved: WorkflowStatus;
+  shown: WorkflowStatus;
+  counts: Record<TaskStatus, number>;
+  queues: readonly string[];
+  definitionHash: string;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+  cancelRequestedAt: string | null;
+  retryRequestedAt: string | null;
+  cancelAppliedAt: string | null;
+  retryAppliedAt: string | null;
+  error: string | null;
+}
+
+/** A task row: the task's state object of the save that wrote it (shared with that runtime, never copied). */
+interface TaskRowRef {
+  state: TaskRuntime;
+  updatedAt: string;
+}
+
+interface WorkflowRows {
+  readonly rows: Map<string, TaskRowRef>;
+  queueOf: ReadonlyMap<string, string>;
+  /** Task names in key order, made on the first listing that needs them. */
+  sorted: string[] | null;
+}
+
+interface StoredRuntime {
+  runtime: WorkflowRuntime;
+  etag: string;
+  /** Set by {@link MemoryWorkflowStore.makeUnreadable}: `load` fails with `corrupt` and this reason. */
+  unreadable: string | null;
+}
+
+/** The status a row shows: the saved one, except `pending` while a retry request waits (never for `corrupt`). */
+function shownStatus(row: IndexRow): WorkflowStatus {
+  if (row.saved === 'corrupt') return 'corrupt';
+  const requested = row.retryRequestedAt;
+  if (requested === null) return row.saved;
+  const waiting = row.retryAppliedAt === null || compareTimes(requested, row.retryAppliedAt) > 0;
+  const overtaken = row.cancelRequestedAt !== null && compareTimes(row.cancelRequestedAt, requested) > 0;
+  return waiting && !overtaken ? 'pending' : row.saved;
+}
+
+function zeroCounts(): Record<TaskStatus, number> {
+  return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
+}
+
+/** Calls made on a {@link MemoryWorkflowStore}, for tests and simulations. */
+export interface MemoryWorkflowStoreCalls {
+  creates: number;
+  loads: number;
+  saves: number;
+  conflicts: number;
+  taskRowsWritten: number;
+}
+
+class MemoryLease implements CoordinatorLease {
+  readonly leaseId: string;
+  private readonly controller = new AbortController();
+  released = false;
+
+  constructor(
+    leaseId: string,
+    private readonly onRelease: (lease: MemoryLease) => void,
+  ) {
+    this.leaseId = leaseId;
+  }
+
+  get lost(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  lose(reason: JobqError): void {
+    if (!this.released && !this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  release(): Promise<void> {
+    if (!this.released) {
+      this.released = true;
+      this.onRelease(this);
+    }
+    return Promise.resolve();
+  }
+}
+
+/**
+ * {@link WorkflowStore} in memory, with the semantics of the Azure store: ETag compare-and-swap on
+ * the runtime, an index row per workflow (counts, queues, request timestamps, `pending` while a retry
+ * waits, `corrupt` for good) and task rows derived from each save, the coordinator lease (held by
+ * one, broken on request, lost), and the stats document. It passes the same contract suite.
+ *
+ * Built for big workflows: the runtime object is kept as it was saved (runtimes are immutable; no
+ * copy, no encoding) and `load` returns that object; a save writes the task rows of
+ * `changedTasks(previous, runtime)` only, each row holding the task's state object; the index is
+ * bucketed by shown status, so a listing of active workflows never walks finished ones.
+ *
+ * Test hooks: {@link dropIndexRow} (a submit that crashed before its index row),
+ * {@link makeUnreadable} (a runtime that no longer decodes), {@link rowFault} (row writes that fail),
+ * {@link loseLease} (a renewal that failed), {@link calls}.
+ */
+export class MemoryWorkflowStore implements WorkflowStore {
+  /** What was called, counted. */
+  readonly calls: MemoryWorkflowStoreCalls = { creates: 0, loads: 0, saves: 0, conflicts: 0, taskRowsWritten: 0 };
+  /**
+   * When set and returning an error for a save, that save stores the runtime but writes no index or
+   * task row and reports the error as `rowsError` (the rows are written with the next save), as the
+   * Azure store does when its table writes fail after the blob was written.
+   */
+  rowFault: ((runtime: WorkflowRuntime) => JobqError | null) | null = null;
+
+  private readonly runtimes = new Map<string, StoredRuntime>();
+  private readonly index = new Map<string, IndexRow>();
+  private readonly byStatus = new Map<WorkflowStatus, Set<string>>(WORKFLOW_STATUSES.map((s) => [s, new Set<string>()]));
+  private readonly taskRows = new Map<string, WorkflowRows>();
+  /** Workflows whose last save could not write its rows (see {@link rowFault}). */
+  private readonly unwritten = new Set<string>();
+  private nextEtag = 1;
+  private nextLease = 1;
+  private holder: MemoryLease | null = null;
+  private stats: string | null = null;
+
+  // ---- runtime ---------------------------------------------------------------------------------
+
+  create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult> {
+    return run(() => {
+      const id = runtime.workflowId;
+      checkWorkflowId(id);
+      if (typeof definitionHash !== 'string' || definitionHash === '') throw new JobqError('invalid-argument', 'a definition hash is required');
+      checkAborted(options, `create workflow "${id}"`);
+      this.calls.creates++;
+      const existing = this.runtimes.get(id);
+      const row = this.index.get(id);
+      if (existing !== undefined && row !== undefined && row.definitionHash !== '') {
+        if (row.definitionHash !== definitionHash) {
+          throw new JobqError('conflict', `workflow "${id}" already exists with a different definition`, { details: { workflowId: id } });
+        }
+        return { etag: existing.etag, created: false };
+      }
+      // New, or a runtime without a (completed) index row — a submit that crashed: overwrite it.
+      const etag = this.newEtag();
+      this.runtimes.set(id, { runtime, etag, unreadable: null });
+      this.taskRows.delete(id);
+      this.unwritten.delete(id);
+      this.writeTaskRows(runtime, changedTasks(undefined, runtime));
+      this.mergeIndexRow(runtime, definitionHash);
+      return { etag, created: true };
+    });
+  }
+
+  load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      checkAborted(options, `load workflow "${workflowId}"`);
+      this.calls.loads++;
+      const stored = this.runtimes.get(workflowId);
+      if (stored === undefined) return null;
+      if (stored.unreadable !== null) {
+        throw new JobqError('corrupt', `the runtime of workflow "${workflowId}" cannot be read: ${stored.unreadable}`, { details: { workflowId } });
+      }
+      return { runtime: stored.runtime, etag: stored.etag };
+    });
+  }
+
+  save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult> {
+    return run(() => {
+      const id = runtime.workflowId;
+      checkWorkflowId(id);
+      const previous = options?.previous;
+      if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
+      checkAborted(options, `save workflow "${id}"`);
+      const stored = this.runtimes.get(id);
+      if (stored === undefined || stored.etag !== etag) {
+        this.calls.conflicts++;
+        throw new JobqError('conflict', `workflow "${id}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`, {
+          details: { workflowId: id },
+        });
+      }
+      this.calls.saves++;
+      const next = { runtime, etag: this.newEtag(), unreadable: null };
+      this.runtimes.set(id, next);
+      const fault = this.rowFault?.(runtime) ?? null;
+      if (fault !== null) {
+        this.unwritten.add(id);
+        return {
+          etag: next.etag,
+          rowsError: new JobqError(fault.code, `workflow "${id}" was saved, but some of its index/task rows were not written (they are written again with its next save): ${fault.message}`, {
+            retryable: fault.retryable,
+            details: { workflowId: id },
+          }),
+        };
+      }
+      // After a save whose rows failed every row is written again: the failed save's changes are unknown here.
+      const names = this.unwritten.delete(id) ? changedTasks(undefined, runtime) : changedTasks(previous, runtime);
+      this.writeTaskRows(runtime, names);
+      this.mergeIndexRow(runtime, undefined);
+      return { etag: next.etag, rowsError: null };
+    });
+  }
+
+  // ---- index -----------------------------------------------------------------------------------
+
+  getWorkflow(workflowId: string, options?: OperationOptions): Promise<WorkflowSummary | null> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      checkAborted(options, `read the index row of workflow "${workflowId}"`);
+      const row = this.index.get(workflowId);
+      return row === undefined ? null : summaryOf(row);
+    });
+  }
+
+  /**
+   * Workflows from the index: in key (id) order, paged after the last id returned, or newest first
+   * (`recent`), paged by offset. Only the rows of the asked statuses are looked at.
+   */
+  listWorkflows(filter: WorkflowFilter = {}): Promise<Page<WorkflowSummary>> {
+    return run(() => {
+      const limit = pageLimit(filter.limit, DEFAULT_WORKFLOW_PAGE);
+      checkAborted(filter, 'list workflows');
+      const statuses = filter.status;
+      if (filter.recent) {
+        const cursor = decodeCursor(filter.continuationToken, 'offset');
+        if (statuses && statuses.length === 0) return { items: [], continuationToken: null };
+        const rows = this.rowsIn(statuses).sort(byRecent);
+        const offset = cursor?.offset ?? 0;
+        const end = offset + limit;
+        return { items: rows.slice(offset, end).map(summaryOf), continuationToken: end < rows.length ? encodeCursor({ kind: 'offset', offset: end }) : null };
+      }
+      const cursor = decodeCursor(filter.continuationToken, 'after', 1);
+      if (statuses && statuses.length === 0) return { items: [], continuationToken: null };
+      const ids = this.rowsIn(statuses)
+        .map((r) => r.workflowId)
+        .sort();
+      const start = cursor === undefined ? 0 : firstAfter(ids, cursor.key[0] ?? '', (id) => id);
+      const page = ids.slice(start, start + limit);
+      const more = start + limit < ids.length;
+      return {
+        items: page.map((id) => summaryOf(this.index.get(id)!)),
+        continuationToken: more ? encodeCursor({ kind: 'after', key: [page[page.length - 1] ?? ''] }) : null,
+      };
+    });
+  }
+
+  countWorkflows(options?: OperationOptions): Promise<Record<WorkflowStatus, number>> {
+    return run(() => {
+      checkAborted(options, 'count workflows');
+      return Object.fromEntries(WORKFLOW_STATUSES.map((s) => [s, this.byStatus.get(s)?.size ?? 0])) as Record<WorkflowStatus, number>;
+    });
+  }
+
+  requestCancel(workflowId: string, at: string, options?: OperationOptions): Promise<void> {
+    return this.requestAt(workflowId, 'cancel', at, options);
+  }
+
+  requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void> {
+    return this.requestAt(workflowId, 'retry', at, options);
+  }
+
+  markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      checkTimestamp(at, 'the time');
+      checkAborted(options, `mark workflow "${workflowId}" corrupt`);
+      const row = this.index.get(workflowId) ?? this.emptyRow(workflowId);
+      row.saved = 'corrupt';
+      row.error = shortenError(`corrupt: ${reason}`);
+      row.updatedAt = at;
+      row.finishedAt = at;
+      this.reshow(row);
+    });
+  }
+
+  // ---- task rows -------------------------------------------------------------------------------
+
+  /**
+   * Task rows in key order (workflow id, then task name), paged after the last row returned. With
+   * `workflowId` only that workflow's rows are looked at (a name prefix is a range of them).
+   */
+  listTasks(filter: TaskFilter = {}): Promise<Page<TaskRow>> {
+    return run(() => {
+      const limit = pageLimit(filter.limit, DEFAULT_TASK_PAGE);
+      if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
+      const prefix = filter.namePrefix ?? '';
+      if (prefix !== '' && filter.workflowId === undefined) throw new JobqError('invalid-argument', 'listing tasks by name prefix needs a workflow id');
+      const cursor = decodeCursor(filter.continuationToken, 'after', 2);
+      checkAborted(filter, 'list tasks');
+      if (filter.status && filter.status.length === 0) return { items: [], continuationToken: null };
+      const statuses = filter.status ? new Set<TaskStatus>(filter.status) : null;
+      const workflows = filter.workflowId !== undefined ? [filter.workflowId] : [...this.taskRows.keys()].sort();
+      const items: TaskRow[] = [];
+      let w = cursor === undefined ? 0 : firstAfter(workflows, cursor.key[0] ?? '', (id) => id, true);
+      for (; w < workflows.length; w++) {
+        const workflowId = workflows[w]!;
+        const entry = this.taskRows.get(workflowId);
+        if (entry === undefined) continue;
+        const names = (entry.sorted ??= [...entry.rows.keys()].sort());
+        let i = prefix === '' ? 0 : firstAfter(names, prefix, (n) => n, true);
+        if (cursor !== undefined && workflowId === cursor.key[0]) i = Math.max(i, firstAfter(names, cursor.key[1] ?? '', (n) => n));
+        for (; i < names.length; i++) {
+          const name = names[i]!;
+          if (prefix !== '' && !name.startsWith(prefix)) break;
+          const ref = entry.rows.get(name)!;
+          if (statuses !== null && !statuses.has(ref.state.status)) continue;
+          const queue = entry.queueOf.get(name) ?? '';
+          if (filter.queue !== undefined && queue !== filter.queue) continue;
+          items.push(taskRowOf(workflowId, name, queue, ref));
+          if (items.length >= limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [workflowId, name] }) };
+        }
+      }
+      return { items, continuationToken: null };
+    });
+  }
+
+  // ---- coordinator -----------------------------------------------------------------------------
+
+  acquireLease(options: AcquireLeaseOptions = {}): Promise<CoordinatorLease> {
+    return run(() => {
+      checkAborted(options, 'acquire the coordinator lease');
+      if (this.holder !== null) {
+        if (!options.breakExisting) {
+          throw new JobqError('lease-held', 'the coordinator lease of this prefix is held by another coordinator: stop it, or break the lease (--break-lease)');
+        }
+        this.loseLease('the coordinator lease was broken by another coordinator');
+      }
+      const lease = new MemoryLease(`memory-lease-${this.nextLease++}`, (released) => {
+        if (this.holder === released) this.holder = null;
+      });
+      this.holder = lease;
+      return lease;
+    });
+  }
+
+  /**
+   * Takes the lease from its holder, whose `lost` signal fires with a `lease-lost` error (as when
+   * its renewal failed or someone broke it). Harmless when nobody holds it.
+   */
+  loseLease(why = 'the coordinator lease could not be renewed'): void {
+    const holder = this.holder;
+    this.holder = null;
+    holder?.lose(new JobqError('lease-lost', `the coordinator lease was lost (${why}); stop writing`));
+  }
+
+  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void> {
+    return run(() => {
+      if (typeof stats !== 'object' || stats === null || Array.isArray(stats)) throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
+      checkAborted(options, 'write the coordinator stats');
+      this.stats = JSON.stringify(stats);
+    });
+  }
+
+  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null> {
+    return run(() => {
+      checkAborted(options, 'read the coordinator stats');
+      return this.stats === null ? null : (JSON.parse(this.stats) as CoordinatorStats);
+    });
+  }
+
+  // ---- test hooks ------------------------------------------------------------------------------
+
+  /** Removes a workflow's index row, keeping its runtime and task rows: a submit that crashed before its index row. */
+  dropIndexRow(workflowId: string): void {
+    const row = this.index.get(workflowId);
+    if (row === undefined) return;
+    this.byStatus.get(row.shown)?.delete(workflowId);
+    this.index.delete(workflowId);
+  }
+
+  /** Makes `load` of a workflow fail with `corrupt` (a runtime that no longer decodes) until its next save or create. */
+  makeUnreadable(workflowId: string, reason: string): void {
+    const stored = this.runtimes.get(workflowId);
+    if (stored === undefined) throw new JobqError('not-found', `workflow "${workflowId}" has no runtime`);
+    this.runtimes.set(workflowId, { ...stored, etag: this.newEtag(), unreadable: reason });
+  }
+
+  /** The ids of every stored runtime (for tests). */
+  workflowIds(): string[] {
+    return [...this.runtimes.keys()];
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  private newEtag(): string {
+    return `"m${(this.nextEtag++).toString(36)}"`;
+  }
+
+  private rowsIn(statuses: readonly WorkflowStatus[] | undefined): IndexRow[] {
+    if (statuses === undefined) return [...this.index.values()];
+    const rows: IndexRow[] = [];
+    for (const status of new Set(statuses)) for (const id of this.byStatus.get(status) ?? []) rows.push(this.index.get(id)!);
+    return rows;
+  }
+
+  private writeTaskRows(runtime: WorkflowRuntime, names: readonly string[]): void {
+    const id = runtime.workflowId;
+    let entry = this.taskRows.get(id);
+    const facts = factsOf(runtime.definition);
+    if (entry === undefined) {
+      entry = { rows: new Map(), queueOf: facts.queueOf, sorted: null };
+      this.taskRows.set(id, entry);
+    }
+    entry.queueOf = facts.queueOf;
+    const updatedAt = runtime.updatedAt;
+    for (const name of names) {
+      const state = taskState(runtime, name);
+      if (state === undefined) continue;
+      const ref = entry.rows.get(name);
+      if (ref === undefined) {
+        entry.rows.set(name, { state, updatedAt });
+        entry.sorted = null;
+      } else {
+        ref.state = state;
+        ref.updatedAt = updatedAt;
+      }
+    }
+    this.calls.taskRowsWritten += names.length;
+  }
+
+  private emptyRow(workflowId: string): IndexRow {
+    const row: IndexRow = {
+      workflowId,
+      name: '',
+      saved: 'pending',
+      shown: 'pending',
+      counts: zeroCounts(),
+      queues: [],
+      definitionHash: '',
+      createdAt: '',
+      updatedAt: '',
+      finishedAt: null,
+      cancelRequestedAt: null,
+      retryRequestedAt: null,
+      cancelAppliedAt: null,
+      retryAppliedAt: null,
+      error: null,
+    };
+    this.index.set(workflowId, row);
+    this.byStatus.get(row.shown)!.add(workflowId);
+    return row;
+  }
+
+  /** What create and save write (a merge: request timestamps and, on save, the definition hash stay). */
+  private mergeIndexRow(runtime: WorkflowRuntime, definitionHash: string | undefined): void {
+    const row = this.index.get(runtime.workflowId) ?? this.emptyRow(runtime.workflowId);
+    row.name = runtime.definition.name;
+    row.saved = runtime.status;
+    row.counts = { ...runtime.counts };
+    row.queues = factsOf(runtime.definition).queues;
+    row.createdAt = runtime.createdAt;
+    row.updatedAt = runtime.updatedAt;
+    row.finishedAt = runtime.finishedAt;
+    row.cancelAppliedAt = runtime.cancelAppliedAt;
+    row.retryAppliedAt = runtime.retryAppliedAt;
+    row.error = workflowError(runtime);
+    if (definitionHash !== undefined) row.definitionHash = definitionHash;
+    this.reshow(row);
+  }
+
+  private reshow(row: IndexRow): void {
+    const shown = shownStatus(row);
+    if (shown === row.shown) return;
+    this.byStatus.get(row.shown)?.delete(row.workflowId);
+    this.byStatus.get(shown)!.add(row.workflowId);
+    row.shown = shown;
+  }
+
+  private requestAt(workflowId: string, what: 'cancel' | 'retry', at: string, options: OperationOptions | undefined): Promise<void> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      checkTimestamp(at, `the ${what} request time`);
+      checkAborted(options, `request ${what} of workflow "${workflowId}"`);
+      const row = this.index.get(workflowId);
+      if (row === undefined) throw new JobqError('not-found', `request ${what} of workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+      if (what === 'cancel') row.cancelRequestedAt = at;
+      else row.retryRequestedAt = at;
+      this.reshow(row);
+    });
+  }
+}
+
+/** Runs `fn` so that a throw becomes a rejected promise, as callers of an async API expect. */
+function run<T>(fn: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(fn()));
+}
+
+function summaryOf(row: IndexRow): WorkflowSummary {
+  return {
+    workflowId: row.workflowId,
+    name: row.name,
+    status: row.shown,
+    counts: { ...row.counts },
+    queues: [...row.queues],
+    definitionHash: row.definitionHash,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    cancelRequestedAt: row.cancelRequestedAt,
+    retryRequestedAt: row.retryRequestedAt,
+    cancelAppliedAt: row.cancelAppliedAt,
+    retryAppliedAt: row.retryAppliedAt,
+    error: row.error,
+  };
+}
+
+function taskRowOf(workflowId: string, taskName: string, queue: string, ref: TaskRowRef): TaskRow {
+  return {
+    workflowId,
+    taskName,
+    status: ref.state.status,
+    queue,
+    attemptNo: ref.state.attemptNo,
+    updatedAt: ref.updatedAt,
+    error: shortenError(ref.state.error),
+  };
+}
