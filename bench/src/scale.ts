@@ -130,6 +130,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   if (PARTS.includes('reducer')) reducerScaling();
   if (PARTS.includes('flush')) await (await import('./scale-flush')).flushBytes();
+  if (PARTS.includes('million')) await (await import('./scale-million')).millionTaskRun();
   if (PARTS.includes('e2e')) await (await import('./scale-e2e')).endToEnd100k();
   process.stdout.write(`\nTotal scale bench time ${((performance.now() - started) / 1000).toFixed(1)} s.\n`);
 }
