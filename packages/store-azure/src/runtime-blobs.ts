@@ -82,7 +82,7 @@ const LOAD_ROUNDS = 4;
 /** A blob the head (or a log) names is not there. */
 class MissingBlob extends Error {
   constructor(readonly blobName: string) {
-    super(`"${blobName}" is missing`);
+    super(`blob "${blobName}" is missing`);
   }
 }
 
@@ -245,10 +245,12 @@ export class RuntimeBlobs {
       try {
         return await this.loadGeneration(content.head, read.etag, options);
       } catch (error) {
-        if (!(error instanceof MissingBlob)) throw this.decodeFailure(workflowId, error);
-        // A roll deletes the previous generation once the head has moved: read the head again.
+        const failure = error instanceof MissingBlob ? corrupt(workflowId, error.message) : this.decodeFailure(workflowId, error);
+        if (!isJobqError(failure, 'corrupt')) throw failure;
+        // Only a head that stayed put makes it corrupt: a roll deletes the previous generation once
+        // the head has moved (and a newer jobq closes the log before replacing the head).
         if (round < LOAD_ROUNDS && (await this.headEtag(workflowId, options)) !== read.etag) continue;
-        throw corrupt(workflowId, `${error.message} (its head names it)`);
+        throw failure;
       }
     }
   }
