@@ -593,12 +593,14 @@ describe('deleting and cleaning up blobs', () => {
     const before = await list(store);
     const mine = before.filter((name) => name === 'a.json' || /^(state|definitions|upstream)\/a\//.test(name));
     expect(mine).toHaveLength(5); // head, snapshot, log, definition, upstream blob (workflow "a.json" has the head "a.json.json")
+    expect((await store.workflowBlobNames('a')).sort()).toEqual(mine.sort());
     const deleted = await store.deleteWorkflowBlobs('a');
     expect(deleted.sort()).toEqual(mine.sort());
     expect(await list(store)).toEqual(before.filter((name) => !mine.includes(name)));
     expect(await store.load('a')).toBeNull();
     for (const id of ['a.b', 'ab', 'a.json']) expect((await store.load(id))?.runtime.workflowId).toBe(id);
     expect(await store.deleteWorkflowBlobs('a')).toEqual([]);
+    expect(await store.workflowBlobNames('a')).toEqual([]);
   });
 
   it('replaces an orphan with its snapshots, logs and definition; a resubmit of the same definition keeps nothing of its attempt', async () => {

@@ -521,10 +521,17 @@ export class RuntimeBlobs {
   // ---- deleting a workflow ---------------------------------------------------------------------
 
   /**
-   * Deletes every blob of one workflow in the workflows container: the head, then everything under
+   * Every blob of one workflow in the workflows container: the head, then everything under
    * `state/{wf}/`, `definitions/{wf}/` and `upstream/{wf}/` (never a bare `{wf}` prefix, which
-   * would reach workflows whose ids start the same). The names deleted.
+   * would reach workflows whose ids start the same).
    */
+  async workflowBlobNames(workflowId: string, options: OperationOptions | undefined): Promise<string[]> {
+    const names = (await this.headEtag(workflowId, options)) === null ? [] : [headBlobName(workflowId)];
+    for (const folder of [stateFolder(workflowId), definitionFolder(workflowId), upstreamFolder(workflowId)]) names.push(...(await this.list(folder, options)));
+    return names;
+  }
+
+  /** Deletes what {@link workflowBlobNames} lists, the head first; the names deleted. */
   async deleteWorkflowBlobs(workflowId: string, options: OperationOptions | undefined): Promise<string[]> {
     const deleted: string[] = [];
     const remove = async (name: string): Promise<void> => {

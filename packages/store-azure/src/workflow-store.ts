@@ -297,6 +297,12 @@ export class AzureWorkflowStore implements WorkflowStore {
     return this.blobs.deleteWorkflowBlobs(workflowId, options);
   }
 
+  /** The blobs {@link deleteWorkflowBlobs} would delete (for a dry run). Internal. */
+  async workflowBlobNames(workflowId: string, options?: OperationOptions): Promise<string[]> {
+    checkWorkflowId(workflowId);
+    return this.blobs.workflowBlobNames(workflowId, options);
+  }
+
   /** The index row and the given task rows (plus those an earlier save could not write); the first error, or null. */
   private async writeDerivedRows(runtime: WorkflowRuntime, changed: string[], options: OperationOptions | undefined): Promise<JobqError | null> {
     const id = runtime.workflowId;
