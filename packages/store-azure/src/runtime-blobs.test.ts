@@ -540,6 +540,30 @@ describe('failure injection', () => {
     await expectOnlyCurrentGeneration(store, 'wf');
   });
 
+  it('lets exactly one of two processes complete the same half-done roll and append; the other gets conflict', async () => {
+    const faults = blobFaults();
+    const store = await open({ blobPolicies: [faults.policy] });
+    const { r1, e1 } = await started(store);
+    const r2 = step(r1, done('a', 3));
+    faults.crashAfter(is('log-append'));
+    await store.save(r2, e1).catch(() => undefined); // the roll is committed; its head did not move
+    const [a, b] = [await reopen(store), await reopen(store)];
+    const [la, lb] = [await a.load('wf'), await b.load('wf')];
+    expect(la).toEqual(lb);
+    expect(la?.runtime).toEqual(r2);
+    const ra = step(la!.runtime, done('b', 4));
+    const rb = step(lb!.runtime, done('c', 4));
+    const outcomes = await Promise.allSettled([a.save(ra, la!.etag, { previous: la!.runtime }), b.save(rb, lb!.etag, { previous: lb!.runtime })]);
+    const lost = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(lost).toHaveLength(1);
+    expect(isJobqError(lost[0]!.reason, 'conflict')).toBe(true);
+    const winner = outcomes[0].status === 'fulfilled' ? ra : rb;
+    expect((await (await reopen(store)).load('wf'))?.runtime).toEqual(winner);
+    expect((await headOf(a, 'wf')).generation).toBe(2);
+    expect(await logLines(a, 'wf')).toHaveLength(1);
+    await expectOnlyCurrentGeneration(a, 'wf');
+  });
+
   it('fails the append of a writer that went stale across a roll, whether the old log is closed or already deleted', async () => {
     const store = await open();
     const { r1, e1 } = await started(store);
