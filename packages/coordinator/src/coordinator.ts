@@ -153,8 +153,12 @@ export const COORDINATOR_DEFAULTS = {
   breakLease: false,
 } as const;
 
-/** Error codes of a service that is down or slow: waiting cures them, so they never count towards the delivery bound. */
-const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost']);
+/**
+ * Error codes that waiting (or an upgrade) cures, so they never count towards the delivery bound: a
+ * service that is down or slow, and a workflow written by a newer jobq (`unsupported`: left for the
+ * coordinators that can read it, never set aside as corrupt).
+ */
+const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost', 'unsupported']);
 
 type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
 

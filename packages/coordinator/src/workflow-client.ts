@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus } from '@jobq/dag-core';
+import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -37,25 +37,17 @@ export function formatIssue(filename: string, issue: Issue): string {
   return `${filename}${position}:${path} ${issue.code}: ${issue.message}`;
 }
 
-/** JSON with object keys sorted at every level (arrays keep their order); `undefined` members are left out. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    const text = JSON.stringify(value) as string | undefined;
-    return text ?? 'null';
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const record = value as Record<string, unknown>;
-  const members = Object.keys(record)
-    .sort()
-    .filter((k) => record[k] !== undefined && typeof record[k] !== 'function')
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`);
-  return `{${members.join(',')}}`;
+/**
+ * sha256 hex of the canonical JSON of `toRawDefinition(definition)` (`encodeDefinition` of
+ * `@jobq/dag-core`): what recognises a resubmission (SPEC §6), and the name of the definition blob
+ * the store writes (the store hashes the same bytes).
+ */
+export function definitionHash(definition: WorkflowDefinition): string {
+  return createHash('sha256').update(encodeDefinition(definition), 'utf8').digest('hex');
 }
 
-/** sha256 hex of the canonical JSON of `toRawDefinition(definition)`: what recognises a resubmission (SPEC §6). */
-export function definitionHash(definition: WorkflowDefinition): string {
-  return createHash('sha256').update(canonicalJson(toRawDefinition(definition)), 'utf8').digest('hex');
-}
+/** JSON with object keys sorted at every level (moved to `@jobq/dag-core`; re-exported here). */
+export { canonicalJson } from '@jobq/dag-core';
 
 /** What to submit: a workflow file's text, or a definition already in hand. */
 export type SubmitSource = { text: string; filename?: string } | { definition: WorkflowDefinition };

@@ -27,7 +27,8 @@ describe('the package index', () => {
     const names = [
       'parseWorkflow', 'validateWorkflow', 'workflowJsonSchema', 'compileCondition', 'evaluateCondition',
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
-      'RuntimeDecodeError', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
+      'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
+      'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
   });

@@ -156,4 +156,20 @@ export { assembleRuntime, type RuntimeFields } from './runtime/assemble';
 export { foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';
-export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, encodeRuntime } from './runtime/codec';
+export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';
+export { canonicalJson, decodeDefinition, encodeDefinition } from './runtime/definition-codec';
+export type { StoredWorkflowFields } from './runtime/state-codec';
+export {
+  STATE_FORMAT_VERSION,
+  applyDeltaRecord,
+  assembleParts,
+  decodeLogRecords,
+  decodeSnapshot,
+  encodeDeltaRecord,
+  encodeRollRecord,
+  encodeSnapshot,
+  type LogRecord,
+  type RollTarget,
+  type RuntimeParts,
+  type SnapshotMeta,
+} from './runtime/snapshot-codec';

@@ -8,6 +8,11 @@ describe('JobqError', () => {
     expect(new JobqError('conflict', 'x', { retryable: true }).retryable).toBe(true);
   });
 
+  it('has a code for data written by a newer jobq, apart from corrupt data', () => {
+    expect(JOBQ_ERROR_CODES).toContain('unsupported');
+    expect(new JobqError('unsupported', 'format version 3').retryable).toBe(false);
+  });
+
   it('keeps code, message, cause and details', () => {
     const cause = new Error('socket hang up');
     const error = new JobqError('unavailable', 'queue "gpu" unreachable', { cause, details: { queue: 'gpu' } });

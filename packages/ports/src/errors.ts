@@ -30,6 +30,11 @@ export const JOBQ_ERROR_CODES = [
   'invalid-argument',
   /** Stored data failed a check (md5 mismatch, undecodable). */
   'corrupt',
+  /**
+   * Stored data was written by a newer jobq: a format version this one does not know. It is left
+   * as it is (never rewritten, never set aside); upgrade this process to read it.
+   */
+  'unsupported',
   /** The caller's abort signal fired. */
   'aborted',
   /** Anything else: a bug or an unexpected answer. */

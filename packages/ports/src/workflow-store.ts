@@ -11,6 +11,7 @@ import type { OperationOptions } from './task-queue';
 /** A runtime with the ETag it was read at. */
 export interface LoadedRuntime {
   runtime: WorkflowRuntime;
+  /** Opaque (an adapter may encode more than one ETag in it): only ever passed back to `save`. */
   etag: string;
 }
 
@@ -238,7 +239,10 @@ export interface WorkflowStore {
    * service refuses them), what the create wrote is removed before it throws: no runtime, no rows.
    */
   create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult>;
-  /** The runtime and its ETag; null when the workflow does not exist; `corrupt` when it cannot be decoded. */
+  /**
+   * The runtime and its ETag; null when the workflow does not exist; `corrupt` when it cannot be
+   * decoded; `unsupported` when a newer version stored it (it is left as it is).
+   */
   load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null>;
   /**
    * Writes the runtime if it is still at `etag` (`conflict`, nothing written, otherwise), then

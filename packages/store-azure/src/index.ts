@@ -1,6 +1,7 @@
 /**
- * `@jobq/store-azure`: jobq's workflow state on Azure Storage — runtime blobs with ETag CAS, the
- * index and task tables, the coordinator lease and stats, task outputs and stashed files.
+ * `@jobq/store-azure`: jobq's workflow state on Azure Storage — runtimes (a head, a definition
+ * written once, snapshots and append-blob logs: docs/runtime-format.md), the index and task
+ * tables, the coordinator lease and stats, task outputs and stashed files.
  * @packageDocumentation
  */
 export {
@@ -22,6 +23,8 @@ export {
 } from './output-store';
 export { REQUESTS_PARTITION } from './request-rows';
 export { TASK_LOG_BLOB_PREFIX, outputFolders, stateFolders } from './workflow-folders';
+export { DefinitionCache, type DefinitionCacheLimits } from './definition-cache';
+export { HEAD_FORMAT_VERSION } from './runtime-layout';
 export { storeNames, encodeTaskRowKey, decodeTaskRowKey, indexPartition, runtimeBlobName, type StoreNames } from './names';
 export { accountClients, type AccountClients, type ClientSettings, type StorageAccountConnection } from './clients';
 export { translateStoreError, type StoreErrorContext } from './errors';

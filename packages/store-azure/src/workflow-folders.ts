@@ -2,6 +2,7 @@ import type { ContainerClient } from '@azure/storage-blob';
 import { OUTPUT_BLOB_PREFIX, STASH_BLOB_PREFIX, isValidWorkflowId } from '@jobq/dag-core';
 import { JobqError, isJobqError } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
+import { definitionFolder, stateFolder, upstreamFolder } from './runtime-layout';
 
 /**
  * The folders that hold a workflow's blobs, for purging it. Every one is a fixed engine folder
@@ -10,9 +11,10 @@ import { storeCall, type CallOptions } from './errors';
  * folder (`upstream`, `outputs`) has its own `upstream/upstream/`, never the whole folder.
  */
 
-/** The workflows container's folders of a workflow, its runtime blob `{wf}.json` aside: upstream overflow blobs. */
+/** The workflows container's folders of a workflow, its head `{wf}.json` aside: snapshots and logs, definitions, upstream overflow blobs. */
 export function stateFolders(workflowId: string): string[] {
-  return [`upstream/${checkedId(workflowId)}/`];
+  const id = checkedId(workflowId);
+  return [stateFolder(id), definitionFolder(id), upstreamFolder(id)];
 }
 
 /** Task log blobs (written by workers) in the outputs target. */

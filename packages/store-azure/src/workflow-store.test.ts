@@ -161,7 +161,7 @@ describe('AzureWorkflowStore specifics', () => {
     await store.deleteStorage();
   });
 
-  it('writes a 250-task runtime as 1 blob write, 3 table transactions and 1 index write; then only what changed', async () => {
+  it('writes a 250-task runtime as 4 blob writes, 3 table transactions and 1 index write; then only what changed', async () => {
     const blobs = blobCounter();
     const tables = tableCounter();
     const store = await open({ blobPolicies: [blobs.policy], tablePolicies: [tables.policy] });
@@ -170,13 +170,16 @@ describe('AzureWorkflowStore specifics', () => {
     blobs.reset();
     tables.reset();
     const { etag: e0 } = await store.create(r0, 'h');
-    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 3, 4]);
+    // The definition, the first snapshot, an empty log, then the head.
+    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([4, 3, 4]);
 
     const r1 = step(r0, { type: 'activate', now: at(2) });
     blobs.reset();
     tables.reset();
     const { etag: e1 } = await store.save(r1, e0); // no previous: the first flush writes every row
-    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 3, 4]);
+    // Without `previous` the save rolls: a snapshot, the record closing the log, a new log, the
+    // head; then the old generation goes (a listing, two deletes).
+    expect([blobs.count(), tables.batches(), tables.all()]).toEqual([7, 3, 4]);
 
     const rows = [];
     let token: string | undefined;
@@ -194,6 +197,7 @@ describe('AzureWorkflowStore specifics', () => {
     blobs.reset();
     tables.reset();
     await store.save(r2, e1, { previous: r1 });
+    // One Append Block.
     expect([blobs.count(), tables.batches(), tables.all()]).toEqual([1, 1, 2]);
     expect((await store.listTasks({ workflowId: 'big', status: ['completed'] })).items.map((r) => r.taskName)).toEqual(['group1/task001']);
     await store.deleteStorage();
@@ -292,8 +296,13 @@ describe('AzureWorkflowStore specifics', () => {
     const future = JSON.stringify({ version: 99 });
     await blobOf(store, 'future.json').upload(future, future.length);
     const futureError = await caught(store.load('future'));
-    expect(isJobqError(futureError, 'corrupt')).toBe(true);
-    expect((futureError as Error).message).toMatch(/workflow "future".*unknown format version 99/);
+    expect(isJobqError(futureError, 'unsupported')).toBe(true);
+    expect((futureError as Error).message).toMatch(/workflow "future" was written by a newer jobq \(runtime format version 99; this jobq reads versions 1–2\)/);
+    const unknown = JSON.stringify({ version: 'two' });
+    await blobOf(store, 'odd.json').upload(unknown, unknown.length);
+    const unknownError = await caught(store.load('odd'));
+    expect(isJobqError(unknownError, 'corrupt')).toBe(true);
+    expect((unknownError as Error).message).toMatch(/workflow "odd".*unknown format version "two"/);
     await store.deleteStorage();
   });
 

@@ -1,6 +1,6 @@
 import type { TableClient, TableEntityResult } from '@azure/data-tables';
 import type { ContainerClient, RequestPolicyFactory } from '@azure/storage-blob';
-import { RuntimeDecodeError, decodeRuntime, encodeRuntime, isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
+import { isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -26,13 +26,14 @@ import {
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
 import { CANCEL_REQUESTED, RETRY_REQUESTED, allOf, byRecent, corruptEntity, finishedBeforeFilter, indexEntity, indexStatus, statusFilter, summaryOf, updatedBeforeFilter } from './index-table';
+import { PROCESS_DEFINITION_CACHE, type DefinitionCache } from './definition-cache';
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
 import { purgeWorkflow } from './purge';
 import { deleteRequestRow, listRequestRows, writeRequestRow } from './request-rows';
-import { runtimeBlobName, storeNames, indexPartition, type StoreNames } from './names';
+import { storeNames, indexPartition, type StoreNames } from './names';
+import { MAX_APPEND_BLOCK_BYTES, RuntimeBlobs, type InitialBlobs } from './runtime-blobs';
 import { readStats, writeStats } from './stats';
 import { deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
-import { deleteBlobFolders, stateFolders } from './workflow-folders';
 import { decodeCursor, offsetPage, pageLimit, tablePage, tableScan } from './workflow-paging';
 
 /** A data-tables pipeline policy (e.g. a transaction counter), added after the retry policy. */
@@ -57,6 +58,14 @@ export interface OpenWorkflowStoreOptions {
   blobPolicies?: readonly RequestPolicyFactory[];
   /** Extra table pipeline policies (after the retry policy: every HTTP try is seen). */
   tablePolicies?: readonly TablePipelinePolicy[];
+  /** A save rolls to a new snapshot once the log would pass max(this, the snapshot's size). Default 1 MiB. */
+  logRollMinBytes?: number;
+  /** A save rolls once the log holds this many records. Default 49 000 (the service allows 50 000 blocks). */
+  logRollMaxAppends?: number;
+  /** A save whose log record is larger rolls instead. Default (and at most) 4 MiB, Append Block's limit. */
+  logMaxAppendBytes?: number;
+  /** Definitions by hash, decoded once: the process-wide cache unless given (tests give their own). */
+  definitionCache?: DefinitionCache;
 }
 
 /** Settings of an {@link AzureWorkflowStore}, defaults applied. */
@@ -65,6 +74,9 @@ export interface WorkflowStoreSettings {
   leaseDurationInMs: number;
   renewIntervalInMs: number;
   rowWriteConcurrency: number;
+  logRollMinBytes: number;
+  logRollMaxAppends: number;
+  logMaxAppendBytes: number;
 }
 
 export const WORKFLOW_STORE_DEFAULTS: WorkflowStoreSettings = {
@@ -72,13 +84,14 @@ export const WORKFLOW_STORE_DEFAULTS: WorkflowStoreSettings = {
   leaseDurationInMs: 60_000,
   renewIntervalInMs: 15_000,
   rowWriteConcurrency: 8,
+  logRollMinBytes: 1024 * 1024,
+  logRollMaxAppends: 49_000,
+  logMaxAppendBytes: MAX_APPEND_BLOCK_BYTES,
 };
 
 /** Default page sizes. */
 const DEFAULT_WORKFLOW_PAGE = 100;
 const DEFAULT_TASK_PAGE = 1_000;
-
-const JSON_HEADERS = { blobContentType: 'application/json' };
 
 function checkWorkflowId(workflowId: string): void {
   if (!isValidWorkflowId(workflowId)) {
@@ -90,32 +103,25 @@ function checkTimestamp(at: string, what: string): void {
   if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
 }
 
-async function readStream(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
-  if (!stream) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-  return Buffer.concat(chunks);
-}
-
-/** True for the errors of a conditional write that lost (409 exists / 412 ETag mismatch). */
-function lostCondition(error: unknown): boolean {
-  return isJobqError(error, 'conflict');
-}
-
 /**
- * {@link WorkflowStore} on Azure Storage (SPEC §6).
+ * {@link WorkflowStore} on Azure Storage (SPEC §6, docs/runtime-format.md).
  *
- * - The runtime blob `{p}-workflows/{id}.json` is the truth, written with If-None-Match (create)
- *   or If-Match (save).
- * - The index row and task rows are derived. `create` writes them after the blob, task rows first
- *   and the index row last, so an index row means a completed submit; a failure there fails the
- *   create. After a retryable failure resubmitting the id repairs it (an orphan blob is
- *   overwritten); after any other failure the create deletes what it wrote before throwing. After a successful
- *   `save`, a row failure does not fail the save (the runtime is stored): it comes back as
- *   `rowsError`, and the task rows that were not written are remembered and written with the next
- *   save of that workflow through this store (the index row is rewritten by every save anyway).
- *   `save` resolves only after its rows are written, so saves that follow each other (as one
- *   coordinator's do) never leave an older index row behind.
+ * - The runtime is the truth: a head `{p}-workflows/{id}.json` naming the definition
+ *   (`definitions/{id}/{sha256}.json`, written once), a snapshot and an append-blob log
+ *   (`state/{id}/…`). A save appends the changed task records and workflow fields to the log with
+ *   one conditional Append Block; now and then it rolls to a new snapshot (see
+ *   {@link RuntimeBlobs}). The `etag` callers hold is an opaque token of the log's position.
+ *   Runtimes of the previous format (the whole runtime in `{id}.json`) are read, and migrated by
+ *   their next save.
+ * - The index row and task rows are derived. `create` writes them after the runtime (its head last
+ *   of its blobs, If-None-Match), task rows first and the index row last, so an index row means a
+ *   completed submit; a failure there fails the create. After a retryable failure resubmitting the
+ *   id repairs it (an orphan runtime is overwritten); after any other failure the create deletes
+ *   what it wrote before throwing. After a successful `save`, a row failure does not fail the save
+ *   (the runtime is stored): it comes back as `rowsError`, and the task rows that were not written
+ *   are remembered and written with the next save of that workflow through this store (the index
+ *   row is rewritten by every save anyway). `save` resolves only after its rows are written, so
+ *   saves that follow each other (as one coordinator's do) never leave an older index row behind.
  * - `cancel_requested_at` / `retry_requested_at` are written only by `requestCancel` /
  *   `requestRetry`, each a Merge of that one property; saves never send them. Each request is
  *   also recorded in a request row (PartitionKey `requests`, see request-rows.ts) that the
@@ -130,18 +136,36 @@ export class AzureWorkflowStore implements WorkflowStore {
   private readonly tasks: TableClient;
   /** Workflow id → task rows a save could not write, written again with its next save. */
   private readonly unwrittenTaskRows = new Map<string, Set<string>>();
+  private readonly blobs: RuntimeBlobs;
 
-  constructor(container: ContainerClient, index: TableClient, tasks: TableClient, names: StoreNames, settings: WorkflowStoreSettings) {
+  constructor(
+    container: ContainerClient,
+    index: TableClient,
+    tasks: TableClient,
+    names: StoreNames,
+    settings: WorkflowStoreSettings,
+    definitionCache: DefinitionCache = PROCESS_DEFINITION_CACHE,
+  ) {
     checkLeaseSettings({ durationInMs: settings.leaseDurationInMs, renewIntervalInMs: settings.renewIntervalInMs, operationTimeoutInMs: settings.operationTimeoutInMs });
     if (!Number.isSafeInteger(settings.rowWriteConcurrency) || settings.rowWriteConcurrency < 1) {
       throw new JobqError('invalid-config', `rowWriteConcurrency must be a whole number ≥ 1, got ${settings.rowWriteConcurrency}`);
     }
     if (!(settings.operationTimeoutInMs > 0)) throw new JobqError('invalid-config', `operationTimeoutInMs must be positive, got ${settings.operationTimeoutInMs}`);
+    if (!Number.isSafeInteger(settings.logRollMinBytes) || settings.logRollMinBytes < 0) {
+      throw new JobqError('invalid-config', `logRollMinBytes must be a whole number ≥ 0, got ${settings.logRollMinBytes}`);
+    }
+    if (!Number.isSafeInteger(settings.logRollMaxAppends) || settings.logRollMaxAppends < 1 || settings.logRollMaxAppends > 49_999) {
+      throw new JobqError('invalid-config', `logRollMaxAppends must be a whole number from 1 to 49 999, got ${settings.logRollMaxAppends}`);
+    }
+    if (!Number.isSafeInteger(settings.logMaxAppendBytes) || settings.logMaxAppendBytes < 1 || settings.logMaxAppendBytes > MAX_APPEND_BLOCK_BYTES) {
+      throw new JobqError('invalid-config', `logMaxAppendBytes must be a whole number from 1 to ${MAX_APPEND_BLOCK_BYTES}, got ${settings.logMaxAppendBytes}`);
+    }
     this.container = container;
     this.index = index;
     this.tasks = tasks;
     this.names = names;
     this.settings = settings;
+    this.blobs = new RuntimeBlobs(container, settings, definitionCache);
   }
 
   private get timeout(): number {
@@ -170,74 +194,41 @@ export class AzureWorkflowStore implements WorkflowStore {
     ]);
   }
 
-  // ---- runtime blobs -------------------------------------------------------------------------
-
-  private blob(workflowId: string) {
-    return this.container.getBlockBlobClient(runtimeBlobName(workflowId));
-  }
-
-  /** Uploads a runtime under a condition; null when the condition failed (exists / ETag moved). */
-  private async upload(
-    workflowId: string,
-    body: Buffer,
-    conditions: { ifNoneMatch: '*' } | { ifMatch: string },
-    operation: string,
-    options: OperationOptions | undefined,
-  ): Promise<string | null> {
-    try {
-      const response = await storeCall({ operation }, this.timeout, options, (abortSignal) =>
-        this.blob(workflowId).upload(body, body.length, { conditions, blobHTTPHeaders: JSON_HEADERS, abortSignal }),
-      );
-      if (!response.etag) throw new JobqError('internal', `${operation}: the service returned no ETag`);
-      return response.etag;
-    } catch (error) {
-      if (lostCondition(error)) return null;
-      throw error;
-    }
-  }
-
-  /** The blob's current ETag, or null when it does not exist. */
-  private async currentEtag(workflowId: string, options: OperationOptions | undefined): Promise<string | null> {
-    try {
-      const properties = await storeCall({ operation: `read workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
-        this.blob(workflowId).getProperties({ abortSignal }),
-      );
-      return properties.etag ?? null;
-    } catch (error) {
-      if (isJobqError(error, 'not-found')) return null;
-      throw error;
-    }
-  }
+  // ---- runtime ---------------------------------------------------------------------------------
 
   async create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult> {
     const id = runtime.workflowId;
     checkWorkflowId(id);
     if (typeof definitionHash !== 'string' || definitionHash === '') throw new JobqError('invalid-argument', 'a definition hash is required');
-    const body = Buffer.from(encodeRuntime(runtime), 'utf8');
-    const operation = `create workflow "${id}"`;
-    // Each round either writes or learns something that changed under it; 3 rounds cover a
-    // concurrent submit of the same id.
+    // Everything but the head first, under names of this attempt's own; the head (If-None-Match)
+    // makes them the workflow's.
+    const initial = await this.blobs.writeInitial(runtime, options);
+    // Each round either writes the head or learns something that changed under it; 3 rounds cover
+    // a concurrent submit of the same id.
     for (let round = 0; round < 3; round++) {
-      let etag = await this.upload(id, body, { ifNoneMatch: '*' }, operation, options);
-      if (etag === null) {
+      let headEtag = await this.blobs.putHead(initial.head, { ifNoneMatch: '*' }, options);
+      if (headEtag === null) {
         const row = await this.indexRow(id, options);
         const storedHash = typeof row?.definition_hash === 'string' ? row.definition_hash : '';
         if (storedHash !== '') {
+          await this.blobs.discard(initial, false, options);
           if (storedHash !== definitionHash) throw new JobqError('conflict', `workflow "${id}" already exists with a different definition`, { details: { workflowId: id } });
-          const current = await this.currentEtag(id, options);
-          if (current !== null) return { etag: current, created: false };
-          continue; // deleted meanwhile
+          const current = await this.blobs.load(id, options);
+          if (current !== null) return { etag: current.token, created: false };
+          throw new JobqError('conflict', `workflow "${id}" was deleted while it was being submitted again`, { details: { workflowId: id } });
         }
-        // A blob without a (completed) index row: a submit that crashed. Overwrite it (SPEC §6).
-        const orphan = await this.currentEtag(id, options);
+        // A head without a (completed) index row: a submit that crashed. Overwrite it (SPEC §6).
+        const orphan = await this.blobs.headEtag(id, options);
         if (orphan === null) continue;
-        etag = await this.upload(id, body, { ifMatch: orphan }, operation, options);
-        if (etag === null) continue;
+        headEtag = await this.blobs.putHead(initial.head, { ifMatch: orphan }, options);
+        if (headEtag === null) continue;
+        await this.blobs.removeAllBut(initial.head, options);
         await deleteForeignTaskRows(this.tasks, runtime, this.rowSettings(), options);
       }
-      await this.writeSubmitRows(runtime, definitionHash, etag, options);
-      return { etag, created: true };
+      await this.writeSubmitRows(runtime, definitionHash, initial, headEtag, options);
+      return { etag: this.blobs.initialToken(initial, headEtag), created: true };
     }
+    await this.blobs.discard(initial, false, options);
     throw new JobqError('conflict', `workflow "${id}" is being submitted by someone else at the same time`, { details: { workflowId: id } });
   }
 
@@ -245,10 +236,10 @@ export class AzureWorkflowStore implements WorkflowStore {
    * Every task row, then the index row (its presence marks a completed submit). A retryable failure
    * leaves the runtime for a resubmit of the same id to complete. Any other failure (a row the
    * service refuses, e.g. 400 PropertyValueTooLarge) would fail again the same way: the task rows
-   * and the runtime blob this create wrote are deleted before it throws, so nothing is left and a
+   * and the runtime blobs this create wrote are deleted before it throws, so nothing is left and a
    * corrected workflow can take the id.
    */
-  private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, etag: string, options: OperationOptions | undefined): Promise<void> {
+  private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, initial: InitialBlobs, headEtag: string, options: OperationOptions | undefined): Promise<void> {
     const id = runtime.workflowId;
     const rows = await writeTaskRows(this.tasks, runtime, changedTasks(undefined, runtime), this.rowSettings(), options);
     let error = rows.error;
@@ -267,7 +258,7 @@ export class AzureWorkflowStore implements WorkflowStore {
         details,
       });
     }
-    const undone = await this.undoCreate(id, etag, options).then(
+    const undone = await this.undoCreate(initial, headEtag, options).then(
       () => null,
       (undoError: unknown) => (isJobqError(undoError) ? undoError : new JobqError('internal', String(undoError))),
     );
@@ -278,47 +269,20 @@ export class AzureWorkflowStore implements WorkflowStore {
     throw new JobqError(error.code, `${error.message}; ${outcome}`, { retryable: false, details: { ...details, cleanedUp: undone === null } });
   }
 
-  /** Deletes the task rows and (if it is still the one written, `etag`) the runtime blob of a create that cannot finish. */
-  private async undoCreate(workflowId: string, etag: string, options: OperationOptions | undefined): Promise<void> {
+  /** Deletes the task rows and (if its head is still the one written) the runtime blobs of a create that cannot finish. */
+  private async undoCreate(initial: InitialBlobs, headEtag: string, options: OperationOptions | undefined): Promise<void> {
     try {
-      await deleteAllTaskRows(this.tasks, workflowId, this.rowSettings(), options);
+      await deleteAllTaskRows(this.tasks, initial.head.workflowId, this.rowSettings(), options);
     } catch (error) {
       if (!isJobqError(error, 'not-found')) throw error; // no task table: no rows
     }
-    try {
-      await storeCall({ operation: `delete the runtime of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
-        this.blob(workflowId).delete({ conditions: { ifMatch: etag }, abortSignal }),
-      );
-    } catch (error) {
-      // Gone already, or replaced by another submit of the id since: not ours to delete.
-      if (!isJobqError(error, 'not-found') && !isJobqError(error, 'conflict')) throw error;
-    }
+    await this.blobs.deleteCreated(initial, headEtag, options);
   }
 
   async load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null> {
     checkWorkflowId(workflowId);
-    let loaded: { text: string; etag: string };
-    try {
-      loaded = await storeCall({ operation: `load workflow "${workflowId}"` }, this.timeout, options, async (abortSignal) => {
-        const response = await this.blob(workflowId).download(0, undefined, { abortSignal });
-        const bytes = await readStream(response.readableStreamBody);
-        if (!response.etag) throw new JobqError('internal', `load workflow "${workflowId}": the service returned no ETag`);
-        return { text: bytes.toString('utf8'), etag: response.etag };
-      });
-    } catch (error) {
-      if (isJobqError(error, 'not-found')) return null;
-      throw error;
-    }
-    try {
-      const runtime = decodeRuntime(loaded.text);
-      if (runtime.workflowId !== workflowId) throw new RuntimeDecodeError(`it holds workflow "${runtime.workflowId}"`);
-      return { runtime, etag: loaded.etag };
-    } catch (error) {
-      if (!(error instanceof RuntimeDecodeError)) throw error;
-      // Never quote the blob: a JSON parse error would echo its text.
-      const reason = error.message.startsWith('runtime blob: not JSON') ? 'it is not JSON' : error.message.replace(/^runtime blob: /, '').slice(0, 300);
-      throw new JobqError('corrupt', `the runtime of workflow "${workflowId}" cannot be read: ${reason}`, { details: { workflowId } });
-    }
+    const loaded = await this.blobs.load(workflowId, options);
+    return loaded === null ? null : { runtime: loaded.runtime, etag: loaded.token };
   }
 
   async save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult> {
@@ -326,21 +290,26 @@ export class AzureWorkflowStore implements WorkflowStore {
     checkWorkflowId(id);
     const previous = options?.previous;
     if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
-    const body = Buffer.from(encodeRuntime(runtime), 'utf8');
-    let saved: string | null;
-    try {
-      saved = await this.upload(id, body, { ifMatch: etag }, `save workflow "${id}"`, options);
-    } catch (error) {
-      // Azure answers a conditional write of a missing blob with 412 or 404 BlobNotFound: both lose.
-      if (!isJobqError(error, 'not-found') || error.details.serviceCode !== 'BlobNotFound') throw error;
-      saved = null;
-    }
-    if (saved === null) {
-      throw new JobqError('conflict', `workflow "${id}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`, {
-        details: { workflowId: id },
-      });
-    }
-    return { etag: saved, rowsError: await this.writeDerivedRows(runtime, changedTasks(previous, runtime), options) };
+    const changed = changedTasks(previous, runtime);
+    const token = await this.blobs.save(runtime, etag, previous, changed, options);
+    return { etag: token, rowsError: await this.writeDerivedRows(runtime, changed, options) };
+  }
+
+  /**
+   * Deletes every blob of one workflow in the workflows container: its head, its snapshots and
+   * logs (`state/{wf}/`), its definition (`definitions/{wf}/`) and its upstream overflow blobs
+   * (`upstream/{wf}/`). Rows and outputs are not touched. The names deleted. Internal: the
+   * building block of purging a workflow.
+   */
+  async deleteWorkflowBlobs(workflowId: string, options?: OperationOptions): Promise<string[]> {
+    checkWorkflowId(workflowId);
+    return this.blobs.deleteWorkflowBlobs(workflowId, options);
+  }
+
+  /** The blobs {@link deleteWorkflowBlobs} would delete (for a dry run). Internal. */
+  async workflowBlobNames(workflowId: string, options?: OperationOptions): Promise<string[]> {
+    checkWorkflowId(workflowId);
+    return this.blobs.workflowBlobNames(workflowId, options);
   }
 
   /** The index row and the given task rows (plus those an earlier save could not write); the first error, or null. */
@@ -526,7 +495,7 @@ export class AzureWorkflowStore implements WorkflowStore {
         readIndexRow: (id, op) => this.getWorkflow(id, op),
         load: (id, op) => this.load(id, op),
         deleteRuntime: (id, etag, op) => this.deleteRuntime(id, etag, op),
-        deleteWorkflowBlobs: (id, op) => this.deleteWorkflowBlobs(id, op),
+        deleteWorkflowBlobs: async (id, op) => (await this.deleteWorkflowBlobs(id, op)).length,
         deleteTaskRows: async (id, op) => {
           try {
             return await deleteAllTaskRows(this.tasks, id, this.rowSettings(), op);
@@ -553,32 +522,9 @@ export class AzureWorkflowStore implements WorkflowStore {
     );
   }
 
-  /**
-   * Deletes the runtime blob if it is still at `etag` (null: at whatever ETag it has now).
-   * `changed` when a save moved it on, `gone` when there is none.
-   */
-  private async deleteRuntime(workflowId: string, etag: string | null, options: OperationOptions | undefined): Promise<'deleted' | 'changed' | 'gone'> {
-    const ifMatch = etag ?? (await this.currentEtag(workflowId, options));
-    if (ifMatch === null) return 'gone';
-    try {
-      await storeCall({ operation: `delete the runtime of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
-        this.blob(workflowId).delete({ conditions: { ifMatch }, deleteSnapshots: 'include', abortSignal }),
-      );
-      return 'deleted';
-    } catch (error) {
-      if (isJobqError(error, 'not-found')) return 'gone';
-      if (isJobqError(error, 'conflict')) return 'changed';
-      throw error;
-    }
-  }
-
-  /**
-   * Deletes every blob of a workflow in the workflows container but its runtime blob: the
-   * `{folder}/{workflow_id}/` folders of `stateFolders` (upstream overflow blobs), never a bare
-   * `{workflow_id}` prefix (ids may contain dots: `a` must not reach `a.b`). Returns how many.
-   */
-  async deleteWorkflowBlobs(workflowId: string, options?: OperationOptions): Promise<number> {
-    return deleteBlobFolders(this.container, stateFolders(workflowId), { timeoutInMs: this.timeout, concurrency: this.settings.rowWriteConcurrency }, options);
+  /** Deletes the head if it is still at `etag` (a save token; null: whatever it is now): see `RuntimeBlobs.deleteHead`. */
+  private deleteRuntime(workflowId: string, etag: string | null, options: OperationOptions | undefined): Promise<'deleted' | 'changed' | 'gone'> {
+    return this.blobs.deleteHead(workflowId, etag, options);
   }
 
   // ---- task rows -------------------------------------------------------------------------------
@@ -634,6 +580,9 @@ export async function openWorkflowStore(options: OpenWorkflowStoreOptions): Prom
     leaseDurationInMs: options.leaseDurationInMs ?? WORKFLOW_STORE_DEFAULTS.leaseDurationInMs,
     renewIntervalInMs: options.renewIntervalInMs ?? WORKFLOW_STORE_DEFAULTS.renewIntervalInMs,
     rowWriteConcurrency: options.rowWriteConcurrency ?? WORKFLOW_STORE_DEFAULTS.rowWriteConcurrency,
+    logRollMinBytes: options.logRollMinBytes ?? WORKFLOW_STORE_DEFAULTS.logRollMinBytes,
+    logRollMaxAppends: options.logRollMaxAppends ?? WORKFLOW_STORE_DEFAULTS.logRollMaxAppends,
+    logMaxAppendBytes: options.logMaxAppendBytes ?? WORKFLOW_STORE_DEFAULTS.logMaxAppendBytes,
   };
   const clients = accountClients(options.connection, {
     operationTimeoutInMs: settings.operationTimeoutInMs,
@@ -644,7 +593,14 @@ export async function openWorkflowStore(options: OpenWorkflowStoreOptions): Prom
     for (const policy of options.tablePolicies ?? []) client.pipeline.addPolicy(policy, { afterPhase: 'Retry' });
     return client;
   };
-  const store = new AzureWorkflowStore(clients.container(names.workflowsContainer), table(names.indexTable), table(names.tasksTable), names, settings);
+  const store = new AzureWorkflowStore(
+    clients.container(names.workflowsContainer),
+    table(names.indexTable),
+    table(names.tasksTable),
+    names,
+    settings,
+    options.definitionCache,
+  );
   if (options.createIfMissing ?? true) await store.ensureExists();
   return store;
 }

@@ -1,50 +1,37 @@
 import { toRawDefinition } from '../definition/convert';
 import { validateWith } from '../definition/validate';
+import { tasksIn } from './access';
 import { assembleRuntime } from './assemble';
-import { TASK_STATUSES, WORKFLOW_STATUSES, type TaskRuntime, type TaskStatus, type WorkflowRuntime, type WorkflowStatus } from './types';
+import {
+  RuntimeDecodeError,
+  decodeTaskState,
+  decodeWorkflowFields,
+  encodeTaskState,
+  field,
+  isRecord,
+  isString,
+  type StoredWorkflowFields,
+  type TaskJson,
+} from './state-codec';
+import type { TaskRuntime, WorkflowRuntime } from './types';
 
-/** Version of the runtime blob format written by {@link encodeRuntime}. */
-export const RUNTIME_FORMAT_VERSION = 1;
-
-/** A runtime blob that cannot be read: unknown version, bad JSON, or a field of the wrong shape. */
-export class RuntimeDecodeError extends Error {
-  constructor(message: string) {
-    super(`runtime blob: ${message}`);
-    this.name = 'RuntimeDecodeError';
-  }
-}
-
-type TaskJson = {
-  status: TaskStatus;
-  attempt_no?: number;
-  retry_base?: number;
-  output_ref?: string;
-  error?: string;
-  dispatched_at?: string;
-  started_at?: string;
-  completed_at?: string;
-  awaiting_inputs?: true;
-};
+export { RuntimeDecodeError } from './state-codec';
 
 /**
- * The runtime as stored (`{p}-workflows/{workflow_id}.json`): versioned JSON with the snake_case
- * of the wire formats. Task fields at their initial value (0, null, false) are left out, which
- * keeps a 100 000-task blob small; counts are derived again on decode.
+ * Version of the whole-runtime blob written by {@link encodeRuntime} (format 1: the definition and
+ * every task state in one document). Stores now keep a runtime as a snapshot plus a log of changes
+ * (format 2, see the snapshot and log codecs); format 1 is still read, to migrate old workflows.
+ */
+export const RUNTIME_FORMAT_VERSION = 1;
+
+/**
+ * The runtime as one versioned JSON document (format 1), with the snake_case of the wire formats.
+ * Task fields at their initial value (0, null, false) are left out; counts are derived again on
+ * decode.
  */
 export function encodeRuntime(runtime: WorkflowRuntime): string {
   const tasks: Record<string, TaskJson> = {};
-  for (const [name, t] of Object.entries(runtime.tasks)) {
-    const json: TaskJson = { status: t.status };
-    if (t.attemptNo !== 0) json.attempt_no = t.attemptNo;
-    if (t.retryBase !== 0) json.retry_base = t.retryBase;
-    if (t.outputRef !== null) json.output_ref = t.outputRef;
-    if (t.error !== null) json.error = t.error;
-    if (t.dispatchedAt !== null) json.dispatched_at = t.dispatchedAt;
-    if (t.startedAt !== null) json.started_at = t.startedAt;
-    if (t.completedAt !== null) json.completed_at = t.completedAt;
-    if (t.awaitingInputs) json.awaiting_inputs = true;
-    tasks[name] = json;
-  }
+  for (const [name, t] of tasksIn(runtime)) tasks[name] = encodeTaskState(t);
   return JSON.stringify({
     version: RUNTIME_FORMAT_VERSION,
     workflow_id: runtime.workflowId,
@@ -63,23 +50,10 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
   });
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+const SUBJECT = 'runtime blob';
 
-function field<T>(obj: Record<string, unknown>, key: string, check: (v: unknown) => v is T, what: string, where = ''): T {
-  const value = obj[key];
-  if (!check(value)) throw new RuntimeDecodeError(`${where}"${key}" must be ${what}, got ${JSON.stringify(value) ?? 'nothing'}`);
-  return value;
-}
-
-const isString = (v: unknown): v is string => typeof v === 'string';
-const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
-const isNullableString = (v: unknown): v is string | null => v === null || typeof v === 'string';
-const optional = <T>(check: (v: unknown) => v is T) => (v: unknown): v is T | undefined => v === undefined || check(v);
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-const isWorkflowStatus = (v: unknown): v is WorkflowStatus => WORKFLOW_STATUSES.includes(v as WorkflowStatus);
-const isTaskStatus = (v: unknown): v is TaskStatus => TASK_STATUSES.includes(v as TaskStatus);
+/** The workflow-level keys of a format-1 document (everything else is ignored, as it always was). */
+const V1_FIELD_KEYS = ['status', 'activated', 'cancel_requested', 'cancel_applied_at', 'retry_applied_at', 'created_at', 'updated_at', 'finished_at', 'outputs_container'];
 
 /**
  * Reads a runtime written by {@link encodeRuntime}. Throws a {@link RuntimeDecodeError} with a
@@ -93,6 +67,11 @@ export function decodeRuntime(text: string): WorkflowRuntime {
   } catch (error) {
     throw new RuntimeDecodeError(`not JSON (${error instanceof Error ? error.message : String(error)})`);
   }
+  return decodeRuntimeJson(json);
+}
+
+/** {@link decodeRuntime} of a document already parsed. */
+export function decodeRuntimeJson(json: unknown): WorkflowRuntime {
   if (!isRecord(json)) throw new RuntimeDecodeError('not a JSON object');
   if (json.version !== RUNTIME_FORMAT_VERSION) {
     throw new RuntimeDecodeError(`unknown format version ${JSON.stringify(json.version)} (this jobq reads version ${RUNTIME_FORMAT_VERSION}; is a newer jobq writing this prefix?)`);
@@ -107,45 +86,15 @@ export function decodeRuntime(text: string): WorkflowRuntime {
   const states: TaskRuntime[] = [];
   for (const def of definition.value.tasks) {
     const raw = rawTasks[def.name];
-    const where = `tasks[${JSON.stringify(def.name)}].`;
     if (!isRecord(raw)) throw new RuntimeDecodeError(`task "${def.name}" of the definition has no state`);
-    const status = field(raw, 'status', isTaskStatus, 'a task status', where);
-    let dispatchedAt = field(raw, 'dispatched_at', optional(isString), 'a timestamp', where) ?? null;
-    let startedAt = field(raw, 'started_at', optional(isString), 'a timestamp', where) ?? null;
-    if (dispatchedAt === null && startedAt !== null) {
-      // Written before `dispatched_at` existed, when `started_at` was the dispatch time.
-      dispatchedAt = startedAt;
-      startedAt = null;
-    }
-    states.push({
-      status,
-      attemptNo: field(raw, 'attempt_no', optional(isCount), 'a count', where) ?? 0,
-      retryBase: field(raw, 'retry_base', optional(isCount), 'a count', where) ?? 0,
-      outputRef: field(raw, 'output_ref', optional(isString), 'a string', where) ?? null,
-      error: field(raw, 'error', optional(isString), 'a string', where) ?? null,
-      dispatchedAt,
-      startedAt,
-      completedAt: field(raw, 'completed_at', optional(isString), 'a timestamp', where) ?? null,
-      awaitingInputs: field(raw, 'awaiting_inputs', optional(isBool), 'a boolean', where) ?? false,
-    });
+    states.push(decodeTaskState(raw, `tasks[${JSON.stringify(def.name)}]`, SUBJECT, false));
   }
   const extra = Object.keys(rawTasks).length - definition.value.tasks.length;
   if (extra > 0) throw new RuntimeDecodeError(`${extra} task state(s) belong to no task of the definition`);
-  return assembleRuntime(
-    {
-      workflowId: field(json, 'workflow_id', isString, 'a string'),
-      definition: definition.value,
-      outputsContainer: field(json, 'outputs_container', isNullableString, 'a string or null'),
-      status: field(json, 'status', isWorkflowStatus, 'a workflow status'),
-      activated: field(json, 'activated', isBool, 'a boolean'),
-      cancelRequested: field(json, 'cancel_requested', isBool, 'a boolean'),
-      cancelAppliedAt: field(json, 'cancel_applied_at', isNullableString, 'a timestamp or null'),
-      retryAppliedAt: field(json, 'retry_applied_at', isNullableString, 'a timestamp or null'),
-      createdAt: field(json, 'created_at', isString, 'a timestamp'),
-      updatedAt: field(json, 'updated_at', isString, 'a timestamp'),
-      finishedAt: field(json, 'finished_at', isNullableString, 'a timestamp or null'),
-      corruptReason: field(json, 'corrupt_reason', optional(isString), 'a string') ?? null,
-    },
-    states,
-  );
+  const fields: Partial<StoredWorkflowFields> = {};
+  const stored: Record<string, unknown> = {};
+  for (const key of V1_FIELD_KEYS) stored[key] = json[key];
+  stored.corrupt_reason = json.corrupt_reason ?? null;
+  decodeWorkflowFields(stored, fields, false, '', SUBJECT);
+  return assembleRuntime({ workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT), definition: definition.value, ...(fields as StoredWorkflowFields) }, states);
 }

@@ -15,6 +15,16 @@ export interface WorkflowStoreFixture {
    * index row, keeping the runtime.
    */
   simulateOrphan(workflowId: string): Promise<void>;
+  /**
+   * Damages the stored runtime of `workflowId` so that it cannot be read (e.g. deletes a part of
+   * it). Optional: adapters without a stored form leave it out, and its case is skipped.
+   */
+  damageRuntime?(workflowId: string): Promise<void>;
+  /**
+   * Makes the stored runtime of `workflowId` look written by a newer version of the adapter (an
+   * unknown format version), the way such a version would leave it for older writers. Optional.
+   */
+  writeNewerFormat?(workflowId: string): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -225,6 +235,34 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(await store.load('wf-stale')).toEqual({ runtime: r1, etag: e1 });
         expect((await store.getWorkflow('wf-stale'))?.counts.completed).toBe(0);
         expect(await codeOf(store.save(createRuntime(ABC, { workflowId: 'wf-never', now: at(1) }), e0))).toBe('conflict');
+      }, timeout);
+    });
+
+    describe('stored state', () => {
+      it('refuses a runtime whose stored state is damaged as corrupt, and leaves it (and its row) as they are', async () => {
+        const store = await fresh();
+        if (!fixture!.damageRuntime) return;
+        const r0 = createRuntime(ABC, { workflowId: 'wf-damaged', now: at(1) });
+        const { etag } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2);
+        await store.save(r1, etag, { previous: r0 });
+        await fixture!.damageRuntime('wf-damaged');
+        expect(await codeOf(store.load('wf-damaged'))).toBe('corrupt');
+        expect(await codeOf(store.load('wf-damaged'))).toBe('corrupt');
+        expect((await store.getWorkflow('wf-damaged'))?.status).toBe('running');
+      }, timeout);
+
+      it('refuses a runtime written by a newer version as unsupported, and never rewrites it', async () => {
+        const store = await fresh();
+        if (!fixture!.writeNewerFormat) return;
+        const r0 = createRuntime(ABC, { workflowId: 'wf-newer', now: at(1) });
+        const { etag } = await store.create(r0, 'h');
+        await fixture!.writeNewerFormat('wf-newer');
+        expect(await codeOf(store.load('wf-newer'))).toBe('unsupported');
+        const r1 = activate(r0, 2);
+        expect(await codeOf(store.save(r1, etag, { previous: r0 }))).toBe('conflict');
+        expect(await codeOf(store.save(r1, etag))).toBe('conflict');
+        expect(await codeOf(store.load('wf-newer'))).toBe('unsupported');
       }, timeout);
     });
 

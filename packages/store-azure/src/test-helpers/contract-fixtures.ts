@@ -86,10 +86,23 @@ export async function workflowStoreFixture(connectionString: string, extra: Part
     ...extra,
   });
   const index = tableClient(connectionString, store.names.indexTable);
+  const blobs = BlobServiceClient.fromConnectionString(connectionString).getContainerClient(store.names.workflowsContainer);
   return {
     store,
     simulateOrphan: async (workflowId) => {
       await index.deleteEntity(indexPartition(workflowId), workflowId);
+    },
+    damageRuntime: async (workflowId) => {
+      const head = JSON.parse((await blobs.getBlobClient(`${workflowId}.json`).downloadToBuffer()).toString('utf8')) as { snapshot: string };
+      await blobs.getBlobClient(head.snapshot).delete();
+    },
+    writeNewerFormat: async (workflowId) => {
+      // A newer format closes the current log (so older writers' appends fail), then replaces the head.
+      const head = JSON.parse((await blobs.getBlobClient(`${workflowId}.json`).downloadToBuffer()).toString('utf8')) as { log: string };
+      const closing = '{"closed_by":"a newer format"}\n';
+      await blobs.getAppendBlobClient(head.log).appendBlock(closing, closing.length);
+      const newer = JSON.stringify({ version: 99, workflow_id: workflowId });
+      await blobs.getBlockBlobClient(`${workflowId}.json`).upload(newer, newer.length);
     },
     dispose: () => store.deleteStorage(),
   };
