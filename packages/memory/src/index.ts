@@ -6,5 +6,5 @@
  * @packageDocumentation
  */
 export { MemoryTaskQueue, type MemoryQueueCounts, type MemoryTaskQueueOptions } from './task-queue';
-export { MAX_ROW_ERROR_CHARS, MemoryWorkflowStore, type MemoryWorkflowStoreCalls } from './workflow-store';
+export { MAX_ROW_ERROR_CHARS, MemoryWorkflowStore, type MemoryStateBlobs, type MemoryWorkflowStoreCalls, type MemoryWorkflowStoreOptions } from './workflow-store';
 export { MemoryOutputStore, type MemoryOutputStoreOptions } from './output-store';

@@ -5,6 +5,7 @@ import {
   BLOB_REF_PREFIX,
   INLINE_FALLBACK_MAX_BYTES,
   INLINE_OUTPUT_MAX_BYTES,
+  OUTPUT_BLOB_PREFIX,
   STASH_BLOB_PREFIX,
   blobOutputRef,
   canonicalOutputBlobPath,
@@ -12,6 +13,7 @@ import {
   encodeUpstreamOverflow,
   isBase64Md5,
   isValidContainerName,
+  isValidWorkflowId,
   parseBlobLocation,
   parseOutputRef,
   stashBlobName,
@@ -28,6 +30,28 @@ export interface MemoryOutputStoreOptions {
   outputsContainer?: string;
   /** The state container of overflow blobs (default `memory-workflows`). */
   workflowsContainer?: string;
+}
+
+/** Task log blobs (written by workers) in the outputs container. */
+const TASK_LOG_BLOB_PREFIX = 'workflow-logs/';
+
+/** The outputs container's folders that hold one workflow's blobs under `{folder}{workflow_id}/`. */
+const OUTPUT_FOLDERS = [OUTPUT_BLOB_PREFIX, STASH_BLOB_PREFIX, TASK_LOG_BLOB_PREFIX] as const;
+
+/** The state container's folder of a workflow's overflow blobs, `upstream/{workflow_id}/`. */
+const UPSTREAM_FOLDER = 'upstream/';
+
+/**
+ * The workflow a blob under one of `folders` belongs to: the path segment after the folder. A
+ * workflow id holds no `/`, so `a`'s folder never holds a blob of `a.b`. Null outside those folders.
+ */
+function ownerOf(path: string, folders: readonly string[]): string | null {
+  for (const folder of folders) {
+    if (!path.startsWith(folder)) continue;
+    const end = path.indexOf('/', folder.length);
+    return end > folder.length ? path.slice(folder.length, end) : null;
+  }
+  return null;
 }
 
 /** A stored blob: its bytes and the Content-MD5 it was stored with (kept apart, so damage can be simulated). */
@@ -100,13 +124,21 @@ const JSON_START = /^\s*(?:[{["\-0-9]|true\b|false\b|null\b)/;
  * in the state container; every read checked against the stored md5 (and the ref's or marker's).
  * It passes the same contract suite as the Azure store.
  *
+ * Each blob is also filed under its workflow, so {@link deleteWorkflowOutputs} (and
+ * {@link deleteStateBlobs}, for the store's purge) cost the workflow's blobs, not every blob.
+ *
  * Test hooks: {@link corrupt} (damage a blob, keeping its md5), {@link breakUploads} /
- * {@link restoreUploads} (uploads fail as with an unreachable service), {@link blobCount}.
+ * {@link restoreUploads} (uploads fail as with an unreachable service), {@link writeBlob} (a blob
+ * written behind the store's back, e.g. a task log), {@link blobCount}.
  */
 export class MemoryOutputStore implements OutputStore {
   readonly outputsContainer: string;
   readonly workflowsContainer: string;
   private readonly blobs = new Map<string, Blob>();
+  /** Keys of the blobs under a workflow's outputs-container folders (outputs, stashed files, logs), by workflow id. */
+  private readonly outputKeys = new Map<string, Set<string>>();
+  /** Keys of the blobs under a workflow's state-container folder (overflow blobs), by workflow id. */
+  private readonly stateKeys = new Map<string, Set<string>>();
   private uploadsBroken = false;
 
   constructor(options: MemoryOutputStoreOptions = {}) {
@@ -156,7 +188,7 @@ export class MemoryOutputStore implements OutputStore {
       }
       const body = Buffer.from(json, 'utf8');
       const md5 = md5Base64(body);
-      this.blobs.set(key, { bytes: body, md5 });
+      this.store(this.outputsContainer, path, { bytes: body, md5 });
       return { ref: blobOutputRef(this.outputsContainer, path, md5), placement: 'blob', bytes };
     });
   }
@@ -201,7 +233,7 @@ export class MemoryOutputStore implements OutputStore {
       this.checkUpload(`stash file ${describeBlob(this.outputsContainer, blobName)}`);
       const bytes = new Uint8Array(data); // a copy: the caller may reuse its buffer
       const md5 = md5Base64(bytes);
-      this.blobs.set(this.key(this.outputsContainer, blobName), { bytes, md5 });
+      this.store(this.outputsContainer, blobName, { bytes, md5 });
       return { blobName, md5, size: bytes.byteLength };
     });
   }
@@ -222,7 +254,7 @@ export class MemoryOutputStore implements OutputStore {
     checkAborted(options);
     this.checkUpload(`stash file ${describeBlob(this.outputsContainer, blobName)}`);
     const md5 = md5Base64(bytes);
-    this.blobs.set(this.key(this.outputsContainer, blobName), { bytes, md5 });
+    this.store(this.outputsContainer, blobName, { bytes, md5 });
     return { blobName, md5, size: bytes.byteLength };
   }
 
@@ -262,9 +294,31 @@ export class MemoryOutputStore implements OutputStore {
       checkAborted(options);
       this.checkUpload(`write upstream overflow ${describeBlob(this.workflowsContainer, path)}`);
       const bytes = Buffer.from(encodeUpstreamOverflow(compact), 'utf8');
-      this.blobs.set(this.key(this.workflowsContainer, path), { bytes, md5: md5Base64(bytes) });
+      this.store(this.workflowsContainer, path, { bytes, md5: md5Base64(bytes) });
       return `${this.workflowsContainer}/${path}`;
     });
+  }
+
+  /**
+   * Deletes the blobs under `outputs/{wf}/`, `workflow-files/{wf}/` and `workflow-logs/{wf}/` of the
+   * outputs container (only whole `{wf}/` folders: `a` never reaches `a.b`) and returns how many.
+   */
+  deleteWorkflowOutputs(workflowId: string, options?: OperationOptions): Promise<number> {
+    return run(() => {
+      checkWorkflowIdOf(workflowId);
+      checkAborted(options);
+      return this.dropAll(this.outputKeys, workflowId);
+    });
+  }
+
+  /**
+   * Deletes a workflow's overflow blobs, `upstream/{wf}/` of the state container, and returns how
+   * many: what the Azure workflow store's purge deletes besides the runtime (give this store to
+   * `MemoryWorkflowStore` as its `stateBlobs`).
+   */
+  deleteStateBlobs(workflowId: string): number {
+    checkWorkflowIdOf(workflowId);
+    return this.dropAll(this.stateKeys, workflowId);
   }
 
   getUpstreamOverflow(location: string, options?: OperationOptions): Promise<CompactUpstreamRefs> {
@@ -310,6 +364,19 @@ export class MemoryOutputStore implements OutputStore {
     });
   }
 
+  /**
+   * Writes a blob behind the store's back (as a worker writes its task log
+   * `workflow-logs/{wf}/{task}/{attempt}.log` in the outputs container), in one of the store's containers.
+   */
+  writeBlob(container: string, path: string, data: Uint8Array): void {
+    if (container !== this.outputsContainer && container !== this.workflowsContainer) {
+      throw new JobqError('invalid-argument', `writeBlob: "${container}" is not one of this store's containers (${this.outputsContainer}, ${this.workflowsContainer})`);
+    }
+    checkBlobPath(path, 'writeBlob');
+    const bytes = new Uint8Array(data);
+    this.store(container, path, { bytes, md5: md5Base64(bytes) });
+  }
+
   /** Makes every upload fail (as an unreachable service would) until {@link restoreUploads}. */
   breakUploads(): void {
     this.uploadsBroken = true;
@@ -328,6 +395,30 @@ export class MemoryOutputStore implements OutputStore {
 
   private key(container: string, path: string): string {
     return `${container}/${path}`;
+  }
+
+  /** Stores a blob and files it under its workflow (when it is in one of a workflow's folders). */
+  private store(container: string, path: string, blob: Blob): void {
+    const key = this.key(container, path);
+    this.blobs.set(key, blob);
+    const file = (byWorkflow: Map<string, Set<string>>, workflowId: string | null) => {
+      if (workflowId === null) return;
+      let keys = byWorkflow.get(workflowId);
+      if (keys === undefined) byWorkflow.set(workflowId, (keys = new Set()));
+      keys.add(key);
+    };
+    if (container === this.outputsContainer) file(this.outputKeys, ownerOf(path, OUTPUT_FOLDERS));
+    if (container === this.workflowsContainer) file(this.stateKeys, ownerOf(path, [UPSTREAM_FOLDER]));
+  }
+
+  /** Deletes every blob filed under a workflow in `byWorkflow`; returns how many there were. */
+  private dropAll(byWorkflow: Map<string, Set<string>>, workflowId: string): number {
+    const keys = byWorkflow.get(workflowId);
+    if (keys === undefined) return 0;
+    byWorkflow.delete(workflowId);
+    let deleted = 0;
+    for (const key of keys) if (this.blobs.delete(key)) deleted++;
+    return deleted;
   }
 
   private read(container: string, path: string, where: string): Blob {
@@ -365,6 +456,12 @@ function run<T>(fn: () => T): Promise<T> {
 
 function checkAborted(options: OperationOptions | undefined): void {
   if (options?.abortSignal?.aborted) throw new JobqError('aborted', 'aborted by the caller');
+}
+
+function checkWorkflowIdOf(workflowId: string): void {
+  if (!isValidWorkflowId(workflowId)) {
+    throw new JobqError('invalid-argument', `"${String(workflowId).slice(0, 200)}" is not a workflow id (1–128 letters, digits, ".", "_" and "-", starting with a letter or digit)`);
+  }
 }
 
 /** Checks a marker that came from an output (i.e. from a message) before following it. */

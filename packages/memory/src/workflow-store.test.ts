@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError, isJobqError } from '@jobq/ports';
 import { describeWorkflowStoreContract } from '@jobq/ports/testing';
+import { MemoryOutputStore } from './output-store';
 import { MemoryWorkflowStore } from './workflow-store';
 
 describeWorkflowStoreContract('in memory', () => {
@@ -19,6 +20,19 @@ function definition(tasks: number): WorkflowDefinition {
   const result = validateWorkflow({ name: 'wide', tasks: Array.from({ length: tasks }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) });
   if (!result.ok) throw new Error(JSON.stringify(result.issues));
   return result.value;
+}
+
+/** Workflow `id` of {@link definition}(2), activated at 2 and completed at `n`. */
+function finished(id: string, n: number): WorkflowRuntime {
+  let r = reduce(createRuntime(definition(2), { workflowId: id, now: at(1) }), { type: 'activate', now: at(2) }).runtime;
+  for (const taskName of ['t0', 't1']) r = reduce(r, { type: 'completion', now: at(n), taskName, attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
+  return r;
+}
+
+/** Creates workflow `id` and saves it {@link finished} at `n`; returns the ETag of that save. */
+async function finishedIn(store: MemoryWorkflowStore, id: string, n: number): Promise<string> {
+  const { etag } = await store.create(createRuntime(definition(2), { workflowId: id, now: at(1) }), 'h');
+  return (await store.save(finished(id, n), etag)).etag;
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
@@ -117,6 +131,83 @@ describe('MemoryWorkflowStore specifics', () => {
     await lease.release(); // quietly: it is not the holder any more
     expect(await codeOf(store.acquireLease())).toBe('lease-held');
     await next.release();
+  });
+
+  it('purges the overflow blobs of its stateBlobs with the runtime, never those of a.b; a save after a purge is a conflict', async () => {
+    const outputs = new MemoryOutputStore();
+    const store = new MemoryWorkflowStore({ stateBlobs: outputs });
+    const etags = new Map<string, string>();
+    for (const id of ['a', 'a.b']) {
+      etags.set(id, await finishedIn(store, id, 5));
+      await outputs.putUpstreamOverflow(id, 't1', 1, { n: ['t0'] });
+      await outputs.putUpstreamOverflow(id, 't1', 2, { n: ['t0'] });
+      await outputs.putOutput(id, 't0', 1, JSON.stringify({ pad: 'x'.repeat(40_000) }));
+    }
+    expect(outputs.blobCount).toBe(6);
+    const result = await store.purge('a', { beforeIndexRow: async () => void (await outputs.deleteWorkflowOutputs('a')) });
+    expect(result).toEqual({ workflowId: 'a', outcome: 'purged', status: 'completed', finishedAt: at(5), reason: null, blobs: 3, taskRows: 2 });
+    expect(outputs.blobCount).toBe(3);
+    expect(await outputs.getUpstreamOverflow('memory-workflows/upstream/a.b/t1/2.json')).toEqual({ n: ['t0'] });
+    expect(await codeOf(outputs.getUpstreamOverflow('memory-workflows/upstream/a/t1/2.json'))).toBe('not-found');
+    expect(await codeOf(store.save(finished('a', 6), etags.get('a')!))).toBe('conflict');
+    expect(await store.load('a')).toBeNull();
+    expect(store.calls.purges).toBe(1);
+    // Without stateBlobs the runtime is the only blob.
+    const alone = new MemoryWorkflowStore();
+    await finishedIn(alone, 'c', 5);
+    expect(await alone.purge('c')).toMatchObject({ outcome: 'purged', blobs: 1, taskRows: 2 });
+  });
+
+  it('skips a runtime that cannot be read until it is set aside as corrupt, then purges it', async () => {
+    const store = new MemoryWorkflowStore();
+    await finishedIn(store, 'bad', 5);
+    store.makeUnreadable('bad', 'not JSON');
+    const skipped = await store.purge('bad');
+    expect(skipped).toMatchObject({ outcome: 'skipped', status: 'completed' });
+    expect(skipped.reason).toMatch(/cannot be read and the coordinator has not set it aside as corrupt .*not JSON/);
+    await store.markCorrupt('bad', 'not JSON', at(7));
+    expect(await store.purge('bad', { dryRun: true })).toMatchObject({ outcome: 'would-purge', status: 'corrupt', finishedAt: at(7), taskRows: 2 });
+    expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', blobs: 1, taskRows: 2 });
+    expect(store.workflowIds()).toEqual([]);
+    expect(await store.countWorkflows()).toMatchObject({ corrupt: 0, completed: 0 });
+  });
+
+  it('pages a finished-before listing while purging what it lists (the retention sweep), and leaves the rest', async () => {
+    const store = new MemoryWorkflowStore();
+    const def = definition(2);
+    for (let i = 0; i < 30; i++) {
+      const id = `w${String(i).padStart(2, '0')}`;
+      if (i % 3 === 0) {
+        const r0 = createRuntime(def, { workflowId: id, now: at(1) });
+        await store.save(reduce(r0, { type: 'activate', now: at(2) }).runtime, (await store.create(r0, 'h')).etag);
+      } else {
+        await finishedIn(store, id, i % 3 === 1 ? 5 : 50);
+      }
+    }
+    const purged: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await store.listWorkflows({ finishedBefore: at(10), limit: 3, ...(token ? { continuationToken: token } : {}) });
+      expect(page.items.length).toBeLessThanOrEqual(3);
+      for (const summary of page.items) {
+        expect((await store.purge(summary.workflowId, { finishedBefore: at(10) })).outcome).toBe('purged');
+        purged.push(summary.workflowId);
+      }
+      token = page.continuationToken ?? undefined;
+    } while (token);
+    expect(purged).toEqual(Array.from({ length: 10 }, (_, k) => `w${String(3 * k + 1).padStart(2, '0')}`));
+    expect(await store.countWorkflows()).toMatchObject({ running: 10, completed: 10 });
+    expect((await store.listWorkflows({ finishedBefore: at(10) })).items).toEqual([]);
+    // Two groups in one listing, merged in key order, one per page.
+    const ids: string[] = [];
+    token = undefined;
+    do {
+      const page = await store.listWorkflows({ savedStatus: ['running', 'completed'], updatedBefore: at(60), limit: 1, ...(token ? { continuationToken: token } : {}) });
+      ids.push(...page.items.map((w) => w.workflowId));
+      token = page.continuationToken ?? undefined;
+    } while (token);
+    expect(ids).toEqual([...ids].sort());
+    expect(ids).toHaveLength(20);
   });
 
   it('honours a fired abort signal', async () => {

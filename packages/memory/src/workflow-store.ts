@@ -2,7 +2,9 @@ import {
   TASK_STATUSES,
   WORKFLOW_STATUSES,
   changedTasks,
+  isTerminalWorkflowStatus,
   isValidWorkflowId,
+  taskCount,
   taskQueue,
   taskState,
   type TaskRuntime,
@@ -20,21 +22,30 @@ import {
   type LoadedRuntime,
   type OperationOptions,
   type Page,
+  type PurgeOptions,
+  type PurgeResult,
+  type RequestFilter,
   type SaveOptions,
   type SaveResult,
   type TaskFilter,
   type TaskRow,
   type WorkflowFilter,
+  type WorkflowRequest,
   type WorkflowStore,
   type WorkflowSummary,
 } from '@jobq/ports';
 import { decodeCursor, encodeCursor, firstAfter, pageLimit } from './paging';
+import { SortedIds } from './sorted-ids';
 
 /** Longest error text kept in a row (as the Azure index and task tables keep it). */
 export const MAX_ROW_ERROR_CHARS = 2_000;
 
 const DEFAULT_WORKFLOW_PAGE = 100;
 const DEFAULT_TASK_PAGE = 1_000;
+const DEFAULT_REQUEST_PAGE = 1_000;
+
+/** The statuses a workflow ends in: a saved one of these is finished. */
+const FINAL_STATUSES: readonly WorkflowStatus[] = WORKFLOW_STATUSES.filter(isTerminalWorkflowStatus);
 
 /** An error for a row: whole up to {@link MAX_ROW_ERROR_CHARS}, else cut with a marker; null for none. */
 function shortenError(error: string | null): string | null {
@@ -63,6 +74,15 @@ function checkWorkflowId(workflowId: string): void {
 
 function checkTimestamp(at: string, what: string): void {
   if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
+}
+
+/** A time of a filter, checked (`invalid-argument` for anything that is not a time, as the Azure store says it). */
+function filterTime(at: string | undefined, what: string): string | undefined {
+  if (at === undefined) return undefined;
+  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) {
+    throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp, got ${JSON.stringify(String(at).slice(0, 100))}`);
+  }
+  return at;
 }
 
 function checkAborted(options: OperationOptions | undefined, operation: string): void {
@@ -129,6 +149,24 @@ interface WorkflowRows {
   sorted: string[] | null;
 }
 
+/** A workflow's request row: the request times, and the version {@link MemoryWorkflowStore.clearRequest} checks. */
+interface RequestRow {
+  cancelRequestedAt: string | null;
+  retryRequestedAt: string | null;
+  etag: string;
+}
+
+/** What {@link MemoryWorkflowStore.purge} decides on, and why not (reason null: go ahead). */
+interface PurgeVerdict {
+  status: WorkflowStatus;
+  finishedAt: string | null;
+  updatedAt: string;
+  /** The ETag to delete the runtime at (null: an unreadable runtime, as it is); undefined when there is no runtime left. */
+  etag: string | null | undefined;
+  taskRows: number;
+  reason: string | null;
+}
+
 interface StoredRuntime {
   runtime: WorkflowRuntime;
   etag: string;
@@ -157,6 +195,28 @@ export interface MemoryWorkflowStoreCalls {
   saves: number;
   conflicts: number;
   taskRowsWritten: number;
+  /** Workflows purged (outcome `purged`). */
+  purges: number;
+}
+
+/**
+ * The blobs a workflow keeps in the state container besides its runtime (upstream overflow blobs):
+ * in memory the {@link MemoryOutputStore} holds them, and {@link MemoryOutputStore.deleteStateBlobs}
+ * is this.
+ */
+export interface MemoryStateBlobs {
+  /** Deletes every state-container blob of the workflow (`upstream/{wf}/`); returns how many. */
+  deleteStateBlobs(workflowId: string): number;
+}
+
+/** Options of {@link MemoryWorkflowStore}. */
+export interface MemoryWorkflowStoreOptions {
+  /**
+   * Where the workflows' overflow blobs are (the output store that wrote them), so that
+   * {@link MemoryWorkflowStore.purge} deletes them with the runtime, as the Azure store deletes
+   * `upstream/{wf}/` of its container. Without it they are left where they are.
+   */
+  stateBlobs?: MemoryStateBlobs;
 }
 
 class MemoryLease implements CoordinatorLease {
@@ -191,13 +251,15 @@ class MemoryLease implements CoordinatorLease {
 /**
  * {@link WorkflowStore} in memory, with the semantics of the Azure store: ETag compare-and-swap on
  * the runtime, an index row per workflow (counts, queues, request timestamps, `pending` while a retry
- * waits, `corrupt` for good) and task rows derived from each save, the coordinator lease (held by
- * one, broken on request, lost), and the stats document. It passes the same contract suite.
+ * waits, `corrupt` for good) and task rows derived from each save, request rows with their own ETag,
+ * the purge of finished workflows, the coordinator lease (held by one, broken on request, lost), and
+ * the stats document. It passes the same contract suite.
  *
  * Built for big workflows: the runtime object is kept as it was saved (runtimes are immutable; no
  * copy, no encoding) and `load` returns that object; a save writes the task rows of
  * `changedTasks(previous, runtime)` only, each row holding the task's state object; the index is
- * bucketed by shown status, so a listing of active workflows never walks finished ones.
+ * grouped by shown and by saved status (O(1) per save), so a listing reads only the groups its
+ * filter names: a scan of the active workflows never walks the finished ones.
  *
  * Test hooks: {@link dropIndexRow} (a submit that crashed before its index row),
  * {@link makeUnreadable} (a runtime that no longer decodes), {@link rowFault} (row writes that fail),
@@ -205,7 +267,7 @@ class MemoryLease implements CoordinatorLease {
  */
 export class MemoryWorkflowStore implements WorkflowStore {
   /** What was called, counted. */
-  readonly calls: MemoryWorkflowStoreCalls = { creates: 0, loads: 0, saves: 0, conflicts: 0, taskRowsWritten: 0 };
+  readonly calls: MemoryWorkflowStoreCalls = { creates: 0, loads: 0, saves: 0, conflicts: 0, taskRowsWritten: 0, purges: 0 };
   /**
    * When set and returning an error for a save, that save stores the runtime but writes no index or
    * task row and reports the error as `rowsError` (the rows are written with the next save), as the
@@ -215,7 +277,14 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   private readonly runtimes = new Map<string, StoredRuntime>();
   private readonly index = new Map<string, IndexRow>();
-  private readonly byStatus = new Map<WorkflowStatus, Set<string>>(WORKFLOW_STATUSES.map((s) => [s, new Set<string>()]));
+  /** The ids of the index rows: all of them, by shown status, by saved status (the groups listings read). */
+  private readonly allRows = new SortedIds();
+  private readonly byShown = new Map<WorkflowStatus, SortedIds>(WORKFLOW_STATUSES.map((s) => [s, new SortedIds()]));
+  private readonly bySaved = new Map<WorkflowStatus, SortedIds>(WORKFLOW_STATUSES.map((s) => [s, new SortedIds()]));
+  /** Request rows by workflow id (the request list the coordinator scans), and their ids in key order. */
+  private readonly requests = new Map<string, RequestRow>();
+  private readonly requestIds = new SortedIds();
+  private readonly stateBlobs: MemoryStateBlobs | null;
   private readonly taskRows = new Map<string, WorkflowRows>();
   /** Workflows whose last save could not write its rows (see {@link rowFault}). */
   private readonly unwritten = new Set<string>();
@@ -223,6 +292,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
   private nextLease = 1;
   private holder: MemoryLease | null = null;
   private stats: string | null = null;
+
+  constructor(options: MemoryWorkflowStoreOptions = {}) {
+    this.stateBlobs = options.stateBlobs ?? null;
+  }
 
   // ---- runtime ---------------------------------------------------------------------------------
 
@@ -315,40 +388,56 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   /**
    * Workflows from the index: in key (id) order, paged after the last id returned, or newest first
-   * (`recent`), paged by offset. Only the rows of the asked statuses are looked at.
+   * (`recent`), paged by offset. Every filter is served from the status groups of the index: only
+   * the rows of the group(s) the filter names are looked at (the asked saved statuses, the asked
+   * shown statuses — `pending` included —, the final statuses for `finishedBefore`; whichever is
+   * smallest), each once per listing in key order, the time conditions checked on each.
    */
   listWorkflows(filter: WorkflowFilter = {}): Promise<Page<WorkflowSummary>> {
     return run(() => {
       const limit = pageLimit(filter.limit, DEFAULT_WORKFLOW_PAGE);
+      const updatedBefore = filterTime(filter.updatedBefore, 'updatedBefore');
+      const finishedBefore = filterTime(filter.finishedBefore, 'finishedBefore');
       checkAborted(filter, 'list workflows');
-      const statuses = filter.status;
-      if (filter.recent) {
-        const cursor = decodeCursor(filter.continuationToken, 'offset');
-        if (statuses && statuses.length === 0) return { items: [], continuationToken: null };
-        const rows = this.rowsIn(statuses).sort(byRecent);
-        const offset = cursor?.offset ?? 0;
+      const recent = filter.recent === true;
+      const offsetCursor = recent ? decodeCursor(filter.continuationToken, 'offset') : undefined;
+      const afterCursor = recent ? undefined : decodeCursor(filter.continuationToken, 'after', 1);
+      const shown = filter.status === undefined ? null : new Set(filter.status);
+      const saved = filter.savedStatus === undefined ? null : new Set(filter.savedStatus);
+      if (shown?.size === 0 || saved?.size === 0) return { items: [], continuationToken: null };
+      const wanted = (row: IndexRow): boolean =>
+        (shown === null || shown.has(row.shown)) &&
+        (saved === null || saved.has(row.saved)) &&
+        (updatedBefore === undefined || compareTimes(row.updatedAt, updatedBefore) < 0) &&
+        (finishedBefore === undefined || (isTerminalWorkflowStatus(row.saved) && compareTimes(row.finishedAt ?? row.updatedAt, finishedBefore) < 0));
+      const groups = this.groupsFor(shown, saved, finishedBefore !== undefined);
+      if (recent) {
+        const rows: IndexRow[] = [];
+        for (const group of groups) for (const id of group.values()) {
+          const row = this.index.get(id)!;
+          if (wanted(row)) rows.push(row);
+        }
+        rows.sort(byRecent);
+        const offset = offsetCursor?.offset ?? 0;
         const end = offset + limit;
         return { items: rows.slice(offset, end).map(summaryOf), continuationToken: end < rows.length ? encodeCursor({ kind: 'offset', offset: end }) : null };
       }
-      const cursor = decodeCursor(filter.continuationToken, 'after', 1);
-      if (statuses && statuses.length === 0) return { items: [], continuationToken: null };
-      const ids = this.rowsIn(statuses)
-        .map((r) => r.workflowId)
-        .sort();
-      const start = cursor === undefined ? 0 : firstAfter(ids, cursor.key[0] ?? '', (id) => id);
-      const page = ids.slice(start, start + limit);
-      const more = start + limit < ids.length;
-      return {
-        items: page.map((id) => summaryOf(this.index.get(id)!)),
-        continuationToken: more ? encodeCursor({ kind: 'after', key: [page[page.length - 1] ?? ''] }) : null,
-      };
+      const items: WorkflowSummary[] = [];
+      for (const id of inKeyOrder(groups, afterCursor?.key[0])) {
+        const row = this.index.get(id)!;
+        if (!wanted(row)) continue;
+        // One more match after a full page: there is a next page.
+        if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
+        items.push(summaryOf(row));
+      }
+      return { items, continuationToken: null };
     });
   }
 
   countWorkflows(options?: OperationOptions): Promise<Record<WorkflowStatus, number>> {
     return run(() => {
       checkAborted(options, 'count workflows');
-      return Object.fromEntries(WORKFLOW_STATUSES.map((s) => [s, this.byStatus.get(s)?.size ?? 0])) as Record<WorkflowStatus, number>;
+      return Object.fromEntries(WORKFLOW_STATUSES.map((s) => [s, this.byShown.get(s)?.size ?? 0])) as Record<WorkflowStatus, number>;
     });
   }
 
@@ -360,18 +449,143 @@ export class MemoryWorkflowStore implements WorkflowStore {
     return this.requestAt(workflowId, 'retry', at, options);
   }
 
+  /** The request rows in key (id) order, paged after the last id returned: only the outstanding requests are looked at. */
+  listRequests(filter: RequestFilter = {}): Promise<Page<WorkflowRequest>> {
+    return run(() => {
+      const limit = pageLimit(filter.limit, DEFAULT_REQUEST_PAGE);
+      const cursor = decodeCursor(filter.continuationToken, 'after', 1);
+      checkAborted(filter, 'list workflow requests');
+      const items: WorkflowRequest[] = [];
+      for (const workflowId of this.requestIds.after(cursor?.key[0])) {
+        if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
+        const request = this.requests.get(workflowId)!;
+        items.push({ workflowId, cancelRequestedAt: request.cancelRequestedAt, retryRequestedAt: request.retryRequestedAt, etag: request.etag });
+      }
+      return { items, continuationToken: null };
+    });
+  }
+
+  /** Removes the request row if it is still at `etag` (`*`: whatever it holds, as an If-Match). */
+  clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
+      checkAborted(options, `clear the request of workflow "${workflowId}"`);
+      const request = this.requests.get(workflowId);
+      if (request === undefined || (etag !== '*' && request.etag !== etag)) return false;
+      this.deleteRequest(workflowId);
+      return true;
+    });
+  }
+
   markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
     return run(() => {
       checkWorkflowId(workflowId);
       checkTimestamp(at, 'the time');
       checkAborted(options, `mark workflow "${workflowId}" corrupt`);
       const row = this.index.get(workflowId) ?? this.emptyRow(workflowId);
-      row.saved = 'corrupt';
+      this.setSaved(row, 'corrupt');
       row.error = shortenError(`corrupt: ${reason}`);
       row.updatedAt = at;
       row.finishedAt = at;
       this.reshow(row);
     });
+  }
+
+  // ---- purge -----------------------------------------------------------------------------------
+
+  /**
+   * Purges a finished workflow (see `WorkflowStore.purge`), as the Azure store does: the re-check
+   * on the runtime (finished or set aside as corrupt, no retry waiting, finished before the cutoff),
+   * then the runtime (only at the ETag checked) and the workflow's state blobs (see
+   * {@link MemoryWorkflowStoreOptions.stateBlobs}), `beforeIndexRow`, the task rows, the request row,
+   * and the index row last. Everything up to `beforeIndexRow` happens at once (no other call runs
+   * in between); a failing `beforeIndexRow` leaves the rest for a second purge.
+   */
+  async purge(workflowId: string, options: PurgeOptions = {}): Promise<PurgeResult> {
+    checkWorkflowId(workflowId);
+    const finishedBefore = filterTime(options.finishedBefore, 'finishedBefore');
+    checkAborted(options, `purge workflow "${workflowId}"`);
+    const row = this.index.get(workflowId);
+    if (row === undefined) return { workflowId, outcome: 'not-found', status: null, finishedAt: null, reason: null, blobs: 0, taskRows: 0 };
+    const verdict = this.recheck(row, finishedBefore);
+    const result = (outcome: PurgeResult['outcome'], extra: Partial<PurgeResult> = {}): PurgeResult => ({
+      workflowId,
+      outcome,
+      status: verdict.status,
+      finishedAt: verdict.finishedAt,
+      reason: null,
+      blobs: 0,
+      taskRows: 0,
+      ...extra,
+    });
+    if (verdict.reason !== null) return result('skipped', { reason: verdict.reason });
+    if (options.dryRun) return result('would-purge', { taskRows: verdict.taskRows });
+    let blobs = 0;
+    if (verdict.etag !== undefined) {
+      const stored = this.runtimes.get(workflowId);
+      if (stored !== undefined && verdict.etag !== null && stored.etag !== verdict.etag) {
+        return result('skipped', { reason: 'it changed while being purged (a save since it was checked): left as it is' });
+      }
+      if (stored !== undefined) {
+        // From here on no save of the workflow can succeed.
+        this.runtimes.delete(workflowId);
+        this.unwritten.delete(workflowId);
+        blobs = 1;
+      }
+    }
+    blobs += this.stateBlobs?.deleteStateBlobs(workflowId) ?? 0;
+    await options.beforeIndexRow?.();
+    checkAborted(options, `purge workflow "${workflowId}"`);
+    const taskRows = this.taskRows.get(workflowId)?.rows.size ?? 0;
+    this.taskRows.delete(workflowId);
+    this.deleteRequest(workflowId);
+    this.deleteIndexRow(workflowId);
+    this.calls.purges++;
+    return result('purged', { blobs, taskRows });
+  }
+
+  /**
+   * Whether a workflow may be purged, decided on its runtime (the truth) and its index row: finished
+   * (the runtime's status is final, or the row set it aside as corrupt), no retry waiting, finished
+   * before the cutoff. Without a runtime (an earlier purge stopped half-way) the index row decides.
+   */
+  private recheck(row: IndexRow, finishedBefore: string | undefined): PurgeVerdict {
+    const stored = this.runtimes.get(row.workflowId);
+    const setAside = row.shown === 'corrupt';
+    const verdict: PurgeVerdict = {
+      status: row.shown,
+      finishedAt: row.finishedAt,
+      updatedAt: row.updatedAt,
+      etag: undefined,
+      taskRows: Object.values(row.counts).reduce((a, b) => a + b, 0),
+      reason: null,
+    };
+    if (stored !== undefined && stored.unreadable === null) {
+      const runtime = stored.runtime;
+      verdict.status = setAside ? 'corrupt' : runtime.status;
+      verdict.etag = stored.etag;
+      verdict.taskRows = taskCount(runtime);
+      verdict.updatedAt = runtime.updatedAt;
+      if (runtime.finishedAt !== null || !setAside) verdict.finishedAt = runtime.finishedAt;
+      const retry = row.retryRequestedAt;
+      if (!setAside && !isTerminalWorkflowStatus(runtime.status)) verdict.reason = `it is not finished: its runtime is ${runtime.status}`;
+      else if (!setAside && retry !== null && (runtime.retryAppliedAt === null || compareTimes(retry, runtime.retryAppliedAt) > 0)) {
+        verdict.reason = `a retry was requested at ${retry} and is not applied yet`;
+      }
+    } else if (stored !== undefined) {
+      verdict.etag = null;
+      if (!setAside) {
+        verdict.reason = `its runtime cannot be read and the coordinator has not set it aside as corrupt (index status ${row.shown}): the runtime of workflow "${row.workflowId}" cannot be read: ${stored.unreadable}`;
+      }
+    } else if (!isTerminalWorkflowStatus(row.shown)) {
+      verdict.reason = `it has no runtime and its index row says ${row.shown}: not a finished workflow`;
+    }
+    if (verdict.reason === null && finishedBefore !== undefined) {
+      const finished = verdict.finishedAt ?? verdict.updatedAt;
+      if (!(compareTimes(finished, finishedBefore) < 0)) verdict.reason = `it finished at ${finished}, not before ${finishedBefore}`;
+    }
+    return verdict;
   }
 
   // ---- task rows -------------------------------------------------------------------------------
@@ -463,10 +677,7 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   /** Removes a workflow's index row, keeping its runtime and task rows: a submit that crashed before its index row. */
   dropIndexRow(workflowId: string): void {
-    const row = this.index.get(workflowId);
-    if (row === undefined) return;
-    this.byStatus.get(row.shown)?.delete(workflowId);
-    this.index.delete(workflowId);
+    this.deleteIndexRow(workflowId);
   }
 
   /** Makes `load` of a workflow fail with `corrupt` (a runtime that no longer decodes) until its next save or create. */
@@ -487,11 +698,20 @@ export class MemoryWorkflowStore implements WorkflowStore {
     return `"m${(this.nextEtag++).toString(36)}"`;
   }
 
-  private rowsIn(statuses: readonly WorkflowStatus[] | undefined): IndexRow[] {
-    if (statuses === undefined) return [...this.index.values()];
-    const rows: IndexRow[] = [];
-    for (const status of new Set(statuses)) for (const id of this.byStatus.get(status) ?? []) rows.push(this.index.get(id)!);
-    return rows;
+  /**
+   * The smallest choice of index groups that holds every row a filter can match: the saved-status
+   * groups asked (only the final ones with `finishedBefore`), the shown-status groups asked, the
+   * final saved-status groups (`finishedBefore`), or every row.
+   */
+  private groupsFor(shown: ReadonlySet<WorkflowStatus> | null, saved: ReadonlySet<WorkflowStatus> | null, finishedOnly: boolean): SortedIds[] {
+    const choices: SortedIds[][] = [];
+    const savedGroups = (statuses: Iterable<WorkflowStatus>) => [...statuses].filter((s) => !finishedOnly || isTerminalWorkflowStatus(s)).map((s) => this.bySaved.get(s)!);
+    if (saved !== null) choices.push(savedGroups(saved));
+    if (shown !== null) choices.push([...shown].map((s) => this.byShown.get(s)!));
+    if (finishedOnly) choices.push(savedGroups(FINAL_STATUSES));
+    if (choices.length === 0) return [this.allRows];
+    const size = (groups: SortedIds[]) => groups.reduce((n, g) => n + g.size, 0);
+    return choices.reduce((best, next) => (size(next) < size(best) ? next : best));
   }
 
   private writeTaskRows(runtime: WorkflowRuntime, names: readonly string[]): void {
@@ -538,15 +758,38 @@ export class MemoryWorkflowStore implements WorkflowStore {
       error: null,
     };
     this.index.set(workflowId, row);
-    this.byStatus.get(row.shown)!.add(workflowId);
+    this.allRows.add(workflowId);
+    this.byShown.get(row.shown)!.add(workflowId);
+    this.bySaved.get(row.saved)!.add(workflowId);
     return row;
+  }
+
+  private deleteIndexRow(workflowId: string): void {
+    const row = this.index.get(workflowId);
+    if (row === undefined) return;
+    this.byShown.get(row.shown)!.delete(workflowId);
+    this.bySaved.get(row.saved)!.delete(workflowId);
+    this.allRows.delete(workflowId);
+    this.index.delete(workflowId);
+  }
+
+  private deleteRequest(workflowId: string): void {
+    this.requests.delete(workflowId);
+    this.requestIds.delete(workflowId);
+  }
+
+  private setSaved(row: IndexRow, saved: WorkflowStatus): void {
+    if (row.saved === saved) return;
+    this.bySaved.get(row.saved)!.delete(row.workflowId);
+    this.bySaved.get(saved)!.add(row.workflowId);
+    row.saved = saved;
   }
 
   /** What create and save write (a merge: request timestamps and, on save, the definition hash stay). */
   private mergeIndexRow(runtime: WorkflowRuntime, definitionHash: string | undefined): void {
     const row = this.index.get(runtime.workflowId) ?? this.emptyRow(runtime.workflowId);
     row.name = runtime.definition.name;
-    row.saved = runtime.status;
+    this.setSaved(row, runtime.status);
     row.counts = { ...runtime.counts };
     row.queues = factsOf(runtime.definition).queues;
     row.createdAt = runtime.createdAt;
@@ -562,8 +805,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
   private reshow(row: IndexRow): void {
     const shown = shownStatus(row);
     if (shown === row.shown) return;
-    this.byStatus.get(row.shown)?.delete(row.workflowId);
-    this.byStatus.get(shown)!.add(row.workflowId);
+    this.byShown.get(row.shown)!.delete(row.workflowId);
+    this.byShown.get(shown)!.add(row.workflowId);
     row.shown = shown;
   }
 
@@ -577,6 +820,13 @@ export class MemoryWorkflowStore implements WorkflowStore {
       if (what === 'cancel') row.cancelRequestedAt = at;
       else row.retryRequestedAt = at;
       this.reshow(row);
+      // Then the request row the coordinator's scan lists (a merge: the other kind's time stays), at a new version.
+      const request = this.requests.get(workflowId) ?? { cancelRequestedAt: null, retryRequestedAt: null, etag: '' };
+      if (what === 'cancel') request.cancelRequestedAt = at;
+      else request.retryRequestedAt = at;
+      request.etag = this.newEtag();
+      this.requests.set(workflowId, request);
+      this.requestIds.add(workflowId);
     });
   }
 }
@@ -600,8 +850,22 @@ function summaryOf(row: IndexRow): WorkflowSummary {
     retryRequestedAt: row.retryRequestedAt,
     cancelAppliedAt: row.cancelAppliedAt,
     retryAppliedAt: row.retryAppliedAt,
+    finishedAt: row.finishedAt,
     error: row.error,
   };
+}
+
+/** The ids of disjoint groups in key order after `after`, merged lazily. */
+function* inKeyOrder(groups: readonly SortedIds[], after: string | undefined): Generator<string, void, undefined> {
+  const heads = groups.map((g) => g.after(after)).map((it) => ({ it, next: it.next() }));
+  for (;;) {
+    let min: (typeof heads)[number] | undefined;
+    for (const head of heads) if (!head.next.done && (min === undefined || head.next.value < (min.next.value as string))) min = head;
+    if (min === undefined) return;
+    const id = min.next.value as string;
+    min.next = min.it.next();
+    yield id;
+  }
 }
 
 function taskRowOf(workflowId: string, taskName: string, queue: string, ref: TaskRowRef): TaskRow {

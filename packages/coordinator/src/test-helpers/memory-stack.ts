@@ -255,8 +255,9 @@ export function useMemoryStacks(): { open(options?: MemoryStackOptions): Promise
 
 async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: () => Promise<void>) => void): Promise<MemoryStack> {
   const clock = options.clock ?? new VirtualClock();
-  const store = new MemoryWorkflowStore();
   const outputs = new MemoryOutputStore({ outputsContainer: 'mem-outputs', workflowsContainer: 'mem-workflows' });
+  // A purge deletes the overflow blobs with the runtime, as the Azure store deletes `upstream/{wf}/`.
+  const store = new MemoryWorkflowStore({ stateBlobs: outputs });
   const completions = new MemoryTaskQueue({ name: 'mem-workflow-completions', lockDurationInMs: options.completionLockInMs ?? 2_000, clock });
   const taskQueue = new MemoryTaskQueue({ name: 'mem-default', lockDurationInMs: options.taskLockInMs ?? 2_000, clock });
   const logs: string[] = [];
