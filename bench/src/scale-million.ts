@@ -27,7 +27,13 @@ function definition() {
 async function answerTasks(tasks: MemoryTaskQueue, completions: MemoryTaskQueue, signal: AbortSignal): Promise<number> {
   let answered = 0;
   while (!signal.aborted) {
-    const batch = await tasks.receive({ maxMessages: 32, maxWaitTimeInMs: 200, abortSignal: signal });
+    let batch;
+    try {
+      batch = await tasks.receive({ maxMessages: 32, maxWaitTimeInMs: 200, abortSignal: signal });
+    } catch (error) {
+      if (signal.aborted) break;
+      throw error;
+    }
     for (const message of batch) {
       const envelope = decodeEnvelope(message.body);
       if (!envelope.ok) throw new Error(envelope.error);
