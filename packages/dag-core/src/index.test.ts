@@ -28,6 +28,7 @@ describe('the package index', () => {
       'parseWorkflow', 'validateWorkflow', 'workflowJsonSchema', 'compileCondition', 'evaluateCondition',
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
       'RuntimeDecodeError', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
+      'assembleRuntime', 'withTaskStates',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
   });

@@ -1,8 +1,9 @@
 import { evaluateCondition } from '../condition';
 import type { DepPolicy, TaskDefinition } from '../definition/types';
 import { decodeInlineOutput, parseOutputRef } from '../wire/output-ref';
+import { C_DEP_BLOCKING, C_DEP_SATISFIED, C_GATE_BLOCKING, C_GATE_SATISFIED } from './core';
 import { transition, type Step } from './step';
-import { isBlocking, isSatisfying } from './types';
+import { isBlocking } from './types';
 
 type Verdict = 'ready' | 'blocked' | 'wait';
 
@@ -24,55 +25,66 @@ export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number
   }
 }
 
-function describeBlockers(names: readonly string[]): string {
-  const shown = names.slice(0, 3).map((n) => `"${n}"`).join(', ');
-  return names.length > 3 ? `${shown} and ${names.length - 3} more` : shown;
+/** `"a", "b", "c" and 4 more`: the first blockers by name, and how many there are in all. */
+function describeBlockers(first: readonly string[], total: number): string {
+  const shown = first.slice(0, 3).map((n) => `"${n}"`).join(', ');
+  return total > 3 ? `${shown} and ${total - 3} more` : shown;
 }
 
 /**
  * Re-evaluates one `pending` task whose parents changed: gates, then its policy, then its
  * condition. Anything else is left alone (once a task leaves `pending`, later parent results do
- * not change it).
+ * not change it). The parent counts come from the counters the draft keeps along each edge, so this
+ * costs O(1) whatever the fan-in; only a task that becomes upstream_failed reads its parents, to
+ * name the first blocking ones.
  */
-export function settle(step: Step, name: string): void {
-  const task = step.d.task(name);
-  if (!task || task.status !== 'pending' || task.awaitingInputs) return;
-  const position = step.index.position.get(name);
-  const def = position === undefined ? undefined : step.index.tasks[position];
-  if (!def) return;
+export function settle(step: Step, position: number): void {
+  const d = step.d;
+  const task = d.task(position);
+  if (task.status !== 'pending' || task.awaitingInputs) return;
+  const def = step.index.tasks[position]!;
 
-  let waitingForGate = false;
-  for (const gate of def.gates ?? []) {
-    const status = step.d.task(gate)?.status ?? 'pending';
-    if (isBlocking(status)) {
-      transition(step, name, { status: 'upstream_failed', error: `gate "${gate}" is ${status}` });
-      return;
+  const gates = def.gates ?? [];
+  if (gates.length > 0 && d.counter(position, C_GATE_BLOCKING) > 0) {
+    // The first blocking gate, in the order of the definition.
+    for (const gate of gates) {
+      const at = d.positionOf(gate);
+      const status = at === undefined ? 'pending' : d.task(at).status;
+      if (isBlocking(status)) {
+        transition(step, position, { status: 'upstream_failed', error: `gate "${gate}" is ${status}` });
+        return;
+      }
     }
-    if (!isSatisfying(status)) waitingForGate = true;
   }
+  const waitingForGate = d.counter(position, C_GATE_SATISFIED) < gates.length;
 
-  let s = 0;
-  const blockers: string[] = [];
-  for (const parent of def.dependsOn) {
-    const status = step.d.task(parent)?.status ?? 'pending';
-    if (isSatisfying(status)) s++;
-    else if (isBlocking(status)) blockers.push(parent);
-  }
-  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, s, blockers.length);
+  const blocking = d.counter(position, C_DEP_BLOCKING);
+  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, d.counter(position, C_DEP_SATISFIED), blocking);
   if (verdict === 'blocked') {
-    transition(step, name, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(blockers)}` });
+    transition(step, position, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(firstBlockers(step, def, 3), blocking)}` });
     return;
   }
   if (verdict === 'wait' || waitingForGate) return;
 
-  if (step.index.merge.has(name)) {
+  if (step.index.merge[position] === 1) {
     // Merge nodes only join batches: they complete where they become ready, without running.
-    transition(step, name, { status: 'completed', outputRef: null, error: null, dispatchedAt: step.now, startedAt: step.now });
+    transition(step, position, { status: 'completed', outputRef: null, error: null, dispatchedAt: step.now, startedAt: step.now });
   } else if (def.condition !== null) {
-    startCondition(step, def);
+    startCondition(step, position, def);
   } else {
-    transition(step, name, { status: 'ready' });
+    transition(step, position, { status: 'ready' });
   }
+}
+
+/** The first `limit` dependencies of `def` that block it, in the order of the definition. */
+function firstBlockers(step: Step, def: TaskDefinition, limit: number): string[] {
+  const found: string[] = [];
+  for (const parent of def.dependsOn) {
+    const at = step.d.positionOf(parent);
+    if (at !== undefined && isBlocking(step.d.task(at).status)) found.push(parent);
+    if (found.length === limit) break;
+  }
+  return found;
 }
 
 /** Parent → output ref of the blob outputs a condition reads; or why an output cannot be read. */
@@ -90,28 +102,30 @@ function blobInputs(step: Step, def: TaskDefinition, references: readonly string
 
 /** A parent's output ref when it completed; parents without output or not finished read as null. */
 function outputOf(step: Step, parent: string): string | null {
-  const task = step.d.task(parent);
-  return task?.status === 'completed' ? task.outputRef : null;
+  const at = step.d.positionOf(parent);
+  if (at === undefined) return null;
+  const task = step.d.task(at);
+  return task.status === 'completed' ? task.outputRef : null;
 }
 
 /** Starts evaluating a task's condition: at once when every input is inline, else after a fetch. */
-function startCondition(step: Step, def: TaskDefinition): void {
+function startCondition(step: Step, position: number, def: TaskDefinition): void {
   const compiled = step.index.condition(def);
   if (!compiled.ok) {
-    transition(step, def.name, { status: 'skipped', error: compiled.error });
+    transition(step, position, { status: 'skipped', error: compiled.error });
     return;
   }
   const needed = blobInputs(step, def, compiled.value.references);
   if ('error' in needed) {
-    transition(step, def.name, { status: 'skipped', error: needed.error });
+    transition(step, position, { status: 'skipped', error: needed.error });
     return;
   }
   if (Object.keys(needed.refs).length > 0) {
-    step.d.updateTask(def.name, { awaitingInputs: true });
+    step.d.updateTask(position, { awaitingInputs: true });
     step.effects.push({ type: 'fetch-condition-inputs', taskName: def.name, refs: needed.refs });
     return;
   }
-  finishCondition(step, def, {});
+  finishCondition(step, position, {});
 }
 
 /** The refs a task waiting for inputs asked for, to ask again after a restart. */
@@ -126,10 +140,11 @@ export function pendingFetch(step: Step, def: TaskDefinition): Record<string, st
  * Evaluates a condition with `fetched` (parent → decoded blob output) and the inline outputs.
  * True → ready; false → skipped (`condition false`); an error → skipped with the error.
  */
-export function finishCondition(step: Step, def: TaskDefinition, fetched: Readonly<Record<string, unknown>>): void {
+export function finishCondition(step: Step, position: number, fetched: Readonly<Record<string, unknown>>): void {
+  const def = step.index.tasks[position]!;
   const compiled = step.index.condition(def);
   if (!compiled.ok) {
-    transition(step, def.name, { status: 'skipped', error: compiled.error, awaitingInputs: false });
+    transition(step, position, { status: 'skipped', error: compiled.error, awaitingInputs: false });
     return;
   }
   const inputs: Record<string, unknown> = {};
@@ -145,20 +160,20 @@ export function finishCondition(step: Step, def: TaskDefinition, fetched: Readon
     }
     const parsed = parseOutputRef(ref);
     if (parsed.kind === 'blob') {
-      transition(step, def.name, { status: 'skipped', error: `the output of "${parent}" was not fetched` });
+      transition(step, position, { status: 'skipped', error: `the output of "${parent}" was not fetched` });
       return;
     }
     const decoded = decodeInlineOutput(ref);
     if (!decoded.ok) {
-      transition(step, def.name, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
+      transition(step, position, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
       return;
     }
     inputs[parent] = decoded.value;
   }
   const result = evaluateCondition(compiled.value, inputs);
-  if (!result.ok) transition(step, def.name, { status: 'skipped', error: `condition error: ${result.error}` });
-  else if (result.value) transition(step, def.name, { status: 'ready', awaitingInputs: false });
-  else transition(step, def.name, { status: 'skipped', error: 'condition false' });
+  if (!result.ok) transition(step, position, { status: 'skipped', error: `condition error: ${result.error}` });
+  else if (result.value) transition(step, position, { status: 'ready', awaitingInputs: false });
+  else transition(step, position, { status: 'skipped', error: 'condition false' });
 }
 
 /** Re-evaluates every task on the worklist until nothing more moves. */
