@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, withTaskStates, type WorkflowRuntime } from '@jobq/dag-core';
 import { openStack, useHarness, type StackOptions } from './test-helpers/stack';
 
 // End-to-end scenarios over Azurite, Storage Queues and real workers (SPEC §3.2–3.9, §5.2, §7, §9).
@@ -172,7 +172,7 @@ describe('Coordinator scenarios', () => {
     const loaded = await s.store.load(workflowId);
     if (!loaded) throw new Error('no runtime');
     expect(loaded.runtime.tasks.a?.status).toBe('ready');
-    const lost: WorkflowRuntime = { ...loaded.runtime, activated: true, status: 'running' };
+    const lost = withTaskStates(loaded.runtime, [], { activated: true, status: 'running' });
     await s.store.save(lost, loaded.etag, { previous: loaded.runtime });
     expect((await s.store.getWorkflow(workflowId))?.status).toBe('running');
 

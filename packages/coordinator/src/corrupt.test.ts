@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeCompletion, type WorkflowRuntime } from '@jobq/dag-core';
+import { encodeCompletion, taskState, withTaskStates } from '@jobq/dag-core';
 import { isJobqError, JobqError, type WorkflowStore } from '@jobq/ports';
 import { failureStack, useHarness, waitUntil, wrapStore, type Stack } from './test-helpers/failure-harness';
 
@@ -21,11 +21,11 @@ async function deadLetters(s: Stack): Promise<string[]> {
   }
 }
 
-/** Saves a runtime blob that no longer decodes: it holds the state of a task its definition does not have. */
+/** Saves a runtime blob that no longer decodes: a task state holds a negative attempt number. */
 async function damageRuntimeBlob(s: Stack, workflowId: string): Promise<void> {
   const loaded = await s.store.load(workflowId);
   const runtime = loaded!.runtime;
-  await s.store.save({ ...runtime, tasks: { ...runtime.tasks, stray: runtime.tasks.a! } }, loaded!.etag);
+  await s.store.save(withTaskStates(runtime, [['a', { ...taskState(runtime, 'a')!, attemptNo: -1 }]]), loaded!.etag);
 }
 
 describe('Coordinator: corrupt workflows and undeliverable messages', () => {
@@ -38,7 +38,7 @@ describe('Coordinator: corrupt workflows and undeliverable messages', () => {
     expect(good.status).toBe('completed');
     await waitUntil(async () => (await s.store.getWorkflow(bad))?.status === 'corrupt', () => s.logs.join('\n'));
     const row = await s.store.getWorkflow(bad);
-    expect(row?.error).toBe('corrupt: the runtime of workflow "wf-bad-blob" cannot be read: 1 task state(s) belong to no task of the definition');
+    expect(row?.error).toBe('corrupt: the runtime of workflow "wf-bad-blob" cannot be read: tasks["a"]."attempt_no" must be a count, got -1');
     // Its wake-up is in the dead-letter queue with the reason; a later completion for it follows.
     await waitUntil(async () => (await deadLetters(s)).length >= 1, () => s.logs.join('\n'));
     await s.completions.send({ body: encodeCompletion({ workflowId: bad, taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null }) });
@@ -48,7 +48,7 @@ describe('Coordinator: corrupt workflows and undeliverable messages', () => {
     expect(s.coordinator.counters.corruptWorkflows).toBeGreaterThanOrEqual(1);
     // Set aside for good: the request scans no longer visit it, retry and cancel refuse it.
     expect((await s.client.list({ status: ['pending', 'running', 'cancelling'] })).items.map((w) => w.workflowId)).not.toContain(bad);
-    expect((await s.client.retry(bad)).message).toMatch(/is corrupt \(the runtime of workflow "wf-bad-blob" cannot be read: 1 task state\(s\) belong to no task of the definition\): the coordinator set it aside/);
+    expect((await s.client.retry(bad)).message).toMatch(/is corrupt \(the runtime of workflow "wf-bad-blob" cannot be read: tasks\["a"\]\."attempt_no" must be a count, got -1\): the coordinator set it aside/);
     expect((await s.client.cancel(bad)).requested).toBe(false);
     await expect(s.client.explain(bad)).rejects.toThrow(/is corrupt/);
   }, 60_000);
@@ -59,7 +59,7 @@ describe('Coordinator: corrupt workflows and undeliverable messages', () => {
     // A stored attempt at the largest safe integer: dispatching the next one cannot be encoded.
     const loaded = await s.store.load(id);
     const runtime = loaded!.runtime;
-    const broken: WorkflowRuntime = { ...runtime, tasks: { ...runtime.tasks, a: { ...runtime.tasks.a!, attemptNo: Number.MAX_SAFE_INTEGER } } };
+    const broken = withTaskStates(runtime, [['a', { ...taskState(runtime, 'a')!, attemptNo: Number.MAX_SAFE_INTEGER }]]);
     await s.store.save(broken, loaded!.etag);
     await s.coordinator.start();
     const corrupt = await s.waitFor(id, (r) => r.status === 'corrupt');
