@@ -13,6 +13,7 @@ import {
   isMergeNode,
   reduce,
   sequentializeFanIn,
+  taskStatus,
   validateWorkflow,
   type CompletionEvent,
   type Effect,
@@ -391,7 +392,7 @@ function sampleSingle(start: WorkflowRuntime, startQueue: Fifo, info: DefInfo, m
 function countCompletedMerges(rt: WorkflowRuntime, info: DefInfo): number {
   if (info.merge.size === 0) return 0;
   let c = 0;
-  for (const m of info.merge) if (rt.tasks[m]?.status === 'completed') c++;
+  for (const m of info.merge) if (taskStatus(rt, m) === 'completed') c++;
   return c;
 }
 
@@ -406,9 +407,9 @@ function estimateSettleLookups(name: string, before: WorkflowRuntime, after: Wor
   while (stack.length > 0) {
     const t = stack.pop()!;
     for (const d of info.dependents.get(t) ?? []) {
-      if (before.tasks[d]?.status !== 'pending') continue;
+      if (taskStatus(before, d) !== 'pending') continue;
       lookups += info.parentCount.get(d) ?? 0;
-      if (info.merge.has(d) && after.tasks[d]?.status === 'completed') stack.push(d);
+      if (info.merge.has(d) && taskStatus(after, d) === 'completed') stack.push(d);
     }
   }
   return lookups;
