@@ -4,7 +4,7 @@ import { assembleRuntime, withTaskStates } from './assemble';
 import { decodeRuntime, encodeRuntime } from './codec';
 import { SEGMENT_SHIFT, checkCore, chunkOf, coreOf } from './core';
 import { createRuntime } from './create';
-import { useChunkShift } from './graph-index';
+import { useLayout } from './graph-index';
 import { foldEvents, reduce } from './reduce';
 import { Harness, at, definition } from './test-helpers/build';
 import type { CompletionEvent, TaskRuntime, WorkflowRuntime } from './types';
@@ -148,9 +148,27 @@ describe('the persistent layout', () => {
     expect(checkCore(coreOf(h.runtime))).toEqual([]);
   });
 
+  it('keeps parent counters only for tasks with more than 8 parents (the others read theirs)', () => {
+    const def = definition([
+      ...Array.from({ length: 9 }, (_, i) => ({ name: `p${i}` })),
+      { name: 'few', depends_on: ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'] },
+      { name: 'many', depends_on: ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8'], dep_policy: 8 },
+    ]);
+    const h = new Harness(def);
+    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([0, 0, 0, 0]);
+    h.activate();
+    for (let i = 0; i < 7; i++) h.succeed(`p${i}`);
+    h.fail('p8');
+    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([7, 1, 0, 0]);
+    expect(h.statuses()).toMatchObject({ few: 'pending', many: 'pending' });
+    h.succeed('p7');
+    expect(h.statuses()).toMatchObject({ few: 'running', many: 'running' });
+    expect(checkCore(coreOf(h.runtime))).toEqual([]);
+  });
+
   it('works across many segments of tiny chunks', () => {
     const def = wide(300);
-    useChunkShift(def, 0);
+    useLayout(def, { chunkShift: 0 });
     const h = new Harness(def);
     expect(coreOf(h.runtime).segments.length).toBe(Math.ceil(302 / (1 << SEGMENT_SHIFT)));
     h.activate();

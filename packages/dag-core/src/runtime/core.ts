@@ -16,9 +16,11 @@ import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type TaskStatus, type
  * - `counts`: per status, how many tasks of the chunk have it (`STATUS_INDEX` order), then how many
  *   wait for condition inputs (`M_AWAITING`) and how many run with a timeout (`M_TIMED_RUNNING`):
  *   the sets the dispatch round, activate, cancel, retry and the sweep walk, skipping empty chunks;
- * - `counters`: per task, four numbers (`C_*`): its dependencies that satisfy / block it and its
- *   gates that satisfy / block it. `settle` reads its policy's verdict from them in O(1), and a
- *   task's change of status updates them along its own dependent edges only.
+ * - `counters`: four numbers (`C_*`) per hub of the chunk — a task with more parents than
+ *   `index.hubThreshold` (8) —: its dependencies that satisfy / block it and its gates that
+ *   satisfy / block it. `settle` decides a hub's policy from them in O(1) whatever its fan-in, and
+ *   a task's change of status updates them along its own edges to hubs only. A task with few
+ *   parents is settled by reading them.
  *
  * Each of the three is copied on its own first write (plain arrays: they stay on the JS heap, where
  * copying a few KB is cheap). `readyFrom`: no task before this position is `ready` (the dispatch
@@ -39,6 +41,7 @@ export interface TaskCore {
 export interface Chunk {
   states: TaskRuntime[];
   counts: number[];
+  /** Four per hub of the chunk, by `index.hubSlot`. */
   counters: number[];
 }
 
@@ -213,17 +216,13 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
       if (s === S_RUNNING && index.timed[start + o] === 1) counts[M_TIMED_RUNNING]!++;
       if (s === S_READY && readyFrom === size) readyFrom = start + o;
     }
-    all.push({ states: states.slice(start, start + length), counts, counters: zeros(4 * length) });
+    all.push({ states: states.slice(start, start + length), counts, counters: zeros(4 * index.chunkHubs[c]!) });
   }
-  // Each finished task counts once per edge towards its dependents.
-  const mask = (1 << shift) - 1;
+  // Each finished task counts once per edge towards the hubs below it.
   for (let p = 0; p < size; p++) {
     const cls = STATUS_CLASS[STATUS_INDEX[states[p]!.status]]!;
     if (cls === 0) continue;
-    for (let e = index.outStart[p]!; e < index.outStart[p + 1]!; e++) {
-      const child = index.outChild[e]!;
-      all[child >> shift]!.counters[4 * (child & mask) + 2 * index.outGate[e]! + (cls - 1)]!++;
-    }
+    for (let e = index.hubEdgeStart[p]!; e < index.hubEdgeStart[p + 1]!; e++) all[index.hubEdgeChunk[e]!]!.counters[index.hubEdgeAt[e]! + cls - 1]!++;
   }
   const segments: Chunk[][] = [];
   for (let c = 0; c < nChunks; c += 1 << SEGMENT_SHIFT) segments.push(all.slice(c, c + (1 << SEGMENT_SHIFT)));

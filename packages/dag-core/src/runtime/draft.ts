@@ -88,10 +88,10 @@ export class Draft {
     return this.segments[c >> SEGMENT_SHIFT]![c & SEGMENT_MASK]!.counts[i]!;
   }
 
-  /** Parent counter `k` (`C_*`) of the task at `position`. */
+  /** Parent counter `k` (`C_*`) of the hub at `position` (`index.hubSlot[position] >= 0`). */
   counter(position: number, k: number): number {
     const c = position >> this.shift;
-    return this.segments[c >> SEGMENT_SHIFT]![c & SEGMENT_MASK]!.counters[4 * (position & this.mask) + k]!;
+    return this.segments[c >> SEGMENT_SHIFT]![c & SEGMENT_MASK]!.counters[4 * this.index.hubSlot[position]! + k]!;
   }
 
   /**
@@ -217,14 +217,11 @@ export class Draft {
     const fromClass = STATUS_CLASS[from]!;
     const toClass = STATUS_CLASS[to]!;
     if (fromClass === toClass) return;
-    // The dependents' counters: one step along each of this task's edges.
-    const { outStart, outChild, outGate } = this.index;
-    const shift = this.shift;
-    const mask = this.mask;
-    for (let e = outStart[position]!; e < outStart[position + 1]!; e++) {
-      const child = outChild[e]!;
-      const at = 4 * (child & mask) + 2 * outGate[e]!;
-      const counters = this.counters(child >> shift);
+    // The hubs' counters: one step along each of this task's edges to a hub.
+    const { hubEdgeStart, hubEdgeChunk, hubEdgeAt } = this.index;
+    for (let e = hubEdgeStart[position]!; e < hubEdgeStart[position + 1]!; e++) {
+      const at = hubEdgeAt[e]!;
+      const counters = this.counters(hubEdgeChunk[e]!);
       if (fromClass !== 0) counters[at + fromClass - 1]!--;
       if (toClass !== 0) counters[at + toClass - 1]!++;
     }

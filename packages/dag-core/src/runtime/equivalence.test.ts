@@ -16,7 +16,7 @@ import { sequentializeFanIn } from '../transform/fan-in';
 import { changedTasks, tasksIn } from './access';
 import { withTaskStates } from './assemble';
 import { checkCore, coreOf } from './core';
-import { DEFAULT_CHUNK_SHIFT, useChunkShift } from './graph-index';
+import { DEFAULT_CHUNK_SHIFT, DEFAULT_HUB_THRESHOLD, useLayout } from './graph-index';
 import { decodeRuntime, encodeRuntime } from './codec';
 import { createRuntime } from './create';
 import { foldEvents, reduce } from './reduce';
@@ -53,6 +53,8 @@ interface DagSpec {
   fanIn: number | null;
   /** Task states in chunks of `1 << chunkShift`, so that a few tasks span several chunks. */
   chunkShift: number;
+  /** Tasks with more parents than this keep parent counters (0: all tasks with parents). */
+  hubThreshold: number;
 }
 
 const MAX_TASKS = 12;
@@ -77,9 +79,11 @@ const dagArb: fc.Arbitrary<DagSpec> = fc
     defaultTimeout: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null, freq: 4 }),
     fanIn: fc.option(fc.integer({ min: 2, max: 3 }), { nil: null, freq: 2 }),
     chunkShift: fc.constantFrom(0, 1, 2, 3, DEFAULT_CHUNK_SHIFT),
+    hubThreshold: fc.constantFrom(0, 1, 2, 3, DEFAULT_HUB_THRESHOLD),
   })
-  .map(({ raw, order, maxParallelism, resultPolicy, defaultTimeout, fanIn, chunkShift }) => ({
+  .map(({ raw, order, maxParallelism, resultPolicy, defaultTimeout, fanIn, chunkShift, hubThreshold }) => ({
     chunkShift,
+    hubThreshold,
     order,
     maxParallelism,
     resultPolicy,
@@ -152,7 +156,7 @@ function definitionOf(dag: DagSpec): WorkflowDefinition {
     if (!seq.ok) throw new Error(`sequentializeFanIn: ${JSON.stringify(seq.issues)}`);
     def = seq.value;
   }
-  useChunkShift(def, dag.chunkShift);
+  useLayout(def, { chunkShift: dag.chunkShift, hubThreshold: dag.hubThreshold });
   definitions.set(dag, def);
   return def;
 }

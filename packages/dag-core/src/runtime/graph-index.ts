@@ -22,6 +22,32 @@ export interface GraphIndex {
   readonly outStart: Int32Array;
   readonly outChild: Int32Array;
   readonly outGate: Uint8Array;
+  /**
+   * Parents by position, as compressed lists: the dependencies of task `p` are
+   * `depParent[depStart[p] .. depStart[p + 1] - 1]` and its gates `gateParent[gateStart[p] ..]`, in
+   * the order of the definition; -1 for a name the definition does not have.
+   */
+  readonly depStart: Int32Array;
+  readonly depParent: Int32Array;
+  readonly gateStart: Int32Array;
+  readonly gateParent: Int32Array;
+  /**
+   * Tasks with more than `hubThreshold` dependencies and gates ("hubs") keep counters of their
+   * satisfying and blocking parents, updated along each parent's edges; the others read their few
+   * parents when they are settled. `hubSlot[p]` is the hub's place among the hubs of its chunk, or
+   * -1; `chunkHubs[c]` is how many hubs chunk `c` has.
+   */
+  readonly hubThreshold: number;
+  readonly hubSlot: Int32Array;
+  readonly chunkHubs: Int32Array;
+  /**
+   * The edges of task `p` that lead to hubs, `hubEdgeStart[p] .. hubEdgeStart[p + 1] - 1`: the
+   * hub's chunk, and where its counter for this edge's kind sits in that chunk's counters
+   * (`4 * slot + 2 * gate`; add 0 for "satisfying", 1 for "blocking").
+   */
+  readonly hubEdgeStart: Int32Array;
+  readonly hubEdgeChunk: Int32Array;
+  readonly hubEdgeAt: Int32Array;
   /** 1 for merge nodes (they complete where they become ready, without running). */
   readonly merge: Uint8Array;
   /** 1 for tasks with neither dependencies nor gates. */
@@ -37,8 +63,19 @@ export interface GraphIndex {
   realParents(position: number): readonly number[];
 }
 
-/** Chunks of 256 task states: a batch copies each chunk it touches once (a few KB), and the root. */
+/** Chunks of 256 task states: a batch copies each chunk it touches once (2 KB), and its path. */
 export const DEFAULT_CHUNK_SHIFT = 8;
+
+/** Tasks with more parents (dependencies and gates) than this keep parent counters. */
+export const DEFAULT_HUB_THRESHOLD = 8;
+
+/** How runtimes of a definition lay out their tasks. */
+export interface Layout {
+  chunkShift: number;
+  hubThreshold: number;
+}
+
+const DEFAULT_LAYOUT: Layout = { chunkShift: DEFAULT_CHUNK_SHIFT, hubThreshold: DEFAULT_HUB_THRESHOLD };
 
 const cache = new WeakMap<WorkflowDefinition, GraphIndex>();
 
@@ -46,23 +83,25 @@ const cache = new WeakMap<WorkflowDefinition, GraphIndex>();
 export function graphIndex(definition: WorkflowDefinition): GraphIndex {
   let index = cache.get(definition);
   if (!index) {
-    index = buildIndex(definition, DEFAULT_CHUNK_SHIFT);
+    index = buildIndex(definition, DEFAULT_LAYOUT);
     cache.set(definition, index);
   }
   return index;
 }
 
 /**
- * For tests: the runtimes of `definition` keep their task states in chunks of `1 << shift` tasks,
- * so that small workflows span several chunks. Call before any runtime of the definition exists.
+ * For tests: the runtimes of `definition` keep their task states in chunks of `1 << chunkShift`
+ * tasks and parent counters for tasks with more than `hubThreshold` parents, so that small
+ * workflows span several chunks and have hubs. Call before any runtime of the definition exists.
  */
-export function useChunkShift(definition: WorkflowDefinition, shift: number): void {
+export function useLayout(definition: WorkflowDefinition, layout: Partial<Layout>): void {
+  const wanted = { ...DEFAULT_LAYOUT, ...layout };
   const known = cache.get(definition);
-  if (known && known.chunkShift !== shift) throw new Error(`useChunkShift: the definition is already indexed with chunks of ${1 << known.chunkShift}`);
-  if (!known) cache.set(definition, buildIndex(definition, shift));
+  if (known && (known.chunkShift !== wanted.chunkShift || known.hubThreshold !== wanted.hubThreshold)) throw new Error('useLayout: the definition is already indexed with another layout');
+  if (!known) cache.set(definition, buildIndex(definition, wanted));
 }
 
-function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIndex {
+function buildIndex(definition: WorkflowDefinition, { chunkShift, hubThreshold }: Layout): GraphIndex {
   const tasks = definition.tasks;
   const size = tasks.length;
   const position = new Map<string, number>();
@@ -75,20 +114,27 @@ function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIn
     if (task.dependsOn.length === 0 && (task.gates ?? []).length === 0) root[i] = 1;
     if (taskTimeoutS(definition, task) !== null) timed[i] = 1;
   });
-  // Count each parent's edges, then fill them in definition order of the dependents.
-  const outStart = new Int32Array(size + 1);
-  const forEachEdge = (visit: (parent: number, child: number, gate: number) => void): void => {
-    tasks.forEach((task, child) => {
-      for (const name of task.dependsOn) {
-        const parent = position.get(name);
-        if (parent !== undefined) visit(parent, child, 0);
-      }
-      for (const name of task.gates ?? []) {
-        const parent = position.get(name);
-        if (parent !== undefined) visit(parent, child, 1);
-      }
-    });
+  // Parents by position (one name lookup per edge, here only), then the same edges seen from the
+  // parent: dependents in definition order, a dependent's dependsOn edge before its gate edge.
+  const parents = (list: (task: TaskDefinition) => readonly string[]) => {
+    const start = new Int32Array(size + 1);
+    for (let i = 0; i < size; i++) start[i + 1] = start[i]! + list(tasks[i]!).length;
+    const parent = new Int32Array(start[size]!);
+    for (let i = 0; i < size; i++) {
+      const names = list(tasks[i]!);
+      for (let k = 0; k < names.length; k++) parent[start[i]! + k] = position.get(names[k]!) ?? -1;
+    }
+    return { start, parent };
   };
+  const deps = parents((task) => task.dependsOn);
+  const gates = parents((task) => task.gates ?? []);
+  const forEachEdge = (visit: (parent: number, child: number, gate: number) => void): void => {
+    for (let child = 0; child < size; child++) {
+      for (let e = deps.start[child]!; e < deps.start[child + 1]!; e++) if (deps.parent[e]! >= 0) visit(deps.parent[e]!, child, 0);
+      for (let e = gates.start[child]!; e < gates.start[child + 1]!; e++) if (gates.parent[e]! >= 0) visit(gates.parent[e]!, child, 1);
+    }
+  };
+  const outStart = new Int32Array(size + 1);
   forEachEdge((parent) => outStart[parent + 1]!++);
   for (let p = 0; p < size; p++) outStart[p + 1]! += outStart[p]!;
   const outChild = new Int32Array(outStart[size]!);
@@ -101,9 +147,32 @@ function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIn
   });
   const sinks: number[] = [];
   for (let p = 0; p < size; p++) if (outStart[p] === outStart[p + 1]) sinks.push(p);
+  // Hubs.
+  const hubSlot = new Int32Array(size).fill(-1);
+  const chunkHubs = new Int32Array((size + (1 << chunkShift) - 1) >> chunkShift);
+  tasks.forEach((task, i) => {
+    if (task.dependsOn.length + (task.gates ?? []).length > hubThreshold) hubSlot[i] = chunkHubs[i >> chunkShift]!++;
+  });
+  const hubEdgeStart = new Int32Array(size + 1);
+  for (let p = 0; p < size; p++) {
+    let count = 0;
+    for (let e = outStart[p]!; e < outStart[p + 1]!; e++) if (hubSlot[outChild[e]!]! >= 0) count++;
+    hubEdgeStart[p + 1] = hubEdgeStart[p]! + count;
+  }
+  const hubEdgeChunk = new Int32Array(hubEdgeStart[size]!);
+  const hubEdgeAt = new Int32Array(hubEdgeStart[size]!);
+  for (let p = 0, h = 0; p < size; p++) {
+    for (let e = outStart[p]!; e < outStart[p + 1]!; e++) {
+      const child = outChild[e]!;
+      const slot = hubSlot[child]!;
+      if (slot < 0) continue;
+      hubEdgeChunk[h] = child >> chunkShift;
+      hubEdgeAt[h++] = 4 * slot + 2 * outGate[e]!;
+    }
+  }
 
   const conditions = new Map<string, ReturnType<GraphIndex['condition']>>();
-  const realParents = new Map<number, readonly number[]>();
+  const realParents: Array<readonly number[] | undefined> = [];
   return {
     tasks,
     size,
@@ -111,6 +180,16 @@ function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIn
     outStart,
     outChild,
     outGate,
+    depStart: deps.start,
+    depParent: deps.parent,
+    gateStart: gates.start,
+    gateParent: gates.parent,
+    hubThreshold,
+    hubSlot,
+    chunkHubs,
+    hubEdgeStart,
+    hubEdgeChunk,
+    hubEdgeAt,
     merge,
     root,
     timed,
@@ -128,7 +207,7 @@ function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIn
       return compiled;
     },
     realParents(at) {
-      let parents = realParents.get(at);
+      let parents = realParents[at];
       if (!parents) {
         const task = tasks[at];
         // Only tasks below merge nodes need the walk; the others' parents are their dependencies.
@@ -137,7 +216,7 @@ function buildIndex(definition: WorkflowDefinition, chunkShift: number): GraphIn
           const p = position.get(name);
           return p === undefined ? [] : [p];
         });
-        realParents.set(at, parents);
+        realParents[at] = parents;
       }
       return parents;
     },

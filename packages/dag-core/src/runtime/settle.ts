@@ -3,7 +3,7 @@ import type { DepPolicy, TaskDefinition } from '../definition/types';
 import { decodeInlineOutput, parseOutputRef } from '../wire/output-ref';
 import { C_DEP_BLOCKING, C_DEP_SATISFIED, C_GATE_BLOCKING, C_GATE_SATISFIED } from './core';
 import { transition, type Step } from './step';
-import { isBlocking } from './types';
+import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
 type Verdict = 'ready' | 'blocked' | 'wait';
 
@@ -31,40 +31,42 @@ function describeBlockers(first: readonly string[], total: number): string {
   return total > 3 ? `${shown} and ${total - 3} more` : shown;
 }
 
+/** What a task's parents say: satisfying and blocking dependencies, and whether its gates hold it. */
+interface Parents {
+  satisfied: number;
+  blocking: number;
+  /** A gate that is blocking: the task becomes upstream_failed naming it. */
+  blockingGate: number;
+  /** Some gate is not yet satisfying. */
+  waitingForGate: boolean;
+}
+
 /**
  * Re-evaluates one `pending` task whose parents changed: gates, then its policy, then its
  * condition. Anything else is left alone (once a task leaves `pending`, later parent results do
- * not change it). The parent counts come from the counters the draft keeps along each edge, so this
- * costs O(1) whatever the fan-in; only a task that becomes upstream_failed reads its parents, to
- * name the first blocking ones.
+ * not change it). A hub (a task with many parents) reads the counts of its parents that satisfy
+ * and block it from the counters the draft keeps along each edge, so this costs O(1) whatever the
+ * fan-in; a task with few parents reads them. Only a task that becomes upstream_failed looks for
+ * the first blocking parents, to name them.
  */
 export function settle(step: Step, position: number): void {
   const d = step.d;
   const task = d.task(position);
   if (task.status !== 'pending' || task.awaitingInputs) return;
   const def = step.index.tasks[position]!;
+  const parents = step.index.hubSlot[position]! >= 0 ? fromCounters(step, position) : readParents(step, position);
 
-  const gates = def.gates ?? [];
-  if (gates.length > 0 && d.counter(position, C_GATE_BLOCKING) > 0) {
-    // The first blocking gate, in the order of the definition.
-    for (const gate of gates) {
-      const at = d.positionOf(gate);
-      const status = at === undefined ? 'pending' : d.task(at).status;
-      if (isBlocking(status)) {
-        transition(step, position, { status: 'upstream_failed', error: `gate "${gate}" is ${status}` });
-        return;
-      }
-    }
-  }
-  const waitingForGate = d.counter(position, C_GATE_SATISFIED) < gates.length;
-
-  const blocking = d.counter(position, C_DEP_BLOCKING);
-  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, d.counter(position, C_DEP_SATISFIED), blocking);
-  if (verdict === 'blocked') {
-    transition(step, position, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(firstBlockers(step, def, 3), blocking)}` });
+  if (parents.blockingGate >= 0) {
+    const gate = step.index.gateParent[step.index.gateStart[position]! + parents.blockingGate]!;
+    transition(step, position, { status: 'upstream_failed', error: `gate "${def.gates![parents.blockingGate]}" is ${d.task(gate).status}` });
     return;
   }
-  if (verdict === 'wait' || waitingForGate) return;
+  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, parents.satisfied, parents.blocking);
+  if (verdict === 'blocked') {
+    transition(step, position, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(firstBlockers(step, position, 3), parents.blocking)}` });
+    return;
+  }
+  if (verdict === 'wait' || parents.waitingForGate) return;
 
   if (step.index.merge[position] === 1) {
     // Merge nodes only join batches: they complete where they become ready, without running.
@@ -76,13 +78,58 @@ export function settle(step: Step, position: number): void {
   }
 }
 
-/** The first `limit` dependencies of `def` that block it, in the order of the definition. */
-function firstBlockers(step: Step, def: TaskDefinition, limit: number): string[] {
+/** The status of the parent at `position` (-1: a name the definition does not have, read as pending). */
+function parentStatus(step: Step, position: number): TaskStatus {
+  return position < 0 ? 'pending' : step.d.task(position).status;
+}
+
+/** A hub's parents, from its counters; the gates are read only when one of them is blocking. */
+function fromCounters(step: Step, position: number): Parents {
+  const d = step.d;
+  const { gateStart, gateParent } = step.index;
+  const gates = gateStart[position + 1]! - gateStart[position]!;
+  let blockingGate = -1;
+  if (d.counter(position, C_GATE_BLOCKING) > 0) {
+    for (let k = 0; k < gates && blockingGate < 0; k++) if (isBlocking(parentStatus(step, gateParent[gateStart[position]! + k]!))) blockingGate = k;
+  }
+  return {
+    satisfied: d.counter(position, C_DEP_SATISFIED),
+    blocking: d.counter(position, C_DEP_BLOCKING),
+    blockingGate,
+    waitingForGate: d.counter(position, C_GATE_SATISFIED) < gates,
+  };
+}
+
+/** A task's few parents, read one by one. */
+function readParents(step: Step, position: number): Parents {
+  const { gateStart, gateParent, depStart, depParent } = step.index;
+  let blockingGate = -1;
+  let waitingForGate = false;
+  for (let k = 0, e = gateStart[position]!; e < gateStart[position + 1]!; k++, e++) {
+    const status = parentStatus(step, gateParent[e]!);
+    if (isBlocking(status)) {
+      blockingGate = k;
+      break;
+    }
+    if (!isSatisfying(status)) waitingForGate = true;
+  }
+  let satisfied = 0;
+  let blocking = 0;
+  for (let e = depStart[position]!; e < depStart[position + 1]!; e++) {
+    const status = parentStatus(step, depParent[e]!);
+    if (isSatisfying(status)) satisfied++;
+    else if (isBlocking(status)) blocking++;
+  }
+  return { satisfied, blocking, blockingGate, waitingForGate };
+}
+
+/** The names of the first `limit` dependencies of a task that block it, in the order of the definition. */
+function firstBlockers(step: Step, position: number, limit: number): string[] {
+  const { depStart, depParent } = step.index;
+  const names = step.index.tasks[position]!.dependsOn;
   const found: string[] = [];
-  for (const parent of def.dependsOn) {
-    const at = step.d.positionOf(parent);
-    if (at !== undefined && isBlocking(step.d.task(at).status)) found.push(parent);
-    if (found.length === limit) break;
+  for (let k = 0, e = depStart[position]!; e < depStart[position + 1]! && found.length < limit; k++, e++) {
+    if (isBlocking(parentStatus(step, depParent[e]!))) found.push(names[k]!);
   }
   return found;
 }
