@@ -155,15 +155,44 @@ describe('the persistent layout', () => {
       { name: 'many', depends_on: ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8'], dep_policy: 8 },
     ]);
     const h = new Harness(def);
-    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([0, 0, 0, 0]);
+    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([[0, 0, 0, 0]]);
     h.activate();
     for (let i = 0; i < 7; i++) h.succeed(`p${i}`);
     h.fail('p8');
-    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([7, 1, 0, 0]);
+    expect(chunkOf(coreOf(h.runtime), 0).counters).toEqual([[7, 1, 0, 0]]);
     expect(h.statuses()).toMatchObject({ few: 'pending', many: 'pending' });
     h.succeed('p7');
     expect(h.statuses()).toMatchObject({ few: 'running', many: 'running' });
     expect(checkCore(coreOf(h.runtime))).toEqual([]);
+  });
+
+  it('keeps the counters of many hubs of one chunk in groups, and behaves as with no hubs at all', () => {
+    const raw = [
+      ...Array.from({ length: 6 }, (_, i) => ({ name: `r${i}` })),
+      ...Array.from({ length: 40 }, (_, i) => ({ name: `h${i}`, depends_on: [`r${i % 6}`, `r${(i + 1) % 6}`, ...(i > 0 ? [`h${i - 1}`] : [])], dep_policy: i % 3 === 0 ? 'any' : 'all' })),
+    ];
+    const hubs = definition(raw);
+    useLayout(hubs, { hubThreshold: 0 });
+    const plainDef = definition(raw);
+    useLayout(plainDef, { hubThreshold: 100 });
+    const a = new Harness(hubs);
+    const b = new Harness(plainDef);
+    expect(chunkOf(coreOf(a.runtime), 0).counters.map((g) => g.length)).toEqual([64, 64, 32]);
+    const both = (f: (h: Harness) => void) => {
+      f(a);
+      f(b);
+      expect(checkCore(coreOf(a.runtime))).toEqual([]);
+      expect({ ...a.runtime, definition: null }).toEqual({ ...b.runtime, definition: null });
+    };
+    both((h) => h.activate());
+    both((h) => h.fail('r2'));
+    both((h) => h.succeed('r0'));
+    both((h) => h.succeed('r1'));
+    for (let i = 0; i < 40; i++) if (a.status(`h${i}`) === 'running') both((h) => h.succeed(`h${i}`));
+    both((h) => h.send({ type: 'retry' }));
+    for (const name of ['r2', 'r3', 'r4', 'r5']) both((h) => h.succeed(name));
+    for (let round = 0; round < 3; round++) for (let i = 0; i < 40; i++) if (a.status(`h${i}`) === 'running') both((h) => h.succeed(`h${i}`));
+    expect(a.runtime.status).toBe('completed');
   });
 
   it('works across many segments of tiny chunks', () => {

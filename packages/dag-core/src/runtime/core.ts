@@ -18,7 +18,7 @@ import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type TaskStatus, type
  *   the sets the dispatch round, activate, cancel, retry and the sweep walk, skipping empty chunks;
  * - `counters`: four numbers (`C_*`) per hub of the chunk — a task with more parents than
  *   `index.hubThreshold` (8) —: its dependencies that satisfy / block it and its gates that
- *   satisfy / block it. `settle` decides a hub's policy from them in O(1) whatever its fan-in, and
+ *   satisfy / block it; in groups of 16 hubs (`COUNTER_GROUP_SHIFT`), each copied on its own. `settle` decides a hub's policy from them in O(1) whatever its fan-in, and
  *   a task's change of status updates them along its own edges to hubs only. A task with few
  *   parents is settled by reading them.
  *
@@ -41,9 +41,13 @@ export interface TaskCore {
 export interface Chunk {
   states: TaskRuntime[];
   counts: number[];
-  /** Four per hub of the chunk, by `index.hubSlot`. */
-  counters: number[];
+  /** Four per hub of the chunk, by `index.hubSlot`, in groups of 16 hubs (64 numbers). */
+  counters: number[][];
 }
+
+/** A hub's counters sit at `4 * slot + C_*` of its chunk: group `at >> 6`, place `at & 63`. */
+export const COUNTER_GROUP_SHIFT = 6;
+export const COUNTER_GROUP_MASK = (1 << COUNTER_GROUP_SHIFT) - 1;
 
 /** Chunks per segment: 1 << 6 = 64. */
 export const SEGMENT_SHIFT = 6;
@@ -216,13 +220,18 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
       if (s === S_RUNNING && index.timed[start + o] === 1) counts[M_TIMED_RUNNING]!++;
       if (s === S_READY && readyFrom === size) readyFrom = start + o;
     }
-    all.push({ states: states.slice(start, start + length), counts, counters: zeros(4 * index.chunkHubs[c]!) });
+    const counters: number[][] = [];
+    for (let left = 4 * index.chunkHubs[c]!; left > 0; left -= 1 << COUNTER_GROUP_SHIFT) counters.push(zeros(Math.min(left, 1 << COUNTER_GROUP_SHIFT)));
+    all.push({ states: states.slice(start, start + length), counts, counters });
   }
   // Each finished task counts once per edge towards the hubs below it.
   for (let p = 0; p < size; p++) {
     const cls = STATUS_CLASS[STATUS_INDEX[states[p]!.status]]!;
     if (cls === 0) continue;
-    for (let e = index.hubEdgeStart[p]!; e < index.hubEdgeStart[p + 1]!; e++) all[index.hubEdgeChunk[e]!]!.counters[index.hubEdgeAt[e]! + cls - 1]!++;
+    for (let e = index.hubEdgeStart[p]!; e < index.hubEdgeStart[p + 1]!; e++) {
+      const at = index.hubEdgeAt[e]! + cls - 1;
+      all[index.hubEdgeChunk[e]!]!.counters[at >> COUNTER_GROUP_SHIFT]![at & COUNTER_GROUP_MASK]!++;
+    }
   }
   const segments: Chunk[][] = [];
   for (let c = 0; c < nChunks; c += 1 << SEGMENT_SHIFT) segments.push(all.slice(c, c + (1 << SEGMENT_SHIFT)));
@@ -249,12 +258,15 @@ export function checkCore(core: TaskCore): string[] {
   if (fresh.chunks !== core.chunks) problems.push(`${core.chunks} chunks, expected ${fresh.chunks}`);
   forEachChunk(fresh, (expected, _start, c) => {
     const have = chunkOf(core, c);
-    for (const part of ['counts', 'counters'] as const) {
-      if (have[part].length !== expected[part].length) problems.push(`chunk ${c}: ${part} of length ${have[part].length}, expected ${expected[part].length}`);
-      expected[part].forEach((value, i) => {
-        if (have[part][i] !== value) problems.push(`chunk ${c}: ${part}[${i}] is ${have[part][i]}, expected ${value}`);
+    const compare = (what: string, mine: readonly number[] | undefined, theirs: readonly number[]) => {
+      if (mine?.length !== theirs.length) problems.push(`chunk ${c}: ${what} of length ${mine?.length}, expected ${theirs.length}`);
+      theirs.forEach((value, i) => {
+        if (mine?.[i] !== value) problems.push(`chunk ${c}: ${what}[${i}] is ${mine?.[i]}, expected ${value}`);
       });
-    }
+    };
+    compare('counts', have.counts, expected.counts);
+    if (have.counters.length !== expected.counters.length) problems.push(`chunk ${c}: ${have.counters.length} counter groups, expected ${expected.counters.length}`);
+    expected.counters.forEach((group, g) => compare(`counters[${g}]`, have.counters[g], group));
   });
   if (fresh.readyFrom < core.readyFrom) problems.push(`task ${fresh.readyFrom} is ready but readyFrom is ${core.readyFrom}`);
   return problems;

@@ -1,4 +1,6 @@
 import {
+  COUNTER_GROUP_MASK,
+  COUNTER_GROUP_SHIFT,
   M_AWAITING,
   M_TIMED_RUNNING,
   SEGMENT_MASK,
@@ -91,7 +93,8 @@ export class Draft {
   /** Parent counter `k` (`C_*`) of the hub at `position` (`index.hubSlot[position] >= 0`). */
   counter(position: number, k: number): number {
     const c = position >> this.shift;
-    return this.segments[c >> SEGMENT_SHIFT]![c & SEGMENT_MASK]!.counters[4 * this.index.hubSlot[position]! + k]!;
+    const at = 4 * this.index.hubSlot[position]! + k;
+    return this.segments[c >> SEGMENT_SHIFT]![c & SEGMENT_MASK]!.counters[at >> COUNTER_GROUP_SHIFT]![at & COUNTER_GROUP_MASK]!;
   }
 
   /**
@@ -190,11 +193,14 @@ export class Draft {
     return chunk.counts;
   }
 
-  /** The counters of chunk `c`, writable. */
-  private counters(c: number): number[] {
+  /** Counter group `g` of chunk `c`, writable. */
+  private counters(c: number, g: number): number[] {
     const chunk = this.chunk(c);
-    if (chunk.counters === this.baseChunk(c).counters) chunk.counters = chunk.counters.slice();
-    return chunk.counters;
+    const base = this.baseChunk(c).counters;
+    if (chunk.counters === base) chunk.counters = base.slice();
+    let group = chunk.counters[g]!;
+    if (group === base[g]) group = chunk.counters[g] = group.slice();
+    return group;
   }
 
   private moveStatus(position: number, c: number, previous: TaskRuntime, next: TaskRuntime): void {
@@ -221,9 +227,10 @@ export class Draft {
     const { hubEdgeStart, hubEdgeChunk, hubEdgeAt } = this.index;
     for (let e = hubEdgeStart[position]!; e < hubEdgeStart[position + 1]!; e++) {
       const at = hubEdgeAt[e]!;
-      const counters = this.counters(hubEdgeChunk[e]!);
-      if (fromClass !== 0) counters[at + fromClass - 1]!--;
-      if (toClass !== 0) counters[at + toClass - 1]!++;
+      const counters = this.counters(hubEdgeChunk[e]!, at >> COUNTER_GROUP_SHIFT);
+      const place = at & COUNTER_GROUP_MASK;
+      if (fromClass !== 0) counters[place + fromClass - 1]!--;
+      if (toClass !== 0) counters[place + toClass - 1]!++;
     }
   }
 }

@@ -209,13 +209,13 @@ function buildIndex(definition: WorkflowDefinition, { chunkShift, hubThreshold }
     realParents(at) {
       let parents = realParents[at];
       if (!parents) {
+        // Only tasks below merge nodes need the walk; the others' parents are their dependencies,
+        // whose positions are known already.
+        const own: number[] = [];
+        for (let e = deps.start[at]!; e < deps.start[at + 1]!; e++) own.push(deps.parent[e]!);
         const task = tasks[at];
-        // Only tasks below merge nodes need the walk; the others' parents are their dependencies.
-        const names = task && task.dependsOn.some((d) => merge[position.get(d) ?? -1] === 1) ? realUpstreamTasks(definition, task.name) : (task?.dependsOn ?? []);
-        parents = names.flatMap((name) => {
-          const p = position.get(name);
-          return p === undefined ? [] : [p];
-        });
+        parents = task && own.some((p) => merge[p] === 1) ? realUpstreamTasks(definition, task.name).map((name) => position.get(name) ?? -1) : own;
+        parents = parents.filter((p) => p >= 0);
         realParents[at] = parents;
       }
       return parents;
