@@ -16,7 +16,7 @@ import type { TaskRuntime, TaskStatus, WorkflowRuntime } from './types';
 /** The state of task `name`, or undefined when the definition has no such task. */
 export function taskState(runtime: WorkflowRuntime, name: string): TaskRuntime | undefined {
   const core = coreOf(runtime);
-  const position = core.index.position.get(name);
+  const position = core.index.positionOf(name);
   return position === undefined ? undefined : stateAt(core, position);
 }
 

@@ -82,7 +82,7 @@ export class Draft {
 
   /** The position of task `name`, or undefined when the definition has no such task. */
   positionOf(name: string): number | undefined {
-    return this.index.position.get(name);
+    return this.index.positionOf(name);
   }
 
   /** Derived count `i` of chunk `c` (see core.ts). */
