@@ -1,4 +1,4 @@
-import { taskState, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { parseDurationInMs } from '@jobq/worker';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 
@@ -101,7 +101,7 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
     lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
   }
   if (options.byLayer) {
-    const rows = layerRollup(runtime.definition.tasks.map((t) => ({ taskName: t.name, status: runtime.tasks[t.name]?.status ?? 'pending' })));
+    const rows = layerRollup(runtime.definition.tasks.map((t) => ({ taskName: t.name, status: taskStatus(runtime, t.name) })));
     lines.push('', ...layerTable(rows).split('\n'));
   }
   return lines;

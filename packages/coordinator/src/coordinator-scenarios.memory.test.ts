@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, withTaskStates, type WorkflowRuntime } from '@jobq/dag-core';
 import { scriptedRun, useMemoryStacks, type SimulatedRun } from './test-helpers/memory-stack';
 
 // Scenarios whose point is a timer (a task timeout, the ready-repair sweep) or the order of events
@@ -51,7 +51,7 @@ describe('Coordinator scenarios (in memory, virtual time)', () => {
     const loaded = await s.store.load(workflowId);
     if (!loaded) throw new Error('no runtime');
     expect(loaded.runtime.tasks.a?.status).toBe('ready');
-    const lost: WorkflowRuntime = { ...loaded.runtime, activated: true, status: 'running' };
+    const lost: WorkflowRuntime = withTaskStates(loaded.runtime, [], { activated: true, status: 'running' });
     await s.store.save(lost, loaded.etag, { previous: loaded.runtime });
     expect((await s.store.getWorkflow(workflowId))?.status).toBe('running');
 

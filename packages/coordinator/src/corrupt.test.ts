@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeCompletion, type WorkflowRuntime } from '@jobq/dag-core';
-import { isJobqError, JobqError, type WorkflowStore } from '@jobq/ports';
+import { encodeCompletion, taskState, withTaskStates } from '@jobq/dag-core';
+import { isJobqError } from '@jobq/ports';
 import { accountClients } from '@jobq/store-azure';
-import { failureStack, useHarness, waitUntil, wrapStore, type Stack } from './test-helpers/failure-harness';
+import { failureStack, useHarness, waitUntil, type Stack } from './test-helpers/failure-harness';
 
 // Workflows the coordinator cannot process, and messages it cannot apply: each is set aside with its
 // reason (a corrupt workflow, a dead-lettered message) while the coordinator goes on with the rest;
@@ -61,7 +61,7 @@ describe('Coordinator: corrupt workflows and undeliverable messages', () => {
     // A stored attempt at the largest safe integer: dispatching the next one cannot be encoded.
     const loaded = await s.store.load(id);
     const runtime = loaded!.runtime;
-    const broken: WorkflowRuntime = { ...runtime, tasks: { ...runtime.tasks, a: { ...runtime.tasks.a!, attemptNo: Number.MAX_SAFE_INTEGER } } };
+    const broken = withTaskStates(runtime, [['a', { ...taskState(runtime, 'a')!, attemptNo: Number.MAX_SAFE_INTEGER }]]);
     await s.store.save(broken, loaded!.etag);
     await s.coordinator.start();
     const corrupt = await s.waitFor(id, (r) => r.status === 'corrupt');

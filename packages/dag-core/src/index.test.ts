@@ -29,6 +29,7 @@ describe('the package index', () => {
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
       'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
       'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
+      'assembleRuntime', 'withTaskStates',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
   });

@@ -152,7 +152,7 @@ export {
 } from './runtime/types';
 export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/create';
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
-export { assembleRuntime, type RuntimeFields } from './runtime/assemble';
+export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';

@@ -25,4 +25,16 @@ describe('task accessors', () => {
     expect(changedTasks(h.runtime, h.runtime)).toEqual([]);
     expect(changedTasks(undefined, h.runtime)).toEqual(['a', 'b', 'c', 'd']);
   });
+
+  it('reads tasks named like Object.prototype members as any other', () => {
+    const h = new Harness(definition([{ name: 'constructor' }, { name: 'toString', depends_on: ['constructor'] }, { name: 'hasOwnProperty', depends_on: ['toString'] }]));
+    h.activate();
+    h.succeed('constructor');
+    expect(taskStatus(h.runtime, 'toString')).toBe('running');
+    expect(taskState(h.runtime, 'valueOf')).toBeUndefined();
+    expect(h.send({ type: 'completion', taskName: 'valueOf', attemptNo: 1, success: true, outputRef: null, error: null }).effects).toEqual([{ type: 'ignored', reason: 'unknown task "valueOf"' }]);
+    h.succeed('toString');
+    h.succeed('hasOwnProperty');
+    expect(h.runtime.status).toBe('completed');
+  });
 });

@@ -23,10 +23,9 @@ export function emptyCounts(): TaskCounts {
  */
 export function createRuntime(definition: WorkflowDefinition, init: CreateRuntimeInit): WorkflowRuntime {
   const index = graphIndex(definition);
-  const states: TaskRuntime[] = index.tasks.map((def) => {
-    const root = def.dependsOn.length === 0 && (def.gates ?? []).length === 0;
+  const states: TaskRuntime[] = index.tasks.map((_, i) => {
     return {
-      status: root ? 'ready' : 'pending',
+      status: index.root[i] === 1 ? 'ready' : 'pending',
       attemptNo: 0,
       retryBase: 0,
       outputRef: null,

@@ -1,49 +1,67 @@
-import { taskQueue, taskTimeoutS, type TaskDefinition } from '../definition/types';
+import { taskQueue, taskTimeoutS } from '../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../wire/upstream-refs';
 import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
+import { S_READY } from './core';
 import { transition, type Step } from './step';
 
 /**
  * SPEC §3.5: each `ready` task, in definition order, that may run (no cancel requested, within
  * `max_parallelism`) becomes `running` with the next attempt number and yields a dispatch effect.
- * Nothing is dispatched before the coordinator has activated the workflow.
+ * Nothing is dispatched before the coordinator has activated the workflow. The walk starts at the
+ * draft's `readyFrom` (no ready task lies before it) and skips chunks without ready tasks, so a
+ * `max_parallelism` backlog costs O(1) per dispatch, not a walk from position 0.
  */
 export function dispatchRound(step: Step): void {
-  const rt = step.d.runtime;
+  const d = step.d;
+  const rt = d.runtime;
   if (!rt.activated || rt.cancelRequested || rt.corruptReason !== null || rt.counts.ready === 0) return;
   const limit = rt.definition.maxParallelism;
   let budget = limit === null ? Number.POSITIVE_INFINITY : limit - rt.counts.running;
   let remaining = rt.counts.ready;
-  for (const def of step.index.tasks) {
-    if (budget <= 0 || remaining <= 0) break;
-    const task = step.d.task(def.name);
-    if (task?.status !== 'ready') continue;
-    remaining--;
-    budget--;
-    const attemptNo = task.attemptNo + 1;
-    transition(step, def.name, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null });
-    step.effects.push({
-      type: 'dispatch',
-      taskName: def.name,
-      queue: taskQueue(rt.definition, def),
-      attemptNo,
-      message: taskMessage(step, def, attemptNo),
-      messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
-    });
+  const size = step.index.size;
+  const shift = step.index.chunkShift;
+  let position = d.readyFrom;
+  while (budget > 0 && remaining > 0 && position < size) {
+    const c = position >> shift;
+    const end = Math.min(size, (c + 1) << shift);
+    if (d.chunkCount(c, S_READY) === 0) {
+      position = end;
+      continue;
+    }
+    for (; position < end && budget > 0 && remaining > 0; position++) {
+      const task = d.task(position);
+      if (task.status !== 'ready') continue;
+      remaining--;
+      budget--;
+      const def = step.index.tasks[position]!;
+      const attemptNo = task.attemptNo + 1;
+      transition(step, position, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null });
+      step.effects.push({
+        type: 'dispatch',
+        taskName: def.name,
+        queue: taskQueue(rt.definition, def),
+        attemptNo,
+        message: taskMessage(step, position, attemptNo),
+        messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
+      });
+    }
   }
+  // Every task before `position` was looked at and is not ready (or is running now).
+  d.readyFrom = position;
 }
 
 /** The task message of SPEC §5.2, with the outputs of the real parents that completed or were skipped. */
-export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number): string {
+export function taskMessage(step: Step, position: number, attemptNo: number): string {
   const rt = step.d.runtime;
-  const parents = step.index.realParents(def.name);
+  const def = step.index.tasks[position]!;
+  const parents = step.index.realParents(position);
   let upstream: CompactUpstreamRefs | undefined;
   if (parents.length > 0) {
     const finished: Array<{ name: string; outputRef: string | null }> = [];
-    for (const name of parents) {
-      const parent = step.d.task(name);
-      if (parent?.status === 'completed') finished.push({ name, outputRef: parent.outputRef });
-      else if (parent?.status === 'skipped') finished.push({ name, outputRef: null });
+    for (const at of parents) {
+      const parent = step.d.task(at);
+      if (parent.status === 'completed') finished.push({ name: step.index.tasks[at]!.name, outputRef: parent.outputRef });
+      else if (parent.status === 'skipped') finished.push({ name: step.index.tasks[at]!.name, outputRef: null });
     }
     upstream = rt.outputsContainer !== null ? compactUpstreamRefs(rt.workflowId, finished, rt.outputsContainer) : keepRefs(finished);
   }

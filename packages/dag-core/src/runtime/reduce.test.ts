@@ -596,6 +596,21 @@ describe('merge nodes and gates (SPEC §7)', () => {
     expect(h.effects.some((e) => e.type === 'dispatch' && e.taskName.startsWith('__merge_'))).toBe(false);
   });
 
+  it('keeps the dependencies of the fan-in target in the definition once it was dispatched (the stored definition sees them)', async () => {
+    const { sequentializeFanIn } = await import('../transform/fan-in');
+    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    if (!t.ok) throw new Error('transform failed');
+    const h = new Harness(t.value);
+    h.activate();
+    h.succeed('l0');
+    h.succeed('l1');
+    h.succeed('l2');
+    expect(h.dispatched()).toEqual(['join']);
+    const join = h.runtime.definition.tasks.find((d) => d.name === 'join');
+    expect(join?.dependsOn).toEqual(['__merge_join_1']);
+    expect(decodeRuntime(encodeRuntime(h.runtime)).definition.tasks.find((d) => d.name === 'join')?.dependsOn).toEqual(['__merge_join_1']);
+  });
+
   it('fails a gated batch when the gate fails', async () => {
     const { sequentializeFanIn } = await import('../transform/fan-in');
     const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);

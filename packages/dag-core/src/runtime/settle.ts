@@ -1,8 +1,9 @@
 import { evaluateCondition } from '../condition';
 import type { DepPolicy, TaskDefinition } from '../definition/types';
 import { decodeInlineOutput, parseOutputRef } from '../wire/output-ref';
+import { C_DEP_BLOCKING, C_DEP_SATISFIED, C_GATE_BLOCKING, C_GATE_SATISFIED } from './core';
 import { transition, type Step } from './step';
-import { isBlocking, isSatisfying } from './types';
+import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
 type Verdict = 'ready' | 'blocked' | 'wait';
 
@@ -24,55 +25,113 @@ export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number
   }
 }
 
-function describeBlockers(names: readonly string[]): string {
-  const shown = names.slice(0, 3).map((n) => `"${n}"`).join(', ');
-  return names.length > 3 ? `${shown} and ${names.length - 3} more` : shown;
+/** `"a", "b", "c" and 4 more`: the first blockers by name, and how many there are in all. */
+function describeBlockers(first: readonly string[], total: number): string {
+  const shown = first.slice(0, 3).map((n) => `"${n}"`).join(', ');
+  return total > 3 ? `${shown} and ${total - 3} more` : shown;
+}
+
+/** What a task's parents say: satisfying and blocking dependencies, and whether its gates hold it. */
+interface Parents {
+  satisfied: number;
+  blocking: number;
+  /** A gate that is blocking: the task becomes upstream_failed naming it. */
+  blockingGate: number;
+  /** Some gate is not yet satisfying. */
+  waitingForGate: boolean;
 }
 
 /**
  * Re-evaluates one `pending` task whose parents changed: gates, then its policy, then its
  * condition. Anything else is left alone (once a task leaves `pending`, later parent results do
- * not change it).
+ * not change it). A hub (a task with many parents) reads the counts of its parents that satisfy
+ * and block it from the counters the draft keeps along each edge, so this costs O(1) whatever the
+ * fan-in; a task with few parents reads them. Only a task that becomes upstream_failed looks for
+ * the first blocking parents, to name them.
  */
-export function settle(step: Step, name: string): void {
-  const task = step.d.task(name);
-  if (!task || task.status !== 'pending' || task.awaitingInputs) return;
-  const position = step.index.position.get(name);
-  const def = position === undefined ? undefined : step.index.tasks[position];
-  if (!def) return;
+export function settle(step: Step, position: number): void {
+  const d = step.d;
+  const task = d.task(position);
+  if (task.status !== 'pending' || task.awaitingInputs) return;
+  const def = step.index.tasks[position]!;
+  const parents = step.index.hubSlot[position]! >= 0 ? fromCounters(step, position) : readParents(step, position);
 
+  if (parents.blockingGate >= 0) {
+    const gate = step.index.gateParent[step.index.gateStart[position]! + parents.blockingGate]!;
+    transition(step, position, { status: 'upstream_failed', error: `gate "${def.gates![parents.blockingGate]}" is ${d.task(gate).status}` });
+    return;
+  }
+  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, parents.satisfied, parents.blocking);
+  if (verdict === 'blocked') {
+    transition(step, position, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(firstBlockers(step, position, 3), parents.blocking)}` });
+    return;
+  }
+  if (verdict === 'wait' || parents.waitingForGate) return;
+
+  if (step.index.merge[position] === 1) {
+    // Merge nodes only join batches: they complete where they become ready, without running.
+    transition(step, position, { status: 'completed', outputRef: null, error: null, dispatchedAt: step.now, startedAt: step.now });
+  } else if (def.condition !== null) {
+    startCondition(step, position, def);
+  } else {
+    transition(step, position, { status: 'ready' });
+  }
+}
+
+/** The status of the parent at `position` (-1: a name the definition does not have, read as pending). */
+function parentStatus(step: Step, position: number): TaskStatus {
+  return position < 0 ? 'pending' : step.d.task(position).status;
+}
+
+/** A hub's parents, from its counters; the gates are read only when one of them is blocking. */
+function fromCounters(step: Step, position: number): Parents {
+  const d = step.d;
+  const { gateStart, gateParent } = step.index;
+  const gates = gateStart[position + 1]! - gateStart[position]!;
+  let blockingGate = -1;
+  if (d.counter(position, C_GATE_BLOCKING) > 0) {
+    for (let k = 0; k < gates && blockingGate < 0; k++) if (isBlocking(parentStatus(step, gateParent[gateStart[position]! + k]!))) blockingGate = k;
+  }
+  return {
+    satisfied: d.counter(position, C_DEP_SATISFIED),
+    blocking: d.counter(position, C_DEP_BLOCKING),
+    blockingGate,
+    waitingForGate: d.counter(position, C_GATE_SATISFIED) < gates,
+  };
+}
+
+/** A task's few parents, read one by one. */
+function readParents(step: Step, position: number): Parents {
+  const { gateStart, gateParent, depStart, depParent } = step.index;
+  let blockingGate = -1;
   let waitingForGate = false;
-  for (const gate of def.gates ?? []) {
-    const status = step.d.task(gate)?.status ?? 'pending';
+  for (let k = 0, e = gateStart[position]!; e < gateStart[position + 1]!; k++, e++) {
+    const status = parentStatus(step, gateParent[e]!);
     if (isBlocking(status)) {
-      transition(step, name, { status: 'upstream_failed', error: `gate "${gate}" is ${status}` });
-      return;
+      blockingGate = k;
+      break;
     }
     if (!isSatisfying(status)) waitingForGate = true;
   }
+  let satisfied = 0;
+  let blocking = 0;
+  for (let e = depStart[position]!; e < depStart[position + 1]!; e++) {
+    const status = parentStatus(step, depParent[e]!);
+    if (isSatisfying(status)) satisfied++;
+    else if (isBlocking(status)) blocking++;
+  }
+  return { satisfied, blocking, blockingGate, waitingForGate };
+}
 
-  let s = 0;
-  const blockers: string[] = [];
-  for (const parent of def.dependsOn) {
-    const status = step.d.task(parent)?.status ?? 'pending';
-    if (isSatisfying(status)) s++;
-    else if (isBlocking(status)) blockers.push(parent);
+/** The names of the first `limit` dependencies of a task that block it, in the order of the definition. */
+function firstBlockers(step: Step, position: number, limit: number): string[] {
+  const { depStart, depParent } = step.index;
+  const names = step.index.tasks[position]!.dependsOn;
+  const found: string[] = [];
+  for (let k = 0, e = depStart[position]!; e < depStart[position + 1]! && found.length < limit; k++, e++) {
+    if (isBlocking(parentStatus(step, depParent[e]!))) found.push(names[k]!);
   }
-  const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, s, blockers.length);
-  if (verdict === 'blocked') {
-    transition(step, name, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(blockers)}` });
-    return;
-  }
-  if (verdict === 'wait' || waitingForGate) return;
-
-  if (step.index.merge.has(name)) {
-    // Merge nodes only join batches: they complete where they become ready, without running.
-    transition(step, name, { status: 'completed', outputRef: null, error: null, dispatchedAt: step.now, startedAt: step.now });
-  } else if (def.condition !== null) {
-    startCondition(step, def);
-  } else {
-    transition(step, name, { status: 'ready' });
-  }
+  return found;
 }
 
 /** Parent → output ref of the blob outputs a condition reads; or why an output cannot be read. */
@@ -90,28 +149,30 @@ function blobInputs(step: Step, def: TaskDefinition, references: readonly string
 
 /** A parent's output ref when it completed; parents without output or not finished read as null. */
 function outputOf(step: Step, parent: string): string | null {
-  const task = step.d.task(parent);
-  return task?.status === 'completed' ? task.outputRef : null;
+  const at = step.d.positionOf(parent);
+  if (at === undefined) return null;
+  const task = step.d.task(at);
+  return task.status === 'completed' ? task.outputRef : null;
 }
 
 /** Starts evaluating a task's condition: at once when every input is inline, else after a fetch. */
-function startCondition(step: Step, def: TaskDefinition): void {
+function startCondition(step: Step, position: number, def: TaskDefinition): void {
   const compiled = step.index.condition(def);
   if (!compiled.ok) {
-    transition(step, def.name, { status: 'skipped', error: compiled.error });
+    transition(step, position, { status: 'skipped', error: compiled.error });
     return;
   }
   const needed = blobInputs(step, def, compiled.value.references);
   if ('error' in needed) {
-    transition(step, def.name, { status: 'skipped', error: needed.error });
+    transition(step, position, { status: 'skipped', error: needed.error });
     return;
   }
   if (Object.keys(needed.refs).length > 0) {
-    step.d.updateTask(def.name, { awaitingInputs: true });
+    step.d.updateTask(position, { awaitingInputs: true });
     step.effects.push({ type: 'fetch-condition-inputs', taskName: def.name, refs: needed.refs });
     return;
   }
-  finishCondition(step, def, {});
+  finishCondition(step, position, {});
 }
 
 /** The refs a task waiting for inputs asked for, to ask again after a restart. */
@@ -126,10 +187,11 @@ export function pendingFetch(step: Step, def: TaskDefinition): Record<string, st
  * Evaluates a condition with `fetched` (parent → decoded blob output) and the inline outputs.
  * True → ready; false → skipped (`condition false`); an error → skipped with the error.
  */
-export function finishCondition(step: Step, def: TaskDefinition, fetched: Readonly<Record<string, unknown>>): void {
+export function finishCondition(step: Step, position: number, fetched: Readonly<Record<string, unknown>>): void {
+  const def = step.index.tasks[position]!;
   const compiled = step.index.condition(def);
   if (!compiled.ok) {
-    transition(step, def.name, { status: 'skipped', error: compiled.error, awaitingInputs: false });
+    transition(step, position, { status: 'skipped', error: compiled.error, awaitingInputs: false });
     return;
   }
   const inputs: Record<string, unknown> = {};
@@ -145,20 +207,20 @@ export function finishCondition(step: Step, def: TaskDefinition, fetched: Readon
     }
     const parsed = parseOutputRef(ref);
     if (parsed.kind === 'blob') {
-      transition(step, def.name, { status: 'skipped', error: `the output of "${parent}" was not fetched` });
+      transition(step, position, { status: 'skipped', error: `the output of "${parent}" was not fetched` });
       return;
     }
     const decoded = decodeInlineOutput(ref);
     if (!decoded.ok) {
-      transition(step, def.name, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
+      transition(step, position, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
       return;
     }
     inputs[parent] = decoded.value;
   }
   const result = evaluateCondition(compiled.value, inputs);
-  if (!result.ok) transition(step, def.name, { status: 'skipped', error: `condition error: ${result.error}` });
-  else if (result.value) transition(step, def.name, { status: 'ready', awaitingInputs: false });
-  else transition(step, def.name, { status: 'skipped', error: 'condition false' });
+  if (!result.ok) transition(step, position, { status: 'skipped', error: `condition error: ${result.error}` });
+  else if (result.value) transition(step, position, { status: 'ready', awaitingInputs: false });
+  else transition(step, position, { status: 'skipped', error: 'condition false' });
 }
 
 /** Re-evaluates every task on the worklist until nothing more moves. */

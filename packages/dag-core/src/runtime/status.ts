@@ -1,8 +1,11 @@
+import { taskStatus } from './access';
 import type { Step } from './step';
-import { isBlocking, isTerminalWorkflowStatus, type WorkflowRuntime, type WorkflowStatus } from './types';
+import { isBlocking, isTerminalWorkflowStatus, type TaskCounts, type WorkflowRuntime, type WorkflowStatus } from './types';
 
-/** SPEC §3.6, from the counts and, once every task is terminal, the sinks. */
-export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): WorkflowStatus {
+type StatusFields = Pick<WorkflowRuntime, 'corruptReason' | 'cancelRequested' | 'activated' | 'definition'> & { counts: TaskCounts };
+
+/** SPEC §3.6, from the counts and, once every task is terminal, whether a sink is blocking. */
+function decide(rt: StatusFields, sinkBlocking: () => boolean): WorkflowStatus {
   const c = rt.counts;
   if (rt.corruptReason !== null) return 'corrupt';
   if (rt.cancelRequested) return c.ready + c.running > 0 ? 'cancelling' : 'cancelled';
@@ -12,14 +15,19 @@ export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): W
   if (rt.definition.resultPolicy === 'all_tasks_succeed') {
     return c.failed + c.upstream_failed + c.cancelled > 0 ? 'failed' : 'completed';
   }
-  return sinks.some((name) => isBlocking(rt.tasks[name]?.status ?? 'pending')) ? 'failed' : 'completed';
+  return sinkBlocking() ? 'failed' : 'completed';
+}
+
+/** SPEC §3.6, from the counts and, once every task is terminal, the sinks. */
+export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): WorkflowStatus {
+  return decide(rt, () => sinks.some((name) => isBlocking(taskStatus(rt, name))));
 }
 
 /** Recomputes the workflow status; reports a move into a terminal status. */
 export function updateStatus(step: Step): void {
   const rt = step.d.runtime;
   const before = rt.status;
-  const after = workflowStatus(rt, step.index.sinks);
+  const after = decide(rt, () => step.index.sinks.some((at) => isBlocking(step.d.task(at).status)));
   if (after === before) return;
   step.d.set('status', after);
   const finished = isTerminalWorkflowStatus(after);

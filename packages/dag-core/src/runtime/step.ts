@@ -9,19 +9,19 @@ export interface Step {
   readonly index: GraphIndex;
   readonly now: string;
   readonly effects: Effect[];
-  /** Tasks whose parents changed: to be re-evaluated before the call ends. */
-  readonly worklist: string[];
+  /** Positions of tasks whose parents changed: to be re-evaluated before the call ends. */
+  readonly worklist: number[];
 }
 
 /**
  * Moves a task to a new status. A task that becomes terminal hands its dependents to the worklist,
  * so policies, gates and conditions below it are re-evaluated in the same call.
  */
-export function transition(step: Step, name: string, patch: Partial<TaskRuntime> & Pick<TaskRuntime, 'status'>): void {
+export function transition(step: Step, position: number, patch: Partial<TaskRuntime> & Pick<TaskRuntime, 'status'>): void {
   const terminal = isTerminalTaskStatus(patch.status);
-  step.d.updateTask(name, terminal ? { completedAt: step.now, awaitingInputs: false, ...patch } : patch);
+  step.d.updateTask(position, terminal ? { completedAt: step.now, awaitingInputs: false, ...patch } : patch);
   if (terminal) {
-    const dependents = step.index.dependents.get(name);
-    if (dependents) step.worklist.push(...dependents);
+    const { outStart, outChild } = step.index;
+    for (let e = outStart[position]!; e < outStart[position + 1]!; e++) step.worklist.push(outChild[e]!);
   }
 }

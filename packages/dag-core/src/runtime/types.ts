@@ -65,8 +65,11 @@ export interface TaskRuntime {
 export type TaskCounts = Record<TaskStatus, number>;
 
 /**
- * The whole state of one workflow: the definition it runs and what happened so far. Plain data,
- * never mutated by {@link reduce}; stored as the runtime blob through `encodeRuntime`.
+ * The whole state of one workflow: the definition it runs and what happened so far. Immutable:
+ * never mutated by {@link reduce}, which returns a new runtime sharing what did not change; stored
+ * as the runtime blob through `encodeRuntime`. Build runtimes with `createRuntime`,
+ * `assembleRuntime`, `withTaskStates` or `decodeRuntime`; read task states with the accessors
+ * (`taskState`, `tasksIn`, …).
  */
 export interface WorkflowRuntime {
   workflowId: string;
@@ -87,7 +90,12 @@ export interface WorkflowRuntime {
   finishedAt: string | null;
   /** Why the coordinator set the workflow aside (status `corrupt`); null otherwise. */
   corruptReason: string | null;
-  tasks: Record<string, TaskRuntime>;
+  /**
+   * Task name → state, as a read-only record built on first read and cached per runtime object:
+   * O(tasks), for tests and old callers only. Code on a hot path reads tasks through the accessors
+   * (`taskState`, `taskStatus`, `tasksIn`, `changedTasks`), which cost O(1) per task they touch.
+   */
+  readonly tasks: Readonly<Record<string, TaskRuntime>>;
   counts: TaskCounts;
 }
 
@@ -226,4 +234,6 @@ export type Effect = DispatchEffect | FetchConditionInputsEffect | IgnoredEffect
 export interface ReduceResult {
   runtime: WorkflowRuntime;
   effects: Effect[];
+  /** The definition positions of the tasks whose state the call replaced, ascending, each once. */
+  changed: number[];
 }

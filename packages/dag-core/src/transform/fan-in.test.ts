@@ -148,6 +148,17 @@ describe('realUpstreamTasks', () => {
     expect(realUpstreamTasks(result.value, 'nope')).toEqual([]);
   });
 
+  it('leaves the definition as it was (it used to empty the dependencies of the task it started from)', () => {
+    const result = sequentializeFanIn(fanIn(5), 2);
+    if (!result.ok) throw new Error('expected success');
+    const before = structuredClone(result.value);
+    expect(realUpstreamTasks(result.value, 'join')).toEqual(['leaf0', 'leaf1', 'leaf2', 'leaf3', 'leaf4']);
+    expect(realUpstreamTasks(result.value, 'leaf3')).toEqual(['root']);
+    expect(result.value).toEqual(before);
+    // A second walk gives the same answer.
+    expect(realUpstreamTasks(result.value, 'join')).toEqual(['leaf0', 'leaf1', 'leaf2', 'leaf3', 'leaf4']);
+  });
+
   it('follows a merge chain 50 000 long without overflowing the stack', () => {
     const result = sequentializeFanIn(fanIn(100_000), 2);
     if (!result.ok) throw new Error('expected success');

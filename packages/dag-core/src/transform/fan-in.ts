@@ -97,7 +97,8 @@ export function realUpstreamTasks(definition: WorkflowDefinition, taskName: stri
     isMergeNode(task.name, task.kwargs)
       ? [...task.dependsOn.filter((d) => d.startsWith(MERGE_PREFIX)), ...task.dependsOn.filter((d) => !d.startsWith(MERGE_PREFIX))]
       : task.dependsOn;
-  const stack = parentsOf(start).reverse();
+  // A copy: `parentsOf` hands back the task's own `dependsOn`, which must not be reversed or popped.
+  const stack = [...parentsOf(start)].reverse();
   while (stack.length > 0) {
     const name = stack.pop()!;
     const task = byName.get(name);
