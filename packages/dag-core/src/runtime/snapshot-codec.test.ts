@@ -90,6 +90,13 @@ describe('snapshots', () => {
     expect((json.tasks as unknown[])[1]).toEqual({ status: 'completed', attempt_no: 1, output_ref: '{"v":[1,2]}', dispatched_at: at(1), completed_at: at(3) });
   });
 
+  it('keeps started_at and dispatched_at as they are (a completion may report a start whose dispatch was never recorded)', () => {
+    const h = new Harness(definition([{ name: 'a' }]));
+    h.send({ type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: at(5) });
+    expect(taskState(h.runtime, 'a')).toMatchObject({ dispatchedAt: null, startedAt: at(5) });
+    expect(assembleParts(decodeSnapshot(encodeSnapshot(h.runtime, META), h.runtime.definition, META))).toEqual(h.runtime);
+  });
+
   it('round-trips a corrupt runtime and one with merge nodes', () => {
     const h = sample();
     h.send({ type: 'corrupt', reason: 'set aside' });

@@ -91,8 +91,10 @@ export function decodeTaskState(raw: unknown, where: string, subject: string, st
   const status = field(raw, 'status', isTaskStatus, 'a task status', at, subject);
   let dispatchedAt = field(raw, 'dispatched_at', optional(isString), 'a timestamp', at, subject) ?? null;
   let startedAt = field(raw, 'started_at', optional(isString), 'a timestamp', at, subject) ?? null;
-  if (dispatchedAt === null && startedAt !== null) {
-    // Written before `dispatched_at` existed, when `started_at` was the dispatch time.
+  if (!strict && dispatchedAt === null && startedAt !== null) {
+    // Format 1 written before `dispatched_at` existed, when `started_at` was the dispatch time.
+    // (Format 2 writes both as they are: a completion can report `started_at` for an attempt whose
+    // dispatch was never recorded.)
     dispatchedAt = startedAt;
     startedAt = null;
   }
