@@ -75,6 +75,8 @@ export interface CoordinatorOptions {
   retentionSweepIntervalInMs?: number;
   /** Workflows one retention sweep purges at most (default 100): the rest wait for the next sweeps. */
   retentionMaxPerSweep?: number;
+  /** Index rows asked per request by the scans (default 1 000, the most the service returns). */
+  scanPageSize?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
   /** The time of the timestamps the coordinator writes (default: the time of `clock`). */
@@ -151,6 +153,7 @@ export const COORDINATOR_DEFAULTS = {
   retentionSweepIntervalInMs: 60_000,
   retentionMaxPerSweep: 100,
   breakLease: false,
+  scanPageSize: 1_000,
 } as const;
 
 /**
@@ -161,9 +164,6 @@ export const COORDINATOR_DEFAULTS = {
 const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost', 'unsupported']);
 
 type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
-
-/** Page size of the scans' index queries: the most the service returns per request. */
-const SCAN_PAGE = 1_000;
 
 /** Workflows whose "not purged" reason was logged, at most this many remembered (a sweep lists them again). */
 const MAX_SKIP_NOTES = 10_000;
@@ -275,6 +275,7 @@ export class Coordinator {
       retentionSweepIntervalInMs: o.retentionSweepIntervalInMs ?? COORDINATOR_DEFAULTS.retentionSweepIntervalInMs,
       retentionMaxPerSweep: Math.max(1, Math.floor(o.retentionMaxPerSweep ?? COORDINATOR_DEFAULTS.retentionMaxPerSweep)),
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
+      scanPageSize: Math.min(1_000, Math.max(1, Math.floor(o.scanPageSize ?? COORDINATOR_DEFAULTS.scanPageSize))),
     };
     const time = o.clock ?? realClock;
     this.time = time;
@@ -589,14 +590,14 @@ export class Coordinator {
   /**
    * The index rows a filter finds, page by page: every scan asks only server-side filters (saved
    * status, times) paged by the store's continuation tokens, never the derived `pending` status,
-   * so a scan costs about one request per 1 000 matches and never reads the finished workflows.
+   * so a scan costs about one request per page of matches (1 000 by default) and never reads the finished workflows.
    */
   private async *summaries(filter: Omit<WorkflowFilter, 'continuationToken' | 'abortSignal' | 'limit'>): AsyncGenerator<WorkflowSummary> {
     let continuationToken: string | undefined;
     do {
       const page = await this.store.listWorkflows({
         ...filter,
-        limit: SCAN_PAGE,
+        limit: this.settings.scanPageSize,
         abortSignal: this.halt.signal,
         ...(continuationToken === undefined ? {} : { continuationToken }),
       });
@@ -609,7 +610,7 @@ export class Coordinator {
   private async *requests(): AsyncGenerator<WorkflowRequest> {
     let continuationToken: string | undefined;
     do {
-      const page = await this.store.listRequests({ limit: SCAN_PAGE, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      const page = await this.store.listRequests({ limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
       for (const item of page.items) yield item;
       continuationToken = page.continuationToken ?? undefined;
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);

@@ -59,6 +59,13 @@ function blobOf(store: AzureWorkflowStore, name: string) {
   return BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).getBlockBlobClient(name);
 }
 
+async function blobNames(store: AzureWorkflowStore): Promise<string[]> {
+  const names: string[] = [];
+  const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer);
+  for await (const blob of container.listBlobsFlat()) names.push(blob.name);
+  return names.sort();
+}
+
 function at(n: number): string {
   return new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
 }
@@ -387,15 +394,16 @@ describe('purge on Azure Storage', () => {
     for (const id of ['a', 'a.b', 'upstream']) await storeCompleted(store, id);
     const overflow = ['upstream/a/c/1.json', 'upstream/a/c/2.json', 'upstream/a.b/c/1.json', 'upstream/upstream/c/1.json', 'upstream/ab/c/1.json'];
     for (const name of overflow) await blobOf(store, name).upload('{}', 2);
-    const exists = async (): Promise<string[]> => {
-      const names: string[] = [];
-      for (const name of [...overflow, 'a.json', 'a.b.json', 'upstream.json']) if (await blobOf(store, name).exists()) names.push(name);
-      return names;
-    };
-    expect(await store.purge('a')).toMatchObject({ outcome: 'purged', blobs: 3, taskRows: 3 });
-    expect(await exists()).toEqual(['upstream/a.b/c/1.json', 'upstream/upstream/c/1.json', 'upstream/ab/c/1.json', 'a.b.json', 'upstream.json']);
-    expect(await store.purge('upstream')).toMatchObject({ outcome: 'purged', blobs: 2 });
-    expect(await exists()).toEqual(['upstream/a.b/c/1.json', 'upstream/ab/c/1.json', 'a.b.json']);
+    const before = await blobNames(store);
+    const owned = (id: string): string[] => before.filter((n) => n === `${id}.json` || n.startsWith(`state/${id}/`) || n.startsWith(`definitions/${id}/`) || n.startsWith(`upstream/${id}/`));
+    // Each stored workflow holds a head, a definition, a snapshot and a log.
+    expect(owned('a.b').filter((n) => !n.startsWith('upstream/'))).toHaveLength(4);
+    expect(await store.purge('a')).toMatchObject({ outcome: 'purged', blobs: owned('a').length, taskRows: 3 });
+    expect(owned('a')).toHaveLength(6);
+    expect(await blobNames(store)).toEqual(before.filter((n) => !owned('a').includes(n)));
+    expect(await store.purge('upstream')).toMatchObject({ outcome: 'purged', blobs: 5 });
+    expect(await blobNames(store)).toEqual(before.filter((n) => !owned('a').includes(n) && !owned('upstream').includes(n)));
+    expect((await blobNames(store)).filter((n) => n.startsWith('upstream/'))).toEqual(['upstream/a.b/c/1.json', 'upstream/ab/c/1.json']);
     expect((await store.load('a.b'))?.runtime).toEqual(completed('a.b', 5));
     await store.deleteStorage();
   });
@@ -407,8 +415,8 @@ describe('purge on Azure Storage', () => {
     expect(await store.purge('bad')).toMatchObject({ outcome: 'skipped', status: 'completed', reason: expect.stringContaining('cannot be read') });
     expect(await blobOf(store, 'bad.json').exists()).toBe(true);
     await store.markCorrupt('bad', 'the runtime cannot be read: it is not JSON', at(9));
-    expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', finishedAt: at(9), blobs: 1, taskRows: 3 });
-    expect(await blobOf(store, 'bad.json').exists()).toBe(false);
+    expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', finishedAt: at(9), blobs: 4, taskRows: 3 });
+    expect(await blobNames(store)).toEqual([]);
     expect(await store.getWorkflow('bad')).toBeNull();
     await store.deleteStorage();
   });

@@ -128,11 +128,12 @@ describe('jobq workflow purge', () => {
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n').sort();
     expect(lines).toEqual([
-      'purged a (completed, finished 2025-01-01T00:00:03.000Z): 4 blobs, 2 task rows',
-      'purged old-failed (failed, finished 2025-01-01T00:00:02.000Z): 1 blobs, 2 task rows',
-      'purged upstream (completed, finished 2025-01-01T00:00:03.000Z): 4 blobs, 2 task rows',
+      // Its head, definition, snapshot and log; then an output, a stashed file and an overflow blob.
+      'purged a (completed, finished 2025-01-01T00:00:03.000Z): 7 blobs, 2 task rows',
+      'purged old-failed (failed, finished 2025-01-01T00:00:02.000Z): 4 blobs, 2 task rows',
+      'purged upstream (completed, finished 2025-01-01T00:00:03.000Z): 7 blobs, 2 task rows',
     ]);
-    expect(result.stderr).toMatch(/Purged 3 workflows finished before .* 9 blobs, 6 task rows; 2 skipped\./);
+    expect(result.stderr).toMatch(/Purged 3 workflows finished before .* 18 blobs, 6 task rows; 2 skipped\./);
     expect(await exists('a')).toEqual(nothing);
     expect(await exists('upstream')).toEqual(nothing);
     expect(await exists('a.b')).toEqual(everything);
