@@ -32,11 +32,15 @@ const completion = (taskName: string): CompletionEvent => ({ type: 'completion',
 // ---------------------------------------------------------------------------------------------
 // 1. Reducer scaling
 
-/** Completions after the warm-up that are timed, at most, and the wall-time budget of one mode. */
-const SAMPLE = 2048;
-const WARMUP = 64;
-const BUDGET_MS = 4_000;
-const MIN_SAMPLE = 64;
+/**
+ * Timed passes per mode: each replays the whole run from the activated runtime (runtimes are
+ * immutable, so every pass sees the same states); the median pass is kept, so one GC pause or one
+ * preemption on a shared machine does not decide the figure. At least MIN_PASSES, then more while
+ * under PASSES_BUDGET_MS.
+ */
+const MIN_PASSES = 3;
+const MAX_PASSES = 15;
+const PASSES_BUDGET_MS = 3_000;
 
 interface ReducerCase {
   shape: Shape;
@@ -44,55 +48,64 @@ interface ReducerCase {
   setupMs: number;
   aloneUs: number;
   batchUs: number;
-  sampled: number;
+  completions: number;
+  passes: number;
 }
 
-/** The next `count` completions from `queue` (driving the runtime untimed), and the state before them. */
-function warm(runtime: WorkflowRuntime, queue: Fifo, count: number): WorkflowRuntime {
-  for (let i = 0; i < count; i++) {
-    const name = queue.shift();
-    if (name === undefined) break;
-    const r = reduce(runtime, completion(name));
-    queueDispatches(r.effects, queue);
-    runtime = r.runtime;
+/** Median wall time (ms) of `pass`, run MIN_PASSES times and then while under budget. */
+function medianPass(pass: () => void): { ms: number; passes: number } {
+  const times: number[] = [];
+  const began = performance.now();
+  while (times.length < MIN_PASSES || (times.length < MAX_PASSES && performance.now() - began < PASSES_BUDGET_MS)) {
+    const t = performance.now();
+    pass();
+    times.push(performance.now() - t);
   }
-  return runtime;
+  times.sort((a, b) => a - b);
+  return { ms: times[times.length >> 1]!, passes: times.length };
 }
 
+/**
+ * The cost of a whole run, per completion: every completion from activation to the end, in the
+ * order the tasks were dispatched (FIFO). A run amortises everything a completion causes (the
+ * dispatch of the tasks it makes ready, merge nodes, the sink), so shapes that dispatch early
+ * (wide: the root readies every leaf) and shapes that dispatch as they go (seq1000: each merge
+ * readies the next 1 000) are charged alike.
+ */
 function reducerCase(shape: Shape, n: number): ReducerCase {
   collect();
   const t0 = performance.now();
   const start = activated(definitionOf(shape, n));
-  // Past the first completions (wide: the root's, which dispatches every leaf).
-  let runtime = warm(start.runtime, start.queue, WARMUP);
-  const setupMs = performance.now() - t0;
-  const origin = runtime;
   const events: CompletionEvent[] = [];
-  // Alone: one reduce call per completion, the coordinator's worst case.
-  const queue = start.queue;
-  const began = performance.now();
-  let aloneMs = 0;
-  while (events.length < SAMPLE && (events.length < MIN_SAMPLE || performance.now() - began < BUDGET_MS)) {
-    const name = queue.shift();
-    if (name === undefined) break;
+  let runtime = start.runtime;
+  for (let name = start.queue.shift(); name !== undefined; name = start.queue.shift()) {
     const event = completion(name);
-    const t = performance.now();
     const r = reduce(runtime, event);
-    aloneMs += performance.now() - t;
-    queueDispatches(r.effects, queue);
+    queueDispatches(r.effects, start.queue);
     runtime = r.runtime;
     events.push(event);
   }
-  // Batch32: the same events from the same state, folded 32 at a time (the coordinator's path).
+  if (runtime.status !== 'completed') throw new Error(`bench bug: ${shape} at ${n} ended ${runtime.status}`);
+  const setupMs = performance.now() - t0;
+  const origin = start.runtime;
+  let last: WorkflowRuntime = origin;
+  // Alone: one reduce call per completion, the coordinator's worst case.
   collect();
-  let batchMs = 0;
-  let rt = origin;
-  for (let i = 0; i < events.length; i += BATCH) {
-    const t = performance.now();
-    rt = foldEvents(rt, events.slice(i, i + BATCH)).runtime;
-    batchMs += performance.now() - t;
-  }
-  return { shape, n, setupMs, aloneUs: (aloneMs * 1000) / events.length, batchUs: (batchMs * 1000) / events.length, sampled: events.length };
+  const alone = medianPass(() => {
+    let r = origin;
+    for (const event of events) r = reduce(r, event).runtime;
+    last = r;
+  });
+  // Batch32: the same events folded 32 at a time (the coordinator's path).
+  collect();
+  const batch = medianPass(() => {
+    let r = origin;
+    for (let i = 0; i < events.length; i += BATCH) r = foldEvents(r, events.slice(i, i + BATCH)).runtime;
+    last = r;
+  });
+  if (last.status !== 'completed') throw new Error(`bench bug: ${shape} at ${n}: a replay ended ${last.status}`);
+  const perCompletion = (ms: number) => (ms * 1000) / events.length;
+  return { shape, n, setupMs, aloneUs: perCompletion(alone.ms), batchUs: perCompletion(batch.ms), completions: events.length, passes: Math.min(alone.passes, batch.passes) };
 }
 
 function reducerScaling(): void {
@@ -103,9 +116,9 @@ function reducerScaling(): void {
       cases.push(reducerCase(shape, n));
     }
   }
-  const rows = cases.map((c) => [c.shape, sizeLabel(c.n), c.aloneUs.toFixed(1), c.batchUs.toFixed(1), String(c.sampled), (c.setupMs / 1000).toFixed(1)]);
-  process.stdout.write(`\nReducer: µs per completion (FIFO order after ${WARMUP} warm-up completions)\n`);
-  process.stdout.write(`${table(['shape', 'tasks', 'alone µs', 'batch32 µs', 'sampled', 'setup s'], rows)}\n`);
+  const rows = cases.map((c) => [c.shape, sizeLabel(c.n), c.aloneUs.toFixed(2), c.batchUs.toFixed(2), String(c.completions), String(c.passes), (c.setupMs / 1000).toFixed(1)]);
+  process.stdout.write(`\nReducer: µs per completion over a whole run (activation to the end, FIFO; median of timed passes)\n`);
+  process.stdout.write(`${table(['shape', 'tasks', 'alone µs', 'batch32 µs', 'completions', 'passes', 'setup s'], rows)}\n`);
   const ratios: string[][] = [];
   let worst = 0;
   for (const shape of SHAPES) {
