@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { JobqError, type WorkflowStore } from '@jobq/ports';
 import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';
-import { wrapStore } from './test-helpers/wrappers';
+import { wrapStore, WrappedQueue } from './test-helpers/wrappers';
 
 // Messages the coordinator cannot apply, on the in-memory adapters and a virtual clock (the
 // redeliveries that count towards the bound come after lock expiries, in virtual time). Workflows
@@ -46,5 +46,47 @@ describe('Coordinator: undeliverable messages (in memory, virtual time)', () => 
     expect(s.coordinator.counters.deadLettered).toBe((await deadLetters(s)).length);
     failWith = null;
     expect(outage).toBe('wf-outage');
+  });
+
+  it('a workflow written by a newer jobq is left alone: never saved, never set aside, its messages stay however often they come back; the others run', async () => {
+    let saves = 0;
+    let deliveries = 0;
+    const newer = new JobqError('unsupported', 'workflow "wf-newer" was written by a newer jobq (runtime format 3; this one reads up to 2): upgrade this process');
+    const s = await stacks.open({
+      start: false,
+      completionLockInMs: 1_000,
+      coordinator: { maxDeliveries: 3 },
+      coordinatorCompletions: (queue) =>
+        new WrappedQueue(queue, {
+          receive: async (_options, receive) => {
+            const messages = await receive();
+            deliveries += messages.filter((m) => m.body.includes('wf-newer')).length;
+            return messages;
+          },
+        }),
+      coordinatorStore: (store): WorkflowStore => {
+        const wrapped = wrapStore(store, null);
+        return {
+          ...wrapped,
+          load: (id, options) => (id === 'wf-newer' ? Promise.reject(newer) : store.load(id, options)),
+          save: (runtime, etag, options) => {
+            if (runtime.workflowId === 'wf-newer') saves++;
+            return wrapped.save(runtime, etag, options);
+          },
+        };
+      },
+    });
+    await s.submit(SIMPLE, { id: 'wf-newer' });
+    await s.coordinator.start();
+    const other = await s.run(SIMPLE, { id: 'wf-other' });
+    expect(other.status).toBe('completed');
+    await s.until(() => deliveries >= 8, () => `${deliveries} deliveries of the wake-up`);
+    expect(s.logs.some((l) => l.includes('workflow wf-newer failed: unsupported: workflow "wf-newer" was written by a newer jobq'))).toBe(true);
+    expect(await deadLetters(s)).toEqual([]);
+    expect(s.coordinator.counters.deadLettered).toBe(0);
+    expect(s.coordinator.counters.corruptWorkflows).toBe(0);
+    expect(saves).toBe(0);
+    expect((await s.store.getWorkflow('wf-newer'))?.status).toBe('pending');
+    expect((await s.store.load('wf-newer'))?.runtime.activated).toBe(false);
   });
 });
