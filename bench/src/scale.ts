@@ -110,12 +110,14 @@ function reducerCase(shape: Shape, n: number): ReducerCase {
 
 function reducerScaling(): void {
   const cases: ReducerCase[] = [];
-  for (const shape of SHAPES) {
-    for (const n of SIZES) {
+  // Smallest sizes first, every shape: a small case never runs on the heap a 1M case left behind.
+  for (const n of SIZES) {
+    for (const shape of SHAPES) {
       progress(`reducer: ${shape} at ${sizeLabel(n)}`);
       cases.push(reducerCase(shape, n));
     }
   }
+  cases.sort((a, b) => SHAPES.indexOf(a.shape) - SHAPES.indexOf(b.shape) || a.n - b.n);
   const rows = cases.map((c) => [c.shape, sizeLabel(c.n), c.aloneUs.toFixed(2), c.batchUs.toFixed(2), String(c.completions), String(c.passes), (c.setupMs / 1000).toFixed(1)]);
   process.stdout.write(`\nReducer: µs per completion over a whole run (activation to the end, FIFO; median of timed passes)\n`);
   process.stdout.write(`${table(['shape', 'tasks', 'alone µs', 'batch32 µs', 'completions', 'passes', 'setup s'], rows)}\n`);

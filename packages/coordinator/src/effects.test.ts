@@ -165,7 +165,7 @@ describe('applyEvents', () => {
       expect(store.loads).toBe(loads + 1);
     });
 
-    it('keeps at most maxTasks tasks, least recently used out first', () => {
+    it('keeps at most maxTasks tasks, least recently used out first, but always the workflow saved last', () => {
       const cache = new RuntimeCache(5);
       const two = runtimeOf(def);
       cache.set('w1', { runtime: two, etag: '1' });
@@ -176,8 +176,15 @@ describe('applyEvents', () => {
       expect(cache.get('w1')).toBeDefined();
       expect(cache.get('w3')).toBeDefined();
       cache.set('big', { runtime: runtimeOf({ name: 'y', tasks: Array.from({ length: 6 }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) }), etag: '1' });
+      // Larger than the bound alone: kept (alone), or each batch of it would read and rewrite it all.
+      expect(cache.get('big')).toBeDefined();
+      expect(cache.get('w1')).toBeUndefined();
+      expect(cache.get('w3')).toBeUndefined();
+      expect(cache.size).toBe(1);
+      cache.set('w1', { runtime: two, etag: '2' });
       expect(cache.get('big')).toBeUndefined();
-      expect(cache.size).toBe(2);
+      expect(cache.get('w1')).toMatchObject({ etag: '2' });
+      expect(cache.size).toBe(1);
     });
   });
 

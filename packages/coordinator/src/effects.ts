@@ -31,7 +31,8 @@ export interface CachedRuntime {
 
 /**
  * The runtimes the coordinator last saved, so the next batch of a workflow skips the blob read and
- * the decode. Bounded by the total number of tasks held (least recently used out first). A stale
+ * the decode. Bounded by the total number of tasks held (default 1 000 000; least recently used
+ * out first), but the workflow saved last is always kept, however large. A stale
  * entry is harmless: the save is conditional on its ETag, so it fails with 412 and the blob is read
  * again; and a batch that changes nothing on a cached runtime is checked against a fresh read
  * before its messages are acked.
@@ -40,7 +41,7 @@ export class RuntimeCache {
   private readonly entries = new Map<string, CachedRuntime & { size: number }>();
   private tasks = 0;
 
-  constructor(private readonly maxTasks = 200_000) {}
+  constructor(private readonly maxTasks = 1_000_000) {}
 
   get(workflowId: string): CachedRuntime | undefined {
     const entry = this.entries.get(workflowId);
@@ -53,11 +54,12 @@ export class RuntimeCache {
   set(workflowId: string, value: CachedRuntime): void {
     this.delete(workflowId);
     const size = taskCount(value.runtime);
-    if (size > this.maxTasks) return;
     this.entries.set(workflowId, { ...value, size });
     this.tasks += size;
+    // The entry just set always stays, however large: without it every batch of a workflow larger
+    // than the bound would read the runtime back and write all its task rows.
     for (const [id, entry] of this.entries) {
-      if (this.tasks <= this.maxTasks) break;
+      if (this.tasks <= this.maxTasks || id === workflowId) break;
       this.entries.delete(id);
       this.tasks -= entry.size;
     }
