@@ -1,0 +1,9 @@
+/**
+ * `@jobq/servicebus-emulator`: an AMQP 1.0 broker on `rhea` with Azure Service Bus queue semantics,
+ * reachable by the real `@azure/service-bus` SDK through a `UseDevelopmentEmulator=true` connection
+ * string, started in this process or as a child process. See README.md.
+ *
+ * @packageDocumentation
+ */
+export { QueueRegistryError } from './types';
+export type { QueueErrorCode, QueueInfo, QueueProperties, QueueRegistry, QueueRuntimeCounts } from './types';
