@@ -7,3 +7,5 @@
  */
 export { QueueRegistryError } from './types';
 export type { QueueErrorCode, QueueInfo, QueueProperties, QueueRegistry, QueueRuntimeCounts } from './types';
+export { createSasToken, verifySasToken } from './sas';
+export type { SasVerdict } from './sas';
