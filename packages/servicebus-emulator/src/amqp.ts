@@ -22,12 +22,27 @@ export interface AmqpError {
 
 interface OutcomeFactory {
   accepted(): { described(): unknown };
-  rejected(fields: { error: AmqpError }): { described(): unknown };
+  rejected(fields: { error?: AmqpError }): { described(): unknown };
+  modified(fields: { delivery_failed: boolean; undeliverable_here: boolean }): { described(): unknown };
 }
 const outcomes = rhea.message as unknown as OutcomeFactory;
 
 export function acceptedState(): unknown {
   return outcomes.accepted().described();
+}
+
+/** The state the broker settles a successful disposition with, echoing the client's outcome. */
+export function settledState(outcome: 'complete' | 'abandon' | 'defer' | 'dead-letter'): unknown {
+  switch (outcome) {
+    case 'complete':
+      return outcomes.accepted().described();
+    case 'abandon':
+      return outcomes.modified({ delivery_failed: true, undeliverable_here: false }).described();
+    case 'defer':
+      return outcomes.modified({ delivery_failed: false, undeliverable_here: true }).described();
+    case 'dead-letter':
+      return outcomes.rejected({}).described();
+  }
 }
 
 export function rejectedState(error: AmqpError): unknown {

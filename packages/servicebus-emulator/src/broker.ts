@@ -16,6 +16,7 @@ import {
   field,
   plainMap,
   rejectedState,
+  settledState,
   toBuffer,
   unpackBatch,
   type AmqpError,
@@ -516,7 +517,7 @@ export class Broker {
     try {
       link.sub.queue.sweep();
       const ok = token !== undefined && link.sub.settle(token, outcome, details);
-      if (ok) delivery.update(true, outcome === 'complete' ? acceptedState() : undefined);
+      if (ok) delivery.update(true, settledState(outcome));
       else {
         delivery.update(
           true,
