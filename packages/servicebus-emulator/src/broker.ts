@@ -35,6 +35,8 @@ export type FaultOperation = 'send' | 'settle' | 'management' | 'cbs' | 'attach'
 interface ConnectionState {
   connection: Rhea.Connection;
   authorized: boolean;
+  /** Opened past the connection limit: every link attach is refused. */
+  overLimit: boolean;
   replyLinks: Map<string, Rhea.Sender>;
 }
 
@@ -207,7 +209,7 @@ export class Broker {
   private state(connection: Rhea.Connection): ConnectionState {
     let s = this.connections.get(connection);
     if (!s) {
-      s = { connection, authorized: false, replyLinks: new Map() };
+      s = { connection, authorized: false, overLimit: false, replyLinks: new Map() };
       this.connections.set(connection, s);
     }
     return s;
@@ -219,10 +221,7 @@ export class Broker {
       const connection = ctx.connection;
       this.state(connection);
       const max = this.options.limits.maxConnections;
-      if (this.connections.size > max) {
-        this.connections.delete(connection);
-        connection.close({ condition: 'amqp:resource-limit-exceeded', description: `the emulator accepts at most ${max} connections` });
-      }
+      if (this.connections.size > max) this.state(connection).overLimit = true;
     });
     const forget = (ctx: Rhea.EventContext) => {
       this.connections.delete(ctx.connection);
@@ -289,6 +288,10 @@ export class Broker {
   private entityAddress(ctx: Rhea.EventContext, state: ConnectionState, raw: string | undefined): Address {
     const fault = this.fault('attach');
     if (fault) return { kind: 'refused', ...fault };
+    if (state.overLimit) {
+      const max = this.options.limits.maxConnections;
+      return { kind: 'refused', condition: 'amqp:resource-limit-exceeded', description: `the emulator accepts at most ${max} connections` };
+    }
     const address = parseAddress(raw);
     if ((address.kind === 'queue' || address.kind === 'management') && !state.authorized) {
       return { kind: 'refused', condition: 'amqp:unauthorized-access', description: 'put a valid SAS token on $cbs before attaching to an entity' };
@@ -391,7 +394,13 @@ export class Broker {
   private reply(state: ConnectionState, request: AmqpMessage, message: AmqpMessage): void {
     const to = asString(request.reply_to);
     const link = to === undefined ? undefined : state.replyLinks.get(to);
-    if (link && link.is_open()) link.send(message);
+    if (!link || !link.is_open()) return;
+    try {
+      link.send(message);
+    } catch (err) {
+      const description = `the emulator could not encode its reply: ${err instanceof Error ? err.message : String(err)}`;
+      link.send(replyMessage(request, errorReply('amqp:internal-error', description)));
+    }
   }
 
   private onMessage(ctx: Rhea.EventContext): void {

@@ -132,7 +132,7 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
         const when = at instanceof Date ? at.getTime() : typeof at === 'number' ? at : queue.now();
         return queue.enqueue(message, size, when).sequenceNumber ?? 0;
       });
-      return { status: 200, description: 'OK', body: { 'sequence-numbers': types.wrap_array(numbers.map((n) => types.wrap_long(n)), 0x81, undefined) } };
+      return { status: 200, description: 'OK', body: { 'sequence-numbers': numbers.map((n) => types.wrap_long(n)) } };
     }
     case 'cancel-scheduled-message': {
       for (const n of sequenceNumbers(body)) {
