@@ -46,6 +46,8 @@ interface DeliveryLink {
   sender: Rhea.Sender;
   sub: SubQueue;
   mode: 'peekLock' | 'receiveAndDelete';
+  /** Deliveries handed to rhea in this tick; rhea takes credit only when it writes the transfer. */
+  queued: number;
 }
 
 /** A sender of the client's, on our receiver link. */
@@ -100,7 +102,14 @@ export class Broker {
       this.server = server;
       server.on('connection', (socket: Socket) => {
         this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('close', () => {
+          this.sockets.delete(socket);
+          // rhea learns of a peer's end, not of a socket closed here: tell it, or its heartbeat timers live on.
+          for (const connection of this.connections.keys()) {
+            const internal = connection as unknown as { socket?: Socket; _disconnected?: () => void };
+            if (internal.socket === socket) internal._disconnected?.();
+          }
+        });
       });
       server.once('error', (err: NodeJS.ErrnoException) => {
         const reason = err.code === 'EADDRINUSE' ? 'the port is already in use' : err.message;
@@ -121,9 +130,9 @@ export class Broker {
     const server = this.server;
     this.server = undefined;
     for (const socket of this.sockets) socket.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     this.sockets.clear();
     this.connections.clear();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
   failNext(op: FaultOperation, condition: string): void {
@@ -140,7 +149,7 @@ export class Broker {
 
   /** Closes every client connection's socket (clients reconnect; locks stay until they expire). */
   dropConnections(): void {
-    for (const socket of this.sockets) socket.destroy();
+    for (const socket of this.sockets) socket.resetAndDestroy();
   }
 
   /** Detaches every receiver link with `amqp:link:detach-forced`. */
@@ -179,12 +188,18 @@ export class Broker {
 
   private pumpLink(link: DeliveryLink): void {
     const { sender, sub, mode } = link;
-    while (sender.is_open() && sender.sendable()) {
+    while (sender.is_open() && sender.sendable() && (sender as unknown as { credit: number }).credit > link.queued) {
       const m = sub.take(mode);
       if (!m) break;
       const message = deliveredMessage(m, mode === 'peekLock');
       const tag = m.lock ? m.lock.token : Buffer.alloc(16);
       sender.send(message, tag);
+      if (link.queued++ === 0) {
+        // rhea writes the transfers (and lowers the credit) on the next tick, before this runs.
+        process.nextTick(() => {
+          link.queued = 0;
+        });
+      }
     }
   }
 
@@ -339,7 +354,7 @@ export class Broker {
     }
     const sub = address.deadLetter ? queue.deadLetterQueue : queue.main;
     const mode = sender.snd_settle_mode === RECEIVE_AND_DELETE ? 'receiveAndDelete' : 'peekLock';
-    const link: DeliveryLink = { kind: 'deliver', sender, sub, mode };
+    const link: DeliveryLink = { kind: 'deliver', sender, sub, mode, queued: 0 };
     this.senders.set(sender, link);
     let set = this.deliveryLinks.get(sub);
     if (!set) {
@@ -504,9 +519,15 @@ export class Broker {
     if (!link || link.mode === 'receiveAndDelete' || delivery.settled) return;
     const token = toBuffer(delivery.tag);
     const state: unknown = delivery.remote_state;
+    // Settled here, the delivery is done: rhea keeps a delivery in the session's window until both
+    // ends settled, and a receiver in rcv-settle-mode second never sends a second disposition.
+    const settle = (state: unknown) => {
+      delivery.update(true, state);
+      (delivery as unknown as { remote_settled: boolean }).remote_settled = true;
+    };
     const fault = this.fault('settle');
     if (fault) {
-      delivery.update(true, rejectedState(fault));
+      settle(rejectedState(fault));
       return;
     }
     let details = {};
@@ -526,10 +547,9 @@ export class Broker {
     try {
       link.sub.queue.sweep();
       const ok = token !== undefined && link.sub.settle(token, outcome, details);
-      if (ok) delivery.update(true, settledState(outcome));
+      if (ok) settle(settledState(outcome));
       else {
-        delivery.update(
-          true,
+        settle(
           rejectedState({
             condition: LOCK_LOST,
             description: 'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.',
@@ -537,7 +557,7 @@ export class Broker {
         );
       }
     } catch (err) {
-      if (err instanceof BrokerError) delivery.update(true, rejectedState({ condition: err.condition, description: err.message }));
+      if (err instanceof BrokerError) settle(rejectedState({ condition: err.condition, description: err.message }));
       else throw err;
     }
   }
