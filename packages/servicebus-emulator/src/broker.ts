@@ -249,6 +249,11 @@ export class Broker {
     c.on('sender_open', (ctx: Rhea.EventContext) => this.onSenderOpen(ctx));
     c.on('receiver_open', (ctx: Rhea.EventContext) => this.onReceiverOpen(ctx));
     c.on('sender_close', (ctx: Rhea.EventContext) => this.dropSender(ctx.sender));
+    c.on('session_close', (ctx: Rhea.EventContext) => {
+      for (const links of this.deliveryLinks.values()) {
+        for (const link of links) if (link.sender.session === ctx.session) links.delete(link);
+      }
+    });
     c.on('sendable', (ctx: Rhea.EventContext) => {
       const link = ctx.sender && this.senders.get(ctx.sender);
       if (link) this.pumpLink(link);

@@ -3,7 +3,6 @@ import { ServiceBusClient, type ServiceBusError } from '@azure/service-bus';
 import rhea from 'rhea';
 import { startServiceBus, type ServiceBusEmulator } from './emulator';
 import { createSasToken } from './sas';
-import { sleep } from './test-helpers/clock';
 
 const retryOptions = { maxRetries: 0, timeoutInMs: 5_000 };
 let sb: ServiceBusEmulator;
@@ -127,11 +126,13 @@ describe('connections and authentication', () => {
       });
     });
     const message = await received;
-    connection.close();
+    await new Promise((resolve) => {
+      connection.once('connection_close', resolve);
+      connection.close();
+    });
     const content: unknown = (message.body as { content?: unknown }).content;
     expect(Buffer.compare(content as Buffer, body)).toBe(0);
     expect(message.delivery_count ?? 0).toBe(0);
     expect(message.message_annotations?.['x-opt-sequence-number']).toBe(1);
-    await sleep(10);
   });
 });
