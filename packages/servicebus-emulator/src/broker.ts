@@ -235,6 +235,10 @@ export class Broker {
     c.on('connection_open', (ctx: Rhea.EventContext) => {
       const connection = ctx.connection;
       this.state(connection);
+      // rhea reports an undecodable frame on its connection, then ends the socket.
+      const bad = (err: unknown) => this.onBadInput(connection, err);
+      connection.on('protocol_error', bad);
+      connection.on('error', bad);
       const max = this.options.limits.maxConnections;
       if (this.connections.size > max) this.state(connection).overLimit = true;
     });
@@ -244,8 +248,10 @@ export class Broker {
     };
     c.on('connection_close', forget);
     c.on('disconnected', forget);
-    c.on('protocol_error', (ctx: unknown) => this.onBadInput(ctx));
-    c.on('error', (ctx: unknown) => this.onBadInput(ctx));
+    // Before the AMQP open (a TLS or HTTP client, say) rhea just ends the socket; remote link and
+    // session errors reach the container as 'error' and need no action.
+    c.on('protocol_error', () => undefined);
+    c.on('error', () => undefined);
     c.on('sender_open', (ctx: Rhea.EventContext) => this.onSenderOpen(ctx));
     c.on('receiver_open', (ctx: Rhea.EventContext) => this.onReceiverOpen(ctx));
     c.on('sender_close', (ctx: Rhea.EventContext) => this.dropSender(ctx.sender));
@@ -276,11 +282,10 @@ export class Broker {
   }
 
   /** An undecodable frame: close that connection only, with `amqp:decode-error`. */
-  private onBadInput(ctx: unknown): void {
-    const connection = field(ctx, 'connection') as Rhea.Connection | undefined;
-    if (!connection) return;
+  private onBadInput(connection: Rhea.Connection, err: unknown): void {
+    const detail = err instanceof Error ? `: ${err.message.slice(0, 200)}` : '';
     try {
-      connection.close({ condition: 'amqp:decode-error', description: 'the emulator could not decode a frame on this connection' });
+      connection.close({ condition: 'amqp:decode-error', description: `the emulator could not decode a frame on this connection${detail}` });
       const internal = connection as unknown as { _process?: () => void; output?: () => void };
       internal._process?.();
       internal.output?.();

@@ -3,6 +3,7 @@ import { ServiceBusClient, type ServiceBusError } from '@azure/service-bus';
 import rhea from 'rhea';
 import { startServiceBus, type ServiceBusEmulator } from './emulator';
 import { createSasToken } from './sas';
+import { closeRaw, rawClient } from './test-helpers/raw';
 
 const retryOptions = { maxRetries: 0, timeoutInMs: 5_000 };
 let sb: ServiceBusEmulator;
@@ -99,40 +100,25 @@ describe('connections and authentication', () => {
 
   it('a raw rhea client gets the body bytes unchanged and delivery-count 0 first', async () => {
     const body = Buffer.from([0, 1, 2, 250, 255, 0x80, 0x13, 0x70]);
-    const connection = rhea.create_container().connect({ port: sb.port, host: '127.0.0.1', reconnect: false });
-    const received = new Promise<rhea.Message>((resolve, reject) => {
-      connection.on('connection_open', () => {
-        const cbsReply = connection.open_receiver({ source: { address: '$cbs' }, name: 'cbs-reply' });
-        const cbs = connection.open_sender('$cbs');
-        cbsReply.on('message', (ctx) => {
-          const status: unknown = (ctx.message?.application_properties as Record<string, unknown> | undefined)?.['status-code'];
-          if (status !== 202) return reject(new Error(`cbs status ${String(status)}`));
-          const sender = connection.open_sender('raw');
-          sender.once('sendable', () => {
-            sender.send({ body: rhea.message.data_section(body) });
-            const receiver = connection.open_receiver({ source: { address: 'raw' }, autoaccept: true });
-            receiver.on('message', (c: rhea.EventContext) => resolve(c.message as rhea.Message));
-          });
-        });
-        cbs.once('sendable', () => {
-          const token = createSasToken(`sb://127.0.0.1:${sb.port}/raw`, { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' }, Date.now() + 60_000);
-          cbs.send({
-            message_id: 'put-1',
-            reply_to: 'cbs-reply',
-            application_properties: { operation: 'put-token', type: 'servicebus.windows.net:sastoken', name: `sb://127.0.0.1:${sb.port}/raw` },
-            body: token,
-          });
-        });
-      });
-    });
-    const message = await received;
-    await new Promise((resolve) => {
-      connection.once('connection_close', resolve);
-      connection.close();
-    });
+    const connection = await rawClient(sb.port, 'raw');
+    const sender = connection.open_sender('raw');
+    await new Promise((resolve) => sender.once('accepted', resolve).once('sendable', () => sender.send({ body: rhea.message.data_section(body) })));
+    const receiver = connection.open_receiver({ source: { address: 'raw' }, autoaccept: true });
+    const message = await new Promise<rhea.Message>((resolve) => receiver.on('message', (c: rhea.EventContext) => resolve(c.message as rhea.Message)));
+    await closeRaw(connection);
     const content: unknown = (message.body as { content?: unknown }).content;
     expect(Buffer.compare(content as Buffer, body)).toBe(0);
     expect(message.delivery_count ?? 0).toBe(0);
     expect(message.message_annotations?.['x-opt-sequence-number']).toBe(1);
+  });
+
+  it('an undecodable transfer closes that connection with amqp:decode-error', async () => {
+    const connection = await rawClient(sb.port, 'garbled');
+    const sender = connection.open_sender('garbled');
+    const closed = new Promise<unknown>((resolve) => connection.once('connection_close', (ctx: rhea.EventContext) => resolve(ctx.connection.error)));
+    connection.on('connection_error', () => undefined);
+    sender.once('sendable', () => sender.send(Buffer.from([0x00, 0x53, 0x77, 0xff, 0xff]), undefined, 0));
+    expect(await closed).toMatchObject({ condition: 'amqp:decode-error' });
+    expect(await sendWith(sb.connectionString)).toBeUndefined();
   });
 });
