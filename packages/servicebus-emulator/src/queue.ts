@@ -133,6 +133,8 @@ export class SubQueue {
     m.sub = this;
     this.messages.set(m.sequenceNumber, m);
     if (m.state === 'active') this.ready.push(m.sequenceNumber);
+    if (m.state === 'scheduled') this.noteDeadline(m.scheduledAt);
+    else if (!this.isDeadLetter) this.noteDeadline(m.expiresAt);
   }
 
   private dropLock(m: StoredMessage): void {
@@ -172,6 +174,7 @@ export class SubQueue {
     this.dropLock(m);
     const token = randomBytes(16);
     m.lock = { token, until: now + this.queue.properties.lockDurationMs };
+    this.noteDeadline(m.lock.until);
     for (const key of lockKeys(token)) this.locks.set(key, m);
   }
 
@@ -241,6 +244,7 @@ export class SubQueue {
       );
       return;
     }
+    if (!this.isDeadLetter) this.noteDeadline(m.expiresAt);
     if (m.state === 'active') {
       this.ready.push(m.sequenceNumber);
       this.onAvailable();
@@ -249,25 +253,42 @@ export class SubQueue {
 
   /** Expired locks, expired messages and scheduled messages that fell due. */
   sweep(now: number): boolean {
+    if (now < this.nextDeadline) return false;
+    this.nextDeadline = Infinity;
     let available = false;
-    for (const [key, m] of this.locks) {
-      if (!m.lock || key !== m.lock.token.toString('hex') || m.lock.until > now) continue;
-      this.dropLock(m);
-      this.queue.stats.lockExpiries++;
-      this.failDelivery(m);
-      available = true;
-    }
     for (const m of this.messages.values()) {
-      if (m.state === 'scheduled' && m.scheduledAt <= now) {
+      if (m.lock) {
+        if (m.lock.until > now) {
+          this.noteDeadline(m.lock.until);
+          continue;
+        }
+        this.dropLock(m);
+        this.queue.stats.lockExpiries++;
+        this.failDelivery(m);
+        available = true;
+      } else if (m.state === 'scheduled') {
+        if (m.scheduledAt > now) {
+          this.noteDeadline(m.scheduledAt);
+          continue;
+        }
         m.state = 'active';
         m.enqueuedAt = m.scheduledAt;
         this.ready.push(m.sequenceNumber);
+        this.noteDeadline(m.expiresAt);
         available = true;
-      } else if (!this.isDeadLetter && m.state !== 'scheduled' && !m.lock && m.expiresAt <= now) {
-        this.queue.expire(m);
+      } else if (!this.isDeadLetter) {
+        if (m.expiresAt <= now) this.queue.expire(m);
+        else this.noteDeadline(m.expiresAt);
       }
     }
     return available;
+  }
+
+  /** The earliest time a lock, a schedule or a time to live may need the sweep. */
+  private nextDeadline = Infinity;
+
+  private noteDeadline(t: number): void {
+    if (t < this.nextDeadline) this.nextDeadline = t;
   }
 
   /** Messages by sequence number from `from` on, locked and deferred ones included. */
