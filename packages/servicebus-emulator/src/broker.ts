@@ -73,6 +73,7 @@ export class Broker {
   private readonly deliveryLinks = new Map<SubQueue, Set<DeliveryLink>>();
   private readonly senders = new WeakMap<Rhea.Sender, DeliveryLink>();
   private readonly receivers = new WeakMap<Rhea.Receiver, IncomingLink>();
+
   private readonly faults = new Map<FaultOperation, string[]>();
   private readonly pumping = new Set<SubQueue>();
   private server: Server | undefined;
@@ -406,14 +407,15 @@ export class Broker {
       if (err instanceof BrokerError) return this.refuse(receiver, err.condition, err.message);
       throw err;
     }
-    if (address.kind === 'management') {
-      this.receivers.set(receiver, { kind: 'management', sub: address.deadLetter ? queue.deadLetterQueue : queue.main, state });
-      return;
-    }
-    if (address.deadLetter) {
+    if (address.kind === 'queue' && address.deadLetter) {
       return this.refuse(receiver, 'amqp:not-allowed', `messages cannot be sent to the dead-letter queue of "${queue.name}"`);
     }
-    this.receivers.set(receiver, { kind: 'ingest', queue });
+    if (address.kind === 'management') {
+      this.receivers.set(receiver, { kind: 'management', sub: address.deadLetter ? queue.deadLetterQueue : queue.main, state });
+    } else {
+      this.receivers.set(receiver, { kind: 'ingest', queue });
+    }
+
   }
 
   private reply(state: ConnectionState, request: AmqpMessage, message: AmqpMessage): void {
@@ -436,6 +438,13 @@ export class Broker {
     if (!link) {
       delivery.update(true, rejectedState({ condition: 'amqp:not-allowed', description: 'this link does not accept messages' }));
       return;
+    }
+    // A queue deleted and created again under the same name: the link follows the name.
+    if (link.kind === 'ingest') {
+      link.queue = this.options.registry.queue(link.queue.name) ?? link.queue;
+    } else if (link.kind === 'management') {
+      const current = this.options.registry.queue(link.sub.queue.name);
+      if (current) link.sub = link.sub.isDeadLetter ? current.deadLetterQueue : current.main;
     }
     switch (link.kind) {
       case 'cbs':
@@ -474,6 +483,8 @@ export class Broker {
     let reply: ManagementReply;
     const fault = this.fault('management');
     try {
+      const gone = this.deletedError(sub.queue);
+      if (gone) throw gone;
       reply = fault ? errorReply(fault.condition, fault.description) : handleManagement(request, { sub, maxMessageSizeInBytes: this.options.limits.maxMessageSizeInBytes });
     } catch (err) {
       if (err instanceof BrokerError) reply = errorReply(err.condition, err.message);
@@ -482,7 +493,17 @@ export class Broker {
     this.reply(state, request, replyMessage(request, reply));
   }
 
+  private deletedError(queue: Queue): BrokerError | undefined {
+    if (this.options.registry.queue(queue.name) === queue) return undefined;
+    return new BrokerError('amqp:not-found', `The messaging entity '${queue.name}' could not be found (it was deleted).`);
+  }
+
   private onSend(queue: Queue, ctx: Rhea.EventContext, delivery: Rhea.Delivery): void {
+    const gone = this.deletedError(queue);
+    if (gone) {
+      delivery.update(true, rejectedState({ condition: gone.condition, description: gone.message }));
+      return;
+    }
     queue.stats.framesIn++;
     const fault = this.fault('send');
     if (fault) {

@@ -42,6 +42,20 @@ describe('the queue registry (emulator.registry)', () => {
     await sb.stop();
   });
 
+  it('without auto-create a send to a deleted queue finds no entity, and reaches it once created again', async () => {
+    const sb = await startServiceBus({ autoCreateQueues: false, queues: ['gone'] });
+    const client = new ServiceBusClient(sb.connectionString, { retryOptions });
+    const sender = client.createSender('gone');
+    await sender.sendMessages({ body: 1 });
+    expect(sb.registry.delete('gone')).toBe(true);
+    await expect(sender.sendMessages({ body: 2 })).rejects.toMatchObject({ code: 'MessagingEntityNotFound' });
+    sb.registry.create('gone', {});
+    await sender.sendMessages({ body: 3 });
+    expect(sb.registry.get('gone')?.counts.active).toBe(1);
+    await client.close();
+    await sb.stop();
+  });
+
   it('lockDurationFloorMs lowers the LockDuration floor', async () => {
     const sb = await startServiceBus({ lockDurationFloorMs: 100 });
     expect(sb.registry.create('fast', { lockDurationMs: 200 }).properties.lockDurationMs).toBe(200);
