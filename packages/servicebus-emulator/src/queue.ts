@@ -388,6 +388,8 @@ export class Queue {
       return { sequenceNumber: undefined, duplicate: true };
     }
     this.checkRoom(size);
+    // Delivery annotations are for one hop only.
+    delete message.delivery_annotations;
     // Service Bus gives every message an id; the SDK's lock renewal keys on it.
     if (message.message_id === undefined || message.message_id === null) message.message_id = randomUUID().replace(/-/g, '');
     const annotations = plainMap(message.message_annotations);

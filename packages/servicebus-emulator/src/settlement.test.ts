@@ -113,6 +113,16 @@ describe.each(targets(() => sb))('settlement ($label)', (target) => {
     if (target.emulator) expect(sb.stats().queues.mdc!.autoDeadLetters.maxDeliveryCount).toBe(1);
   });
 
+  brokerOnly('the dead-letter queue address is matched in any case', async () => {
+    const { sender, receiver } = await setup('anycase');
+    await sender.sendMessages({ body: 'x' });
+    await receiver.deadLetterMessage(await receiveOne(receiver), { deadLetterReason: 'r', deadLetterErrorDescription: 'd' });
+    const dlq = client.createReceiver('anycase/$deadletterqueue', { receiveMode: 'receiveAndDelete' });
+    const [d] = await dlq.peekMessages(1);
+    expect(d?.deadLetterReason).toBe('r');
+    expect((await receiveOne(dlq)).body).toBe('x');
+  });
+
   it('peek from sequence 1 includes locked messages', async () => {
     const { sender, receiver } = await setup('peek');
     await sender.sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }]);
