@@ -84,7 +84,7 @@ export class Broker {
     const registry = options.registry;
     registry.onCreate = (q) => this.wire(q);
     registry.onDelete = (q) => this.unwire(q);
-    for (const q of registry.queues_()) this.wire(q);
+    for (const q of registry.allQueues()) this.wire(q);
     this.listen();
   }
 
@@ -161,7 +161,7 @@ export class Broker {
   }
 
   sweep(): void {
-    for (const q of this.options.registry.queues_()) q.sweep();
+    for (const q of this.options.registry.allQueues()) q.sweep();
   }
 
   private wire(q: Queue): void {
@@ -311,9 +311,7 @@ export class Broker {
     link.close({ condition, description });
   }
 
-  private entityAddress(ctx: Rhea.EventContext, state: ConnectionState, raw: string | undefined): Address {
-    const fault = this.fault('attach');
-    if (fault) return { kind: 'refused', ...fault };
+  private entityAddress(state: ConnectionState, raw: string | undefined): Address {
     if (state.overLimit) {
       const max = this.options.limits.maxConnections;
       return { kind: 'refused', condition: 'amqp:resource-limit-exceeded', description: `the emulator accepts at most ${max} connections` };
@@ -322,7 +320,8 @@ export class Broker {
     if ((address.kind === 'queue' || address.kind === 'management') && !state.authorized) {
       return { kind: 'refused', condition: 'amqp:unauthorized-access', description: 'put a valid SAS token on $cbs before attaching to an entity' };
     }
-    void ctx;
+    const fault = address.kind === 'queue' ? this.fault('attach') : undefined;
+    if (fault) return { kind: 'refused', ...fault };
     return address;
   }
 
@@ -340,7 +339,7 @@ export class Broker {
     local.snd_settle_mode = sender.snd_settle_mode;
     local.rcv_settle_mode = field(sender, 'rcv_settle_mode');
     local.max_message_size = this.options.limits.maxMessageSizeInBytes;
-    const address = this.entityAddress(ctx, state, raw);
+    const address = this.entityAddress(state, raw);
     switch (address.kind) {
       case 'refused':
         return this.refuse(sender, address.condition, address.description);
@@ -390,7 +389,7 @@ export class Broker {
     if (raw === undefined && target !== undefined && target !== null) {
       return this.refuse(receiver, 'amqp:not-implemented', 'transactions are not supported by this emulator');
     }
-    const address = this.entityAddress(ctx, state, raw);
+    const address = this.entityAddress(state, raw);
     switch (address.kind) {
       case 'refused':
         return this.refuse(receiver, address.condition, address.description);

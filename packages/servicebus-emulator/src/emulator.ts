@@ -83,7 +83,7 @@ export async function startServiceBus(options: ServiceBusOptions = {}): Promise<
     stats() {
       broker.sweep();
       const queues: Record<string, QueueStats> = {};
-      for (const q of registry.queues_()) queues[q.name] = q.snapshot();
+      for (const q of registry.allQueues()) queues[q.name] = q.snapshot();
       return { connections: broker.openConnections, cbsPuts: broker.cbsPuts, queues };
     },
     declareQueue(name, properties = {}) {

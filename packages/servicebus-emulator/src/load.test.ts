@@ -43,6 +43,31 @@ describe('load and faults', () => {
     await client.close();
   });
 
+  it('failNext(attach) refuses the next link attach with the condition', async () => {
+    const client = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0 } });
+    sb.failNext('attach', 'com.microsoft:entity-disabled');
+    await expect(client.createSender('attach').sendMessages({ body: 1 })).rejects.toMatchObject({ code: 'MessagingEntityDisabled' });
+    await client.createSender('attach').sendMessages({ body: 2 });
+    await client.close();
+  });
+
+  it('failNext(settle | management | cbs) fails that operation once', async () => {
+    const client = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0 } });
+    await client.createSender('faults').sendMessages({ body: 1 });
+    const receiver = client.createReceiver('faults', { maxAutoLockRenewalDurationInMs: 0 });
+    const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 1_000 });
+    sb.failNext('settle', 'com.microsoft:server-busy');
+    await expect(receiver.completeMessage(m!)).rejects.toMatchObject({ code: 'ServiceBusy' });
+    sb.failNext('management', 'com.microsoft:server-busy');
+    await expect(receiver.peekMessages(1)).rejects.toMatchObject({ code: 'ServiceBusy' });
+    expect(await receiver.peekMessages(1)).toHaveLength(1);
+    const other = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0 } });
+    sb.failNext('cbs', 'com.microsoft:server-busy');
+    await expect(other.createSender('faults').sendMessages({ body: 2 })).rejects.toMatchObject({ code: 'ServiceBusy' });
+    await other.close();
+    await client.close();
+  });
+
   it('dropConnections() mid-lock: the client reconnects and gets the message again after the lock', async () => {
     const client = new ServiceBusClient(sb.connectionString);
     await client.createSender('drop').sendMessages({ body: 'held' });

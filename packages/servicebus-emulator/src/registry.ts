@@ -39,7 +39,7 @@ export class BrokerRegistry implements QueueRegistry {
     return this.queues.get(name.toLowerCase());
   }
 
-  queues_(): Queue[] {
+  allQueues(): Queue[] {
     return [...this.queues.values()];
   }
 
@@ -88,7 +88,7 @@ export class BrokerRegistry implements QueueRegistry {
   }
 
   list(): QueueInfo[] {
-    return this.queues_().map((q) => {
+    return this.allQueues().map((q) => {
       q.sweep();
       return q.info();
     });
