@@ -211,12 +211,12 @@ export class SubQueue {
         break;
       case 'abandon':
         d.abandon++;
-        this.modifyAnnotations(m, details.propertiesToModify);
+        this.modifyProperties(m, details.propertiesToModify);
         this.failDelivery(m);
         break;
       case 'defer':
         d.defer++;
-        this.modifyAnnotations(m, details.propertiesToModify);
+        this.modifyProperties(m, details.propertiesToModify);
         m.state = 'deferred';
         break;
       case 'dead-letter':
@@ -227,9 +227,10 @@ export class SubQueue {
     return true;
   }
 
-  private modifyAnnotations(m: StoredMessage, props: Record<string, unknown> | undefined): void {
+  /** `propertiesToModify` of an abandon or defer: merged into the application properties, as Service Bus does. */
+  private modifyProperties(m: StoredMessage, props: Record<string, unknown> | undefined): void {
     if (!props || Object.keys(props).length === 0) return;
-    m.message.message_annotations = { ...plainMap(m.message.message_annotations), ...props };
+    m.message.application_properties = { ...plainMap(m.message.application_properties), ...props };
   }
 
   /** A delivery attempt failed (abandon or lock expiry): count it, dead-letter past MaxDeliveryCount. */

@@ -46,9 +46,10 @@ describe.each(targets(() => sb))('settlement ($label)', (target) => {
     await sender.sendMessages({ body: 'a' });
     const m1 = await receiveOne(receiver);
     expect(m1.deliveryCount).toBe(0);
-    await receiver.abandonMessage(m1);
+    await receiver.abandonMessage(m1, { tried: 1 });
     const m2 = await receiveOne(receiver);
     expect(m2.deliveryCount).toBe(1);
+    expect(m2.applicationProperties).toMatchObject({ tried: 1 });
     expect(m2.sequenceNumber?.toNumber()).toBe(m1.sequenceNumber?.toNumber());
     await receiver.completeMessage(m2);
     if (target.emulator) expect(sb.stats().queues.abandon!.dispositions).toMatchObject({ abandon: 1, complete: 1 });
