@@ -31,12 +31,14 @@ export interface ServiceBusOptions {
   now?: () => number;
 }
 
+/** What {@link ServiceBusEmulator.stats} reports: open connections, `put-token` requests, and per-queue counters. */
 export interface ServiceBusStats {
   connections: number;
   cbsPuts: number;
   queues: Record<string, QueueStats>;
 }
 
+/** A running broker (see README.md, "Broker API"). */
 export interface ServiceBusEmulator {
   connectionString: string;
   port: number;
@@ -52,6 +54,10 @@ export interface ServiceBusEmulator {
   stop(): Promise<void>;
 }
 
+/**
+ * Starts the broker in this process on 127.0.0.1 and resolves once it listens. Rejects, naming the
+ * port, when the port is taken; a bad `defaults` or `queues` entry throws a `QueueRegistryError`.
+ */
 export async function startServiceBus(options: ServiceBusOptions = {}): Promise<ServiceBusEmulator> {
   const profile = options.profile ?? 'azure';
   const limits: ServiceBusLimits = { ...PROFILE_LIMITS[profile], ...(options.limits ?? {}) };

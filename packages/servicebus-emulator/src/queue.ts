@@ -31,6 +31,7 @@ export interface DeadLetterDetails {
   propertiesToModify?: Record<string, unknown> | undefined;
 }
 
+/** Counters and counts of one queue (its dead-letter queue included), as `stats().queues[name]` reports them. */
 export interface QueueStats {
   messagesIn: number;
   framesIn: number;
