@@ -9,3 +9,7 @@ export { QueueRegistryError } from './types';
 export type { QueueErrorCode, QueueInfo, QueueProperties, QueueRegistry, QueueRuntimeCounts } from './types';
 export { createSasToken, verifySasToken } from './sas';
 export type { SasVerdict } from './sas';
+export { startAdminServer } from './admin';
+export type { AdminServer, AdminServerOptions } from './admin';
+export { ADMIN_POLICY_NAME, adminPolicy } from './admin-policy';
+export type { AdminPipelinePolicy, AdminPolicyRequest } from './admin-policy';

@@ -1,0 +1,353 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ServiceBusAdministrationClient } from '@azure/service-bus';
+import { request as httpRequest } from 'node:http';
+import { adminPolicy } from './admin-policy';
+import { startAdminServer, type AdminServer } from './admin';
+import { NEVER_DURATION } from './atom';
+import { createSasToken } from './sas';
+import { MapQueueRegistry } from './test-helpers/registry';
+
+const KEY = { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' };
+
+let skewMs = 0;
+const registry = new MapQueueRegistry();
+let server: AdminServer;
+
+function connectionString(key = KEY.key, keyName = KEY.keyName): string {
+  return `Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=${keyName};SharedAccessKey=${key};UseDevelopmentEmulator=true`;
+}
+
+function adminClient(endpoint = server.endpoint, key?: string): ServiceBusAdministrationClient {
+  const client = new ServiceBusAdministrationClient(connectionString(key), { retryOptions: { maxRetries: 0 } });
+  client.pipeline.addPolicy(adminPolicy(endpoint));
+  return client;
+}
+
+async function failure(promise: Promise<unknown>): Promise<{ code?: string; statusCode?: number; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as { code?: string; statusCode?: number; message: string };
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** A raw request with a valid token, for what the SDK never sends. */
+function raw(method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const url = `${server.endpoint}${path}`;
+  const token = createSasToken(url, KEY, Date.now() + 60_000);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: { authorization: token, ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  server = await startAdminServer(registry, { sasKeyName: KEY.keyName, sasKey: KEY.key, now: () => Date.now() + skewMs });
+});
+
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('admin endpoint through ServiceBusAdministrationClient', () => {
+  const admin = (): ServiceBusAdministrationClient => adminClient();
+
+  it('creates a queue with the defaults, gets it, and answers queueExists', async () => {
+    const created = await admin().createQueue('defaults');
+    expect(created).toMatchObject({
+      name: 'defaults',
+      lockDuration: 'PT1M',
+      maxDeliveryCount: 10,
+      maxSizeInMegabytes: 1024,
+      requiresDuplicateDetection: false,
+      duplicateDetectionHistoryTimeWindow: 'PT10M',
+      defaultMessageTimeToLive: NEVER_DURATION,
+      deadLetteringOnMessageExpiration: false,
+      requiresSession: false,
+      enablePartitioning: false,
+      status: 'Active',
+      autoDeleteOnIdle: NEVER_DURATION,
+    });
+    expect(created._response.status).toBe(201);
+    const got = await admin().getQueue('defaults');
+    expect(got.name).toBe('defaults');
+    expect(got.lockDuration).toBe('PT1M');
+    await expect(admin().queueExists('defaults')).resolves.toBe(true);
+    await expect(admin().queueExists('DEFAULTS')).resolves.toBe(true);
+    await expect(admin().queueExists('absent')).resolves.toBe(false);
+  });
+
+  it('creates with options, and updateQueue changes what it is given and keeps the rest', async () => {
+    const created = await admin().createQueue('tuned/jobs', {
+      lockDuration: 'PT30S',
+      maxDeliveryCount: 3,
+      requiresDuplicateDetection: true,
+      duplicateDetectionHistoryTimeWindow: 'PT1M',
+      defaultMessageTimeToLive: 'P1D',
+      deadLetteringOnMessageExpiration: true,
+      maxSizeInMegabytes: 2048,
+      userMetadata: 'owner <jobs> & co',
+    });
+    expect(created).toMatchObject({
+      name: 'tuned/jobs',
+      lockDuration: 'PT30S',
+      maxDeliveryCount: 3,
+      requiresDuplicateDetection: true,
+      duplicateDetectionHistoryTimeWindow: 'PT1M',
+      defaultMessageTimeToLive: 'P1D',
+      deadLetteringOnMessageExpiration: true,
+      maxSizeInMegabytes: 2048,
+      userMetadata: 'owner <jobs> & co',
+    });
+
+    const queue = await admin().getQueue('tuned/jobs');
+    queue.lockDuration = 'PT2M30S';
+    queue.maxDeliveryCount = 7;
+    const updated = await admin().updateQueue(queue);
+    expect(updated._response.status).toBe(200);
+    expect(updated).toMatchObject({ name: 'tuned/jobs', lockDuration: 'PT2M30S', maxDeliveryCount: 7, defaultMessageTimeToLive: 'P1D', userMetadata: 'owner <jobs> & co' });
+    const runtime = await admin().getQueueRuntimeProperties('tuned/jobs');
+    expect(runtime.modifiedAt.getTime()).toBeGreaterThanOrEqual(runtime.createdAt.getTime());
+
+    await expect(admin().updateQueue({ ...queue, name: 'never-created' })).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+  });
+
+  it('deletes a queue; deleting or getting a missing one is MessageEntityNotFoundError (404)', async () => {
+    await admin().createQueue('doomed');
+    const deleted = await admin().deleteQueue('doomed');
+    expect(deleted._response.status).toBe(200);
+    await expect(admin().queueExists('doomed')).resolves.toBe(false);
+    const get = await failure(admin().getQueue('doomed'));
+    expect(get).toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    expect(get.message).toContain("'doomed' could not be found");
+    await expect(admin().deleteQueue('doomed')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    await expect(admin().getQueueRuntimeProperties('doomed')).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('refuses a duplicate create (any case) with MessageEntityAlreadyExistsError (409)', async () => {
+    await admin().createQueue('twice');
+    const err = await failure(admin().createQueue('Twice'));
+    expect(err).toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
+    expect(err.message).toContain('already exists');
+  });
+
+  it('refuses LockDuration outside 5 s – 5 min, other out-of-range values and bad names with 400', async () => {
+    for (const lockDuration of ['PT4S', 'PT5M1S']) {
+      const err = await failure(admin().createQueue(`lock-${lockDuration.toLowerCase()}`, { lockDuration }));
+      expect(err).toMatchObject({ code: 'ServiceError', statusCode: 400 });
+      expect(err.message).toContain('LockDuration');
+    }
+    await expect(admin().createQueue('lock-edges', { lockDuration: 'PT5S' })).resolves.toMatchObject({ lockDuration: 'PT5S' });
+    const queue = await admin().getQueue('lock-edges');
+    await expect(admin().updateQueue({ ...queue, lockDuration: 'PT10M' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('LockDuration') });
+    await expect(admin().updateQueue({ ...queue, lockDuration: 'PT5M' })).resolves.toMatchObject({ lockDuration: 'PT5M' });
+
+    await expect(admin().createQueue('mdc', { maxDeliveryCount: 0 })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('MaxDeliveryCount') });
+    await expect(admin().createQueue('dedup', { duplicateDetectionHistoryTimeWindow: 'PT10S' })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(admin().createQueue('not-a-duration', { lockDuration: '30 seconds' })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('not an ISO-8601 duration'),
+    });
+    for (const name of ['-dash-first', 'ends-with-dot.', 'has space', 'x'.repeat(261)]) {
+      await expect(admin().createQueue(name)).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('not a valid queue name') });
+    }
+  });
+
+  it('refuses sessions, partitioning, auto-forwarding and auto-delete with 400 naming the feature', async () => {
+    await expect(admin().createQueue('sessions', { requiresSession: true })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('sessions') });
+    await expect(admin().createQueue('partitioned', { enablePartitioning: true })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('partitioning') });
+    await expect(admin().createQueue('forwarding', { forwardTo: 'elsewhere' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('auto-forwarding') });
+    await expect(admin().createQueue('idle', { autoDeleteOnIdle: 'PT1H' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('AutoDeleteOnIdle') });
+    await expect(admin().queueExists('sessions')).resolves.toBe(false);
+  });
+
+  it('reports runtime counts per queue and in the runtime listing', async () => {
+    await admin().createQueue('counted');
+    registry.setCounts('counted', { active: 5, deadLetter: 2, scheduled: 1, sizeInBytes: 4096 });
+    const runtime = await admin().getQueueRuntimeProperties('counted');
+    expect(runtime).toMatchObject({
+      name: 'counted',
+      activeMessageCount: 5,
+      deadLetterMessageCount: 2,
+      scheduledMessageCount: 1,
+      transferMessageCount: 0,
+      transferDeadLetterMessageCount: 0,
+      totalMessageCount: 8,
+      sizeInBytes: 4096,
+    });
+    for (const date of [runtime.createdAt, runtime.modifiedAt, runtime.accessedAt]) expect(Number.isNaN(date.getTime())).toBe(false);
+
+    const listed = [];
+    for await (const q of admin().listQueuesRuntimeProperties()) listed.push(q);
+    expect(listed.find((q) => q.name === 'counted')).toMatchObject({ activeMessageCount: 5, deadLetterMessageCount: 2, totalMessageCount: 8 });
+  });
+
+  it('refuses topics, subscriptions and rules with 400 saying only queues are served', async () => {
+    const cases: Promise<unknown>[] = [
+      admin().createTopic('a-topic'),
+      admin().createSubscription('a-topic', 'sub'),
+      admin().getSubscription('a-topic', 'sub'),
+      admin().getRule('a-topic', 'sub', '$Default'),
+      (async () => {
+        for await (const _topic of admin().listTopics()) void _topic;
+      })(),
+    ];
+    for (const pending of cases) {
+      const err = await failure(pending);
+      expect(err.statusCode).toBe(400);
+      expect(err.message).toMatch(/queues only/);
+    }
+    const getTopic = await failure(admin().getTopic('a-topic'));
+    expect(getTopic).toMatchObject({ statusCode: 404 });
+  });
+
+  it('answers getNamespaceProperties', async () => {
+    const ns = await admin().getNamespaceProperties();
+    expect(ns).toMatchObject({ messagingSku: 'Standard', name: '127.0.0.1' });
+    expect(Number.isNaN(ns.createdAt.getTime())).toBe(false);
+  });
+});
+
+describe('listing', () => {
+  const local = new MapQueueRegistry();
+  let listServer: AdminServer;
+  beforeAll(async () => {
+    listServer = await startAdminServer(local, { sasKeyName: KEY.keyName, sasKey: KEY.key, hostLabel: 'jobq.servicebus.windows.net' });
+    for (let i = 0; i < 130; i++) local.create(`q-${String(i).padStart(3, '0')}`, {});
+  });
+  afterAll(() => listServer.stop());
+
+  it('pages past 100 queues as the SDK asks ($skip/$top and the next link)', async () => {
+    const client = adminClient(listServer.endpoint);
+    const names: string[] = [];
+    for await (const q of client.listQueues()) names.push(q.name);
+    expect(names).toHaveLength(130);
+    expect(names[0]).toBe('q-000');
+    expect(names[129]).toBe('q-129');
+
+    const sizes: number[] = [];
+    for await (const page of client.listQueues().byPage({ maxPageSize: 50 })) sizes.push(page.length);
+    expect(sizes).toEqual([50, 50, 30]);
+
+    const fromToken: string[] = [];
+    for await (const page of client.listQueues().byPage({ maxPageSize: 20, continuationToken: '120' })) fromToken.push(...page.map((q) => q.name));
+    expect(fromToken).toEqual(Array.from({ length: 10 }, (_, i) => `q-${120 + i}`));
+
+    let runtimeCount = 0;
+    for await (const _q of client.listQueuesRuntimeProperties()) runtimeCount++;
+    expect(runtimeCount).toBe(130);
+    await expect(client.getNamespaceProperties()).resolves.toMatchObject({ name: 'jobq' });
+  });
+
+  it('refuses creates over the entity limit with QuotaExceededError (403)', async () => {
+    const limited = new MapQueueRegistry({ entityLimit: 1 });
+    const limitedServer = await startAdminServer(limited, { sasKeyName: KEY.keyName, sasKey: KEY.key });
+    try {
+      const client = adminClient(limitedServer.endpoint);
+      await client.createQueue('first');
+      const err = await failure(client.createQueue('second'));
+      expect(err).toMatchObject({ code: 'QuotaExceededError', statusCode: 403 });
+      expect(err.message).toContain('maximum entity count');
+    } finally {
+      await limitedServer.stop();
+    }
+  });
+});
+
+describe('authorization', () => {
+  it('refuses a wrong key with 401 without echoing either key', async () => {
+    const err = await failure(adminClient(server.endpoint, 'not-the-key').getQueue('defaults'));
+    expect(err).toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
+    expect(err.message).toContain('signature does not match');
+    expect(err.message).not.toContain('not-the-key');
+    expect(err.message).not.toContain(KEY.key);
+  });
+
+  it('refuses an expired token with 401', async () => {
+    skewMs = 10 * 60_000; // the SDK signs for 5 minutes
+    try {
+      const err = await failure(adminClient().createQueue('late'));
+      expect(err).toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
+      expect(err.message).toContain('expired');
+    } finally {
+      skewMs = 0;
+    }
+    expect(registry.get('late')).toBeUndefined();
+  });
+
+  it('refuses a request without a token and one with another key name', async () => {
+    const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      httpRequest(`${server.endpoint}/defaults`, (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(response.status).toBe(401);
+    expect(response.body).toContain('MissingToken');
+    const client = new ServiceBusAdministrationClient(connectionString(KEY.key, 'OtherKeyName'), { retryOptions: { maxRetries: 0 } });
+    client.pipeline.addPolicy(adminPolicy(server.endpoint));
+    await expect(client.getQueue('defaults')).rejects.toMatchObject({ statusCode: 401, message: expect.stringContaining('unknown key name') });
+  });
+});
+
+describe('raw requests', () => {
+  it('answers malformed XML with 400 and the service error document', async () => {
+    const bodies = [
+      '<entry xmlns="http://www.w3.org/2005/Atom"><content><QueueDescription',
+      '<entry xmlns="http://www.w3.org/2005/Atom"><content></entry>',
+      'not xml at all',
+      '',
+      '<!DOCTYPE x [<!ENTITY a "b">]><entry/>',
+      '<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml"><QueueDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"><MaxDeliveryCount>ten</MaxDeliveryCount></QueueDescription></content></entry>',
+    ];
+    for (const body of bodies) {
+      const response = await raw('PUT', '/malformed?api-version=2021-05', body, { 'content-type': 'application/atom+xml' });
+      expect(response.status).toBe(400);
+      expect(response.body).toMatch(/^<\?xml[^>]*\?><Error><Code>400<\/Code><Detail>[^<]+<\/Detail><\/Error>$/);
+    }
+    expect(registry.get('malformed')).toBeUndefined();
+  });
+
+  it('answers unknown paths with 404 and unknown methods with 405', async () => {
+    expect((await raw('GET', '/$nothing?api-version=2021-05')).status).toBe(404);
+    expect((await raw('GET', '/$Resources/Widgets')).status).toBe(404);
+    expect((await raw('GET', '/')).status).toBe(404);
+    expect((await raw('POST', '/defaults')).status).toBe(405);
+  });
+});
+
+describe('adminPolicy and stop', () => {
+  it('refuses an endpoint that is not an http(s) URL', () => {
+    expect(() => adminPolicy('127.0.0.1:5300')).toThrow(/not a URL/);
+    expect(() => adminPolicy('sb://127.0.0.1:5300')).toThrow(/not an http/);
+  });
+
+  it('stop() is idempotent and closes kept-alive connections', async () => {
+    const own = await startAdminServer(new MapQueueRegistry(), { sasKeyName: KEY.keyName, sasKey: KEY.key });
+    const client = adminClient(own.endpoint);
+    await client.createQueue('kept');
+    const started = Date.now();
+    await Promise.all([own.stop(), own.stop()]);
+    await own.stop();
+    expect(Date.now() - started).toBeLessThan(1000);
+    // The first call may still try the kept-alive socket the server closed.
+    await expect(client.getQueue('kept')).rejects.toMatchObject({ code: expect.stringMatching(/^(ECONNRESET|ECONNREFUSED)$/) });
+    await expect(client.getQueue('kept')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('names a taken port', async () => {
+    await expect(startAdminServer(new MapQueueRegistry(), { port: server.port, sasKeyName: KEY.keyName, sasKey: KEY.key })).rejects.toThrow(
+      `127.0.0.1:${server.port}: the port is taken`,
+    );
+  });
+});
