@@ -56,13 +56,68 @@ afterAll(async () => {
   await server.stop();
 });
 
-describe('admin endpoint through ServiceBusAdministrationClient', () => {
-  const admin = (): ServiceBusAdministrationClient => adminClient();
+/**
+ * Where the SDK-level cases run: always the emulator's admin endpoint, and also a real namespace
+ * when JOBQ_TEST_SERVICEBUS_CONNECTION_STRING is set (queues `jobqtest-<random>-…`, deleted after
+ * the run; leftovers older than 1 h swept first). Cases that need the test registry stay emulator-only.
+ */
+interface Target {
+  label: string;
+  admin(): ServiceBusAdministrationClient;
+  wrongKeyAdmin(): ServiceBusAdministrationClient;
+  /** The queue name to use for `base` (prefixed and remembered for cleanup on a real namespace). */
+  name(base: string): string;
+  emulator: boolean;
+}
+
+const REAL_CONNECTION_STRING = process.env.JOBQ_TEST_SERVICEBUS_CONNECTION_STRING;
+const RUN_ID = Math.random().toString(36).slice(2, 8);
+const realQueues = new Set<string>();
+
+const targets: Target[] = [
+  {
+    label: 'emulator',
+    admin: () => adminClient(),
+    wrongKeyAdmin: () => adminClient(server.endpoint, 'not-the-key'),
+    name: (base) => base,
+    emulator: true,
+  },
+];
+if (REAL_CONNECTION_STRING) {
+  targets.push({
+    label: 'real namespace',
+    admin: () => new ServiceBusAdministrationClient(REAL_CONNECTION_STRING),
+    wrongKeyAdmin: () => new ServiceBusAdministrationClient(REAL_CONNECTION_STRING.replace(/SharedAccessKey=[^;]*/, 'SharedAccessKey=bm90LXRoZS1rZXk=')),
+    name: (base) => {
+      const name = `jobqtest-${RUN_ID}-${base}`;
+      realQueues.add(name);
+      return name;
+    },
+    emulator: false,
+  });
+  beforeAll(async () => {
+    const admin = new ServiceBusAdministrationClient(REAL_CONNECTION_STRING);
+    const cutoff = Date.now() - 3_600_000;
+    for await (const q of admin.listQueuesRuntimeProperties()) {
+      if (q.name.startsWith('jobqtest-') && q.createdAt.getTime() < cutoff) await admin.deleteQueue(q.name).catch(() => undefined);
+    }
+  });
+  afterAll(async () => {
+    const admin = new ServiceBusAdministrationClient(REAL_CONNECTION_STRING);
+    for (const name of realQueues) await admin.deleteQueue(name).catch(() => undefined);
+  });
+} else {
+  process.stdout.write('real Service Bus checks skipped: JOBQ_TEST_SERVICEBUS_CONNECTION_STRING not set\n');
+}
+
+describe.each(targets)('admin through ServiceBusAdministrationClient ($label)', (target) => {
+  const admin = (): ServiceBusAdministrationClient => target.admin();
 
   it('creates a queue with the defaults, gets it, and answers queueExists', async () => {
-    const created = await admin().createQueue('defaults');
+    const name = target.name('defaults');
+    const created = await admin().createQueue(name);
     expect(created).toMatchObject({
-      name: 'defaults',
+      name,
       lockDuration: 'PT1M',
       maxDeliveryCount: 10,
       maxSizeInMegabytes: 1024,
@@ -76,16 +131,17 @@ describe('admin endpoint through ServiceBusAdministrationClient', () => {
       autoDeleteOnIdle: NEVER_DURATION,
     });
     expect(created._response.status).toBe(201);
-    const got = await admin().getQueue('defaults');
-    expect(got.name).toBe('defaults');
+    const got = await admin().getQueue(name);
+    expect(got.name).toBe(name);
     expect(got.lockDuration).toBe('PT1M');
-    await expect(admin().queueExists('defaults')).resolves.toBe(true);
-    await expect(admin().queueExists('DEFAULTS')).resolves.toBe(true);
-    await expect(admin().queueExists('absent')).resolves.toBe(false);
+    await expect(admin().queueExists(name)).resolves.toBe(true);
+    await expect(admin().queueExists(name.toUpperCase())).resolves.toBe(true);
+    await expect(admin().queueExists(target.name('absent'))).resolves.toBe(false);
   });
 
   it('creates with options, and updateQueue changes what it is given and keeps the rest', async () => {
-    const created = await admin().createQueue('tuned/jobs', {
+    const name = target.name('tuned/jobs');
+    const created = await admin().createQueue(name, {
       lockDuration: 'PT30S',
       maxDeliveryCount: 3,
       requiresDuplicateDetection: true,
@@ -96,7 +152,7 @@ describe('admin endpoint through ServiceBusAdministrationClient', () => {
       userMetadata: 'owner <jobs> & co',
     });
     expect(created).toMatchObject({
-      name: 'tuned/jobs',
+      name,
       lockDuration: 'PT30S',
       maxDeliveryCount: 3,
       requiresDuplicateDetection: true,
@@ -107,50 +163,90 @@ describe('admin endpoint through ServiceBusAdministrationClient', () => {
       userMetadata: 'owner <jobs> & co',
     });
 
-    const queue = await admin().getQueue('tuned/jobs');
+    const queue = await admin().getQueue(name);
     queue.lockDuration = 'PT2M30S';
     queue.maxDeliveryCount = 7;
     const updated = await admin().updateQueue(queue);
     expect(updated._response.status).toBe(200);
-    expect(updated).toMatchObject({ name: 'tuned/jobs', lockDuration: 'PT2M30S', maxDeliveryCount: 7, defaultMessageTimeToLive: 'P1D', userMetadata: 'owner <jobs> & co' });
-    const runtime = await admin().getQueueRuntimeProperties('tuned/jobs');
+    expect(updated).toMatchObject({ name, lockDuration: 'PT2M30S', maxDeliveryCount: 7, defaultMessageTimeToLive: 'P1D', userMetadata: 'owner <jobs> & co' });
+    const runtime = await admin().getQueueRuntimeProperties(name);
     expect(runtime.modifiedAt.getTime()).toBeGreaterThanOrEqual(runtime.createdAt.getTime());
 
-    await expect(admin().updateQueue({ ...queue, name: 'never-created' })).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    await expect(admin().updateQueue({ ...queue, name: target.name('never-created') })).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
   });
 
-  it('deletes a queue; deleting or getting a missing one is MessageEntityNotFoundError (404)', async () => {
-    await admin().createQueue('doomed');
-    const deleted = await admin().deleteQueue('doomed');
+  it('deletes a queue; deleting or getting a missing one is MessageEntityNotFoundError', async () => {
+    const name = target.name('doomed');
+    await admin().createQueue(name);
+    const deleted = await admin().deleteQueue(name);
     expect(deleted._response.status).toBe(200);
-    await expect(admin().queueExists('doomed')).resolves.toBe(false);
-    const get = await failure(admin().getQueue('doomed'));
-    expect(get).toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
-    expect(get.message).toContain("'doomed' could not be found");
-    await expect(admin().deleteQueue('doomed')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
-    await expect(admin().getQueueRuntimeProperties('doomed')).rejects.toMatchObject({ statusCode: 404 });
+    await expect(admin().queueExists(name)).resolves.toBe(false);
+    await expect(admin().getQueue(name)).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
+    await expect(admin().getQueueRuntimeProperties(name)).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
+    await expect(admin().deleteQueue(name)).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
   });
 
   it('refuses a duplicate create (any case) with MessageEntityAlreadyExistsError (409)', async () => {
-    await admin().createQueue('twice');
-    const err = await failure(admin().createQueue('Twice'));
-    expect(err).toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
-    expect(err.message).toContain('already exists');
+    const name = target.name('twice');
+    await admin().createQueue(name);
+    await expect(admin().createQueue(name.toUpperCase())).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
   });
 
-  it('refuses LockDuration outside 5 s – 5 min, other out-of-range values and bad names with 400', async () => {
+  it('refuses LockDuration over 5 min and MaxDeliveryCount 0 with 400', async () => {
+    for (const lockDuration of ['PT5M1S', 'PT10M']) {
+      await expect(admin().createQueue(target.name('lock-long'), { lockDuration })).rejects.toMatchObject({ code: 'ServiceError', statusCode: 400 });
+    }
+    const name = target.name('lock-edges');
+    await expect(admin().createQueue(name, { lockDuration: 'PT5M' })).resolves.toMatchObject({ lockDuration: 'PT5M' });
+    const queue = await admin().getQueue(name);
+    await expect(admin().updateQueue({ ...queue, lockDuration: 'PT10M' })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(admin().createQueue(target.name('mdc'), { maxDeliveryCount: 0 })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(admin().queueExists(target.name('lock-long'))).resolves.toBe(false);
+  });
+
+  it('reports zero counts for a new queue', async () => {
+    const name = target.name('empty');
+    await admin().createQueue(name);
+    await expect(admin().getQueueRuntimeProperties(name)).resolves.toMatchObject({
+      name,
+      activeMessageCount: 0,
+      deadLetterMessageCount: 0,
+      scheduledMessageCount: 0,
+      transferMessageCount: 0,
+      transferDeadLetterMessageCount: 0,
+      totalMessageCount: 0,
+    });
+  });
+
+  it('refuses a wrong key with 401 (UnauthorizedRequestError)', async () => {
+    await expect(target.wrongKeyAdmin().getQueue(target.name('defaults'))).rejects.toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
+  });
+});
+
+describe('admin endpoint: emulator specifics', () => {
+  const admin = (): ServiceBusAdministrationClient => adminClient();
+
+  it('says which entity is missing or duplicated, with 404 for a missing one', async () => {
+    await admin().createQueue('named');
+    const dup = await failure(admin().createQueue('Named'));
+    expect(dup.message).toContain("'Named' already exists");
+    const missing = await failure(admin().getQueue('not-there'));
+    expect(missing).toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    expect(missing.message).toContain("'not-there' could not be found");
+  });
+
+  it('refuses LockDuration under 5 s, other out-of-range values and bad names with 400 naming the field', async () => {
     for (const lockDuration of ['PT4S', 'PT5M1S']) {
-      const err = await failure(admin().createQueue(`lock-${lockDuration.toLowerCase()}`, { lockDuration }));
+      const err = await failure(admin().createQueue('lock-range', { lockDuration }));
       expect(err).toMatchObject({ code: 'ServiceError', statusCode: 400 });
       expect(err.message).toContain('LockDuration');
     }
-    await expect(admin().createQueue('lock-edges', { lockDuration: 'PT5S' })).resolves.toMatchObject({ lockDuration: 'PT5S' });
-    const queue = await admin().getQueue('lock-edges');
-    await expect(admin().updateQueue({ ...queue, lockDuration: 'PT10M' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('LockDuration') });
-    await expect(admin().updateQueue({ ...queue, lockDuration: 'PT5M' })).resolves.toMatchObject({ lockDuration: 'PT5M' });
-
-    await expect(admin().createQueue('mdc', { maxDeliveryCount: 0 })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('MaxDeliveryCount') });
-    await expect(admin().createQueue('dedup', { duplicateDetectionHistoryTimeWindow: 'PT10S' })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(admin().createQueue('lock-floor', { lockDuration: 'PT5S' })).resolves.toMatchObject({ lockDuration: 'PT5S' });
+    await expect(admin().createQueue('mdc-zero', { maxDeliveryCount: 0 })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('MaxDeliveryCount') });
+    await expect(admin().createQueue('dedup', { duplicateDetectionHistoryTimeWindow: 'PT10S' })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('DuplicateDetectionHistoryTimeWindow'),
+    });
     await expect(admin().createQueue('not-a-duration', { lockDuration: '30 seconds' })).rejects.toMatchObject({
       statusCode: 400,
       message: expect.stringContaining('not an ISO-8601 duration'),
@@ -262,7 +358,7 @@ describe('listing', () => {
 });
 
 describe('authorization', () => {
-  it('refuses a wrong key with 401 without echoing either key', async () => {
+  it('says why a wrong key is refused without echoing either key', async () => {
     const err = await failure(adminClient(server.endpoint, 'not-the-key').getQueue('defaults'));
     expect(err).toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
     expect(err.message).toContain('signature does not match');
