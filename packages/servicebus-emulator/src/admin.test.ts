@@ -412,6 +412,9 @@ describe('raw requests', () => {
       expect(response.body).toMatch(/^<\?xml[^>]*\?><Error><Code>400<\/Code><Detail>[^<]+<\/Detail><\/Error>$/);
     }
     expect(registry.get('malformed')).toBeUndefined();
+    const huge = await raw('PUT', '/huge', `<entry xmlns="http://www.w3.org/2005/Atom">${' '.repeat(1_100_000)}</entry>`);
+    expect(huge.status).toBe(413);
+    expect(huge.body).toContain('larger than');
   });
 
   it('answers unknown paths with 404 and unknown methods with 405', async () => {
