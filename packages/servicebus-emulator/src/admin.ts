@@ -175,7 +175,7 @@ export async function startAdminServer(registry: QueueRegistry, options: AdminSe
     switch (method) {
       case 'GET': {
         const info = registry.get(path);
-        if (!info) throw new HttpError(404, `The messaging entity '${path.slice(0, 260)}' could not be found (${ONLY_QUEUES}).`);
+        if (!info) throw new HttpError(404, `The messaging entity '${path.slice(0, 260)}' could not be found; ${ONLY_QUEUES}.`);
         send(res, 200, encodeQueueEntry(ctx, info, metadataOf(info)));
         return;
       }
