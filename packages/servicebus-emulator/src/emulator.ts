@@ -2,6 +2,7 @@
  * `startServiceBus`: the broker in this process, on a loopback port, with a connection string the
  * real `@azure/service-bus` SDK accepts. See README.md, "API".
  */
+import { startAdminServer, type AdminServer } from './admin';
 import { Broker, type FaultOperation } from './broker';
 import { LOCK_DURATION_FLOOR_MS, PROFILE_DEFAULTS, PROFILE_LIMITS, type ServiceBusLimits, type ServiceBusProfile } from './profile';
 import type { QueueStats } from './queue';
@@ -11,6 +12,11 @@ import type { QueueProperties, QueueRegistry } from './types';
 export interface ServiceBusOptions {
   /** TCP port on 127.0.0.1 (0, the default: a free one). */
   port?: number;
+  /**
+   * Port of the admin (HTTP) endpoint for `ServiceBusAdministrationClient` on 127.0.0.1 (0, the
+   * default: a free one; null: no admin endpoint). See README.md, "Admin endpoint".
+   */
+  adminPort?: number | null;
   /** Default `RootManageSharedAccessKey`. */
   sasKeyName?: string;
   /** Default `SAS_KEY_VALUE`. */
@@ -80,11 +86,20 @@ export async function startServiceBus(options: ServiceBusOptions = {}): Promise<
     now,
   });
   const port = await broker.start(options.port ?? 0);
+  let admin: AdminServer | null = null;
+  if (options.adminPort !== null) {
+    try {
+      admin = await startAdminServer(registry, { port: options.adminPort ?? 0, sasKeyName, sasKey, now });
+    } catch (error) {
+      await broker.stop();
+      throw error;
+    }
+  }
   let stopped: Promise<void> | undefined;
   return {
     connectionString: `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${sasKeyName};SharedAccessKey=${sasKey};UseDevelopmentEmulator=true`,
     port,
-    adminEndpoint: null,
+    adminEndpoint: admin?.endpoint ?? null,
     registry,
     stats() {
       broker.sweep();
@@ -100,7 +115,7 @@ export async function startServiceBus(options: ServiceBusOptions = {}): Promise<
     dropConnections: () => broker.dropConnections(),
     detachReceivers: () => broker.detachReceivers(),
     stop() {
-      stopped ??= broker.stop();
+      stopped ??= Promise.all([broker.stop(), admin?.stop()]).then(() => undefined);
       return stopped;
     },
   };

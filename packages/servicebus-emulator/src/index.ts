@@ -15,3 +15,7 @@ export type { FaultOperation } from './broker';
 export type { QueueStats } from './queue';
 export { PROFILE_DEFAULTS, PROFILE_LIMITS } from './profile';
 export type { ServiceBusLimits, ServiceBusProfile } from './profile';
+export { startAdminServer } from './admin';
+export type { AdminServer, AdminServerOptions } from './admin';
+export { ADMIN_POLICY_NAME, adminPolicy } from './admin-policy';
+export type { AdminPipelinePolicy, AdminPolicyRequest } from './admin-policy';
