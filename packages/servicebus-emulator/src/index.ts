@@ -15,3 +15,5 @@ export type { FaultOperation } from './broker';
 export type { QueueStats } from './queue';
 export { PROFILE_DEFAULTS, PROFILE_LIMITS } from './profile';
 export type { ServiceBusLimits, ServiceBusProfile } from './profile';
+export { startServiceBusProcess } from './process';
+export type { ServiceBusProcess, StartServiceBusProcessOptions } from './process';
