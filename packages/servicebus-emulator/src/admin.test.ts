@@ -285,7 +285,7 @@ describe('admin endpoint: emulator specifics', () => {
       const receiver = client.createReceiver('counted', { maxAutoLockRenewalDurationInMs: 0 });
       const received = await receiver.receiveMessages(2, { maxWaitTimeInMs: 5_000 });
       expect(received).toHaveLength(2);
-      for (const m of received) await receiver.deadLetterMessage(m, { deadLetterReason: 'test' });
+      for (const m of received) await receiver.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'counted' });
       const runtime = await own.getQueueRuntimeProperties('counted');
       expect(runtime).toMatchObject({ name: 'counted', activeMessageCount: 5, deadLetterMessageCount: 2, scheduledMessageCount: 1, transferMessageCount: 0, transferDeadLetterMessageCount: 0, totalMessageCount: 8 });
       expect(runtime.sizeInBytes).toBeGreaterThan(0);

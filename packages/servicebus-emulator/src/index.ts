@@ -19,3 +19,5 @@ export { startAdminServer } from './admin';
 export type { AdminServer, AdminServerOptions } from './admin';
 export { ADMIN_POLICY_NAME, adminPolicy } from './admin-policy';
 export type { AdminPipelinePolicy, AdminPolicyRequest } from './admin-policy';
+export { startServiceBusProcess } from './process';
+export type { ServiceBusProcess, StartServiceBusProcessOptions } from './process';
