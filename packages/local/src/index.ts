@@ -15,3 +15,7 @@ export {
   startAzuriteProcess,
 } from './azurite';
 export type { AzuriteProcess, LocalStorage, StartAzuriteOptions, StartAzuriteProcessOptions } from './azurite';
+export { startLocalStack } from './stack';
+export type { LocalStack, StartLocalStackOptions } from './stack';
+export { adminPolicy, startServiceBus, startServiceBusProcess } from '@jobq/servicebus-emulator';
+export type { ServiceBusEmulator, ServiceBusOptions, ServiceBusProcess, StartServiceBusProcessOptions } from '@jobq/servicebus-emulator';

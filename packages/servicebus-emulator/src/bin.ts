@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+/** `jobq-servicebus-emulator`: the broker as a process. See `--help` and README.md. */
+import { parseCommandLine, USAGE, UsageError } from './command-line';
+import { startServiceBus } from './emulator';
+
+async function main(): Promise<void> {
+  let line;
+  try {
+    line = parseCommandLine(process.argv.slice(2), process.env);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`jobq-servicebus-emulator: ${error.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (line.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let emulator;
+  try {
+    emulator = await startServiceBus(line.options);
+  } catch (error) {
+    process.stderr.write(`jobq-servicebus-emulator: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const stop = () => void emulator.stop().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  if (line.readyLine) {
+    process.stdout.write(`${JSON.stringify({ port: emulator.port, adminEndpoint: emulator.adminEndpoint, connectionString: emulator.connectionString, pid: process.pid })}\n`);
+    // The parent holds stdin open; when it goes away (killed included), so does this process.
+    process.stdin.on('end', stop);
+    process.stdin.on('error', stop);
+    process.stdin.resume();
+  } else {
+    process.stdout.write(`Service Bus emulator listening on 127.0.0.1:${emulator.port} (admin ${emulator.adminEndpoint ?? 'off'})\nconnection string: ${emulator.connectionString}\n`);
+  }
+}
+
+void main();

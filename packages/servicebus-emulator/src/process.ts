@@ -1,0 +1,91 @@
+/**
+ * `startServiceBusProcess`: the broker in a child process (`jobq-servicebus-emulator
+ * --ready-line`), so a benchmark or a test measures clients without the broker sharing their
+ * event loop. The child exits when this process does (it watches its stdin).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServiceBusOptions } from './emulator';
+
+export interface ServiceBusProcess {
+  connectionString: string;
+  port: number;
+  adminEndpoint: string | null;
+  pid: number;
+  /** SIGTERM, then SIGKILL after 5 s; idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartServiceBusProcessOptions extends Omit<ServiceBusOptions, 'now'> {
+  /** How long to wait for the child to listen (default 20 000 ms). */
+  startTimeoutMs?: number;
+}
+
+const KILL_GRACE_MS = 5_000;
+
+/** The compiled bin: beside this file in `dist/`, or in `dist/` when this runs from `src/` (tests). */
+function binPath(): string {
+  for (const candidate of [join(__dirname, 'bin.js'), join(__dirname, '..', 'dist', 'bin.js')]) if (existsSync(candidate)) return candidate;
+  throw new Error('the Service Bus emulator is not built (no dist/bin.js): run `pnpm --filter @jobq/servicebus-emulator build`');
+}
+
+export async function startServiceBusProcess(options: StartServiceBusProcessOptions = {}): Promise<ServiceBusProcess> {
+  const { startTimeoutMs = 20_000, ...broker } = options;
+  const args = [binPath(), '--ready-line', '--port', String(broker.port ?? 0), '--admin-port', String(broker.adminPort ?? 0)];
+  const config = { ...broker };
+  delete config.port;
+  delete config.adminPort;
+  const env = { ...process.env, JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(config) };
+  const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  child.stdin.on('error', () => undefined);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-4_000);
+  });
+  const closed = new Promise<string>((resolve) => {
+    child.once('error', (error) => resolve(`could not start: ${error.message}`));
+    child.once('close', (code, signal) => resolve(signal === null ? `exit code ${String(code)}` : `signal ${signal}`));
+  });
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const ready = await new Promise<{ port: number; adminEndpoint: string | null; connectionString: string }>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the Service Bus emulator process did not listen within ${startTimeoutMs} ms${stderr ? `: ${stderr.trim()}` : ''}`));
+    }, startTimeoutMs);
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const newline = out.indexOf('\n');
+      if (newline < 0) return;
+      clearTimeout(timer);
+      try {
+        resolve(JSON.parse(out.slice(0, newline)) as { port: number; adminEndpoint: string | null; connectionString: string });
+      } catch {
+        reject(new Error(`the Service Bus emulator process printed ${JSON.stringify(out.slice(0, 200))} instead of its ready line`));
+      }
+    });
+    void closed.then((status) => {
+      clearTimeout(timer);
+      reject(new Error(`the Service Bus emulator process ended before it listened (${status})${stderr ? `: ${stderr.trim()}` : ''}`));
+    });
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    ...ready,
+    pid: child.pid!,
+    stop() {
+      stopping ??= (async () => {
+        process.removeListener('exit', killOnExit);
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+        await closed;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
+  };
+}
