@@ -3,6 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
 import { taskStatus, taskState, isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import type { Worker } from '@jobq/worker';
+import type { WorkflowSummary } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
@@ -35,6 +36,8 @@ export interface RunReport {
 const POLL_INTERVAL_IN_MS = 250;
 /** A workflow no coordinator has activated after this long gets one warning line. */
 const NOT_ACTIVATED_WARNING_IN_MS = 30_000;
+/** Every this many polls the runtime is read even though the index row says the workflow runs. */
+const FULL_READ_EVERY = 20;
 /** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
 const CANCEL_SETTLE_IN_MS = 5_000;
 
@@ -219,25 +222,39 @@ class RunSession {
     );
   }
 
-  /** Reads the runtime until the workflow ends, Ctrl-C, or a local service fails. Returns the last runtime read. */
+  /**
+   * Follows the workflow until it ends, Ctrl-C, or a local service fails; returns its runtime when
+   * it ended (else the last one read). Each poll reads the index row — status and task counts, one
+   * small read whatever the workflow's size — and the runtime itself only once the row says the
+   * workflow ended, or every {@link FULL_READ_EVERY}th poll in case a row write lags behind.
+   */
   async watch(deployment: Deployment, workflowId: string, definition: WorkflowDefinition): Promise<WorkflowRuntime | null> {
     let runtime: WorkflowRuntime | null = null;
     let readErrors = 0;
     const started = Date.now();
     let warned = false;
-    while (!this.wake.signal.aborted) {
-      if (!warned && runtime !== null && !runtime.activated && Date.now() - started > NOT_ACTIVATED_WARNING_IN_MS) {
-        warned = true;
-        this.progress.log(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
-      }
+    const merges = definition.tasks.filter((t) => isMergeNode(t.name, t.kwargs)).length;
+    for (let poll = 1; !this.wake.signal.aborted; poll++) {
       try {
-        const loaded = await deployment.store.load(workflowId);
-        readErrors = 0;
-        if (loaded !== null) {
-          runtime = loaded.runtime;
-          this.progress.update(progressLine(definition, runtime));
-          if (isTerminalWorkflowStatus(runtime.status)) return runtime;
+        const summary = await deployment.store.getWorkflow(workflowId);
+        if (summary !== null) {
+          if (!warned && summary.status === 'pending' && Date.now() - started > NOT_ACTIVATED_WARNING_IN_MS) {
+            warned = true;
+            this.progress.log(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
+          }
+          this.progress.update(summaryLine(definition, summary, merges));
         }
+        if (summary === null || isTerminalWorkflowStatus(summary.status) || poll % FULL_READ_EVERY === 0) {
+          const loaded = await deployment.store.load(workflowId);
+          if (loaded !== null) {
+            runtime = loaded.runtime;
+            if (isTerminalWorkflowStatus(runtime.status)) {
+              this.progress.update(progressLine(definition, runtime));
+              return runtime;
+            }
+          }
+        }
+        readErrors = 0;
       } catch (error) {
         readErrors++;
         if (readErrors >= 5) throw error;
@@ -285,6 +302,12 @@ function countTasks(definition: WorkflowDefinition, runtime: WorkflowRuntime): P
     counts[status] = (counts[status] ?? 0) + 1;
   }
   return counts;
+}
+
+/** The progress line from the index row: its counts include the merge nodes, if any (said so). */
+function summaryLine(definition: WorkflowDefinition, summary: WorkflowSummary, merges: number): string {
+  const counts = Object.fromEntries(Object.entries(summary.counts).filter(([, n]) => n > 0)) as Partial<Record<TaskStatus, number>>;
+  return `${definition.name}: ${summary.status} — ${formatCounts(counts)}${merges > 0 ? ` (counting ${merges} merge node${merges === 1 ? '' : 's'})` : ''}`;
 }
 
 function progressLine(definition: WorkflowDefinition, runtime: WorkflowRuntime): string {
