@@ -106,9 +106,8 @@ export class Broker {
         socket.on('close', () => {
           this.sockets.delete(socket);
           // rhea learns of a peer's end, not of a socket closed here: tell it, or its heartbeat timers live on.
-          for (const connection of this.connections.keys()) {
-            const internal = connection as unknown as { socket?: Socket; _disconnected?: () => void };
-            if (internal.socket === socket) internal._disconnected?.();
+          for (const connection of [...this.connections.keys()]) {
+            if ((connection as unknown as { socket?: Socket }).socket === socket) disconnect(connection);
           }
         });
       });
@@ -132,6 +131,9 @@ export class Broker {
     this.server = undefined;
     for (const socket of this.sockets) socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    // The server's close callback runs before the sockets' 'close' events: tell rhea of every
+    // connection's end here, or its heartbeat timers keep the process alive (README, "Broker API").
+    for (const connection of [...this.connections.keys()]) disconnect(connection);
     this.sockets.clear();
     this.connections.clear();
   }
@@ -591,6 +593,11 @@ export class Broker {
       else throw err;
     }
   }
+}
+
+/** Tells rhea a connection's socket is gone: it clears its heartbeat timers and emits 'disconnected'. */
+function disconnect(connection: Rhea.Connection): void {
+  (connection as unknown as { _disconnected?: () => void })._disconnected?.();
 }
 
 function sizeError(size: number, max: number): BrokerError {
