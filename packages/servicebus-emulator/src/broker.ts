@@ -162,8 +162,28 @@ export class Broker {
     }
   }
 
+  /** Expired locks, expired messages and due scheduled messages of every queue; never throws. */
   sweep(): void {
-    for (const q of this.options.registry.allQueues()) q.sweep();
+    for (const q of this.options.registry.allQueues()) {
+      try {
+        q.sweep();
+      } catch (err) {
+        this.unexpected('sweep', err);
+      }
+    }
+  }
+
+  private readonly reported = new Set<string>();
+
+  /**
+   * A fault of the emulator's own where no caller can take it (timers, rhea's event handlers):
+   * written to stderr once per place, never thrown, so the process lives on (README, "What the broker does").
+   */
+  private unexpected(where: string, err: unknown): void {
+    if (this.reported.has(where)) return;
+    this.reported.add(where);
+    const detail = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`jobq-servicebus-emulator: unexpected error in ${where} (reported once): ${detail.slice(0, 500)}\n`);
   }
 
   private wire(q: Queue): void {
@@ -184,8 +204,18 @@ export class Broker {
     this.pumping.add(sub);
     try {
       for (const link of this.deliveryLinks.get(sub) ?? []) this.pumpLink(link);
+    } catch (err) {
+      this.unexpected('delivery', err);
     } finally {
       this.pumping.delete(sub);
+    }
+  }
+
+  private pumpGuarded(link: DeliveryLink): void {
+    try {
+      this.pumpLink(link);
+    } catch (err) {
+      this.unexpected('delivery', err);
     }
   }
 
@@ -265,13 +295,13 @@ export class Broker {
     });
     c.on('sendable', (ctx: Rhea.EventContext) => {
       const link = ctx.sender && this.senders.get(ctx.sender);
-      if (link) this.pumpLink(link);
+      if (link) this.pumpGuarded(link);
     });
     c.on('sender_draining', (ctx: Rhea.EventContext) => {
       const sender = ctx.sender;
       if (!sender) return;
       const link = this.senders.get(sender);
-      if (link) this.pumpLink(link);
+      if (link) this.pumpGuarded(link);
       sender.set_drained(true);
     });
     c.on('message', (ctx: Rhea.EventContext) => this.onMessage(ctx));
@@ -366,6 +396,7 @@ export class Broker {
     }
     const sub = address.deadLetter ? queue.deadLetterQueue : queue.main;
     const mode = sender.snd_settle_mode === RECEIVE_AND_DELETE ? 'receiveAndDelete' : 'peekLock';
+    answerEveryDrain(sender);
     const link: DeliveryLink = { kind: 'deliver', sender, sub, mode, queued: 0 };
     this.senders.set(sender, link);
     let set = this.deliveryLinks.get(sub);
@@ -543,7 +574,25 @@ export class Broker {
     }
   }
 
+  /** A link disposition; rhea runs this outside any try/catch, so whatever goes wrong is answered `amqp:internal-error`. */
   private onDisposition(ctx: Rhea.EventContext, outcome: Outcome): void {
+    try {
+      this.settleDisposition(ctx, outcome);
+    } catch (err) {
+      this.unexpected('settlement', err);
+      try {
+        const delivery = ctx.delivery;
+        if (delivery && !delivery.settled) {
+          delivery.update(true, rejectedState({ condition: 'amqp:internal-error', description: `the emulator failed to settle the message: ${err instanceof Error ? err.message : String(err)}` }));
+          (delivery as unknown as { remote_settled: boolean }).remote_settled = true;
+        }
+      } catch {
+        // nothing more can be done for this delivery
+      }
+    }
+  }
+
+  private settleDisposition(ctx: Rhea.EventContext, outcome: Outcome): void {
     const sender = ctx.sender;
     const delivery = ctx.delivery;
     if (!sender || !delivery) return;
@@ -593,6 +642,22 @@ export class Broker {
       else throw err;
     }
   }
+}
+
+/**
+ * rhea 3.0.5 echoes a drain only while credit is left, so a drain whose credit the transfers used up
+ * would never be answered. A drain is answered at once (README, "What the broker does"): the flow
+ * after the transfers hands back what credit remains, none included.
+ */
+function answerEveryDrain(sender: Rhea.Sender): void {
+  const internal = sender as unknown as { _draining: boolean; _drained: boolean; credit: number; delivery_count: number; _get_drain: () => boolean };
+  internal._get_drain = function (this: typeof internal): boolean {
+    if (!this._draining || !this._drained) return false;
+    this.delivery_count += this.credit;
+    this.credit = 0;
+    this._draining = false;
+    return true;
+  };
 }
 
 /** Tells rhea a connection's socket is gone: it clears its heartbeat timers and emits 'disconnected'. */

@@ -1,0 +1,118 @@
+import { describe, expect, it } from '@jest/globals';
+import { ServiceBusClient } from '@azure/service-bus';
+import type rhea from 'rhea';
+import { startServiceBus, type ServiceBusEmulator } from './emulator';
+import type { BrokerRegistry } from './registry';
+import { until } from './test-helpers/clock';
+import { closeRaw, rawClient } from './test-helpers/raw';
+
+let sb: ServiceBusEmulator;
+
+beforeAll(async () => {
+  sb = await startServiceBus({ adminPort: null });
+});
+
+afterAll(async () => {
+  await sb.stop();
+});
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+async function sendRaw(connection: rhea.Connection, queue: string, count: number): Promise<void> {
+  const sender = connection.open_sender(queue);
+  let accepted = 0;
+  await new Promise<void>((resolve) => {
+    sender.on('accepted', () => {
+      if (++accepted === count) resolve();
+    });
+    sender.once('sendable', () => {
+      for (let i = 0; i < count; i++) sender.send({ body: `m${i}` });
+    });
+  });
+  sender.close();
+}
+
+describe('credit and drain (raw rhea client)', () => {
+  it('a drain is answered when the transfers use up the credit', async () => {
+    const connection = await rawClient(sb.port, 'drain-used');
+    await sendRaw(connection, 'drain-used', 1);
+    const receiver = connection.open_receiver({ source: { address: 'drain-used' }, credit_window: 0, autoaccept: false });
+    const messages: unknown[] = [];
+    receiver.on('message', (ctx: rhea.EventContext) => messages.push(ctx.message?.body));
+    const drained = new Promise<void>((resolve) => receiver.once('receiver_drained', () => resolve()));
+    receiver.once('receiver_open', () => {
+      receiver.add_credit(1);
+      receiver.drain_credit();
+    });
+    await within(drained, 5_000, 'receiver_drained');
+    expect(messages).toEqual(['m0']);
+    expect((receiver as unknown as { credit: number }).credit).toBe(0);
+    await closeRaw(connection);
+  });
+
+  it('a drain with credit left over hands the rest back', async () => {
+    const connection = await rawClient(sb.port, 'drain-rest');
+    await sendRaw(connection, 'drain-rest', 2);
+    const receiver = connection.open_receiver({ source: { address: 'drain-rest' }, credit_window: 0, autoaccept: false });
+    const messages: unknown[] = [];
+    receiver.on('message', (ctx: rhea.EventContext) => messages.push(ctx.message?.body));
+    const drained = new Promise<void>((resolve) => receiver.once('receiver_drained', () => resolve()));
+    receiver.once('receiver_open', () => {
+      receiver.add_credit(5);
+      receiver.drain_credit();
+    });
+    await within(drained, 5_000, 'receiver_drained');
+    expect(messages).toEqual(['m0', 'm1']);
+    expect((receiver as unknown as { credit: number }).credit).toBe(0);
+    await closeRaw(connection);
+  });
+});
+
+describe('faults of the broker itself', () => {
+  it('an unexpected error while settling is answered, not thrown, and the broker carries on', async () => {
+    const client = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    const sender = client.createSender('settle-bug');
+    await sender.sendMessages([{ body: 'a' }, { body: 'b' }]);
+    const receiver = client.createReceiver('settle-bug', { maxAutoLockRenewalDurationInMs: 0 });
+    const messages = await receiver.receiveMessages(2, { maxWaitTimeInMs: 2_000 });
+    expect(messages).toHaveLength(2);
+    const main = (sb.registry as BrokerRegistry).queue('settle-bug')!.main;
+    const settle = main.settle.bind(main);
+    main.settle = () => {
+      throw new Error('settle broke');
+    };
+    await expect(receiver.completeMessage(messages[0]!)).rejects.toThrow(/settle broke/);
+    main.settle = settle;
+    await receiver.completeMessage(messages[1]!);
+    expect(sb.stats().queues['settle-bug']!.dispositions.complete).toBe(1);
+    await client.close();
+  });
+
+  it('an unexpected error in the time sweep is not thrown; the other queues are still swept', async () => {
+    sb.declareQueue('sweep-bug');
+    sb.declareQueue('sweep-ok');
+    const broken = (sb.registry as BrokerRegistry).queue('sweep-bug')!;
+    const ok = (sb.registry as BrokerRegistry).queue('sweep-ok')!;
+    let okSweeps = 0;
+    const okSweep = ok.sweep.bind(ok);
+    ok.sweep = () => {
+      okSweeps++;
+      okSweep();
+    };
+    broken.sweep = () => {
+      throw new Error('sweep broke');
+    };
+    try {
+      await until(() => okSweeps >= 3);
+      expect(() => sb.stats()).not.toThrow();
+    } finally {
+      sb.registry.delete('sweep-bug');
+    }
+  });
+});
