@@ -340,6 +340,7 @@ export class Queue {
   readonly createdAt: Date;
   updatedAt: Date;
   accessedAt: Date;
+  /** Message ids seen within the duplicate detection window → when they leave it, in insertion (= time) order. */
   private readonly seen = new Map<string, number>();
 
   constructor(
@@ -366,18 +367,34 @@ export class Queue {
     }
   }
 
-  /** True when the message id was seen within the duplicate detection window (and records it). */
-  private isDuplicate(message: AmqpMessage, now: number): boolean {
-    if (!this.properties.requiresDuplicateDetection) return false;
-    const key = messageIdKey(message.message_id);
-    if (key === undefined) return false;
+  /** The message id as a duplicate detection key; undefined when detection is off or there is no id. */
+  private dedupKey(message: AmqpMessage): string | undefined {
+    if (!this.properties.requiresDuplicateDetection) return undefined;
+    return messageIdKey(message.message_id);
+  }
+
+  /** True when the id was seen within the duplicate detection window. */
+  private isDuplicate(key: string, now: number): boolean {
+    this.forgetSeen(now);
     const until = this.seen.get(key);
-    if (until !== undefined && until > now) return true;
-    if (this.seen.size > 10_000) {
-      for (const [k, u] of this.seen) if (u <= now) this.seen.delete(k);
-    }
+    return until !== undefined && until > now;
+  }
+
+  /** Records an accepted message's id; it goes to the end, so the map stays in time order. */
+  private rememberSeen(key: string, now: number): void {
+    this.seen.delete(key);
     this.seen.set(key, now + this.properties.duplicateDetectionHistoryTimeWindowMs);
-    return false;
+  }
+
+  /**
+   * Drops ids that left the window: from the oldest, up to the first still inside it (the window is
+   * the same for every entry, so the rest are newer). Constant time per send on average.
+   */
+  private forgetSeen(now: number): void {
+    for (const [key, until] of this.seen) {
+      if (until > now) break;
+      this.seen.delete(key);
+    }
   }
 
   /** Adds a message sent to the queue (scheduled when it carries a future `x-opt-scheduled-enqueue-time`). */
@@ -385,11 +402,14 @@ export class Queue {
     const now = this.now();
     this.accessedAt = new Date(now);
     this.stats.messagesIn++;
-    if (this.isDuplicate(message, now)) {
+    const dedupKey = this.dedupKey(message);
+    if (dedupKey !== undefined && this.isDuplicate(dedupKey, now)) {
       this.stats.dedupDrops++;
       return { sequenceNumber: undefined, duplicate: true };
     }
     this.checkRoom(size);
+    // Only a message the queue took counts as seen: one refused for room may be sent again.
+    if (dedupKey !== undefined) this.rememberSeen(dedupKey, now);
     // Delivery annotations are for one hop only.
     delete message.delivery_annotations;
     // Service Bus gives every message an id; the SDK's lock renewal keys on it.
