@@ -145,6 +145,10 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
       const found = sequenceNumbers(body).map((n) => {
         const m = sub.messages.get(n);
         if (!m || m.state !== 'deferred') throw new BrokerError('com.microsoft:message-not-found', `No deferred message with sequence number ${n} was found.`);
+        // Handed out once at a time: a deferred message still locked by a receive is not found (README, "Management operations").
+        if (m.lock && m.lock.until > queue.now()) {
+          throw new BrokerError('com.microsoft:message-not-found', `The deferred message with sequence number ${n} is locked by another receive until its lock is settled or expires.`);
+        }
         return m;
       });
       const messages = found.map((m) => {

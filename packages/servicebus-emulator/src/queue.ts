@@ -219,6 +219,8 @@ export class SubQueue {
         d.defer++;
         this.modifyProperties(m, details.propertiesToModify);
         m.state = 'deferred';
+        // As in Azure, the next delivery (receive-by-sequence-number) shows one more; never dead-letters.
+        m.deliveryCount++;
         break;
       case 'dead-letter':
         d.deadLetter++;

@@ -83,8 +83,26 @@ describe.each(targets(() => sb))('settlement ($label)', (target) => {
     const [d] = await receiver.receiveDeferredMessages([m.sequenceNumber!]);
     expect(d?.body).toBe('later');
     expect(d?.state).toBe('deferred');
+    expect(d?.deliveryCount).toBe(1);
     await receiver.completeMessage(d!);
     expect(await receiver.peekMessages(5)).toEqual([]);
+  });
+
+  brokerOnly('a deferred message locked by one receive is not handed to a second one until the lock goes', async () => {
+    const { queue, sender, receiver } = await setup('defer-twice');
+    await sender.sendMessages({ body: 'once' });
+    const m = await receiveOne(receiver);
+    await receiver.deferMessage(m);
+    const [first] = await receiver.receiveDeferredMessages([m.sequenceNumber!]);
+    expect(first?.body).toBe('once');
+    const other = client.createReceiver(queue, { maxAutoLockRenewalDurationInMs: 0 });
+    await expect(other.receiveDeferredMessages([m.sequenceNumber!])).rejects.toMatchObject({ code: 'MessageNotFound' });
+    clock.advance(31_000);
+    const [second] = await other.receiveDeferredMessages([m.sequenceNumber!]);
+    expect(second?.body).toBe('once');
+    await expect(receiver.completeMessage(first!)).rejects.toMatchObject({ code: 'MessageLockLost' });
+    await other.completeMessage(second!);
+    expect(sb.stats().queues['defer-twice']).toMatchObject({ deferred: 0, deliveries: 3 });
   });
 
   brokerOnly('renews a lock; an expired lock redelivers with count + 1 and a stale settle is MessageLockLost', async () => {
