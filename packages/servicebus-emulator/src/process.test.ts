@@ -1,12 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminPolicy } from './admin-policy';
 import { parseCommandLine, UsageError } from './command-line';
 import { startServiceBusProcess } from './process';
+import { until } from './test-helpers/clock';
 
 describe('startServiceBusProcess', () => {
   it('runs the broker and its admin endpoint in a child process the SDK reaches; stop() ends it, twice is fine', async () => {
@@ -33,10 +34,39 @@ describe('startServiceBusProcess', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as { port: number }).port;
     try {
+      const listeners = process.listenerCount('exit');
       await expect(startServiceBusProcess({ port })).rejects.toThrow(new RegExp(`ended before it listened.*${port}`, 's'));
+      expect(process.listenerCount('exit')).toBe(listeners);
     } finally {
       server.close();
     }
+  }, 30_000);
+
+  it('a child that does not print its ready line is killed, and no exit listener is left behind', async () => {
+    // A preload script prints a line that is not JSON before the bin runs, and notes the child's pid.
+    const dir = mkdtempSync(join(tmpdir(), 'sb-proc-'));
+    const pidFile = join(dir, 'pid');
+    const preload = join(dir, 'garble.js');
+    writeFileSync(preload, `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdout.write('not json\\n');`);
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `${saved ?? ''} --require ${preload}`;
+    const listeners = process.listenerCount('exit');
+    try {
+      await expect(startServiceBusProcess({ adminPort: null })).rejects.toThrow(/printed "not json\\n.*instead of its ready line/);
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
+    expect(process.listenerCount('exit')).toBe(listeners);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await until(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
   }, 30_000);
 });
 

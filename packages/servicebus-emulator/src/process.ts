@@ -50,7 +50,7 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
-  const ready = await new Promise<{ port: number; adminEndpoint: string | null; connectionString: string }>((resolve, reject) => {
+  const waiting = new Promise<{ port: number; adminEndpoint: string | null; connectionString: string }>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -72,6 +72,15 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
       reject(new Error(`the Service Bus emulator process ended before it listened (${status})${stderr ? `: ${stderr.trim()}` : ''}`));
     });
   });
+  let ready: { port: number; adminEndpoint: string | null; connectionString: string };
+  try {
+    ready = await waiting;
+  } catch (error) {
+    // Whatever went wrong, no child and no exit listener outlive the failed start.
+    process.removeListener('exit', killOnExit);
+    child.kill('SIGKILL');
+    throw error;
+  }
 
   let stopping: Promise<void> | undefined;
   return {
