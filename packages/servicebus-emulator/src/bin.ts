@@ -2,6 +2,7 @@
 /** `jobq-servicebus-emulator`: the broker as a process. See `--help` and README.md. */
 import { parseCommandLine, USAGE, UsageError } from './command-line';
 import { startServiceBus } from './emulator';
+import { QueueRegistryError } from './types';
 
 async function main(): Promise<void> {
   let line;
@@ -22,7 +23,8 @@ async function main(): Promise<void> {
     emulator = await startServiceBus(line.options);
   } catch (error) {
     process.stderr.write(`jobq-servicebus-emulator: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    // A value the broker refuses came from the config: a usage error, like a bad flag.
+    process.exitCode = error instanceof QueueRegistryError ? 2 : 1;
     return;
   }
   const stop = () => void emulator.stop().then(() => process.exit(0));

@@ -55,7 +55,49 @@ function configOf(file: string, text: string): ServiceBusOptions {
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${file}: must hold a JSON object`);
   for (const key of Object.keys(parsed)) if (!CONFIG_KEYS.has(key)) throw new UsageError(`${file}: unknown option "${key}" (known: ${[...CONFIG_KEYS].join(', ')})`);
-  return parsed;
+  const options = parsed as Record<string, unknown>;
+  const expect = (key: string, ok: (v: unknown) => boolean, what: string) => {
+    const v = options[key];
+    if (v !== undefined && !ok(v)) throw new UsageError(`${file}: "${key}" must be ${what} (got ${JSON.stringify(v).slice(0, 60)})`);
+  };
+  const isObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  expect('port', (v) => typeof v === 'number', 'a port number');
+  expect('adminPort', (v) => v === null || typeof v === 'number', 'a port number or null');
+  expect('sasKeyName', (v) => typeof v === 'string', 'a string');
+  expect('sasKey', (v) => typeof v === 'string', 'a string');
+  expect('autoCreateQueues', (v) => typeof v === 'boolean', 'true or false');
+  expect('profile', (v) => v === 'azure' || v === 'emulator', '"azure" or "emulator"');
+  expect('lockDurationFloorMs', (v) => typeof v === 'number', 'a number');
+  expect('defaults', isObject, 'an object');
+  expect('limits', isObject, 'an object');
+  const isQueue = (q: unknown) => {
+    if (typeof q === 'string') return true;
+    if (!isObject(q)) return false;
+    const { name, properties } = q as { name?: unknown; properties?: unknown };
+    return typeof name === 'string' && (properties === undefined || isObject(properties));
+  };
+  expect('queues', (v) => Array.isArray(v) && v.every(isQueue), 'a list of names or { name, properties } objects');
+  if (isObject(options.defaults)) neverAsInfinity(options.defaults as Record<string, unknown>);
+  if (isObject(options.limits)) neverAsInfinity(options.limits as Record<string, unknown>);
+  for (const q of (options.queues as unknown[] | undefined) ?? []) {
+    const properties: unknown = typeof q === 'object' && q !== null ? (q as { properties?: unknown }).properties : undefined;
+    if (isObject(properties)) neverAsInfinity(properties as Record<string, unknown>);
+  }
+  return options;
+}
+
+/** Time-to-live properties whose "never" (Infinity, JSON's null) a config may spell `null` or `"Infinity"`. */
+const NEVER_AS_NULL = new Set(['defaultMessageTimeToLiveMs', 'maxMessageTimeToLiveMs']);
+
+/**
+ * JSON has no Infinity: `"Infinity"` stands for it in any numeric option, and `null` too in the
+ * time-to-live ones (README, "In a child process, and from the command line"). Other values are
+ * left for `startServiceBus` to check.
+ */
+function neverAsInfinity(properties: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(properties)) {
+    if (value === 'Infinity' || (value === null && NEVER_AS_NULL.has(key))) properties[key] = Infinity;
+  }
 }
 
 /** `env.JOBQ_SERVICEBUS_EMULATOR_CONFIG` (JSON, how `startServiceBusProcess` passes options) is read first; `--config` replaces it. */

@@ -4,10 +4,10 @@
  */
 import { startAdminServer, type AdminServer } from './admin';
 import { Broker, type FaultOperation } from './broker';
-import { LOCK_DURATION_FLOOR_MS, PROFILE_DEFAULTS, PROFILE_LIMITS, type ServiceBusLimits, type ServiceBusProfile } from './profile';
+import { LOCK_DURATION_FLOOR_MS, PROFILE_DEFAULTS, PROFILE_LIMITS, resolveLimits, type ServiceBusLimits, type ServiceBusProfile } from './profile';
 import type { QueueStats } from './queue';
 import { BrokerRegistry } from './registry';
-import type { QueueProperties, QueueRegistry } from './types';
+import { QueueRegistryError, type QueueProperties, type QueueRegistry } from './types';
 
 export interface ServiceBusOptions {
   /** TCP port on 127.0.0.1 (0, the default: a free one). */
@@ -62,11 +62,15 @@ export interface ServiceBusEmulator {
 
 /**
  * Starts the broker in this process on 127.0.0.1 and resolves once it listens. Rejects, naming the
- * port, when the port is taken; a bad `defaults` or `queues` entry throws a `QueueRegistryError`.
+ * port, when the port is taken; a bad `profile`, `limits`, `lockDurationFloorMs`, `defaults` or `queues`
+ * entry throws a `QueueRegistryError` naming it.
  */
 export async function startServiceBus(options: ServiceBusOptions = {}): Promise<ServiceBusEmulator> {
   const profile = options.profile ?? 'azure';
-  const limits: ServiceBusLimits = { ...PROFILE_LIMITS[profile], ...(options.limits ?? {}) };
+  if (profile !== 'azure' && profile !== 'emulator') throw new QueueRegistryError('bad-request', `profile must be "azure" or "emulator" (got ${JSON.stringify(String(profile).slice(0, 40))})`);
+  const floor: unknown = options.lockDurationFloorMs;
+  if (floor !== undefined && (typeof floor !== 'number' || !(floor > 0))) throw new QueueRegistryError('bad-request', `lockDurationFloorMs must be a number above 0 (got ${JSON.stringify(floor)})`);
+  const limits: ServiceBusLimits = resolveLimits(PROFILE_LIMITS[profile], options.limits ?? {});
   const now = options.now ?? Date.now;
   const rules = { limits, lockDurationFloorMs: options.lockDurationFloorMs ?? LOCK_DURATION_FLOOR_MS };
   const registry = new BrokerRegistry({ defaults: { ...PROFILE_DEFAULTS[profile] }, rules, now });

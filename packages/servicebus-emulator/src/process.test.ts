@@ -1,12 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminPolicy } from './admin-policy';
 import { parseCommandLine, UsageError } from './command-line';
+import { startServiceBus } from './emulator';
 import { startServiceBusProcess } from './process';
+import { QueueRegistryError, type QueueProperties } from './types';
 import { until } from './test-helpers/clock';
 
 describe('startServiceBusProcess', () => {
@@ -70,6 +73,31 @@ describe('startServiceBusProcess', () => {
   }, 30_000);
 });
 
+describe('option values', () => {
+  it('startServiceBus refuses a value of the wrong type, naming the property', async () => {
+    await expect(startServiceBus({ defaults: { duplicateDetectionHistoryTimeWindowMs: '60000' as unknown as number } })).rejects.toThrow(
+      /duplicateDetectionHistoryTimeWindowMs must be a number \(got "60000"\)/,
+    );
+    await expect(startServiceBus({ queues: [{ name: 'q', properties: { maxSizeInMegabytes: '1' as unknown as number } }] })).rejects.toThrow(QueueRegistryError);
+    await expect(startServiceBus({ defaults: { lockDuration: 5_000 } as unknown as Partial<QueueProperties> })).rejects.toThrow(/unknown queue property "lockDuration"/);
+    await expect(startServiceBus({ limits: { maxConnections: '10' as unknown as number } })).rejects.toThrow(/limits.maxConnections must be a number above 0 \(got "10"\)/);
+  });
+
+  it('a child process takes Infinity (never) for a time to live', async () => {
+    const sb = await startServiceBusProcess({ adminPort: null, queues: [{ name: 'forever', properties: { defaultMessageTimeToLiveMs: Infinity } }], limits: { maxMessageTimeToLiveMs: Infinity } });
+    await sb.stop();
+  }, 30_000);
+
+  it('the bin exits 2 for a value the broker refuses in a config file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
+    const file = join(dir, 'sb.json');
+    writeFileSync(file, JSON.stringify({ defaults: { duplicateDetectionHistoryTimeWindowMs: '60000' } }));
+    const run = spawnSync(process.execPath, [join(__dirname, '..', 'dist', 'bin.js'), '--config', file, '--port', '0', '--admin-port', '0'], { encoding: 'utf8', timeout: 20_000 });
+    expect(run.stderr).toMatch(/duplicateDetectionHistoryTimeWindowMs must be a number/);
+    expect(run.status).toBe(2);
+  });
+});
+
 describe('the command line', () => {
   it('reads flags over a config file over the environment, with Azure ports by default', () => {
     expect(parseCommandLine([])).toEqual({ help: false, readyLine: false, options: { port: 5672, adminPort: 5300 } });
@@ -79,6 +107,13 @@ describe('the command line', () => {
     expect(parseCommandLine(['--config', file, '--port=0', '--ready-line'])).toEqual({ help: false, readyLine: true, options: { profile: 'emulator', queues: ['a'], port: 0, adminPort: 5300 } });
     expect(parseCommandLine(['--admin-port', '0'], { JOBQ_SERVICEBUS_EMULATOR_CONFIG: '{"sasKey":"k"}' }).options).toEqual({ sasKey: 'k', port: 5672, adminPort: 0 });
     expect(parseCommandLine(['--help']).help).toBe(true);
+    // JSON has no Infinity: "Infinity" anywhere, and null for a time to live, mean never.
+    const never = { defaults: { defaultMessageTimeToLiveMs: null }, limits: { maxMessageTimeToLiveMs: 'Infinity' }, queues: [{ name: 'q', properties: { defaultMessageTimeToLiveMs: null } }] };
+    expect(parseCommandLine([], { JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(never) }).options).toMatchObject({
+      defaults: { defaultMessageTimeToLiveMs: Infinity },
+      limits: { maxMessageTimeToLiveMs: Infinity },
+      queues: [{ name: 'q', properties: { defaultMessageTimeToLiveMs: Infinity } }],
+    });
   });
 
   it('refuses what it does not understand, in one line that says what and where', () => {
@@ -87,6 +122,12 @@ describe('the command line', () => {
     writeFileSync(bad, '{"prot": 1}');
     const junk = join(dir, 'junk.json');
     writeFileSync(junk, '{nope');
+    let n = 0;
+    const write = (text: string) => {
+      const file = join(dir, `case-${n++}.json`);
+      writeFileSync(file, text);
+      return file;
+    };
     const cases: [string[], RegExp][] = [
       [['--port', 'x'], /--port needs a port number \(0–65535\), got "x"/],
       [['--port'], /--port needs a port number .* got nothing/],
@@ -95,6 +136,9 @@ describe('the command line', () => {
       [['--config', join(dir, 'missing.json')], /--config .*missing\.json: cannot be read \(ENOENT\)/],
       [['--config', bad], /bad\.json: unknown option "prot"/],
       [['--config', junk], /junk\.json: not JSON/],
+      [['--config', write('{"autoCreateQueues": "no"}')], /"autoCreateQueues" must be true or false \(got "no"\)/],
+      [['--config', write('{"profile": "azur"}')], /"profile" must be "azure" or "emulator"/],
+      [['--config', write('{"queues": [{"nom": "a"}]}')], /"queues" must be a list of names/],
     ];
     for (const [argv, message] of cases) {
       expect(() => parseCommandLine(argv)).toThrow(UsageError);

@@ -36,7 +36,7 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
   const config = { ...broker };
   delete config.port;
   delete config.adminPort;
-  const env = { ...process.env, JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(config) };
+  const env = { ...process.env, JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(config, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value)) };
   const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   child.stdin.on('error', () => undefined);
   let stderr = '';

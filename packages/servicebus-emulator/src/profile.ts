@@ -69,6 +69,19 @@ export const PROFILE_DEFAULTS: Record<ServiceBusProfile, QueueProperties> = {
   },
 };
 
+/** Checks limits given as options: each a positive number (Infinity allowed); throws a `bad-request` QueueRegistryError naming it. */
+export function resolveLimits(base: ServiceBusLimits, patch: Partial<ServiceBusLimits>): ServiceBusLimits {
+  const limits: ServiceBusLimits = { ...base };
+  for (const key of Object.keys(patch)) {
+    const value: unknown = (patch as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    check(key in base, `unknown limit "${key.slice(0, 64)}" (known: ${Object.keys(base).join(', ')})`);
+    check(typeof value === 'number' && value > 0, `limits.${key} must be a number above 0 (got ${describeValue(value)})`);
+    (limits as unknown as Record<string, unknown>)[key] = value;
+  }
+  return limits;
+}
+
 /** Azure's floor for LockDuration. */
 export const LOCK_DURATION_FLOOR_MS = 5_000;
 const LOCK_DURATION_MAX_MS = 5 * MINUTE;
@@ -88,12 +101,30 @@ function isWhole(n: number): boolean {
   return Number.isInteger(n);
 }
 
-/** Merges `patch` into `base` and checks every property's range; throws a `bad-request` QueueRegistryError. */
+const PROPERTY_TYPES: Record<keyof QueueProperties, 'number' | 'boolean'> = {
+  lockDurationMs: 'number',
+  maxDeliveryCount: 'number',
+  requiresDuplicateDetection: 'boolean',
+  duplicateDetectionHistoryTimeWindowMs: 'number',
+  defaultMessageTimeToLiveMs: 'number',
+  deadLetteringOnMessageExpiration: 'boolean',
+  maxSizeInMegabytes: 'number',
+};
+
+function describeValue(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : String(value);
+}
+
+/** Merges `patch` into `base` and checks every property's type and range; throws a `bad-request` QueueRegistryError naming the property. */
 export function resolveProperties(base: QueueProperties, patch: Partial<QueueProperties>, rules: PropertyRules): QueueProperties {
   const p: QueueProperties = { ...base };
-  for (const key of Object.keys(patch) as (keyof QueueProperties)[]) {
-    const value = patch[key];
-    if (value !== undefined) (p as unknown as Record<string, unknown>)[key] = value;
+  for (const key of Object.keys(patch)) {
+    const value: unknown = (patch as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const type = PROPERTY_TYPES[key as keyof QueueProperties] as 'number' | 'boolean' | undefined;
+    check(type !== undefined, `unknown queue property "${key.slice(0, 64)}" (known: ${Object.keys(PROPERTY_TYPES).join(', ')})`);
+    check(typeof value === type && !(type === 'number' && Number.isNaN(value)), `${key} must be a ${type ?? ''} (got ${describeValue(value)})`);
+    (p as unknown as Record<string, unknown>)[key] = value;
   }
   const { limits } = rules;
   check(
