@@ -46,8 +46,11 @@ interface DeliveryLink {
   sender: Rhea.Sender;
   sub: SubQueue;
   mode: 'peekLock' | 'receiveAndDelete';
-  /** Deliveries handed to rhea in this tick; rhea takes credit only when it writes the transfer. */
-  queued: number;
+  /**
+   * Ids of deliveries handed to rhea and not yet written: rhea takes credit only when it writes a
+   * transfer, which waits while the client's session window is full.
+   */
+  unwritten: number[];
 }
 
 /** A sender of the client's, on our receiver link. */
@@ -219,20 +222,25 @@ export class Broker {
     }
   }
 
+  /** Deliveries of the link rhea still holds: the credit they will take is not yet taken. */
+  private unwritten(link: DeliveryLink): number {
+    const outgoing = (link.sender.session as unknown as { outgoing: { next_pending_delivery: number } }).outgoing;
+    const ids = link.unwritten;
+    let written = 0;
+    while (written < ids.length && ids[written]! < outgoing.next_pending_delivery) written++;
+    if (written > 0) ids.splice(0, written);
+    return ids.length;
+  }
+
   private pumpLink(link: DeliveryLink): void {
     const { sender, sub, mode } = link;
-    while (sender.is_open() && sender.sendable() && (sender as unknown as { credit: number }).credit > link.queued) {
+    while (sender.is_open() && sender.sendable() && (sender as unknown as { credit: number }).credit > this.unwritten(link)) {
       const m = sub.take(mode);
       if (!m) break;
       const message = deliveredMessage(m, mode === 'peekLock');
       const tag = m.lock ? m.lock.token : Buffer.alloc(16);
-      sender.send(message, tag);
-      if (link.queued++ === 0) {
-        // rhea writes the transfers (and lowers the credit) on the next tick, before this runs.
-        process.nextTick(() => {
-          link.queued = 0;
-        });
-      }
+      const delivery = sender.send(message, tag) as unknown as { id: number };
+      link.unwritten.push(delivery.id);
     }
   }
 
@@ -397,7 +405,7 @@ export class Broker {
     const sub = address.deadLetter ? queue.deadLetterQueue : queue.main;
     const mode = sender.snd_settle_mode === RECEIVE_AND_DELETE ? 'receiveAndDelete' : 'peekLock';
     answerEveryDrain(sender);
-    const link: DeliveryLink = { kind: 'deliver', sender, sub, mode, queued: 0 };
+    const link: DeliveryLink = { kind: 'deliver', sender, sub, mode, unwritten: [] };
     this.senders.set(sender, link);
     let set = this.deliveryLinks.get(sub);
     if (!set) {

@@ -74,6 +74,27 @@ describe('credit and drain (raw rhea client)', () => {
   });
 });
 
+describe('credit and the session window (raw rhea client)', () => {
+  it('while the client\'s session window is full, no more messages are locked than the link has credit for', async () => {
+    const connection = await rawClient(sb.port, 'window');
+    // A session whose incoming window is 2 unsettled deliveries: the broker's rhea holds back further transfers.
+    const session = (connection as unknown as { create_session(size: number): rhea.Session }).create_session(2);
+    session.begin();
+    const receiver = session.open_receiver({ source: { address: 'window' }, credit_window: 0, autoaccept: false });
+    const received: unknown[] = [];
+    receiver.on('message', (ctx: rhea.EventContext) => received.push(ctx.message?.body));
+    await new Promise<void>((resolve) => receiver.once('receiver_open', () => resolve()));
+    receiver.add_credit(5);
+    // Sent one by one, every message wakes the delivery pump up again.
+    for (let i = 0; i < 12; i++) await sendRaw(connection, 'window', 1);
+    await until(() => received.length === 2);
+    const stats = sb.stats().queues.window!;
+    expect(stats.locked).toBeLessThanOrEqual(5);
+    expect(stats.deliveries).toBeLessThanOrEqual(5);
+    await closeRaw(connection);
+  });
+});
+
 describe('faults of the broker itself', () => {
   it('an unexpected error while settling is answered, not thrown, and the broker carries on', async () => {
     const client = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
