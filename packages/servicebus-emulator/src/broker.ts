@@ -119,6 +119,8 @@ export class Broker {
         reject(new Error(`the Service Bus emulator cannot listen on 127.0.0.1:${port}: ${reason}`));
       });
       server.once('listening', () => {
+        // Errors after the start (a failing accept, say) must not go unhandled.
+        server.on('error', (err: Error) => this.unexpected('the listening socket', err));
         const address = server.address();
         this.timer = setInterval(() => this.sweep(), 50);
         this.timer.unref();
@@ -295,7 +297,11 @@ export class Broker {
     c.on('error', () => undefined);
     c.on('sender_open', (ctx: Rhea.EventContext) => this.onSenderOpen(ctx));
     c.on('receiver_open', (ctx: Rhea.EventContext) => this.onReceiverOpen(ctx));
-    c.on('sender_close', (ctx: Rhea.EventContext) => this.dropSender(ctx.sender));
+    c.on('sender_close', (ctx: Rhea.EventContext) => {
+      this.dropSender(ctx.sender);
+      const replyLinks = this.connections.get(ctx.connection)?.replyLinks;
+      for (const [key, link] of replyLinks ?? []) if (link === ctx.sender) replyLinks!.delete(key);
+    });
     c.on('session_close', (ctx: Rhea.EventContext) => {
       for (const links of this.deliveryLinks.values()) {
         for (const link of links) if (link.sender.session === ctx.session) links.delete(link);
@@ -440,15 +446,16 @@ export class Broker {
       default:
         break;
     }
+    // Refused before the queue is looked up, so the refusal creates no queue.
+    if (address.kind === 'queue' && address.deadLetter) {
+      return this.refuse(receiver, 'amqp:not-allowed', `messages cannot be sent to the dead-letter queue of "${address.queue}"`);
+    }
     let queue: Queue;
     try {
       queue = this.resolveQueue(address);
     } catch (err) {
       if (err instanceof BrokerError) return this.refuse(receiver, err.condition, err.message);
       throw err;
-    }
-    if (address.kind === 'queue' && address.deadLetter) {
-      return this.refuse(receiver, 'amqp:not-allowed', `messages cannot be sent to the dead-letter queue of "${queue.name}"`);
     }
     if (address.kind === 'management') {
       this.receivers.set(receiver, { kind: 'management', sub: address.deadLetter ? queue.deadLetterQueue : queue.main, state });

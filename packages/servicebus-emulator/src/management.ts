@@ -67,6 +67,23 @@ export function operationName(request: AmqpMessage): string {
   return op.replace(/^com\.microsoft:/, '');
 }
 
+/** Operations counted by name in `stats()`; any other request counts as `other` (README, "Broker API"). */
+const KNOWN_OPERATIONS = new Set([
+  'renew-lock',
+  'peek-message',
+  'update-disposition',
+  'schedule-message',
+  'cancel-scheduled-message',
+  'receive-by-sequence-number',
+  'renew-session-lock',
+  'set-session-state',
+  'get-session-state',
+  'get-message-sessions',
+  'add-rule',
+  'remove-rule',
+  'enumerate-rules',
+]);
+
 export interface ManagementContext {
   sub: SubQueue;
   maxMessageSizeInBytes: number;
@@ -77,7 +94,8 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
   const queue = sub.queue;
   const body = plainMap(request.body);
   const op = operationName(request);
-  queue.stats.managementOps[op] = (queue.stats.managementOps[op] ?? 0) + 1;
+  const counted = KNOWN_OPERATIONS.has(op) ? op : 'other';
+  queue.stats.managementOps[counted] = (queue.stats.managementOps[counted] ?? 0) + 1;
   queue.sweep();
   switch (op) {
     case 'renew-lock': {

@@ -1,8 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { ServiceBusClient } from '@azure/service-bus';
+import type { Server } from 'node:net';
 import type rhea from 'rhea';
+import { Broker } from './broker';
 import { startServiceBus, type ServiceBusEmulator } from './emulator';
-import type { BrokerRegistry } from './registry';
+import { PROFILE_DEFAULTS, PROFILE_LIMITS } from './profile';
+import { BrokerRegistry } from './registry';
 import { until } from './test-helpers/clock';
 import { closeRaw, rawClient } from './test-helpers/raw';
 
@@ -134,6 +137,56 @@ describe('faults of the broker itself', () => {
       expect(() => sb.stats()).not.toThrow();
     } finally {
       sb.registry.delete('sweep-bug');
+    }
+  });
+});
+
+describe('bookkeeping', () => {
+  it('an unknown $management operation is counted as "other"', async () => {
+    const connection = await rawClient(sb.port, 'ops');
+    const replies = connection.open_receiver({ source: { address: 'ops/$management' }, target: { address: 'ops-reply' }, name: 'ops-reply' });
+    const answer = new Promise<unknown>((resolve) => replies.once('message', (ctx: rhea.EventContext) => resolve(ctx.message?.application_properties)));
+    const requests = connection.open_sender('ops/$management');
+    requests.once('sendable', () => {
+      requests.send({ message_id: 'r1', reply_to: 'ops-reply', application_properties: { operation: 'com.microsoft:made-up-operation-1' }, body: {} });
+    });
+    expect(await within(answer, 5_000, 'the management reply')).toMatchObject({ statusCode: 501 });
+    await closeRaw(connection);
+    expect(sb.stats().queues.ops!.managementOps).toEqual({ other: 1 });
+  });
+
+  it('a sender attached to the dead-letter queue of an unknown queue is refused without creating the queue', async () => {
+    const client = new ServiceBusClient(sb.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 5_000 } });
+    await expect(client.createSender('nodlq/$DeadLetterQueue').sendMessages({ body: 1 })).rejects.toThrow(/dead-letter queue/);
+    expect(sb.registry.get('nodlq')).toBeUndefined();
+    await client.close();
+  });
+
+  it('closed reply links are forgotten; errors of the listening socket after the start are not thrown', async () => {
+    const limits = PROFILE_LIMITS.azure;
+    const registry = new BrokerRegistry({ defaults: PROFILE_DEFAULTS.azure, rules: { limits, lockDurationFloorMs: 5_000 }, now: Date.now });
+    const broker = new Broker({ registry, limits, key: { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' }, autoCreateQueues: true, now: Date.now });
+    const port = await broker.start(0);
+    const internal = broker as unknown as { connections: Map<unknown, { replyLinks: Map<string, unknown> }>; server: Server };
+    try {
+      const connection = await rawClient(port, 'replies');
+      const held = () => [...internal.connections.values()].reduce((n, s) => n + s.replyLinks.size, 0);
+      const before = held();
+      for (let i = 0; i < 5; i++) {
+        const link = connection.open_receiver({ source: { address: 'replies/$management' }, target: { address: `reply-${i}` }, name: `reply-${i}` });
+        await new Promise<void>((resolve) => link.once('receiver_open', () => resolve()));
+        expect(held()).toBeGreaterThan(before);
+        link.close();
+        await new Promise<void>((resolve) => link.once('receiver_close', () => resolve()));
+      }
+      await until(() => held() === before);
+      await closeRaw(connection);
+      expect(() => {
+        internal.server.emit('error', new Error('accept failed'));
+        internal.server.emit('error', new Error('accept failed again'));
+      }).not.toThrow();
+    } finally {
+      await broker.stop();
     }
   });
 });
