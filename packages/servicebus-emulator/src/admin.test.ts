@@ -182,6 +182,9 @@ describe.each(targets)('admin through ServiceBusAdministrationClient ($label)', 
     expect(runtime.modifiedAt.getTime()).toBeGreaterThanOrEqual(runtime.createdAt.getTime());
 
     await expect(admin().updateQueue({ ...queue, name: target.name('never-created') })).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
+    // Duplicate detection is chosen at create only.
+    await expect(admin().updateQueue({ ...updated, requiresDuplicateDetection: false })).rejects.toMatchObject({ statusCode: 400 });
+    expect((await admin().getQueue(name)).requiresDuplicateDetection).toBe(true);
   });
 
   it('deletes a queue; deleting or getting a missing one is MessageEntityNotFoundError', async () => {

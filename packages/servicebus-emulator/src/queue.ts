@@ -451,7 +451,9 @@ export class Queue {
     const appProps = { ...plainMap(m.message.application_properties), ...(propertiesToModify ?? {}) };
     if (reason !== undefined) appProps.DeadLetterReason = reason;
     if (description !== undefined) appProps.DeadLetterErrorDescription = description;
-    const message: AmqpMessage = { ...m.message, application_properties: appProps };
+    // The SDK reads the queue it was dead-lettered from as deadLetterSource.
+    const annotations = { ...plainMap(m.message.message_annotations), 'x-opt-deadletter-source': this.name };
+    const message: AmqpMessage = { ...m.message, application_properties: appProps, message_annotations: annotations };
     const size = encodeMessage(message).length;
     const moved: StoredMessage = { ...m, message, size, state: 'active', lock: undefined, sub: this.deadLetterQueue };
     this.bytesHeld += size;

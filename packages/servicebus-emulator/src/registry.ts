@@ -73,6 +73,11 @@ export class BrokerRegistry implements QueueRegistry {
   update(name: string, properties: Partial<QueueProperties>): QueueInfo {
     const q = this.queue(name);
     if (!q) throw new QueueRegistryError('not-found', `the queue "${name}" does not exist`);
+    const dedup = properties.requiresDuplicateDetection;
+    if (dedup !== undefined && dedup !== q.properties.requiresDuplicateDetection) {
+      // As in Azure: fixed when the queue is created.
+      throw new QueueRegistryError('bad-request', `RequiresDuplicateDetection of the queue "${q.name}" cannot be changed after it was created`);
+    }
     q.properties = resolveProperties(q.properties, properties, this.options.rules);
     q.updatedAt = new Date(this.options.now());
     return q.info();

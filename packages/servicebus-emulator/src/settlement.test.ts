@@ -66,6 +66,7 @@ describe.each(targets(() => sb))('settlement ($label)', (target) => {
     expect(d.deadLetterReason).toBe('Broken');
     expect(d.deadLetterErrorDescription).toBe('cannot parse');
     if (!target.emulator) return;
+    expect(d.deadLetterSource).toBe(queue);
     await expect(dlq.deadLetterMessage(d)).rejects.toThrow(/dead-letter/);
     clock.advance(31_000);
     const again = await receiveOne(dlq, 2_000);

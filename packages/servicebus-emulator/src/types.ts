@@ -66,7 +66,7 @@ export class QueueRegistryError extends Error {
 export interface QueueRegistry {
   create(name: string, properties: Partial<QueueProperties>): QueueInfo;
   get(name: string): QueueInfo | undefined;
-  /** Replaces the given properties; the rest keep their values. */
+  /** Replaces the given properties; the rest keep their values. `requiresDuplicateDetection` cannot change (`bad-request`), as in Azure. */
   update(name: string, properties: Partial<QueueProperties>): QueueInfo;
   /** Deletes the queue and its messages (dead-letter queue included); false when there was none. */
   delete(name: string): boolean;
