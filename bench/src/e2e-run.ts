@@ -14,6 +14,8 @@ export interface EndToEndOptions {
   prefix: string;
   /** The workflow as submitted (raw JSON object). */
   source: object;
+  /** Submitted with `--max-fan-in` this wide (default: as written). */
+  maxFanIn?: number;
   /** Worker slots. */
   slots: number;
   /** Run every task as a real `bash -c` process (default: an in-process no-op). */
@@ -118,7 +120,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     const t0 = process.hrtime.bigint();
     running = worker.run();
     await coordinator.start();
-    const { workflowId } = await client.submit({ text: JSON.stringify(options.source), filename: 'workflow.json' });
+    const { workflowId } = await client.submit({ text: JSON.stringify(options.source), filename: 'workflow.json' }, options.maxFanIn === undefined ? {} : { maxFanIn: options.maxFanIn });
     let status = 'pending';
     let lastLog = Date.now();
     let lastSample = Date.now();
