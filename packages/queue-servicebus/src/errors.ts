@@ -13,6 +13,7 @@ interface SdkErrorShape {
   code?: unknown;
   statusCode?: unknown;
   retryable?: unknown;
+  syscall?: unknown;
 }
 
 /** `ServiceBusError` codes of the SDK and the jobq code each becomes. */
@@ -59,7 +60,9 @@ export function translateError(error: unknown, context: ErrorContext): JobqError
   if (e.name === 'AbortError') {
     return context.callerAborted ? make('aborted', 'aborted by the caller') : make('timeout', 'no answer within the time limit');
   }
-  if (e.name === 'ServiceBusError' && sdkCode !== undefined) {
+  // A socket error (ECONNREFUSED and the like), which the SDK passes on with the code GeneralError.
+  if (typeof e.syscall === 'string') return make('unavailable', 'the namespace could not be reached');
+  if ((e.name === 'ServiceBusError' || e.name === 'MessagingError') && sdkCode !== undefined) {
     const known = BY_SERVICE_BUS_CODE[sdkCode];
     if (known) return make(known.code, known.why);
     // GeneralError and the session codes: retryable when the SDK says so.
