@@ -1,5 +1,5 @@
 import type { RetryOptions, ServiceBusAdministrationClient } from '@azure/service-bus';
-import { JobqError, isJobqError } from '@jobq/ports';
+import { JobqError } from '@jobq/ports';
 import { acquireClient, createAdminClient, describeConnection, type AdminPolicy, type ServiceBusConnection } from './connection';
 import { translateError } from './errors';
 import { QueueCore, ServiceBusTaskQueue } from './servicebus-queue';
@@ -127,7 +127,9 @@ export async function openServiceBusQueue(options: OpenServiceBusQueueOptions): 
       lockDurationInMs = parseIsoDuration(properties.lockDuration) ?? configured;
     } catch (error) {
       const status = statusOf(error);
-      if (status === 404 || isJobqError(error, 'not-found')) {
+      // The service answers a missing queue with an empty feed, which the SDK reports as this code.
+      const missing = status === 404 || (error as { code?: unknown } | null)?.code === 'MessageEntityNotFoundError';
+      if (missing) {
         if (!options.createIfMissing) {
           throw new JobqError('not-found', `Service Bus queue "${queueName}" does not exist on ${host}; create it, or open it with createIfMissing`, {
             details: { queue: queueName, namespace: host },
