@@ -170,6 +170,20 @@ describe('receiving', () => {
     await queue.close();
   });
 
+  it('stops a waiting receive when the caller aborts', async () => {
+    const queue = await open();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    const started = Date.now();
+    expect((await failure(queue.receive({ maxMessages: 5, maxWaitTimeInMs: 10_000, abortSignal: controller.signal }))).code).toBe('aborted');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // The queue still works afterwards.
+    await queue.send({ body: 'after' });
+    const [m] = await drain(queue, 1);
+    expect(m?.body).toBe('after');
+    await queue.complete(m!);
+  });
+
   it('serialises overlapping receives on one queue instead of failing', async () => {
     const queue = await open();
     await queue.send([{ body: 'a' }, { body: 'b' }]);
@@ -241,6 +255,14 @@ describe('dead letters', () => {
     expect(JSON.parse(dead!.body)).toEqual({ n: 2, dead_letter_reason: expect.stringMatching(/^MaxDeliveryCountExceeded/) as unknown });
     await dlq.complete(dead!);
     expect((await failure(dlq.send({ body: 'x' }))).code).toBe('invalid-argument');
+    expect(dlq.deadLetterQueue()).toBe(dlq);
+    await queue.send({ body: '{"n":3}' });
+    const [again] = await drain(queue, 1);
+    await queue.abandon(again!);
+    const [deadAgain] = await drain(dlq, 1);
+    expect((await failure(dlq.deadLetter(deadAgain!, 'twice'))).code).toBe('invalid-argument');
+    expect((await failure(queue.complete(deadAgain!))).code).toBe('invalid-argument');
+    await dlq.complete(deadAgain!);
     await queue.close();
   });
 });
