@@ -267,7 +267,11 @@ export class ServiceBusTaskQueue implements TaskQueue {
     const first = await this.call('receive', options, () => receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }));
     const received = [...first];
     if (received.length > 0 && wanted > 1) {
-      received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.core.settings.batchFillWaitInMs, ...abort }))));
+      try {
+        received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.core.settings.batchFillWaitInMs, ...abort }))));
+      } catch {
+        // The first message is held already: return it; a lasting failure shows on the next receive.
+      }
     }
     const now = Date.now();
     return received.map((m) => {
