@@ -204,8 +204,7 @@ describe('sending', () => {
     // 750 KiB over 256 KiB transfers: at least 3, and packed (not one per message).
     expect(stats.framesIn).toBeGreaterThanOrEqual(3);
     expect(stats.framesIn).toBeLessThanOrEqual(5);
-    // 10 at a time: see the package README, "Known issue", for 32 messages of 10 KiB in one receive.
-    const received = await drain(queue, 75, 10_000, 10);
+    const received = await drain(queue, 75, 10_000, 32);
     expect(received.map((m) => m.body).sort()).toEqual([...bodies].sort());
     for (const m of received) await queue.complete(m);
     await queue.close();
