@@ -617,7 +617,7 @@ export class Coordinator {
   }
 
   /**
-   * SPEC §9 activation, as a safety net for lost wake-ups: every request row (a cancel or retry not
+   * Activation, as a safety net for lost wake-ups: every request row (a cancel or retry not
    * yet cleared, on a finished workflow too), then every workflow never activated. Two queries on
    * an idle deployment, whatever the number of finished workflows.
    */

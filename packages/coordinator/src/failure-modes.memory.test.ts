@@ -5,7 +5,7 @@ import { WorkflowClient } from './index';
 import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';
 import { outcome, taskNameOf, wrapStore, WrappedQueue } from './test-helpers/wrappers';
 
-// Failure injection (the race conditions and failure modes of SPEC §9 / the seed document) on the
+// Failure injection (the race conditions and failure modes of docs/failure-model.md) on the
 // in-memory adapters and a virtual clock: faults are injected by wrapping the ports the coordinator
 // and the workers are built from; locks, sweeps, scans and back-offs run in virtual time, so no test
 // waits for them. Every scenario checks that nothing is lost (each task completed, the workflow

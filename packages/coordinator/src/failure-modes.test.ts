@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 // Failure injection that needs the Azure store itself: a fault inside its table pipeline, request
 // rows found by the scan of the Azure index. The other
-// failure modes (SPEC §9 / the seed document) check the coordinator's logic and run on the
+// failure modes (docs/failure-model.md) check the coordinator's logic and run on the
 // in-memory adapters and a virtual clock: failure-modes.memory.test.ts.
 
 const h = useHarness();

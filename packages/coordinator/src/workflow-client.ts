@@ -39,7 +39,7 @@ export function formatIssue(filename: string, issue: Issue): string {
 
 /**
  * sha256 hex of the canonical JSON of `toRawDefinition(definition)` (`encodeDefinition` of
- * `@jobq/dag-core`): what recognises a resubmission (SPEC §6), and the name of the definition blob
+ * `@jobq/dag-core`): what recognises a resubmission (docs/runtime-format.md), and the name of the definition blob
  * the store writes (the store hashes the same bytes).
  */
 export function definitionHash(definition: WorkflowDefinition): string {

@@ -104,7 +104,7 @@ function checkTimestamp(at: string, what: string): void {
 }
 
 /**
- * {@link WorkflowStore} on Azure Storage (SPEC §6, docs/runtime-format.md).
+ * {@link WorkflowStore} on Azure Storage (docs/runtime-format.md).
  *
  * - The runtime is the truth: a head `{p}-workflows/{id}.json` naming the definition
  *   (`definitions/{id}/{sha256}.json`, written once), a snapshot and an append-blob log
@@ -217,7 +217,7 @@ export class AzureWorkflowStore implements WorkflowStore {
           if (current !== null) return { etag: current.token, created: false };
           throw new JobqError('conflict', `workflow "${id}" was deleted while it was being submitted again`, { details: { workflowId: id } });
         }
-        // A head without a (completed) index row: a submit that crashed. Overwrite it (SPEC §6).
+        // A head without a (completed) index row: a submit that crashed. Overwrite it.
         const orphan = await this.blobs.headEtag(id, options);
         if (orphan === null) continue;
         headEtag = await this.blobs.putHead(initial.head, { ifMatch: orphan }, options);

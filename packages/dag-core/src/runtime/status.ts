@@ -4,7 +4,7 @@ import { isBlocking, isTerminalWorkflowStatus, type TaskCounts, type WorkflowRun
 
 type StatusFields = Pick<WorkflowRuntime, 'corruptReason' | 'cancelRequested' | 'activated' | 'definition'> & { counts: TaskCounts };
 
-/** SPEC §3.6, from the counts and, once every task is terminal, whether a sink is blocking. */
+/** The workflow status, from the counts and, once every task is terminal, whether a sink is blocking. */
 function decide(rt: StatusFields, sinkBlocking: () => boolean): WorkflowStatus {
   const c = rt.counts;
   if (rt.corruptReason !== null) return 'corrupt';
@@ -18,7 +18,7 @@ function decide(rt: StatusFields, sinkBlocking: () => boolean): WorkflowStatus {
   return sinkBlocking() ? 'failed' : 'completed';
 }
 
-/** SPEC §3.6, from the counts and, once every task is terminal, the sinks. */
+/** The workflow status, from the counts and, once every task is terminal, the sinks. */
 export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): WorkflowStatus {
   return decide(rt, () => sinks.some((name) => isBlocking(taskStatus(rt, name))));
 }

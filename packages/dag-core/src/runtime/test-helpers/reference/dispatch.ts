@@ -4,7 +4,7 @@ import { encodeTaskMessage, taskMessageId } from '../../../wire/task-message';
 import { transition, type Step } from './step';
 
 /**
- * SPEC §3.5: each `ready` task, in definition order, that may run (no cancel requested, within
+ * Each `ready` task, in definition order, that may run (no cancel requested, within
  * `max_parallelism`) becomes `running` with the next attempt number and yields a dispatch effect.
  * Nothing is dispatched before the coordinator has activated the workflow.
  */
@@ -33,7 +33,7 @@ export function dispatchRound(step: Step): void {
   }
 }
 
-/** The task message of SPEC §5.2, with the outputs of the real parents that completed or were skipped. */
+/** The task message, with the outputs of the real parents that completed or were skipped. */
 export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number): string {
   const rt = step.d.runtime;
   const parents = step.index.realParents(def.name);

@@ -32,10 +32,10 @@ class Ignored extends Error {
 }
 
 /**
- * Applies one event to a runtime (SPEC §3). Returns the next runtime and the effects the
+ * Applies one event to a runtime (packages/dag-core/README.md, "The reducer"). Returns the next runtime and the effects the
  * coordinator must carry out, in order. The input is never mutated. An ignored event returns the
  * same runtime object with one `ignored` effect; any other call ends with the dispatch round of
- * SPEC §3.5. Fold a batch by calling this once per event (or with {@link foldEvents}).
+ * Fold a batch by calling this once per event (or with {@link foldEvents}).
  */
 export function reduce(runtime: WorkflowRuntime, event: WorkflowEvent): ReduceResult {
   const draft = new Draft(runtime);
@@ -113,7 +113,7 @@ function activate(step: Step, _event: ActivateEvent): void {
   }
 }
 
-/** SPEC §3.4: which completions apply, and what they do. */
+/** Which completions apply, and what they do. */
 function completion(step: Step, event: CompletionEvent): void {
   const task = step.d.task(event.taskName);
   if (!task) throw new Ignored(`unknown task "${event.taskName}"`);
@@ -167,7 +167,7 @@ function requestTime(event: CancelEvent | RetryEvent): string {
   return event.requestedAt ?? event.now;
 }
 
-/** SPEC §3.7 cancel: pending and ready tasks are cancelled; running ones finish or are stopped by workers. */
+/** Cancel: pending and ready tasks are cancelled; running ones finish or are stopped by workers. */
 function cancel(step: Step, event: CancelEvent): void {
   const rt = step.d.runtime;
   const at = requestTime(event);
@@ -193,7 +193,7 @@ function cancel(step: Step, event: CancelEvent): void {
 
 const RETRYABLE = new Set<TaskStatus>(['failed', 'upstream_failed', 'cancelled']);
 
-/** SPEC §3.7 retry: failed, upstream_failed and cancelled tasks start over with a fresh budget. */
+/** Retry: failed, upstream_failed and cancelled tasks start over with a fresh budget. */
 function retry(step: Step, event: RetryEvent): void {
   const rt = step.d.runtime;
   const at = requestTime(event);
@@ -280,7 +280,7 @@ function markCorrupt(step: Step, event: CorruptEvent): void {
   step.d.set('corruptReason', event.reason.trim() === '' ? 'unknown reason' : event.reason);
 }
 
-/** SPEC §3.3: the blob outputs a condition waited for have arrived (or could not be read). */
+/** The blob outputs a condition waited for have arrived (or could not be read). */
 function conditionInputs(step: Step, event: ConditionInputsEvent): void {
   const task = step.d.task(event.taskName);
   if (!task || task.status !== 'pending' || !task.awaitingInputs) {

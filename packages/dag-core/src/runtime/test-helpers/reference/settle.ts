@@ -7,7 +7,7 @@ import { isBlocking, isSatisfying } from './types';
 type Verdict = 'ready' | 'blocked' | 'wait';
 
 /**
- * SPEC §3.2: n dependencies, s satisfying, b blocking. The failure test comes first. A task
+ * The dependency policy: n dependencies, s satisfying, b blocking. The failure test comes first. A task
  * without dependencies has nothing to wait for.
  */
 export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number): Verdict {

@@ -1,7 +1,7 @@
 import type { Step } from './step';
 import { isBlocking, isTerminalWorkflowStatus, type WorkflowRuntime, type WorkflowStatus } from './types';
 
-/** SPEC §3.6, from the counts and, once every task is terminal, the sinks. */
+/** The workflow status, from the counts and, once every task is terminal, the sinks. */
 export function workflowStatus(rt: WorkflowRuntime, sinks: readonly string[]): WorkflowStatus {
   const c = rt.counts;
   if (rt.corruptReason !== null) return 'corrupt';
