@@ -22,17 +22,13 @@ import {
   type WorkflowRuntime,
 } from '@jobq/dag-core';
 import { Session } from 'node:inspector';
+import { layeredRaw, OUTPUTS_CONTAINER, T_ACTIVATE, T_CREATE, T_RUN, wideRaw, WORKFLOW_ID } from './shapes';
 import { PerformanceObserver } from 'node:perf_hooks';
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
 
-const T_CREATE = '2026-01-01T00:00:00.000Z';
-const T_ACTIVATE = '2026-01-01T00:00:01.000Z';
-const T_RUN = '2026-01-01T00:00:02.000Z';
 const OUTPUT_REF = '{"ok":true}';
-const WORKFLOW_ID = 'bench-wf';
-const OUTPUTS_CONTAINER = 'bench-outputs';
 
 /** Completions timed together in the batch mode. */
 const BATCH = 32;
@@ -167,59 +163,7 @@ class Fifo {
 // ---------------------------------------------------------------------------------------------
 // Workflow shapes (raw, snake_case, as a user would submit them)
 
-interface RawTask {
-  name: string;
-  kwargs: { cmd: string };
-  depends_on?: string[];
-}
-interface RawWorkflow {
-  name: string;
-  tasks: RawTask[];
-}
-
-/** `root` → n−2 leaves → `sink` (the sink depends on every leaf). */
-function wideRaw(n: number): RawWorkflow {
-  const tasks: RawTask[] = [{ name: 'root', kwargs: { cmd: 'true' } }];
-  const leaves: string[] = [];
-  for (let i = 0; i < n - 2; i++) {
-    const name = `leaf${i}`;
-    leaves.push(name);
-    tasks.push({ name, kwargs: { cmd: 'true' }, depends_on: ['root'] });
-  }
-  tasks.push({ name: 'sink', kwargs: { cmd: 'true' }, depends_on: leaves });
-  return { name: `wide-${n}`, tasks };
-}
-
-/** Numerical Recipes LCG; the low bits are weak, so callers get the top 24. */
-function lcg(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state >>> 8;
-  };
-}
-
-/** n/width layers of `width` tasks; each task depends on 2 or 3 tasks of the previous layer. */
-function layeredRaw(n: number, width: number): RawWorkflow {
-  const layers = Math.round(n / width);
-  const next = lcg(0x5eed);
-  const name = (layer: number, j: number) => `l${layer}_${j}`;
-  const tasks: RawTask[] = [];
-  for (let layer = 0; layer < layers; layer++) {
-    for (let j = 0; j < width; j++) {
-      if (layer === 0) {
-        tasks.push({ name: name(layer, j), kwargs: { cmd: 'true' } });
-        continue;
-      }
-      const k = 2 + (next() % 2);
-      const picked = new Set<number>();
-      while (picked.size < k) picked.add(next() % width);
-      const deps = [...picked].sort((a, b) => a - b).map((p) => name(layer - 1, p));
-      tasks.push({ name: name(layer, j), kwargs: { cmd: 'true' }, depends_on: deps });
-    }
-  }
-  return { name: `layered-${n}`, tasks };
-}
+// wideRaw and layeredRaw: ./shapes, shared with the scale bench.
 
 // ---------------------------------------------------------------------------------------------
 // Case preparation
