@@ -3,10 +3,15 @@ import { VirtualClock, isJobqError } from '@jobq/ports';
 import { describeTaskQueueContract } from '@jobq/ports/testing';
 import { MemoryTaskQueue } from './task-queue';
 
-describeTaskQueueContract('in memory', () => {
-  const queue = new MemoryTaskQueue({ name: 'contract', lockDurationInMs: 1_000, maxMessageBytes: 64 * 1024 });
-  return Promise.resolve({ queue, dispose: () => queue.close() });
-});
+describeTaskQueueContract(
+  'in memory',
+  () => {
+    const queue = new MemoryTaskQueue({ name: 'contract', lockDurationInMs: 1_000, maxMessageBytes: 64 * 1024 });
+    return Promise.resolve({ queue, dispose: () => queue.close() });
+  },
+  // On the real clock here; the delay on a virtual clock is checked below.
+  { delayInMs: 1_500 },
+);
 
 async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
   try {
@@ -24,7 +29,7 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     await queue.send({ body: 'a' });
     const [first] = await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 0 });
     expect(first!.lockedUntil.getTime()).toBe(clock.now() + 30_000);
-    expect(queue.counts()).toEqual({ messages: 1, visible: 0, held: 1 });
+    expect(queue.counts()).toEqual({ messages: 1, visible: 0, held: 1, delayed: 0 });
     await clock.advance(20_000);
     await queue.renewLock(first!);
     await clock.advance(20_000);
@@ -34,7 +39,7 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     expect(second).toMatchObject({ body: 'a', deliveryCount: 2 });
     expect(await codeOf(queue.complete(first!))).toBe('lock-lost');
     await queue.complete(second!);
-    expect(queue.counts()).toEqual({ messages: 0, visible: 0, held: 0 });
+    expect(queue.counts()).toEqual({ messages: 0, visible: 0, held: 0, delayed: 0 });
   });
 
   it('a waiting receive wakes when a message is sent, when a lock ends, or at the end of its wait, all in virtual time', async () => {
@@ -76,6 +81,40 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     expect((await queue.peek(10)).map((m) => m.body)).toEqual(['forever']);
   });
 
+  it('holds a delayed message back for its delay of virtual time; a waiting receive gets it when the delay ends', async () => {
+    const clock = new VirtualClock();
+    const queue = new MemoryTaskQueue({ lockDurationInMs: 60_000, clock });
+    const start = clock.now();
+    await queue.send([{ body: 'later', delayInMs: 30_000 }, { body: 'now', delayInMs: 0 }, { body: 'soon', delayInMs: 10_000 }]);
+    expect(queue.counts()).toEqual({ messages: 3, visible: 1, held: 0, delayed: 2 });
+    expect(await queue.approximateMessageCount()).toBe(3);
+    expect((await queue.peek(10)).map((m) => m.body)).toEqual(['now']);
+    const [now] = await queue.receive({ maxMessages: 10, maxWaitTimeInMs: 0 });
+    expect(now?.body).toBe('now');
+    await clock.advance(9_999);
+    expect(await queue.receive({ maxMessages: 10, maxWaitTimeInMs: 0 })).toEqual([]);
+    await clock.advance(1);
+    expect((await queue.receive({ maxMessages: 10, maxWaitTimeInMs: 0 })).map((m) => [m.body, m.deliveryCount])).toEqual([['soon', 1]]);
+
+    let got: { body: string; at: number }[] | undefined;
+    void queue.receive({ maxMessages: 10, maxWaitTimeInMs: 60_000 }).then((m) => (got = m.map((x) => ({ body: x.body, at: clock.now() }))));
+    await clock.advanceUntil(() => got !== undefined);
+    expect(got).toEqual([{ body: 'later', at: start + 30_000 }]);
+    expect(queue.counts()).toEqual({ messages: 3, visible: 0, held: 3, delayed: 0 });
+  });
+
+  it('counts the time to live of a delayed message from the send, and refuses a delay it would not outlive', async () => {
+    const clock = new VirtualClock();
+    const queue = new MemoryTaskQueue({ lockDurationInMs: 60_000, clock });
+    await queue.send({ body: 'brief', delayInMs: 5_000, timeToLiveInMs: 8_000 });
+    await clock.advance(5_000);
+    expect((await queue.peek(10)).map((m) => m.body)).toEqual(['brief']);
+    await clock.advance(3_000);
+    expect(queue.counts()).toEqual({ messages: 0, visible: 0, held: 0, delayed: 0 });
+    expect(await codeOf(queue.send({ body: 'x', delayInMs: 8_000, timeToLiveInMs: 8_000 }))).toBe('invalid-argument');
+    expect(queue.counts().messages).toBe(0);
+  });
+
   it('a receive stops waiting when its signal fires', async () => {
     const clock = new VirtualClock();
     const queue = new MemoryTaskQueue({ clock });
@@ -115,7 +154,7 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     }
     // A scan of the waiting messages per call would make the big queue about 20 times slower.
     expect(times.big).toBeLessThan(times.small * 4);
-    expect(small.counts()).toEqual({ messages: 0, visible: 0, held: 0 });
-    expect(big.counts()).toEqual({ messages: 180_000, visible: 180_000, held: 0 });
+    expect(small.counts()).toEqual({ messages: 0, visible: 0, held: 0, delayed: 0 });
+    expect(big.counts()).toEqual({ messages: 180_000, visible: 180_000, held: 0, delayed: 0 });
   }, 60_000);
 });

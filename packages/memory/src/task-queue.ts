@@ -1,6 +1,7 @@
 import {
   JobqError,
   assertMessageFits,
+  assertValidDelay,
   assertValidTimeToLive,
   deadLetterBody,
   realClock,
@@ -19,7 +20,7 @@ interface Stored {
   readonly body: string;
   readonly enqueuedAt: Date;
   deliveryCount: number;
-  /** When the current lock ends (clock time); meaningful while `held`. */
+  /** When the current lock ends, or the delay of a delayed message (clock time); meaningful while `held` or `delayed`. */
   visibleAt: number;
   /** When the message expires (clock time); Infinity for never. */
   readonly expiresAt: number;
@@ -27,6 +28,8 @@ interface Stored {
   lockToken: number;
   /** Under a lock (true) or waiting for a receive (false). */
   held: boolean;
+  /** Sent with a delay that has not passed yet (never delivered so far). */
+  delayed: boolean;
   /** The ticket of the one ready-list or lock-heap entry that is current; older entries are skipped. */
   ticket: number;
 }
@@ -69,7 +72,7 @@ export interface MemoryTaskQueueOptions {
   maxMessageBytes?: number;
   /** Queue that dead-lettered messages go to; one (`{name}-failed`) is made on first use when absent. */
   deadLetter?: MemoryTaskQueue;
-  /** The time locks, time to live and receive waits run on. Default the real clock. */
+  /** The time locks, delays, time to live and receive waits run on. Default the real clock. */
   clock?: Clock;
 }
 
@@ -81,18 +84,21 @@ export interface MemoryQueueCounts {
   visible: number;
   /** Under a lock. */
   held: number;
+  /** Sent with a delay that has not passed yet. */
+  delayed: number;
 }
 
 /**
  * A {@link TaskQueue} in memory, with the semantics of a Storage Queue: leased delivery with a
  * lock (visibility timeout) that `renewLock` extends, redelivery with a higher delivery count when a
- * lock ends, a handle that stays valid until the message is delivered again, time to live (held or
- * not), and dead letters carrying their reason. It passes the same contract suite as the Azure
+ * lock ends, a handle that stays valid until the message is delivered again, delayed sends (the
+ * initial visibility timeout), time to live (held or not), and dead letters carrying their reason. It passes the same contract suite as the Azure
  * adapters.
  *
  * Built for a million messages: `send`, `receive`, `complete` cost O(log n) per message (a ready
- * list, a heap of lock ends, a heap of expiries), never a scan. A `receive` that finds nothing waits
- * on the clock until a message is sent or given back, a lock ends, or its wait is over. Nothing
+ * list, a heap of lock ends and delays, a heap of expiries), never a scan. A `receive` that finds
+ * nothing waits on the clock until a message is sent or given back, a lock or a delay ends, or its
+ * wait is over. Nothing
  * survives the process.
  */
 export class MemoryTaskQueue implements TaskQueue {
@@ -110,6 +116,7 @@ export class MemoryTaskQueue implements TaskQueue {
   private nextToken = 1;
   private nextTicket = 1;
   private held = 0;
+  private delayed = 0;
   /** Heap entries of deleted messages, dropped in bulk once they are half of a heap (memory stays O(messages)). */
   private staleEntries = 0;
   private dlq: MemoryTaskQueue | undefined;
@@ -131,14 +138,29 @@ export class MemoryTaskQueue implements TaskQueue {
       for (const m of list) {
         assertMessageFits(this.name, m, this.maxMessageBytes);
         assertValidTimeToLive(this.name, m);
+        assertValidDelay(this.name, m);
       }
       const now = this.clock.now();
       const enqueuedAt = new Date(now);
       for (const m of list) {
+        // Both count from the send (the delay is smaller than the time to live, checked above).
         const expiresAt = now + (m.timeToLiveInMs ?? Number.POSITIVE_INFINITY);
-        const stored: Stored = { messageId: String(this.nextId++), body: m.body, enqueuedAt, deliveryCount: 0, visibleAt: 0, expiresAt, lockToken: 0, held: false, ticket: 0 };
+        const delay = m.delayInMs ?? 0;
+        const stored: Stored = {
+          messageId: String(this.nextId++),
+          body: m.body,
+          enqueuedAt,
+          deliveryCount: 0,
+          visibleAt: now + delay,
+          expiresAt,
+          lockToken: 0,
+          held: false,
+          delayed: false,
+          ticket: 0,
+        };
         this.messages.set(stored.messageId, stored);
-        this.makeReady(stored);
+        if (delay > 0) this.holdBack(stored);
+        else this.makeReady(stored);
         if (expiresAt !== Number.POSITIVE_INFINITY) this.expiries.push({ stored, at: expiresAt });
       }
       if (list.length > 0) this.wakeReceivers();
@@ -230,10 +252,10 @@ export class MemoryTaskQueue implements TaskQueue {
     });
   }
 
-  /** How many messages are visible and held now (expired ones dropped first). Synchronous, for tests and simulations. */
+  /** How many messages are visible, held and delayed now (expired ones dropped first). Synchronous, for tests and simulations. */
   counts(): MemoryQueueCounts {
     this.tidy(this.clock.now());
-    return { messages: this.messages.size, visible: this.messages.size - this.held, held: this.held };
+    return { messages: this.messages.size, visible: this.messages.size - this.held - this.delayed, held: this.held, delayed: this.delayed };
   }
 
   deadLetterQueue(): MemoryTaskQueue {
@@ -259,6 +281,14 @@ export class MemoryTaskQueue implements TaskQueue {
     this.ready.push({ stored, ticket: stored.ticket });
   }
 
+  /** Keeps a message sent with a delay out of reach until `visibleAt`: an entry of the lock heap, which `tidy` releases like an ended lock. */
+  private holdBack(stored: Stored): void {
+    stored.delayed = true;
+    this.delayed++;
+    stored.ticket = this.nextTicket++;
+    this.locks.push({ stored, ticket: stored.ticket, at: stored.visibleAt });
+  }
+
   private hold(stored: Stored): void {
     stored.held = true;
     this.held++;
@@ -270,7 +300,9 @@ export class MemoryTaskQueue implements TaskQueue {
     if (this.messages.get(stored.messageId) !== stored) return;
     this.messages.delete(stored.messageId);
     if (stored.held) this.held--;
+    if (stored.delayed) this.delayed--;
     stored.held = false;
+    stored.delayed = false;
     stored.ticket = 0;
     if (++this.staleEntries >= 1_024 && this.staleEntries * 2 >= this.locks.size + this.expiries.size) {
       const live = (entry: { stored: Stored }): boolean => this.messages.get(entry.stored.messageId) === entry.stored;
@@ -280,7 +312,10 @@ export class MemoryTaskQueue implements TaskQueue {
     }
   }
 
-  /** Drops the messages whose time to live has run out (held or not, as Storage Queues do) and makes the messages whose lock ended visible again. */
+  /**
+   * Drops the messages whose time to live has run out (held or not, as Storage Queues do) and makes
+   * the messages whose lock or delay ended visible.
+   */
   private tidy(now: number): void {
     for (let top = this.expiries.peek(); top !== undefined && top.at <= now; top = this.expiries.peek()) {
       this.expiries.pop();
@@ -290,14 +325,19 @@ export class MemoryTaskQueue implements TaskQueue {
     for (let top = this.locks.peek(); top !== undefined && top.at <= now; top = this.locks.peek()) {
       this.locks.pop();
       const { stored, ticket } = top;
-      if (stored.ticket !== ticket || !stored.held || this.messages.get(stored.messageId) !== stored) continue;
+      if (stored.ticket !== ticket || !(stored.held || stored.delayed) || this.messages.get(stored.messageId) !== stored) continue;
       if (stored.visibleAt > now) {
         // Renewed since this entry was made: its lock ends later.
         this.locks.push({ stored, ticket, at: stored.visibleAt });
         continue;
       }
-      stored.held = false;
-      this.held--;
+      if (stored.delayed) {
+        stored.delayed = false;
+        this.delayed--;
+      } else {
+        stored.held = false;
+        this.held--;
+      }
       this.makeReady(stored);
       released = true;
     }

@@ -29,4 +29,4 @@ export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } 
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
-export { assertMessageFits, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
+export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';

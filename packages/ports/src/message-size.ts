@@ -25,3 +25,21 @@ export function assertValidTimeToLive(queue: string, message: OutgoingMessage): 
   const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
   throw new JobqError('invalid-argument', `${which} for queue "${queue}": timeToLiveInMs must be a positive number of ms or Infinity, got ${String(ttl)}`);
 }
+
+/**
+ * Throws `invalid-argument` unless `delayInMs` is undefined or a finite number ≥ 0 that is smaller
+ * than a finite `timeToLiveInMs` (both count from the send: a message must not expire before it can
+ * be received).
+ */
+export function assertValidDelay(queue: string, message: OutgoingMessage): void {
+  const delay = message.delayInMs;
+  if (delay === undefined) return;
+  const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
+  if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) {
+    throw new JobqError('invalid-argument', `${which} for queue "${queue}": delayInMs must be a finite number of ms ≥ 0, got ${String(delay)}`);
+  }
+  const ttl = message.timeToLiveInMs;
+  if (typeof ttl === 'number' && Number.isFinite(ttl) && delay >= ttl) {
+    throw new JobqError('invalid-argument', `${which} for queue "${queue}": delayInMs (${delay}) must be smaller than timeToLiveInMs (${ttl}), which also counts from the send`);
+  }
+}

@@ -16,6 +16,15 @@ export interface OutgoingMessage {
    * up to whole seconds). Anything else is `invalid-argument` before anything is sent.
    */
   timeToLiveInMs?: number;
+  /**
+   * How long after the send the message becomes receivable: undefined or 0 = at once; otherwise a
+   * finite number of ms ≥ 0 (Storage Queue rounds it up to whole seconds and takes at most 7 days).
+   * Until then the message is in the queue (`approximateMessageCount` counts it) but no `receive`
+   * or `peek` returns it. The time to live still counts from the send, so a finite
+   * `timeToLiveInMs` must be larger than the delay. Anything else is `invalid-argument` before
+   * anything is sent.
+   */
+  delayInMs?: number;
 }
 
 /**
@@ -62,7 +71,7 @@ export interface TaskQueue {
   readonly maxMessageBytes: number;
   /**
    * Sends messages; a body over {@link maxMessageBytes} fails with `message-too-large`, a bad
-   * `timeToLiveInMs` with `invalid-argument`, before anything is sent.
+   * `timeToLiveInMs` or `delayInMs` with `invalid-argument`, before anything is sent.
    */
   send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void>;
   /** Leases up to `maxMessages` messages; returns `[]` when none arrives within `maxWaitTimeInMs`. */
@@ -79,9 +88,9 @@ export interface TaskQueue {
    * `"dead_letter_reason"`; any other is wrapped as `{"dead_letter_reason", "body"}`).
    */
   deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void>;
-  /** Looks at up to `maxMessages` visible messages without leasing them (oldest first where the backend allows). */
+  /** Looks at up to `maxMessages` visible messages without leasing them (oldest first where the backend allows); delayed messages are not shown until their delay has passed. */
   peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]>;
-  /** The backend's estimate of the number of messages in the queue. */
+  /** The backend's estimate of the number of messages in the queue, held and delayed ones included. */
   approximateMessageCount(options?: OperationOptions): Promise<number>;
   /** The queue that receives dead-lettered messages. */
   deadLetterQueue(): TaskQueue;

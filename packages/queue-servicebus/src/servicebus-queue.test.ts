@@ -210,6 +210,34 @@ describe('sending', () => {
     await queue.close();
   });
 
+  it('sends a delay as scheduledEnqueueTimeUtc in the same transfer, the time to live counted from the send; peek leaves it out, the count includes it', async () => {
+    const queue = await open();
+    const before = Date.now();
+    await queue.send([{ body: 'now' }, { body: 'later', delayInMs: 60_000, timeToLiveInMs: 90_000 }, { body: 'later-no-ttl', delayInMs: 60_000 }]);
+    const after = Date.now();
+    expect(sb.stats().queues[queue.name]).toMatchObject({ messagesIn: 3, framesIn: 1, active: 1, scheduled: 2 });
+    expect((await queue.peek(32)).map((m) => m.body)).toEqual(['now']);
+    expect(await queue.approximateMessageCount()).toBe(3);
+    const client = new ServiceBusClient(sb.connectionString);
+    try {
+      const raw = await client.createReceiver(queue.name, { skipParsingBodyAsJson: true }).peekMessages(10);
+      const scheduled = raw.filter((m) => m.state === 'scheduled');
+      expect(scheduled).toHaveLength(2);
+      for (const m of scheduled) {
+        expect(m.scheduledEnqueueTimeUtc!.getTime()).toBeGreaterThanOrEqual(before + 60_000);
+        expect(m.scheduledEnqueueTimeUtc!.getTime()).toBeLessThanOrEqual(after + 60_000);
+      }
+      // Service Bus counts a time to live from the scheduled time: 90 s from the send is 30 s from it.
+      const withTtl = scheduled.find((m) => Buffer.from(m.body as Uint8Array).toString('utf8') === 'later')!;
+      expect(withTtl.timeToLive).toBe(30_000);
+      expect(withTtl.expiresAtUtc!.getTime() - withTtl.scheduledEnqueueTimeUtc!.getTime()).toBe(30_000);
+    } finally {
+      await client.close();
+    }
+    await queue.deleteQueue();
+    await queue.close();
+  });
+
   it('checks every size before sending: one oversized body sends nothing; a body at the limit goes through', async () => {
     const queue = await open();
     expect(queue.maxMessageBytes).toBe(262_144 - 4_096);

@@ -11,6 +11,7 @@ import type {
 import {
   JobqError,
   assertMessageFits,
+  assertValidDelay,
   assertValidTimeToLive,
   deadLetterBody,
   isJobqError,
@@ -234,13 +235,16 @@ export class ServiceBusTaskQueue implements TaskQueue {
     for (const m of list) {
       assertMessageFits(this.name, m, this.maxMessageBytes);
       assertValidTimeToLive(this.name, m);
+      assertValidDelay(this.name, m);
     }
     if (list.length === 0) return;
     const sendOptions = options?.abortSignal ? { abortSignal: options.abortSignal } : {};
+    // Delays count from the start of the send: delayed and immediate messages share the batches.
+    const now = Date.now();
     // Packed into as few transfers as the link's limit allows (sendMessages(array) would need them all in one).
     let batch = await this.newBatch(options);
     for (const m of list) {
-      const message = toServiceBusMessage(m);
+      const message = toServiceBusMessage(m, now);
       if (batch.tryAddMessage(message)) continue;
       if (batch.count === 0) throw this.tooLarge(m);
       const full = batch;
@@ -323,17 +327,28 @@ export class ServiceBusTaskQueue implements TaskQueue {
     await this.settle('dead-letter', message, options, (raw) => this.getReceiver().deadLetterMessage(raw, deadLetterProperties(reason)));
   }
 
-  /** Peeks from the first sequence number on, page by page, up to `max` messages. */
-  private async peekRaw(max: number, options: OperationOptions | undefined): Promise<ServiceBusReceivedMessage[]> {
+  /**
+   * Peeks from the first sequence number on, page by page, up to `max` messages that `keep` accepts,
+   * looking at no more than `scanLimit` messages.
+   */
+  private async peekRaw(
+    max: number,
+    options: OperationOptions | undefined,
+    keep: (m: ServiceBusReceivedMessage) => boolean = () => true,
+    scanLimit = max,
+  ): Promise<ServiceBusReceivedMessage[]> {
     const receiver = this.getReceiver();
     const out: ServiceBusReceivedMessage[] = [];
     let from = FIRST_SEQUENCE_NUMBER;
-    while (out.length < max) {
+    let scanned = 0;
+    while (out.length < max && scanned < scanLimit) {
+      const count = Math.min(max - out.length, scanLimit - scanned);
       const page = await this.call('peek', options, () =>
-        receiver.peekMessages(max - out.length, { fromSequenceNumber: from, ...(options?.abortSignal ? { abortSignal: options.abortSignal } : {}) }),
+        receiver.peekMessages(count, { fromSequenceNumber: from, ...(options?.abortSignal ? { abortSignal: options.abortSignal } : {}) }),
       );
       if (page.length === 0) break;
-      out.push(...page);
+      scanned += page.length;
+      out.push(...page.filter(keep));
       const last = page[page.length - 1]!.sequenceNumber;
       if (last === undefined) break;
       from = last.add(1);
@@ -343,7 +358,9 @@ export class ServiceBusTaskQueue implements TaskQueue {
 
   async peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
     const n = Math.max(1, Math.min(SERVICE_BUS_MAX_PEEK, Math.floor(maxMessages)));
-    const peeked = await this.peekRaw(n, options);
+    // A scheduled message (sent with a delay not yet passed) is not shown, as on the other backends;
+    // the scan looks past up to three pages of them.
+    const peeked = await this.peekRaw(n, options, (m) => m.state !== 'scheduled', n + 3 * SERVICE_BUS_MAX_PEEK);
     return peeked.map((m) => ({ messageId: idText(m.messageId), body: this.bodyOf(m), enqueuedAt: m.enqueuedTimeUtc ?? null, deliveryCount: m.deliveryCount ?? 0 }));
   }
 
@@ -354,7 +371,7 @@ export class ServiceBusTaskQueue implements TaskQueue {
         const properties = await this.call('count', options, () =>
           admin.getQueueRuntimeProperties(this.core.queueName, { abortSignal: this.adminSignal(options) }),
         );
-        return this.deadLetterView ? properties.deadLetterMessageCount : properties.activeMessageCount;
+        return this.deadLetterView ? properties.deadLetterMessageCount : properties.activeMessageCount + properties.scheduledMessageCount;
       } catch (error) {
         // Counting through the administration client needs Data Owner (Manage); without it, peek.
         if (!isJobqError(error, 'auth')) throw error;
@@ -416,13 +433,20 @@ export class ServiceBusTaskQueue implements TaskQueue {
   }
 }
 
-/** The Service Bus message for an outgoing jobq message: the body as UTF-8 bytes (a data section). */
-export function toServiceBusMessage(message: OutgoingMessage): ServiceBusMessage {
+/**
+ * The Service Bus message for an outgoing jobq message: the body as UTF-8 bytes (a data section); a
+ * delay as `scheduledEnqueueTimeUtc` (`now` + the delay). Service Bus counts a scheduled message's
+ * time to live from its scheduled time and the port from the send, so the delay is taken off it
+ * (the port keeps the delay below a finite time to live).
+ */
+export function toServiceBusMessage(message: OutgoingMessage, now = Date.now()): ServiceBusMessage {
   const ttl = message.timeToLiveInMs;
+  const delay = message.delayInMs ?? 0;
   return {
     body: Buffer.from(message.body, 'utf8'),
     messageId: serviceBusMessageId(message.messageId),
     // Infinity: no time to live of its own (the queue's default; none on the queues jobq creates).
-    ...(ttl === undefined || ttl === Number.POSITIVE_INFINITY ? {} : { timeToLive: Math.max(1, Math.ceil(ttl)) }),
+    ...(ttl === undefined || ttl === Number.POSITIVE_INFINITY ? {} : { timeToLive: Math.max(1, Math.ceil(ttl - delay)) }),
+    ...(delay > 0 ? { scheduledEnqueueTimeUtc: new Date(now + Math.ceil(delay)) } : {}),
   };
 }

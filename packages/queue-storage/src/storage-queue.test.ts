@@ -15,7 +15,7 @@ import { isJobqError, queueSafeText } from '@jobq/ports';
 import { describeTaskQueueContract } from '@jobq/ports/testing';
 import { createQueueServiceClient, parseConnectionString } from './connection';
 import { openStorageQueue } from './open';
-import type { StorageTaskQueue } from './storage-queue';
+import { sendMessageTimes, type StorageTaskQueue } from './storage-queue';
 
 let azurite: LocalStorage;
 let counter = 0;
@@ -97,6 +97,30 @@ describe('Storage Queue specifics', () => {
     expect(lifetime('a')).toBe(2_000);
     expect(items.find((i) => i.messageText === 'b')!.expiresOn.getUTCFullYear()).toBe(9999);
     expect(lifetime('c')).toBe(7 * 24 * 3600 * 1000);
+    await queue.deleteQueue();
+  });
+
+  it('sends a delay as the initial visibility timeout in whole seconds, rounded up, and refuses first what the service would refuse', async () => {
+    const week = 7 * 24 * 3600 * 1000;
+    expect(sendMessageTimes('q', { body: '', delayInMs: 1_500 })).toEqual({ visibilityTimeout: 2 });
+    expect(sendMessageTimes('q', { body: '', delayInMs: 0, timeToLiveInMs: 1_800 })).toEqual({ messageTimeToLive: 2 });
+    // The visibility timeout must stay below the time to live: rounding must not make them equal.
+    expect(sendMessageTimes('q', { body: '', delayInMs: 1_500, timeToLiveInMs: 1_800 })).toEqual({ visibilityTimeout: 2, messageTimeToLive: 3 });
+    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY })).toEqual({ visibilityTimeout: 604_800, messageTimeToLive: -1 });
+    const queue = await open();
+    await queue.send([
+      { body: 'a', delayInMs: 1_500, timeToLiveInMs: 1_800 },
+      { body: 'b', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY },
+      { body: 'c', delayInMs: week - 1_000 },
+    ]);
+    expect(await queue.approximateMessageCount()).toBe(3);
+    expect(await queue.peek(32)).toEqual([]);
+    // Over 7 days, or 7 days under the default time to live of 7 days: refused, nothing of the batch sent.
+    for (const bad of [{ delayInMs: week + 1, timeToLiveInMs: Number.POSITIVE_INFINITY }, { delayInMs: week - 999 }, { delayInMs: week, messageId: 'wf/t/1' }]) {
+      const error = await queue.send([{ body: 'fine' }, { body: 'x', ...bad }]).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'invalid-argument', message: expect.stringMatching(/delayInMs must be .*7 days.* on a Storage Queue, got/) });
+    }
+    expect(await queue.approximateMessageCount()).toBe(3);
     await queue.deleteQueue();
   });
 

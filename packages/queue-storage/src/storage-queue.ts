@@ -2,6 +2,7 @@ import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import {
   JobqError,
   assertMessageFits,
+  assertValidDelay,
   assertValidTimeToLive,
   deadLetterBody,
   queueSafeText,
@@ -18,6 +19,8 @@ import { translateError } from './errors';
 export const STORAGE_QUEUE_MAX_MESSAGE_BYTES = 64 * 1024;
 /** Storage Queue returns at most this many messages per receive. */
 export const STORAGE_QUEUE_MAX_RECEIVE = 32;
+/** The longest initial visibility timeout (delay) Storage Queue takes, and its default time to live: 7 days, in seconds. */
+export const STORAGE_QUEUE_MAX_DELAY_SECONDS = 7 * 24 * 3600;
 
 /** Options of {@link StorageTaskQueue}, fixed when the queue is opened. */
 export interface StorageTaskQueueSettings {
@@ -49,6 +52,29 @@ function timeToLiveSeconds(timeToLiveInMs: number | undefined): number | undefin
   if (timeToLiveInMs === undefined) return undefined;
   if (timeToLiveInMs === Number.POSITIVE_INFINITY) return -1;
   return Math.max(1, Math.ceil(timeToLiveInMs / 1000));
+}
+
+/**
+ * What `sendMessage` gets for a message: its delay as the initial visibility timeout and its time to
+ * live, in whole seconds, both rounded up (so a message never shows before its delay). Storage Queue
+ * refuses a visibility timeout over 7 days or not below the time to live, so this refuses them
+ * first, with `invalid-argument`: a delay over 7 days, or (with the default time to live of 7 days)
+ * of 7 days. The port already keeps the delay below a finite time to live; when rounding makes them
+ * the same second, the time to live gets one second more.
+ */
+export function sendMessageTimes(queue: string, message: OutgoingMessage): { visibilityTimeout?: number; messageTimeToLive?: number } {
+  const messageTimeToLive = timeToLiveSeconds(message.timeToLiveInMs);
+  const delay = message.delayInMs ?? 0;
+  if (delay <= 0) return messageTimeToLive === undefined ? {} : { messageTimeToLive };
+  const visibilityTimeout = Math.ceil(delay / 1000);
+  const limit = messageTimeToLive === undefined ? STORAGE_QUEUE_MAX_DELAY_SECONDS - 1 : STORAGE_QUEUE_MAX_DELAY_SECONDS;
+  if (visibilityTimeout > limit) {
+    const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
+    const why = messageTimeToLive === undefined ? 'less than 7 days (the default time to live)' : 'at most 7 days';
+    throw new JobqError('invalid-argument', `${which} for Storage queue "${queue}": delayInMs must be ${why} on a Storage Queue, got ${delay}`);
+  }
+  if (messageTimeToLive === undefined) return { visibilityTimeout };
+  return { visibilityTimeout, messageTimeToLive: messageTimeToLive === -1 ? -1 : Math.max(messageTimeToLive, visibilityTimeout + 1) };
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -109,15 +135,15 @@ export class StorageTaskQueue implements TaskQueue {
     for (const m of list) {
       assertMessageFits(this.name, m, this.maxMessageBytes);
       assertValidTimeToLive(this.name, m);
+      assertValidDelay(this.name, m);
     }
+    const times = list.map((m) => sendMessageTimes(this.name, m));
     let next = 0;
     const worker = async () => {
       while (next < list.length) {
-        const message = list[next++]!;
-        const messageTimeToLive = timeToLiveSeconds(message.timeToLiveInMs);
-        await this.call('send', options, (abortSignal) =>
-          this.client.sendMessage(queueSafeText(message.body), messageTimeToLive === undefined ? { abortSignal } : { messageTimeToLive, abortSignal }),
-        );
+        const i = next++;
+        const message = list[i]!;
+        await this.call('send', options, (abortSignal) => this.client.sendMessage(queueSafeText(message.body), { ...times[i], abortSignal }));
       }
     };
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);

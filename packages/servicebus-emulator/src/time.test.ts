@@ -65,4 +65,22 @@ describe('time: duplicate detection, time to live, scheduling', () => {
     expect(got.map((m) => m.body as string)).toEqual(['keep']);
     expect(got[0]!.sequenceNumber?.toNumber()).toBe(keep!.toNumber());
   });
+
+  it('holds a message sent with scheduledEnqueueTimeUtc, alone or in a batch, until its time; its time to live counts from then', async () => {
+    const sender = client.createSender('sched-send');
+    const at = new Date(clock.now() + 60_000);
+    await sender.sendMessages({ body: 'alone', scheduledEnqueueTimeUtc: at });
+    const batch = await sender.createMessageBatch();
+    for (const m of [{ body: 'now' }, { body: 'batched', scheduledEnqueueTimeUtc: at, timeToLive: 30_000 }]) expect(batch.tryAddMessage(m)).toBe(true);
+    await sender.sendMessages(batch);
+    expect(sb.stats().queues['sched-send']).toMatchObject({ framesIn: 2, active: 1, scheduled: 2 });
+    const receiver = client.createReceiver('sched-send', { receiveMode: 'receiveAndDelete' });
+    expect((await receiver.receiveMessages(5, { maxWaitTimeInMs: 200 })).map((m) => m.body as string)).toEqual(['now']);
+    clock.advance(61_000);
+    const got = await receiver.receiveMessages(2, { maxWaitTimeInMs: 1_000 });
+    expect(got.map((m) => m.body as string).sort()).toEqual(['alone', 'batched']);
+    const batched = got.find((m) => m.body === 'batched')!;
+    expect(batched.enqueuedTimeUtc?.getTime()).toBe(at.getTime());
+    expect(batched.expiresAtUtc?.getTime()).toBe(at.getTime() + 30_000);
+  });
 });

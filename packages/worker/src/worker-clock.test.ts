@@ -66,7 +66,7 @@ describe('Worker on a virtual clock', () => {
     await clock.runUntil(() => summary !== undefined);
     expect(seen).toEqual({ stopped: 'shutdown', endedAt: stoppedAt + 10_000 });
     expect(summary).toMatchObject({ abandoned: 1, succeeded: 0 });
-    expect(queue.counts()).toEqual({ messages: 1, visible: 1, held: 0 });
+    expect(queue.counts()).toEqual({ messages: 1, visible: 1, held: 0, delayed: 0 });
   });
 
   it('backs off between empty receives (100, 200, 400 ms …) and stops at the idle timeout, in virtual time', async () => {

@@ -13,6 +13,12 @@ export interface TaskQueueFixture {
 export interface TaskQueueContractOptions {
   /** Per-test timeout; lock-expiry tests wait a little over two lock durations. */
   timeoutInMs?: number;
+  /**
+   * The delay the delayed-send test gives a message (default 2 000 ms; whole seconds on a backend
+   * that counts them). The test takes about that long and checks what the queue shows while more
+   * than 1 s of the delay is left.
+   */
+  delayInMs?: number;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -235,6 +241,41 @@ export function describeTaskQueueContract(label: string, open: () => Promise<Tas
         await expectJobqError(queue.send([{ body: 'fine' }, { body: 'bad', timeToLiveInMs }]), 'invalid-argument');
       }
       expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 300 })).toEqual([]);
+    }, timeout);
+
+    it('holds a delayed message back until its delay has passed, while messages sent with it (no delay, or 0) arrive at once', async () => {
+      const queue = await fresh();
+      const delayInMs = options.delayInMs ?? 2_000;
+      const sentAt = Date.now();
+      await queue.send([{ body: 'now-1' }, { body: 'later', delayInMs }, { body: 'now-2', delayInMs: 0 }]);
+      const first = await receiveAtLeast(queue, 2, 5_000);
+      // The checks made while the delay still runs (always, unless the machine stalled for the
+      // whole delay): only the immediate messages arrive, and the delayed one is held back.
+      if (Date.now() < sentAt + delayInMs) expect(first.map((m) => m.body).sort()).toEqual(['now-1', 'now-2']);
+      for (const m of first) await queue.complete(m);
+      if (Date.now() + 1_000 < sentAt + delayInMs) {
+        // In the queue and counted, but neither peeked nor received yet.
+        expect(await queue.approximateMessageCount()).toBe(1);
+        expect(await queue.peek(32)).toEqual([]);
+        expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 200 })).toEqual([]);
+      }
+      const later = first.filter((m) => m.body === 'later');
+      if (later.length === 0) later.push(...(await receiveAtLeast(queue, 1, delayInMs + 5_000)));
+      expect(later.map((m) => [m.body, m.deliveryCount])).toEqual([['later', 1]]);
+      await queue.complete(later[0]!);
+      expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 200 })).toEqual([]);
+    }, timeout);
+
+    it('refuses a delay that is not a finite number of ms ≥ 0, or not smaller than the time to live, before sending anything', async () => {
+      const queue = await fresh();
+      const bad = [-1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '5' as unknown as number];
+      for (const delayInMs of bad) {
+        await expectJobqError(queue.send([{ body: 'fine' }, { body: 'bad', delayInMs }]), 'invalid-argument');
+      }
+      // The time to live counts from the send too: a message that would expire before it could be received.
+      await expectJobqError(queue.send([{ body: 'fine' }, { body: 'bad', delayInMs: 2_000, timeToLiveInMs: 2_000 }]), 'invalid-argument');
+      expect(await queue.receive({ maxMessages: 5, maxWaitTimeInMs: 300 })).toEqual([]);
+      expect(await queue.approximateMessageCount()).toBe(0);
     }, timeout);
 
     it('peeks without taking, and counts the messages', async () => {
