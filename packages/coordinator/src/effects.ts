@@ -1,4 +1,4 @@
-import { decodeEnvelope, decodeWorkflowTask, encodeTaskMessage, foldEvents, messageByteLength, parseTaskMessageId, reduce, type DispatchEffect, type Effect, type FetchConditionInputsEffect, type FoldResult, type WorkflowEvent, type WorkflowRuntime, taskCount } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, encodeTaskMessage, foldEvents, messageByteLength, reduce, type DispatchEffect, type Effect, type FetchConditionInputsEffect, type FoldResult, type WorkflowEvent, type WorkflowRuntime, taskCount } from '@jobq/dag-core';
 import { isJobqError, JobqError, type LoadedRuntime, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
@@ -295,7 +295,6 @@ async function overflow(ctx: ApplyContext, workflowId: string, effect: DispatchE
   }
   const location = await ctx.outputs.putUpstreamOverflow(workflowId, task.taskName, task.attemptNo, task.upstream, { abortSignal: ctx.signal });
   ctx.counters.overflowBlobs++;
-  const id = parseTaskMessageId(envelope.value.id);
   return encodeTaskMessage({
     workflowId: task.workflowId,
     taskName: task.taskName,
@@ -303,7 +302,6 @@ async function overflow(ctx: ApplyContext, workflowId: string, effect: DispatchE
     kwargs: task.userKwargs,
     upstreamBlob: location,
     timeoutS: task.timeoutS,
-    repairNo: id.ok ? id.value.repairNo : null,
   });
 }
 

@@ -131,7 +131,6 @@ describe('the limits of the storage a definition meets', () => {
             workflowId: WORST_CASE_WORKFLOW_ID,
             taskName: 'root',
             attemptNo: WORST_CASE_ATTEMPT_NO,
-            repairNo: WORST_CASE_ATTEMPT_NO,
             timeoutS: Number.MAX_SAFE_INTEGER,
             kwargs: { cmd },
           }),

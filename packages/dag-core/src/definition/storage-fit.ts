@@ -23,7 +23,7 @@ export function queueMessageLimit(spec: string): number {
 
 /**
  * The size of the largest task message the task can need, in the bytes the queue limits count:
- * the message with the longest workflow id, attempt and repair numbers of 2^53 − 1, a timeout and,
+ * the message with the longest workflow id, an attempt number of 2^53 − 1, a timeout and,
  * for a task with parents, the reference to the overflow blob in place of the upstream refs (the
  * coordinator moves refs that do not fit there, so that is the smallest form it can always send).
  * Null when the message cannot be encoded (the issues found elsewhere say why).
@@ -37,7 +37,6 @@ export function worstCaseTaskMessageBytes(task: { name: string; kwargs: Record<s
       workflowId: WORST_CASE_WORKFLOW_ID,
       taskName: task.name,
       attemptNo: WORST_CASE_ATTEMPT_NO,
-      repairNo: WORST_CASE_ATTEMPT_NO,
       timeoutS: Number.MAX_SAFE_INTEGER,
       kwargs: task.kwargs,
       ...(upstreamBlob === undefined ? {} : { upstreamBlob }),

@@ -64,10 +64,9 @@ describe('messageByteLength', () => {
 });
 
 describe('taskMessageId / parseTaskMessageId', () => {
-  it('builds normal and repair ids', () => {
+  it('builds {workflow}/{task}/{attempt}', () => {
     expect(taskMessageId('wf-1', 'train', 1)).toBe('wf-1/train/1');
-    expect(taskMessageId('wf-1', 'a/b', 3, 2)).toBe('wf-1/a/b/3/r2');
-    expect(taskMessageId('wf-1', 'a', 3, null)).toBe('wf-1/a/3');
+    expect(taskMessageId('wf-1', 'a/b', 3)).toBe('wf-1/a/b/3');
   });
 
   it('rejects invalid parts', () => {
@@ -75,16 +74,13 @@ describe('taskMessageId / parseTaskMessageId', () => {
     expect(() => taskMessageId('wf', '', 1)).toThrow('task name');
     expect(() => taskMessageId('wf', 't', 0)).toThrow('attempt number');
     expect(() => taskMessageId('wf', 't', 1.5)).toThrow('attempt number');
-    expect(() => taskMessageId('wf', 't', 1, 0)).toThrow('repair number');
   });
 
   it('parses ids whose task names contain "/" and digits', () => {
-    expect(parseTaskMessageId('wf/a/3/1')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'a/3', attemptNo: 1, repairNo: null } });
-    expect(parseTaskMessageId('wf/x/2/r1')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'x', attemptNo: 2, repairNo: 1 } });
-    expect(parseTaskMessageId('wf/x/r1/2')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'x/r1', attemptNo: 2, repairNo: null } });
-    expect(parseTaskMessageId('wf/x/r1/2/r3')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'x/r1', attemptNo: 2, repairNo: 3 } });
-    expect(parseTaskMessageId('wf///1')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: '/', attemptNo: 1, repairNo: null } });
-    expect(parseTaskMessageId('wf/%2F%/10')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: '%2F%', attemptNo: 10, repairNo: null } });
+    expect(parseTaskMessageId('wf/a/3/1')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'a/3', attemptNo: 1 } });
+    expect(parseTaskMessageId('wf/x/r1/2')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: 'x/r1', attemptNo: 2 } });
+    expect(parseTaskMessageId('wf///1')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: '/', attemptNo: 1 } });
+    expect(parseTaskMessageId('wf/%2F%/10')).toEqual({ ok: true, value: { workflowId: 'wf', taskName: '%2F%', attemptNo: 10 } });
   });
 
   it('reports malformed ids', () => {
@@ -96,9 +92,11 @@ describe('taskMessageId / parseTaskMessageId', () => {
     expectError(parseTaskMessageId('wf/t/0'), 'expected an attempt number');
     expectError(parseTaskMessageId('wf/t/1/r0'), 'expected an attempt number');
     expectError(parseTaskMessageId('wf/t/r1'), 'expected an attempt number');
+    // The id ends in the attempt number: there is no `/r{n}` suffix.
+    expectError(parseTaskMessageId('wf/x/2/r1'), 'expected an attempt number ≥ 1 after the task name, got the string "r1"');
     expectError(parseTaskMessageId('wf/1'), 'empty task name');
     expectError(parseTaskMessageId('wf//1'), 'empty task name');
-    expectError(parseTaskMessageId('wf/1/r1'), 'empty task name');
+    expectError(parseTaskMessageId('wf/1/r1'), 'expected an attempt number');
     expectError(parseTaskMessageId('wf/t/99999999999999999999'), 'number too large');
     expectError(parseTaskMessageId(null as unknown as string), 'expected a string, got null');
   });
@@ -109,10 +107,9 @@ describe('taskMessageId / parseTaskMessageId', () => {
         workflowIdArb,
         taskNameArb,
         fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-        fc.option(fc.integer({ min: 1, max: 1000 }), { nil: null }),
-        (workflowId, taskName, attemptNo, repairNo) => {
-          const id = taskMessageId(workflowId, taskName, attemptNo, repairNo);
-          expect(parseTaskMessageId(id)).toEqual({ ok: true, value: { workflowId, taskName, attemptNo, repairNo } });
+        (workflowId, taskName, attemptNo) => {
+          const id = taskMessageId(workflowId, taskName, attemptNo);
+          expect(parseTaskMessageId(id)).toEqual({ ok: true, value: { workflowId, taskName, attemptNo } });
         },
       ),
       { numRuns: 500 },
@@ -134,17 +131,16 @@ describe('encodeTaskMessage', () => {
     );
   });
 
-  it('writes the overflow blob form and repair ids', () => {
+  it('writes the overflow blob form', () => {
     const text = encodeTaskMessage({
       workflowId: 'wf',
       taskName: 'join',
       attemptNo: 1,
       kwargs: {},
       upstreamBlob: 'state/upstream/wf/join/1.json',
-      repairNo: 4,
     });
     const env = decodeEnvelope(text);
-    expect(env.ok && env.value.id).toBe('wf/join/1/r4');
+    expect(env.ok && env.value.id).toBe('wf/join/1');
     expect(env.ok && env.value.kwargs).toEqual({
       __workflow_id: 'wf',
       __workflow_task: 'join',
@@ -192,17 +188,16 @@ describe('encodeTaskMessage', () => {
           compactArb.map((upstream) => ({ upstream })),
           fc.constantFrom({ upstreamBlob: 'state/upstream/x/1.json' }),
         ),
-        fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
         fc.option(fc.integer({ min: 1, max: 86_400 }), { nil: null }),
-        (workflowId, taskName, attemptNo, kwargs, up, repairNo, timeoutS) => {
-          const text = encodeTaskMessage({ workflowId, taskName, attemptNo, kwargs, repairNo, timeoutS, ...up });
+        (workflowId, taskName, attemptNo, kwargs, up, timeoutS) => {
+          const text = encodeTaskMessage({ workflowId, taskName, attemptNo, kwargs, timeoutS, ...up });
           const env = decodeEnvelope(text);
           expect(env.ok).toBe(true);
           if (!env.ok) return;
           expect(env.value.numRetries).toBe(0);
           expect(parseTaskMessageId(env.value.id)).toEqual({
             ok: true,
-            value: { workflowId, taskName, attemptNo, repairNo: repairNo ?? null },
+            value: { workflowId, taskName, attemptNo },
           });
           expect(decodeWorkflowTask(env.value.kwargs)).toEqual({
             ok: true,

@@ -51,11 +51,9 @@ export interface TaskMessageIdParts {
   workflowId: string;
   taskName: string;
   attemptNo: number;
-  /** The ready-repair re-send number (≥ 1), or null for a normal dispatch. */
-  repairNo: number | null;
 }
 
-function checkIdParts(workflowId: string, taskName: string, attemptNo: number, repairNo: number | null | undefined): void {
+function checkIdParts(workflowId: string, taskName: string, attemptNo: number): void {
   if (!isValidWorkflowId(workflowId)) {
     throw new RangeError(`task message: invalid workflow id ${describeValue(workflowId)}`);
   }
@@ -65,31 +63,25 @@ function checkIdParts(workflowId: string, taskName: string, attemptNo: number, r
   if (!isPositiveSafeInteger(attemptNo)) {
     throw new RangeError(`task message: attempt number must be an integer ≥ 1, got ${describeValue(attemptNo)}`);
   }
-  if (repairNo !== undefined && repairNo !== null && !isPositiveSafeInteger(repairNo)) {
-    throw new RangeError(`task message: repair number must be an integer ≥ 1, got ${describeValue(repairNo)}`);
-  }
 }
 
 /**
- * The envelope id of a task message: `{workflow_id}/{task_name}/{attempt_no}` for a normal
- * dispatch, `{workflow_id}/{task_name}/{attempt_no}/r{repairNo}` for a ready-repair re-send.
+ * The envelope id of a task message: `{workflow_id}/{task_name}/{attempt_no}`. Every dispatch is a
+ * new attempt, so an id is not reused (see docs/failure-model.md, "Delivery and attempts").
  *
- * @throws RangeError on an invalid workflow id, an empty task name, or a number that is not an integer ≥ 1.
+ * @throws RangeError on an invalid workflow id, an empty task name, or an attempt number that is not an integer ≥ 1.
  */
-export function taskMessageId(workflowId: string, taskName: string, attemptNo: number, repairNo?: number | null): string {
-  checkIdParts(workflowId, taskName, attemptNo, repairNo);
-  const base = `${workflowId}/${taskName}/${attemptNo}`;
-  return repairNo === undefined || repairNo === null ? base : `${base}/r${repairNo}`;
+export function taskMessageId(workflowId: string, taskName: string, attemptNo: number): string {
+  checkIdParts(workflowId, taskName, attemptNo);
+  return `${workflowId}/${taskName}/${attemptNo}`;
 }
 
 const DECIMAL = /^[1-9][0-9]*$/;
-const REPAIR = /^r([1-9][0-9]*)$/;
 
 /**
- * Parses a task message id. The workflow id is everything before the first `/`; a last segment
- * `r{n}` is the repair number (a normal id always ends in digits, so this is unambiguous); the
- * segment before it (or the last one) is the attempt number; what lies between is the task name,
- * which may itself contain `/`. Numbers must be written without leading zeros. Never throws.
+ * Parses a task message id. The workflow id is everything before the first `/`; the last segment
+ * is the attempt number; what lies between is the task name, which may itself contain `/`. The
+ * number must be written without leading zeros. Never throws.
  */
 export function parseTaskMessageId(id: string): DecodeResult<TaskMessageIdParts> {
   if (typeof id !== 'string') {
@@ -102,26 +94,19 @@ export function parseTaskMessageId(id: string): DecodeResult<TaskMessageIdParts>
     return decodeError(`task message id: invalid workflow id ${describeValue(workflowId)}`);
   }
   const segments = id.slice(slash + 1).split('/');
-  let repairNo: number | null = null;
-  const last = segments[segments.length - 1] ?? '';
-  const repair = REPAIR.exec(last);
-  if (repair !== null) {
-    repairNo = Number(repair[1]);
-    segments.pop();
-  }
   const attemptText = segments.pop() ?? '';
   if (!DECIMAL.test(attemptText)) {
     return decodeError(`task message id: expected an attempt number ≥ 1 after the task name, got ${describeValue(attemptText)}`);
   }
   const attemptNo = Number(attemptText);
-  if (!Number.isSafeInteger(attemptNo) || (repairNo !== null && !Number.isSafeInteger(repairNo))) {
+  if (!Number.isSafeInteger(attemptNo)) {
     return decodeError('task message id: number too large');
   }
   const taskName = segments.join('/');
   if (segments.length === 0 || taskName.length === 0) {
     return decodeError('task message id: empty task name');
   }
-  return decodeOk({ workflowId, taskName, attemptNo, repairNo });
+  return decodeOk({ workflowId, taskName, attemptNo });
 }
 
 /** What {@link encodeTaskMessage} needs. */
@@ -135,8 +120,6 @@ export interface TaskMessageInput {
   upstream?: CompactUpstreamRefs;
   /** `"{container}/{path}"` of the overflow blob, instead of `upstream`. */
   upstreamBlob?: string;
-  /** Set for a ready-repair re-send (≥ 1). */
-  repairNo?: number | null;
   /** The task's timeout in seconds, when it has one (sent as `__workflow_timeout_s`). */
   timeoutS?: number | null;
 }
@@ -151,11 +134,11 @@ export interface TaskMessageInput {
  *   and `upstreamBlob` given, or an `upstreamBlob` that is not `{container}/{path}`.
  */
 export function encodeTaskMessage(input: TaskMessageInput): string {
-  const { workflowId, taskName, attemptNo, kwargs, upstream, upstreamBlob, repairNo, timeoutS } = input;
+  const { workflowId, taskName, attemptNo, kwargs, upstream, upstreamBlob, timeoutS } = input;
   if (timeoutS != null && !isPositiveSafeInteger(timeoutS)) {
     throw new RangeError(`task message: timeoutS must be an integer ≥ 1, got ${describeValue(timeoutS)}`);
   }
-  const id = taskMessageId(workflowId, taskName, attemptNo, repairNo);
+  const id = taskMessageId(workflowId, taskName, attemptNo);
   if (!isPlainObject(kwargs)) {
     throw new RangeError(`task message: kwargs must be a plain object, got ${describeValue(kwargs)}`);
   }
