@@ -1,6 +1,7 @@
 // The Service Bus specifics of the adapter, with the real SDK against the in-process broker.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { inspect } from 'node:util';
 import rhea from 'rhea';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
@@ -182,6 +183,36 @@ describe('receiving', () => {
     const [m] = await drain(queue, 1);
     expect(m?.body).toBe('after');
     await queue.complete(m!);
+  });
+
+  it("leaves at most one listener on the caller's signal: a worker passes the same one to every call", async () => {
+    const queue = await open();
+    const controller = new AbortController();
+    const signal = controller.signal;
+    // Empty receives end by draining the link's credit, which the SDK (7.9.5) does with a listener
+    // on the receive's signal that it never removes; so does the top-up after a first message.
+    for (let i = 0; i < 12; i++) expect(await queue.receive({ maxMessages: 4, maxWaitTimeInMs: 20, abortSignal: signal })).toEqual([]);
+    await queue.send({ body: 'x' });
+    const [m] = await queue.receive({ maxMessages: 4, maxWaitTimeInMs: 5_000, abortSignal: signal });
+    expect(m?.body).toBe('x');
+    await queue.complete(m!);
+    expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
+    // Sixteen sends at once under it (the SDK listens on the signal of each): no MaxListenersExceededWarning.
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      await Promise.all(Array.from({ length: 16 }, (_, i) => queue.send({ body: `s${i}` }, { abortSignal: signal })));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toEqual([]);
+    expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
+    for (const sent of await drain(queue, 16)) await queue.complete(sent);
+    // Aborting it still stops a waiting receive.
+    setTimeout(() => controller.abort(), 100);
+    expect((await failure(queue.receive({ maxMessages: 4, maxWaitTimeInMs: 10_000, abortSignal: signal }))).code).toBe('aborted');
   });
 
   it('serialises overlapping receives on one queue instead of failing', async () => {

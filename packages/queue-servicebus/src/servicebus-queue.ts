@@ -238,6 +238,15 @@ export class ServiceBusTaskQueue implements TaskQueue {
       assertValidDelay(this.name, m);
     }
     if (list.length === 0) return;
+    const scoped = callSignal(options?.abortSignal);
+    try {
+      await this.sendAll(list, scoped.signal ? { abortSignal: scoped.signal } : undefined);
+    } finally {
+      scoped.release();
+    }
+  }
+
+  private async sendAll(list: readonly OutgoingMessage[], options: OperationOptions | undefined): Promise<void> {
     const sendOptions = options?.abortSignal ? { abortSignal: options.abortSignal } : {};
     // Delays count from the start of the send: delayed and immediate messages share the batches.
     const now = Date.now();
@@ -264,8 +273,17 @@ export class ServiceBusTaskQueue implements TaskQueue {
   }
 
   private async receiveNow(wanted: number, options: ReceiveOptions): Promise<ReceivedMessage[]> {
+    const scoped = callSignal(options.abortSignal);
+    try {
+      return await this.receiveWith(wanted, options, scoped.signal);
+    } finally {
+      scoped.release();
+    }
+  }
+
+  private async receiveWith(wanted: number, options: ReceiveOptions, signal: AbortSignal | undefined): Promise<ReceivedMessage[]> {
     const receiver = this.getReceiver();
-    const abort = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+    const abort = signal ? { abortSignal: signal } : {};
     // One message with the whole wait, then a short top-up: the SDK lingers up to 1 s after the
     // first message of a multi-message receive, which would delay a lone message.
     const first = await this.call('receive', options, () => receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }));
@@ -431,6 +449,43 @@ export class ServiceBusTaskQueue implements TaskQueue {
     }
     return message;
   }
+}
+
+/** Per caller signal, the controllers of the SDK calls running under it (see {@link callSignal}). */
+const callsUnder = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/**
+ * A signal of one SDK call's own that aborts with `caller`, let go once the call is over (`release`).
+ * The SDK (7.9.5) leaves an abort listener on the signal of every receive that drains its link's
+ * credit (an empty receive does), and adds one per send in flight; callers such as the worker and
+ * the coordinator pass one long-lived signal to every call, where the first would pile up for the
+ * life of the process and the second trip Node's warning at ten concurrent sends. The caller's
+ * signal gets one listener, whatever the number of calls.
+ */
+function callSignal(caller: AbortSignal | undefined): { signal: AbortSignal | undefined; release(): void } {
+  if (!caller) return { signal: undefined, release: () => undefined };
+  const controller = new AbortController();
+  if (caller.aborted) {
+    controller.abort(caller.reason);
+    return { signal: controller.signal, release: () => undefined };
+  }
+  let calls = callsUnder.get(caller);
+  if (!calls) {
+    const running = new Set<AbortController>();
+    calls = running;
+    callsUnder.set(caller, running);
+    caller.addEventListener(
+      'abort',
+      () => {
+        for (const call of running) call.abort(caller.reason);
+        running.clear();
+      },
+      { once: true },
+    );
+  }
+  const own = calls;
+  own.add(controller);
+  return { signal: controller.signal, release: () => own.delete(controller) };
 }
 
 /**

@@ -1,15 +1,17 @@
-import { beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
-import { JobqError, VirtualClock } from '@jobq/ports';
+import { JobqError, VirtualClock, type TaskQueue } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import type { Processor, TaskContext } from './processor';
 import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
-import { collectingLog, runOnClock, task, WrappedQueue } from './test-helpers/worker-helpers';
+import { realQueueBackends } from './test-helpers/real-queues';
+import { collectingLog, runOnClock, task, waitFor, WrappedQueue } from './test-helpers/worker-helpers';
 import { maxDeliveriesFromEnv, Worker, type WorkerOptions } from './worker';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
 
 // The worker, its queue and the workflow processor run on a virtual clock: a left message comes back
-// after its lock, and the worker stops at its idle timeout, without wall-clock waits.
+// after its lock, and the worker stops at its idle timeout, without wall-clock waits. The last block
+// runs the bound on the real queue services instead.
 
 const LOCK_IN_MS = 60;
 
@@ -194,4 +196,91 @@ describe('WorkflowProcessor under the delivery bound', () => {
     expect(queue.deadLetterReasons).toEqual([expect.stringMatching(/^gave up after 3 deliveries: workflow "wf-elsewhere" is not in this worker's deployment/)]);
     expect(summary).toMatchObject({ left: 2, deadLettered: 1 });
   });
+});
+
+// The bound on real queues, in real time (2 s locks): the queue service counts the deliveries and
+// keeps the dead-letter queue; on Service Bus that is the native one, the reason in DeadLetterReason.
+describe.each(realQueueBackends())('the delivery bound on $label', (backend) => {
+  beforeAll(() => backend.start());
+  afterAll(() => backend.stop());
+
+  /** Runs a worker (real clock) on `queue` until it has dead-lettered a message; its summary. */
+  async function runUntilDeadLettered(queue: WrappedQueue, processors: Processor[], options: Partial<WorkerOptions> = {}) {
+    const worker = new Worker({ queue, processors, idleTimeoutInMs: null, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, ...options });
+    const running = worker.run();
+    await waitFor(() => queue.deadLetterReasons.length > 0, 20_000);
+    await worker.stop({ gracePeriodInMs: 0 });
+    return running;
+  }
+
+  /** The reasons the queue's dead-letter queue shows. */
+  async function deadLetterReasons(queue: TaskQueue): Promise<unknown[]> {
+    return (await queue.deadLetterQueue().peek(32)).map((m) => (JSON.parse(m.body) as { dead_letter_reason?: unknown }).dead_letter_reason);
+  }
+
+  /** Delivers the queue's one message `n` times, abandoning it each time (a worker that died with it, say). */
+  async function spendDeliveries(queue: TaskQueue, n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const [m] = await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 5_000 });
+      expect(m?.deliveryCount).toBe(i + 1);
+      await queue.abandon(m!);
+    }
+  }
+
+  it('a message delivered more than N times is not run: giveUp, then the dead-letter queue with the reason', async () => {
+    const queue = new WrappedQueue(await backend.open());
+    await queue.send(task('t-over', { cmd: 'true' }));
+    await spendDeliveries(queue, 3);
+    const { processor, processed, givenUp } = leaver();
+    const summary = await runUntilDeadLettered(queue, [processor], { maxDeliveries: 3 });
+    const reason = 'gave up after 4 deliveries: the limit is 3 (JOBQ_MAX_DELIVERIES)';
+    expect(processed).toEqual([]);
+    expect(givenUp).toEqual([{ delivery: 4, reason }]);
+    expect(summary).toMatchObject({ processed: 1, deadLettered: 1 });
+    expect(await queue.approximateMessageCount()).toBe(0);
+    expect(await deadLetterReasons(queue)).toEqual([reason]);
+  });
+
+  it('a message left until its lock runs out comes back one delivery up; left at delivery N it is dead-lettered', async () => {
+    const queue = new WrappedQueue(await backend.open(2_000));
+    await queue.send(task('t-left', { cmd: 'true' }));
+    const { processor, processed, givenUp } = leaver();
+    const summary = await runUntilDeadLettered(queue, [processor], { maxDeliveries: 2 });
+    const reason = 'gave up after 2 deliveries: the thing it needs is not there yet';
+    expect(processed).toEqual([1, 2]);
+    expect(givenUp).toEqual([{ delivery: 2, reason }]);
+    expect(summary).toMatchObject({ processed: 2, left: 1, deadLettered: 1 });
+    expect(await deadLetterReasons(queue)).toEqual([reason]);
+  });
+
+  if (backend.kind === 'servicebus') {
+    it("the queues jobq creates have MaxDeliveryCount 1 000: the worker's bound (20 by default) dead-letters first, not the broker's", async () => {
+      const sb = backend.serviceBus;
+      const queue = new WrappedQueue(await backend.open());
+      expect(sb.registry.get(queue.name)?.properties.maxDeliveryCount).toBe(1_000);
+      await queue.send(task('t-twenty', { cmd: 'true' }));
+      await spendDeliveries(queue, 20);
+      const { processor, processed, givenUp } = leaver();
+      await runUntilDeadLettered(queue, [processor]);
+      const reason = 'gave up after 21 deliveries: the limit is 20 (JOBQ_MAX_DELIVERIES)';
+      expect(processed).toEqual([]);
+      expect(givenUp).toEqual([{ delivery: 21, reason }]);
+      expect(await deadLetterReasons(queue)).toEqual([reason]);
+      const stats = sb.stats().queues[queue.name]!;
+      expect({ deadLetter: stats.deadLetter, byTheWorker: stats.dispositions.deadLetter, byTheBroker: stats.autoDeadLetters.maxDeliveryCount }).toEqual({
+        deadLetter: 1,
+        byTheWorker: 1,
+        byTheBroker: 0,
+      });
+
+      // On a queue with the service's default MaxDeliveryCount (10), the broker would have got there first.
+      const name = `${queue.name}-default`;
+      sb.declareQueue(name);
+      const plain = await backend.reopen(name);
+      await plain.send(task('t-ten', { cmd: 'true' }));
+      await spendDeliveries(plain, 10);
+      expect(await plain.receive({ maxMessages: 1, maxWaitTimeInMs: 200 })).toEqual([]);
+      expect(await deadLetterReasons(plain)).toEqual([expect.stringMatching(/^MaxDeliveryCountExceeded/)]);
+    });
+  }
 });

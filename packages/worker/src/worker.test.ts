@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAzurite, type LocalStorage } from '@jobq/local';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { VirtualClock } from '@jobq/ports';
-import { openStorageQueue } from '@jobq/queue-storage';
 import type { Processor } from './processor';
 import { ShellProcessor } from './shell-processor';
+import { realQueueBackends } from './test-helpers/real-queues';
 import { collectingLog, lines, runOnClock, task, tempDir, waitFor, WrappedQueue } from './test-helpers/worker-helpers';
 import { Worker, type WorkerOptions, type WorkerSummary } from './worker';
 
@@ -228,18 +227,11 @@ describe('Worker on the in-memory queue, in real time', () => {
   });
 });
 
-describe('Worker on Azure Storage Queues (Azurite)', () => {
-  let azurite: LocalStorage;
-  let counter = 0;
-  const open = (lockDurationInMs = 2_000) =>
-    openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: `worker-${process.pid}-${++counter}`, lockDurationInMs });
+describe.each(realQueueBackends())('Worker on $label', (backend) => {
+  const open = (lockDurationInMs = 2_000) => backend.open(lockDurationInMs);
 
-  beforeAll(async () => {
-    azurite = await startAzurite();
-  });
-  afterAll(async () => {
-    await azurite.stop();
-  });
+  beforeAll(() => backend.start());
+  afterAll(() => backend.stop());
 
   it('completes a task, retries then dead-letters a failing one, and dead-letters poison once', async () => {
     const { dir, cleanup } = tempDir();
@@ -260,14 +252,13 @@ describe('Worker on Azure Storage Queues (Azurite)', () => {
     const originals = dead.map(({ dead_letter_reason: _reason, ...original }) => original);
     expect(originals).toHaveLength(2);
     expect(originals).toEqual(expect.arrayContaining([JSON.parse(task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body), { hello: 'world' }]));
-    await queue.deleteQueue();
     cleanup();
   });
 
   it('renews the lock so a task running 3× the lock duration stays hidden from a second worker', async () => {
     const { dir, cleanup } = tempDir();
     const queue = await open(2_000);
-    const other = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: queue.name, lockDurationInMs: 2_000 });
+    const other = await backend.reopen(queue.name, 2_000);
     await queue.send(task('a-long', { cmd: `echo run >> ${dir}/runs; sleep 6` }));
     const first = fastWorker({ queue, idleTimeoutInMs: 1_000 });
     const firstRun = first.run();
@@ -278,7 +269,6 @@ describe('Worker on Azure Storage Queues (Azurite)', () => {
     expect(summary).toMatchObject({ processed: 1, succeeded: 1, lockLost: 0 });
     expect(lines(join(dir, 'runs'))).toHaveLength(1);
     expect(await queue.approximateMessageCount()).toBe(0);
-    await queue.deleteQueue();
     cleanup();
   });
 
@@ -298,7 +288,6 @@ describe('Worker on Azure Storage Queues (Azurite)', () => {
     const again = await fastWorker({ queue, idleTimeoutInMs: 500 }).run();
     expect(again).toMatchObject({ processed: 1, succeeded: 1 });
     expect(lines(join(dir, 'runs'))).toEqual(['second']);
-    await queue.deleteQueue();
     cleanup();
   });
 });

@@ -7,6 +7,7 @@ import { startAzurite, type LocalStorage } from '@jobq/local';
 import { VirtualClock, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
+import { realQueueBackends } from './test-helpers/real-queues';
 import { drainCompletions, flakyQueue, waitFor, workflowContext } from './test-helpers/workflow-fixtures';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
 
@@ -312,5 +313,28 @@ describe('WorkflowProcessor', () => {
     expect(outcome).toMatchObject({ kind: 'leave' });
     expect(outcome.kind === 'leave' && outcome.reason).toMatch(/lock lost/);
     expect(await drainCompletions(completions)).toEqual([]);
+  });
+});
+
+describe.each(realQueueBackends())('WorkflowProcessor with its completions on $label', (backend) => {
+  beforeAll(() => backend.start());
+  afterAll(() => backend.stop());
+
+  it("decides inline or blob on the completion queue's own limit; the completion arrives whole", async () => {
+    const queue = await backend.open();
+    // 25 006 bytes of JSON strings full of quotes, about 95 KB once escaped in the completion: it
+    // fits a Service Bus message (258 048 bytes with room for properties), not a Storage Queue one (64 KiB).
+    const output = JSON.stringify(Array.from({ length: 2_500 }, () => '"q"'));
+    expect(queue.maxMessageBytes).toBe(backend.kind === 'servicebus' ? 258_048 : 65_536);
+    const context = workflowContext(task('wf-quotes', 'quotes', `printf '%s' '${output}' > "$JOBQ_OUTPUT_FILE"`));
+    expect(await processor({ completions: queue }).process(context)).toEqual({ kind: 'done' });
+    const sent = only(await drainCompletions(queue, 5_000));
+    expect(sent.success).toBe(true);
+    if (backend.kind === 'servicebus') {
+      expect(sent.outputRef).toBe(output);
+    } else {
+      expect(sent.outputRef).toMatch(/^blob:wfproc-outputs\/outputs\/wf-quotes\/quotes\/1\.json:/);
+      expect(await outputs.getOutput(sent.outputRef)).toEqual(JSON.parse(output));
+    }
   });
 });

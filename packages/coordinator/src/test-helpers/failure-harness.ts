@@ -1,19 +1,23 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import type { TaskQueue, WorkflowStore } from '@jobq/ports';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary, type WorkflowProcessorOptions } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
-import { useHarness, type Harness } from './stack';
+import { openTestQueue, useHarness, type Harness, type QueueBackend, type TestQueue } from './stack';
 import { taskNameOf, WrappedQueue } from './wrappers';
 
-export { useHarness, type Harness };
+export { useHarness, type Harness, type QueueBackend };
 export { countRun, outcome, taskNameOf, wrapStore, WrappedQueue, type LeaseHook, type SaveHook } from './wrappers';
 
-// The Azurite + Storage Queue + real worker harness of coordinator(-scenarios).test.ts, with seams
-// for failure injection (./wrappers): every port handed to the coordinator and the worker can be wrapped.
+// The Azurite + real queues + real worker harness of the coordinator's end-to-end tests, with seams
+// for failure injection (./wrappers): every port handed to the coordinator and the worker can be
+// wrapped. The queues are Storage Queues, or Service Bus queues on the in-process broker (`queues`).
 
 export interface StackOptions {
+  /** Where the completion and task queues live (default `storage`); the stores stay on Azurite. */
+  queues?: QueueBackend;
   workers?: number;
   coordinator?: CoordinatorOptions;
   /** Start the coordinator at once (default true). */
@@ -60,12 +64,22 @@ export interface WorkerHandle {
   stop(gracePeriodInMs?: number): Promise<WorkerSummary>;
 }
 
+/** A worker of a stack running in a child process (see ./worker-process.cjs). */
+export interface WorkerProcess {
+  readonly pid: number;
+  /** Its log lines so far. */
+  readonly lines: string[];
+  /** SIGKILL: the process settles nothing more and its locks run out. Resolves once it has exited. */
+  kill(): Promise<void>;
+}
+
 export interface Stack {
   prefix: string;
+  queues: QueueBackend;
   store: AzureWorkflowStore;
   outputs: AzureOutputStore;
-  completions: StorageTaskQueue;
-  taskQueue: StorageTaskQueue;
+  completions: TestQueue;
+  taskQueue: TestQueue;
   client: WorkflowClient;
   coordinator: Coordinator;
   logs: string[];
@@ -78,6 +92,8 @@ export interface Stack {
   newCoordinator(options?: CoordinatorOptions, ports?: CoordinatorPorts): Coordinator;
   /** Starts another worker on the stack's task queue (stopped after the test). */
   startWorker(numWorkers?: number): WorkerHandle;
+  /** Starts a worker on the stack's queues in a child process, from the built packages; resolves once it receives (killed after the test). */
+  spawnWorker(numWorkers?: number): Promise<WorkerProcess>;
   submit(definition: object, options?: SubmitOptions): Promise<string>;
   run(definition: object, options?: SubmitOptions, timeoutInMs?: number): Promise<WorkflowRuntime>;
   waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
@@ -92,14 +108,24 @@ export async function waitUntil(until: () => boolean | Promise<boolean>, describ
   }
 }
 
+/** `promise`, or a rejection naming `what` after `timeoutInMs`. */
+async function waitUntilSettled<T>(promise: Promise<T>, timeoutInMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutInMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function failureStack(h: Harness, options: StackOptions = {}): Promise<Stack> {
   const prefix = `Fm${process.pid}x${Date.now().toString(36)}x${Math.floor(Math.random() * 1e6).toString(36)}`;
   const connection = { connectionString: h.azurite.connectionString };
-  const openQueue = async (queueName: string, lockDurationInMs: number) => {
-    const queue = await openStorageQueue({ connection, queueName, lockDurationInMs });
-    h.dispose(() => queue.deleteQueue());
-    return queue;
-  };
+  const queues = options.queues ?? 'storage';
+  const openQueue = (queueName: string, lockDurationInMs: number) => openTestQueue(h, queues, queueName, lockDurationInMs);
   const lease = options.leaseRenewIntervalInMs === undefined ? {} : { leaseDurationInMs: 15_000, renewIntervalInMs: options.leaseRenewIntervalInMs };
   const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000, ...lease });
   h.dispose(() => store.deleteStorage());
@@ -153,6 +179,51 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
     return handle;
   };
   const worker = startWorker();
+
+  const spawnWorker = async (numWorkers = 1): Promise<WorkerProcess> => {
+    const sb = queues === 'servicebus' ? await h.serviceBus() : null;
+    const config = {
+      queues,
+      prefix,
+      storageConnectionString: h.azurite.connectionString,
+      serviceBusConnectionString: sb?.connectionString,
+      serviceBusAdminEndpoint: sb?.adminEndpoint,
+      completionQueue: completions.name,
+      taskQueue: taskQueue.name,
+      lockDurationInMs: options.taskLockInMs ?? 2_000,
+      numWorkers,
+    };
+    const child = spawn(process.execPath, [join(__dirname, 'worker-process.cjs')], {
+      env: { ...process.env, JOBQ_TEST_WORKER_CONFIG: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let stderr = '';
+    let pending = '';
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        pending += chunk;
+        const complete = pending.split('\n');
+        pending = complete.pop() ?? '';
+        for (const line of complete) {
+          if (line === 'ready') resolve();
+          else lines.push(line);
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`the worker process ended before it was ready (${code ?? signal}; are the packages built?): ${stderr.trim()}`)),
+      );
+    });
+    const kill = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    };
+    h.dispose(kill);
+    await waitUntilSettled(ready, 20_000, 'the worker process to start');
+    return { pid: child.pid!, lines, kill };
+  };
 
   const counting = new WrappedQueue(taskQueue, {
     send: async (messages, send) => {
@@ -210,5 +281,5 @@ export async function failureStack(h: Harness, options: StackOptions = {}): Prom
   };
   const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
-  return { prefix, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, submit, run, waitFor };
+  return { prefix, queues, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, spawnWorker, submit, run, waitFor };
 }

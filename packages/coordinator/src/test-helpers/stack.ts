@@ -4,18 +4,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
+import type { TaskQueue } from '@jobq/ports';
+import { openServiceBusQueue } from '@jobq/queue-servicebus';
+import { openStorageQueue } from '@jobq/queue-storage';
+import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 
-// The end-to-end harness shared by the coordinator's test files: in-process Azurite, real Storage
-// Queues and Azure stores, real workers running subprocesses, a WorkflowClient and a Coordinator.
+// The end-to-end harness shared by the coordinator's test files: in-process Azurite, real queues
+// (Storage Queues, or Service Bus queues on the in-process broker of @jobq/servicebus-emulator) and
+// Azure stores, real workers running subprocesses, a WorkflowClient and a Coordinator.
+
+/** Where a stack's completion and task queues live; the stores and outputs are always on Azurite. */
+export type QueueBackend = 'storage' | 'servicebus';
 
 /** Per-file environment: call once at the top of a test file. */
 export interface Harness {
   readonly azurite: LocalStorage;
   readonly work: string;
+  /** The in-process Service Bus broker, started on first use (locks down to 1 s), stopped after the file. */
+  serviceBus(): Promise<ServiceBusEmulator>;
   /** Registers a cleanup for the end of the current test (run in reverse order). */
   dispose(fn: () => Promise<void>): void;
 }
@@ -23,6 +32,7 @@ export interface Harness {
 export function useHarness(): Harness {
   let azurite: LocalStorage | undefined;
   let work: string | undefined;
+  let serviceBus: Promise<ServiceBusEmulator> | undefined;
   let disposals: Array<() => Promise<void>> = [];
   beforeAll(async () => {
     azurite = await startAzurite();
@@ -35,6 +45,7 @@ export function useHarness(): Harness {
   });
   afterAll(async () => {
     await azurite?.stop();
+    await (await serviceBus?.catch(() => undefined))?.stop();
     if (work) await rm(work, { recursive: true, force: true });
   });
   return {
@@ -46,8 +57,38 @@ export function useHarness(): Harness {
       if (!work) throw new Error('no work directory');
       return work;
     },
+    serviceBus: () => (serviceBus ??= startServiceBus({ lockDurationFloorMs: 1_000 })),
     dispose: (fn) => disposals.push(fn),
   };
+}
+
+/** A queue of a test stack: a real adapter that can also be deleted. */
+export type TestQueue = TaskQueue & { deleteQueue(): Promise<void> };
+
+/**
+ * Opens (creating it) the queue `queueName` on `backend`, with the given lock duration; deleted and
+ * closed after the current test. Service Bus queues get jobq's settings (see the README of
+ * @jobq/queue-servicebus) through the broker's admin endpoint.
+ */
+export async function openTestQueue(h: Harness, backend: QueueBackend, queueName: string, lockDurationInMs: number): Promise<TestQueue> {
+  let queue: TestQueue;
+  if (backend === 'servicebus') {
+    const sb = await h.serviceBus();
+    queue = await openServiceBusQueue({
+      connection: { connectionString: sb.connectionString },
+      queueName,
+      lockDurationInMs,
+      createIfMissing: true,
+      adminPolicies: [adminPolicy(sb.adminEndpoint!)],
+    });
+  } else {
+    queue = await openStorageQueue({ connection: { connectionString: h.azurite.connectionString }, queueName, lockDurationInMs });
+  }
+  h.dispose(async () => {
+    await queue.deleteQueue();
+    await queue.close();
+  });
+  return queue;
 }
 
 let stacks = 0;
@@ -58,6 +99,8 @@ export interface StackOptions {
   coordinator?: CoordinatorOptions;
   /** Start the coordinator at once (default true). */
   start?: boolean;
+  /** Where the completion and task queues live (default `storage`). */
+  queues?: QueueBackend;
 }
 
 /** One prefix's worth of engine: stores, queues, a worker, a client and a coordinator. */
@@ -65,7 +108,7 @@ export interface Stack {
   prefix: string;
   store: AzureWorkflowStore;
   outputs: AzureOutputStore;
-  completions: StorageTaskQueue;
+  completions: TaskQueue;
   client: WorkflowClient;
   coordinator: Coordinator;
   logs: string[];
@@ -83,11 +126,7 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
   stacks++;
   const prefix = `St${process.pid}x${Date.now().toString(36)}x${stacks}`;
   const connection = { connectionString: h.azurite.connectionString };
-  const openQueue = async (queueName: string): Promise<StorageTaskQueue> => {
-    const queue = await openStorageQueue({ connection, queueName, lockDurationInMs: 5_000 });
-    h.dispose(() => queue.deleteQueue());
-    return queue;
-  };
+  const openQueue = (queueName: string) => openTestQueue(h, options.queues ?? 'storage', queueName, 5_000);
   const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
   h.dispose(() => store.deleteStorage());
   const outputs = await openOutputStore({ connection, prefix });
