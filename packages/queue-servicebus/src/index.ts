@@ -9,6 +9,8 @@ export {
   SERVICE_BUS_MAX_TRANSFER_BYTES,
   SERVICE_BUS_PROPERTY_RESERVE_BYTES,
   ServiceBusTaskQueue,
+  type ServiceBusQueueDescription,
+  type ServiceBusQueueProperties,
   type ServiceBusTaskQueueSettings,
   bodyText,
   deadLetterProperties,

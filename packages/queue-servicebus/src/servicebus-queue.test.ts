@@ -343,6 +343,46 @@ describe('counting and the Data Owner role', () => {
     await owner.close();
   });
 
+  it('describes a queue: its settings and both counts; without Data Owner or an admin endpoint, counts by peeking and no settings', async () => {
+    const name = uniqueName('describe');
+    const queue = await open({ queueName: name, lockDurationInMs: 3_000 });
+    await queue.send([{ body: '{"n":1}' }, { body: '{"n":2}' }, { body: '{"n":3}' }]);
+    const [m] = await drain(queue, 1, 10_000, 1);
+    await queue.deadLetter(m!, 'poison');
+    const described = {
+      queueName: name,
+      properties: {
+        lockDurationInMs: 3_000,
+        maxDeliveryCount: 1_000,
+        requiresDuplicateDetection: true,
+        duplicateDetectionHistoryTimeWindowInMs: 600_000,
+        defaultMessageTimeToLiveInMs: Number.POSITIVE_INFINITY,
+      },
+      activeMessageCount: 2,
+      deadLetterMessageCount: 1,
+      countedBy: 'administration',
+    };
+    expect(await queue.describe()).toEqual(described);
+    expect(await queue.deadLetterQueue().describe()).toEqual(described);
+    const peeked = { queueName: name, properties: null, activeMessageCount: 2, deadLetterMessageCount: 1, countedBy: 'peek' };
+    const limited = await open({ queueName: name, createIfMissing: false, adminPolicies: [...admin(), forbidden()] });
+    expect(await limited.describe()).toEqual(peeked);
+    expect(await limited.deadLetterQueue().describe()).toEqual(peeked);
+    const blind = await open({ queueName: name, createIfMissing: false, adminPolicies: [] });
+    expect(await blind.describe()).toEqual(peeked);
+
+    const other = uniqueName('describe-other');
+    sb.declareQueue(other, { lockDurationMs: 5_000, maxDeliveryCount: 10, defaultMessageTimeToLiveMs: 3_600_000 });
+    const declared = await open({ queueName: other, createIfMissing: false });
+    expect((await declared.describe()).properties).toEqual({
+      lockDurationInMs: 5_000,
+      maxDeliveryCount: 10,
+      requiresDuplicateDetection: false,
+      duplicateDetectionHistoryTimeWindowInMs: null,
+      defaultMessageTimeToLiveInMs: 3_600_000,
+    });
+  });
+
   it('refuses createIfMissing without Data Owner, naming the role and the settings to create the queue with', async () => {
     const e = await failure(open({ adminPolicies: [...admin(), forbidden()] }));
     expect(e.code).toBe('invalid-config');

@@ -25,6 +25,7 @@ import {
 } from '@jobq/ports';
 import type { ClientLease } from './connection';
 import { translateError } from './errors';
+import { parseIsoDuration } from './iso-duration';
 import { serviceBusMessageId } from './message-id';
 
 /** Azure's limit on a message (Standard tier), body and properties together. */
@@ -47,6 +48,33 @@ export interface ServiceBusTaskQueueSettings {
   /** How long `receive` waits for more messages once the first one is there. */
   batchFillWaitInMs: number;
 }
+
+/** A queue's settings as the administration client reads them (times in ms; `Infinity` = never). */
+export interface ServiceBusQueueProperties {
+  lockDurationInMs: number;
+  maxDeliveryCount: number;
+  requiresDuplicateDetection: boolean;
+  /** The duplicate detection window; null when duplicate detection is off. */
+  duplicateDetectionHistoryTimeWindowInMs: number | null;
+  /** `Infinity` when messages never expire (as on the queues jobq creates). */
+  defaultMessageTimeToLiveInMs: number;
+}
+
+/** What {@link ServiceBusTaskQueue.describe} reports of a queue. */
+export interface ServiceBusQueueDescription {
+  queueName: string;
+  /** Null when they cannot be read: no Data Owner (Manage) role, or a local broker without its admin endpoint. */
+  properties: ServiceBusQueueProperties | null;
+  /** Messages in the queue (locked ones included). */
+  activeMessageCount: number;
+  /** Messages in its dead-letter queue. */
+  deadLetterMessageCount: number;
+  /** `administration`: exact counts; `peek`: counted by peeking, each at most {@link SERVICE_BUS_MAX_PEEK}. */
+  countedBy: 'administration' | 'peek';
+}
+
+/** Durations past this many ms (about 10 000 years; .NET writes "never" as TimeSpan.MaxValue) are "never". */
+const NEVER_MS = 10_000 * 365 * 86_400_000;
 
 type SequenceNumber = NonNullable<PeekMessagesOptions['fromSequenceNumber']>;
 /** The `Long` class the SDK itself uses for sequence numbers (a dependency of the SDK, not of jobq). */
@@ -172,6 +200,8 @@ export class ServiceBusTaskQueue implements TaskQueue {
   constructor(
     private readonly core: QueueCore,
     private readonly deadLetterView = false,
+    /** The queue whose dead-letter view this is. */
+    private readonly main?: ServiceBusTaskQueue,
   ) {
     this.name = deadLetterView ? `${core.queueName}/$DeadLetterQueue` : core.queueName;
   }
@@ -399,6 +429,47 @@ export class ServiceBusTaskQueue implements TaskQueue {
     return (await this.peekRaw(SERVICE_BUS_MAX_PEEK, options)).length;
   }
 
+  /**
+   * The queue's settings and its message and dead-letter counts from the administration client; on
+   * 401/403 (no Data Owner role), or with no administration client (a local broker without its
+   * admin endpoint), no settings and counts by peeking (at most 250 each). The dead-letter view
+   * describes its queue.
+   */
+  async describe(options?: OperationOptions): Promise<ServiceBusQueueDescription> {
+    const admin = this.core.admin;
+    const queueName = this.core.queueName;
+    if (admin && !this.core.adminRefused) {
+      try {
+        const [properties, runtime] = await this.call('describe', options, () =>
+          Promise.all([
+            admin.getQueue(queueName, { abortSignal: this.adminSignal(options) }),
+            admin.getQueueRuntimeProperties(queueName, { abortSignal: this.adminSignal(options) }),
+          ]),
+        );
+        const ttl = parseIsoDuration(properties.defaultMessageTimeToLive);
+        return {
+          queueName,
+          properties: {
+            lockDurationInMs: parseIsoDuration(properties.lockDuration) ?? this.core.lockDurationInMs,
+            maxDeliveryCount: properties.maxDeliveryCount,
+            requiresDuplicateDetection: properties.requiresDuplicateDetection,
+            duplicateDetectionHistoryTimeWindowInMs: properties.requiresDuplicateDetection ? (parseIsoDuration(properties.duplicateDetectionHistoryTimeWindow) ?? null) : null,
+            defaultMessageTimeToLiveInMs: ttl === undefined || ttl >= NEVER_MS ? Number.POSITIVE_INFINITY : ttl,
+          },
+          activeMessageCount: runtime.activeMessageCount,
+          deadLetterMessageCount: runtime.deadLetterMessageCount,
+          countedBy: 'administration',
+        };
+      } catch (error) {
+        if (!isJobqError(error, 'auth')) throw error;
+        this.core.adminRefused = true;
+      }
+    }
+    const main = this.main ?? this;
+    const [active, dead] = await Promise.all([main.peekRaw(SERVICE_BUS_MAX_PEEK, options), main.deadLetterQueue().peekRaw(SERVICE_BUS_MAX_PEEK, options)]);
+    return { queueName, properties: null, activeMessageCount: active.length, deadLetterMessageCount: dead.length, countedBy: 'peek' };
+  }
+
   private adminSignal(options: OperationOptions | undefined): AbortSignal {
     const limit = AbortSignal.timeout(this.core.settings.operationTimeoutInMs);
     return options?.abortSignal ? AbortSignal.any([options.abortSignal, limit]) : limit;
@@ -406,7 +477,7 @@ export class ServiceBusTaskQueue implements TaskQueue {
 
   deadLetterQueue(): ServiceBusTaskQueue {
     if (this.deadLetterView) return this;
-    this.dlq ??= new ServiceBusTaskQueue(this.core, true);
+    this.dlq ??= new ServiceBusTaskQueue(this.core, true, this);
     return this.dlq;
   }
 
