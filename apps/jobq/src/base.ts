@@ -1,5 +1,6 @@
 import { Command, Flags, Errors } from '@oclif/core';
 import { isJobqError } from '@jobq/ports';
+import { closeEverything } from './closing';
 import { maskSecret } from './config';
 import { ReportedFailure, UsageError } from './errors';
 
@@ -36,6 +37,12 @@ export abstract class JobqCommand extends Command {
   /** Progress and informational lines: always stderr, so stdout stays clean for ids and JSON. */
   protected note(line: string): void {
     process.stderr.write(`${line}\n`);
+  }
+
+  /** Closes what the command left open (Service Bus connections would keep the process alive). */
+  protected override async finally(error: Error | undefined): Promise<unknown> {
+    await closeEverything();
+    return super.finally(error);
   }
 
   protected override catch(error: Error & { exitCode?: number }): Promise<unknown> {

@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/worker';
 import { parseAgeInMs } from './age';
 import { UsageError } from './errors';
+import { serviceBusNamespaceProblem } from './servicebus-access';
 
 /** Where a configuration value came from (SPEC §11 precedence: flag → environment → file → default). */
 export type ValueSource = 'flag' | 'env' | 'file' | 'default';
@@ -59,6 +60,17 @@ export interface CliConfig {
   blobs: Resolved<string | null>;
   /** A storage connection string (Azurite or an account key); null = `DefaultAzureCredential`. */
   connectionString: Resolved<string | null>;
+  /**
+   * `JOBQ_SERVICEBUS_CONNECTION_STRING`: used for the Service Bus namespace its Endpoint names and
+   * for `sb://local`; null = `DefaultAzureCredential` (see `servicebus-access.ts`).
+   */
+  serviceBusConnectionString: Resolved<string | null>;
+  /**
+   * `JOBQ_SERVICEBUS_ADMIN_ENDPOINT`: the admin (HTTP) endpoint of a local Service Bus broker, for
+   * a `UseDevelopmentEmulator=true` connection string (creating queues, reading their properties
+   * and counts); ignored for other connection strings.
+   */
+  serviceBusAdminEndpoint: Resolved<string | null>;
   coordinator: Record<CoordinatorSettingKey, Resolved<number>>;
 }
 
@@ -80,7 +92,7 @@ function env(environment: NodeJS.ProcessEnv, name: string): string | null {
 }
 
 const FILE_SECTIONS = {
-  connection: ['prefix', 'queues', 'blobs', 'connection_string'],
+  connection: ['prefix', 'queues', 'blobs', 'connection_string', 'servicebus_connection_string', 'servicebus_admin_endpoint'],
   coordinator: COORDINATOR_SETTINGS.map((s) => s.file) as string[],
 } as const;
 
@@ -196,8 +208,13 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
       null,
     );
   const queues = stringSetting(inputs.queues, '--queues', 'JOBQ_WORKFLOW_QUEUES', 'queues');
-  if (queues.value !== null && !/^([a-z0-9]{3,24}|sb:\/\/[A-Za-z][A-Za-z0-9.-]*)$/.test(queues.value)) {
-    throw new UsageError(`${queues.from}: "${queues.value}" must be a storage ACCOUNT or sb://NAMESPACE`);
+  if (queues.value !== null) {
+    if (queues.value.startsWith('sb://')) {
+      const problem = serviceBusNamespaceProblem(queues.value.slice('sb://'.length));
+      if (problem !== null) throw new UsageError(`${queues.from}: "${queues.value}" is not sb://NAMESPACE: ${problem}`);
+    } else if (!/^[a-z0-9]{3,24}$/.test(queues.value)) {
+      throw new UsageError(`${queues.from}: "${queues.value}" must be a storage ACCOUNT or sb://NAMESPACE`);
+    }
   }
   const blobs = stringSetting(inputs.blobs, '--blobs', 'JOBQ_WORKFLOW_BLOBS', 'blobs');
   if (blobs.value !== null && !/^[a-z0-9]{3,24}\/[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/.test(blobs.value)) {
@@ -215,6 +232,26 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
     ),
     secret: true,
   };
+  const serviceBusConnectionString: Resolved<string | null> = {
+    ...pick<string | null>(
+      [
+        { value: env(environment, 'JOBQ_SERVICEBUS_CONNECTION_STRING'), source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' },
+        { value: path === null ? null : fileString(file, 'servicebus_connection_string', filePath), source: 'file', from: 'connection.servicebus_connection_string' },
+      ],
+      null,
+    ),
+    secret: true,
+  };
+  const serviceBusAdminEndpoint = pick<string | null>(
+    [
+      { value: env(environment, 'JOBQ_SERVICEBUS_ADMIN_ENDPOINT'), source: 'env', from: 'JOBQ_SERVICEBUS_ADMIN_ENDPOINT' },
+      { value: path === null ? null : fileString(file, 'servicebus_admin_endpoint', filePath), source: 'file', from: 'connection.servicebus_admin_endpoint' },
+    ],
+    null,
+  );
+  if (serviceBusAdminEndpoint.value !== null && !/^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/.test(serviceBusAdminEndpoint.value)) {
+    throw new UsageError(`${serviceBusAdminEndpoint.from}: "${serviceBusAdminEndpoint.value}" must be http://HOST:PORT (the admin endpoint of a local Service Bus broker)`);
+  }
 
   const coordinator = {} as Record<CoordinatorSettingKey, Resolved<number>>;
   for (const setting of COORDINATOR_SETTINGS) {
@@ -236,7 +273,7 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
       coordinator[setting.key] = { value: setting.default, source: 'default', from: null };
     }
   }
-  return { file: path, prefix, queues, blobs, connectionString, coordinator };
+  return { file: path, prefix, queues, blobs, connectionString, serviceBusConnectionString, serviceBusAdminEndpoint, coordinator };
 }
 
 function parsePrefixOrUsage(text: string, from: string): WorkflowPrefix {

@@ -1,18 +1,21 @@
-import { parseQueueSpec, type QueueSpec } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
+import { JobqError, type TaskQueue } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
-import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { openOutputStore, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import type { WorkflowPrefix } from '@jobq/worker';
+import { closeWhenDone } from './closing';
 import { requirePrefix, type CliConfig } from './config';
-import { storageChoice } from './storage-access';
+import { UsageError } from './errors';
+import { checkServiceBusLockDuration, openQueueAt, queueLocation, storageConnection, type AccountConnection, type QueueLocation } from './queues';
+import { queuesNamespace } from './servicebus-access';
 
-/** How a storage account is reached: a connection string or its name with `DefaultAzureCredential`. */
-export type AccountConnection = { connectionString: string } | { accountName: string };
+export type { AccountConnection } from './queues';
 
 /** Options of {@link openDeployment}. */
 export interface DeploymentOptions {
-  /** Map every `ACCOUNT/…` queue onto the prefix's account (the embedded stack). Default false. */
+  /**
+   * Map every `ACCOUNT/…` queue onto the prefix's account and every `sb://…` queue onto the local
+   * broker (the embedded stack). Default false.
+   */
   mapAllAccounts?: boolean;
   /** Lock (visibility) duration of the task queues opened here (default 30 s). */
   lockDurationInMs?: number;
@@ -30,19 +33,26 @@ export interface Deployment {
   prefix: WorkflowPrefix;
   store: AzureWorkflowStore;
   outputs: AzureOutputStore;
-  completions: StorageTaskQueue;
+  completions: TaskQueue;
   client: WorkflowClient;
-  /** The task queue of a queue spec (`NAME`, `ACCOUNT/NAME`), opened once and kept. */
-  queue(spec: string): Promise<StorageTaskQueue>;
+  /**
+   * The task queue of a queue spec (`NAME`, `ACCOUNT/NAME`, `sb://NAMESPACE/NAME`), opened once and
+   * kept; specs naming the same queue (Service Bus names differ only in case) share it.
+   */
+  queue(spec: string): Promise<TaskQueue>;
+  /** Where a queue spec lives (a usage error for a malformed spec or an unconfigured `sb://local`). */
+  locate(spec: string): QueueLocation;
   /** How to reach an account (for worker environments and the task helpers). */
   connectionFor(account: string): AccountConnection;
   /** `ACCOUNT/PREFIX` as text. */
   target: string;
   /**
    * The deployment's settings a worker hands to its tasks (`jobq task …` names it in errors). No
-   * storage credential: the task helpers reach storage through the worker's task channel.
+   * storage or Service Bus credential: the task helpers reach storage through the worker's task channel.
    */
   taskEnvironment: Record<string, string>;
+  /** Closes the queues opened here (Service Bus connections); also done when the command ends. */
+  close(): Promise<void>;
 }
 
 /**
@@ -51,18 +61,25 @@ export interface Deployment {
  * else `DefaultAzureCredential` (see `storageAccess` for the same choice in words).
  */
 export function connectionFor(config: CliConfig, account: string): AccountConnection {
-  return storageChoice(config, account).connection;
+  return storageConnection(config, account);
 }
 
 /** Opens the adapters of the configured prefix (a clear usage error when no prefix is configured). */
 export async function openDeployment(config: CliConfig, options: DeploymentOptions = {}): Promise<Deployment> {
   const prefix = requirePrefix(config);
-  if (config.queues.value?.startsWith('sb://')) {
-    throw new JobqError('invalid-config', `${config.queues.from}: Service Bus queues (${config.queues.value}) are not supported yet; use a storage ACCOUNT`);
-  }
-  const account = (name: string): AccountConnection => (options.mapAllAccounts ? connectionFor(config, prefix.account) : connectionFor(config, name));
-  const queuesAccount = options.mapAllAccounts ? prefix.account : (config.queues.value ?? prefix.account);
+  const mapAllTo = options.mapAllAccounts ? prefix.account : null;
+  const account = (name: string): AccountConnection => connectionFor(config, mapAllTo ?? name);
+  const locate = (spec: string): QueueLocation => queueLocation(config, spec, { defaultAccount: prefix.account, mapAllTo });
   const createIfMissing = options.createIfMissing ?? true;
+  const completionLockDurationInMs = options.completionLockDurationInMs ?? Math.round(config.coordinator.visibilityTimeoutS.value * 1000);
+  const completionSpec = (name: string): string => {
+    const namespace = queuesNamespace(config);
+    return namespace === null ? `${mapAllTo ?? config.queues.value ?? prefix.account}/${name}` : `sb://${namespace}/${name}`;
+  };
+  // Located before anything is opened: a bad setting is a usage error, whatever the command.
+  const completionsLocation = locate(completionSpec(storeNames(prefix.prefix).completionQueue));
+  if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout-s)');
+
   const store = await openWorkflowStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
   let outputTarget = {};
   if (config.blobs.value !== null && !options.mapAllAccounts) {
@@ -70,29 +87,35 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     outputTarget = { outputs: { container, connection: account(blobAccount) } };
   }
   const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget });
-  const completions = await openStorageQueue({
-    connection: account(queuesAccount),
-    queueName: store.names.completionQueue,
-    lockDurationInMs: options.completionLockDurationInMs ?? Math.round(config.coordinator.visibilityTimeoutS.value * 1000),
-    createIfMissing,
-  });
-  const pool = new Map<string, Promise<StorageTaskQueue>>();
-  const queue = (spec: string): Promise<StorageTaskQueue> => {
-    let opened = pool.get(spec);
-    if (!opened) {
-      const parsed = parseQueueSpec(spec);
-      if (!parsed.ok) return Promise.reject(new JobqError('invalid-config', parsed.error));
-      const { connection, queueName } = queueLocation(parsed.value, queuesAccount, account);
-      opened = openStorageQueue({ connection, queueName, lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing });
-      opened.catch(() => pool.delete(spec));
-      pool.set(spec, opened);
+  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing });
+  const opened: TaskQueue[] = [completions];
+  const pool = new Map<string, Promise<TaskQueue>>();
+  const queue = (spec: string): Promise<TaskQueue> => {
+    let location: QueueLocation;
+    try {
+      location = locate(spec);
+    } catch (error) {
+      return Promise.reject(error instanceof UsageError ? new JobqError('invalid-config', error.message) : (error as Error));
     }
-    return opened;
+    let pending = pool.get(location.key);
+    if (!pending) {
+      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing });
+      pending.then(
+        (q) => opened.push(q),
+        () => pool.delete(location.key),
+      );
+      pool.set(location.key, pending);
+    }
+    return pending;
   };
   const client = new WorkflowClient({ store, completions, outputsContainer: outputs.outputsContainer });
   const taskEnvironment: Record<string, string> = { JOBQ_WORKFLOW_PREFIX: `${prefix.account}/${prefix.prefix}` };
   if (config.queues.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_QUEUES = config.queues.value;
   if (config.blobs.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_BLOBS = config.blobs.value;
+  const close = async (): Promise<void> => {
+    await Promise.all(opened.splice(0).map((q) => q.close().catch(() => undefined)));
+  };
+  closeWhenDone(close);
   return {
     prefix,
     store,
@@ -100,23 +123,10 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     completions,
     client,
     queue,
+    locate,
     connectionFor: account,
     target: `${prefix.account}/${prefix.prefix}`,
     taskEnvironment,
+    close,
   };
-}
-
-function queueLocation(
-  spec: QueueSpec,
-  defaultAccount: string,
-  account: (name: string) => AccountConnection,
-): { connection: AccountConnection; queueName: string } {
-  switch (spec.backend) {
-    case 'default':
-      return { connection: account(defaultAccount), queueName: spec.name };
-    case 'storage':
-      return { connection: account(spec.account), queueName: spec.name };
-    case 'servicebus':
-      throw new JobqError('invalid-config', `queue sb://${spec.namespace}/${spec.name}: Service Bus queues are not supported yet`);
-  }
 }

@@ -36,6 +36,8 @@ export function embeddedConfig(base: CliConfig, connectionString: string): CliCo
     queues: { value: null, source: 'default', from: null },
     blobs: { value: null, source: 'default', from: null },
     connectionString: { value: connectionString, source: 'default', from: null, secret: true },
+    serviceBusConnectionString: { value: null, source: 'default', from: null, secret: true },
+    serviceBusAdminEndpoint: { value: null, source: 'default', from: null },
   };
 }
 
@@ -43,7 +45,15 @@ export function embeddedConfig(base: CliConfig, connectionString: string): CliCo
 export const LOCAL_MAX_IDLE_BACKOFF_IN_MS = 1_000;
 
 /** Settings that point task scripts at another deployment; a local stack sets its own. */
-const FOREIGN_SETTINGS = ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_QUEUES', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'];
+const FOREIGN_SETTINGS = [
+  'JOBQ_WORKFLOW_PREFIX',
+  'JOBQ_WORKFLOW_QUEUES',
+  'JOBQ_WORKFLOW_BLOBS',
+  'JOBQ_STORAGE_CONNECTION_STRING',
+  'AZURE_STORAGE_CONNECTION_STRING',
+  'JOBQ_SERVICEBUS_CONNECTION_STRING',
+  'JOBQ_SERVICEBUS_ADMIN_ENDPOINT',
+];
 
 /**
  * The environment of workers started by the CLI itself: `jobq` on the tasks' PATH (and `$JOBQ_CLI`).

@@ -1,23 +1,20 @@
-import { parseQueueSpec } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
-import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
+import type { TaskQueue } from '@jobq/ports';
 import { describeConnectionString } from '@jobq/worker';
 import type { CliConfig } from './config';
-import { connectionFor } from './deployment';
-import { UsageError } from './errors';
+import { checkServiceBusLockDuration, openQueueAt, queueLocation, type QueueLocation } from './queues';
 
 /** Options of {@link openPlainQueue}. */
 export interface PlainQueueOptions {
-  /** Lock (visibility) duration of received messages (default 30 s). */
+  /** Lock (visibility) duration of received messages (default 30 s); the LockDuration of a Service Bus queue it creates. */
   lockDurationInMs?: number;
   /** Create the queue when missing (default true). */
   createIfMissing?: boolean;
 }
 
 /**
- * The account a bare queue `NAME` lives on: `JOBQ_WORKFLOW_QUEUES` when it names a storage
- * account, else the prefix's account, else the connection string's account (its AccountName or
- * the account of its endpoints), else Azurite's.
+ * The account a bare queue `NAME` lives on when `JOBQ_WORKFLOW_QUEUES` is not `sb://…`: that
+ * setting when it names a storage account, else the prefix's account, else the connection
+ * string's account (its AccountName or the account of its endpoints), else Azurite's.
  */
 export function defaultQueueAccount(config: CliConfig): string {
   const queues = config.queues.value;
@@ -31,33 +28,23 @@ export function defaultQueueAccount(config: CliConfig): string {
   return 'devstoreaccount1';
 }
 
-/** `{ account, name }` of a Storage Queue spec (`NAME` or `ACCOUNT/NAME`), or a usage error. */
-export function plainQueueLocation(config: CliConfig, spec: string): { account: string; name: string } {
-  const parsed = parseQueueSpec(spec);
-  if (!parsed.ok) throw new UsageError(parsed.error);
-  switch (parsed.value.backend) {
-    case 'default':
-      if (config.queues.value?.startsWith('sb://')) {
-        throw new JobqError('invalid-config', `${config.queues.from}: Service Bus queues (${config.queues.value}) are not supported yet; use a storage ACCOUNT`);
-      }
-      return { account: defaultQueueAccount(config), name: parsed.value.name };
-    case 'storage':
-      return { account: parsed.value.account, name: parsed.value.name };
-    case 'servicebus':
-      throw new JobqError('invalid-config', `queue ${spec}: Service Bus queues are not supported yet`);
-  }
+/**
+ * Where a plain queue spec lives: `NAME` (on `JOBQ_WORKFLOW_QUEUES`: a storage account or
+ * `sb://NAMESPACE`, else the default account), `ACCOUNT/NAME` or `sb://NAMESPACE/NAME`. A bad spec
+ * or an unconfigured `sb://local` is a usage error.
+ */
+export function plainQueueLocation(config: CliConfig, spec: string): QueueLocation {
+  return queueLocation(config, spec, { defaultAccount: defaultQueueAccount(config) });
 }
 
 /**
- * Opens a Storage Queue given as `ACCOUNT/NAME` or `NAME` without a workflow deployment, with the
- * configuration's connection string for that account (or `DefaultAzureCredential`).
+ * Opens a queue without a workflow deployment, with the configuration's credentials for its
+ * account or namespace (else `DefaultAzureCredential`). For a Service Bus queue the lock duration
+ * must be 5 s – 5 min (a usage error naming `lockDurationFrom` otherwise).
  */
-export async function openPlainQueue(config: CliConfig, spec: string, options: PlainQueueOptions = {}): Promise<StorageTaskQueue> {
-  const { account, name } = plainQueueLocation(config, spec);
-  return openStorageQueue({
-    connection: connectionFor(config, account),
-    queueName: name,
-    lockDurationInMs: options.lockDurationInMs ?? 30_000,
-    createIfMissing: options.createIfMissing ?? true,
-  });
+export async function openPlainQueue(config: CliConfig, spec: string, options: PlainQueueOptions = {}, lockDurationFrom = '--visibility-timeout'): Promise<TaskQueue> {
+  const location = plainQueueLocation(config, spec);
+  const lockDurationInMs = options.lockDurationInMs ?? 30_000;
+  if (location.backend === 'servicebus') checkServiceBusLockDuration(lockDurationInMs, lockDurationFrom);
+  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true });
 }

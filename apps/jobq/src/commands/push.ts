@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { Flags } from '@oclif/core';
 import { encodeEnvelope } from '@jobq/dag-core';
 import type { TaskQueue } from '@jobq/ports';
-import type { StorageTaskQueue } from '@jobq/queue-storage';
 import { JobqCommand } from '../base';
 import { resolveConfig } from '../config';
 import { UsageError } from '../errors';
@@ -13,25 +12,24 @@ import { readStdin } from '../io';
 export const queueFlags = {
   queue: Flags.string({
     char: 'q',
-    description: 'The queue: NAME or ACCOUNT/NAME (also the positional: jobq ACCOUNT/QUEUE <command>)',
+    description: 'The queue: NAME, ACCOUNT/NAME or sb://NAMESPACE/NAME (also the positional: jobq ACCOUNT/QUEUE <command>)',
     required: true,
     helpGroup: 'QUEUE',
   }),
   config: Flags.string({ description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'QUEUE' }),
 };
 
-/** `--visibility-timeout` as milliseconds (a bare number is seconds; `ms`, `s`, `m`, `h`). */
-/** Opens the queue named by `--queue` with the resolved configuration (connection string, default account). */
+/** Opens the queue named by `--queue` with the resolved configuration (connection strings, default account or namespace). */
 export async function openQueueFromFlags(
   flags: { queue: string; config?: string | undefined },
   options: { lockDurationInMs?: number; createIfMissing?: boolean } = {},
-): Promise<StorageTaskQueue> {
+): Promise<TaskQueue> {
   const config = resolveConfig({ configPath: flags.config });
   return openPlainQueue(config, flags.queue, options);
 }
 
-/** The queue itself or, with `failed`, its dead-letter queue (`{queue}-failed`). */
-export function chooseQueue(queue: StorageTaskQueue, failed: boolean): TaskQueue {
+/** The queue itself or, with `failed`, its dead-letter queue (`{queue}-failed`; Service Bus: the queue's own). */
+export function chooseQueue(queue: TaskQueue, failed: boolean): TaskQueue {
   return failed ? queue.deadLetterQueue() : queue;
 }
 

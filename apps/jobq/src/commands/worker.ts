@@ -7,7 +7,8 @@ import { openDeployment } from '../deployment';
 import { UsageError } from '../errors';
 import { durationFlag } from '../io';
 import { configFlags, configFromFlags } from '../flags';
-import { openPlainQueue } from '../plain-queue';
+import { openPlainQueue, plainQueueLocation } from '../plain-queue';
+import { checkServiceBusLockDuration } from '../queues';
 import { createWorker } from '../services';
 
 /** Default cap of the empty-queue back-off (SPEC §8.1). */
@@ -44,17 +45,19 @@ class MissingWorkflowConfig implements Processor {
 export default class WorkerCommand extends JobqCommand {
   static override summary = 'Pull tasks from one queue and run them';
   static override description =
-    'Pulls the queue given by --queue NAME|ACCOUNT/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker) and runs plain tasks ' +
+    'Pulls the queue given by --queue NAME|ACCOUNT/NAME|sb://NAMESPACE/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker, jobq sb://NAMESPACE/QUEUE worker) and runs plain tasks ' +
     'as shell commands; workflow tasks run too when a workflow prefix is configured (--prefix, JOBQ_WORKFLOW_PREFIX or a config file). ' +
     'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks). ' +
-    'A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue {queue}-failed with its reason.';
+    'A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own) with its reason. ' +
+    'On Service Bus, --visibility-timeout must be 5s–5m and is the LockDuration of a queue the worker creates (an existing queue keeps its own).';
   static override examples = [
     '<%= config.bin %> myaccount/gpu worker --num-workers 4',
+    '<%= config.bin %> sb://my-namespace/gpu worker --visibility-timeout 2m',
     'JOBQ_WORKFLOW_PREFIX=myaccount/Prod <%= config.bin %> worker --queue myaccount/cpu --idle-timeout 10m',
   ];
   static override flags = {
     ...configFlags,
-    queue: Flags.string({ char: 'q', description: 'The queue: NAME (on the default account) or ACCOUNT/NAME', required: true }),
+    queue: Flags.string({ char: 'q', description: 'The queue: NAME (on the default account, or the namespace of --queues sb://NAMESPACE), ACCOUNT/NAME or sb://NAMESPACE/NAME', required: true }),
     'num-workers': Flags.integer({ description: 'Tasks run at once', default: 1, min: 1, max: 1024 }),
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
     'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
@@ -73,6 +76,9 @@ export default class WorkerCommand extends JobqCommand {
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
+    // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.
+    const location = plainQueueLocation(config, flags.queue);
+    if (location.backend === 'servicebus' && lockDurationInMs !== undefined) checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
 
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;

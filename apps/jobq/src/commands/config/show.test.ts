@@ -73,6 +73,23 @@ describe('jobq config show', () => {
     for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) expect(out).not.toContain(sig);
   });
 
+  it('masks the Service Bus connection string and says which namespace it reaches', async () => {
+    const sbKey = 'c2VydmljZWJ1cy1rZXktdGhhdC1tdXN0LW5vdC1sZWFr';
+    const env = cleanEnv({
+      JOBQ_WORKFLOW_QUEUES: 'sb://my-namespace',
+      JOBQ_SERVICEBUS_CONNECTION_STRING: `Endpoint=sb://my-namespace.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${sbKey}`,
+    });
+    const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as { settings: Record<string, Shown>; serviceBusAccess: string[] };
+    expect(doc.settings.serviceBusConnectionString).toMatchObject({ source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' });
+    expect(doc.settings.serviceBusConnectionString?.value).toContain('SharedAccessKey=***');
+    expect(doc.serviceBusAccess).toEqual(['sb://my-namespace: connection string from JOBQ_SERVICEBUS_CONNECTION_STRING (my-namespace.servicebus.windows.net)']);
+    const other = await runCli(['config', 'show', '--queues', 'sb://other-namespace'], { env, cwd: dir });
+    expect(other.stdout).toContain('Service Bus access:\n  sb://other-namespace: DefaultAzureCredential on other-namespace.servicebus.windows.net (the connection string');
+    for (const out of [json.stdout, json.stderr, other.stdout, other.stderr]) expect(out).not.toContain(sbKey);
+  });
+
   it('prints a table with sources without --json', async () => {
     const result = await runCli(['config', 'show'], { env: cleanEnv(), cwd: dir });
     expect(result.code).toBe(0);

@@ -3,6 +3,7 @@ import { JobqCommand } from '../../base';
 import { COORDINATOR_SETTINGS, maskSecret, type Resolved } from '../../config';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { table } from '../../format';
+import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
 import { storageAccess, storageAccessLine } from '../../storage-access';
 
 /** One shown setting: its value (secrets masked) and where it came from. */
@@ -26,6 +27,7 @@ export default class ConfigShow extends JobqCommand {
     'with its source (flag, env, file or default). Connection strings are shown with their keys and signatures masked. ' +
     'Then, for each storage account the configuration uses, what really reaches it: the connection string (from which variable ' +
     'or file key; account key, SAS or endpoints only), the local emulator, or DefaultAzureCredential. ' +
+    'With --queues sb://NAMESPACE, how that namespace is reached: the Service Bus connection string (when its Endpoint is that namespace, or for sb://local) or DefaultAzureCredential. ' +
     'Touches no storage. A config file with an unknown key, or an explicit --config that does not exist, is a usage error (exit 2).';
   static override examples = [
     '<%= config.bin %> config show',
@@ -36,7 +38,8 @@ export default class ConfigShow extends JobqCommand {
     ...configFlags,
     ...coordinatorFlags,
     json: Flags.boolean({
-      description: 'Print one JSON document: {file, settings: {name: {value, source, from}}, storageAccess: [{account, uses, from, credential, note}]}',
+      description:
+        'Print one JSON document: {file, settings: {name: {value, source, from}}, storageAccess: [{account, uses, from, credential, note}], serviceBusAccess: [line]}',
       default: false,
     }),
   };
@@ -49,12 +52,16 @@ export default class ConfigShow extends JobqCommand {
       queues: shown(config.queues, (v) => v),
       blobs: shown(config.blobs, (v) => v),
       connectionString: shown(config.connectionString, (v) => v),
+      serviceBusConnectionString: shown(config.serviceBusConnectionString, (v) => v),
+      serviceBusAdminEndpoint: shown(config.serviceBusAdminEndpoint, (v) => v),
     };
     for (const s of COORDINATOR_SETTINGS) settings[s.key] = shown(config.coordinator[s.key], (v) => v);
 
     const access = storageAccess(config);
+    const namespace = queuesNamespace(config);
+    const serviceBus = namespace === null ? [] : [serviceBusAccessLine(config, namespace)];
     if (flags.json) {
-      this.printJson({ file: config.file, settings, storageAccess: access });
+      this.printJson({ file: config.file, settings, storageAccess: access, serviceBusAccess: serviceBus });
       return;
     }
     const names: Record<string, string> = {
@@ -62,10 +69,13 @@ export default class ConfigShow extends JobqCommand {
       queues: 'queues',
       blobs: 'blobs',
       connectionString: 'connection string',
+      serviceBusConnectionString: 'servicebus connection string',
+      serviceBusAdminEndpoint: 'servicebus admin endpoint',
       ...Object.fromEntries(COORDINATOR_SETTINGS.map((s) => [s.key, s.flag])),
     };
     const rows = Object.entries(settings).map(([key, v]) => [names[key] ?? key, v.value === null ? '(unset)' : String(v.value), v.from === null ? v.source : `${v.source} (${v.from})`]);
     const accessLines = access.length === 0 ? ['  (no storage account configured)'] : access.map((a) => `  ${storageAccessLine(a)}`);
-    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${table(['Setting', 'Value', 'Source'], rows)}\n\nStorage access:\n${accessLines.join('\n')}\n`);
+    const serviceBusLines = serviceBus.length === 0 ? '' : `\nService Bus access:\n${serviceBus.map((line) => `  ${maskSecret(line)}`).join('\n')}\n`;
+    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${table(['Setting', 'Value', 'Source'], rows)}\n\nStorage access:\n${accessLines.join('\n')}\n${serviceBusLines}`);
   }
 }

@@ -8,6 +8,7 @@ import { openDeployment, type Deployment } from '../../deployment';
 import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { collectWorkflows } from '../../listing';
+import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
 import { storageAccess, storageAccessLine } from '../../storage-access';
 
 /** The outcome of one check. */
@@ -66,6 +67,8 @@ function configCheck(config: CliConfig): DoctorCheck {
   const access = storageAccess(config);
   parts.push(`storage access: ${access.map(storageAccessLine).join(', ')}`);
   parts.push(config.queues.value === null ? "queues: the prefix's account" : `queues: ${config.queues.value} (from ${source(config.queues)})`);
+  const namespace = queuesNamespace(config);
+  if (namespace !== null) parts.push(`service bus access: ${serviceBusAccessLine(config, namespace)}`);
   parts.push(config.blobs.value === null ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs` : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`);
   if (config.file !== null) parts.push(`config file ${config.file}`);
   const tuned = Object.values(config.coordinator).filter((r) => r.source !== 'default');
