@@ -34,6 +34,8 @@ export interface Deployment {
   store: AzureWorkflowStore;
   outputs: AzureOutputStore;
   completions: TaskQueue;
+  /** The completion queue as a queue spec (`ACCOUNT/NAME` or `sb://NAMESPACE/NAME`). */
+  completionsSpec: string;
   client: WorkflowClient;
   /**
    * The task queue of a queue spec (`NAME`, `ACCOUNT/NAME`, `sb://NAMESPACE/NAME`), opened once and
@@ -77,7 +79,8 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     return namespace === null ? `${mapAllTo ?? config.queues.value ?? prefix.account}/${name}` : `sb://${namespace}/${name}`;
   };
   // Located before anything is opened: a bad setting is a usage error, whatever the command.
-  const completionsLocation = locate(completionSpec(storeNames(prefix.prefix).completionQueue));
+  const completionsSpec = completionSpec(storeNames(prefix.prefix).completionQueue);
+  const completionsLocation = locate(completionsSpec);
   if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout-s)');
 
   const store = await openWorkflowStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
@@ -121,6 +124,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     store,
     outputs,
     completions,
+    completionsSpec,
     client,
     queue,
     locate,

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { decodeEnvelope } from '@jobq/dag-core';
 import type { PeekedMessage, ReceivedMessage } from '@jobq/ports';
 import { JobqCommand } from '../base';
-import { chooseQueue, openQueueFromFlags, queueFlags } from './push';
+import { chooseQueue, openQueueFromFlags, queueDisplayName, queueFlags } from './push';
 
 /** A queue message as JSON: the decoded envelope, or the raw body with the reason it is not one. */
 export function messageDocument(message: PeekedMessage | ReceivedMessage): Record<string, unknown> {
@@ -33,7 +33,7 @@ export default class Peek extends JobqCommand {
   static override description =
     'Prints up to -n visible messages of the queue (at most 32), oldest first, one line each: the task id and its command (or kwargs). ' +
     'Nothing is taken or changed; messages held by a worker are not visible. With --json, one JSON array of ' +
-    '{id, kwargs, num_retries, message_id, delivery_count, enqueued_at}. --failed looks at the dead-letter queue {queue}-failed.';
+    '{id, kwargs, num_retries, message_id, delivery_count, enqueued_at}. --failed looks at the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own).';
   static override examples = [
     '<%= config.bin %> devstoreaccount1/cpu peek',
     '<%= config.bin %> myaccount/gpu peek -n 32 --json',
@@ -42,7 +42,7 @@ export default class Peek extends JobqCommand {
   static override flags = {
     ...queueFlags,
     count: Flags.integer({ char: 'n', description: 'How many messages to show (1–32)', default: 10, min: 1, max: 32 }),
-    failed: Flags.boolean({ description: 'Peek at the dead-letter queue {queue}-failed', default: false }),
+    failed: Flags.boolean({ description: 'Peek at the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own)', default: false }),
     json: Flags.boolean({ description: 'Print one JSON array', default: false }),
   };
 
@@ -55,7 +55,7 @@ export default class Peek extends JobqCommand {
         this.printJson(messages.map(messageDocument));
         return;
       }
-      if (messages.length === 0) this.note(`no visible message in ${flags.queue}${flags.failed ? '-failed' : ''}`);
+      if (messages.length === 0) this.note(`no visible message in ${queueDisplayName(flags.queue, queue, flags.failed)}`);
       process.stdout.write(messages.map((m) => `${messageLine(m)}\n`).join(''));
     } finally {
       await queue.close();

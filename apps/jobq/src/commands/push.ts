@@ -6,6 +6,7 @@ import { JobqCommand } from '../base';
 import { resolveConfig } from '../config';
 import { UsageError } from '../errors';
 import { openPlainQueue } from '../plain-queue';
+import { isDescribable } from '../queues';
 import { readStdin } from '../io';
 
 /** The flags of the plain-queue commands: the queue (also the positional `jobq ACCOUNT/QUEUE <command>`) and the config file. */
@@ -31,6 +32,12 @@ export async function openQueueFromFlags(
 /** The queue itself or, with `failed`, its dead-letter queue (`{queue}-failed`; Service Bus: the queue's own). */
 export function chooseQueue(queue: TaskQueue, failed: boolean): TaskQueue {
   return failed ? queue.deadLetterQueue() : queue;
+}
+
+/** How the commands name the queue or, with `failed`, its dead-letter queue (`{spec}-failed`; Service Bus: `{spec}/$DeadLetterQueue`). */
+export function queueDisplayName(spec: string, queue: TaskQueue, failed: boolean): string {
+  if (!failed) return spec;
+  return isDescribable(queue) ? `${spec}/$DeadLetterQueue` : `${spec}-failed`;
 }
 
 /** A fresh task id: 32 hex characters, as the Python library makes them. */

@@ -9,6 +9,7 @@ import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { collectWorkflows } from '../../listing';
 import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
+import { checkServiceBusQueues, type ServiceBusQueueToCheck } from '../../servicebus-doctor';
 import { storageAccess, storageAccessLine } from '../../storage-access';
 
 /** The outcome of one check. */
@@ -311,6 +312,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
       { name: 'ready tasks', status: 'warn', message, hint: null },
       { name: 'task queues', status: 'warn', message, hint: null },
     );
+    await serviceBusQueuesCheck(deployment, [], checks);
     return;
   }
 
@@ -362,6 +364,25 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
       : { name: 'ready tasks', status: 'ok', message: `none stuck for more than ${readyLimit} ${scope}`, hint: null },
   );
   checks.push(await queuesCheck(deployment, dispatched, settings.staleQueueMs, now));
+  await serviceBusQueuesCheck(deployment, [...dispatched.keys()].sort().slice(0, MAX_QUEUES), checks);
+}
+
+/** The Service Bus queues among the completion queue and these task queue specs: settings and dead-letter counts. */
+async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly string[], checks: DoctorCheck[]): Promise<void> {
+  const queues: ServiceBusQueueToCheck[] = [{ spec: deployment.completionsSpec, queue: deployment.completions, completions: true }];
+  const seen = new Set<string>([deployment.locate(deployment.completionsSpec).key]);
+  for (const spec of specs) {
+    try {
+      const location = deployment.locate(spec);
+      if (location.backend !== 'servicebus' || seen.has(location.key)) continue;
+      seen.add(location.key);
+      queues.push({ spec: `sb://${location.access.namespace}/${location.queueName}`, queue: await deployment.queue(spec), completions: false });
+    } catch {
+      // The task queues check above already says what is wrong with this queue.
+    }
+  }
+  const check = await checkServiceBusQueues(queues);
+  if (check !== null) checks.push({ name: 'service bus queues', ...check });
 }
 
 /** The task queues the active workflows use: their sizes, and whether their oldest message waits too long (no worker). */
@@ -449,6 +470,8 @@ export default class WorkflowDoctor extends JobqCommand {
     '  running tasks      running longer than --stale-running-min\n' +
     '  ready tasks        ready, not dispatched for --stale-ready-min\n' +
     '  task queues        their sizes; oldest message older than --stale-queue-min\n' +
+    '  service bus queues LockDuration, MaxDeliveryCount (< 100 warns), duplicate detection and dead-letter counts\n' +
+    '                     of the Service Bus queues among these (only when the queues are on Service Bus)\n' +
     'The last three read the runtimes of at most --max-workflows active workflows. No lease while workflows are active is an ' +
     'error, otherwise a warning. Secrets are masked. Nothing is created or changed. Exits 1 when any check is an error; warnings never fail.';
   static override examples = [
