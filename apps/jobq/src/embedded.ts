@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { startAzurite, type LocalStorage, type StartAzuriteOptions } from '@jobq/local';
+import { startAzurite, startServiceBus, type LocalStorage, type ServiceBusEmulator, type StartAzuriteOptions } from '@jobq/local';
 import type { CliConfig } from './config';
 
 /** The prefix of the embedded stack. */
@@ -11,33 +11,90 @@ export const EMBEDDED_PREFIX = 'Local';
 /** The built CLI entry point, handed to task scripts as `$JOBQ_CLI`. */
 export const CLI_ENTRY = join(__dirname, '..', 'bin', 'run.js');
 
-/** An in-memory Azurite on loopback and the configuration that points at it. */
+/** An in-memory Azurite on loopback (and a local Service Bus broker when asked) and the configuration that points at them. */
 export interface EmbeddedStorage {
   storage: LocalStorage;
-  /** The caller's configuration with the prefix and connection string of the embedded stack. */
+  /** Null unless a broker was asked for. */
+  serviceBus: ServiceBusEmulator | null;
+  /** The caller's configuration with the prefix and connection strings of the embedded stack. */
   config: CliConfig;
+  /** Stops the broker and Azurite; idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startEmbeddedStorage}. */
+export interface EmbeddedStorageOptions {
+  storage?: StartAzuriteOptions;
+  /**
+   * Start a local Service Bus broker too (`sb://local`): every `sb://…` queue lives on it, and with
+   * `completions` the completion queue and bare queue names too (`--queues sb://local`).
+   */
+  serviceBus?: { completions: boolean; port?: number; adminPort?: number } | null;
 }
 
 /**
- * Starts the embedded storage (in-memory Azurite on 127.0.0.1, random ports) and returns a
- * configuration for `devstoreaccount1/Local` on it. Queues and blobs settings of the caller's
- * configuration are dropped: everything lives on the local stack.
+ * jobq's queue settings (see packages/queue-servicebus/README.md) as the local broker's defaults,
+ * so a queue a client creates by attaching to it (one without the admin endpoint) gets them too.
  */
-export async function startEmbeddedStorage(base: CliConfig, options: StartAzuriteOptions = {}): Promise<EmbeddedStorage> {
-  const storage = await startAzurite(options);
-  return { storage, config: embeddedConfig(base, storage.connectionString) };
+export const LOCAL_BROKER_QUEUE_DEFAULTS = {
+  lockDurationMs: 30_000,
+  maxDeliveryCount: 1_000,
+  requiresDuplicateDetection: true,
+  duplicateDetectionHistoryTimeWindowMs: 600_000,
+  defaultMessageTimeToLiveMs: Number.POSITIVE_INFINITY,
+};
+
+/** A local Service Bus broker on 127.0.0.1 (random ports by default), with its admin endpoint. Nothing is kept on disk. */
+export function startLocalServiceBus(options: { port?: number; adminPort?: number } = {}): Promise<ServiceBusEmulator> {
+  return startServiceBus({ port: options.port ?? 0, adminPort: options.adminPort ?? 0, defaults: LOCAL_BROKER_QUEUE_DEFAULTS });
 }
 
-/** `base` pointed at `devstoreaccount1/Local` on a local Azurite; its queues and blobs settings dropped. */
-export function embeddedConfig(base: CliConfig, connectionString: string): CliConfig {
+/**
+ * Starts the embedded storage (in-memory Azurite on 127.0.0.1, random ports) and, when asked, a
+ * local Service Bus broker, and returns a configuration for `devstoreaccount1/Local` on them.
+ * Queues and blobs settings of the caller's configuration are dropped: everything lives on the
+ * local stack.
+ */
+export async function startEmbeddedStorage(base: CliConfig, options: EmbeddedStorageOptions = {}): Promise<EmbeddedStorage> {
+  const storage = await startAzurite(options.storage ?? {});
+  let serviceBus: ServiceBusEmulator | null = null;
+  if (options.serviceBus) {
+    try {
+      serviceBus = await startLocalServiceBus(options.serviceBus);
+    } catch (error) {
+      await storage.stop();
+      throw error;
+    }
+  }
+  let stopping: Promise<void> | undefined;
+  return {
+    storage,
+    serviceBus,
+    config: embeddedConfig(base, storage.connectionString, serviceBus === null ? null : { broker: serviceBus, completions: options.serviceBus?.completions ?? false }),
+    stop() {
+      stopping ??= Promise.all([serviceBus?.stop(), storage.stop()]).then(() => undefined);
+      return stopping;
+    },
+  };
+}
+
+/**
+ * `base` pointed at `devstoreaccount1/Local` on a local Azurite and, with `serviceBus`, its broker
+ * (`sb://local`; with `completions`, `--queues sb://local`); its queues and blobs settings dropped.
+ */
+export function embeddedConfig(
+  base: CliConfig,
+  connectionString: string,
+  serviceBus: { broker: Pick<ServiceBusEmulator, 'connectionString' | 'adminEndpoint'>; completions: boolean } | null = null,
+): CliConfig {
   return {
     ...base,
     prefix: { value: { account: EMBEDDED_ACCOUNT, prefix: EMBEDDED_PREFIX }, source: 'default', from: null },
-    queues: { value: null, source: 'default', from: null },
+    queues: serviceBus?.completions ? { value: 'sb://local', source: 'default', from: null } : { value: null, source: 'default', from: null },
     blobs: { value: null, source: 'default', from: null },
     connectionString: { value: connectionString, source: 'default', from: null, secret: true },
-    serviceBusConnectionString: { value: null, source: 'default', from: null, secret: true },
-    serviceBusAdminEndpoint: { value: null, source: 'default', from: null },
+    serviceBusConnectionString: { value: serviceBus?.broker.connectionString ?? null, source: 'default', from: null, secret: true },
+    serviceBusAdminEndpoint: { value: serviceBus?.broker.adminEndpoint ?? null, source: 'default', from: null },
   };
 }
 

@@ -3,7 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { CLI, cleanEnv } from '../test-helpers/cli';
 import { UsageError } from '../errors';
-import { DEFAULT_PORT_BASE, devPorts, devWorkerQueues, type DevReport } from './dev';
+import { DEFAULT_PORT_BASE, devPorts, devServiceBus, devWorkerQueues, type DevReport } from './dev';
 
 describe('devPorts', () => {
   it("defaults to Azurite's usual 10000, 10001 and 10002", () => {
@@ -15,6 +15,21 @@ describe('devPorts', () => {
     expect(devPorts({ 'port-base': 20_000 })).toEqual({ blob: 20_000, queue: 20_001, table: 20_002 });
     expect(devPorts({ 'port-base': 20_000, 'queue-port': 30_000 })).toEqual({ blob: 20_000, queue: 30_000, table: 20_002 });
     expect(devPorts({ 'blob-port': 1, 'queue-port': 2, 'table-port': 3 })).toEqual({ blob: 1, queue: 2, table: 3 });
+  });
+
+  it('with the local Service Bus broker adds the port base + 3 (AMQP) and + 4 (admin), or --sb-port and the next one', () => {
+    expect(devPorts({}, true)).toEqual({ blob: 10_000, queue: 10_001, table: 10_002, servicebus: 10_003, servicebus_admin: 10_004 });
+    expect(devPorts({ 'port-base': 20_000, 'sb-port': 5_672 }, true)).toMatchObject({ servicebus: 5_672, servicebus_admin: 5_673 });
+    expect(() => devPorts({ 'sb-port': 10_001 }, true)).toThrow(/must differ/);
+    expect(() => devPorts({ 'blob-port': 10_004 }, true)).toThrow(/must differ/);
+    expect(() => devPorts({ 'sb-port': 5_672 })).toThrow(/--sb-port .* needs --queues sb:\/\/local/);
+  });
+
+  it('--queues takes sb://local only', () => {
+    expect(devServiceBus(undefined)).toBe(false);
+    expect(devServiceBus('sb://local')).toBe(true);
+    expect(() => devServiceBus('sb://my-namespace')).toThrow(UsageError);
+    expect(() => devServiceBus('myaccount')).toThrow(/--queues takes sb:\/\/local/);
   });
 
   it('equal ports are a usage error', () => {
@@ -35,9 +50,10 @@ describe('devWorkerQueues', () => {
     expect(devWorkerQueues(['myaccount/gpu'], 2)).toEqual({ queues: ['myaccount/gpu'], numWorkers: 2 });
   });
 
-  it('rejects bad queue names and Service Bus queues as usage errors', () => {
+  it('rejects bad queue names, and Service Bus queues without the local broker, as usage errors', () => {
     expect(() => devWorkerQueues(['Bad_Name'], 1)).toThrow(UsageError);
-    expect(() => devWorkerQueues(['sb://ns/q'], 1)).toThrow(/Service Bus/);
+    expect(() => devWorkerQueues(['sb://ns/q'], 1)).toThrow(/needs the local broker: add --queues sb:\/\/local/);
+    expect(devWorkerQueues(['sb://ns/q', 'gpu'], 1, true)).toEqual({ queues: ['sb://ns/q', 'gpu'], numWorkers: 1 });
   });
 });
 

@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage } from '@jobq/local';
+import { startAzurite, type LocalStorage, type ServiceBusEmulator } from '@jobq/local';
 import type { Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment } from '../deployment';
-import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment } from '../embedded';
+import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
 import { coordinatorOptions, createCoordinator, createWorker } from '../services';
@@ -12,11 +12,15 @@ import { coordinatorOptions, createCoordinator, createWorker } from '../services
 /** Azurite's usual ports: blob 10000, queue 10001, table 10002. */
 export const DEFAULT_PORT_BASE = 10_000;
 
-/** The three ports of the dev stack. */
+/** The ports of the dev stack: Azurite's three and, with `--queues sb://local`, the broker's AMQP and admin ports. */
 export interface DevPorts {
   blob: number;
   queue: number;
   table: number;
+  /** AMQP port of the local Service Bus broker (the port base + 3, or --sb-port). */
+  servicebus?: number;
+  /** Its admin (HTTP) endpoint: the AMQP port + 1. */
+  servicebus_admin?: number;
 }
 
 /** The `--json` document of `jobq dev`, printed once everything is running. */
@@ -32,39 +36,67 @@ export interface DevReport {
   ports: DevPorts;
   coordinator: boolean;
   workers: Array<{ queue: string; num_workers: number }>;
+  /** The local Service Bus broker (`--queues sb://local`); null without it. */
+  servicebus: { connection_string: string; admin_endpoint: string } | null;
   /** The environment another terminal (or process) needs to use the stack. */
   env: Record<string, string>;
 }
 
 /**
- * The ports from the flags: `--port-base N` gives N, N+1, N+2 (default 10000); `--blob-port`,
- * `--queue-port` and `--table-port` override one each. The three must differ.
+ * The ports from the flags: `--port-base N` gives N, N+1, N+2 (default 10000) and, with the local
+ * Service Bus broker, N+3 (AMQP) and N+4 (admin); `--blob-port`, `--queue-port`, `--table-port` and
+ * `--sb-port` (its admin endpoint then on the next port) override one each. They must all differ.
  */
-export function devPorts(flags: { 'port-base'?: number | undefined; 'blob-port'?: number | undefined; 'queue-port'?: number | undefined; 'table-port'?: number | undefined }): DevPorts {
+export function devPorts(
+  flags: { 'port-base'?: number | undefined; 'blob-port'?: number | undefined; 'queue-port'?: number | undefined; 'table-port'?: number | undefined; 'sb-port'?: number | undefined },
+  serviceBus = false,
+): DevPorts {
   const base = flags['port-base'] ?? DEFAULT_PORT_BASE;
-  const ports = { blob: flags['blob-port'] ?? base, queue: flags['queue-port'] ?? base + 1, table: flags['table-port'] ?? base + 2 };
-  for (const [name, port] of Object.entries(ports)) {
-    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new UsageError(`the ${name} port must be between 1 and 65535, got ${port}`);
+  const ports: DevPorts = { blob: flags['blob-port'] ?? base, queue: flags['queue-port'] ?? base + 1, table: flags['table-port'] ?? base + 2 };
+  if (serviceBus) {
+    ports.servicebus = flags['sb-port'] ?? base + 3;
+    ports.servicebus_admin = ports.servicebus + 1;
+  } else if (flags['sb-port'] !== undefined) {
+    throw new UsageError('--sb-port is the port of the local Service Bus broker: it needs --queues sb://local');
   }
-  if (new Set([ports.blob, ports.queue, ports.table]).size !== 3) {
-    throw new UsageError(`the blob, queue and table ports must differ, got ${ports.blob}, ${ports.queue} and ${ports.table}`);
+  for (const [name, port] of Object.entries(ports) as Array<[string, number]>) {
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new UsageError(`the ${name.replace('_', ' ')} port must be between 1 and 65535, got ${port}`);
+  }
+  const all = Object.values(ports) as number[];
+  if (new Set(all).size !== all.length) {
+    throw new UsageError(
+      serviceBus
+        ? `the blob, queue, table, Service Bus and Service Bus admin ports must differ, got ${all.join(', ')}`
+        : `the blob, queue and table ports must differ, got ${ports.blob}, ${ports.queue} and ${ports.table}`,
+    );
   }
   return ports;
 }
 
+/** `--queues`: nothing (Storage Queues on Azurite) or `sb://local` (the local Service Bus broker); anything else is a usage error. */
+export function devServiceBus(queues: string | undefined): boolean {
+  if (queues === undefined) return false;
+  if (queues.toLowerCase() === 'sb://local') return true;
+  throw new UsageError(
+    `--queues ${queues}: jobq dev runs everything locally: --queues takes sb://local (task and completion queues on a local Service Bus broker), or leave it out for Storage Queues on Azurite`,
+  );
+}
+
 /**
- * The queues the local workers pull, deduplicated in the order given: `--queue` specs (`NAME` or
- * `ACCOUNT/NAME`; every account is mapped onto the dev stack), `default` when only `--workers` is
- * given, none when neither is.
+ * The queues the local workers pull, deduplicated in the order given: `--queue` specs (`NAME`,
+ * `ACCOUNT/NAME`, and with the local broker `sb://NAMESPACE/NAME`; every account and namespace is
+ * mapped onto the dev stack), `default` when only `--workers` is given, none when neither is.
  */
-export function devWorkerQueues(queues: readonly string[] | undefined, workers: number | undefined): { queues: string[]; numWorkers: number } {
+export function devWorkerQueues(queues: readonly string[] | undefined, workers: number | undefined, serviceBus = false): { queues: string[]; numWorkers: number } {
   const specs = queues ?? [];
   if (specs.length === 0 && workers === undefined) return { queues: [], numWorkers: 0 };
   const out: string[] = [];
   for (const spec of specs.length === 0 ? ['default'] : specs) {
     const parsed = parseQueueSpec(spec);
     if (!parsed.ok) throw new UsageError(`--queue ${spec}: ${parsed.error}`);
-    if (parsed.value.backend === 'servicebus') throw new UsageError(`--queue ${spec}: Service Bus queues are not supported by jobq dev; use a Storage Queue NAME`);
+    if (parsed.value.backend === 'servicebus' && !serviceBus) {
+      throw new UsageError(`--queue ${spec}: a Service Bus queue needs the local broker: add --queues sb://local (every sb://NAMESPACE/NAME then lives on it as NAME)`);
+    }
     if (!out.includes(spec)) out.push(spec);
   }
   return { queues: out, numWorkers: workers ?? 1 };
@@ -77,6 +109,11 @@ function shellQuote(text: string): string {
 
 /** A failure to bind one of the fixed ports, as one clear line; null for other errors. */
 function portError(error: unknown, ports: DevPorts): Error | null {
+  const message = error instanceof Error ? error.message : '';
+  // The broker names the port itself ("… cannot listen on 127.0.0.1:PORT: the port is already in use").
+  if (/cannot listen on 127\.0\.0\.1:\d+/.test(message)) {
+    return new Error(`${message}: stop what holds it (another jobq dev?) or pick other ports with --port-base N or --sb-port N`);
+  }
   const e = error as NodeJS.ErrnoException & { port?: number };
   if (e.code !== 'EADDRINUSE' && e.code !== 'EACCES') return null;
   const service = (Object.keys(ports) as Array<keyof DevPorts>).find((name) => ports[name] === e.port);
@@ -94,21 +131,33 @@ export default class Dev extends JobqCommand {
     'that point another terminal at the stack (with --json, one JSON document on stdout); then it keeps running until Ctrl-C or SIGTERM, ' +
     'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops. ' +
     'Every ACCOUNT/NAME queue a workflow names lives on the stack as NAME: run outside workers with --queue NAME. ' +
+    'With --queues sb://local a local Service Bus broker joins the stack (AMQP on the port base + 3 or --sb-port, its admin endpoint on the next port): ' +
+    'the completion queue, bare queue names and every sb://NAMESPACE/NAME queue live on it, and the export lines include JOBQ_WORKFLOW_QUEUES=sb://local, ' +
+    'JOBQ_SERVICEBUS_CONNECTION_STRING and JOBQ_SERVICEBUS_ADMIN_ENDPOINT (its key is the broker\'s fixed development key); ACCOUNT/NAME queues stay ' +
+    'Storage Queues (outside workers: --queue devstoreaccount1/NAME). ' +
     'A port that is already in use is an error (exit 1). The account key printed is Azurite\'s well-known public development key.';
   static override examples = [
     '<%= config.bin %> dev',
     '<%= config.bin %> dev --workers 2',
     '<%= config.bin %> dev --port-base 20000 --queue default --queue gpu --workers 2',
     '<%= config.bin %> dev --no-coordinator --json',
+    '<%= config.bin %> dev --queues sb://local --workers 2',
   ];
   static override flags = {
     'port-base': Flags.integer({ description: `Use ports N (blob), N+1 (queue) and N+2 (table) (default ${DEFAULT_PORT_BASE})`, min: 1, max: 65_533, helpGroup: 'PORTS' }),
     'blob-port': Flags.integer({ description: 'Port of the Blob service (default: the port base)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
     'queue-port': Flags.integer({ description: 'Port of the Queue service (default: the port base + 1)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
     'table-port': Flags.integer({ description: 'Port of the Table service (default: the port base + 2)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
+    'sb-port': Flags.integer({
+      description: 'AMQP port of the local Service Bus broker, its admin endpoint on the next one (default: the port base + 3; needs --queues sb://local)',
+      min: 1,
+      max: 65_534,
+      helpGroup: 'PORTS',
+    }),
+    queues: Flags.string({ description: 'sb://local: task and completion queues on a local Service Bus broker (default: Storage Queues on Azurite)' }),
     coordinator: Flags.boolean({ description: 'Run a coordinator for devstoreaccount1/Local (--no-coordinator leaves it to `jobq workflow coordinator`)', default: true, allowNo: true }),
     workers: Flags.integer({ description: 'Local workers per queue (default: none; 1 when --queue is given)', min: 1, max: 64 }),
-    queue: Flags.string({ description: 'A queue the local workers pull (repeatable; default "default" when --workers is given)', multiple: true }),
+    queue: Flags.string({ description: 'A queue the local workers pull (repeatable; default "default" when --workers is given); sb://… needs --queues sb://local', multiple: true }),
     json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
     config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
     ...coordinatorFlags,
@@ -116,8 +165,9 @@ export default class Dev extends JobqCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Dev);
-    const ports = devPorts(flags);
-    const { queues, numWorkers } = devWorkerQueues(flags.queue, flags.workers);
+    const serviceBus = devServiceBus(flags.queues);
+    const ports = devPorts(flags, serviceBus);
+    const { queues, numWorkers } = devWorkerQueues(flags.queue, flags.workers, serviceBus);
     // Only the coordinator settings are taken from flags, environment and config file; the
     // prefix and connection are those of the dev stack.
     const baseConfig = configFromFlags({ ...flags, prefix: undefined, queues: undefined, blobs: undefined });
@@ -153,8 +203,20 @@ export default class Dev extends JobqCommand {
         throw portError(error, ports) ?? error;
       }
       cleanups.push(() => storage.stop());
-      const config = embeddedConfig(baseConfig, storage.connectionString);
+      let broker: ServiceBusEmulator | null = null;
+      if (serviceBus) {
+        try {
+          broker = await startLocalServiceBus({ port: ports.servicebus!, adminPort: ports.servicebus_admin! });
+        } catch (error) {
+          throw portError(error, ports) ?? error;
+        }
+        const started = broker;
+        cleanups.push(() => started.stop());
+      }
+      const config = embeddedConfig(baseConfig, storage.connectionString, broker === null ? null : { broker, completions: true });
       const deployment = await openDeployment(config, { mapAllAccounts: true });
+      // Closed before the broker stops (cleanups run last first).
+      cleanups.push(() => deployment.close());
 
       if (flags.coordinator && signals === 0) {
         const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
@@ -188,10 +250,11 @@ export default class Dev extends JobqCommand {
       }
 
       if (signals === 0 && state.failure === null) {
-        const report = devReport(storage, ports, flags.coordinator, queues, numWorkers);
+        const report = devReport(storage, broker, ports, flags.coordinator, queues, numWorkers);
         if (flags.json) {
           this.printJson(report);
-          this.note(`jobq dev: ready on 127.0.0.1 (blob ${ports.blob}, queue ${ports.queue}, table ${ports.table}); Ctrl-C or SIGTERM stops it`);
+          const sb = ports.servicebus === undefined ? '' : `, Service Bus ${ports.servicebus}, its admin ${ports.servicebus_admin}`;
+          this.note(`jobq dev: ready on 127.0.0.1 (blob ${ports.blob}, queue ${ports.queue}, table ${ports.table}${sb}); Ctrl-C or SIGTERM stops it`);
         } else {
           process.stdout.write(readyText(report));
         }
@@ -215,8 +278,13 @@ export default class Dev extends JobqCommand {
   }
 }
 
-function devReport(storage: LocalStorage, ports: DevPorts, coordinator: boolean, queues: string[], numWorkers: number): DevReport {
+function devReport(storage: LocalStorage, broker: ServiceBusEmulator | null, ports: DevPorts, coordinator: boolean, queues: string[], numWorkers: number): DevReport {
   const prefix = `${EMBEDDED_ACCOUNT}/${EMBEDDED_PREFIX}`;
+  // The broker's key is its fixed development key, as Azurite's account key is: printing it gives nothing away.
+  const serviceBusEnv: Record<string, string> =
+    broker === null
+      ? {}
+      : { JOBQ_WORKFLOW_QUEUES: 'sb://local', JOBQ_SERVICEBUS_CONNECTION_STRING: broker.connectionString, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: broker.adminEndpoint ?? '' };
   return {
     status: 'ready',
     pid: process.pid,
@@ -229,7 +297,8 @@ function devReport(storage: LocalStorage, ports: DevPorts, coordinator: boolean,
     ports,
     coordinator,
     workers: numWorkers === 0 ? [] : queues.map((queue) => ({ queue, num_workers: numWorkers })),
-    env: { JOBQ_WORKFLOW_PREFIX: prefix, JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString },
+    servicebus: broker === null ? null : { connection_string: broker.connectionString, admin_endpoint: broker.adminEndpoint ?? '' },
+    env: { JOBQ_WORKFLOW_PREFIX: prefix, JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString, ...serviceBusEnv },
   };
 }
 
@@ -242,13 +311,16 @@ function readyText(report: DevReport): string {
     `  blob         ${report.blob_endpoint}`,
     `  queue        ${report.queue_endpoint}`,
     `  table        ${report.table_endpoint}`,
+    ...(report.servicebus === null
+      ? []
+      : [`  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`]),
     `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
     `  workers      ${report.workers.length === 0 ? 'none (run `jobq worker --queue NAME` with the settings below)' : report.workers.map((w) => `${w.num_workers} on ${w.queue}`).join(', ')}`,
     '',
     'Use it from another terminal:',
     '',
     ...Object.entries(report.env).map(([name, value]) => `  export ${name}=${shellQuote(value)}`),
-    '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS',
+    report.servicebus === null ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT' : '  unset JOBQ_WORKFLOW_BLOBS',
     '  jobq workflow submit examples/diamond.yaml',
     ...(report.coordinator ? [] : ['  jobq workflow coordinator']),
     ...(report.workers.length === 0 ? ['  jobq worker --queue default'] : []),

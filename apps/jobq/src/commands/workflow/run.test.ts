@@ -181,13 +181,13 @@ describe('jobq workflow run (embedded stack)', () => {
     expect(alive()).toBe(false);
   });
 
-  it('refuses --queues sb://local with one clear line', async () => {
-    const result = await runCli(['workflow', 'run', DIAMOND, '--queues', 'sb://local']);
-    expect([1, 2]).toContain(result.code);
+  it('refuses an illegal sb:// namespace with one clear line and exit 2, before starting anything', async () => {
+    const result = await runCli(['workflow', 'run', DIAMOND, '--queues', 'sb://x']);
+    expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/not supported yet/);
+    expect(lines[0]).toMatch(/^jobq: --queues: "sb:\/\/x" is not sb:\/\/NAMESPACE: "x" is not a Service Bus namespace name/);
   });
 
   it('refuses an invalid workflow file before starting anything', async () => {

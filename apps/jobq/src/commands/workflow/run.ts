@@ -8,9 +8,10 @@ import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
 import { LOCAL_MAX_IDLE_BACKOFF_IN_MS, localWorkerEnvironment, startEmbeddedStorage } from '../../embedded';
-import { ReportedFailure, UsageError } from '../../errors';
+import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
+import { queuesNamespace } from '../../servicebus-access';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { loadWorkflowFile } from '../../workflow-file';
 
@@ -47,12 +48,15 @@ export default class WorkflowRun extends JobqCommand {
     'With no storage configured (no ACCOUNT/PREFIX positional or --prefix, no JOBQ_WORKFLOW_PREFIX, no connection.prefix in a config file), starts an embedded stack: ' +
     'an in-memory Azurite on loopback, a coordinator and local workers for every queue the workflow names ' +
     '(every ACCOUNT/… queue mapped onto the local stack), submits the workflow, shows live progress on stderr, ' +
-    'and stops everything it started. With storage configured, submits there and watches ' +
+    'and stops everything it started. With --queues sb://local (any sb://NAMESPACE), or when the workflow names sb://… queues, a local Service Bus broker ' +
+    'joins the stack: every sb://NAMESPACE/NAME queue is mapped onto it and, with --queues, the completion queue and bare queue names live there too ' +
+    '(nothing of it is kept on disk). With storage configured, submits there and watches ' +
     '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
     'Ctrl-C cancels the workflow and stops everything.';
   static override examples = [
     '<%= config.bin %> workflow run examples/diamond.yaml',
     '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
+    '<%= config.bin %> workflow run examples/diamond.yaml --queues sb://local',
     '<%= config.bin %> workflow myaccount/Prod run dag.yaml',
   ];
   static override args = { file: Args.string({ description: 'Workflow file (YAML or JSON)', required: true, ignoreStdin: true }) };
@@ -66,13 +70,7 @@ export default class WorkflowRun extends JobqCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowRun);
-    if (flags.queues?.startsWith('sb://')) {
-      throw new UsageError(`--queues ${flags.queues}: Service Bus queues (and the local Service Bus emulator) are not supported yet; leave --queues out to use Storage Queues`);
-    }
     const baseConfig = configFromFlags(flags);
-    if (baseConfig.queues.value?.startsWith('sb://')) {
-      throw new UsageError(`${baseConfig.queues.from}: Service Bus queues (${baseConfig.queues.value}) are not supported yet; use a storage ACCOUNT`);
-    }
     const loaded = loadWorkflowFile(args.file, flags['max-fan-in']);
     for (const line of loaded.lines) this.note(line);
     if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
@@ -92,13 +90,20 @@ export default class WorkflowRun extends JobqCommand {
       cleanups.push(local.cleanup);
       const workerEnv = local.env;
       if (embedded) {
-        const started = await startEmbeddedStorage(baseConfig);
-        cleanups.push(() => started.storage.stop());
+        // A local Service Bus broker joins Azurite for --queues sb://… (completions and bare queue
+        // names on it) and for the workflow's sb://… queues (every namespace mapped onto it).
+        const completionsOnServiceBus = queuesNamespace(baseConfig) !== null;
+        const serviceBus = completionsOnServiceBus || definition.tasks.some((t) => taskQueue(definition, t).startsWith('sb://'));
+        const started = await startEmbeddedStorage(baseConfig, { serviceBus: serviceBus ? { completions: completionsOnServiceBus } : null });
+        cleanups.push(() => started.stop());
         config = started.config;
-        progress.log(`embedded stack: in-memory Azurite on 127.0.0.1, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
+        const broker = serviceBus ? ` and a Service Bus broker (sb://local${completionsOnServiceBus ? ': completions and task queues' : ': the sb://… queues'})` : '';
+        progress.log(`embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
       }
       session.checkInterrupted();
       const deployment = await openDeployment(config, { mapAllAccounts: embedded });
+      // Closed before the local broker stops (cleanups run last first).
+      cleanups.push(() => deployment.close());
 
       if (embedded) {
         const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => progress.log(`[coordinator] ${line}`) });
@@ -107,7 +112,14 @@ export default class WorkflowRun extends JobqCommand {
         session.watchCoordinator(coordinator);
       }
       if (numWorkers > 0) {
-        const queues = [...new Set(definition.tasks.map((t) => taskQueue(definition, t)))].sort();
+        // One worker per queue: specs that name the same queue (mapped onto the local stack, or
+        // Service Bus names differing in case) share it.
+        const byQueue = new Map<string, string>();
+        for (const spec of [...new Set(definition.tasks.map((t) => taskQueue(definition, t)))].sort()) {
+          const key = deployment.locate(spec).key;
+          if (!byQueue.has(key)) byQueue.set(key, spec);
+        }
+        const queues = [...byQueue.values()];
         for (const queue of queues) {
           const worker = await createWorker(deployment, {
             queue,
