@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { delimiter, join } from 'node:path';
 import { createServer, type Server } from 'node:net';
-import { CLI, cleanEnv } from '../test-helpers/cli';
+import { createCliShim } from '../embedded';
+import { CLI, cleanEnv, runCli } from '../test-helpers/cli';
 import { UsageError } from '../errors';
 import { DEFAULT_PORT_BASE, devPorts, devServiceBus, devWorkerQueues, type DevReport } from './dev';
 
@@ -75,6 +77,20 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
+/** A free port whose next port is free too (the local broker's AMQP and admin ports). */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const [port] = (await freePorts(1)) as [number];
+    const next = createServer();
+    const ok = await listen(next, port + 1).then(
+      () => true,
+      () => false,
+    );
+    await new Promise<void>((resolve) => (ok ? next.close(() => resolve()) : resolve()));
+    if (ok && port < 65_535) return port;
+  }
+}
+
 interface Running {
   child: ChildProcessWithoutNullStreams;
   stdout: () => string;
@@ -88,8 +104,9 @@ afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-function startDev(args: string[]): Running {
-  const child = spawn(process.execPath, [CLI, 'dev', ...args], { env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+/** `jobq dev ARGS…` (or another command) as a process that keeps running. */
+function startDev(args: string[], command = 'dev', env: NodeJS.ProcessEnv = cleanEnv()): Running {
+  const child = spawn(process.execPath, [CLI, command, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   let err = '';
@@ -158,6 +175,40 @@ describe('jobq dev (subprocess)', () => {
     );
     expect(text).toContain('jobq workflow coordinator');
     dev.child.kill('SIGINT');
+    expect(await dev.exit).toEqual({ code: 0, signal: null });
+  });
+
+  it('--queues sb://local runs a local Service Bus broker; a separate worker with the printed settings runs a workflow on it', async () => {
+    const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
+    const sbPort = await freePortPair();
+    const dev = startDev(['--json', '--queues', 'sb://local', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table), '--sb-port', String(sbPort)]);
+    await dev.until(/^\{[\s\S]*\n\}\n/);
+    const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(report.ports).toEqual({ blob, queue, table, servicebus: sbPort, servicebus_admin: sbPort + 1 });
+    expect(report.servicebus).toEqual({
+      connection_string: `Endpoint=sb://127.0.0.1:${sbPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
+      admin_endpoint: `http://127.0.0.1:${sbPort + 1}`,
+    });
+    expect(report.env).toMatchObject({
+      JOBQ_WORKFLOW_QUEUES: 'sb://local',
+      JOBQ_SERVICEBUS_CONNECTION_STRING: report.servicebus?.connection_string,
+      JOBQ_SERVICEBUS_ADMIN_ENDPOINT: `http://127.0.0.1:${sbPort + 1}`,
+    });
+
+    const shim = await createCliShim();
+    try {
+      const env = cleanEnv({ ...report.env, PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter) });
+      const worker = startDev(['--queue', 'default'], 'worker', env);
+      const run = await runCli(['workflow', 'run', join(__dirname, '..', '..', '..', '..', 'examples', 'diamond.yaml'), '--json'], { env });
+      expect(run.code).toBe(0);
+      expect((JSON.parse(run.stdout) as { status: string }).status).toBe('completed');
+      expect(worker.stderr()).toMatch(/compare\/1\] done/);
+      worker.child.kill('SIGTERM');
+      expect((await worker.exit).code).toBe(0);
+    } finally {
+      await shim.cleanup();
+    }
+    dev.child.kill('SIGTERM');
     expect(await dev.exit).toEqual({ code: 0, signal: null });
   });
 });
