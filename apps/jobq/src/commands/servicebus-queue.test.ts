@@ -25,9 +25,9 @@ describe('push, size, peek, pull and worker on sb://', () => {
     const push = await runCli([spec, 'push', '-c', 'echo fine', '-c', 'echo broken >&2; exit 3', '-c', 'echo later'], { env });
     expect(push.code).toBe(0);
     expect(push.stdout.trim().split('\n')).toHaveLength(3);
-    const peek = await runCli([spec, 'peek', '-n', '2'], { env });
+    const [peek, sizeBefore] = await Promise.all([runCli([spec, 'peek', '-n', '2'], { env }), runCli([spec, 'size'], { env })]);
     expect(peek.stdout.split('\n').filter(Boolean).map((line) => line.split('  ')[1])).toEqual(['echo fine', 'echo broken >&2; exit 3']);
-    expect(await runCli([spec, 'size'], { env })).toMatchObject({ code: 0, stdout: '3 (dead-letter 0)\n' });
+    expect(sizeBefore).toMatchObject({ code: 0, stdout: '3 (dead-letter 0)\n' });
 
     const pulled = await runCli([spec, 'pull', '--complete'], { env });
     expect(pulled.code).toBe(0);
@@ -37,16 +37,19 @@ describe('push, size, peek, pull and worker on sb://', () => {
     expect(worker.code).toBe(0);
     expect(worker.stderr).toContain('2 processed, 1 succeeded, 1 failed, 1 dead-lettered');
 
-    const size = await runCli([spec, 'size', '--json'], { env });
+    const [size, sizeText, sizeFailed, failed, blind] = await Promise.all([
+      runCli([spec, 'size', '--json'], { env }),
+      runCli([spec, 'size'], { env }),
+      runCli([spec, 'size', '--failed'], { env }),
+      runCli([spec, 'peek', '--failed', '--json'], { env }),
+      // Without the admin endpoint the counts come from peeking, and size says so.
+      runCli([spec, 'size', '--json'], { env: { ...env, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: '' } }),
+    ]);
     expect(JSON.parse(size.stdout)).toEqual({ queue: spec, approximate_count: 0, dead_letter_count: 1, counted_by: 'administration' });
-    expect(await runCli([spec, 'size'], { env })).toMatchObject({ stdout: '0 (dead-letter 1)\n' });
-    expect(await runCli([spec, 'size', '--failed'], { env })).toMatchObject({ stdout: '1\n' });
-    const failed = await runCli([spec, 'peek', '--failed', '--json'], { env });
+    expect(sizeText).toMatchObject({ stdout: '0 (dead-letter 1)\n' });
+    expect(sizeFailed).toMatchObject({ stdout: '1\n' });
     const [dead] = JSON.parse(failed.stdout) as Array<{ kwargs: { cmd: string } }>;
     expect(dead?.kwargs.cmd).toBe('echo broken >&2; exit 3');
-
-    // Without the admin endpoint the counts come from peeking, and size says so.
-    const blind = await runCli([spec, 'size', '--json'], { env: { ...env, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: '' } });
     expect(JSON.parse(blind.stdout)).toMatchObject({ approximate_count: 0, dead_letter_count: 1, counted_by: 'peek' });
     expect(blind.stderr).toContain('counted by peeking');
   });
