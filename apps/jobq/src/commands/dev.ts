@@ -36,8 +36,8 @@ export interface DevReport {
   ports: DevPorts;
   coordinator: boolean;
   workers: Array<{ queue: string; num_workers: number }>;
-  /** The local Service Bus broker (`--queues sb://local`); null without it. */
-  servicebus: { connection_string: string; admin_endpoint: string } | null;
+  /** The local Service Bus broker (`--queues sb://local`); absent without it. */
+  servicebus?: { connection_string: string; admin_endpoint: string };
   /** The environment another terminal (or process) needs to use the stack. */
   env: Record<string, string>;
 }
@@ -297,7 +297,7 @@ function devReport(storage: LocalStorage, broker: ServiceBusEmulator | null, por
     ports,
     coordinator,
     workers: numWorkers === 0 ? [] : queues.map((queue) => ({ queue, num_workers: numWorkers })),
-    servicebus: broker === null ? null : { connection_string: broker.connectionString, admin_endpoint: broker.adminEndpoint ?? '' },
+    ...(broker === null ? {} : { servicebus: { connection_string: broker.connectionString, admin_endpoint: broker.adminEndpoint ?? '' } }),
     env: { JOBQ_WORKFLOW_PREFIX: prefix, JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString, ...serviceBusEnv },
   };
 }
@@ -311,7 +311,7 @@ function readyText(report: DevReport): string {
     `  blob         ${report.blob_endpoint}`,
     `  queue        ${report.queue_endpoint}`,
     `  table        ${report.table_endpoint}`,
-    ...(report.servicebus === null
+    ...(report.servicebus === undefined
       ? []
       : [`  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`]),
     `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
@@ -320,7 +320,7 @@ function readyText(report: DevReport): string {
     'Use it from another terminal:',
     '',
     ...Object.entries(report.env).map(([name, value]) => `  export ${name}=${shellQuote(value)}`),
-    report.servicebus === null ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT' : '  unset JOBQ_WORKFLOW_BLOBS',
+    report.servicebus === undefined ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT' : '  unset JOBQ_WORKFLOW_BLOBS',
     '  jobq workflow submit examples/diamond.yaml',
     ...(report.coordinator ? [] : ['  jobq workflow coordinator']),
     ...(report.workers.length === 0 ? ['  jobq worker --queue default'] : []),
