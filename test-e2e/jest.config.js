@@ -7,7 +7,7 @@ module.exports = {
   moduleFileExtensions: ['ts', 'js', 'json'],
   moduleNameMapper: {
     '^@jobq/ports/testing$': '<rootDir>/../packages/ports/src/testing',
-    '^@jobq/(dag-core|ports|local|queue-storage|store-azure|worker|coordinator)$': '<rootDir>/../packages/$1/src',
+    '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|store-azure|worker|coordinator)$': '<rootDir>/../packages/$1/src',
   },
   testTimeout: 180_000,
   // The tests start many processes; two files at once is what two cores take.

@@ -8,6 +8,7 @@ import {
   type RequestPolicyFactory,
   type StorageRetryOptions,
 } from '@azure/storage-queue';
+import { azureSdkTracing, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
 import { JobqError } from '@jobq/ports';
 
 /**
@@ -74,8 +75,13 @@ export function queueServiceUrlFor(accountName: string): string {
   return `https://${accountName}.queue.core.windows.net`;
 }
 
-/** A queue service client for a connection, with our retry settings and extra policies. */
+/**
+ * A queue service client for a connection, with our retry settings and extra policies. The SDK's
+ * per-request tracing runs only while an OpenTelemetry tracer provider is registered, or as
+ * `JOBQ_AZURE_SDK_TRACING` says (see `@jobq/azure-pipeline`).
+ */
 export function createQueueServiceClient(connection: StorageConnection, settings: PipelineSettings = {}): QueueServiceClient {
+  const tracing = azureSdkTracing();
   const options = settings.retryOptions ? { retryOptions: settings.retryOptions } : {};
   let url: string;
   let pipeline;
@@ -100,5 +106,9 @@ export function createQueueServiceClient(connection: StorageConnection, settings
   }
   // The SDK runs custom policies before its retry policy: they see each call once, not each try.
   if (settings.policies) pipeline.factories.push(...settings.policies);
-  return new QueueServiceClient(url, pipeline);
+  const client = new QueueServiceClient(url, pipeline);
+  // One HTTP pipeline serves this service client and every queue client made from it.
+  const corePipeline = storageCorePipeline(client);
+  if (corePipeline) gateSdkTracing(corePipeline, tracing);
+  return client;
 }

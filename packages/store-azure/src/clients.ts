@@ -1,6 +1,7 @@
 import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, AzureNamedKeyCredential, AzureSASCredential } from '@azure/data-tables';
 import { DefaultAzureCredential } from '@azure/identity';
+import { azureSdkTracing, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
 import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential, newPipeline, type ContainerClient, type RequestPolicyFactory } from '@azure/storage-blob';
 import { JobqError } from '@jobq/ports';
 
@@ -80,10 +81,13 @@ export interface AccountClients {
 
 /**
  * Clients for an account, with short SDK retries (3 tries, 0.2–2 s apart, each try bounded by the
- * operation timeout) so a dead endpoint fails fast as `unavailable` instead of hanging.
+ * operation timeout) so a dead endpoint fails fast as `unavailable` instead of hanging. The SDK's
+ * per-request tracing runs only while an OpenTelemetry tracer provider is registered, or as
+ * `JOBQ_AZURE_SDK_TRACING` says (see `@jobq/azure-pipeline`).
  */
 export function accountClients(connection: StorageAccountConnection, settings: ClientSettings): AccountClients {
   const account = parseAccount(connection);
+  const tracing = azureSdkTracing();
   const retryOptions = { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, tryTimeoutInMs: settings.operationTimeoutInMs };
   let blobUrl = account.blobUrl;
   let pipeline;
@@ -95,14 +99,22 @@ export function accountClients(connection: StorageAccountConnection, settings: C
   }
   if (settings.blobPolicies) pipeline.factories.push(...settings.blobPolicies);
   const blobService = new BlobServiceClient(blobUrl, pipeline);
+  // One HTTP pipeline serves this service client and every container and blob client made from it.
+  const blobPipeline = storageCorePipeline(blobService);
+  if (blobPipeline) gateSdkTracing(blobPipeline, tracing);
   const insecure = account.tableUrl.startsWith('http://');
   const tableOptions = { allowInsecureConnection: insecure, retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2_000 } };
-  const table = (name: string): TableClient => {
+  const tableClient = (name: string): TableClient => {
     if (account.credential) return new TableClient(account.tableUrl, name, account.credential, tableOptions);
     if (account.accountKey && account.accountName) {
       return new TableClient(account.tableUrl, name, new AzureNamedKeyCredential(account.accountName, account.accountKey), tableOptions);
     }
     return new TableClient(account.tableUrl, name, new AzureSASCredential(account.sas ?? ''), tableOptions);
+  };
+  const table = (name: string): TableClient => {
+    const client = tableClient(name);
+    gateSdkTracing(client.pipeline, tracing);
+    return client;
   };
   return { blobService, table, container: (name) => blobService.getContainerClient(name) };
 }

@@ -233,7 +233,6 @@ export class BlobIo {
     options: CallOptions | undefined,
     tally?: UploadTally,
   ): Promise<{ created: true } | { created: false; md5: string; size: number }> {
-    const blob = target.client.getBlobClient(path);
     const where = describeBlob(target.container, path);
     return this.withAttempts(
       options,
@@ -248,7 +247,7 @@ export class BlobIo {
           let found;
           try {
             found = await storeCall({ operation: `read the properties of ${where}` }, this.settings.operationTimeoutInMs, options, (abortSignal) =>
-              blob.getProperties({ abortSignal }),
+              target.client.getBlobClient(path).getProperties({ abortSignal }),
             );
           } catch (error) {
             // Azurite refuses the create while another writer's blocks are staged but not yet

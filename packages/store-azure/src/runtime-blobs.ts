@@ -16,6 +16,7 @@ import {
 } from '@jobq/dag-core';
 import { JobqError, isJobqError, type OperationOptions } from '@jobq/ports';
 import { definitionHashOf, encodedDefinition, sha256Hex, type DefinitionCache } from './definition-cache';
+import { ClientCache } from './client-cache';
 import { storeCall } from './errors';
 import { stateFolders } from './workflow-folders';
 import {
@@ -122,22 +123,28 @@ function headOf(at: LogPosition): RuntimeHead {
 }
 
 export class RuntimeBlobs {
+  private readonly blockClients: ClientCache<BlockBlobClient>;
+  private readonly appendClients: ClientCache<AppendBlobClient>;
+
   constructor(
     private readonly container: ContainerClient,
     private readonly settings: RuntimeBlobSettings,
     private readonly definitions: DefinitionCache,
-  ) {}
+  ) {
+    this.blockClients = new ClientCache((name) => container.getBlockBlobClient(name));
+    this.appendClients = new ClientCache((name) => container.getAppendBlobClient(name));
+  }
 
   private get timeout(): number {
     return this.settings.operationTimeoutInMs;
   }
 
   private block(name: string): BlockBlobClient {
-    return this.container.getBlockBlobClient(name);
+    return this.blockClients.get(name);
   }
 
   private appendBlob(name: string): AppendBlobClient {
-    return this.container.getAppendBlobClient(name);
+    return this.appendClients.get(name);
   }
 
   // ---- plain blob calls ------------------------------------------------------------------------
