@@ -37,8 +37,9 @@ export type TaskChannelStore = Pick<OutputStore, 'getOutput' | 'downloadFileTo' 
 /** Options of {@link startTaskChannel}. */
 export interface TaskChannelOptions {
   /**
-   * The attempt's private directory, made by the worker: the socket goes there (unless its path is
-   * too long for a socket), and so do files on their way between the task and the store.
+   * The private directory the attempt runs in (its slot's, made by the worker): the socket goes
+   * there (unless its path is too long for a socket), and so do files on their way between the task
+   * and the store.
    */
   dir: string;
   workflowId: string;
@@ -57,7 +58,10 @@ export interface TaskChannelOptions {
 export interface TaskChannel {
   /** Variables to add to the task's environment: `JOBQ_TASK_SOCKET` and `JOBQ_TASK_TOKEN`. */
   env: Record<string, string>;
-  /** Stops serving (requests in flight are aborted) and removes the socket. Safe to call twice. */
+  /**
+   * Stops serving (requests in flight are aborted, and waited for, so no transfer file outlives it)
+   * and removes the socket. Safe to call twice.
+   */
   close(): Promise<void>;
 }
 
@@ -95,7 +99,7 @@ function shorten(text: string): string {
   return text.length > 120 ? `${text.slice(0, 120)}…` : text;
 }
 
-/** Where the socket goes: in the attempt directory, else (path too long) in a new short directory. */
+/** Where the socket goes: in the attempt's directory, else (path too long) in a new short directory. */
 function socketLocation(dir: string): { path: string; ownDir: string | null } {
   const inDir = join(dir, 'task.sock');
   if (Buffer.byteLength(inDir) <= MAX_SOCKET_PATH_BYTES) return { path: inDir, ownDir: null };
