@@ -82,11 +82,6 @@ export class Slot {
 
   constructor(private readonly options: SlotDirsOptions) {}
 
-  /** The slot's directory when it has one (for tests and logs). */
-  get path(): string | null {
-    return this.dir;
-  }
-
   /**
    * The slot's directory, empty, for the attempt that holds the slot: made at first use (mode
    * 0700, 0711 with a task user), and made again when it was removed or replaced under the worker.
