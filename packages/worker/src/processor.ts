@@ -44,4 +44,10 @@ export interface Processor {
    * completion). The lock is still held and renewed; a throw is logged and ignored.
    */
   giveUp?(context: TaskContext, reason: string): Promise<void>;
+  /**
+   * Called once `Worker.run()` has no task running any more, before it returns: release what the
+   * processor holds between tasks (the workflow processor removes its tasks' working directories).
+   * A throw is logged and ignored.
+   */
+  close?(): Promise<void>;
 }

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,8 +37,9 @@ export type TaskChannelStore = Pick<OutputStore, 'getOutput' | 'downloadFileTo' 
 /** Options of {@link startTaskChannel}. */
 export interface TaskChannelOptions {
   /**
-   * The attempt's private directory, made by the worker: the socket goes there (unless its path is
-   * too long for a socket), and so do files on their way between the task and the store.
+   * The private directory the attempt runs in (its slot's, made by the worker): the socket goes
+   * there (unless its path is too long for a socket), and so do files on their way between the task
+   * and the store.
    */
   dir: string;
   workflowId: string;
@@ -56,7 +58,10 @@ export interface TaskChannelOptions {
 export interface TaskChannel {
   /** Variables to add to the task's environment: `JOBQ_TASK_SOCKET` and `JOBQ_TASK_TOKEN`. */
   env: Record<string, string>;
-  /** Stops serving (requests in flight are aborted) and removes the socket. Safe to call twice. */
+  /**
+   * Stops serving (requests in flight are aborted, and waited for, so no transfer file outlives it)
+   * and removes the socket. Safe to call twice.
+   */
   close(): Promise<void>;
 }
 
@@ -94,13 +99,13 @@ function shorten(text: string): string {
   return text.length > 120 ? `${text.slice(0, 120)}…` : text;
 }
 
-/** Where the socket goes: in the attempt directory, else (path too long) in a new short directory. */
-async function socketLocation(dir: string): Promise<{ path: string; ownDir: string | null }> {
+/** Where the socket goes: in the attempt's directory, else (path too long) in a new short directory. */
+function socketLocation(dir: string): { path: string; ownDir: string | null } {
   const inDir = join(dir, 'task.sock');
   if (Buffer.byteLength(inDir) <= MAX_SOCKET_PATH_BYTES) return { path: inDir, ownDir: null };
   for (const base of [tmpdir(), '/tmp']) {
     if (Buffer.byteLength(join(base, 'jq-XXXXXX', 's')) > MAX_SOCKET_PATH_BYTES) continue;
-    const ownDir = await mkdtemp(join(base, 'jq-'));
+    const ownDir = mkdtempSync(join(base, 'jq-'));
     return { path: join(ownDir, 's'), ownDir };
   }
   throw new JobqError('invalid-config', `no short enough directory for the task channel's socket (the attempt directory ${shorten(dir)} and the temporary directory are too long)`);
@@ -115,7 +120,16 @@ async function socketLocation(dir: string): Promise<{ path: string; ownDir: stri
  * Setting the output and checking for cancellation stay local files. See
  * `task-channel-protocol.ts` for the requests.
  */
-export async function startTaskChannel(options: TaskChannelOptions): Promise<TaskChannel> {
+export function startTaskChannel(options: TaskChannelOptions): Promise<TaskChannel> {
+  return new Promise((resolve) => resolve(openTaskChannel(options)));
+}
+
+/**
+ * {@link startTaskChannel} without waiting: the socket is bound and listening when this returns
+ * (binding a Unix socket is synchronous), so a task started right after, or code of the worker's
+ * own process, can connect at once. Throws a `JobqError` when the socket cannot be bound.
+ */
+export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
   const { dir, workflowId, taskName, attemptNo, outputs } = options;
   const taskUser = options.taskUser ?? null;
   const token = randomBytes(32).toString('hex');
@@ -264,36 +278,41 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
     }
   };
 
+  /** Requests being answered: `close()` waits for them, so no transfer file outlives the attempt. */
+  const inFlight = new Set<Promise<void>>();
   const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
-    handle(req, res, expectsContinue).catch((error: unknown) => {
-      if (!(error instanceof Refused) && !stop.signal.aborted) {
-        options.log?.(`task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`);
-      }
-      sendError(res, error, stop.signal.aborted);
-    });
+    const served = handle(req, res, expectsContinue)
+      .catch((error: unknown) => {
+        if (!(error instanceof Refused) && !stop.signal.aborted) {
+          options.log?.(`task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`);
+        }
+        sendError(res, error, stop.signal.aborted);
+      })
+      .finally(() => inFlight.delete(served));
+    inFlight.add(served);
   };
   const server = createServer((req, res) => serve(req, res, false));
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
   // Transfers of big files may take long; the channel lives as long as the attempt.
   server.requestTimeout = 0;
 
-  const { path: socketPath, ownDir } = await socketLocation(dir);
+  const { path: socketPath, ownDir } = socketLocation(dir);
+  // Binding a Unix socket happens within listen(); only its error is reported later (on the next
+  // tick), so a server that is not listening now has failed, and that late event is ignored.
+  const ignoreLateError = () => undefined;
+  server.once('error', ignoreLateError);
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    await chmod(socketPath, 0o600);
+    server.listen(socketPath);
+    if (!server.listening) throw new Error('the socket could not be bound (its directory is missing or not writable, or the path is taken)');
+    server.off('error', ignoreLateError);
+    chmodSync(socketPath, 0o600);
     if (taskUser !== null) {
-      await chown(socketPath, taskUser.uid, taskUser.gid);
-      if (ownDir !== null) await chmod(ownDir, 0o711);
+      chownSync(socketPath, taskUser.uid, taskUser.gid);
+      if (ownDir !== null) chmodSync(ownDir, 0o711);
     }
   } catch (error) {
     server.close();
-    if (ownDir !== null) await rm(ownDir, { recursive: true, force: true }).catch(() => undefined);
+    if (ownDir !== null) rmSync(ownDir, { recursive: true, force: true });
     throw new JobqError('internal', `could not start the task channel at ${socketPath}: ${errorText(error)}`, { cause: error });
   }
 
@@ -306,6 +325,7 @@ export async function startTaskChannel(options: TaskChannelOptions): Promise<Tas
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
         await closed;
+        await Promise.allSettled([...inFlight]);
         await rm(socketPath, { force: true }).catch(() => undefined);
         if (ownDir !== null) await rm(ownDir, { recursive: true, force: true }).catch(() => undefined);
       })();

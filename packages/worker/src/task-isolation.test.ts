@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -105,8 +105,14 @@ beforeEach(async () => {
   completions = await openStorageQueue({ connection: { connectionString: storage.connectionString }, queueName: `iso-completions-${++queueNo}` });
 });
 
+const made: WorkflowProcessor[] = [];
+
+afterEach(async () => {
+  await Promise.all(made.splice(0).map((p) => p.close()));
+});
+
 function processor(overrides: Partial<WorkflowProcessorOptions> = {}): WorkflowProcessor {
-  return new WorkflowProcessor({
+  const p = new WorkflowProcessor({
     outputs,
     completions,
     isCancelled: () => Promise.resolve(false),
@@ -117,6 +123,8 @@ function processor(overrides: Partial<WorkflowProcessorOptions> = {}): WorkflowP
     tempDir,
     ...overrides,
   });
+  made.push(p);
+  return p;
 }
 
 /** Task "eval" of WORKFLOW, child of "train" (its blob output passed in full, md5 included). */
@@ -131,6 +139,16 @@ async function runOne(p: WorkflowProcessor, input: TaskMessageInput): Promise<{ 
   const published = await drainCompletions(completions);
   expect(published).toHaveLength(1);
   return { completion: published[0]!, lines: context.lines };
+}
+
+/** After an attempt: the slot directories hold only the task's empty directory; close() removes them. */
+async function expectCleanThenClosed(p: WorkflowProcessor): Promise<void> {
+  for (const slot of await readdir(tempDir)) {
+    expect(await readdir(join(tempDir, slot))).toEqual(['task']);
+    expect(await readdir(join(tempDir, slot, 'task'))).toEqual([]);
+  }
+  await p.close();
+  expect(await readdir(tempDir)).toEqual([]);
 }
 
 interface TaskReport {
@@ -155,7 +173,8 @@ function md5(data: Uint8Array): string {
 
 describe('a workflow task reaches storage only through its channel', () => {
   it("a bash task reads its parent's blob output and stashed file through the channel; a non-parent's output is 403, a wrong token 401; no credential in its environment", async () => {
-    const { completion } = await runOne(processor(), evalTask(`node '${join(scripts, 'task.js')}'`));
+    const p = processor();
+    const { completion } = await runOne(p, evalTask(`node '${join(scripts, 'task.js')}'`));
     expect(completion).toMatchObject({ success: true, error: null });
     const report = (await outputs.getOutput(completion.outputRef)) as TaskReport;
     expect(report).toMatchObject({
@@ -170,8 +189,8 @@ describe('a workflow task reaches storage only through its channel', () => {
       credentials: [],
     });
     expect(report.siblingError.message).toMatch(/not the output of a direct parent of task "eval"/);
-    // The attempt directory, socket included, is gone.
-    expect(await readdir(tempDir)).toEqual([]);
+    // The attempt's files, socket included, are gone.
+    await expectCleanThenClosed(p);
   });
 
   it('a task run in-process through runCommand gets the channel too (the helpers use it)', async () => {
@@ -207,7 +226,8 @@ const asRoot = IS_ROOT ? describe : describe.skip;
 
 asRoot('tasks run as another user (taskUser)', () => {
   it("runs the task as that user: the channel still works, the worker's /proc environ and the attempt directory are out of reach", async () => {
-    const { completion } = await runOne(processor({ taskUser: NOBODY }), evalTask(`node '${join(scripts, 'task.js')}'`));
+    const p = processor({ taskUser: NOBODY });
+    const { completion } = await runOne(p, evalTask(`node '${join(scripts, 'task.js')}'`));
     expect(completion).toMatchObject({ success: true, error: null });
     const report = (await outputs.getOutput(completion.outputRef)) as TaskReport;
     expect(report).toMatchObject({
@@ -221,7 +241,7 @@ asRoot('tasks run as another user (taskUser)', () => {
       attemptDir: 'EACCES',
       credentials: [],
     });
-    expect(await readdir(tempDir)).toEqual([]);
+    await expectCleanThenClosed(p);
   });
 
   it("an output file replaced by a link to the worker's files is refused, not read", async () => {
@@ -239,8 +259,9 @@ asRoot('tasks run as another user (taskUser)', () => {
 
   it('files the task leaves in its directory are removed after the attempt', async () => {
     const cmd = `d=$(dirname "$JOBQ_OUTPUT_FILE"); mkdir -p "$d/a/b"; echo x > "$d/a/b/c"; chmod 500 "$d/a/b"; ln -s / "$d/root"`;
-    const { completion } = await runOne(processor({ taskUser: NOBODY }), evalTask(cmd));
+    const p = processor({ taskUser: NOBODY });
+    const { completion } = await runOne(p, evalTask(cmd));
     expect(completion).toMatchObject({ success: true });
-    expect(await readdir(tempDir)).toEqual([]);
+    await expectCleanThenClosed(p);
   });
 });

@@ -1,4 +1,3 @@
-import { writeFile } from 'node:fs/promises';
 import { expandUpstreamRefs, type WorkflowTaskInfo } from '@jobq/dag-core';
 import type { OperationOptions, OutputStore } from '@jobq/ports';
 
@@ -17,9 +16,4 @@ export async function resolveUpstreamRefs(
   if (info.upstreamBlob !== null) compact = await outputs.getUpstreamOverflow(info.upstreamBlob, options);
   if (compact === null) return {};
   return expandUpstreamRefs(info.workflowId, compact, outputs.outputsContainer);
-}
-
-/** Writes the refs as the JSON file `$JOBQ_WORKFLOW_UPSTREAM_REFS` points at. */
-export async function writeUpstreamRefsFile(path: string, refs: Readonly<Record<string, string | null>>): Promise<void> {
-  await writeFile(path, JSON.stringify(refs), { encoding: 'utf8', mode: 0o600 });
 }

@@ -185,7 +185,7 @@ export class Worker {
   async run(): Promise<WorkerSummary> {
     if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
     this.lastActivity = this.clock.now();
-    this.finished = this.feedLoop();
+    this.finished = this.feedLoop().finally(() => this.closeProcessors());
     await this.finished;
     if (this.fatal !== undefined) throw this.fatal;
     return { ...this.summary };
@@ -249,6 +249,17 @@ export class Worker {
 
   private idleExpired(): boolean {
     return this.idleTimeoutInMs !== null && this.active === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs;
+  }
+
+  /** Lets each processor release what it holds between tasks (no task runs any more). */
+  private async closeProcessors(): Promise<void> {
+    for (const processor of this.processors) {
+      try {
+        await processor.close?.();
+      } catch (error) {
+        this.log(`processor "${processor.name}" could not close: ${errorText(error)}`);
+      }
+    }
   }
 
   /**

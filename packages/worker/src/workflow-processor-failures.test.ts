@@ -85,6 +85,39 @@ describe('WorkflowProcessor: a failure of the worker itself still reports the at
     expect(left).toBe(0);
   });
 
+  it('in-process: the directory is made only when a variable naming a file is read; failing then fails the attempt once', async () => {
+    const file = join(scratch, 'not-a-dir-either');
+    await writeFile(file, 'x');
+    const tempDir = join(file, 'below');
+    const quiet = await throughWorker(task('quiet', { cmd: 'in-process' }), { tempDir, runCommand: () => Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null }) });
+    expect(quiet.sent).toEqual([expect.objectContaining({ success: true, outputRef: null })]);
+    let reads = 0;
+    const { sent, left } = await throughWorker(task('reads', { cmd: 'in-process' }), {
+      tempDir,
+      runCommand: (options) => {
+        // The second read gives the same error without trying again.
+        const read = () => {
+          try {
+            return options.env.JOBQ_OUTPUT_FILE;
+          } catch {
+            reads++;
+            return undefined;
+          }
+        };
+        read();
+        read();
+        // Not caught here: the command fails as one that cannot start.
+        const socket = options.env.JOBQ_TASK_SOCKET;
+        return Promise.resolve({ exitCode: socket === undefined ? 1 : 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+      },
+    });
+    expect(reads).toBe(2);
+    expect(sent).toEqual([
+      expect.objectContaining({ success: false, error: expect.stringMatching(/^the worker failed while running the task: could not create the task's temporary directory in ".*below": ENOTDIR/) }),
+    ]);
+    expect(left).toBe(0);
+  });
+
   it('a runCommand that throws (an unexpected failure inside the worker) sends one failure completion', async () => {
     const { sent, left } = await throughWorker(task('a', { cmd: 'true' }), { runCommand: () => Promise.reject(new Error('EMFILE: too many open files')) });
     expect(sent).toEqual([

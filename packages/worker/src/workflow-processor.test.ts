@@ -79,9 +79,16 @@ describe('WorkflowProcessor', () => {
   });
 
   it('no output: success without output_ref; temp files are removed', async () => {
-    const { outcome, published } = await runOne(processor(), task('wf-empty', 'a', 'echo hello'));
+    const p = processor();
+    const { outcome, published } = await runOne(p, task('wf-empty', 'a', 'echo hello'));
     expect(outcome).toEqual({ kind: 'done' });
     expect(only(published)).toEqual({ workflowId: 'wf-empty', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: STARTED_AT, cancelled: false });
+    // The slot's directory stays for its next attempt, holding only the task's empty directory.
+    const [slot, ...others] = await readdir(tempDir);
+    expect(others).toEqual([]);
+    expect(await readdir(join(tempDir, slot!))).toEqual(['task']);
+    expect(await readdir(join(tempDir, slot!, 'task'))).toEqual([]);
+    await p.close();
     expect(await readdir(tempDir)).toEqual([]);
   });
 

@@ -1,6 +1,5 @@
-import { mkdtemp, stat, writeFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   type Completion,
   decodeWorkflowTask,
@@ -12,7 +11,7 @@ import {
   type WorkflowTaskInfo,
 } from '@jobq/dag-core';
 import { JobqError, isJobqError, realClock, type Clock, type OutputStore, type TaskQueue } from '@jobq/ports';
-import { giveToTaskUser, prepareAttemptDir, removeAttemptDir } from './attempt-dir';
+import { AttemptFiles } from './attempt-files';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
 import {
   type BackoffSettings,
@@ -28,10 +27,10 @@ import { describeShellResult, runShell, type RunShellOptions, type ShellResult }
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { SecretMasker } from './secrets';
 import { prepareTaskEnvironment } from './task-environment';
-import { startTaskChannel, type TaskChannel } from './task-channel';
 import { storeTaskOutput } from './task-outputs';
+import { SlotDirs } from './slot-dirs';
 import { checkTaskUser, type TaskUser } from './task-user';
-import { resolveUpstreamRefs, writeUpstreamRefsFile } from './upstream-refs-file';
+import { resolveUpstreamRefs } from './upstream-refs-file';
 
 /** Error text of a task that was not started, or stopped, because its workflow was cancelled. */
 export const WORKFLOW_CANCELLED = 'workflow cancelled';
@@ -57,9 +56,12 @@ export interface WorkflowProcessorOptions {
   cancelPollJitter?: number;
   /** Randomness for the jitter (default `Math.random`). */
   random?: () => number;
-  /** Where the per-attempt temporary directories go (default `os.tmpdir()`). */
+  /**
+   * Where the tasks' working directories go (default `os.tmpdir()`): one per slot, made at its first
+   * use and reused by its next attempts, emptied between them; removed by {@link WorkflowProcessor.close}.
+   */
   tempDir?: string;
-  /** Worker-level log lines (cancel-flag read errors). Default: none. */
+  /** Worker-level log lines (cancel-flag read errors, a working directory that could not be removed). Default: none. */
   log?: (line: string) => void;
   /**
    * Called with the `invalid-config` error when a workflow task arrives and the workflow settings
@@ -69,7 +71,11 @@ export interface WorkflowProcessorOptions {
   /**
    * Runs the task's command (default {@link runShell}: `bash -c` in its own process group). An app
    * that runs tasks in-process (or a benchmark measuring the engine without process start-up)
-   * hands in its own; it gets the same options and must honour `signal` and `timeoutInMs`.
+   * hands in its own; it gets the same options and must honour `signal` and `timeoutInMs`. Its
+   * `env` names the same files and channel, each made when the variable is first read: a command
+   * that reads none of `JOBQ_OUTPUT_FILE`, `JOBQ_WORKFLOW_UPSTREAM_REFS`,
+   * `JOBQ_WORKFLOW_CANCEL_FILE`, `JOBQ_TASK_SOCKET`, `JOBQ_TASK_TOKEN` costs no file-system call
+   * (and has no output). Passing `env` on to a child process reads them all.
    */
   runCommand?: (options: RunShellOptions) => Promise<ShellResult>;
   /**
@@ -172,6 +178,7 @@ export class WorkflowProcessor implements Processor {
   private readonly random: () => number;
   private readonly taskUser: TaskUser | null;
   private readonly clock: Clock;
+  private readonly slots: SlotDirs;
   private lastConfigError: JobqError | null = null;
   /** Deliveries whose completion was sent: a throw after that must not send a second one. */
   private readonly reported = new WeakSet<TaskContext>();
@@ -188,6 +195,7 @@ export class WorkflowProcessor implements Processor {
     this.taskUser = options.taskUser ?? null;
     if (this.taskUser !== null) checkTaskUser(this.taskUser);
     this.clock = options.clock ?? realClock;
+    this.slots = new SlotDirs({ root: options.tempDir ?? tmpdir(), taskUser: this.taskUser, log: (line) => options.log?.(line) });
     const clock = this.clock;
     this.cancelFlags = new CancelFlagCache(options.isCancelled, {
       ttlInMs: this.cancelPollIntervalInMs,
@@ -218,6 +226,14 @@ export class WorkflowProcessor implements Processor {
   /** The configuration error met by the last workflow task, or null. */
   get configError(): JobqError | null {
     return this.lastConfigError;
+  }
+
+  /**
+   * Removes the tasks' working directories (the worker calls it when it stops). The processor stays
+   * usable: a later task makes a new one.
+   */
+  close(): Promise<void> {
+    return this.slots.close();
   }
 
   /** Checks the workflow settings of the environment; throws the `invalid-config` error (call it at start-up). */
@@ -326,54 +342,50 @@ export class WorkflowProcessor implements Processor {
       return finish(false, null, cwdProblem);
     }
 
-    const root = this.options.tempDir ?? tmpdir();
-    let dir: string;
+    let refs: Record<string, string | null>;
     try {
-      dir = await mkdtemp(join(root, 'jobq-wf-'));
+      refs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
     } catch (error) {
-      const message = `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`;
+      const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
       context.log(message);
+      if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
       return finish(false, null, message);
     }
-    let channel: TaskChannel | null = null;
-    try {
-      const { outputFile } = await prepareAttemptDir(dir, this.taskUser);
-      const refsFile = join(dir, 'upstream-refs.json');
-      let refs: Record<string, string | null>;
-      try {
-        refs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
-      } catch (error) {
-        const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
-        context.log(message);
-        if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
-        return await finish(false, null, message);
-      }
-      await writeUpstreamRefsFile(refsFile, refs);
-      await giveToTaskUser(refsFile, this.taskUser);
-      // The task's only way to storage: its parents' outputs and its own files, through the worker.
-      channel = await startTaskChannel({
-        dir,
-        workflowId: info.workflowId,
-        taskName: info.taskName,
-        attemptNo: info.attemptNo,
-        upstreamRefs: refs,
-        outputs: this.options.outputs,
-        taskUser: this.taskUser,
-        log: (line) => context.log(line),
-      });
 
+    // The slot's directory (see slot-dirs.ts) holds the task's files and the socket of its channel,
+    // the task's only way to storage: its parents' outputs and its own files, through the worker.
+    const slot = this.slots.acquire();
+    const files = new AttemptFiles({
+      slot,
+      workflowId: info.workflowId,
+      taskName: info.taskName,
+      attemptNo: info.attemptNo,
+      upstreamRefs: refs,
+      outputs: this.options.outputs,
+      taskUser: this.taskUser,
+      log: (line) => context.log(line),
+    });
+    try {
+      if (this.options.runCommand === undefined) {
+        // A subprocess reads every variable as it starts: make the files now, and fail clearly.
+        try {
+          files.prepareAll();
+        } catch (error) {
+          context.log(errorText(error));
+          return await finish(false, null, errorText(error));
+        }
+      }
       const env: NodeJS.ProcessEnv = {
         ...base,
         JOBQ_WORKFLOW_ID: info.workflowId,
         JOBQ_WORKFLOW_TASK: info.taskName,
         JOBQ_WORKFLOW_ATTEMPT: String(info.attemptNo),
         JOBQ_WORKFLOW_PREFIX: `${config.prefix.account}/${config.prefix.prefix}`,
-        JOBQ_OUTPUT_FILE: outputFile,
-        JOBQ_WORKFLOW_UPSTREAM_REFS: refsFile,
-        // Created when the cancel flag is seen, so `isCancelled()` in the task needs no network.
-        JOBQ_WORKFLOW_CANCEL_FILE: join(dir, 'cancelled'),
-        ...channel.env,
       };
+      // JOBQ_OUTPUT_FILE, JOBQ_WORKFLOW_UPSTREAM_REFS, JOBQ_WORKFLOW_CANCEL_FILE (made when the
+      // cancel flag is seen, so `isCancelled()` in the task needs no network) and the channel's
+      // JOBQ_TASK_SOCKET and JOBQ_TASK_TOKEN: over whatever `kwargs.env` says.
+      files.defineIn(env);
       if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
       else delete env.JOBQ_WORKFLOW_QUEUES;
       if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
@@ -381,9 +393,9 @@ export class WorkflowProcessor implements Processor {
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
       state.startedAt = (this.options.now ?? (() => new Date(this.clock.now())))().toISOString();
-      const run = await this.runWithCancel(context, info, cmd, env, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
+      const run = await this.runWithCancel(context, info, cmd, env, files, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
       const { result, cancelled } = run;
-      await channel.close(); // the attempt's process is gone: nothing may use the channel any more
+      await files.commandEnded(); // the attempt's process is gone: nothing may use the channel any more
 
       if (result.stopped && !result.timedOut) {
         if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
@@ -401,11 +413,16 @@ export class WorkflowProcessor implements Processor {
       const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
       const fitsInline = (json: string): boolean =>
         utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json })) <= this.options.completions.maxMessageBytes;
-      const stored = await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
-        abortSignal: context.signal,
-        ownerUid: this.taskUser?.uid,
-        fitsInline,
-      });
+      // A command that was never given the output file has written no output.
+      const outputFile = files.givenOutputFile;
+      const stored =
+        outputFile === null
+          ? ({ ok: true, result: { ref: null, placement: 'none', bytes: 0 } } as const)
+          : await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
+              abortSignal: context.signal,
+              ownerUid: this.taskUser?.uid,
+              fitsInline,
+            });
       if (!stored.ok) {
         if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
         context.log(`task "${info.taskName}" failed: ${stored.error}`);
@@ -413,8 +430,8 @@ export class WorkflowProcessor implements Processor {
       }
       return await finish(true, stored.result.ref, null);
     } finally {
-      await channel?.close();
-      await removeAttemptDir(dir, this.taskUser, (line) => context.log(line)).catch(() => undefined);
+      await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorText(error)}`));
+      await this.slots.release(slot);
     }
   }
 
@@ -441,6 +458,7 @@ export class WorkflowProcessor implements Processor {
     info: WorkflowTaskInfo,
     command: string,
     env: NodeJS.ProcessEnv,
+    files: AttemptFiles,
     cwd: string | undefined,
     timeoutInMs: number | null,
   ) {
@@ -459,7 +477,7 @@ export class WorkflowProcessor implements Processor {
       if (finished) return;
       if (isCancelled) {
         cancelled = true;
-        if (env.JOBQ_WORKFLOW_CANCEL_FILE) await writeFile(env.JOBQ_WORKFLOW_CANCEL_FILE, '').catch(() => undefined);
+        files.markCancelled();
         context.log(`workflow "${info.workflowId}" was cancelled: stopping task "${info.taskName}" (SIGTERM, SIGKILL after ${this.killTimeoutInMs} ms)`);
         stop.abort(new Error(WORKFLOW_CANCELLED));
       } else {
