@@ -1,13 +1,27 @@
 /**
  * One workflow end to end against a storage account (Azurite in the benches): a coordinator and an
  * in-process worker whose storage requests are all counted, from submit to the index row reading a
- * terminal status. Used by the seed bench (1 000 tasks) and the scale bench (100 000 tasks).
+ * terminal status. Used by the seed bench (1 000 tasks), the scale bench (100 000 tasks) and the
+ * Service Bus queue bench (the same run with its completion and task queues on Service Bus).
  */
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { countingPolicy, openStorageQueue, type TransactionCounter } from '@jobq/queue-storage';
 import { openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
+import type { TaskQueue } from '@jobq/ports';
 import { StoreTransactions } from './transactions';
+
+/** The completion and task queues of a run on another backend than the account's Storage Queues. */
+export interface RunQueues {
+  completions: TaskQueue;
+  taskQueue: TaskQueue;
+  /** Called once the queues and stores are open, just before the run starts (counting starts here). */
+  startCounting?(): Promise<void>;
+  /** Called once the run ended, before the coordinator and the worker stop (counting ends here). */
+  stopCounting?(): Promise<void>;
+  /** Deletes the queues and closes them. */
+  dispose(): Promise<void>;
+}
 
 export interface EndToEndOptions {
   connectionString: string;
@@ -25,6 +39,11 @@ export interface EndToEndOptions {
   /** Called every `sampleEveryInMs` with the seconds since start and the completions applied so far. */
   onSample?: (seconds: number, applied: number) => void;
   sampleEveryInMs?: number;
+  /**
+   * Opens the completion queue (`completionQueue`, the store's name for it) and the `default` task
+   * queue elsewhere, e.g. on Service Bus (default: Storage Queues on the account, counted).
+   */
+  openQueues?: (names: { completionQueue: string; taskQueue: string }) => Promise<RunQueues>;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -50,8 +69,9 @@ export const coordinatorOptions = (logs: string[]) => ({
 export interface EndToEndResult {
   seconds: number;
   status: string;
-  taskQueueTx: TransactionCounter;
-  completionQueueTx: TransactionCounter;
+  /** Requests to the Storage Queues; null when the queues came from `openQueues`. */
+  taskQueueTx: TransactionCounter | null;
+  completionQueueTx: TransactionCounter | null;
   store: { blob: number; table: number };
   outputsBlob: number;
   applied: number;
@@ -75,8 +95,22 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
   const tq = countingPolicy();
   const cq = countingPolicy();
-  const completions = await openStorageQueue({ connection, queueName: store.names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy] });
-  const taskQueue = await openStorageQueue({ connection, queueName: `${prefix.toLowerCase()}-default`, lockDurationInMs: 60_000, policies: [tq.policy] });
+  const names = { completionQueue: store.names.completionQueue, taskQueue: `${prefix.toLowerCase()}-default` };
+  const queues: RunQueues = options.openQueues
+    ? await options.openQueues(names)
+    : await (async () => {
+        const completions = await openStorageQueue({ connection, queueName: names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy] });
+        const taskQueue = await openStorageQueue({ connection, queueName: names.taskQueue, lockDurationInMs: 60_000, policies: [tq.policy] });
+        return {
+          completions,
+          taskQueue,
+          dispose: async () => {
+            await completions.deleteQueue().catch(() => undefined);
+            await taskQueue.deleteQueue().catch(() => undefined);
+          },
+        };
+      })();
+  const { completions, taskQueue } = queues;
   const logs: string[] = [];
   const worker = new Worker({
     queue: taskQueue,
@@ -116,6 +150,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     cq.counter.reset();
     storeTx.reset();
     outputsTx.reset();
+    await queues.startCounting?.();
     log(`starting coordinator + worker (${slots} slots), submitting`);
     const t0 = process.hrtime.bigint();
     running = worker.run();
@@ -143,11 +178,12 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       50,
     );
     const s = seconds(t0);
+    await queues.stopCounting?.();
     const result: EndToEndResult = {
       seconds: s,
       status,
-      taskQueueTx: { ...tq.counter, byMethod: { ...tq.counter.byMethod } },
-      completionQueueTx: { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
+      taskQueueTx: options.openQueues ? null : { ...tq.counter, byMethod: { ...tq.counter.byMethod } },
+      completionQueueTx: options.openQueues ? null : { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
       store: { blob: storeTx.blob, table: storeTx.table },
       outputsBlob: outputsTx.blob,
       applied: coordinator.counters.completionsApplied,
@@ -160,8 +196,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     await coordinator.stop().catch(() => undefined);
     await worker.stop({ gracePeriodInMs: 0 }).catch(() => undefined);
     if (running) await running.catch(() => undefined);
-    await completions.deleteQueue().catch(() => undefined);
-    await taskQueue.deleteQueue().catch(() => undefined);
+    await queues.dispose().catch(() => undefined);
     await store.deleteStorage().catch(() => undefined);
   }
 }

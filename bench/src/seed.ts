@@ -17,11 +17,10 @@ import { startAzuriteProcess } from '@jobq/local';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { accountClients, openOutputStore, openWorkflowStore } from '@jobq/store-azure';
 import { coordinatorOptions, endToEnd, seconds, waitUntil } from './e2e-run';
+import { LEAVES, TASKS, leafName, seedSource } from './seed-shape';
 
-const LEAVES = 998;
 /** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
 const SLOTS = 32;
-const TASKS = LEAVES + 2;
 
 
 function log(line: string): void {
@@ -35,17 +34,6 @@ function table(headers: string[], rows: string[][]): string {
 }
 
 const f = (n: number, digits = 2) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false });
-
-function leafName(i: number): string {
-  return `leaves/leaf-${String(i).padStart(4, '0')}`;
-}
-
-function seedSource(): object {
-  const tasks: object[] = [{ name: 'root', kwargs: { cmd: ':' } }];
-  for (let i = 0; i < LEAVES; i++) tasks.push({ name: leafName(i), depends_on: ['root'], kwargs: { cmd: ':' } });
-  tasks.push({ name: 'terminal', depends_on: Array.from({ length: LEAVES }, (_, i) => leafName(i)), kwargs: { cmd: ':' } });
-  return { name: 'seed', tasks };
-}
 
 function seedDefinition(): WorkflowDefinition {
   const result = validateWorkflow(seedSource());
@@ -243,10 +231,10 @@ async function main(): Promise<void> {
     console.log('      writes the runtime-sized blob with If-Match once per batch, deletes them.\n');
 
     if (p2) {
-      const tx = p2.taskQueueTx.total + p2.completionQueueTx.total + p2.store.blob + p2.store.table + p2.outputsBlob;
+      const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
       const txRows = [
-        ['task queue (coordinator sends; worker receives, renewals, deletes, idle polls)', String(p2.taskQueueTx.total), f(p2.taskQueueTx.total / TASKS)],
-        ['completion queue (submit wake-up; worker sends; coordinator receives, deletes, idle polls)', String(p2.completionQueueTx.total), f(p2.completionQueueTx.total / TASKS)],
+        ['task queue (coordinator sends; worker receives, renewals, deletes, idle polls)', String(p2.taskQueueTx?.total ?? 0), f((p2.taskQueueTx?.total ?? 0) / TASKS)],
+        ['completion queue (submit wake-up; worker sends; coordinator receives, deletes, idle polls)', String(p2.completionQueueTx?.total ?? 0), f((p2.completionQueueTx?.total ?? 0) / TASKS)],
         ['workflow store blobs (runtime, lease, stats)', String(p2.store.blob), f(p2.store.blob / TASKS)],
         ['workflow store tables (index, task rows; worker cancel checks)', String(p2.store.table), f(p2.store.table / TASKS)],
         ['output store blobs', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startServiceBusProcess } from '@jobq/servicebus-emulator';
-import { median, table } from './report';
+import { median, percentile, table } from './report';
 
 function progress(message: string): void {
   process.stderr.write(`[servicebus bench] ${message}\n`);
@@ -22,11 +22,6 @@ const f = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFraction
 function rssOf(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) * 1024 : Number.NaN;
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 let queueNo = 0;

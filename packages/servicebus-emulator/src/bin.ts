@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** `jobq-servicebus-emulator`: the broker as a process. See `--help` and README.md. */
 import { parseCommandLine, USAGE, UsageError } from './command-line';
+import { answerRequest } from './control';
 import { startServiceBus } from './emulator';
 import { QueueRegistryError } from './types';
 
@@ -33,9 +34,20 @@ async function main(): Promise<void> {
   if (line.readyLine) {
     process.stdout.write(`${JSON.stringify({ port: emulator.port, adminEndpoint: emulator.adminEndpoint, connectionString: emulator.connectionString, pid: process.pid })}\n`);
     // The parent holds stdin open; when it goes away (killed included), so does this process.
+    // Each line it writes is a request, answered by one JSON line on stdout (README, "In a child process").
     process.stdin.on('end', stop);
     process.stdin.on('error', stop);
-    process.stdin.resume();
+    let pending = '';
+    process.stdin.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
+        const request = pending.slice(0, newline).trim();
+        pending = pending.slice(newline + 1);
+        if (request !== '') process.stdout.write(`${JSON.stringify(answerRequest(request, emulator))}\n`);
+      }
+      // A line that never ends is not a request: do not keep it growing.
+      if (pending.length > 4_096) pending = '';
+    });
   } else {
     process.stdout.write(`Service Bus emulator listening on 127.0.0.1:${emulator.port} (admin ${emulator.adminEndpoint ?? 'off'})\nconnection string: ${emulator.connectionString}\n`);
   }

@@ -14,7 +14,8 @@ clients (connection strings with UseDevelopmentEmulator=true). Nothing is persis
   --admin-port N   HTTP admin port for ServiceBusAdministrationClient (default 5300; 0 picks a free one)
   --config FILE    JSON options: sasKeyName, sasKey, autoCreateQueues, queues, defaults, limits,
                    profile ("azure" or "emulator"), lockDurationFloorMs
-  --ready-line     print one JSON line (ports, connection string, admin endpoint) once listening
+  --ready-line     print one JSON line (ports, connection string, admin endpoint) once listening,
+                   answer each "stats" line on stdin with one JSON line {"stats": …} on stdout,
                    and exit when stdin closes (how a parent process runs it)
   --help           this text
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminPolicy } from './admin-policy';
 import { parseCommandLine, UsageError } from './command-line';
+import { answerRequest } from './control';
 import { startServiceBus } from './emulator';
 import { startServiceBusProcess } from './process';
 import { QueueRegistryError, type QueueProperties } from './types';
@@ -22,6 +23,11 @@ describe('startServiceBusProcess', () => {
       const [message] = await client.createReceiver('declared', { receiveMode: 'receiveAndDelete' }).receiveMessages(1, { maxWaitTimeInMs: 5_000 });
       expect(message?.body).toBe('hello');
       await client.close();
+      // The counters of the broker in the child, asked over its stdin; two requests at once are answered in order.
+      const [stats, again] = await Promise.all([sb.stats(), sb.stats()]);
+      expect(stats.queues.declared).toMatchObject({ messagesIn: 1, framesIn: 1, deliveries: 1, active: 0 });
+      expect(stats.cbsPuts).toBeGreaterThanOrEqual(1);
+      expect(again.queues.declared?.messagesIn).toBe(1);
       const admin = new ServiceBusAdministrationClient(sb.connectionString);
       admin.pipeline.addPolicy(adminPolicy(sb.adminEndpoint!));
       expect((await admin.getQueue('declared')).maxDeliveryCount).toBe(4);
@@ -30,7 +36,14 @@ describe('startServiceBusProcess', () => {
       await sb.stop();
     }
     expect(() => process.kill(sb.pid, 0)).toThrow();
+    await expect(sb.stats()).rejects.toThrow('the Service Bus emulator process is stopped');
   }, 60_000);
+
+  it('a request line the child does not know is answered with an error naming it', () => {
+    const emulator = { stats: () => ({ connections: 2, cbsPuts: 3, queues: {} }) };
+    expect(answerRequest('stats', emulator)).toEqual({ stats: { connections: 2, cbsPuts: 3, queues: {} } });
+    expect(answerRequest('status', emulator)).toEqual({ error: 'unknown request "status" on stdin (known: stats)' });
+  });
 
   it('a taken port: the start fails naming the port', async () => {
     const server = createServer();

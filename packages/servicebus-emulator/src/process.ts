@@ -6,13 +6,16 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ServiceBusOptions } from './emulator';
+import type { ControlAnswer } from './control';
+import type { ServiceBusOptions, ServiceBusStats } from './emulator';
 
 export interface ServiceBusProcess {
   connectionString: string;
   port: number;
   adminEndpoint: string | null;
   pid: number;
+  /** The broker's counters, as `stats()` of the in-process broker (asked over the child's stdin). */
+  stats(): Promise<ServiceBusStats>;
   /** SIGTERM, then SIGKILL after 5 s; idempotent. */
   stop(): Promise<void>;
 }
@@ -50,23 +53,47 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
+  // stdout is line by line: the ready line first, then one answer per request written to stdin.
+  const answers: { resolve(answer: ControlAnswer): void; reject(error: Error): void }[] = [];
+  let onReadyLine: ((line: string) => void) | undefined;
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString('utf8');
+    for (let newline = out.indexOf('\n'); newline >= 0; newline = out.indexOf('\n')) {
+      const line = out.slice(0, newline);
+      out = out.slice(newline + 1);
+      if (onReadyLine) {
+        const handle = onReadyLine;
+        onReadyLine = undefined;
+        handle(line);
+        continue;
+      }
+      const waiter = answers.shift();
+      if (!waiter) continue;
+      try {
+        waiter.resolve(JSON.parse(line) as ControlAnswer);
+      } catch {
+        waiter.reject(new Error(`the Service Bus emulator process answered ${JSON.stringify(line.slice(0, 200))}, not JSON`));
+      }
+    }
+  });
+  void closed.then((status) => {
+    for (const waiter of answers.splice(0)) waiter.reject(new Error(`the Service Bus emulator process has ended (${status})`));
+  });
+
   const waiting = new Promise<{ port: number; adminEndpoint: string | null; connectionString: string }>((resolve, reject) => {
-    let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`the Service Bus emulator process did not listen within ${startTimeoutMs} ms${stderr ? `: ${stderr.trim()}` : ''}`));
     }, startTimeoutMs);
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const newline = out.indexOf('\n');
-      if (newline < 0) return;
+    onReadyLine = (line) => {
       clearTimeout(timer);
       try {
-        resolve(JSON.parse(out.slice(0, newline)) as { port: number; adminEndpoint: string | null; connectionString: string });
+        resolve(JSON.parse(line) as { port: number; adminEndpoint: string | null; connectionString: string });
       } catch {
-        reject(new Error(`the Service Bus emulator process printed ${JSON.stringify(out.slice(0, 200))} instead of its ready line`));
+        reject(new Error(`the Service Bus emulator process printed ${JSON.stringify(`${line}\n`.slice(0, 200))} instead of its ready line`));
       }
-    });
+    };
     void closed.then((status) => {
       clearTimeout(timer);
       reject(new Error(`the Service Bus emulator process ended before it listened (${status})${stderr ? `: ${stderr.trim()}` : ''}`));
@@ -86,6 +113,15 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
   return {
     ...ready,
     pid: child.pid!,
+    async stats() {
+      if (stopping || child.exitCode !== null || child.signalCode !== null) throw new Error('the Service Bus emulator process is stopped');
+      const answer = await new Promise<ControlAnswer>((resolve, reject) => {
+        answers.push({ resolve, reject });
+        child.stdin.write('stats\n');
+      });
+      if ('error' in answer) throw new Error(`the Service Bus emulator process refused a stats request: ${answer.error}`);
+      return answer.stats;
+    },
     stop() {
       stopping ??= (async () => {
         process.removeListener('exit', killOnExit);
