@@ -10,6 +10,7 @@ import { openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jo
 import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
 import type { TaskQueue } from '@jobq/ports';
 import { StoreTransactions } from './transactions';
+import { RequestTap, type StoragePolicies } from './storage-latency';
 
 /** The completion and task queues of a run on another backend than the account's Storage Queues. */
 export interface RunQueues {
@@ -44,6 +45,13 @@ export interface EndToEndOptions {
    * queue elsewhere, e.g. on Service Bus (default: Storage Queues on the account, counted).
    */
   openQueues?: (names: { completionQueue: string; taskQueue: string }) => Promise<RunQueues>;
+  /**
+   * Extra policies on every storage client of the coordinator, the worker and the client (not on
+   * the observer polling for the end), e.g. `delayPolicies` for a run under network latency.
+   */
+  policies?: readonly StoragePolicies[];
+  /** Another process's CPU time in ms (e.g. Azurite's), read at the start and the end of the run. */
+  otherCpuMs?: () => number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -77,6 +85,13 @@ export interface EndToEndResult {
   applied: number;
   saves: number;
   batches: number;
+  /** CPU ms of this process (coordinator, worker, client, observer) from start to end. */
+  cpuMs: number;
+  /** CPU ms of `otherCpuMs` over the same window; null without it. */
+  otherCpuMs: number | null;
+  /** Storage requests the coordinator made (its loop and its timers), and its round trips (see `RequestTap`). */
+  coordinatorRequests: number;
+  coordinatorRoundTrips: number;
 }
 
 /** A task that does nothing, in-process: what the engine costs without process start-up. */
@@ -89,8 +104,16 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const connection = { connectionString };
   const storeTx = new StoreTransactions();
   const outputsTx = new StoreTransactions();
-  const store = await openWorkflowStore({ connection, prefix, blobPolicies: [storeTx.blobPolicy()], tablePolicies: [storeTx.tablePolicy()] });
-  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy()] });
+  // The tap first (outermost), so that a coordinator request is in flight while it is delayed.
+  const tap = new RequestTap();
+  const extra = [tap.policies, ...(options.policies ?? [])];
+  const store = await openWorkflowStore({
+    connection,
+    prefix,
+    blobPolicies: [storeTx.blobPolicy(), ...extra.map((p) => p.blob())],
+    tablePolicies: [storeTx.tablePolicy(), ...extra.map((p) => p.table())],
+  });
+  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy(), ...extra.map((p) => p.blob())] });
   // An observer of its own (not counted): polls the index row for the end.
   const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
   const tq = countingPolicy();
@@ -99,8 +122,8 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const queues: RunQueues = options.openQueues
     ? await options.openQueues(names)
     : await (async () => {
-        const completions = await openStorageQueue({ connection, queueName: names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy] });
-        const taskQueue = await openStorageQueue({ connection, queueName: names.taskQueue, lockDurationInMs: 60_000, policies: [tq.policy] });
+        const completions = await openStorageQueue({ connection, queueName: names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy, ...extra.map((p) => p.queue())] });
+        const taskQueue = await openStorageQueue({ connection, queueName: names.taskQueue, lockDurationInMs: 60_000, policies: [tq.policy, ...extra.map((p) => p.queue())] });
         return {
           completions,
           taskQueue,
@@ -150,11 +173,14 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     cq.counter.reset();
     storeTx.reset();
     outputsTx.reset();
+    tap.reset();
     await queues.startCounting?.();
     log(`starting coordinator + worker (${slots} slots), submitting`);
+    const other0 = options.otherCpuMs?.() ?? 0;
+    const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     running = worker.run();
-    await coordinator.start();
+    await tap.run(() => coordinator.start());
     const { workflowId } = await client.submit({ text: JSON.stringify(options.source), filename: 'workflow.json' }, options.maxFanIn === undefined ? {} : { maxFanIn: options.maxFanIn });
     let status = 'pending';
     let lastLog = Date.now();
@@ -178,6 +204,10 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       50,
     );
     const s = seconds(t0);
+    const cpu = process.cpuUsage(cpu0);
+    const otherCpuMs = options.otherCpuMs ? options.otherCpuMs() - other0 : null;
+    const coordinatorRequests = tap.requests;
+    const coordinatorRoundTrips = tap.roundTrips;
     await queues.stopCounting?.();
     const result: EndToEndResult = {
       seconds: s,
@@ -189,6 +219,10 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       applied: coordinator.counters.completionsApplied,
       saves: coordinator.counters.saves,
       batches: coordinator.counters.batches,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      otherCpuMs,
+      coordinatorRequests,
+      coordinatorRoundTrips,
     };
     if (logs.length > 0) log(`coordinator log lines: ${logs.length} (last: ${logs[logs.length - 1]})`);
     return result;

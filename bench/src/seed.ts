@@ -6,17 +6,24 @@
  *      workflow processor with a command runner that returns exit 0 at once), and again with each
  *      task a real `bash -c :` subprocess (for reference: process start-up is the task's cost);
  *   3. ceiling: a bare loop doing the storage operations the engine needs at best, no engine;
- *   4. storage transactions counted during the end-to-end run.
- * Plain text tables on stdout, progress on stderr.
+ *   4. storage transactions counted during the end-to-end run;
+ *   5. runs 2 and 3 three times each, CPU-bound and with every storage request delayed as on real
+ *      Azure (JOBQ_BENCH_LATENCY_MS, default 20), with CPU per task of this process and Azurite.
+ * Plain text tables on stdout, progress on stderr. bench/README.md lists what each side does per task.
  *
- * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one)
+ * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one;
+ * JOBQ_SEED_MODES=cpu or latency one mode; JOBQ_SEED_RUNS=N runs per mode)
  */
 import { createRuntime, decodeEnvelope, encodeCompletion, encodeRuntime, parseTaskMessageId, validateWorkflow, type WorkflowDefinition } from '@jobq/dag-core';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { startAzuriteProcess } from '@jobq/local';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';
 import { accountClients, openOutputStore, openWorkflowStore } from '@jobq/store-azure';
-import { coordinatorOptions, endToEnd, seconds, waitUntil } from './e2e-run';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { coordinatorOptions, endToEnd, seconds, waitUntil, type EndToEndResult } from './e2e-run';
+import { LATENCY_VARIABLE, StoragePolicies, benchLatencyMs, delayPolicies } from './storage-latency';
 import { LEAVES, TASKS, leafName, seedSource } from './seed-shape';
 
 /** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
@@ -125,31 +132,63 @@ interface Phase3Result {
   seconds: number;
   blobWrites: number;
   blobBytes: number;
+  /** Storage requests in the timed window, all loops. */
+  requests: number;
+  cpuMs: number;
+  otherCpuMs: number | null;
 }
 
-/** 3. Ceiling: the storage operations per task with no engine. */
-async function ceiling(connectionString: string): Promise<Phase3Result> {
+interface RunSettings {
+  /** Extra policies on every storage client of the run (e.g. the latency delay). */
+  policies: readonly StoragePolicies[];
+  /** Azurite's CPU ms so far. */
+  otherCpuMs?: () => number;
+}
+
+/**
+ * 3. Ceiling: the engine's queue and blob operations per task with no engine, 32 tasks in flight,
+ * plus what the engine cannot avoid per workflow: the submit (runtime blob, index row, wake-up
+ * message) and one index-row write at the end. bench/README.md has the table of both sides.
+ */
+async function ceiling(connectionString: string, settings: RunSettings): Promise<Phase3Result> {
   const connection = { connectionString };
-  const tasks = await openStorageQueue({ connection, queueName: 'seedceil-tasks', lockDurationInMs: 60_000 });
-  const dones = await openStorageQueue({ connection, queueName: 'seedceil-completions', lockDurationInMs: 60_000 });
-  const clients = accountClients(connection, { operationTimeoutInMs: 30_000 });
+  let requests = 0;
+  const counter = new StoragePolicies('bench-ceiling-counter', (send) => {
+    requests++;
+    return send();
+  });
+  const extra = [counter, ...settings.policies];
+  const tasks = await openStorageQueue({ connection, queueName: 'seedceil-tasks', lockDurationInMs: 60_000, policies: extra.map((p) => p.queue()) });
+  const dones = await openStorageQueue({ connection, queueName: 'seedceil-completions', lockDurationInMs: 60_000, policies: extra.map((p) => p.queue()) });
+  const clients = accountClients(connection, { operationTimeoutInMs: 30_000, blobPolicies: extra.map((p) => p.blob()) });
   const container = clients.container('seedceil');
   await container.createIfNotExists();
+  const index = clients.table('SeedCeilIndex');
+  for (const p of extra) index.pipeline.addPolicy(p.table(), { afterPhase: 'Retry' });
+  await index.createTable();
   const blob = container.getBlockBlobClient('runtime.json');
   const def = seedDefinition();
   const runtimeText = encodeRuntime(createRuntime(def, { workflowId: 'ceiling', now: new Date().toISOString() }));
   const body = Buffer.from(runtimeText, 'utf8');
-  let etag = (await blob.upload(body, body.length)).etag!;
   let blobWrites = 0;
   try {
     const taskBody = (i: number) => JSON.stringify({ version: 1, id: `ceiling/${leafName(i)}/1`, kwargs: '{"cmd":":"}', num_retries: 0 });
     const doneBody = (i: number) => encodeCompletion({ workflowId: 'ceiling', taskName: leafName(i), success: true, attemptNo: 1, outputRef: null, error: null });
+    const wakeBody = 'wake-up';
     log('3: ceiling loop, 1 000 tasks');
+    requests = 0;
+    const other0 = settings.otherCpuMs?.() ?? 0;
+    const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
+    // The submit: the runtime blob, the index row, the wake-up.
+    let etag = (await blob.upload(body, body.length, { conditions: { ifNoneMatch: '*' } })).etag!;
+    blobWrites++;
+    await index.createEntity({ partitionKey: 'ceiling', rowKey: 'ceiling', status: 'pending' });
+    await dones.send({ body: wakeBody });
     let worked = 0;
     let applied = 0;
     const send = tasks.send(Array.from({ length: TASKS }, (_, i) => ({ body: taskBody(i) })));
-    // 8 "worker" receivers: receive 32, delete each, send its completion.
+    // One "worker" loop: receive up to 32 (the engine worker's slots), delete each, send its completion.
     const workerLoop = async () => {
       while (worked < TASKS) {
         const batch = await tasks.receive({ maxMessages: SLOTS, maxWaitTimeInMs: 50 });
@@ -169,15 +208,27 @@ async function ceiling(connectionString: string): Promise<Phase3Result> {
         etag = (await blob.upload(body, body.length, { conditions: { ifMatch: etag } })).etag!;
         blobWrites++;
         await Promise.all(batch.map((m) => dones.complete(m)));
-        applied += batch.length;
+        applied += batch.filter((m) => m.body !== wakeBody).length;
       }
     };
     await Promise.all([send, workerLoop(), coordinatorLoop()]);
-    return { seconds: seconds(t0), blobWrites, blobBytes: body.length };
+    // The end: the index row reads "completed".
+    await index.updateEntity({ partitionKey: 'ceiling', rowKey: 'ceiling', status: 'completed' }, 'Merge');
+    const s = seconds(t0);
+    const cpu = process.cpuUsage(cpu0);
+    return {
+      seconds: s,
+      blobWrites,
+      blobBytes: body.length,
+      requests,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      otherCpuMs: settings.otherCpuMs ? settings.otherCpuMs() - other0 : null,
+    };
   } finally {
     await tasks.deleteQueue().catch(() => undefined);
     await dones.deleteQueue().catch(() => undefined);
     await container.deleteIfExists().catch(() => undefined);
+    await index.deleteTable().catch(() => undefined);
   }
 }
 
@@ -190,21 +241,102 @@ async function phase<T>(name: string, run: () => Promise<T>): Promise<T | null> 
   }
 }
 
+/** CPU ms (user + system) a process has used so far, from /proc/PID/stat; null where there is no /proc. */
+function procCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks();
+  } catch {
+    return null;
+  }
+}
+
+let ticks: number | null = null;
+function clockTicks(): number {
+  if (ticks === null) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+/** `median (min–max)` of `xs`. */
+const spread = (xs: number[], digits = 0) => (xs.length === 0 ? 'not measured' : `${f(median(xs), digits)} (${f(Math.min(...xs), digits)}–${f(Math.max(...xs), digits)})`);
+
+function loadAverage(): string {
+  return loadavg().map((x) => f(x)).join(' / ');
+}
+
+interface ModeRuns {
+  label: string;
+  engine: EndToEndResult[];
+  ceiling: Phase3Result[];
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
+  const latencyMs = benchLatencyMs();
+  const runs = Math.max(1, Number(process.env.JOBQ_SEED_RUNS ?? '3') || 3);
+  log(`load average at start: ${loadAverage()}`);
   log('starting Azurite in a child process');
   const azurite = await startAzuriteProcess();
+  const loadAtStart = loadAverage();
   try {
     const only = (process.env.JOBQ_SEED_PHASES ?? '').split(',').filter((x) => x !== '');
     const wanted = (name: string) => only.length === 0 || only.includes(name);
+    const azuriteCpu = procCpuMs(azurite.pid) === null ? undefined : () => procCpuMs(azurite.pid) ?? 0;
     const p1 = wanted('1') ? await phase('1 coordinator-only', () => coordinatorOnly(azurite.connectionString)) : null;
-    const e2e = (prefix: string, subprocesses: boolean) =>
-      endToEnd({ connectionString: azurite.connectionString, prefix, source: seedSource(), slots: SLOTS, subprocesses, timeoutInMs: 100_000, log: (line) => log(`2: ${line}`) });
-    const p2 = wanted('2') ? await phase('2 end-to-end', () => e2e('SeedE2e', false)) : null;
-    const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => e2e('SeedE2eShell', true)) : null;
-    const p3 = wanted('3') ? await phase('3 ceiling', () => ceiling(azurite.connectionString)) : null;
+    const e2e = (prefix: string, subprocesses: boolean, policies: readonly StoragePolicies[], label: string) =>
+      endToEnd({
+        connectionString: azurite.connectionString,
+        prefix,
+        source: seedSource(),
+        slots: SLOTS,
+        subprocesses,
+        timeoutInMs: 300_000,
+        log: (line) => log(`2 (${label}): ${line}`),
+        policies,
+        ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}),
+      });
+    const modes: ModeRuns[] = [
+      { label: 'CPU-bound (no added latency)', engine: [], ceiling: [] },
+      { label: `${f(latencyMs, 0)} ms storage latency`, engine: [], ceiling: [] },
+    ];
+    const policiesOf = [[], [delayPolicies(latencyMs)]] as const;
+    const runModes = (process.env.JOBQ_SEED_MODES ?? 'cpu,latency').split(',');
+    for (let run = 1; run <= runs; run++) {
+      for (const [i, mode] of modes.entries()) {
+        if (!runModes.includes(i === 0 ? 'cpu' : 'latency')) continue;
+        const policies = policiesOf[i]!;
+        // Engine and ceiling interleaved, so that both see the same load on a shared machine.
+        if (wanted('2')) {
+          const r = await phase(`2 end-to-end (${mode.label}, run ${run})`, () => e2e(`SeedE2e${i}r${run}`, false, policies, mode.label));
+          if (r && r.status === 'completed') mode.engine.push(r);
+        }
+        if (wanted('3')) {
+          const r = await phase(`3 ceiling (${mode.label}, run ${run})`, () => ceiling(azurite.connectionString, { policies, ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) }));
+          if (r) mode.ceiling.push(r);
+        }
+      }
+    }
+    const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => e2e('SeedE2eShell', true, [], 'subprocesses')) : null;
+    const loadAtEnd = loadAverage();
 
     const nm = 'not measured';
+    const [cpuMode, latencyMode] = modes as [ModeRuns, ModeRuns];
+    /** The engine run with the median rate (its counts feed the transaction table). */
+    const medianRun = (xs: EndToEndResult[]) => [...xs].sort((a, b) => a.seconds - b.seconds)[Math.floor(xs.length / 2)] ?? null;
+    const p2 = medianRun(cpuMode.engine);
+    const p3 = [...cpuMode.ceiling].sort((a, b) => a.seconds - b.seconds)[Math.floor(cpuMode.ceiling.length / 2)] ?? null;
     const rows: string[][] = [];
     rows.push([
       `1. coordinator only (${LEAVES} pre-queued completions)`,
@@ -212,23 +344,45 @@ async function main(): Promise<void> {
       p1 ? f(LEAVES / p1.seconds, 0) : nm,
       p1 ? `${f(p1.cpuMs / LEAVES, 3)} CPU ms/completion (${p1.applied} applied)` : nm,
     ]);
-    const e2eRate = p2 && p2.status === 'completed' ? TASKS / p2.seconds : null;
-    rows.push([`2. end to end (${TASKS} no-op tasks, ${SLOTS} worker slots)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `status ${p2.status}; ${p2.saves} saves, ${p2.batches} batches` : nm]);
+    const e2eRate = p2 ? TASKS / p2.seconds : null;
+    rows.push([`2. end to end (${TASKS} no-op tasks, ${SLOTS} worker slots; median run)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `${p2.saves} saves, ${p2.batches} batches` : nm]);
     const shellRate = p2b && p2b.status === 'completed' ? TASKS / p2b.seconds : null;
     rows.push([`2b. same, each task a bash -c : subprocess`, p2b ? f(p2b.seconds) : nm, shellRate !== null ? f(shellRate, 0) : nm, p2b ? `status ${p2b.status}; ${p2b.saves} saves, ${p2b.batches} batches` : nm]);
     const ceilRate = p3 ? TASKS / p3.seconds : null;
-    rows.push([`3. ceiling (no engine, ${TASKS} tasks)`, p3 ? f(p3.seconds) : nm, ceilRate !== null ? f(ceilRate, 0) : nm, p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB` : nm]);
+    rows.push([`3. ceiling (no engine, ${TASKS} tasks; median run)`, p3 ? f(p3.seconds) : nm, ceilRate !== null ? f(ceilRate, 0) : nm, p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB, ${f(p3.requests / TASKS)} requests/task` : nm]);
 
     console.log('jobq seed benchmark: root → 998 leaves → terminal (1 000 tasks), against Azurite in a child process');
-    console.log(`node ${process.version}; one run each, expect ±20 % on a shared machine.\n`);
+    console.log(`node ${process.version}; runs 2 and 3: ${runs} each per mode, interleaved; load average (1/5/15 min) at start ${loadAtStart}, at end ${loadAtEnd}.\n`);
     console.log(table(['run', 'seconds', 'completions/s', 'notes'], rows));
     console.log('   1: from a fresh coordinator start (lease, first index scan) to the terminal task sent; CPU = process.cpuUsage()');
     console.log('      delta over that window / 998, the whole process (coordinator plus its in-process SDK clients).');
     console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
-    console.log(`   3: 1 000 task sends; one "worker" loop receives ${SLOTS} (the engine worker's slots) + deletes + sends a completion each; one loop receives 32 completions,`);
-    console.log('      writes the runtime-sized blob with If-Match once per batch, deletes them.\n');
+    console.log(`   3: the submit (runtime blob, index row, wake-up); 1 000 task sends; one "worker" loop receives ${SLOTS} (the engine worker's slots)`);
+    console.log('      + deletes + sends a completion each; one loop receives 32 completions, writes the runtime-sized blob with If-Match');
+    console.log('      once per batch, deletes them; then one index-row write. See bench/README.md for both sides per task.\n');
+
+    const rate = (s: number) => TASKS / s;
+    const modeRows = modes.map((m) => {
+      const pairs = Math.min(m.engine.length, m.ceiling.length);
+      const ratios = Array.from({ length: pairs }, (_, i) => m.ceiling[i]!.seconds / m.engine[i]!.seconds);
+      const perTask = (xs: number[]) => spread(xs.map((x) => x / TASKS), 2);
+      return [
+        m.label,
+        spread(m.engine.map((r) => rate(r.seconds))),
+        spread(m.ceiling.map((r) => rate(r.seconds))),
+        spread(ratios, 2),
+        `${perTask(m.engine.map((r) => r.cpuMs))} / ${perTask(m.ceiling.map((r) => r.cpuMs))}`,
+        `${perTask(m.engine.flatMap((r) => (r.otherCpuMs === null ? [] : [r.otherCpuMs])))} / ${perTask(m.ceiling.flatMap((r) => (r.otherCpuMs === null ? [] : [r.otherCpuMs])))}`,
+      ];
+    });
+    console.log(`5. Engine against ceiling, ${runs} run(s) per mode: median (min–max)`);
+    console.log(table(['mode', 'engine completions/s', 'ceiling completions/s', 'paired ratio', 'bench CPU ms/task engine / ceiling', 'Azurite CPU ms/task engine / ceiling'], modeRows));
+    console.log(`   latency: every storage request of the coordinator, worker, client and ceiling held ${f(latencyMs / 2, 1)} ms before it is sent and`);
+    console.log(`   ${f(latencyMs / 2, 1)} ms after its answer (async timers; concurrent requests overlap); ${LATENCY_VARIABLE} sets the total (default 20).`);
+    console.log('   Ratios below: median engine rate over median ceiling rate. CPU: process.cpuUsage() of the bench process (coordinator,');
+    console.log('   worker, client, observer) and /proc/PID/stat utime+stime of the Azurite child, over the timed window, per task.\n');
 
     if (p2) {
       const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
@@ -240,18 +394,33 @@ async function main(): Promise<void> {
         ['output store blobs', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],
         ['total', String(tx), f(tx / TASKS)],
       ];
-      console.log('4. Storage transactions during end-to-end run 2 (every request of the coordinator, the worker and the client,');
-      console.log('   which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:');
+      console.log('4. Storage transactions during end-to-end run 2 (the CPU-bound median run; every request of the coordinator, the worker');
+      console.log('   and the client, which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:');
       console.log('   opening the queues and stores before the run, the uncounted observer polling the index row for the end,');
       console.log('   and queue-SDK retries (the queue counting policy sits before the retry policy; no faults here).');
       console.log(table(['where', 'transactions', 'per task'], txRows));
       console.log('');
-      console.log(`engine/ceiling ratio: ${e2eRate !== null && ceilRate !== null ? f(e2eRate / ceilRate) : nm}`);
-      console.log(`storage transactions per task: ${f(tx / TASKS)}`);
     } else {
       console.log('4. Storage transactions: not measured\n');
-      console.log(`engine/ceiling ratio: ${nm}`);
+    }
+    const ratioOf = (m: ModeRuns) =>
+      m.engine.length > 0 && m.ceiling.length > 0 ? f(median(m.engine.map((r) => rate(r.seconds))) / median(m.ceiling.map((r) => rate(r.seconds)))) : nm;
+    console.log(`engine/ceiling ratio: ${ratioOf(cpuMode)}`);
+    console.log(`engine/ceiling ratio at ${f(latencyMs, 0)} ms storage latency: ${ratioOf(latencyMode)}`);
+    if (p2) {
+      const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
+      console.log(`storage transactions per task: ${f(tx / TASKS)}`);
+    } else {
       console.log(`storage transactions per task: ${nm}`);
+    }
+    const tapped = [...cpuMode.engine, ...latencyMode.engine];
+    if (tapped.length > 0) {
+      const perBatch = (r: EndToEndResult, n: number) => n / Math.max(1, r.batches);
+      console.log(`coordinator round trips per batch: ${spread(tapped.map((r) => perBatch(r, r.coordinatorRoundTrips)), 2)}`);
+      console.log(`   (storage requests the coordinator waited for one after another, its timers included, over its completion batches;`);
+      console.log(`   requests per batch ${spread(tapped.map((r) => perBatch(r, r.coordinatorRequests)), 1)}; batches per run ${spread(tapped.map((r) => r.batches))}; all runs of both modes)`);
+    } else {
+      console.log(`coordinator round trips per batch: ${nm}`);
     }
     console.log(`\nTotal seed bench time ${f((Date.now() - started) / 1000, 1)} s.`);
   } finally {
