@@ -188,16 +188,28 @@ async function ceiling(connectionString: string, settings: RunSettings): Promise
     let worked = 0;
     let applied = 0;
     const send = tasks.send(Array.from({ length: TASKS }, (_, i) => ({ body: taskBody(i) })));
-    // One "worker" loop: receive up to 32 (the engine worker's slots), delete each, send its completion.
+    // One "worker": 32 slots, as the engine's worker. Whenever slots are free it receives up to that
+    // many; each task deletes its message and sends its completion, freeing its slot at once.
     const workerLoop = async () => {
+      let inFlight = 0;
+      let freed: (() => void) | null = null;
       while (worked < TASKS) {
-        const batch = await tasks.receive({ maxMessages: SLOTS, maxWaitTimeInMs: 50 });
-        await Promise.all(
-          batch.map(async (m) => {
+        if (inFlight >= SLOTS) {
+          await new Promise<void>((resolve) => (freed = resolve));
+          continue;
+        }
+        const batch = await tasks.receive({ maxMessages: SLOTS - inFlight, maxWaitTimeInMs: 50 });
+        for (const m of batch) {
+          inFlight++;
+          void (async () => {
             await tasks.complete(m);
             await dones.send({ body: doneBody(worked++ % LEAVES) });
-          }),
-        );
+            inFlight--;
+            const wake = freed as (() => void) | null;
+            freed = null;
+            wake?.();
+          })();
+        }
       }
     };
     // One "coordinator": receive 32 completions, one If-Match blob write, delete them.
@@ -359,8 +371,8 @@ async function main(): Promise<void> {
     console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
-    console.log(`   3: the submit (runtime blob, index row, wake-up); 1 000 task sends; one "worker" loop receives ${SLOTS} (the engine worker's slots)`);
-    console.log('      + deletes + sends a completion each; one loop receives 32 completions, writes the runtime-sized blob with If-Match');
+    console.log(`   3: the submit (runtime blob, index row, wake-up); 1 000 task sends; one "worker" of ${SLOTS} slots (as the engine's) receives for its free slots`);
+    console.log('      and each task deletes its message + sends a completion; one loop receives 32 completions, writes the runtime-sized blob with If-Match');
     console.log('      once per batch, deletes them; then one index-row write. See bench/README.md for both sides per task.\n');
 
     const rate = (s: number) => TASKS / s;
