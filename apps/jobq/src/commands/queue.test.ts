@@ -81,7 +81,8 @@ describe('push, size, peek, pull', () => {
     const { spec } = freshQueue();
     const push = await runCli([spec, 'push', '-c', 'true'], { env });
     const [id] = push.stdout.trim().split('\n');
-    const pull = await runCli([spec, 'pull', '--visibility-timeout', '2s'], { env });
+    // A lock of 8 s: the next command (a CLI start, about 1 s) must run while it is held, on a loaded CI machine too.
+    const pull = await runCli([spec, 'pull', '--visibility-timeout', '8s'], { env });
     expect(pull.code).toBe(0);
     const pulled = JSON.parse(pull.stdout) as MessageDoc;
     expect(pulled.id).toBe(id);
@@ -94,7 +95,7 @@ describe('push, size, peek, pull', () => {
     // The lock ends on its own: the message comes back, with its delivery counted.
     const queue = await openQueue(spec.split('/')[1]!);
     let visible: Awaited<ReturnType<StorageTaskQueue['peek']>> = [];
-    for (let i = 0; i < 100 && visible.length === 0; i++) {
+    for (let i = 0; i < 150 && visible.length === 0; i++) {
       visible = await queue.peek(1);
       if (visible.length === 0) await new Promise((resolve) => setTimeout(resolve, 200));
     }
