@@ -244,6 +244,8 @@ async function hops(label: string, connectionString: string, openQueues: OpenQue
 
 interface Idle {
   storage: number;
+  /** Of `storage`, the Storage Queue requests (polls, sends, deletes). */
+  queue: number;
   receives: number;
   brokerOps: number | null;
   seconds: number;
@@ -265,6 +267,7 @@ async function idle(label: string, connectionString: string, openQueues: OpenQue
     const after = broker ? await broker.stats() : null;
     return {
       storage: pair.requests.total,
+      queue: pair.requests.queues.counter.total,
       receives: pair.count.receives,
       brokerOps: before && after ? billedOps(brokerOpsBetween(before, after, pair.queueNames)) : null,
       seconds,
@@ -288,7 +291,7 @@ async function main(): Promise<void> {
       process.stdout.write(`hop latency p50/p90 ms: ${f(median(h), 1)} / ${f(percentile(h, 90), 1)}\n`);
       progress(`idle coordinator + worker on Storage Queues for ${idleSeconds} s`);
       const i = await idle('sq', azurite.connectionString, storageQueues(azurite.connectionString), null);
-      process.stdout.write(`idle storage transactions per minute: ${f(per(i.storage, i.seconds))} (one coordinator + one worker at their defaults; queue receives ${f(per(i.receives, i.seconds))}/min of them)\n`);
+      process.stdout.write(`idle storage transactions per minute: ${f(per(i.storage, i.seconds))} (one coordinator + one worker at their defaults; of them queue requests ${f(per(i.queue, i.seconds))}/min, from ${f(per(i.receives, i.seconds))} receive calls/min)\n`);
     }
     if (sb) {
       const h = await hops('sb', azurite.connectionString, serviceBusQueues(sb));
