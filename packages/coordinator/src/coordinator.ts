@@ -30,11 +30,18 @@ export interface CoordinatorOptions {
   /** How long one receive waits for a first message (default 1 000 ms). */
   receiveWaitInMs?: number;
   /**
-   * Under load (the last batch was neither empty nor full), the next receive waits until this long
-   * after the last one, so completions gather into fewer, larger batches: fewer runtime saves and
-   * storage transactions per completion, at most this much added latency (default 50 ms; 0 = off).
+   * Under load (the last batch held at least `batchFillMinMessages` messages but was not full), the
+   * next receive waits until this long after the last one, so completions gather into fewer, larger
+   * batches: fewer runtime saves and storage transactions per completion, at most this much added
+   * latency (default 50 ms; 0 = off).
    */
   batchFillWaitInMs?: number;
+  /**
+   * The smallest batch after which the next receive waits `batchFillWaitInMs` (default 2). A smaller
+   * batch means completions trickle in one at a time (a chain of tasks): waiting would gather
+   * nothing and only delay the next task, so the next receive goes out at once.
+   */
+  batchFillMinMessages?: number;
   /** Sleep after a receive error (default 500 ms). */
   idleSleepInMs?: number;
   /**
@@ -139,6 +146,7 @@ export const COORDINATOR_DEFAULTS = {
   batchSize: 32,
   receiveWaitInMs: 1_000,
   batchFillWaitInMs: 50,
+  batchFillMinMessages: 2,
   idleSleepInMs: 500,
   cancelPollIntervalInMs: 1_000,
   flushRetryLimit: 2,
@@ -261,6 +269,7 @@ export class Coordinator {
       batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
       receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
       batchFillWaitInMs: o.batchFillWaitInMs ?? COORDINATOR_DEFAULTS.batchFillWaitInMs,
+      batchFillMinMessages: Math.max(1, Math.floor(o.batchFillMinMessages ?? COORDINATOR_DEFAULTS.batchFillMinMessages)),
       idleSleepInMs: o.idleSleepInMs ?? COORDINATOR_DEFAULTS.idleSleepInMs,
       cancelPollIntervalInMs: o.cancelPollIntervalInMs ?? COORDINATOR_DEFAULTS.cancelPollIntervalInMs,
       flushRetryLimit: o.flushRetryLimit ?? COORDINATOR_DEFAULTS.flushRetryLimit,
@@ -394,7 +403,7 @@ export class Coordinator {
         await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
         continue;
       }
-      partialBatch = messages.length > 0 && messages.length < this.settings.batchSize;
+      partialBatch = messages.length >= this.settings.batchFillMinMessages && messages.length < this.settings.batchSize;
       if (messages.length > 0) await this.guard('batch', () => this.handleBatch(messages));
     }
   }

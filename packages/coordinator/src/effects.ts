@@ -1,5 +1,5 @@
 import { decodeEnvelope, decodeWorkflowTask, encodeTaskMessage, foldEvents, messageByteLength, reduce, type DispatchEffect, type Effect, type FetchConditionInputsEffect, type FoldResult, type WorkflowEvent, type WorkflowRuntime, taskCount } from '@jobq/dag-core';
-import { isJobqError, JobqError, type LoadedRuntime, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { isJobqError, JobqError, type LoadedRuntime, type OutgoingMessage, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -244,43 +244,94 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
   return runtime;
 }
 
-/** Task messages sent at once while carrying out a run of dispatch effects. */
-const PUSH_CONCURRENCY = 32;
+/** Messages prepared (overflow blobs written) at once while carrying out a run of dispatch effects. */
+const PREPARE_CONCURRENCY = 32;
 
-/** Pushes task messages, {@link PUSH_CONCURRENCY} at a time; per message: null when sent, else the error text. */
+/** A dispatch ready to send: its queue and its message (the overflow blob already written). */
+interface Prepared {
+  queue: TaskQueue;
+  message: OutgoingMessage;
+}
+
+/**
+ * Pushes the task messages of a run of dispatches: one `send(array)` per queue (the Storage adapter
+ * sends one request per message, Service Bus packs them into batches). Per message: null when sent,
+ * else the error text of a permanent failure; a transient failure throws {@link RetryLater}, so the
+ * flush is not saved and every message of the run is pushed again with the redelivery (duplicates
+ * are fine, a save never records a dispatch that was not pushed). A send of several messages that
+ * fails permanently may have sent some of them: each is then sent on its own, to learn which fail.
+ */
 async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
   const results: Array<string | null> = new Array<string | null>(dispatches.length).fill(null);
+  const prepared: Array<Prepared | null> = new Array<Prepared | null>(dispatches.length).fill(null);
   let next = 0;
   const worker = async () => {
     while (next < dispatches.length) {
       const k = next++;
-      results[k] = await push(ctx, workflowId, dispatches[k]!);
+      const effect = dispatches[k]!;
+      try {
+        prepared[k] = await prepare(ctx, workflowId, effect);
+      } catch (error) {
+        results[k] = pushFailed(ctx, workflowId, [effect], error);
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PUSH_CONCURRENCY, dispatches.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(PREPARE_CONCURRENCY, dispatches.length) }, worker));
+  const byQueue = new Map<TaskQueue, number[]>();
+  prepared.forEach((p, k) => {
+    if (p === null) return;
+    const list = byQueue.get(p.queue) ?? [];
+    list.push(k);
+    byQueue.set(p.queue, list);
+  });
+  await Promise.all(
+    [...byQueue].map(async ([queue, indexes]) => {
+      const effects = indexes.map((k) => dispatches[k]!);
+      try {
+        await queue.send(
+          indexes.map((k) => prepared[k]!.message),
+          { abortSignal: ctx.signal },
+        );
+        ctx.counters.pushes += indexes.length;
+        return;
+      } catch (error) {
+        const text = pushFailed(ctx, workflowId, effects, error);
+        if (indexes.length === 1) {
+          results[indexes[0]!] = text;
+          return;
+        }
+      }
+      // Some may have gone out: send each on its own to find the ones that fail.
+      for (const k of indexes) {
+        try {
+          await queue.send(prepared[k]!.message, { abortSignal: ctx.signal });
+          ctx.counters.pushes++;
+        } catch (error) {
+          results[k] = pushFailed(ctx, workflowId, [dispatches[k]!], error);
+        }
+      }
+    }),
+  );
   return results;
 }
 
-/** Pushes one task message; returns null when sent, the error text of a permanent failure, or throws {@link RetryLater}. */
-async function push(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<string | null> {
-  try {
-    const queue = await ctx.queues(effect.queue);
-    let body = effect.message;
-    if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
-    await queue.send(
-      { body, messageId: effect.messageId, ...(ctx.taskMessageTtlInMs === undefined ? {} : { timeToLiveInMs: ctx.taskMessageTtlInMs }) },
-      { abortSignal: ctx.signal },
-    );
-    ctx.counters.pushes++;
-    return null;
-  } catch (error) {
-    ctx.counters.pushErrors++;
-    const text = error instanceof Error ? error.message : String(error);
-    const transient = (isJobqError(error) && error.retryable) || isJobqError(error, 'aborted');
-    ctx.log(`workflow ${workflowId}: push of ${effect.messageId} to "${effect.queue}" failed${transient ? ' (transient)' : ''}: ${text}`);
-    if (transient) throw new RetryLater(`push of ${effect.messageId} failed: ${text}`);
-    return text;
-  }
+/** The queue and the message of one dispatch; a message too large goes through its overflow blob. */
+async function prepare(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<Prepared> {
+  const queue = await ctx.queues(effect.queue);
+  let body = effect.message;
+  if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
+  return { queue, message: { body, messageId: effect.messageId, ...(ctx.taskMessageTtlInMs === undefined ? {} : { timeToLiveInMs: ctx.taskMessageTtlInMs }) } };
+}
+
+/** Counts and logs a failed push of `effects`; throws {@link RetryLater} when it is transient, else returns the error text. */
+function pushFailed(ctx: ApplyContext, workflowId: string, effects: readonly DispatchEffect[], error: unknown): string {
+  ctx.counters.pushErrors++;
+  const text = error instanceof Error ? error.message : String(error);
+  const transient = (isJobqError(error) && error.retryable) || isJobqError(error, 'aborted');
+  const what = effects.length === 1 ? effects[0]!.messageId : `${effects.length} messages (${effects[0]!.messageId}, …)`;
+  ctx.log(`workflow ${workflowId}: push of ${what} to "${effects[0]!.queue}" failed${transient ? ' (transient)' : ''}: ${text}`);
+  if (transient) throw new RetryLater(`push of ${what} failed: ${text}`);
+  return text;
 }
 
 /** Moves the compact upstream refs to the overflow blob and re-encodes the message with `__upstream_outputs_blob`. */

@@ -250,9 +250,9 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       // from then on it receives nothing.
       coordinatorCompletions: (queue) =>
         new WrappedQueue(queue, {
-          receive: async (_options, receive) => {
+          receive: async (options, receive) => {
             if (!crashed) return receive();
-            await clock.sleep(50);
+            await clock.sleep(50, options.abortSignal); // a receive ends when its signal fires, as the adapters' do
             return [];
           },
           complete: (message, complete) => {

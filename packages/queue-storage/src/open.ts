@@ -14,12 +14,17 @@ export interface OpenStorageQueueOptions extends Partial<StorageTaskQueueSetting
 /** Storage Queue names: 3–63 lowercase letters, digits and single hyphens, not starting or ending with one. */
 const QUEUE_NAME = /^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$/;
 
-/** Defaults: a 30 s lock, 30 s per call, 16 sends in flight, polls at most 1 s apart. */
+/**
+ * Defaults: a 30 s lock, 30 s per call, 16 sends in flight; an empty queue is polled every 10 ms for
+ * 1 s after the last message received, then at intervals doubling up to 1 s.
+ */
 export const STORAGE_QUEUE_DEFAULTS: StorageTaskQueueSettings = {
   lockDurationInMs: 30_000,
   operationTimeoutInMs: 30_000,
   sendConcurrency: 16,
   maxPollIntervalInMs: 1_000,
+  minPollIntervalInMs: 10,
+  hotPollWindowInMs: 1_000,
 };
 
 /**
@@ -36,6 +41,8 @@ export async function openStorageQueue(options: OpenStorageQueueOptions): Promis
     operationTimeoutInMs: options.operationTimeoutInMs ?? STORAGE_QUEUE_DEFAULTS.operationTimeoutInMs,
     sendConcurrency: options.sendConcurrency ?? STORAGE_QUEUE_DEFAULTS.sendConcurrency,
     maxPollIntervalInMs: options.maxPollIntervalInMs ?? STORAGE_QUEUE_DEFAULTS.maxPollIntervalInMs,
+    minPollIntervalInMs: options.minPollIntervalInMs ?? STORAGE_QUEUE_DEFAULTS.minPollIntervalInMs,
+    hotPollWindowInMs: options.hotPollWindowInMs ?? STORAGE_QUEUE_DEFAULTS.hotPollWindowInMs,
   };
   if (settings.lockDurationInMs < 1_000 || settings.lockDurationInMs > 7 * 24 * 3600 * 1000) {
     throw new JobqError('invalid-config', `lockDurationInMs must be between 1 s and 7 days, got ${settings.lockDurationInMs}`);

@@ -14,6 +14,7 @@ import {
   type TaskQueue,
 } from '@jobq/ports';
 import { translateError } from './errors';
+import { PollSchedule } from './poll-schedule';
 
 /** Storage Queue's limit on a message, in bytes of text. */
 export const STORAGE_QUEUE_MAX_MESSAGE_BYTES = 64 * 1024;
@@ -30,8 +31,12 @@ export interface StorageTaskQueueSettings {
   operationTimeoutInMs: number;
   /** Sends in flight at once in a batch. */
   sendConcurrency: number;
-  /** Longest pause between polls of an empty queue while `receive` waits. */
+  /** Longest pause between polls of an empty queue while `receive` waits (reached once the queue has been quiet a while). */
   maxPollIntervalInMs: number;
+  /** Pause between polls of an empty queue while `receive` waits, within `hotPollWindowInMs` of the last message received. */
+  minPollIntervalInMs: number;
+  /** How long after the last message received the polls stay `minPollIntervalInMs` apart; then they back off to `maxPollIntervalInMs`. */
+  hotPollWindowInMs: number;
 }
 
 class StorageMessage implements ReceivedMessage {
@@ -102,6 +107,7 @@ export class StorageTaskQueue implements TaskQueue {
   readonly lockDurationInMs: number;
   private dlq: StorageTaskQueue | undefined;
   private deadLetterReady: Promise<void> | undefined;
+  private readonly polls: PollSchedule;
 
   /** @internal use {@link openStorageQueue} */
   constructor(
@@ -111,6 +117,7 @@ export class StorageTaskQueue implements TaskQueue {
     private readonly settings: StorageTaskQueueSettings,
   ) {
     this.lockDurationInMs = this.lockSeconds() * 1000;
+    this.polls = new PollSchedule(settings.minPollIntervalInMs, settings.maxPollIntervalInMs, settings.hotPollWindowInMs);
   }
 
   private lockSeconds(): number {
@@ -153,21 +160,22 @@ export class StorageTaskQueue implements TaskQueue {
   async receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
     const wanted = Math.max(1, Math.min(STORAGE_QUEUE_MAX_RECEIVE, Math.floor(options.maxMessages)));
     const deadline = Date.now() + options.maxWaitTimeInMs;
-    let pause = 50;
     for (;;) {
       const response = await this.call('receive', options, (abortSignal) =>
         this.client.receiveMessages({ numberOfMessages: wanted, visibilityTimeout: this.lockSeconds(), abortSignal }),
       );
       if (response.receivedMessageItems.length > 0) {
+        this.polls.onMessages(Date.now());
         return response.receivedMessageItems.map(
           (m) => new StorageMessage(m.messageId, m.messageText, m.dequeueCount, m.insertedOn ?? null, m.nextVisibleOn, m.popReceipt, this),
         );
       }
-      // Storage Queues have no long polling: poll, backing off, until the wait is over.
-      const left = deadline - Date.now();
+      // Storage Queues have no long polling: poll until the wait is over, fast right after
+      // activity, backing off while the queue stays empty (PollSchedule).
+      const now = Date.now();
+      const left = deadline - now;
       if (left <= 0 || options.abortSignal?.aborted) return [];
-      await sleep(Math.min(pause, left), options.abortSignal);
-      pause = Math.min(pause * 2, this.settings.maxPollIntervalInMs);
+      await sleep(Math.min(this.polls.nextPause(now), left), options.abortSignal);
     }
   }
 

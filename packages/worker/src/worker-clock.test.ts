@@ -86,6 +86,42 @@ describe('Worker on a virtual clock', () => {
     expect(clock.now() - start).toBe(1_500);
   });
 
+  it('after a task ends, receives at once and backs off from 100 ms again, however long the back-off grew while it ran', async () => {
+    const clock = new VirtualClock();
+    const queue = new MemoryTaskQueue({ clock });
+    const start = clock.now();
+    const at: number[] = [];
+    const receive = queue.receive.bind(queue);
+    queue.receive = (options) => {
+      at.push(clock.now() - start);
+      return receive(options);
+    };
+    const started: Record<string, number> = {};
+    const processor: Processor = {
+      name: 'timed',
+      accepts: () => true,
+      process: async (context) => {
+        started[context.envelope.id] = clock.now() - start;
+        if (context.envelope.id === 'parent') await clock.sleep(10_000, context.signal);
+        return { kind: 'done' };
+      },
+    };
+    await queue.send(task('parent', { cmd: 'true' }));
+    const worker = new Worker({ queue, processors: [processor], numWorkers: 2, clock, receiveWaitInMs: 0, maxIdleBackoffInMs: 60_000, log: () => undefined });
+    const done = worker.run();
+    // The parent runs 10 s while the other slot's empty receives back off: 100, 200, … 6 400 ms.
+    await clock.advance(10_000);
+    expect(at.filter((t) => t < 10_000)).toEqual([0, 0, 100, 300, 700, 1_500, 3_100, 6_300]);
+    // Its child arrives 50 ms after it ended: the receive at its end was empty, the next comes 100 ms later (not 12 800 ms).
+    await clock.advance(50);
+    await queue.send(task('child', { cmd: 'true' }));
+    await clock.runUntil(() => started.child !== undefined);
+    expect(at.filter((t) => t >= 10_000).slice(0, 2)).toEqual([10_000, 10_100]);
+    expect(started.child).toBe(10_100);
+    await worker.stop();
+    await done;
+  });
+
   it('retries a receive that fails with back-off on the clock', async () => {
     const clock = new VirtualClock();
     const queue = new WrappedQueue(new MemoryTaskQueue({ clock }));

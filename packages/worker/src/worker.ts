@@ -13,7 +13,10 @@ export interface WorkerOptions {
   processors: readonly Processor[];
   /** Concurrent slots, each holding at most one message (default 1). */
   numWorkers?: number;
-  /** Cap of the empty-queue back-off, which starts at 100 ms and doubles (default 30 s). */
+  /**
+   * Cap of the empty-queue back-off, which starts at 100 ms and doubles with each empty receive
+   * (default 30 s); a message received or a task ending sets it back to 100 ms.
+   */
   maxIdleBackoffInMs?: number;
   /** `run()` resolves after this long without a message and with no task running (default: never). */
   idleTimeoutInMs?: number | null;
@@ -329,6 +332,10 @@ export class Worker {
             this.active--;
             this.lastActivity = this.clock.now();
             running.delete(task);
+            // A task just ended: its children are about to be dispatched, so the next receive goes
+            // out at once and an empty one waits the shortest back-off; it grows again only while
+            // receives stay empty.
+            backoff.reset();
           });
         running.add(task);
       }

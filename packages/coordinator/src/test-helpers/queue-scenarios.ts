@@ -108,15 +108,16 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       const tasks = ['a', 'b', 'c'];
       let duplicatedPushes = 0;
       let duplicatedCompletions = 0;
-      const twice = (count: () => void) => (queue: TaskQueue) =>
+      // Counted per message: the coordinator sends the dispatches of one flush in one call.
+      const twice = (count: (messages: number) => void) => (queue: TaskQueue) =>
         new WrappedQueue(queue, {
-          send: async (_messages, send) => {
+          send: async (messages, send) => {
             await send();
-            count();
+            count(messages.length);
             await send();
           },
         });
-      const s = await stack({ coordinatorTasks: twice(() => duplicatedPushes++), workerCompletions: twice(() => duplicatedCompletions++) });
+      const s = await stack({ coordinatorTasks: twice((n) => (duplicatedPushes += n)), workerCompletions: twice((n) => (duplicatedCompletions += n)) });
       const runtime = await s.run({
         name: 'duplicates',
         tasks: [
