@@ -448,7 +448,7 @@ async function main(): Promise<void> {
     if (pickups) {
       process.stdout.write(`\n4. Idle pickup latency (receive(32) with a 10 s wait on an empty queue, idle 1–2 s; from the send call to the receive returning; ${PICKUP_ROUNDS} rounds, backends side by side)\n`);
       for (const [backend, times] of pickups) process.stdout.write(`idle pickup latency ${backend.label}: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`);
-      process.stdout.write('   Storage Queues have no long polling: the adapter polls with back-off (50 ms doubling to 1 s). The Service Bus figure\n');
+      process.stdout.write('   Storage Queues have no long polling: the adapter polls every 10 ms for 1 s after a message, then with back-off doubling to 1 s. The Service Bus figure\n');
       process.stdout.write('   includes the adapter\'s 50 ms fill wait after the first message (see 5).\n');
     }
 
