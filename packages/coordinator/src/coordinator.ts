@@ -192,10 +192,18 @@ const MAX_SKIP_NOTES = 10_000;
 /** Workflows the start-up resync of task rows visits per turn of the loop. */
 const RESYNC_PER_TURN = 16;
 
-/** Where the start-up resync of task rows stands: its listing (null: start it), the workflows seen. */
+/** Listings of the start-up resync of task rows when some workflows failed (an outage): then it gives up on them. */
+const RESYNC_PASSES = 3;
+
+/**
+ * Where the start-up resync of task rows stands: its listing (null: start it), the workflows done,
+ * whether one failed in this pass, the passes begun.
+ */
 interface RowResync {
   list: AsyncGenerator<WorkflowSummary> | null;
-  seen: Set<string>;
+  done: Set<string>;
+  failed: boolean;
+  passes: number;
 }
 
 function errorText(error: unknown): string {
@@ -405,7 +413,7 @@ export class Coordinator {
     let lastReceiveAt = 0;
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
-    let resync: RowResync | null = { list: null, seen: new Set() };
+    let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
     while (!this.stopping.signal.aborted) {
       const t = this.time.now();
       this.lastLoopAt = this.nowIso();
@@ -756,26 +764,42 @@ export class Coordinator {
 
   /**
    * One turn of the start-up resync of task rows: up to {@link RESYNC_PER_TURN} active workflows
-   * (saved status running or cancelling). True once every one was seen. A workflow this
+   * (saved status running or cancelling). True once every one was done (a workflow that failed,
+   * say in an outage, is tried again in a new listing, up to {@link RESYNC_PASSES}). A workflow this
    * coordinator has loaded already is skipped (its first save wrote, or queued, every row); any
    * other has every task row queued from its runtime, which then stays cached, so its next save
    * writes only what it changes. A finished runtime behind its index row gets the row repair.
    */
   private async resyncRows(state: RowResync): Promise<boolean> {
-    state.list ??= this.summaries({ savedStatus: ['running', 'cancelling'] });
+    if (state.list === null) {
+      if (state.passes >= RESYNC_PASSES) return true;
+      state.passes++;
+      state.failed = false;
+      state.list = this.summaries({ savedStatus: ['running', 'cancelling'] });
+    }
     for (let i = 0; i < RESYNC_PER_TURN; i++) {
       let next: IteratorResult<WorkflowSummary>;
       try {
         next = await state.list.next();
       } catch (error) {
-        state.list = null; // listed again from the start next turn; the workflows seen are skipped
+        state.list = null; // listed again next turn; the workflows done are skipped
         throw error;
       }
-      if (next.done) return !this.stopping.signal.aborted;
-      const summary = next.value;
-      if (state.seen.has(summary.workflowId)) continue;
-      state.seen.add(summary.workflowId);
-      await this.guard(`workflow ${summary.workflowId}`, () => this.resyncWorkflow(summary));
+      if (next.done) {
+        state.list = null;
+        return !state.failed || this.stopping.signal.aborted;
+      }
+      const id = next.value.workflowId;
+      if (state.done.has(id)) continue;
+      try {
+        await this.resyncWorkflow(next.value);
+        state.done.add(id);
+      } catch (error) {
+        if (this.halt.signal.aborted) throw error;
+        state.failed = true;
+        this.counters.sweepErrors++;
+        this.log(`workflow ${id}: writing its task rows again failed: ${errorText(error)}`);
+      }
     }
     return false;
   }

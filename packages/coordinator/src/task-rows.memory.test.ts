@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { changedTasks, taskState, tasksIn, type WorkflowRuntime } from '@jobq/dag-core';
-import type { WorkflowStore } from '@jobq/ports';
+import { JobqError, type WorkflowStore } from '@jobq/ports';
 import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';
 import { wrapStore } from './test-helpers/wrappers';
 
@@ -159,5 +159,31 @@ describe('task rows off the critical path (in memory, virtual time)', () => {
     // The workflow goes on from the cached runtime: its next save writes only what it changed.
     await s.until(async () => (await s.store.getWorkflow(workflowId))?.status === 'completed', () => 'not completed', 1_200_000);
     expect(await behind(s, workflowId)).toEqual({});
+  });
+
+  it('the resync at start tries a workflow again when its load failed', async () => {
+    const s = await stacks.open({ workers: 2, coordinator: { taskRowDelayInMs: 600_000 } });
+    const workflowId = await s.submit(fan('resync-retry', 2, () => 1_000));
+    await s.waitFor(workflowId, (r) => r.counts.running === 2);
+    s.store.loseLease('injected: the coordinator died');
+    await s.clock.advance(100);
+    expect(Object.keys(await behind(s, workflowId)).sort()).toEqual(['leaf-0', 'leaf-1', 'root']);
+    let failures = 1;
+    const next = s.newCoordinator(
+      { taskRowDelayInMs: 2_000 },
+      {
+        store: (store) => ({
+          ...wrapStore(store, null),
+          load: async (id, options) => {
+            if (failures-- > 0) throw new JobqError('unavailable', 'injected: the blob service is down');
+            return store.load(id, options);
+          },
+        }),
+      },
+    );
+    await next.start();
+    await s.until(async () => Object.keys(await behind(s, workflowId)).length === 0, () => 'rows still behind', 10_000);
+    expect(next.counters.rowResyncs).toBe(1);
+    expect(s.logs.join('\n')).toMatch(/workflow .+: writing its task rows again failed: unavailable: injected/);
   });
 });
