@@ -1,7 +1,9 @@
 import {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
+  changedTasks,
   decodeCoordinatorMessage,
+  isTerminalWorkflowStatus,
   reduce,
   type WorkflowEvent,
   type WorkflowRuntime,
@@ -12,6 +14,7 @@ import {
   realClock,
   type Clock,
   type CoordinatorLease,
+  type LoadedRuntime,
   type OutputStore,
   type ReceivedMessage,
   type TaskQueue,
@@ -20,8 +23,9 @@ import {
   type WorkflowStore,
   type WorkflowSummary,
 } from '@jobq/ports';
-import { applyEvents, RuntimeCache, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
 import { purgeWorkflow } from './purge';
+import { TaskRowWriter } from './task-rows';
 
 /** Tunables of the {@link Coordinator} (SPEC §9; defaults there). */
 export interface CoordinatorOptions {
@@ -84,6 +88,14 @@ export interface CoordinatorOptions {
   retentionMaxPerSweep?: number;
   /** Index rows asked per request by the scans (default 1 000, the most the service returns). */
   scanPageSize?: number;
+  /**
+   * Task rows are written off the critical path (docs/failure-model.md, "Task rows"): a changed row
+   * is written at most this long after the save that changed it (default 2 000 ms), on the loop's
+   * clock, unless its write fails.
+   */
+  taskRowDelayInMs?: number;
+  /** ...or at once when this many changed rows wait (default 256). */
+  taskRowMaxPending?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
   /** The time of the timestamps the coordinator writes (default: the time of `clock`). */
@@ -132,6 +144,13 @@ export interface CoordinatorCounters {
   readyRepairs: number;
   /** Index rows found behind their runtime (a lost row write on a final save) and written again. */
   rowRepairs: number;
+  /** Writes of waiting task rows (one per workflow per flush; see `taskRowDelayInMs`). */
+  rowFlushes: number;
+  /**
+   * Active workflows whose task rows this coordinator wrote again when it started, because the
+   * coordinator before it may have stopped with rows not yet written.
+   */
+  rowResyncs: number;
   sweepErrors: number;
   /** Times this coordinator found a workflow it could not process and marked it corrupt (a workflow whose runtime does not decode is marked again at each message). */
   corruptWorkflows: number;
@@ -160,6 +179,8 @@ export const COORDINATOR_DEFAULTS = {
   retentionInMs: 0,
   retentionSweepIntervalInMs: 60_000,
   retentionMaxPerSweep: 100,
+  taskRowDelayInMs: 2_000,
+  taskRowMaxPending: 256,
   breakLease: false,
   scanPageSize: 1_000,
 } as const;
@@ -175,6 +196,23 @@ type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof CO
 
 /** Workflows whose "not purged" reason was logged, at most this many remembered (a sweep lists them again). */
 const MAX_SKIP_NOTES = 10_000;
+
+/** Workflows the start-up resync of task rows visits per turn of the loop. */
+const RESYNC_PER_TURN = 16;
+
+/** Listings of the start-up resync of task rows when some workflows failed (an outage): then it gives up on them. */
+const RESYNC_PASSES = 3;
+
+/**
+ * Where the start-up resync of task rows stands: its listing (null: start it), the workflows done,
+ * whether one failed in this pass, the passes begun.
+ */
+interface RowResync {
+  list: AsyncGenerator<WorkflowSummary> | null;
+  done: Set<string>;
+  failed: boolean;
+  passes: number;
+}
 
 function errorText(error: unknown): string {
   if (isJobqError(error)) return `${error.code}: ${error.message}`;
@@ -235,6 +273,8 @@ export class Coordinator {
     timeoutSweeps: 0,
     readyRepairs: 0,
     rowRepairs: 0,
+    rowFlushes: 0,
+    rowResyncs: 0,
     sweepErrors: 0,
     corruptWorkflows: 0,
     deadLettered: 0,
@@ -248,6 +288,7 @@ export class Coordinator {
   private readonly time: Clock;
   private readonly log: (line: string) => void;
   private readonly ctx: ApplyContext;
+  private readonly rows: TaskRowWriter;
   /** Aborts every store/queue call: fired by the lease loss. */
   private readonly halt = new AbortController();
   /** Ends the loop after the current batch: fired by stop() and by the lease loss. */
@@ -283,6 +324,8 @@ export class Coordinator {
       retentionInMs: o.retentionInMs ?? COORDINATOR_DEFAULTS.retentionInMs,
       retentionSweepIntervalInMs: o.retentionSweepIntervalInMs ?? COORDINATOR_DEFAULTS.retentionSweepIntervalInMs,
       retentionMaxPerSweep: Math.max(1, Math.floor(o.retentionMaxPerSweep ?? COORDINATOR_DEFAULTS.retentionMaxPerSweep)),
+      taskRowDelayInMs: Math.max(0, o.taskRowDelayInMs ?? COORDINATOR_DEFAULTS.taskRowDelayInMs),
+      taskRowMaxPending: Math.max(1, Math.floor(o.taskRowMaxPending ?? COORDINATOR_DEFAULTS.taskRowMaxPending)),
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
       scanPageSize: Math.min(1_000, Math.max(1, Math.floor(o.scanPageSize ?? COORDINATOR_DEFAULTS.scanPageSize))),
     };
@@ -290,6 +333,15 @@ export class Coordinator {
     this.time = time;
     this.clock = o.now ?? (() => new Date(time.now()));
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
+    this.rows = new TaskRowWriter({
+      store: init.store,
+      clock: time,
+      delayInMs: this.settings.taskRowDelayInMs,
+      maxPending: this.settings.taskRowMaxPending,
+      signal: this.halt.signal,
+      log: this.log,
+      counters: this.counters,
+    });
     this.ctx = {
       store: init.store,
       outputs: init.outputs,
@@ -301,6 +353,7 @@ export class Coordinator {
       counters: this.counters,
       cache: new RuntimeCache(),
       taskMessageTtlInMs: this.settings.taskMessageTtlInMs,
+      rows: this.rows,
     };
   }
 
@@ -330,7 +383,7 @@ export class Coordinator {
     if (this.leaseLostError !== null) throw this.leaseLostError;
   }
 
-  /** Finishes the current batch, writes the stats, releases the lease. Harmless when called twice. */
+  /** Finishes the current batch, writes the task rows still waiting and the stats, releases the lease. Harmless when called twice. */
   stop(): Promise<void> {
     this.stopped ??= this.doStop();
     return this.stopped;
@@ -338,13 +391,21 @@ export class Coordinator {
 
   /** The counters plus times, as written to the stats document. */
   stats(): Record<string, unknown> {
-    return { ...this.counters, startedAt: this.startedAt, lastLoopAt: this.lastLoopAt, writtenAt: this.nowIso(), leaseId: this.lease?.leaseId ?? null };
+    return {
+      ...this.counters,
+      taskRowsPending: this.rows.pendingRows,
+      startedAt: this.startedAt,
+      lastLoopAt: this.lastLoopAt,
+      writtenAt: this.nowIso(),
+      leaseId: this.lease?.leaseId ?? null,
+    };
   }
 
   private async doStop(): Promise<void> {
     this.stopping.abort('stop');
     if (this.loop) await this.loop;
     if (this.lease && !this.halt.signal.aborted) {
+      await this.rows.flushAll();
       await this.writeStats();
       await this.lease.release();
     }
@@ -359,6 +420,9 @@ export class Coordinator {
     const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     let partialBatch = false;
     let lastReceiveAt = 0;
+    // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
+    // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
+    let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
     while (!this.stopping.signal.aborted) {
       const t = this.time.now();
       this.lastLoopAt = this.nowIso();
@@ -381,6 +445,14 @@ export class Coordinator {
       if (t >= due.stats && !this.stopping.signal.aborted) {
         due.stats = t + this.settings.statsIntervalInMs;
         await this.writeStats();
+      }
+      if (resync !== null && !this.stopping.signal.aborted) {
+        const state = resync;
+        let done = false;
+        await this.guard('task row resync', async () => {
+          done = await this.resyncRows(state);
+        });
+        if (done) resync = null;
       }
       if (this.stopping.signal.aborted) break;
       if (partialBatch) {
@@ -526,7 +598,7 @@ export class Coordinator {
     if (outcome.runtime !== null && outcome.etag !== null) {
       const marked = reduce(outcome.runtime, { type: 'corrupt', now, reason: outcome.reason }).runtime;
       try {
-        await this.store.save(marked, outcome.etag, op);
+        await saveRuntime(this.ctx, marked, outcome.etag, { base: outcome.runtime, cached: false, rowsKnown: false });
       } catch (error) {
         if (isJobqError(error, 'conflict')) return null;
         this.log(`workflow ${workflowId}: could not save it as corrupt (${errorText(error)}); marking its index row`);
@@ -700,6 +772,69 @@ export class Coordinator {
   }
 
   /**
+   * One turn of the start-up resync of task rows: up to {@link RESYNC_PER_TURN} active workflows
+   * (saved status running or cancelling). True once every one was done (a workflow that failed,
+   * say in an outage, is tried again in a new listing, up to {@link RESYNC_PASSES}). A workflow this
+   * coordinator has loaded already is skipped (its first save wrote, or queued, every row); any
+   * other has every task row queued from its runtime, which then stays cached, so its next save
+   * writes only what it changes. A finished runtime behind its index row gets the row repair.
+   */
+  private async resyncRows(state: RowResync): Promise<boolean> {
+    if (state.list === null) {
+      if (state.passes >= RESYNC_PASSES) return true;
+      state.passes++;
+      state.failed = false;
+      state.list = this.summaries({ savedStatus: ['running', 'cancelling'] });
+    }
+    for (let i = 0; i < RESYNC_PER_TURN; i++) {
+      let next: IteratorResult<WorkflowSummary>;
+      try {
+        next = await state.list.next();
+      } catch (error) {
+        state.list = null; // listed again next turn; the workflows done are skipped
+        throw error;
+      }
+      if (next.done) {
+        state.list = null;
+        return !state.failed || this.stopping.signal.aborted;
+      }
+      const id = next.value.workflowId;
+      if (state.done.has(id)) continue;
+      try {
+        await this.resyncWorkflow(next.value);
+        state.done.add(id);
+      } catch (error) {
+        if (this.halt.signal.aborted) throw error;
+        state.failed = true;
+        this.counters.sweepErrors++;
+        this.log(`workflow ${id}: writing its task rows again failed: ${errorText(error)}`);
+      }
+    }
+    return false;
+  }
+
+  private async resyncWorkflow(summary: WorkflowSummary): Promise<void> {
+    const id = summary.workflowId;
+    if (this.ctx.cache?.has(id)) return;
+    let loaded: LoadedRuntime | null;
+    try {
+      loaded = await this.store.load(id, { abortSignal: this.halt.signal });
+    } catch (error) {
+      // A runtime that cannot be read is set aside by the next message or sweep that meets it.
+      if (isJobqError(error, 'corrupt') || isJobqError(error, 'unsupported')) return;
+      throw error;
+    }
+    if (loaded === null || loaded.runtime.corruptReason !== null || this.ctx.cache?.has(id)) return;
+    if (isTerminalWorkflowStatus(loaded.runtime.status)) {
+      await this.repairRows(summary, loaded.runtime);
+      return;
+    }
+    this.rows.add(loaded.runtime, changedTasks(undefined, loaded.runtime));
+    this.ctx.cache?.set(id, loaded);
+    this.counters.rowResyncs++;
+  }
+
+  /**
    * A save writes the blob, then the index and task rows; a row write that fails is written again
    * with the workflow's next save — but a finished workflow has no next save. When a sweep finds an
    * index row whose status differs from its runtime (and a fresh read of the row agrees), the
@@ -711,7 +846,7 @@ export class Coordinator {
     const row = await this.store.getWorkflow(summary.workflowId, op);
     const loaded = await this.store.load(summary.workflowId, op);
     if (row === null || loaded === null || loaded.runtime.status === row.status) return;
-    const saved = await this.store.save(loaded.runtime, loaded.etag, op);
+    const saved = await saveRuntime(this.ctx, loaded.runtime, loaded.etag, { base: loaded.runtime, cached: false, rowsKnown: false });
     this.ctx.cache?.set(summary.workflowId, { runtime: loaded.runtime, etag: saved.etag });
     this.counters.rowRepairs++;
     this.log(`workflow ${summary.workflowId}: its index row said ${row.status} while the runtime is ${loaded.runtime.status}; rows written again`);
@@ -781,6 +916,7 @@ export class Coordinator {
       if (this.stopping.signal.aborted || purged >= this.settings.retentionMaxPerSweep) return;
       const id = summary.workflowId;
       await this.guard(`purge of workflow ${id}`, async () => {
+        await this.rows.forget(id);
         const result = await purgeWorkflow(this.store, this.ctx.outputs, id, { finishedBefore: cutoff, abortSignal: this.halt.signal });
         if (result.outcome === 'purged') {
           purged++;

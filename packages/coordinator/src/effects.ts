@@ -1,5 +1,22 @@
-import { decodeEnvelope, decodeWorkflowTask, encodeTaskMessage, foldEvents, messageByteLength, reduce, type DispatchEffect, type Effect, type FetchConditionInputsEffect, type FoldResult, type WorkflowEvent, type WorkflowRuntime, taskCount } from '@jobq/dag-core';
-import { isJobqError, JobqError, type LoadedRuntime, type OutgoingMessage, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import {
+  changedTasks,
+  decodeEnvelope,
+  decodeWorkflowTask,
+  encodeTaskMessage,
+  foldEvents,
+  isTerminalWorkflowStatus,
+  messageByteLength,
+  reduce,
+  taskCount,
+  type DispatchEffect,
+  type Effect,
+  type FetchConditionInputsEffect,
+  type FoldResult,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
+import { isJobqError, JobqError, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import type { TaskRowWriter } from './task-rows';
 
 /** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -21,6 +38,8 @@ export interface ApplyContext {
   cache?: RuntimeCache;
   /** Time to live of the task messages pushed (undefined: the queue's default; Infinity: never expire). */
   taskMessageTtlInMs?: number;
+  /** Takes the task rows of saves off the critical path (see {@link saveRuntime}); without it every save writes its rows. */
+  rows?: TaskRowWriter;
 }
 
 /** A cached runtime with the ETag of the blob it was saved as. */
@@ -72,8 +91,53 @@ export class RuntimeCache {
     this.tasks -= entry.size;
   }
 
+  /** Whether the workflow has an entry (without touching its place in the order). */
+  has(workflowId: string): boolean {
+    return this.entries.has(workflowId);
+  }
+
   get size(): number {
     return this.entries.size;
+  }
+}
+
+/** What {@link saveRuntime} knows of the runtime stored now (`base`). */
+export interface SaveBase {
+  /** The runtime stored now, the one `runtime` was reduced from. */
+  base: WorkflowRuntime;
+  /** `base` is this coordinator's own last save, so the store may write only what changed since. */
+  cached: boolean;
+  /**
+   * The task rows of `base` are written, or waiting in the row writer: only the rows `runtime`
+   * changes need writing (true when `cached`, and for a workflow never activated, whose rows are
+   * those its submit wrote). Otherwise every row is written, repairing rows a stopped coordinator
+   * did not write.
+   */
+  rowsKnown: boolean;
+}
+
+/**
+ * Saves `runtime` over `etag`. With a row writer (docs/failure-model.md, "Task rows"), a workflow
+ * that is not finished has its runtime and index row saved, and its changed task rows handed to
+ * the writer, which writes them off the critical path; a finished one takes its waiting rows back
+ * from the writer (after any write of them in flight) and the save writes them with its own,
+ * before its index row: once the index row says the workflow is finished, its task rows are final.
+ */
+export async function saveRuntime(ctx: ApplyContext, runtime: WorkflowRuntime, etag: string, from: SaveBase): Promise<SaveResult> {
+  const options = { ...(from.cached ? { previous: from.base } : {}), abortSignal: ctx.signal };
+  const rows = ctx.rows;
+  if (rows === undefined) return ctx.store.save(runtime, etag, options);
+  if (!isTerminalWorkflowStatus(runtime.status)) {
+    const saved = await ctx.store.save(runtime, etag, { ...options, deferTaskRows: true });
+    rows.add(runtime, changedTasks(from.rowsKnown || from.cached ? from.base : undefined, runtime));
+    return saved;
+  }
+  const waiting = await rows.take(runtime.workflowId);
+  try {
+    return await ctx.store.save(runtime, etag, { ...options, alsoTaskRows: waiting });
+  } catch (error) {
+    rows.add(from.base, waiting);
+    throw error;
   }
 }
 
@@ -170,9 +234,10 @@ export async function applyEvents(
     }
     if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush', outage: true };
     try {
-      // Only this coordinator's own last save is known to have its rows written: after a read from
-      // storage (a restart, a 412), every task row is written, repairing rows a crashed writer lost.
-      const saved = await ctx.store.save(runtime, loaded.etag, cached ? { previous: loaded.runtime, abortSignal: ctx.signal } : { abortSignal: ctx.signal });
+      // Only this coordinator's own last save is known to have its rows written (or waiting in
+      // ctx.rows): after a read from storage (a restart, a 412), every task row is written,
+      // repairing rows a crashed writer lost.
+      const saved = await saveRuntime(ctx, runtime, loaded.etag, { base: loaded.runtime, cached: cached !== undefined, rowsKnown: !loaded.runtime.activated });
       ctx.counters.saves++;
       ctx.cache?.set(workflowId, { runtime, etag: saved.etag });
       if (saved.rowsError) {

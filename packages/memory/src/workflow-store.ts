@@ -29,6 +29,7 @@ import {
   type SaveResult,
   type TaskFilter,
   type TaskRow,
+  type TaskRowsResult,
   type WorkflowFilter,
   type WorkflowRequest,
   type WorkflowStore,
@@ -270,8 +271,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
   readonly calls: MemoryWorkflowStoreCalls = { creates: 0, loads: 0, saves: 0, conflicts: 0, taskRowsWritten: 0, purges: 0 };
   /**
    * When set and returning an error for a save, that save stores the runtime but writes no index or
-   * task row and reports the error as `rowsError` (the rows are written with the next save), as the
-   * Azure store does when its table writes fail after the blob was written.
+   * task row and reports the error as `rowsError` (the rows are written with the next save that
+   * writes task rows), as the Azure store does when its table writes fail after the blob was
+   * written; and a `writeTaskRows` of that runtime writes nothing and reports every row `failed`.
    */
   rowFault: ((runtime: WorkflowRuntime) => JobqError | null) | null = null;
 
@@ -319,7 +321,7 @@ export class MemoryWorkflowStore implements WorkflowStore {
       this.runtimes.set(id, { runtime, etag, unreadable: null });
       this.taskRows.delete(id);
       this.unwritten.delete(id);
-      this.writeTaskRows(runtime, changedTasks(undefined, runtime));
+      this.putTaskRows(runtime, changedTasks(undefined, runtime));
       this.mergeIndexRow(runtime, definitionHash);
       return { etag, created: true };
     });
@@ -367,11 +369,31 @@ export class MemoryWorkflowStore implements WorkflowStore {
           }),
         };
       }
+      if (options?.deferTaskRows) {
+        // The caller writes this save's task rows (writeTaskRows); rows a failed save left wait for
+        // the next save that writes rows.
+        this.mergeIndexRow(runtime, undefined);
+        return { etag: next.etag, rowsError: null };
+      }
       // After a save whose rows failed every row is written again: the failed save's changes are unknown here.
       const names = this.unwritten.delete(id) ? changedTasks(undefined, runtime) : changedTasks(previous, runtime);
-      this.writeTaskRows(runtime, names);
+      const also = options?.alsoTaskRows ?? [];
+      this.putTaskRows(runtime, also.length === 0 ? names : [...new Set([...names, ...also])]);
       this.mergeIndexRow(runtime, undefined);
       return { etag: next.etag, rowsError: null };
+    });
+  }
+
+  /** Writes the rows of `names` from `runtime`; with {@link rowFault} set and failing, none (all `failed`). */
+  writeTaskRows(runtime: WorkflowRuntime, names: readonly string[], options?: OperationOptions): Promise<TaskRowsResult> {
+    return run(() => {
+      checkWorkflowId(runtime.workflowId);
+      checkAborted(options, `write task rows of workflow "${runtime.workflowId}"`);
+      if (names.length === 0) return { failed: [], error: null };
+      const fault = this.rowFault?.(runtime) ?? null;
+      if (fault !== null) return { failed: [...names], error: fault };
+      this.putTaskRows(runtime, names);
+      return { failed: [], error: null };
     });
   }
 
@@ -714,7 +736,7 @@ export class MemoryWorkflowStore implements WorkflowStore {
     return choices.reduce((best, next) => (size(next) < size(best) ? next : best));
   }
 
-  private writeTaskRows(runtime: WorkflowRuntime, names: readonly string[]): void {
+  private putTaskRows(runtime: WorkflowRuntime, names: readonly string[]): void {
     const id = runtime.workflowId;
     let entry = this.taskRows.get(id);
     const facts = factsOf(runtime.definition);

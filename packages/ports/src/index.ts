@@ -20,6 +20,7 @@ export type {
   RequestFilter,
   TaskFilter,
   TaskRow,
+  TaskRowsResult,
   WorkflowFilter,
   WorkflowRequest,
   WorkflowStore,

@@ -34,6 +34,17 @@ export interface SaveOptions extends OperationOptions {
    * every task row is written.
    */
   previous?: WorkflowRuntime;
+  /**
+   * Write the runtime and the index row only: the caller writes this save's task rows later with
+   * {@link WorkflowStore.writeTaskRows} (the coordinator gathers them over several saves; see
+   * docs/failure-model.md). Default false.
+   */
+  deferTaskRows?: boolean;
+  /**
+   * More tasks whose rows this save writes (from this runtime) with its own: rows that earlier
+   * saves deferred. Ignored with {@link deferTaskRows}.
+   */
+  alsoTaskRows?: readonly string[];
 }
 
 /** The outcome of {@link WorkflowStore.save}. */
@@ -46,6 +57,14 @@ export interface SaveResult {
    * writes the missing rows again with the next save of the workflow. Callers log it.
    */
   rowsError: JobqError | null;
+}
+
+/** The outcome of {@link WorkflowStore.writeTaskRows}. */
+export interface TaskRowsResult {
+  /** The tasks whose rows were not written (write them again later). */
+  failed: string[];
+  /** The first error (null when every row was written). */
+  error: JobqError | null;
 }
 
 /** One row of the workflow index. */
@@ -246,9 +265,22 @@ export interface WorkflowStore {
   load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null>;
   /**
    * Writes the runtime if it is still at `etag` (`conflict`, nothing written, otherwise), then
-   * merges the index row and the changed task rows. Never touches the request timestamps.
+   * merges the changed task rows (none with `deferTaskRows`; plus `alsoTaskRows`), then the index
+   * row: a reader that sees the index row of a save sees the task rows it wrote. When the runtime
+   * is finished and some of its task rows could not be written, the index row is not written
+   * either (`rowsError`): it stays behind its runtime, which the coordinator's sweeps notice and
+   * repair by saving the runtime again, so a finished workflow's index row never comes before its
+   * final task rows. Never touches the request timestamps.
    */
   save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult>;
+  /**
+   * Merges the rows of `names` (tasks of `runtime`; unknown names are skipped) into the task table,
+   * from `runtime`: the task rows a save deferred (`deferTaskRows`). The rows that could not be
+   * written come back in `failed`; it throws only when nothing could be tried (a bad argument).
+   * Writes of one workflow's rows must not overlap: the caller waits for one to end before it
+   * starts the next, so an older state never lands after a newer one.
+   */
+  writeTaskRows(runtime: WorkflowRuntime, names: readonly string[], options?: OperationOptions): Promise<TaskRowsResult>;
   getWorkflow(workflowId: string, options?: OperationOptions): Promise<WorkflowSummary | null>;
   listWorkflows(filter?: WorkflowFilter): Promise<Page<WorkflowSummary>>;
   /** Number of workflows in each (index) status. */

@@ -233,6 +233,33 @@ describe('AzureWorkflowStore specifics', () => {
     await store.deleteStorage();
   });
 
+  it('leaves the index row of a finished runtime behind when its task rows fail; writeTaskRows reports the rows it could not write', async () => {
+    const store = await open();
+    const r0 = createRuntime(ABC, { workflowId: 'final', now: at(1) });
+    const { etag: e0 } = await store.create(r0, 'h');
+    const r1 = step(r0, { type: 'activate', now: at(2) });
+    const { etag: e1 } = await store.save(r1, e0, { previous: r0, deferTaskRows: true });
+    const tasks = tableClient(store.names.tasksTable);
+    await tasks.deleteTable();
+    const failed = await store.writeTaskRows(r1, ['a', 'b']);
+    expect(failed.failed.sort()).toEqual(['a', 'b']);
+    expect(isJobqError(failed.error, 'not-found')).toBe(true);
+    let r2 = r1;
+    for (const [i, name] of ['a', 'b', 'c'].entries()) {
+      r2 = step(r2, { type: 'completion', now: at(3 + i), taskName: name, attemptNo: 1, success: true, outputRef: null, error: null });
+    }
+    expect(r2.status).toBe('completed');
+    const saved = await store.save(r2, e1, { previous: r1, alsoTaskRows: ['a', 'b'] });
+    expect(saved.rowsError).toMatchObject({ code: 'not-found', details: { indexRowWritten: false } });
+    expect((await store.getWorkflow('final'))?.status).toBe('running'); // behind its runtime: the sweeps repair it
+    await tasks.createTable();
+    await store.save(r2, saved.etag); // what the repair does: every row, then the index row
+    const rows = Object.fromEntries((await store.listTasks({ workflowId: 'final' })).items.map((r) => [r.taskName, r.status]));
+    expect(rows).toEqual({ a: 'completed', b: 'completed', c: 'completed' });
+    expect((await store.getWorkflow('final'))?.status).toBe('completed');
+    await store.deleteStorage();
+  });
+
   it('fails a create whose rows cannot be written (no task table), keeps nothing, and a later submit succeeds', async () => {
     const store = await open();
     const tasks = tableClient(store.names.tasksTable);

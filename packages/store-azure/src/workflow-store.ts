@@ -1,6 +1,6 @@
 import type { TableClient, TableEntityResult } from '@azure/data-tables';
 import type { ContainerClient, RequestPolicyFactory } from '@azure/storage-blob';
-import { isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -18,6 +18,7 @@ import {
   type RequestFilter,
   type TaskFilter,
   type TaskRow,
+  type TaskRowsResult,
   type WorkflowFilter,
   type WorkflowRequest,
   type WorkflowStore,
@@ -119,9 +120,12 @@ function checkTimestamp(at: string, what: string): void {
  *   id repairs it (an orphan runtime is overwritten); after any other failure the create deletes
  *   what it wrote before throwing. After a successful `save`, a row failure does not fail the save
  *   (the runtime is stored): it comes back as `rowsError`, and the task rows that were not written
- *   are remembered and written with the next save of that workflow through this store (the index
- *   row is rewritten by every save anyway). `save` resolves only after its rows are written, so
- *   saves that follow each other (as one coordinator's do) never leave an older index row behind.
+ *   are remembered and written with the next save of that workflow through this store that writes
+ *   task rows (the index row is rewritten by every save anyway). A save writes its task rows first
+ *   and its index row last (a finished runtime's index row not at all when task rows failed).
+ *   `save` resolves only after its rows are written, so saves that follow each other (as one
+ *   coordinator's do) never leave an older index row behind. With `deferTaskRows` a save writes no
+ *   task row: the coordinator writes them later with `writeTaskRows`.
  * - `cancel_requested_at` / `retry_requested_at` are written only by `requestCancel` /
  *   `requestRetry`, each a Merge of that one property; saves never send them. Each request is
  *   also recorded in a request row (PartitionKey `requests`, see request-rows.ts) that the
@@ -292,7 +296,19 @@ export class AzureWorkflowStore implements WorkflowStore {
     if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
     const changed = changedTasks(previous, runtime);
     const token = await this.blobs.save(runtime, etag, previous, changed, options);
-    return { etag: token, rowsError: await this.writeDerivedRows(runtime, changed, options) };
+    let rows: string[] = [];
+    if (!options?.deferTaskRows) {
+      const also = options?.alsoTaskRows ?? [];
+      rows = also.length === 0 ? changed : [...new Set([...changed, ...also])];
+    }
+    return { etag: token, rowsError: await this.writeDerivedRows(runtime, rows, options) };
+  }
+
+  async writeTaskRows(runtime: WorkflowRuntime, names: readonly string[], options?: OperationOptions): Promise<TaskRowsResult> {
+    checkWorkflowId(runtime.workflowId);
+    if (names.length === 0) return { failed: [], error: null };
+    const outcome = await writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options);
+    return { failed: outcome.failed, error: outcome.error };
   }
 
   /**
@@ -312,30 +328,40 @@ export class AzureWorkflowStore implements WorkflowStore {
     return this.blobs.workflowBlobNames(workflowId, options);
   }
 
-  /** The index row and the given task rows (plus those an earlier save could not write); the first error, or null. */
+  /**
+   * The given task rows (plus those an earlier save could not write), then the index row: a reader
+   * that sees the index row sees the rows written before it. When some task rows fail and the
+   * runtime is finished, the index row is not written: it stays behind its runtime until the
+   * coordinator's sweeps save the runtime again (the final task rows never come after an index
+   * row saying the workflow is finished). The first error, or null.
+   */
   private async writeDerivedRows(runtime: WorkflowRuntime, changed: string[], options: OperationOptions | undefined): Promise<JobqError | null> {
     const id = runtime.workflowId;
     let names = changed;
     const unwritten = this.unwrittenTaskRows.get(id);
-    if (unwritten) {
+    if (unwritten && names.length > 0) {
       const set = new Set(changed);
       for (const name of unwritten) if (taskState(runtime, name)) set.add(name);
       names = [...set];
     }
-    const [indexError, rows] = await Promise.all([
-      this.mergeIndexRow(runtime, undefined, options).then(
-        () => null,
-        (error: unknown) => (isJobqError(error) ? error : new JobqError('internal', String(error))),
-      ),
-      writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options),
-    ]);
-    if (rows.failed.length > 0) this.unwrittenTaskRows.set(id, new Set(rows.failed));
-    else this.unwrittenTaskRows.delete(id);
+    const rows = names.length === 0 ? { failed: [], error: null } : await writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options);
+    if (names.length > 0) {
+      if (rows.failed.length > 0) this.unwrittenTaskRows.set(id, new Set(rows.failed));
+      else this.unwrittenTaskRows.delete(id);
+    }
+    const holdIndexRow = rows.error !== null && isTerminalWorkflowStatus(runtime.status);
+    const indexError = holdIndexRow
+      ? null
+      : await this.mergeIndexRow(runtime, undefined, options).then(
+          () => null,
+          (error: unknown) => (isJobqError(error) ? error : new JobqError('internal', String(error))),
+        );
     const error = indexError ?? rows.error;
     if (!error) return null;
-    return new JobqError(error.code, `workflow "${id}" was saved, but some of its index/task rows were not written (they are written again with its next save): ${error.message}`, {
+    const later = holdIndexRow ? 'the index row was left as it was, for the coordinator to write them all again' : 'they are written again with its next save';
+    return new JobqError(error.code, `workflow "${id}" was saved, but some of its index/task rows were not written (${later}): ${error.message}`, {
       retryable: error.retryable,
-      details: { ...error.details, workflowId: id, unwrittenTaskRows: rows.failed.length, indexRowWritten: indexError === null },
+      details: { ...error.details, workflowId: id, unwrittenTaskRows: rows.failed.length, indexRowWritten: !holdIndexRow && indexError === null },
     });
   }
 

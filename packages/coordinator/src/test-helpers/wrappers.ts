@@ -9,6 +9,7 @@ import type {
   ReceivedMessage,
   SaveOptions,
   SaveResult,
+  TaskRowsResult,
   TaskQueue,
   WorkflowStore,
 } from '@jobq/ports';
@@ -77,14 +78,18 @@ export type SaveHook = (runtime: WorkflowRuntime, etag: string, save: () => Prom
 /** The hook of a {@link wrapStore}d `acquireLease`: call `acquire()` (or not) and return a lease. */
 export type LeaseHook = (options: AcquireLeaseOptions | undefined, acquire: () => Promise<CoordinatorLease>) => Promise<CoordinatorLease>;
 
-/** The store with its `save` (and, optionally, `acquireLease`) going through a hook; every other call is the real store's. */
-export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { acquireLease?: LeaseHook } = {}): WorkflowStore {
+/** The hook of a {@link wrapStore}d `writeTaskRows`: call `write()` (or not) and return its result. */
+export type TaskRowsHook = (runtime: WorkflowRuntime, names: readonly string[], write: () => Promise<TaskRowsResult>) => Promise<TaskRowsResult>;
+
+/** The store with its `save` (and, optionally, `acquireLease` and `writeTaskRows`) going through a hook; every other call is the real store's. */
+export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { acquireLease?: LeaseHook; writeTaskRows?: TaskRowsHook } = {}): WorkflowStore {
   const leaseHook = hooks.acquireLease;
   return {
     create: (runtime, hash, options) => store.create(runtime, hash, options),
     load: (id, options) => store.load(id, options),
     save: (runtime, etag, options) =>
       hook ? hook(runtime, etag, () => store.save(runtime, etag, options), options) : store.save(runtime, etag, options),
+    writeTaskRows: (runtime, names, options) => (hooks.writeTaskRows ? hooks.writeTaskRows(runtime, names, () => store.writeTaskRows(runtime, names, options)) : store.writeTaskRows(runtime, names, options)),
     getWorkflow: (id, options) => store.getWorkflow(id, options),
     listWorkflows: (filter) => store.listWorkflows(filter),
     countWorkflows: (options) => store.countWorkflows(options),

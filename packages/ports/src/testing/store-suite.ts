@@ -689,6 +689,29 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         rows = byName((await store.listTasks({ workflowId: 'wf-delta' })).items);
         expect([rows.a?.updatedAt, rows.b?.updatedAt, rows.c?.updatedAt]).toEqual([at(4), at(4), at(4)]);
       }, timeout);
+
+      it('defers the task rows of a save to writeTaskRows, and writes deferred rows with a later save', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-defer', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        const r1 = activate(r0, 2); // a, b running
+        const { etag: e1, rowsError } = await store.save(r1, e0, { previous: r0, deferTaskRows: true });
+        expect(rowsError).toBeNull();
+        // The index row is written; the task rows are not.
+        expect(await store.getWorkflow('wf-defer')).toMatchObject({ status: 'running', updatedAt: at(2) });
+        let rows = byName((await store.listTasks({ workflowId: 'wf-defer' })).items);
+        expect([rows.a?.status, rows.b?.status, rows.c?.status]).toEqual(['ready', 'ready', 'pending']);
+        expect(await store.writeTaskRows(r1, ['a', 'no-such-task'])).toEqual({ failed: [], error: null });
+        rows = byName((await store.listTasks({ workflowId: 'wf-defer' })).items);
+        expect([rows.a?.status, rows.b?.status]).toEqual(['running', 'ready']);
+        // A save that writes its rows takes the deferred ones along (b), from its own runtime.
+        const r2 = finish(r1, 'a', 3); // a completed, c running; b unchanged since r1
+        await store.save(r2, e1, { previous: r1, alsoTaskRows: ['b'] });
+        rows = byName((await store.listTasks({ workflowId: 'wf-defer' })).items);
+        expect([rows.a?.status, rows.b?.status, rows.c?.status]).toEqual(['completed', 'running', 'running']);
+        expect(rows.b?.updatedAt).toBe(at(3));
+        expect(await store.writeTaskRows(r2, [])).toEqual({ failed: [], error: null });
+      }, timeout);
     });
 
     describe('coordinator', () => {

@@ -15,7 +15,8 @@ export default class WorkflowTasks extends JobqCommand {
     'one table per workflow (in --json, one array whose rows carry their workflowId); with none, the tasks of every workflow. ' +
     'Filters: --status (repeat or separate with commas), --queue (a queue spec) and --name-prefix (task names starting with it; ' +
     'it is not called --prefix because --prefix names the deployment). --limit caps the rows per workflow (0 = all). ' +
-    'Exits 1 when a given workflow does not exist.';
+    'The coordinator writes the task table up to 2 s after a task changes (final once its workflow has finished); ' +
+    '`workflow status` reads the runtime itself. Exits 1 when a given workflow does not exist.';
   static override examples = [
     '<%= config.bin %> workflow myaccount/MyProject tasks 3f2a…',
     '<%= config.bin %> workflow tasks 3f2a… --status failed,upstream_failed -v',
