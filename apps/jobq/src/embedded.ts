@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { startAzurite, startServiceBus, type LocalStorage, type ServiceBusEmulator, type StartAzuriteOptions } from '@jobq/local';
+import { startLocalStack, startServiceBus, type LocalStorage, type ServiceBusEmulator, type ServiceBusOptions, type StartAzuriteOptions } from '@jobq/local';
 import type { CliConfig } from './config';
 
 /** The prefix of the embedded stack. */
@@ -46,7 +46,11 @@ export const LOCAL_BROKER_QUEUE_DEFAULTS = {
 
 /** A local Service Bus broker on 127.0.0.1 (random ports by default), with its admin endpoint. Nothing is kept on disk. */
 export function startLocalServiceBus(options: { port?: number; adminPort?: number } = {}): Promise<ServiceBusEmulator> {
-  return startServiceBus({ port: options.port ?? 0, adminPort: options.adminPort ?? 0, defaults: LOCAL_BROKER_QUEUE_DEFAULTS });
+  return startServiceBus(localServiceBusOptions(options));
+}
+
+function localServiceBusOptions(options: { port?: number; adminPort?: number }): ServiceBusOptions {
+  return { port: options.port ?? 0, adminPort: options.adminPort ?? 0, defaults: LOCAL_BROKER_QUEUE_DEFAULTS };
 }
 
 /**
@@ -56,25 +60,17 @@ export function startLocalServiceBus(options: { port?: number; adminPort?: numbe
  * local stack.
  */
 export async function startEmbeddedStorage(base: CliConfig, options: EmbeddedStorageOptions = {}): Promise<EmbeddedStorage> {
-  const storage = await startAzurite(options.storage ?? {});
-  let serviceBus: ServiceBusEmulator | null = null;
-  if (options.serviceBus) {
-    try {
-      serviceBus = await startLocalServiceBus(options.serviceBus);
-    } catch (error) {
-      await storage.stop();
-      throw error;
-    }
-  }
-  let stopping: Promise<void> | undefined;
+  const sb = options.serviceBus;
+  const stack = await startLocalStack({
+    storage: options.storage ?? {},
+    ...(sb ? { serviceBus: localServiceBusOptions(sb) } : {}),
+  });
+  const serviceBus = stack.serviceBus;
   return {
-    storage,
+    storage: stack.storage,
     serviceBus,
-    config: embeddedConfig(base, storage.connectionString, serviceBus === null ? null : { broker: serviceBus, completions: options.serviceBus?.completions ?? false }),
-    stop() {
-      stopping ??= Promise.all([serviceBus?.stop(), storage.stop()]).then(() => undefined);
-      return stopping;
-    },
+    config: embeddedConfig(base, stack.storageConnectionString, serviceBus === null ? null : { broker: serviceBus, completions: sb?.completions ?? false }),
+    stop: () => stack.stop(),
   };
 }
 
