@@ -23,7 +23,7 @@ import {
   type ReceivedMessage,
   type TaskQueue,
 } from '@jobq/ports';
-import type { ClientLease } from './connection';
+import { disableNagle, type ClientLease } from './connection';
 import { translateError } from './errors';
 import { FillWait } from './fill-wait';
 import { parseIsoDuration } from './iso-duration';
@@ -342,6 +342,7 @@ export class ServiceBusTaskQueue implements TaskQueue {
     const first = await this.call('receive', options, () => receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }));
     const received = [...first];
     if (received.length > 0 && wanted > 1) {
+      disableNagle(this.core.lease.client);
       try {
         received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.fillWait.waitInMs, ...abort }))));
       } catch {
