@@ -449,7 +449,7 @@ async function main(): Promise<void> {
       process.stdout.write(`\n4. Idle pickup latency (receive(32) with a 10 s wait on an empty queue, idle 1–2 s; from the send call to the receive returning; ${PICKUP_ROUNDS} rounds, backends side by side)\n`);
       for (const [backend, times] of pickups) process.stdout.write(`idle pickup latency ${backend.label}: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`);
       process.stdout.write('   Storage Queues have no long polling: the adapter polls every 10 ms for 1 s after a message, then with back-off doubling to 1 s. The Service Bus figure\n');
-      process.stdout.write('   includes the adapter\'s 50 ms fill wait after the first message (see 5).\n');
+      process.stdout.write('   includes the adapter\'s fill wait after the first message (about two round trips of the link, at most 50 ms; see 5).\n');
     }
 
     const receives = await part('receive', async () => {
@@ -467,7 +467,7 @@ async function main(): Promise<void> {
       return lines;
     });
     if (receives) {
-      process.stdout.write(`\n5. One receiveMessages(32) SDK call vs the adapter's receive(32): receiveMessages(1, wait) then receiveMessages(31, 50 ms) (median of ${RECEIVE_ROUNDS}; "got" = messages returned)\n`);
+      process.stdout.write(`\n5. One receiveMessages(32) SDK call vs the adapter's receive(32): receiveMessages(1, wait) then receiveMessages(31, fill wait ≤ 50 ms) (median of ${RECEIVE_ROUNDS}; "got" = messages returned)\n`);
       for (const line of receives) process.stdout.write(`${line}\n`);
     }
 

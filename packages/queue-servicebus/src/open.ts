@@ -27,7 +27,7 @@ export interface OpenServiceBusQueueOptions {
   retryOptions?: RetryOptions;
   /** Limit of each administration call (default 30 s). */
   operationTimeoutInMs?: number;
-  /** How long `receive` waits for more messages once the first is there (default 50 ms). */
+  /** The longest `receive` waits for more messages once the first is there (default 50 ms; shorter on a fast link, see the README). */
   batchFillWaitInMs?: number;
 }
 

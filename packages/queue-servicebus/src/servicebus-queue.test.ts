@@ -215,6 +215,31 @@ describe('receiving', () => {
     expect((await failure(queue.receive({ maxMessages: 4, maxWaitTimeInMs: 10_000, abortSignal: signal }))).code).toBe('aborted');
   });
 
+  it('shortens the batch fill wait to the measured round trip, and still returns a waiting backlog of 32 in one receive', async () => {
+    const queue = await open();
+    expect(queue.fillWaitInMs).toBe(50);
+    // A chain: one message at a time, each completed (a round trip the wait is measured on).
+    for (let i = 0; i < 10; i++) {
+      await queue.send({ body: `hop${i}` });
+      const got = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 5_000 });
+      expect(got.map((m) => m.body)).toEqual([`hop${i}`]);
+      await queue.complete(got[0]!);
+    }
+    expect(queue.fillWaitInMs).toBeLessThan(50);
+    expect(queue.fillWaitInMs).toBeGreaterThan(0);
+    for (let round = 0; round < 3; round++) {
+      await queue.send(Array.from({ length: 32 }, (_, i) => ({ body: `r${round}m${i}` })));
+      const wait = queue.fillWaitInMs;
+      expect(wait).toBeLessThan(50);
+      const batch = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 5_000 });
+      expect(batch).toHaveLength(32);
+      await Promise.all(batch.map((m) => queue.complete(m)));
+    }
+    expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 50 })).toEqual([]);
+    // The dead-letter view measures its own link.
+    expect(queue.deadLetterQueue().fillWaitInMs).toBe(50);
+  });
+
   it('serialises overlapping receives on one queue instead of failing', async () => {
     const queue = await open();
     await queue.send([{ body: 'a' }, { body: 'b' }]);

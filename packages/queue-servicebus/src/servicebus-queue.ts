@@ -23,8 +23,9 @@ import {
   type ReceivedMessage,
   type TaskQueue,
 } from '@jobq/ports';
-import type { ClientLease } from './connection';
+import { disableNagle, type ClientLease } from './connection';
 import { translateError } from './errors';
+import { FillWait } from './fill-wait';
 import { parseIsoDuration } from './iso-duration';
 import { serviceBusMessageId } from './message-id';
 
@@ -45,7 +46,7 @@ export interface ServiceBusTaskQueueSettings {
   lockDurationInMs: number;
   /** Limit of each administration call. */
   operationTimeoutInMs: number;
-  /** How long `receive` waits for more messages once the first one is there. */
+  /** The longest `receive` waits for more messages once the first one is there (see {@link FillWait}). */
   batchFillWaitInMs: number;
 }
 
@@ -195,6 +196,8 @@ export class ServiceBusTaskQueue implements TaskQueue {
   /** `receiveMessages` may not overlap on one receiver: receives wait for each other. */
   private receiving: Promise<unknown> = Promise.resolve();
   private dlq: ServiceBusTaskQueue | undefined;
+  /** The top-up wait, from the round trips of this queue's settlements and renewals. */
+  private readonly fillWait: FillWait;
 
   /** @internal use {@link openServiceBusQueue} */
   constructor(
@@ -204,6 +207,24 @@ export class ServiceBusTaskQueue implements TaskQueue {
     private readonly main?: ServiceBusTaskQueue,
   ) {
     this.name = deadLetterView ? `${core.queueName}/$DeadLetterQueue` : core.queueName;
+    this.fillWait = new FillWait({ ceilingInMs: core.settings.batchFillWaitInMs });
+  }
+
+  /**
+   * Diagnostic: how long the next receive waits for more messages after its first one (ms) —
+   * `batchFillWaitInMs` until a settlement or renewal has measured the link's round trip, then
+   * about two round trips (see the package README).
+   */
+  get fillWaitInMs(): number {
+    return this.fillWait.waitInMs;
+  }
+
+  /** Runs one request-response call on the receiver link, feeding its duration to the fill wait. */
+  private async timed<T>(fn: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    const result = await fn();
+    this.fillWait.observe(performance.now() - start);
+    return result;
   }
 
   get lockDurationInMs(): number {
@@ -315,12 +336,15 @@ export class ServiceBusTaskQueue implements TaskQueue {
     const receiver = this.getReceiver();
     const abort = signal ? { abortSignal: signal } : {};
     // One message with the whole wait, then a short top-up: the SDK lingers up to 1 s after the
-    // first message of a multi-message receive, which would delay a lone message.
+    // first message of a multi-message receive, which would delay a lone message. The top-up waits
+    // about two round trips of the link (messages already on the broker come one round trip after
+    // the credit); when it ends, the SDK drains the credit, which still brings what the broker holds.
     const first = await this.call('receive', options, () => receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }));
     const received = [...first];
     if (received.length > 0 && wanted > 1) {
+      disableNagle(this.core.lease.client);
       try {
-        received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.core.settings.batchFillWaitInMs, ...abort }))));
+        received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.fillWait.waitInMs, ...abort }))));
       } catch {
         // The first message is held already: return it; a lasting failure shows on the next receive.
       }
@@ -345,7 +369,7 @@ export class ServiceBusTaskQueue implements TaskQueue {
     const m = this.own(message);
     if (m.settled) throw new JobqError('lock-lost', `${operation} of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`);
     try {
-      await this.call(operation, options, () => fn(m.raw));
+      await this.call(operation, options, () => this.timed(() => fn(m.raw)));
     } catch (error) {
       if (isJobqError(error, 'lock-lost')) m.settled = true;
       throw error;
@@ -356,7 +380,7 @@ export class ServiceBusTaskQueue implements TaskQueue {
   async renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
     const m = this.own(message);
     if (m.settled) throw new JobqError('lock-lost', `renew lock of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`);
-    m.lockedUntil = await this.call('renew lock', options, () => this.getReceiver().renewMessageLock(m.raw));
+    m.lockedUntil = await this.call('renew lock', options, () => this.timed(() => this.getReceiver().renewMessageLock(m.raw)));
   }
 
   async complete(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
