@@ -1,27 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import type { QueueStats, ServiceBusStats } from '@jobq/servicebus-emulator';
+import { emptyQueueStats, type QueueStats, type ServiceBusStats } from '@jobq/servicebus-emulator';
 import { addBrokerOps, billedOps, brokerOpsBetween } from './broker-ops';
 
 function queue(over: Partial<QueueStats>): QueueStats {
-  return {
-    messagesIn: 0,
-    framesIn: 0,
-    deliveries: 0,
-    dispositions: { complete: 0, abandon: 0, deadLetter: 0, defer: 0, lockLost: 0 },
-    managementOps: {},
-    cbsPuts: 0,
-    dedupDrops: 0,
-    lockExpiries: 0,
-    autoDeadLetters: { maxDeliveryCount: 0, ttlExpired: 0 },
-    ttlDrops: 0,
-    bytesHeld: 0,
-    active: 0,
-    locked: 0,
-    deferred: 0,
-    scheduled: 0,
-    deadLetter: 0,
-    ...over,
-  };
+  return { ...emptyQueueStats(), ...over };
 }
 
 const stats = (queues: Record<string, QueueStats>): ServiceBusStats => ({ connections: 1, cbsPuts: 0, queues });

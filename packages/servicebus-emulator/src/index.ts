@@ -20,4 +20,7 @@ export type { AdminServer, AdminServerOptions } from './admin';
 export { ADMIN_POLICY_NAME, adminPolicy } from './admin-policy';
 export type { AdminPipelinePolicy, AdminPolicyRequest } from './admin-policy';
 export { startServiceBusProcess } from './process';
+export { closeRawClient, connectRawClient } from './raw-client';
+export type { RawClientKey } from './raw-client';
+export { emptyQueueStats } from './queue';
 export type { ServiceBusProcess, StartServiceBusProcessOptions } from './process';

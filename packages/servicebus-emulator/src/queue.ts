@@ -308,7 +308,8 @@ export class SubQueue {
   }
 }
 
-function newStats(): QueueStats {
+/** A {@link QueueStats} with every counter and count at zero. */
+export function emptyQueueStats(): QueueStats {
   return {
     messagesIn: 0,
     framesIn: 0,
@@ -337,7 +338,7 @@ export interface EnqueueResult {
 export class Queue {
   readonly main: SubQueue;
   readonly deadLetterQueue: SubQueue;
-  readonly stats = newStats();
+  readonly stats = emptyQueueStats();
   bytesHeld = 0;
   readonly createdAt: Date;
   updatedAt: Date;
