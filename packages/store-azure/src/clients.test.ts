@@ -1,25 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { useInstrumenter, type Instrumenter, type TracingContext, type TracingSpan } from '@azure/core-tracing';
+import { useInstrumenter } from '@azure/core-tracing';
+import { recordingInstrumenter, testTracerProvider as provider } from '@jobq/azure-pipeline/testing';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { trace, type TracerProvider } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { accountClients } from './clients';
 
-/** An Azure SDK instrumenter whose spans record: it keeps the names of the spans started. */
-function recordingInstrumenter(started: string[]): Instrumenter {
-  const span: TracingSpan = { setStatus() {}, setAttribute() {}, end() {}, recordException() {}, isRecording: () => true, addEvent() {} };
-  const context: TracingContext = { getValue: () => undefined, setValue: () => context, deleteValue: () => context };
-  return {
-    startSpan(name) {
-      started.push(name);
-      return { span, tracingContext: context };
-    },
-    withContext: (_context, callback, ...args) => callback(...args),
-    parseTraceparentHeader: () => undefined,
-    createRequestHeaders: () => ({}),
-  };
-}
-
-const provider: TracerProvider = { getTracer: () => trace.getTracerProvider().getTracer('none') };
 const requestSpans = (names: string[]) => names.filter((n) => n.startsWith('HTTP '));
 
 describe('accountClients: the SDK request spans', () => {
