@@ -326,6 +326,25 @@ describe('dead letters', () => {
     await queue.close();
   });
 
+  it('settles adjacent deliveries differently in one tick: each gets its own outcome (rhea merged the second into the first one’s disposition)', async () => {
+    const queue = await open();
+    await queue.send([{ body: '{"n":"dead-1"}' }, { body: '{"n":"dead-2"}' }, { body: '{"n":"done"}' }, { body: '{"n":"dead-3"}' }]);
+    const [d1, d2, ok, d3] = await drain(queue, 4);
+    // All issued before any of them is written out: one disposition pass for the four deliveries.
+    await Promise.all([queue.deadLetter(d1!, 'reason one'), queue.deadLetter(d2!, 'reason two'), queue.complete(ok!), queue.deadLetter(d3!, 'reason three')]);
+    const client = new ServiceBusClient(sb.connectionString);
+    const receiver = client.createReceiver(queue.name, { subQueueType: 'deadLetter' });
+    const dead = await receiver.peekMessages(10);
+    expect(dead.map((m) => [JSON.stringify(m.body), m.deadLetterReason]).sort()).toEqual([
+      ['{"n":"dead-1"}', 'reason one'],
+      ['{"n":"dead-2"}', 'reason two'],
+      ['{"n":"dead-3"}', 'reason three'],
+    ]);
+    await client.close();
+    expect(await queue.approximateMessageCount()).toBe(0);
+    await queue.close();
+  });
+
   it('shows a message the service dead-lettered with the service reason, and refuses sends to the dead-letter queue', async () => {
     const name = uniqueName('maxdel');
     sb.declareQueue(name, { lockDurationMs: 2_000, maxDeliveryCount: 1 });
