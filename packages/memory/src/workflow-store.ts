@@ -358,6 +358,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
       this.calls.saves++;
       const next = { runtime, etag: this.newEtag(), unreadable: null };
       this.runtimes.set(id, next);
+      // The runtime only: the caller writes the rows (writeTaskRows, writeIndexRow).
+      if (options?.deferTaskRows && options.deferIndexRow) return { etag: next.etag, rowsError: null };
       const fault = this.rowFault?.(runtime) ?? null;
       if (fault !== null) {
         this.unwritten.add(id);
@@ -394,6 +396,17 @@ export class MemoryWorkflowStore implements WorkflowStore {
       if (fault !== null) return { failed: [...names], error: fault };
       this.putTaskRows(runtime, names);
       return { failed: [], error: null };
+    });
+  }
+
+  /** Merges the index row of `runtime` (a save's deferred index row); with {@link rowFault} set and failing, throws it. */
+  writeIndexRow(runtime: WorkflowRuntime, options?: OperationOptions): Promise<void> {
+    return run(() => {
+      checkWorkflowId(runtime.workflowId);
+      checkAborted(options, `write the index row of workflow "${runtime.workflowId}"`);
+      const fault = this.rowFault?.(runtime) ?? null;
+      if (fault !== null) throw fault;
+      this.mergeIndexRow(runtime, undefined);
     });
   }
 

@@ -45,6 +45,12 @@ export interface SaveOptions extends OperationOptions {
    * saves deferred. Ignored with {@link deferTaskRows}.
    */
   alsoTaskRows?: readonly string[];
+  /**
+   * With {@link deferTaskRows}: write the runtime only; the caller writes the index row later with
+   * {@link WorkflowStore.writeIndexRow} (the coordinator, off the critical path of its saves).
+   * Default false.
+   */
+  deferIndexRow?: boolean;
 }
 
 /** The outcome of {@link WorkflowStore.save}. */
@@ -281,6 +287,12 @@ export interface WorkflowStore {
    * starts the next, so an older state never lands after a newer one.
    */
   writeTaskRows(runtime: WorkflowRuntime, names: readonly string[], options?: OperationOptions): Promise<TaskRowsResult>;
+  /**
+   * Merges the index row of `runtime` (its status, counts and times; never the request
+   * timestamps): the index row a save deferred (`deferIndexRow`). As with task rows, writes of one
+   * workflow's index row must not overlap, so an older state never lands after a newer one.
+   */
+  writeIndexRow(runtime: WorkflowRuntime, options?: OperationOptions): Promise<void>;
   getWorkflow(workflowId: string, options?: OperationOptions): Promise<WorkflowSummary | null>;
   listWorkflows(filter?: WorkflowFilter): Promise<Page<WorkflowSummary>>;
   /** Number of workflows in each (index) status. */

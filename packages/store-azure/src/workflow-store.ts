@@ -125,7 +125,8 @@ function checkTimestamp(at: string, what: string): void {
  *   and its index row last (a finished runtime's index row not at all when task rows failed).
  *   `save` resolves only after its rows are written, so saves that follow each other (as one
  *   coordinator's do) never leave an older index row behind. With `deferTaskRows` a save writes no
- *   task row: the coordinator writes them later with `writeTaskRows`.
+ *   task row: the coordinator writes them later with `writeTaskRows`; with `deferIndexRow` too, a
+ *   save writes the runtime only, and the coordinator writes the index row with `writeIndexRow`.
  * - `cancel_requested_at` / `retry_requested_at` are written only by `requestCancel` /
  *   `requestRetry`, each a Merge of that one property; saves never send them. Each request is
  *   also recorded in a request row (PartitionKey `requests`, see request-rows.ts) that the
@@ -296,6 +297,7 @@ export class AzureWorkflowStore implements WorkflowStore {
     if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
     const changed = changedTasks(previous, runtime);
     const token = await this.blobs.save(runtime, etag, previous, changed, options);
+    if (options?.deferTaskRows && options.deferIndexRow) return { etag: token, rowsError: null };
     let rows: string[] = [];
     if (!options?.deferTaskRows) {
       const also = options?.alsoTaskRows ?? [];
@@ -309,6 +311,11 @@ export class AzureWorkflowStore implements WorkflowStore {
     if (names.length === 0) return { failed: [], error: null };
     const outcome = await writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options);
     return { failed: outcome.failed, error: outcome.error };
+  }
+
+  async writeIndexRow(runtime: WorkflowRuntime, options?: OperationOptions): Promise<void> {
+    checkWorkflowId(runtime.workflowId);
+    await this.mergeIndexRow(runtime, undefined, options);
   }
 
   /**

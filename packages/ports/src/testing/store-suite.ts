@@ -712,6 +712,26 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(rows.b?.updatedAt).toBe(at(3));
         expect(await store.writeTaskRows(r2, [])).toEqual({ failed: [], error: null });
       }, timeout);
+
+      it('with deferIndexRow too, a save writes the runtime only; writeIndexRow writes the index row, leaving the request timestamps alone', async () => {
+        const store = await fresh();
+        const r0 = createRuntime(ABC, { workflowId: 'wf-defer-index', now: at(1) });
+        const { etag: e0 } = await store.create(r0, 'h');
+        await store.requestCancel('wf-defer-index', at(1));
+        const r1 = activate(r0, 2);
+        const { etag: e1, rowsError } = await store.save(r1, e0, { previous: r0, deferTaskRows: true, deferIndexRow: true });
+        expect(rowsError).toBeNull();
+        expect((await store.load('wf-defer-index'))?.runtime.updatedAt).toBe(at(2));
+        // Neither the index row nor the task rows moved.
+        expect(await store.getWorkflow('wf-defer-index')).toMatchObject({ status: 'pending', updatedAt: at(1), cancelRequestedAt: at(1) });
+        expect(byName((await store.listTasks({ workflowId: 'wf-defer-index' })).items).a?.status).toBe('ready');
+        await store.writeIndexRow(r1);
+        expect(await store.getWorkflow('wf-defer-index')).toMatchObject({ status: 'running', updatedAt: at(2), cancelRequestedAt: at(1) });
+        // A later save without the option writes its index row itself.
+        const r2 = finish(r1, 'a', 3);
+        await store.save(r2, e1, { previous: r1, deferTaskRows: true });
+        expect(await store.getWorkflow('wf-defer-index')).toMatchObject({ updatedAt: at(3) });
+      }, timeout);
     });
 
     describe('coordinator', () => {
