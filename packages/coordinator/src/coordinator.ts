@@ -24,6 +24,7 @@ import {
   type WorkflowSummary,
 } from '@jobq/ports';
 import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { TaskRowWriter } from './task-rows';
 
@@ -46,6 +47,13 @@ export interface CoordinatorOptions {
    * nothing and only delay the next task, so the next receive goes out at once.
    */
   batchFillMinMessages?: number;
+  /**
+   * Completion batches in flight at once (default 8): the next batch is received, folded and its
+   * task messages pushed while earlier ones are being saved; a workflow's batches are folded and
+   * saved in the order received (docs/failure-model.md, "Pipelining"). 1: one batch at a time; at
+   * most {@link MAX_PIPELINE_DEPTH}.
+   */
+  pipelineDepth?: number;
   /** Sleep after a receive error (default 500 ms). */
   idleSleepInMs?: number;
   /**
@@ -160,12 +168,16 @@ export interface CoordinatorCounters {
   purged: number;
 }
 
+/** The most completion batches in flight at once (`pipelineDepth` above it is lowered to it). */
+export const MAX_PIPELINE_DEPTH = 16;
+
 /** Resolved {@link CoordinatorOptions}. */
 export const COORDINATOR_DEFAULTS = {
   batchSize: 32,
   receiveWaitInMs: 1_000,
   batchFillWaitInMs: 50,
   batchFillMinMessages: 2,
+  pipelineDepth: 8,
   idleSleepInMs: 500,
   cancelPollIntervalInMs: 1_000,
   flushRetryLimit: 2,
@@ -193,6 +205,14 @@ export const COORDINATOR_DEFAULTS = {
 const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost', 'unsupported']);
 
 type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
+
+/** One workflow's messages of a received batch: its completions (as events), and whether it holds a wake-up or a failed completion. */
+interface Group {
+  messages: ReceivedMessage[];
+  events: WorkflowEvent[];
+  wakeup: boolean;
+  failures: boolean;
+}
 
 /** Workflows whose "not purged" reason was logged, at most this many remembered (a sweep lists them again). */
 const MAX_SKIP_NOTES = 10_000;
@@ -289,6 +309,9 @@ export class Coordinator {
   private readonly log: (line: string) => void;
   private readonly ctx: ApplyContext;
   private readonly rows: TaskRowWriter;
+  private readonly pipeline: WorkflowPipeline<Group>;
+  /** Acks of saved batches, in the background. */
+  private readonly acking = new Set<Promise<void>>();
   /** Aborts every store/queue call: fired by the lease loss. */
   private readonly halt = new AbortController();
   /** Ends the loop after the current batch: fired by stop() and by the lease loss. */
@@ -311,6 +334,7 @@ export class Coordinator {
       receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
       batchFillWaitInMs: o.batchFillWaitInMs ?? COORDINATOR_DEFAULTS.batchFillWaitInMs,
       batchFillMinMessages: Math.max(1, Math.floor(o.batchFillMinMessages ?? COORDINATOR_DEFAULTS.batchFillMinMessages)),
+      pipelineDepth: Math.min(MAX_PIPELINE_DEPTH, Math.max(1, Math.floor(o.pipelineDepth ?? COORDINATOR_DEFAULTS.pipelineDepth))),
       idleSleepInMs: o.idleSleepInMs ?? COORDINATOR_DEFAULTS.idleSleepInMs,
       cancelPollIntervalInMs: o.cancelPollIntervalInMs ?? COORDINATOR_DEFAULTS.cancelPollIntervalInMs,
       flushRetryLimit: o.flushRetryLimit ?? COORDINATOR_DEFAULTS.flushRetryLimit,
@@ -355,6 +379,18 @@ export class Coordinator {
       taskMessageTtlInMs: this.settings.taskMessageTtlInMs,
       rows: this.rows,
     };
+    this.pipeline = new WorkflowPipeline<Group>({
+      ctx: this.ctx,
+      plain: (workflowId, group, conflicts) => this.handleGroup(workflowId, group, conflicts),
+      left: (workflowId, group, reason) => this.leave(workflowId, group.messages, reason, true),
+      settled: (_workflowId, group, effects) => {
+        for (const list of effects) {
+          if (list.some((e) => e.type === 'ignored')) this.counters.completionsIgnored++;
+          else this.counters.completionsApplied++;
+        }
+        this.ackInBackground(group.messages);
+      },
+    });
   }
 
   /** Takes the lease (`lease-held` while someone else has it) and starts the loop in the background. */
@@ -416,13 +452,25 @@ export class Coordinator {
   }
 
   private async mainLoop(): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
+    try {
+      await this.turns(inFlight);
+    } finally {
+      // Stopping: the batches in flight are saved (or left) and acked before the loop ends.
+      await Promise.all(inFlight);
+      while (this.acking.size > 0) await Promise.all(this.acking);
+    }
+  }
+
+  /** The loop's turns: scans and sweeps when due, then a receive; up to `pipelineDepth` batches in `inFlight`. */
+  private async turns(inFlight: Set<Promise<void>>): Promise<void> {
     const start = this.time.now();
     const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
-    let partialBatch = false;
-    let lastReceiveAt = 0;
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
     let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
+    let partialBatch = false;
+    let lastReceiveAt = 0;
     while (!this.stopping.signal.aborted) {
       const t = this.time.now();
       this.lastLoopAt = this.nowIso();
@@ -455,6 +503,11 @@ export class Coordinator {
         if (done) resync = null;
       }
       if (this.stopping.signal.aborted) break;
+      // At most pipelineDepth batches in flight, and not too many acks behind.
+      if (inFlight.size >= this.settings.pipelineDepth || this.acking.size >= this.settings.pipelineDepth * this.settings.batchSize) {
+        await Promise.race([...inFlight, ...this.acking]);
+        continue;
+      }
       if (partialBatch) {
         const wait = lastReceiveAt + this.settings.batchFillWaitInMs - this.time.now();
         if (wait > 0) await this.time.sleep(wait, this.stopping.signal);
@@ -476,7 +529,10 @@ export class Coordinator {
         continue;
       }
       partialBatch = messages.length >= this.settings.batchFillMinMessages && messages.length < this.settings.batchSize;
-      if (messages.length > 0) await this.guard('batch', () => this.handleBatch(messages));
+      if (messages.length > 0) {
+        const batch: Promise<void> = this.guard('batch', () => this.handleBatch(messages)).finally(() => inFlight.delete(batch));
+        inFlight.add(batch);
+      }
     }
   }
 
@@ -499,24 +555,28 @@ export class Coordinator {
     }
   }
 
-  /** One received batch: poison out, group by workflow, apply each group, ack what was applied. */
+  /**
+   * One received batch: poison out, group by workflow, each group into the pipeline (in the order
+   * received, before anything is awaited, so a workflow's batches keep their order).
+   */
   private async handleBatch(messages: ReceivedMessage[]): Promise<void> {
     this.counters.batches++;
     this.counters.messages += messages.length;
-    const groups = new Map<string, { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }>();
+    const groups = new Map<string, Group>();
+    const poison: Array<{ message: ReceivedMessage; reason: string }> = [];
     const now = this.nowIso();
     for (const message of messages) {
       const decoded = decodeCoordinatorMessage(message.body);
       if (decoded.kind === 'poison') {
         this.counters.poison++;
         this.log(`poison message ${message.messageId}: ${decoded.reason}`);
-        await this.dropPoison(message, decoded.reason);
+        poison.push({ message, reason: decoded.reason });
         continue;
       }
       const workflowId = decoded.kind === 'wakeup' ? decoded.workflowId : decoded.completion.workflowId;
       let group = groups.get(workflowId);
       if (!group) {
-        group = { messages: [], completions: [], wakeup: false };
+        group = { messages: [], events: [], wakeup: false, failures: false };
         groups.set(workflowId, group);
       }
       group.messages.push(message);
@@ -525,15 +585,20 @@ export class Coordinator {
         group.wakeup = true;
       } else {
         const c = decoded.completion;
-        group.completions.push({ type: 'completion', now, taskName: c.taskName, attemptNo: c.attemptNo, success: c.success, outputRef: c.outputRef, error: c.error });
+        if (!c.success) group.failures = true;
+        group.events.push({ type: 'completion', now, taskName: c.taskName, attemptNo: c.attemptNo, success: c.success, outputRef: c.outputRef, error: c.error });
       }
     }
-    await Promise.all([...groups].map(([workflowId, group]) => this.guard(`workflow ${workflowId}`, () => this.handleGroup(workflowId, group))));
+    // A wake-up or a failed completion reads the requests first (applyGroup): the plain path.
+    const runs = [...groups].map(([workflowId, group]) =>
+      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures)),
+    );
+    await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
   }
 
-  private async handleGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
+  private async handleGroup(workflowId: string, group: Group, conflicts = 0): Promise<void> {
     try {
-      await this.applyGroup(workflowId, group);
+      await this.applyGroup(workflowId, group, conflicts);
     } catch (error) {
       if (this.halt.signal.aborted) return;
       this.counters.sweepErrors++;
@@ -543,11 +608,11 @@ export class Coordinator {
     }
   }
 
-  private async applyGroup(workflowId: string, group: { messages: ReceivedMessage[]; completions: WorkflowEvent[]; wakeup: boolean }): Promise<void> {
+  private async applyGroup(workflowId: string, group: Group, conflicts: number): Promise<void> {
     // A wake-up (submit, cancel, retry) also applies the requests recorded on the index row at once;
     // so does a failed completion, which may come from a task its worker stopped because it saw a
     // cancel request the coordinator has not applied yet (applied first, the task ends cancelled).
-    const readRequests = group.wakeup || group.completions.some((c) => c.type === 'completion' && !c.success);
+    const readRequests = group.wakeup || group.failures;
     const summary = readRequests ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
     const now = this.nowIso();
     let leading = 0;
@@ -555,11 +620,11 @@ export class Coordinator {
       const events: WorkflowEvent[] = summary ? requestEvents(summary, runtime, now) : [];
       if (group.wakeup) events.push({ type: 'activate', now });
       leading = events.length;
-      return [...events, ...group.completions];
-    }, { useCache: true });
+      return [...events, ...group.events];
+    }, { useCache: true, conflicts });
     if (outcome.kind === 'missing') {
       this.counters.unknownWorkflows++;
-      this.counters.completionsIgnored += group.completions.length;
+      this.counters.completionsIgnored += group.events.length;
       this.log(`workflow ${workflowId}: unknown; ${group.messages.length} message(s) dropped`);
       await this.ack(group.messages);
       return;
@@ -567,14 +632,12 @@ export class Coordinator {
     if (outcome.kind === 'corrupt') {
       const reason = await this.setAside(workflowId, outcome);
       if (reason === null) return; // the runtime moved on meanwhile: the messages come back to a fresh state
-      this.counters.completionsIgnored += group.completions.length;
+      this.counters.completionsIgnored += group.events.length;
       await this.deadLetterAll(group.messages, `workflow ${workflowId} is corrupt (${reason}): set aside until it is purged`);
       return;
     }
     if (outcome.kind === 'retry-later') {
-      this.counters.leftForRedelivery += group.messages.length;
-      this.log(`workflow ${workflowId}: ${outcome.reason}; ${group.messages.length} message(s) left for redelivery`);
-      if (!outcome.outage) await this.boundDeliveries(group.messages, outcome.reason);
+      await this.leave(workflowId, group.messages, outcome.reason, outcome.outage);
       return;
     }
     this.countRequests(outcome, leading - (group.wakeup ? 1 : 0), group.wakeup);
@@ -583,6 +646,13 @@ export class Coordinator {
       else this.counters.completionsApplied++;
     }
     await this.ack(group.messages);
+  }
+
+  /** Leaves messages for their redelivery; unless an outage is the reason, those delivered too often go to the dead-letter queue. */
+  private async leave(workflowId: string, messages: readonly ReceivedMessage[], reason: string, outage: boolean): Promise<void> {
+    this.counters.leftForRedelivery += messages.length;
+    this.log(`workflow ${workflowId}: ${reason}; ${messages.length} message(s) left for redelivery`);
+    if (!outage) await this.boundDeliveries(messages, reason);
   }
 
   /**
@@ -654,6 +724,11 @@ export class Coordinator {
     }
   }
 
+  private ackInBackground(messages: readonly ReceivedMessage[]): void {
+    const acked: Promise<void> = this.ack(messages).finally(() => this.acking.delete(acked));
+    this.acking.add(acked);
+  }
+
   private async ack(messages: readonly ReceivedMessage[]): Promise<void> {
     await Promise.all(
       messages.map(async (message) => {
@@ -705,13 +780,15 @@ export class Coordinator {
   private async scanRequests(): Promise<void> {
     for await (const request of this.requests()) {
       if (this.stopping.signal.aborted) return;
-      await this.guard(`workflow ${request.workflowId}`, () => this.applyRequestRow(request));
+      await this.guard(`workflow ${request.workflowId}`, () => this.pipeline.exclusive(request.workflowId, () => this.applyRequestRow(request)));
     }
     for await (const summary of this.summaries({ savedStatus: ['pending'] })) {
       if (this.stopping.signal.aborted) return;
-      await this.guard(`workflow ${summary.workflowId}`, async () => {
-        await this.applyRequests(summary);
-      });
+      await this.guard(`workflow ${summary.workflowId}`, () =>
+        this.pipeline.exclusive(summary.workflowId, async () => {
+          await this.applyRequests(summary);
+        }),
+      );
     }
   }
 
@@ -801,7 +878,8 @@ export class Coordinator {
       const id = next.value.workflowId;
       if (state.done.has(id)) continue;
       try {
-        await this.resyncWorkflow(next.value);
+        const summary = next.value;
+        await this.pipeline.exclusive(id, () => this.resyncWorkflow(summary));
         state.done.add(id);
       } catch (error) {
         if (this.halt.signal.aborted) throw error;
@@ -830,6 +908,8 @@ export class Coordinator {
       return;
     }
     this.rows.add(loaded.runtime, changedTasks(undefined, loaded.runtime));
+    // An index row behind its runtime (its write lost with the coordinator before) is written too.
+    if (summary.updatedAt !== loaded.runtime.updatedAt) this.rows.addIndex(loaded.runtime);
     this.ctx.cache?.set(id, loaded);
     this.counters.rowResyncs++;
   }
@@ -865,16 +945,18 @@ export class Coordinator {
   private async timeoutSweep(): Promise<void> {
     for await (const summary of this.summaries({ savedStatus: ['running', 'cancelling'] })) {
       if (this.stopping.signal.aborted) return;
-      await this.guard(`workflow ${summary.workflowId}`, async () => {
-        const unapplied = newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
-        if (unapplied && (await this.applyRequests(summary)).kind !== 'applied') return;
-        const ttl = this.settings.taskMessageTtlInMs;
-        const sweep: WorkflowEvent = { type: 'timeout-sweep', now: this.nowIso(), messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
-        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 ? [sweep] : []));
-        if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
-        else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
-        else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
-      });
+      await this.guard(`workflow ${summary.workflowId}`, () =>
+        this.pipeline.exclusive(summary.workflowId, async () => {
+          const unapplied = newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
+          if (unapplied && (await this.applyRequests(summary)).kind !== 'applied') return;
+          const ttl = this.settings.taskMessageTtlInMs;
+          const sweep: WorkflowEvent = { type: 'timeout-sweep', now: this.nowIso(), messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
+          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 ? [sweep] : []));
+          if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
+          else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
+          else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
+        }),
+      );
     }
   }
 
@@ -883,18 +965,20 @@ export class Coordinator {
     const staleBefore = new Date(this.clock().getTime() - this.settings.readyRepairThresholdInMs).toISOString();
     for await (const summary of this.summaries({ savedStatus: ['running'], updatedBefore: staleBefore })) {
       if (this.stopping.signal.aborted) return;
-      await this.guard(`workflow ${summary.workflowId}`, async () => {
-        const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
-          if (runtime.cancelRequested || !runtime.activated) return [];
-          if (this.clock().getTime() - Date.parse(runtime.updatedAt) < this.settings.readyRepairThresholdInMs) return [];
-          if (runtime.counts.ready === 0) return [];
-          return [{ type: 'activate', now: this.nowIso() }];
-        });
-        if (outcome.kind === 'applied' && outcome.saved) {
-          this.counters.readyRepairs++;
-          this.log(`workflow ${summary.workflowId}: ready-repair dispatched its ready tasks`);
-        } else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
-      });
+      await this.guard(`workflow ${summary.workflowId}`, () =>
+        this.pipeline.exclusive(summary.workflowId, async () => {
+          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
+            if (runtime.cancelRequested || !runtime.activated) return [];
+            if (this.clock().getTime() - Date.parse(runtime.updatedAt) < this.settings.readyRepairThresholdInMs) return [];
+            if (runtime.counts.ready === 0) return [];
+            return [{ type: 'activate', now: this.nowIso() }];
+          });
+          if (outcome.kind === 'applied' && outcome.saved) {
+            this.counters.readyRepairs++;
+            this.log(`workflow ${summary.workflowId}: ready-repair dispatched its ready tasks`);
+          } else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
+        }),
+      );
     }
   }
 
@@ -915,23 +999,25 @@ export class Coordinator {
     for await (const summary of this.summaries({ finishedBefore: cutoff })) {
       if (this.stopping.signal.aborted || purged >= this.settings.retentionMaxPerSweep) return;
       const id = summary.workflowId;
-      await this.guard(`purge of workflow ${id}`, async () => {
-        await this.rows.forget(id);
-        const result = await purgeWorkflow(this.store, this.ctx.outputs, id, { finishedBefore: cutoff, abortSignal: this.halt.signal });
-        if (result.outcome === 'purged') {
-          purged++;
-          this.counters.purged++;
-          this.ctx.cache?.delete(id);
-          this.skipNoted.delete(id);
-          this.log(
-            `workflow ${id}: purged (${result.status}, finished ${result.finishedAt ?? 'at an unknown time'}, before ${cutoff}): ${result.blobs + result.outputBlobs} blob(s), ${result.taskRows} task row(s)`,
-          );
-        } else if (result.outcome === 'skipped' && !this.skipNoted.has(id)) {
-          if (this.skipNoted.size >= MAX_SKIP_NOTES) this.skipNoted.clear();
-          this.skipNoted.add(id);
-          this.log(`workflow ${id}: not purged: ${result.reason ?? 'skipped'}`);
-        }
-      });
+      await this.guard(`purge of workflow ${id}`, () =>
+        this.pipeline.exclusive(id, async () => {
+          await this.rows.forget(id);
+          const result = await purgeWorkflow(this.store, this.ctx.outputs, id, { finishedBefore: cutoff, abortSignal: this.halt.signal });
+          if (result.outcome === 'purged') {
+            purged++;
+            this.counters.purged++;
+            this.ctx.cache?.delete(id);
+            this.skipNoted.delete(id);
+            this.log(
+              `workflow ${id}: purged (${result.status}, finished ${result.finishedAt ?? 'at an unknown time'}, before ${cutoff}): ${result.blobs + result.outputBlobs} blob(s), ${result.taskRows} task row(s)`,
+            );
+          } else if (result.outcome === 'skipped' && !this.skipNoted.has(id)) {
+            if (this.skipNoted.size >= MAX_SKIP_NOTES) this.skipNoted.clear();
+            this.skipNoted.add(id);
+            this.log(`workflow ${id}: not purged: ${result.reason ?? 'skipped'}`);
+          }
+        }),
+      );
     }
   }
 }

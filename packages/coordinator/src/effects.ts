@@ -105,7 +105,10 @@ export class RuntimeCache {
 export interface SaveBase {
   /** The runtime stored now, the one `runtime` was reduced from. */
   base: WorkflowRuntime;
-  /** `base` is this coordinator's own last save, so the store may write only what changed since. */
+  /**
+   * `base` is this coordinator's own last save, so a finishing save may write only the task rows
+   * that changed since (otherwise it writes every row, repairing rows a stopped coordinator lost).
+   */
   cached: boolean;
   /**
    * The task rows of `base` are written, or waiting in the row writer: only the rows `runtime`
@@ -118,7 +121,7 @@ export interface SaveBase {
 
 /**
  * Saves `runtime` over `etag`. With a row writer (docs/failure-model.md, "Task rows"), a workflow
- * that is not finished has its runtime and index row saved, and its changed task rows handed to
+ * that is not finished has its runtime saved, and its index row and changed task rows handed to
  * the writer, which writes them off the critical path; a finished one takes its waiting rows back
  * from the writer (after any write of them in flight) and the save writes them with its own,
  * before its index row: once the index row says the workflow is finished, its task rows are final.
@@ -128,8 +131,11 @@ export async function saveRuntime(ctx: ApplyContext, runtime: WorkflowRuntime, e
   const rows = ctx.rows;
   if (rows === undefined) return ctx.store.save(runtime, etag, options);
   if (!isTerminalWorkflowStatus(runtime.status)) {
-    const saved = await ctx.store.save(runtime, etag, { ...options, deferTaskRows: true });
+    // `base` is the runtime stored at `etag` (cached or just read): the save appends the change
+    // since it to the runtime log instead of writing a snapshot. Task rows are the writer's.
+    const saved = await ctx.store.save(runtime, etag, { previous: from.base, abortSignal: ctx.signal, deferTaskRows: true, deferIndexRow: true });
     rows.add(runtime, changedTasks(from.rowsKnown || from.cached ? from.base : undefined, runtime));
+    rows.addIndex(runtime);
     return saved;
   }
   const waiting = await rows.take(runtime.workflowId);
@@ -187,17 +193,20 @@ function pure<T>(what: string, run: () => T): T {
 /**
  * Loads a workflow, folds `events(runtime)` into it, performs the effects in order (push task
  * messages, read condition inputs), then flushes once with the ETag. On a 412 it re-reads and
- * re-applies, up to `flushRetryLimit` times. With `useCache` the first try starts from the
- * coordinator's cached runtime (when there is one) instead of reading the blob.
+ * re-applies, up to `flushRetryLimit` times (`conflicts`: 412s these events already met, on a
+ * save of the pipeline). With `useCache` the first try starts from the coordinator's cached runtime
+ * (when there is one) instead of reading the blob.
  */
 export async function applyEvents(
   ctx: ApplyContext,
   workflowId: string,
   events: (runtime: WorkflowRuntime) => WorkflowEvent[],
-  options: { useCache?: boolean } = {},
+  options: { useCache?: boolean; conflicts?: number } = {},
 ): Promise<ApplyOutcome> {
   let useCache = options.useCache ?? false;
-  for (let attempt = 0; ; ) {
+  const before = options.conflicts ?? 0;
+  if (before > ctx.flushRetryLimit) return { kind: 'retry-later', reason: `the runtime changed under us ${before} times (412)`, outage: false };
+  for (let attempt = before; ; ) {
     const cached = useCache ? ctx.cache?.get(workflowId) : undefined;
     useCache = false;
     let loaded: LoadedRuntime | null;
@@ -237,13 +246,7 @@ export async function applyEvents(
       // Only this coordinator's own last save is known to have its rows written (or waiting in
       // ctx.rows): after a read from storage (a restart, a 412), every task row is written,
       // repairing rows a crashed writer lost.
-      const saved = await saveRuntime(ctx, runtime, loaded.etag, { base: loaded.runtime, cached: cached !== undefined, rowsKnown: !loaded.runtime.activated });
-      ctx.counters.saves++;
-      ctx.cache?.set(workflowId, { runtime, etag: saved.etag });
-      if (saved.rowsError) {
-        ctx.counters.rowsErrors++;
-        ctx.log(`workflow ${workflowId}: saved, but some index/task rows were not written: ${saved.rowsError.message}`);
-      }
+      await commit(ctx, runtime, loaded, { cached: cached !== undefined, rowsKnown: !loaded.runtime.activated });
       return { kind: 'applied', saved: true, runtime, effects: folded.effects };
     } catch (error) {
       ctx.cache?.delete(workflowId);
@@ -256,6 +259,106 @@ export async function applyEvents(
       ctx.log(`workflow ${workflowId}: 412 on flush, re-reading and re-applying`);
     }
   }
+}
+
+/**
+ * Saves `runtime`, reduced from `base` (the runtime stored at `base.etag`), and puts it in the cache;
+ * counts the save and logs rows not written. Throws what the save throws (`conflict`: 412).
+ * `cached`: `base` is this coordinator's own last save (see {@link SaveBase}).
+ */
+export async function commit(ctx: ApplyContext, runtime: WorkflowRuntime, base: CachedRuntime, from: { cached: boolean; rowsKnown: boolean }): Promise<string> {
+  const id = runtime.workflowId;
+  const saved = await saveRuntime(ctx, runtime, base.etag, { base: base.runtime, cached: from.cached, rowsKnown: from.rowsKnown });
+  ctx.counters.saves++;
+  ctx.cache?.set(id, { runtime, etag: saved.etag });
+  if (saved.rowsError) {
+    ctx.counters.rowsErrors++;
+    ctx.log(`workflow ${id}: saved, but some index/task rows were not written: ${saved.rowsError.message}`);
+  }
+  return saved.etag;
+}
+
+/** How the pushes of a {@link foldAhead} ended. */
+export type PushOutcome =
+  | { kind: 'pushed' }
+  /** A transient failure: the state is void; its messages wait for their redelivery. */
+  | { kind: 'retry-later'; reason: string }
+  /**
+   * A message was refused for good: the folded state lacks the failed attempt. `runtime` is the
+   * state with it (its own effects performed), when that could be made.
+   */
+  | { kind: 'diverged'; reason: string; runtime?: WorkflowRuntime };
+
+/** The outcome of {@link foldAhead}. */
+export type FoldAheadOutcome =
+  /**
+   * `runtime` is `start` itself when the events changed nothing; `effects[i]` are event i's
+   * effects; `pushed` settles once the task messages it dispatches are sent (it never rejects).
+   */
+  | { kind: 'folded'; runtime: WorkflowRuntime; effects: Effect[][]; pushed: Promise<PushOutcome> }
+  /** A transient read failure: nothing to save, the messages wait for their redelivery (as {@link applyEvents} would leave them). */
+  | { kind: 'retry-later'; reason: string }
+  /** The reducer threw: the events need {@link applyEvents}, from the stored runtime. */
+  | { kind: 'failed'; reason: string };
+
+/** The outcome of pushes that are done (or of none). */
+export const PUSHED: Promise<PushOutcome> = Promise.resolve({ kind: 'pushed' });
+
+/**
+ * Folds `events` into `start` (a runtime not necessarily saved yet) and starts their effects: the
+ * task messages are pushed in the background (`pushed`), so the next batch can fold on the result
+ * at once; condition inputs are read before it returns (their events change the state). Nothing
+ * is saved: the caller saves the result once `start` is stored and `pushed` says every message
+ * went out (docs/failure-model.md, "Pipelining").
+ */
+export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, events: readonly WorkflowEvent[]): Promise<FoldAheadOutcome> {
+  try {
+    const folded = pure('the reducer', () => foldEvents(start, [...events]));
+    const effects = folded.effects.flat();
+    if (effects.some((e) => e.type === 'fetch-condition-inputs')) {
+      const runtime = await performEffects(ctx, folded.runtime, effects);
+      return { kind: 'folded', runtime, effects: folded.effects, pushed: PUSHED };
+    }
+    const dispatches: DispatchEffect[] = [];
+    for (const effect of effects) {
+      if (effect.type === 'dispatch') dispatches.push(effect);
+      else logEffect(ctx, start.workflowId, effect);
+    }
+    const pushed =
+      dispatches.length === 0
+        ? PUSHED
+        : pushAll(ctx, start.workflowId, dispatches).then(
+            async (failures): Promise<PushOutcome> => {
+              const refused = failures.findIndex((f) => f !== null);
+              if (refused < 0) return { kind: 'pushed' };
+              const reason = `the task message of "${dispatches[refused]!.taskName}" was refused: ${failures[refused]}`;
+              // As performEffects does: each refused attempt fails (its effects performed in turn).
+              const failed = dispatches.flatMap((dispatch, k) => (failures[k] === null || failures[k] === undefined ? [] : [refusedAttempt(ctx, dispatch, failures[k])]));
+              const next = pure('the reducer', () => foldEvents(folded.runtime, failed));
+              return { kind: 'diverged', reason, runtime: await performEffects(ctx, next.runtime, next.effects.flat()) };
+            },
+          )
+          .catch((error: unknown): PushOutcome => {
+            const reason = error instanceof Error ? error.message : String(error);
+            return error instanceof RetryLater ? { kind: 'retry-later', reason } : { kind: 'diverged', reason };
+          });
+    return { kind: 'folded', runtime: folded.runtime, effects: folded.effects, pushed };
+  } catch (error) {
+    if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
+    if (error instanceof Unprocessable) return { kind: 'failed', reason: error.message };
+    throw error;
+  }
+}
+
+/** The failure completion of an attempt whose task message the queue refused for good. */
+function refusedAttempt(ctx: ApplyContext, dispatch: DispatchEffect, failure: string): WorkflowEvent {
+  return { type: 'completion', now: ctx.now(), taskName: dispatch.taskName, attemptNo: dispatch.attemptNo, success: false, outputRef: null, error: `could not send the task message: ${failure}` };
+}
+
+/** Logs what a notice or a finished workflow says. */
+function logEffect(ctx: ApplyContext, workflowId: string, effect: Effect): void {
+  if (effect.type === 'notice') ctx.log(`workflow ${workflowId}: ${effect.message}`);
+  else if (effect.type === 'workflow-finished') ctx.log(`workflow ${workflowId}: ${effect.status}`);
 }
 
 /** Performs effects in order; effects of the events it adds (condition inputs, push failures) are performed too. */
@@ -280,15 +383,7 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
         run.forEach((dispatch, k) => {
           const failure = failures[k];
           if (failure === null || failure === undefined) return;
-          follow({
-            type: 'completion',
-            now: ctx.now(),
-            taskName: dispatch.taskName,
-            attemptNo: dispatch.attemptNo,
-            success: false,
-            outputRef: null,
-            error: `could not send the task message: ${failure}`,
-          });
+          follow(refusedAttempt(ctx, dispatch, failure));
         });
         i = end;
         break;
@@ -297,12 +392,9 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
         follow(await fetchInputs(ctx, effect));
         break;
       case 'notice':
-        ctx.log(`workflow ${runtime.workflowId}: ${effect.message}`);
-        break;
       case 'workflow-finished':
-        ctx.log(`workflow ${runtime.workflowId}: ${effect.status}`);
-        break;
       case 'ignored':
+        logEffect(ctx, runtime.workflowId, effect);
         break;
     }
   }

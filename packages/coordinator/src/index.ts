@@ -29,6 +29,7 @@ export {
 export {
   COORDINATOR_DEFAULTS,
   Coordinator,
+  MAX_PIPELINE_DEPTH,
   type CoordinatorCounters,
   type CoordinatorInit,
   type CoordinatorOptions,

@@ -14,7 +14,7 @@ import {
 } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { runShell } from '@jobq/worker';
-import type { Coordinator, CoordinatorCounters } from './index';
+import { MAX_PIPELINE_DEPTH, type Coordinator, type CoordinatorCounters } from './index';
 import { failureStack, useHarness, waitUntil, wrapStore, WrappedQueue, type WorkerHandle } from './test-helpers/failure-harness';
 
 // Soak: many small random workflows run to the end while workers are killed, the coordinator is
@@ -213,7 +213,9 @@ describe('Soak', () => {
         }
         return runShell(options);
       },
-      coordinator: { receiveWaitInMs: 50, idleSleepInMs: 50, cancelPollIntervalInMs: 1_000, statsIntervalInMs: 5_000, timeoutSweepIntervalInMs: 2_000 },
+      // Pipelining at its deepest (pipelineDepth): the most batches in flight, so the faults meet
+      // overlapping receives, folds and saves (the default depth is smaller; depth 1 is tested elsewhere).
+      coordinator: { receiveWaitInMs: 50, idleSleepInMs: 50, cancelPollIntervalInMs: 1_000, statsIntervalInMs: 5_000, timeoutSweepIntervalInMs: 2_000, pipelineDepth: MAX_PIPELINE_DEPTH },
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
           const r = chaos();

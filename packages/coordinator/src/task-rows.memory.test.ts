@@ -161,6 +161,46 @@ describe('task rows off the critical path (in memory, virtual time)', () => {
     expect(await behind(s, workflowId)).toEqual({});
   });
 
+  it('index rows: one write per workflow in flight, never an older state after a newer one; a write lost with the coordinator is made by the next one', async () => {
+    let inFlight = 0;
+    let overlaps = 0;
+    const written: string[] = [];
+    let lose = false;
+    const s = await stacks.open({
+      workers: 4,
+      coordinatorStore: (store) =>
+        wrapStore(store, null, {
+          writeIndexRow: async (runtime, write) => {
+            if (lose) return; // the write never reaches the service
+            if (inFlight++ > 0) overlaps++;
+            await s.clock.sleep(30); // slow enough for saves to queue up behind it
+            await write();
+            inFlight--;
+            written.push(runtime.updatedAt);
+          },
+        }),
+    });
+    const definition = fan('index', 12, (i) => 0.05 * i);
+    definition.tasks[definition.tasks.length - 1]!.kwargs = { cmd: 'sleep 100' }; // the sink keeps it running
+    const workflowId = await s.submit(definition);
+    await s.waitFor(workflowId, (r) => r.counts.completed >= 6);
+    const indexCaughtUp = async () => (await s.store.getWorkflow(workflowId))?.updatedAt === (await s.store.load(workflowId))?.runtime.updatedAt;
+    await s.until(indexCaughtUp, () => 'index row behind');
+    expect(overlaps).toBe(0);
+    expect(written.length).toBeGreaterThan(1);
+    expect([...written].sort()).toEqual(written); // each write newer than the one before
+    // Now the coordinator's index writes are lost; the runtime moves on; then the coordinator dies.
+    lose = true;
+    await s.waitFor(workflowId, (r) => r.tasks.sink?.status === 'running');
+    expect(await indexCaughtUp()).toBe(false);
+    s.store.loseLease('injected: the coordinator died');
+    await s.clock.advance(100);
+    const next = s.newCoordinator({}, { store: (store) => store });
+    await next.start();
+    await s.until(indexCaughtUp, () => 'index row still behind', 10_000);
+    expect((await s.store.getWorkflow(workflowId))?.status).toBe('running');
+  });
+
   it('the resync at start tries a workflow again when its load failed', async () => {
     const s = await stacks.open({ workers: 2, coordinator: { taskRowDelayInMs: 600_000 } });
     const workflowId = await s.submit(fan('resync-retry', 2, () => 1_000));

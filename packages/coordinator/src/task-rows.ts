@@ -58,6 +58,10 @@ export class TaskRowWriter {
   private again = false;
   /** Set by {@link flushAll}: no more timers. */
   private closed = false;
+  /** Index rows waiting: the newest runtime of each workflow whose index row is behind. */
+  private readonly indexWaiting = new Map<string, WorkflowRuntime>();
+  /** The index-row write in flight, per workflow. */
+  private readonly indexWriting = new Map<string, Promise<void>>();
 
   constructor(private readonly settings: TaskRowWriterSettings) {}
 
@@ -88,11 +92,56 @@ export class TaskRowWriter {
   }
 
   /**
+   * Hands in the index row of a save of `runtime` (the newest saved runtime of its workflow): it is
+   * written at once, or right after the write of an older one in flight (only the newest waits).
+   * A write that fails is tried again `delayInMs` later, unless a newer one came meanwhile.
+   */
+  addIndex(runtime: WorkflowRuntime): void {
+    if (this.settings.signal.aborted) return;
+    const id = runtime.workflowId;
+    this.indexWaiting.set(id, runtime);
+    if (!this.indexWriting.has(id)) this.writeIndex(id);
+  }
+
+  private writeIndex(id: string): void {
+    const runtime = this.indexWaiting.get(id);
+    if (runtime === undefined || this.settings.signal.aborted) return;
+    this.indexWaiting.delete(id);
+    let failed = false;
+    const write = this.settings.store
+      .writeIndexRow(runtime, { abortSignal: this.settings.signal })
+      .catch((error: unknown) => {
+        if (this.settings.signal.aborted) return;
+        failed = true;
+        this.settings.counters.rowsErrors++;
+        this.settings.log(`workflow ${id}: its index row was not written (written again later): ${isJobqError(error) ? `${error.code}: ${error.message}` : String(error)}`);
+        if (!this.indexWaiting.has(id)) this.indexWaiting.set(id, runtime);
+      })
+      .finally(() => {
+        this.indexWriting.delete(id);
+        if (!failed) this.writeIndex(id);
+        else if (!this.closed) void this.settings.clock.sleep(this.settings.delayInMs, this.settings.signal).then(() => this.indexWriting.has(id) || this.writeIndex(id));
+      });
+    this.indexWriting.set(id, write);
+  }
+
+  /** Drops the index row waiting for `workflowId` and waits for a write of it in flight. */
+  private async settleIndex(workflowId: string): Promise<void> {
+    this.indexWaiting.delete(workflowId);
+    for (let write = this.indexWriting.get(workflowId); write !== undefined; write = this.indexWriting.get(workflowId)) {
+      await write;
+      this.indexWaiting.delete(workflowId);
+    }
+  }
+
+  /**
    * Takes the rows waiting for `workflowId`, and resolves once no write of its rows is in flight
    * (rows such a write could not write are taken too): the caller writes them (with a save whose
-   * rows come before its index row). Give them back with {@link add} when that save fails.
+   * rows come before its index row). Give them back with {@link add} when that save fails. Its
+   * waiting index row is dropped (after a write of it in flight): the caller's save writes a newer one.
    */
   async take(workflowId: string): Promise<string[]> {
+    await this.settleIndex(workflowId);
     const names = new Set<string>();
     const grab = (): void => {
       const entry = this.pending.get(workflowId);
@@ -114,11 +163,13 @@ export class TaskRowWriter {
     await this.take(workflowId);
   }
 
-  /** Writes every waiting row now and waits for it (shutdown). Rows that fail are logged and left. */
+  /** Writes every waiting row (and index row) now and waits for it (shutdown). Rows that fail are logged and left. */
   async flushAll(): Promise<void> {
     this.closed = true;
     this.timer?.abort();
     this.timer = null;
+    for (const id of [...this.indexWaiting.keys()]) if (!this.indexWriting.has(id)) this.writeIndex(id);
+    while (this.indexWriting.size > 0) await Promise.all(this.indexWriting.values());
     await this.settle();
     if (this.size === 0 || this.settings.signal.aborted) return;
     this.start();

@@ -81,8 +81,15 @@ export type LeaseHook = (options: AcquireLeaseOptions | undefined, acquire: () =
 /** The hook of a {@link wrapStore}d `writeTaskRows`: call `write()` (or not) and return its result. */
 export type TaskRowsHook = (runtime: WorkflowRuntime, names: readonly string[], write: () => Promise<TaskRowsResult>) => Promise<TaskRowsResult>;
 
-/** The store with its `save` (and, optionally, `acquireLease` and `writeTaskRows`) going through a hook; every other call is the real store's. */
-export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { acquireLease?: LeaseHook; writeTaskRows?: TaskRowsHook } = {}): WorkflowStore {
+/** The hook of a {@link wrapStore}d `writeIndexRow`: call `write()` (or not). */
+export type IndexRowHook = (runtime: WorkflowRuntime, write: () => Promise<void>) => Promise<void>;
+
+/** The store with its `save` (and, optionally, `acquireLease`, `writeTaskRows` and `writeIndexRow`) going through a hook; every other call is the real store's. */
+export function wrapStore(
+  store: WorkflowStore,
+  hook: SaveHook | null,
+  hooks: { acquireLease?: LeaseHook; writeTaskRows?: TaskRowsHook; writeIndexRow?: IndexRowHook } = {},
+): WorkflowStore {
   const leaseHook = hooks.acquireLease;
   return {
     create: (runtime, hash, options) => store.create(runtime, hash, options),
@@ -90,6 +97,7 @@ export function wrapStore(store: WorkflowStore, hook: SaveHook | null, hooks: { 
     save: (runtime, etag, options) =>
       hook ? hook(runtime, etag, () => store.save(runtime, etag, options), options) : store.save(runtime, etag, options),
     writeTaskRows: (runtime, names, options) => (hooks.writeTaskRows ? hooks.writeTaskRows(runtime, names, () => store.writeTaskRows(runtime, names, options)) : store.writeTaskRows(runtime, names, options)),
+    writeIndexRow: (runtime, options) => (hooks.writeIndexRow ? hooks.writeIndexRow(runtime, () => store.writeIndexRow(runtime, options)) : store.writeIndexRow(runtime, options)),
     getWorkflow: (id, options) => store.getWorkflow(id, options),
     listWorkflows: (filter) => store.listWorkflows(filter),
     countWorkflows: (options) => store.countWorkflows(options),
