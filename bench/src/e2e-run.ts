@@ -16,6 +16,9 @@ import { RequestTap, type StoragePolicies } from './storage-latency';
 export interface RunQueues {
   completions: TaskQueue;
   taskQueue: TaskQueue;
+  /** The coordinator's own clients of the same queues (default: it shares the two above). */
+  coordinatorCompletions?: TaskQueue;
+  coordinatorTaskQueue?: TaskQueue;
   /** Called once the queues and stores are open, just before the run starts (counting starts here). */
   startCounting?(): Promise<void>;
   /** Called once the run ended, before the coordinator and the worker stop (counting ends here). */
@@ -27,8 +30,8 @@ export interface RunQueues {
 export interface EndToEndOptions {
   connectionString: string;
   prefix: string;
-  /** The workflow as submitted (raw JSON object). */
-  source: object;
+  /** The workflow as submitted (raw JSON object); several are submitted at once, and the run ends when all have. */
+  source: object | readonly object[];
   /** Submitted with `--max-fan-in` this wide (default: as written). */
   maxFanIn?: number;
   /** Worker slots. */
@@ -104,17 +107,22 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const connection = { connectionString };
   const storeTx = new StoreTransactions();
   const outputsTx = new StoreTransactions();
-  // The tap first (outermost), so that a coordinator request is in flight while it is delayed.
+  // The coordinator has clients of its own (as in production, where it is a process of its own),
+  // and only those carry the tap: first (outermost), so a request is in flight while it is delayed.
   const tap = new RequestTap();
-  const extra = [tap.policies, ...(options.policies ?? [])];
-  const store = await openWorkflowStore({
-    connection,
-    prefix,
-    blobPolicies: [storeTx.blobPolicy(), ...extra.map((p) => p.blob())],
-    tablePolicies: [storeTx.tablePolicy(), ...extra.map((p) => p.table())],
-  });
+  const extra = options.policies ?? [];
+  const coordinatorExtra = [tap.policies, ...extra];
+  const openStore = (policies: readonly StoragePolicies[]) =>
+    openWorkflowStore({
+      connection,
+      prefix,
+      blobPolicies: [storeTx.blobPolicy(), ...policies.map((p) => p.blob())],
+      tablePolicies: [storeTx.tablePolicy(), ...policies.map((p) => p.table())],
+    });
+  const store = await openStore(extra);
+  const coordinatorStore = await openStore(coordinatorExtra);
   const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy(), ...extra.map((p) => p.blob())] });
-  // An observer of its own (not counted): polls the index row for the end.
+  // An observer of its own (not counted): reads the index row at the end.
   const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
   const tq = countingPolicy();
   const cq = countingPolicy();
@@ -122,11 +130,15 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const queues: RunQueues = options.openQueues
     ? await options.openQueues(names)
     : await (async () => {
-        const completions = await openStorageQueue({ connection, queueName: names.completionQueue, lockDurationInMs: 60_000, policies: [cq.policy, ...extra.map((p) => p.queue())] });
-        const taskQueue = await openStorageQueue({ connection, queueName: names.taskQueue, lockDurationInMs: 60_000, policies: [tq.policy, ...extra.map((p) => p.queue())] });
+        const open = (queueName: string, counter: ReturnType<typeof countingPolicy>, policies: readonly StoragePolicies[]) =>
+          openStorageQueue({ connection, queueName, lockDurationInMs: 60_000, policies: [counter.policy, ...policies.map((p) => p.queue())] });
+        const completions = await open(names.completionQueue, cq, extra);
+        const taskQueue = await open(names.taskQueue, tq, extra);
         return {
           completions,
           taskQueue,
+          coordinatorCompletions: await open(names.completionQueue, cq, coordinatorExtra),
+          coordinatorTaskQueue: await open(names.taskQueue, tq, coordinatorExtra),
           dispose: async () => {
             await completions.deleteQueue().catch(() => undefined);
             await taskQueue.deleteQueue().catch(() => undefined);
@@ -135,6 +147,9 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       })();
   const { completions, taskQueue } = queues;
   const logs: string[] = [];
+  // The coordinator logs "workflow ID: completed" (or failed, cancelled) as it makes the final
+  // save; the index row is then read until it says so too: no polling while the run goes on.
+  let finishedLines = 0;
   const worker = new Worker({
     queue: taskQueue,
     numWorkers: slots,
@@ -155,41 +170,52 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       new ShellProcessor({ killTimeoutInMs: 2_000 }),
     ],
   });
+  const coordinatorTasks = queues.coordinatorTaskQueue ?? taskQueue;
   const coordinator = new Coordinator({
-    store,
-    completions,
+    store: coordinatorStore,
+    completions: queues.coordinatorCompletions ?? completions,
     outputs,
     queues: (spec) => {
       if (spec !== 'default') throw new Error(`no queue ${spec}`);
-      return taskQueue;
+      return coordinatorTasks;
     },
-    options: coordinatorOptions(logs),
+    options: {
+      ...coordinatorOptions(logs),
+      log: (line: string) => {
+        logs.push(line);
+        if (/^workflow \S+: (completed|failed|cancelled)$/.test(line)) finishedLines++;
+      },
+    },
   });
   let running: Promise<unknown> | null = null;
   try {
     const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
-    // Opening the queues/stores (create-if-missing) is not part of the run.
+    // Opening the queues/stores (create-if-missing) and starting the coordinator (its lease) and
+    // the worker are not part of the run: a deployment has them running when a workflow comes.
+    log(`starting coordinator + worker (${slots} slots)`);
+    running = worker.run();
+    await coordinator.start();
     tq.counter.reset();
     cq.counter.reset();
     storeTx.reset();
     outputsTx.reset();
     tap.reset();
     await queues.startCounting?.();
-    log(`starting coordinator + worker (${slots} slots), submitting`);
+    log('submitting');
     const other0 = options.otherCpuMs?.() ?? 0;
     const cpu0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
-    running = worker.run();
-    await tap.run(() => coordinator.start());
-    const { workflowId } = await client.submit({ text: JSON.stringify(options.source), filename: 'workflow.json' }, options.maxFanIn === undefined ? {} : { maxFanIn: options.maxFanIn });
+    const sources = Array.isArray(options.source) ? (options.source as readonly object[]) : [options.source];
+    const submitOptions = options.maxFanIn === undefined ? {} : { maxFanIn: options.maxFanIn };
+    const workflowIds = (await Promise.all(sources.map((source) => client.submit({ text: JSON.stringify(source), filename: 'workflow.json' }, submitOptions)))).map((r) => r.workflowId);
+    const open = new Set(workflowIds);
     let status = 'pending';
     let lastLog = Date.now();
     let lastSample = Date.now();
+    let lastRead = Date.now();
     await waitUntil(
       'workflow completed',
       async () => {
-        const summary = await observer.getWorkflow(workflowId);
-        status = summary?.status ?? 'missing';
         if (Date.now() - lastLog > 5_000) {
           lastLog = Date.now();
           log(`${status}, ${coordinator.counters.completionsApplied} completions applied`);
@@ -198,10 +224,21 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
           lastSample = Date.now();
           options.onSample(seconds(t0), coordinator.counters.completionsApplied);
         }
-        return ['completed', 'failed', 'cancelled'].includes(status);
+        // The index rows once every end was logged (and once a second, should no line come).
+        if (finishedLines < workflowIds.length && Date.now() - lastRead < 1_000) return false;
+        lastRead = Date.now();
+        for (const workflowId of [...open]) {
+          const summary = await observer.getWorkflow(workflowId);
+          const now = summary?.status ?? 'missing';
+          if (!['completed', 'failed', 'cancelled'].includes(now)) return false;
+          // The run's status: the first that is not completed, else completed.
+          if (status === 'pending' || now !== 'completed') status = status !== 'pending' && status !== 'completed' ? status : now;
+          open.delete(workflowId);
+        }
+        return true;
       },
       options.timeoutInMs,
-      50,
+      5,
     );
     const s = seconds(t0);
     const cpu = process.cpuUsage(cpu0);

@@ -11,6 +11,7 @@
  *      Azure (JOBQ_BENCH_LATENCY_MS, default 20), with CPU per task of this process and Azurite.
  * Plain text tables on stdout, progress on stderr. bench/README.md lists what each side does per task.
  *
+ *   6. 32 workflows of 100 tasks submitted at once (batches of several workflows in flight).
  * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one;
  * JOBQ_SEED_MODES=cpu or latency one mode; JOBQ_SEED_RUNS=N runs per mode)
  */
@@ -25,6 +26,17 @@ import { loadavg } from 'node:os';
 import { coordinatorOptions, endToEnd, seconds, waitUntil, type EndToEndResult } from './e2e-run';
 import { LATENCY_VARIABLE, StoragePolicies, benchLatencyMs, delayPolicies } from './storage-latency';
 import { LEAVES, TASKS, leafName, seedSource } from './seed-shape';
+import { profiled, type ProfileSummary } from './profile';
+
+/** Phase 6: this many workflows of {@link SMALL_TASKS} tasks each, submitted at once. */
+const MANY_WORKFLOWS = 32;
+const SMALL_TASKS = 100;
+
+/** root → 98 leaves → terminal: a seed shape of 100 tasks. */
+function smallSource(): object {
+  const leaves = Array.from({ length: SMALL_TASKS - 2 }, (_, i) => `leaf-${i}`);
+  return { name: 'small', tasks: [{ name: 'root', kwargs: { cmd: ':' } }, ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })), { name: 'terminal', depends_on: leaves, kwargs: { cmd: ':' } }] };
+}
 
 /** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
 const SLOTS = 32;
@@ -244,6 +256,33 @@ async function ceiling(connectionString: string, settings: RunSettings): Promise
   }
 }
 
+/**
+ * For a CPU-bound ratio between 0.6 and 0.8: one more CPU-bound run of each side under the
+ * profiler, CPU ms per task by bucket side by side, and the largest differences: what bounds the
+ * ratio, and so what would move it next.
+ */
+async function whereTheCpuGoes(connectionString: string, azuriteCpu: (() => number) | undefined): Promise<void> {
+  log('profiling one CPU-bound run of each side');
+  const engine = await phase('profile engine', () =>
+    profiled(() => endToEnd({ connectionString, prefix: 'SeedProf', source: seedSource(), slots: SLOTS, timeoutInMs: 300_000, log: () => undefined, ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) })),
+  );
+  const bare = await phase('profile ceiling', () => profiled(() => ceiling(connectionString, { policies: [], ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) })));
+  if (!engine || !bare) return;
+  const perTask = (ms: number) => ms / TASKS;
+  const names = [...new Set([...engine.summary.buckets, ...bare.summary.buckets].map((b) => b.name))];
+  const of = (s: ProfileSummary, name: string) => perTask(s.buckets.find((b) => b.name === name)?.ms ?? 0);
+  const rows = names.map((name) => ({ name, engine: of(engine.summary, name), ceiling: of(bare.summary, name) }));
+  const az = { name: 'Azurite (child process, /proc)', engine: perTask(engine.result.otherCpuMs ?? 0), ceiling: perTask(bare.result.otherCpuMs ?? 0) };
+  const all = [...rows, az].sort((a, b) => b.engine - b.ceiling - (a.engine - a.ceiling));
+  console.log('\nWhere the CPU goes (printed when the CPU-bound ratio is between 0.6 and 0.8): one more CPU-bound run of each side, this process');
+  console.log('under the profiler (each sample charged to the nearest jobq package on its stack, so SDK work under a jobq call counts');
+  console.log('to that package), and Azurite from /proc; CPU ms per task, largest gap first:');
+  console.log(table(['where', 'engine', 'ceiling', 'gap'], all.map((r) => [r.name, f(r.engine), f(r.ceiling), f(r.engine - r.ceiling)])));
+  console.log(`   run time: engine ${f(engine.result.seconds)} s, ceiling ${f(bare.result.seconds)} s (profiled; slower than the timed runs)`);
+  const top = all.filter((r) => r.engine - r.ceiling > 0.05).slice(0, 3);
+  console.log(`what would move it next: ${top.map((r) => `${r.name} (+${f(r.engine - r.ceiling)} ms/task)`).join(', ') || 'nothing stands out'}`);
+}
+
 async function phase<T>(name: string, run: () => Promise<T>): Promise<T | null> {
   try {
     return await run();
@@ -325,6 +364,10 @@ async function main(): Promise<void> {
     ];
     const policiesOf = [[], [delayPolicies(latencyMs)]] as const;
     const runModes = (process.env.JOBQ_SEED_MODES ?? 'cpu,latency').split(',');
+    // One untimed pair first, so that no timed run pays the first-run costs (JIT compilation in
+    // both processes, Azurite's first requests), which would fall on whichever side runs first.
+    if (wanted('2')) await phase('2 warm-up', () => e2e('SeedWarm', false, [], 'warm-up'));
+    if (wanted('3')) await phase('3 warm-up', () => ceiling(azurite.connectionString, { policies: [] }));
     for (let run = 1; run <= runs; run++) {
       for (const [i, mode] of modes.entries()) {
         if (!runModes.includes(i === 0 ? 'cpu' : 'latency')) continue;
@@ -341,6 +384,30 @@ async function main(): Promise<void> {
       }
     }
     const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => e2e('SeedE2eShell', true, [], 'subprocesses')) : null;
+    // 6. Many workflows at once: batches of different workflows in flight together.
+    const many: Array<{ label: string; rates: number[] }> = [
+      { label: 'CPU-bound', rates: [] },
+      { label: `at ${f(latencyMs, 0)} ms storage latency`, rates: [] },
+    ];
+    if (wanted('6')) {
+      for (let run = 1; run <= runs; run++) {
+        for (const [i, mode] of many.entries()) {
+          if (!runModes.includes(i === 0 ? 'cpu' : 'latency')) continue;
+          const r = await phase(`6 ${MANY_WORKFLOWS} workflows (${mode.label}, run ${run})`, () =>
+            endToEnd({
+              connectionString: azurite.connectionString,
+              prefix: `SeedMany${i}r${run}`,
+              source: Array.from({ length: MANY_WORKFLOWS }, () => smallSource()),
+              slots: SLOTS,
+              timeoutInMs: 600_000,
+              log: (line) => log(`6 (${mode.label}): ${line}`),
+              policies: policiesOf[i]!,
+            }),
+          );
+          if (r && r.status === 'completed') mode.rates.push((MANY_WORKFLOWS * SMALL_TASKS) / r.seconds);
+        }
+      }
+    }
     const loadAtEnd = loadAverage();
 
     const nm = 'not measured';
@@ -364,11 +431,11 @@ async function main(): Promise<void> {
     rows.push([`3. ceiling (no engine, ${TASKS} tasks; median run)`, p3 ? f(p3.seconds) : nm, ceilRate !== null ? f(ceilRate, 0) : nm, p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB, ${f(p3.requests / TASKS)} requests/task` : nm]);
 
     console.log('jobq seed benchmark: root → 998 leaves → terminal (1 000 tasks), against Azurite in a child process');
-    console.log(`node ${process.version}; runs 2 and 3: ${runs} each per mode, interleaved; load average (1/5/15 min) at start ${loadAtStart}, at end ${loadAtEnd}.\n`);
+    console.log(`node ${process.version}; runs 2 and 3: one untimed warm-up pair, then ${runs} each per mode, interleaved; load average (1/5/15 min) at start ${loadAtStart}, at end ${loadAtEnd}.\n`);
     console.log(table(['run', 'seconds', 'completions/s', 'notes'], rows));
     console.log('   1: from a fresh coordinator start (lease, first index scan) to the terminal task sent; CPU = process.cpuUsage()');
     console.log('      delta over that window / 998, the whole process (coordinator plus its in-process SDK clients).');
-    console.log('   2: from worker/coordinator start and submit to the index row reading "completed" (polled every 50 ms);');
+    console.log('   2: from the submit (coordinator and worker started before) to the index row reading "completed" (read once the coordinator logs the end);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
     console.log(`   3: the submit (runtime blob, index row, wake-up); 1 000 task sends; one "worker" of ${SLOTS} slots (as the engine's) receives for its free slots`);
@@ -408,7 +475,7 @@ async function main(): Promise<void> {
       ];
       console.log('4. Storage transactions during end-to-end run 2 (the CPU-bound median run; every request of the coordinator, the worker');
       console.log('   and the client, which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:');
-      console.log('   opening the queues and stores before the run, the uncounted observer polling the index row for the end,');
+      console.log('   opening the queues and stores before the run, the uncounted observer reading the index row at the end,');
       console.log('   and queue-SDK retries (the queue counting policy sits before the retry policy; no faults here).');
       console.log(table(['where', 'transactions', 'per task'], txRows));
       console.log('');
@@ -418,6 +485,12 @@ async function main(): Promise<void> {
     const ratioOf = (m: ModeRuns) =>
       m.engine.length > 0 && m.ceiling.length > 0 ? f(median(m.engine.map((r) => rate(r.seconds))) / median(m.ceiling.map((r) => rate(r.seconds)))) : nm;
     console.log(`engine/ceiling ratio: ${ratioOf(cpuMode)}`);
+    const cpuRatio = cpuMode.engine.length > 0 && cpuMode.ceiling.length > 0 ? median(cpuMode.engine.map((r) => rate(r.seconds))) / median(cpuMode.ceiling.map((r) => rate(r.seconds))) : null;
+    // JOBQ_SEED_PROFILE=1 profiles whatever the ratio, 0 never.
+    const profile = process.env.JOBQ_SEED_PROFILE;
+    if (profile === '1' || (profile !== '0' && cpuRatio !== null && cpuRatio >= 0.6 && cpuRatio < 0.8)) {
+      await whereTheCpuGoes(azurite.connectionString, azuriteCpu);
+    }
     console.log(`engine/ceiling ratio at ${f(latencyMs, 0)} ms storage latency: ${ratioOf(latencyMode)}`);
     if (p2) {
       const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
@@ -434,6 +507,11 @@ async function main(): Promise<void> {
     } else {
       console.log(`coordinator round trips per batch: ${nm}`);
     }
+    for (const mode of many) {
+      if (!wanted('6')) break;
+      console.log(`${MANY_WORKFLOWS} concurrent ${SMALL_TASKS}-task workflows, ${mode.label}: ${mode.rates.length === 0 ? nm : `${spread(mode.rates)} completions/s`}`);
+    }
+    if (wanted('6')) console.log(`   (root → ${SMALL_TASKS - 2} leaves → terminal each, all submitted at once; one coordinator, one worker of ${SLOTS} slots; median (min–max) of ${runs})`);
     console.log(`\nTotal seed bench time ${f((Date.now() - started) / 1000, 1)} s.`);
   } finally {
     await azurite.stop();

@@ -5,7 +5,6 @@
  * the policy options the clients already take (`blobPolicies`/`tablePolicies` of `@jobq/store-azure`,
  * `policies` of `@jobq/queue-storage`), so production clients are unchanged. See bench/README.md.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { realClock, type Clock } from '@jobq/ports';
 import type { OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { OpenWorkflowStoreOptions, TablePipelinePolicy } from '@jobq/store-azure';
@@ -82,19 +81,19 @@ export function delayPolicies(latencyInMs: number, clock: Clock = realClock): St
 }
 
 /**
- * Counts the storage requests made inside {@link run} (the coordinator's loop and the timers it
- * starts, which inherit its async context) and its round trips: the times a request starts while
- * none of these is in flight, i.e. the waits made one after another. Requests sent together (the
- * deletes of a batch) are one round trip.
+ * Counts the storage requests that go through its policies — put them on the clients of one
+ * component only, e.g. the coordinator's own store and queue clients — and its round trips: the
+ * times a request starts while none of these is in flight, i.e. the waits made one after another.
+ * Requests sent together (the deletes of a batch) are one round trip. (It tells components apart
+ * by their clients, not by async context: an AsyncLocalStorage would put a promise hook on every
+ * promise of the process, a cost the engine would carry and the ceiling would not.)
  */
 export class RequestTap {
-  private readonly context = new AsyncLocalStorage<true>();
   private inFlight = 0;
   requests = 0;
   roundTrips = 0;
 
   readonly policies = new StoragePolicies('bench-request-tap', async (send) => {
-    if (this.context.getStore() !== true) return send();
     this.requests++;
     if (this.inFlight++ === 0) this.roundTrips++;
     try {
@@ -103,11 +102,6 @@ export class RequestTap {
       this.inFlight--;
     }
   });
-
-  /** Runs `fn` in the tapped context: its requests, and those of what it starts, are counted. */
-  run<T>(fn: () => T): T {
-    return this.context.run(true, fn);
-  }
 
   reset(): void {
     this.requests = this.roundTrips = 0;
