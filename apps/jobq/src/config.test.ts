@@ -77,6 +77,14 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
     expect(() => resolveConfig({}, { JOBQ_WORKFLOW_STATE: 'x' }, empty)).toThrow(/JOBQ_WORKFLOW_STATE/);
   });
 
+  it('takes --pipeline-depth (1–16, default 8) into the coordinator options', () => {
+    expect(coordinatorOptions(resolveConfig({}, {}, empty)).pipelineDepth).toBe(8);
+    expect(coordinatorOptions(resolveConfig({}, { JOBQ_COORDINATOR_PIPELINE_DEPTH: '1' }, empty)).pipelineDepth).toBe(1);
+    expect(coordinatorOptions(configFromFlags({ 'pipeline-depth': 16 }, {}, empty)).pipelineDepth).toBe(16);
+    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_PIPELINE_DEPTH: '17' }, empty)).toThrow(/JOBQ_COORDINATOR_PIPELINE_DEPTH/);
+    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_PIPELINE_DEPTH: '2.5' }, empty)).toThrow(/JOBQ_COORDINATOR_PIPELINE_DEPTH/);
+  });
+
   it('takes --retention as a duration (30d, 12h, or seconds) from the flag, the environment or the file; off by default', async () => {
     expect(resolveConfig({}, {}, empty).coordinator.retentionS).toEqual({ value: 0, source: 'default', from: null });
     expect(coordinatorOptions(resolveConfig({}, {}, empty)).retentionInMs).toBe(0);

@@ -18,6 +18,7 @@ export function coordinatorOptions(config: CliConfig): CoordinatorOptions {
   const c = config.coordinator;
   return {
     batchSize: c.batchSize.value,
+    pipelineDepth: c.pipelineDepth.value,
     idleSleepInMs: Math.round(c.idleSleepS.value * 1000),
     cancelPollIntervalInMs: Math.round(c.cancelPollIntervalS.value * 1000),
     flushRetryLimit: c.flushRetryLimit.value,
