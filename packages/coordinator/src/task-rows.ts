@@ -94,7 +94,7 @@ export class TaskRowWriter {
   /**
    * Hands in the index row of a save of `runtime` (the newest saved runtime of its workflow): it is
    * written at once, or right after the write of an older one in flight (only the newest waits).
-   * A write that fails is tried again `delayInMs` later, unless a newer one came meanwhile.
+   * After a write that fails, the newest state waiting is written `delayInMs` later.
    */
   addIndex(runtime: WorkflowRuntime): void {
     if (this.settings.signal.aborted) return;
