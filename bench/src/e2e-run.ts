@@ -218,7 +218,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       async () => {
         if (Date.now() - lastLog > 5_000) {
           lastLog = Date.now();
-          log(`${status}, ${coordinator.counters.completionsApplied} completions applied`);
+          log(`running, ${coordinator.counters.completionsApplied} completions applied`);
         }
         if (options.onSample && Date.now() - lastSample >= (options.sampleEveryInMs ?? 1_000)) {
           lastSample = Date.now();
@@ -231,8 +231,8 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
           const summary = await observer.getWorkflow(workflowId);
           const now = summary?.status ?? 'missing';
           if (!['completed', 'failed', 'cancelled'].includes(now)) return false;
-          // The run's status: the first that is not completed, else completed.
-          if (status === 'pending' || now !== 'completed') status = status !== 'pending' && status !== 'completed' ? status : now;
+          // The run's status: the first end that is not "completed", else "completed".
+          if (status === 'pending' || status === 'completed') status = now;
           open.delete(workflowId);
         }
         return true;
