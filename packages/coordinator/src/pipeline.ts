@@ -101,11 +101,6 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
 
   constructor(private readonly hooks: PipelineHooks<G>) {}
 
-  /** Workflows with groups in flight. */
-  get size(): number {
-    return this.lanes.size;
-  }
-
   /**
    * Queues a group (synchronously: groups handed in one after another keep that order) and
    * resolves once it is settled: saved, or handled by the plain path. `ahead`: the group may be
