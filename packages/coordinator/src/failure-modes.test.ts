@@ -41,7 +41,8 @@ describe('Coordinator failure modes (Azurite)', () => {
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
-    expect((await s.store.getWorkflow(workflowId))?.status).toBe('completed');
+    // The finishing save writes the runtime, then the task rows, then the index row: it follows.
+    await waitUntil(async () => (await s.store.getWorkflow(workflowId))?.status === 'completed', () => 'the index row never said completed', 5_000);
 
     let error: unknown;
     try {
@@ -61,7 +62,7 @@ describe('Coordinator failure modes (Azurite)', () => {
     const flaky = `test -f '${marker}' || { touch '${marker}'; exit 3; }`;
     const failed = await s.run({ name: 'lost-retry-wakeup', tasks: [{ name: 'a', kwargs: { cmd: flaky } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
     expect(failed.status).toBe('failed');
-    expect((await s.store.getWorkflow(failed.workflowId))?.status).toBe('failed');
+    await waitUntil(async () => (await s.store.getWorkflow(failed.workflowId))?.status === 'failed', () => 'the index row never said failed', 5_000);
     const wakeups = s.coordinator.counters.wakeups;
     // A client whose wake-ups never reach the queue.
     let lost = 0;
