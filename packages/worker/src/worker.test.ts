@@ -165,6 +165,41 @@ describe('Worker on the in-memory queue, in virtual time', () => {
     expect(got[0]).toBe(4);
     expect(got.length).toBeLessThanOrEqual(4);
   });
+
+  it('frees a slot once its task has run: the next task starts while the message is still being completed (at most twice the slots at once), and run() waits for the completions', async () => {
+    const v = virtual();
+    const queue = v.queue();
+    // Every complete takes 1 s of (virtual) time; the tasks themselves take none.
+    const complete = queue.complete.bind(queue);
+    let completing = 0;
+    let peakCompleting = 0;
+    queue.complete = async (message, options) => {
+      peakCompleting = Math.max(peakCompleting, ++completing);
+      await v.clock.sleep(1_000);
+      completing--;
+      return complete(message, options);
+    };
+    const started: number[] = [];
+    const quick: Processor = {
+      name: 'quick',
+      accepts: () => true,
+      process: () => {
+        started.push(v.clock.now());
+        return Promise.resolve({ kind: 'done' });
+      },
+    };
+    await queue.send(Array.from({ length: 3 }, (_, n) => task(`t-settle${n}`, { cmd: 'true' })));
+    const t0 = v.clock.now();
+    const summary = await v.run({ queue, numWorkers: 1, processors: [quick] });
+    expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
+    // One slot: the second task ran at once, while the first was still being completed; the third
+    // waited for a completion to come back (at most twice the slots are being settled).
+    expect(started.map((t) => t - t0)).toEqual([0, 0, 1_000]);
+    expect(peakCompleting).toBe(2);
+    // run() resolved only after every message was completed.
+    expect(completing).toBe(0);
+    expect(await queue.approximateMessageCount()).toBe(0);
+  });
 });
 
 // These race child processes against the worker's timers (a lock renewal, the stop grace), so both

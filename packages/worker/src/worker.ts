@@ -117,10 +117,11 @@ async function sleepUntilFirst(clock: Clock, ms: number, signal: AbortSignal, ta
 const RECEIVE_GATHER_IN_MS = 20;
 
 /**
- * The jobq pull loop (SPEC §8.1). `numWorkers` slots each receive one message at a time
- * (`maxMessages: 1`, so no message waits under a lock while its slot is busy), decode the
- * envelope, hand it to the first processor that accepts it, renew its lock in the background, and
- * settle it from the outcome:
+ * The jobq pull loop. One receive loop fills `numWorkers` slots (each call asks for as many
+ * messages as slots are free, so no message waits under a lock for a busy slot); each slot decodes
+ * the envelope, hands it to the first processor that accepts it, renews its lock in the background,
+ * and, once the task has run, takes the next message while this one is settled in the background
+ * (at most `2 × numWorkers` messages between receive and settlement) from the outcome:
  * - `done` → complete; `failed` (or a throw) → abandon while `deliveryCount <= num_retries`, else
  *   dead-letter with the error; `leave` → nothing (redelivered when the lock ends);
  * - a body that is not an envelope, or one no processor accepts, is dead-lettered at once;
@@ -250,8 +251,9 @@ export class Worker {
     task.graceTimer = setLongTimeout(() => task.controller.abort('shutdown'), Math.max(0, deadline - this.clock.now()), this.clock);
   }
 
-  private idleExpired(): boolean {
-    return this.idleTimeoutInMs !== null && this.active === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs;
+  /** `settling`: messages not settled yet (a worker that still settles one is not idle). */
+  private idleExpired(settling: number): boolean {
+    return this.idleTimeoutInMs !== null && this.active === 0 && settling === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs;
   }
 
   /** Lets each processor release what it holds between tasks (no task runs any more). */
@@ -273,10 +275,13 @@ export class Worker {
   private async feedLoop(): Promise<void> {
     const backoff = new Backoff(100, this.maxIdleBackoffInMs);
     const signal = this.stopController.signal;
+    // A slot's promise settles when its task has run (`running`); the message is settled after
+    // that, in the background (`settling`: each message from receive to settlement).
     const running = new Set<Promise<void>>();
+    const settling = new Set<Promise<void>>();
     while (!this.stopping) {
-      if (this.active >= this.numWorkers) {
-        await Promise.race(running);
+      if (this.active >= this.numWorkers || settling.size >= 2 * this.numWorkers) {
+        await Promise.race([...running, ...settling]);
         continue;
       }
       const fewFree = () => this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2);
@@ -306,7 +311,7 @@ export class Worker {
         continue;
       }
       if (messages.length === 0) {
-        if (this.idleExpired()) {
+        if (this.idleExpired(settling.size)) {
           if (!this.stopping) {
             this.log(`idle for ${Math.round((this.idleTimeoutInMs ?? 0) / 1000)}s: stopping`);
             this.stopController.abort('idle');
@@ -323,27 +328,40 @@ export class Worker {
       for (const message of messages) {
         this.active++;
         this.lastActivity = this.clock.now();
-        const task: Promise<void> = this.handle(message)
+        let freeSlot!: () => void;
+        const slot = new Promise<void>((resolve) => (freeSlot = resolve));
+        let released = false;
+        const release = () => {
+          if (released) return;
+          released = true;
+          this.active--;
+          this.lastActivity = this.clock.now();
+          running.delete(slot);
+          // A task just ended: its children are about to be dispatched, so the next receive goes
+          // out at once and an empty one waits the shortest back-off; it grows again only while
+          // receives stay empty.
+          backoff.reset();
+          freeSlot();
+        };
+        const whole: Promise<void> = this.handle(message, release)
           .catch((error: unknown) => {
             // handle() catches everything it expects; this is a bug guard so the loop never dies.
             this.log(`internal error handling message ${message.messageId}: ${errorText(error)}`);
           })
           .finally(() => {
-            this.active--;
+            release();
             this.lastActivity = this.clock.now();
-            running.delete(task);
-            // A task just ended: its children are about to be dispatched, so the next receive goes
-            // out at once and an empty one waits the shortest back-off; it grows again only while
-            // receives stay empty.
-            backoff.reset();
+            settling.delete(whole);
           });
-        running.add(task);
+        running.add(slot);
+        settling.add(whole);
       }
     }
-    await Promise.all(running);
+    await Promise.all(settling);
   }
 
-  private async handle(message: ReceivedMessage): Promise<void> {
+  /** Runs one message and settles it; `release` frees its slot once the task has run (before the settlement). */
+  private async handle(message: ReceivedMessage, release: () => void): Promise<void> {
     this.summary.processed++;
     const decoded = decodeEnvelope(message.body);
     if (!decoded.ok) {
@@ -367,10 +385,10 @@ export class Worker {
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason))) this.summary.deadLettered++;
       return;
     }
-    await this.runTask(message, envelope, processor, taskLog);
+    await this.runTask(message, envelope, processor, taskLog, release);
   }
 
-  private async runTask(message: ReceivedMessage, envelope: Envelope, processor: Processor, taskLog: LogLine): Promise<void> {
+  private async runTask(message: ReceivedMessage, envelope: Envelope, processor: Processor, taskLog: LogLine, release: () => void): Promise<void> {
     const task: RunningTask = { controller: new AbortController() };
     this.tasks.add(task);
     if (this.stopping) this.armGrace(task);
@@ -410,6 +428,8 @@ export class Worker {
     } finally {
       task.graceTimer?.clear();
       this.tasks.delete(task);
+      // The task has run: its slot takes the next message while this one is settled.
+      release();
     }
     // Stop renewing before settling: on Storage Queues a renewal changes the pop receipt, so a
     // renewal racing a settlement would make the settlement fail. An in-flight renewal is awaited.
