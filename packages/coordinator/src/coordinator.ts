@@ -24,6 +24,7 @@ import {
   type WorkflowSummary,
 } from '@jobq/ports';
 import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+import { Limit } from './limit';
 import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { TaskRowWriter } from './task-rows';
@@ -48,10 +49,11 @@ export interface CoordinatorOptions {
    */
   batchFillMinMessages?: number;
   /**
-   * Completion batches in flight at once (default 8): the next batch is received, folded and its
-   * task messages pushed while earlier ones are being saved; a workflow's batches are folded and
-   * saved in the order received (docs/failure-model.md, "Pipelining"). 1: one batch at a time; at
-   * most {@link MAX_PIPELINE_DEPTH}.
+   * Completion batches received and folded at once (default 8): the next batch is received, folded
+   * and its task messages pushed while earlier ones are being saved; a workflow's batches are folded
+   * and saved in the order received (docs/failure-model.md, "Pipelining"). Batches past their fold
+   * that wait for their save count against 8 × this. 1: one batch at a time; at most
+   * {@link MAX_PIPELINE_DEPTH}.
    */
   pipelineDepth?: number;
   /** Sleep after a receive error (default 500 ms). */
@@ -167,6 +169,15 @@ export interface CoordinatorCounters {
   /** Finished workflows purged by the retention sweep (`retentionInMs`). */
   purged: number;
 }
+
+/**
+ * Batches in flight in all (received, not yet saved) per unit of `pipelineDepth`: the batches past
+ * their fold that only wait for a save (behind a large fan-out's sends, say) stop no receive until
+ * there are this many times the depth of them. Depth 1 stays one batch at a time.
+ */
+const SAVE_BACKLOG_FACTOR = 8;
+/** The most completion deletes (acks) in flight at once: a save that stands for many batches does not flood the queue. */
+const ACK_CONCURRENCY = 32;
 
 /** The most completion batches in flight at once (`pipelineDepth` above it is lowered to it). */
 export const MAX_PIPELINE_DEPTH = 16;
@@ -312,6 +323,8 @@ export class Coordinator {
   private readonly pipeline: WorkflowPipeline<Group>;
   /** Acks of saved batches, in the background. */
   private readonly acking = new Set<Promise<void>>();
+  /** Messages in `acking`. */
+  private ackingMessages = 0;
   /** Aborts every store/queue call: fired by the lease loss. */
   private readonly halt = new AbortController();
   /** Ends the loop after the current batch: fired by stop() and by the lease loss. */
@@ -462,8 +475,13 @@ export class Coordinator {
     }
   }
 
-  /** The loop's turns: scans and sweeps when due, then a receive; up to `pipelineDepth` batches in `inFlight`. */
+  /**
+   * The loop's turns: scans and sweeps when due, then a receive. Up to `pipelineDepth` batches are
+   * before their fold at once; `inFlight` holds every batch until it is saved (or left), at most
+   * `pipelineDepth × SAVE_BACKLOG_FACTOR` of them.
+   */
   private async turns(inFlight: Set<Promise<void>>): Promise<void> {
+    const folding = new Set<Promise<void>>();
     const start = this.time.now();
     const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
@@ -503,9 +521,12 @@ export class Coordinator {
         if (done) resync = null;
       }
       if (this.stopping.signal.aborted) break;
-      // At most pipelineDepth batches in flight, and not too many acks behind.
-      if (inFlight.size >= this.settings.pipelineDepth || this.acking.size >= this.settings.pipelineDepth * this.settings.batchSize) {
-        await Promise.race([...inFlight, ...this.acking]);
+      // At most pipelineDepth batches before their fold, a bounded backlog behind saves, and not
+      // too many acks behind.
+      const depth = this.settings.pipelineDepth;
+      const backlog = depth === 1 ? 1 : depth * SAVE_BACKLOG_FACTOR;
+      if (folding.size >= depth || inFlight.size >= backlog || this.ackingMessages >= backlog * this.settings.batchSize) {
+        await Promise.race([...folding, ...inFlight, ...this.acking]);
         continue;
       }
       if (partialBatch) {
@@ -530,7 +551,13 @@ export class Coordinator {
       }
       partialBatch = messages.length >= this.settings.batchFillMinMessages && messages.length < this.settings.batchSize;
       if (messages.length > 0) {
-        const batch: Promise<void> = this.guard('batch', () => this.handleBatch(messages)).finally(() => inFlight.delete(batch));
+        let foldedAll!: () => void;
+        const folded = new Promise<void>((resolve) => (foldedAll = resolve));
+        folding.add(folded);
+        void folded.then(() => folding.delete(folded));
+        const batch: Promise<void> = this.guard('batch', () => this.handleBatch(messages, foldedAll))
+          .finally(foldedAll)
+          .finally(() => inFlight.delete(batch));
         inFlight.add(batch);
       }
     }
@@ -559,7 +586,7 @@ export class Coordinator {
    * One received batch: poison out, group by workflow, each group into the pipeline (in the order
    * received, before anything is awaited, so a workflow's batches keep their order).
    */
-  private async handleBatch(messages: ReceivedMessage[]): Promise<void> {
+  private async handleBatch(messages: ReceivedMessage[], foldedAll: () => void): Promise<void> {
     this.counters.batches++;
     this.counters.messages += messages.length;
     const groups = new Map<string, Group>();
@@ -590,8 +617,10 @@ export class Coordinator {
       }
     }
     // A wake-up or a failed completion reads the requests first (applyGroup): the plain path.
+    let unfolded = groups.size;
+    if (unfolded === 0) foldedAll();
     const runs = [...groups].map(([workflowId, group]) =>
-      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures)),
+      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll())),
     );
     await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
   }
@@ -724,8 +753,14 @@ export class Coordinator {
     }
   }
 
+  private readonly ackLimit = new Limit(ACK_CONCURRENCY);
+
   private ackInBackground(messages: readonly ReceivedMessage[]): void {
-    const acked: Promise<void> = this.ack(messages).finally(() => this.acking.delete(acked));
+    this.ackingMessages += messages.length;
+    const acked: Promise<void> = this.ack(messages).finally(() => {
+      this.acking.delete(acked);
+      this.ackingMessages -= messages.length;
+    });
     this.acking.add(acked);
   }
 
@@ -733,7 +768,7 @@ export class Coordinator {
     await Promise.all(
       messages.map(async (message) => {
         try {
-          await this.completions.complete(message, { abortSignal: this.halt.signal });
+          await this.ackLimit.run(() => this.completions.complete(message, { abortSignal: this.halt.signal }));
         } catch (error) {
           // Redelivered and applied again idempotently.
           this.counters.ackErrors++;

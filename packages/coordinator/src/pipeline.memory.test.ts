@@ -35,6 +35,8 @@ interface Probe {
   acked: string[];
   /** Acks made before a save holding their completion (must stay empty). */
   early: string[];
+  /** The most acks in flight at once. */
+  peakAcks: number;
   /** From now on the coordinator is dead: its saves fail, its acks fail, its receives take messages and never answer. */
   crash(): void;
   /** Saves, each as the tasks it records completed. */
@@ -46,12 +48,13 @@ interface Probe {
 }
 
 /** A stack whose coordinator saves and acks are watched (and can be held). */
-async function probed(extra: Parameters<typeof stacks.open>[0] = {}): Promise<{ s: MemoryStack; probe: Probe }> {
+async function probed(extra: Parameters<typeof stacks.open>[0] = {}, ackDelayInMs = 0): Promise<{ s: MemoryStack; probe: Probe }> {
   const acked: string[] = [];
   const saves: string[][] = [];
   const unpushed: string[] = [];
   const early: string[] = [];
   let crashed = false;
+  let acking = 0;
   let holding: { task: string; fail: boolean; gate: Promise<void>; open: () => void; held: boolean } | null = null;
   let stack: MemoryStack | null = null;
   const s = await stacks.open({
@@ -88,6 +91,9 @@ async function probed(extra: Parameters<typeof stacks.open>[0] = {}): Promise<{ 
           if (crashed) throw new JobqError('internal', 'injected: the coordinator crashed');
           const name = completionOf(message.body);
           if (name !== null && !saves.some((done) => done.includes(name))) early.push(name);
+          probe.peakAcks = Math.max(probe.peakAcks, ++acking);
+          if (ackDelayInMs > 0) await s.clock.sleep(ackDelayInMs);
+          acking--;
           await complete();
           if (name !== null) acked.push(name);
         },
@@ -97,6 +103,7 @@ async function probed(extra: Parameters<typeof stacks.open>[0] = {}): Promise<{ 
   const probe: Probe = {
     acked,
     early,
+    peakAcks: 0,
     saves,
     unpushed,
     crash: () => {
@@ -223,6 +230,62 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     expect(c).toMatchObject({ conflicts: 0, completionsApplied: 7, completionsIgnored: 0 });
     expect(probe.unpushed).toEqual([]);
     expect(probe.early).toEqual([]);
+  });
+
+  it('keeps receiving while a fan-out is still being sent: batches wait for their save up to 8 × the depth, one save stands for them, acks go out 32 at a time', async () => {
+    const LEAVES = 200;
+    let release: () => void = () => undefined;
+    let held = false;
+    const { s, probe } = await probed(
+      {
+        workers: 16,
+        coordinator: { pipelineDepth: 2, batchSize: 8 },
+        completionLockInMs: 60_000, // the completions received wait 5 s below: no redelivery meanwhile
+        coordinatorTasks: (queue) =>
+          new WrappedQueue(queue, {
+            // The fan-out: the first 180 messages go out, the last 20 are held.
+            send: async (messages, send) => {
+              if (messages.length < LEAVES) return send();
+              await queue.send(messages.slice(0, LEAVES - 20));
+              held = true;
+              await new Promise<void>((resolve) => (release = resolve));
+              await queue.send(messages.slice(LEAVES - 20));
+            },
+          }),
+      },
+      10, // each ack takes 10 ms, so that the acks after one save overlap
+    );
+    try {
+      const workflowId = await s.submit({
+        name: 'wide',
+        tasks: [{ name: 'root', kwargs: { cmd: 'true' } }, ...Array.from({ length: LEAVES }, (_, i) => ({ name: `leaf${i}`, depends_on: ['root'], kwargs: { cmd: 'true' } }))],
+      });
+      await s.until(() => held, () => 'the fan-out never started');
+      const c = s.coordinator.counters;
+      // 180 leaves run and complete while the fan-out's last sends are held. The coordinator goes
+      // on receiving them: after the submit's wake-up and the root's batch, 15 more (2 × 8
+      // batches in flight), of up to 8 completions each; then it waits.
+      await s.until(() => c.batches >= 17, () => JSON.stringify(c));
+      await s.clock.advance(5_000);
+      expect(c.batches).toBe(17);
+      const waiting = c.messages - 2;
+      expect(waiting).toBeGreaterThan(15);
+      expect(probe.saves.some((done) => done.includes('root'))).toBe(false);
+      expect(probe.acked).toEqual([]);
+      const savesBefore = probe.saves.length;
+      release();
+      const done = await s.waitFor(workflowId, terminal);
+      expect(done.status).toBe('completed');
+      await s.until(() => probe.acked.length >= LEAVES + 1, () => `acked ${probe.acked.length}`);
+      expect(c).toMatchObject({ conflicts: 0, completionsApplied: LEAVES + 1, completionsIgnored: 0 });
+      // The first save once the fan-out was out stood for every batch received meanwhile.
+      expect(probe.saves[savesBefore]).toHaveLength(1 + waiting);
+      expect(probe.peakAcks).toBe(32);
+      expect(probe.unpushed).toEqual([]);
+      expect(probe.early).toEqual([]);
+    } finally {
+      release();
+    }
   });
 
   it('a crash with a receive in flight and batches folded but not saved: the next coordinator applies everything once', async () => {

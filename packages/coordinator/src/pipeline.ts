@@ -107,8 +107,8 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
    * folded ahead (its events are successful completions only); otherwise it waits for every save
    * before it and takes the plain path.
    */
-  run(workflowId: string, group: G, ahead: boolean): Promise<void> {
-    return this.enter(workflowId, (lane, foldBefore, saveBefore, folded) => this.process(lane, workflowId, group, ahead, foldBefore, saveBefore, folded));
+  run(workflowId: string, group: G, ahead: boolean, onFolded?: () => void): Promise<void> {
+    return this.enter(workflowId, (lane, foldBefore, saveBefore, folded) => this.process(lane, workflowId, group, ahead, foldBefore, saveBefore, folded), onFolded);
   }
 
   /**
@@ -124,7 +124,11 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
     });
   }
 
-  private enter(workflowId: string, body: (lane: Lane, foldBefore: Promise<void>, saveBefore: Promise<void>, folded: () => void) => Promise<void>): Promise<void> {
+  private enter(
+    workflowId: string,
+    body: (lane: Lane, foldBefore: Promise<void>, saveBefore: Promise<void>, folded: () => void) => Promise<void>,
+    onFolded?: () => void,
+  ): Promise<void> {
     let lane = this.lanes.get(workflowId);
     if (lane === undefined) {
       lane = new Lane();
@@ -138,6 +142,7 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
     const save = gate();
     l.foldTail = fold.promise;
     l.saveTail = save.promise;
+    if (onFolded) void fold.promise.then(onFolded);
     return body(l, foldBefore, saveBefore, fold.open).finally(() => {
       fold.open();
       save.open();
