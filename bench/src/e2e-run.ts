@@ -19,6 +19,11 @@ export interface RunQueues {
   /** The coordinator's own clients of the same queues (default: it shares the two above). */
   coordinatorCompletions?: TaskQueue;
   coordinatorTaskQueue?: TaskQueue;
+  /**
+   * A client of the completion queue outside the run (uncounted, no policies): when given, the run
+   * ends only once it is empty too, i.e. the coordinator has deleted every completion.
+   */
+  observedCompletions?: TaskQueue;
   /** Called once the queues and stores are open, just before the run starts (counting starts here). */
   startCounting?(): Promise<void>;
   /** Called once the run ended, before the coordinator and the worker stop (counting ends here). */
@@ -139,6 +144,8 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
           taskQueue,
           coordinatorCompletions: await open(names.completionQueue, cq, coordinatorExtra),
           coordinatorTaskQueue: await open(names.taskQueue, tq, coordinatorExtra),
+          // Not counted, no policies: tells when every completion is deleted.
+          observedCompletions: await openStorageQueue({ connection, queueName: names.completionQueue, lockDurationInMs: 60_000 }),
           dispose: async () => {
             await completions.deleteQueue().catch(() => undefined);
             await taskQueue.deleteQueue().catch(() => undefined);
@@ -240,6 +247,9 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       options.timeoutInMs,
       5,
     );
+    // And every completion deleted (the ceiling deletes all of its own before it ends).
+    const observed = queues.observedCompletions;
+    if (observed) await waitUntil('every completion deleted', async () => (await observed.approximateMessageCount()) === 0, options.timeoutInMs, 5);
     const s = seconds(t0);
     const cpu = process.cpuUsage(cpu0);
     const otherCpuMs = options.otherCpuMs ? options.otherCpuMs() - other0 : null;

@@ -447,7 +447,8 @@ async function main(): Promise<void> {
     console.log(table(['run', 'seconds', 'completions/s', 'notes'], rows));
     console.log('   1: from a fresh coordinator start (lease, first index scan) to the terminal task sent; CPU = process.cpuUsage()');
     console.log('      delta over that window / 998, the whole process (coordinator plus its in-process SDK clients).');
-    console.log('   2: from the submit (coordinator and worker started before) to the index row reading "completed" (read once the coordinator logs the end);');
+    console.log('   2: from the submit (coordinator and worker started before) to the index row reading "completed" (read once the coordinator logs the end)');
+    console.log('      and the completion queue empty (every completion deleted, as the ceiling deletes its own before it ends);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
     console.log(`   3: the submit as the engine's (the store's create: runtime blobs, task rows, index row; a wake-up); 1 000 task sends; one "worker" of ${SLOTS} slots receives for its free slots`);

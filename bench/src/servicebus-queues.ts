@@ -117,10 +117,19 @@ function serviceBusBackend(label: string, connectionString: string, namePrefix: 
       const taskQueue = queueName(names.taskQueue);
       const completions = await openNamed(completionQueue);
       const tasks = await openNamed(taskQueue);
+      // Its count requests go around the counting policy: it tells when every completion is settled.
+      const observed = await openServiceBusQueue({
+        connection: { connectionString },
+        queueName: completionQueue,
+        lockDurationInMs: 60_000,
+        createIfMissing: false,
+        adminPolicies: broker?.adminEndpoint ? [adminPolicy(broker.adminEndpoint)] : [],
+      });
       let before: ServiceBusStats | undefined;
       return {
         completions,
         taskQueue: tasks,
+        observedCompletions: observed,
         startCounting: async () => {
           before = broker ? await broker.stats() : undefined;
           admin.count = 0;
@@ -132,6 +141,7 @@ function serviceBusBackend(label: string, connectionString: string, namePrefix: 
           counted(before && after ? brokerOpsBetween(before, after, [completionQueue, taskQueue]) : none, adminRequests);
         },
         dispose: async () => {
+          await observed.close();
           await completions.deleteQueue();
           await tasks.deleteQueue();
         },
