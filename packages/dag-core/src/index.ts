@@ -40,7 +40,19 @@ export {
 } from './definition/limits';
 export { MERGE_PREFIX, isMergeNode } from './definition/semantics';
 
-export { compileCondition, evaluateCondition, fnmatch, type CompiledCondition, type ConditionEvaluation } from './condition';
+export {
+  compileCondition,
+  conditionSkipReason,
+  evaluateCondition,
+  fnmatch,
+  MAX_SKIP_REASON_LENGTH,
+  skipReasonKind,
+  type CompiledCondition,
+  type ConditionEvaluation,
+  type ConditionTruth,
+  type EvaluateConditionOptions,
+  type SkipKind,
+} from './condition';
 
 export { mergeNodeName, realUpstreamTasks, sequentializeFanIn } from './transform/fan-in';
 

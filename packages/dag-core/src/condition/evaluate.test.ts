@@ -40,6 +40,12 @@ function value(expression: string, inputs: Record<string, unknown> = { a: A }, d
   return result.value;
 }
 
+function truth(expression: string, inputs: Record<string, unknown> = { a: A }, dependsOn = DEPENDS_ON): boolean | 'unknown' {
+  const result = run(expression, inputs, dependsOn);
+  if (!result.ok) throw new Error(`${expression}: unexpected error ${result.error}`);
+  return result.truth;
+}
+
 function errorOf(expression: string, inputs: Record<string, unknown> = { a: A }, dependsOn = DEPENDS_ON): string {
   const result = run(expression, inputs, dependsOn);
   if (result.ok) throw new Error(`${expression}: expected an error, got ${result.value}`);
@@ -138,12 +144,20 @@ describe('operators', () => {
     expect(value('(not inputs.a.zero) == 1')).toBe(true);
   });
 
-  it('short-circuits and/or', () => {
-    expect(run('False and (inputs.a.none > 0)')).toEqual({ ok: true, value: false });
-    expect(run('True or (inputs.a.none > 0)')).toEqual({ ok: true, value: true });
-    expect(run('inputs.a.f and inputs.a.s > 1')).toEqual({ ok: true, value: false });
-    expect(run('(inputs.a.none > 0) and False')).toMatchObject({ ok: false });
-    expect(run('False or (inputs.a.none > 0)')).toMatchObject({ ok: false });
+  it('short-circuits and/or: an error after the deciding operand is never reached', () => {
+    expect(run('False and (inputs.a.s > 1)')).toMatchObject({ ok: true, value: false, truth: false });
+    expect(run('True or (inputs.a.s > 1)')).toMatchObject({ ok: true, value: true, truth: true });
+    expect(run('inputs.a.f and inputs.a.s > 1')).toMatchObject({ ok: true, value: false });
+    expect(run('(inputs.a.s > 1) and False')).toMatchObject({ ok: false });
+    expect(run('False or (inputs.a.s > 1)')).toMatchObject({ ok: false });
+  });
+
+  it('does not stop at an unknown operand: what follows can still decide, or fail', () => {
+    expect(truth('(inputs.a.none > 0) and False')).toBe(false);
+    expect(truth('(inputs.a.none > 0) or True')).toBe(true);
+    expect(truth('False or (inputs.a.none > 0)')).toBe('unknown');
+    expect(run('(inputs.a.none > 0) and (inputs.a.s > 1)')).toMatchObject({ ok: false });
+    expect(run('(inputs.a.none > 0) or (inputs.a.s > 1)')).toMatchObject({ ok: false });
   });
 
   it('chains comparisons', () => {
@@ -157,8 +171,15 @@ describe('operators', () => {
   });
 
   it('stops a comparison chain at the first false link, like Python', () => {
-    expect(run('inputs.a.one > 5 > inputs.a.none')).toEqual({ ok: true, value: false });
-    expect(run('inputs.a.one < 5 > inputs.a.none')).toMatchObject({ ok: false });
+    expect(run('inputs.a.one > 5 > inputs.a.s')).toMatchObject({ ok: true, value: false });
+    expect(run('inputs.a.one < 5 > inputs.a.s')).toMatchObject({ ok: false });
+  });
+
+  it('is unknown for a chain with an unknown link and no false one', () => {
+    expect(truth('inputs.a.one < 5 > inputs.a.none')).toBe('unknown');
+    expect(truth('inputs.a.none < 5 > 10')).toBe(false);
+    expect(truth('inputs.a.none < 5 < 10')).toBe('unknown');
+    expect(run('inputs.a.none < 5 < inputs.a.s')).toMatchObject({ ok: false });
   });
 });
 
@@ -243,7 +264,8 @@ describe('Python semantics', () => {
     ['"p" in inputs.a.obj', true],
     ['"q" in inputs.a.obj', false],
     ['1 in inputs.b.numkeys', false],
-    ['None in inputs.a.obj', false],
+    ['None == inputs.a.none', true],
+    ['inputs.a.l != None', true],
     ['inputs.a.t < 2', true],
     ['inputs.a.half < inputs.a.t', true],
     ['"B" < "a" < inputs.a.s', true],
@@ -265,16 +287,13 @@ describe('Python semantics', () => {
   });
 
   it.each([
-    ['inputs.a.none > 0', 'cannot compare NoneType and int with > (column 15)'],
     ['inputs.a.s > 1', 'cannot compare str and int with > (column 12)'],
     ['inputs.a.half >= "x"', 'cannot compare float and str with >= (column 15)'],
     ['inputs.a.obj < inputs.a.obj', 'cannot compare dict and dict with < (column 14)'],
     ['inputs.a.l <= 1', 'cannot compare list and int with <= (column 12)'],
-    ['inputs.a.t < None', 'cannot compare bool and NoneType with < (column 12)'],
     ['inputs.a.nested < [1, "x"]', 'cannot compare list and str with < (column 17)'],
     ['1 in inputs.a.s', "'in <string>' requires string as left operand, not int (column 3)"],
     ['1 not in inputs.a.s', "'in <string>' requires string as left operand, not int (column 3)"],
-    ['"x" in inputs.a.none', "argument of type 'NoneType' is not iterable (column 5)"],
     ['"x" in inputs.a.one', "argument of type 'int' is not iterable (column 5)"],
     ['"x" in inputs.a.half', "argument of type 'float' is not iterable (column 5)"],
     ['"x" in inputs.a.t', "argument of type 'bool' is not iterable (column 5)"],
@@ -285,8 +304,15 @@ describe('Python semantics', () => {
   });
 
   it('reports an error even when the rest of the expression would decide the result', () => {
-    expect(run('inputs.a.none > 0 or True')).toMatchObject({ ok: false });
-    expect(run('not (inputs.a.none > 0)')).toMatchObject({ ok: false });
+    expect(run('inputs.a.s > 0 or True')).toMatchObject({ ok: false });
+    expect(run('not (inputs.a.s > 0)')).toMatchObject({ ok: false });
+  });
+
+  it('keeps an error between non-null values nested in lists, and reads a null that decides as unknown', () => {
+    expect(errorOf('inputs.a.nested < [1, "x"]')).toBe('cannot compare list and str with < (column 17)');
+    expect(errorOf('[inputs.a.none, "x"] < [None, 1]')).toBe('cannot compare str and int with < (column 22)');
+    expect(truth('[1, inputs.a.none] < [1, 2]')).toBe('unknown');
+    expect(truth('[0, inputs.a.none] < [1, 2]')).toBe(true);
   });
 });
 
@@ -347,9 +373,9 @@ describe('aggregates', () => {
   });
 
   it('evaluates every match, so an error is not hidden by an earlier deciding result', () => {
-    const withError = { 't-a': { x: 1 }, 't-b': { x: null }, 't-c': { x: 1 } };
+    const withError = { 't-a': { x: 1 }, 't-b': { x: 'b' }, 't-c': { x: 1 } };
     expect(errorOf('any(inputs["t-*"].x > 0)', withError)).toBe(
-      'cannot compare NoneType and int with > (column 21) in any() for "t-b"',
+      'cannot compare str and int with > (column 21) in any() for "t-b"',
     );
     expect(run('all(inputs["t-*"].x < 0)', withError)).toMatchObject({ ok: false });
     expect(run('count(inputs["t-*"].x > 0) >= 0', withError)).toMatchObject({ ok: false });
@@ -375,7 +401,7 @@ describe('evaluateCondition robustness', () => {
     const revived = JSON.parse(JSON.stringify(condition)) as CompiledCondition;
     const inputs = { a: A, 't-a': { ok: true } };
     expect(evaluateCondition(revived, inputs)).toEqual(evaluateCondition(condition, inputs));
-    expect(evaluateCondition(revived, inputs)).toEqual({ ok: true, value: true });
+    expect(evaluateCondition(revived, inputs)).toMatchObject({ ok: true, value: true });
   });
 
   it('returns an error for a corrupted condition instead of throwing', () => {
@@ -388,7 +414,7 @@ describe('evaluateCondition robustness', () => {
   });
 
   it('treats missing inputs as no outputs', () => {
-    expect(evaluateCondition(compile('inputs.a == None'), null as unknown as Record<string, unknown>)).toEqual({
+    expect(evaluateCondition(compile('inputs.a == None'), null as unknown as Record<string, unknown>)).toMatchObject({
       ok: true,
       value: true,
     });

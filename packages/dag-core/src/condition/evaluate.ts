@@ -1,13 +1,34 @@
 /**
- * Evaluation of compiled conditions with Python semantics.
+ * Evaluation of compiled conditions: Python semantics over JSON values, with SQL's
+ * three-valued logic where a null meets an ordering or `in` (docs/conditions.md).
  */
 import type { CompiledCondition } from './compile';
+import { explain, joinFacts, NO_FACTS, oneFact, UNKNOWN, type Fact, type Facts, type NullOrigin, type Operand, type Truth } from './explain';
 import { matchingNames } from './glob';
-import type { AggregateNode, CompareOperator, ConditionNode, PathSegment, ReferenceNode } from './parser';
-import { dictGet, pythonCompare, pythonContains, pythonEquals, PythonTypeError, truthy } from './python';
+import type { AggregateNode, CompareNode, CompareOperator, ConditionNode, LogicalNode, ReferenceNode } from './parser';
+import { pythonCompare, pythonContains, pythonEquals, PythonNoneOrderingError, PythonTypeError, pythonType, truthy } from './python';
+import type { Binding } from './render';
 
-/** The outcome of {@link evaluateCondition}: the condition's truth value, or why it has none. */
-export type ConditionEvaluation = { ok: true; value: boolean } | { ok: false; error: string };
+/**
+ * The outcome of {@link evaluateCondition}. `truth` is true, false or `'unknown'`; `value` is
+ * whether the task runs (`truth === true`: an unknown condition skips the task like a false
+ * one). `explanation` names, in one bounded line, the references and comparisons that decided
+ * it, with their values; `missingField` says that one of them is a field missing from an output.
+ * An evaluation error (a type error between non-null values) gives `ok: false` and its message.
+ */
+export type ConditionEvaluation =
+  | { ok: true; value: boolean; truth: Truth; explanation: string; missingField: boolean }
+  | { ok: false; error: string };
+
+/** Options of {@link evaluateCondition}. */
+export interface EvaluateConditionOptions {
+  /**
+   * The status of each parent (`completed`, `failed`, `skipped`…). Only words depend on it: the
+   * explanation says why a parent's output is null (`train-gpu failed`) and, for a completed
+   * parent, that a field is missing from its output.
+   */
+  parentStatus?: Readonly<Record<string, string>>;
+}
 
 /** An error that makes the whole condition fail; its message is shown to the user. */
 class EvaluationError extends Error {}
@@ -16,25 +37,42 @@ interface Scope {
   inputs: Readonly<Record<string, unknown>>;
   dependsOn: readonly string[];
   /** Inside an aggregate: the dependency currently substituted for its glob. */
-  binding?: { glob: string; name: string };
+  binding?: Binding;
+}
+
+/** A node's value (a JSON value, or {@link UNKNOWN}) and the facts that decided it. */
+interface Outcome {
+  value: unknown;
+  facts: Facts;
+  /** For a reference: what it read, to describe it. */
+  operand?: Operand;
 }
 
 /**
  * Evaluates a compiled condition against the outputs of the task's dependencies. `inputs`
  * maps a dependency name to its decoded output (any JSON value); an absent dependency reads
- * as None. Never throws: any evaluation error (e.g. `cannot compare NoneType and int with >`)
- * makes the whole condition an error. Otherwise the result is converted with Python truthiness.
+ * as None. An ordering (`<`, `<=`, `>`, `>=`) or `in`/`not in` with a null operand is unknown;
+ * `and`, `or`, `not` and the aggregates follow Kleene's logic. Never throws: an evaluation error
+ * (e.g. `cannot compare str and int with >`) makes the whole condition an error. Values that
+ * are not unknown are converted with Python truthiness.
  */
 export function evaluateCondition(
   condition: CompiledCondition,
   inputs: Readonly<Record<string, unknown>>,
+  options: EvaluateConditionOptions = {},
 ): ConditionEvaluation {
   try {
     const scope: Scope = {
       inputs: typeof inputs === 'object' && inputs !== null ? inputs : {},
       dependsOn: Array.isArray(condition.dependsOn) ? condition.dependsOn : [],
     };
-    return { ok: true, value: truthy(evaluate(condition.ast, scope)) };
+    const outcome = evaluate(condition.ast, scope);
+    const truth = truthOf(outcome.value);
+    const statuses = options.parentStatus ?? {};
+    const explanation = explain(outcome.facts, {
+      statusOf: (name) => (Object.hasOwn(statuses, name) ? statuses[name] : undefined),
+    });
+    return { ok: true, value: truth === true, truth, explanation: explanation.text, missingField: explanation.missingField };
   } catch (error) {
     if (error instanceof EvaluationError) return { ok: false, error: error.message };
     // Only reachable with a hand-made or corrupted condition (or hostile getters in inputs).
@@ -43,36 +81,33 @@ export function evaluateCondition(
   }
 }
 
-function evaluate(node: ConditionNode, scope: Scope): unknown {
+function truthOf(value: unknown): Truth {
+  return value === UNKNOWN ? 'unknown' : truthy(value);
+}
+
+function evaluate(node: ConditionNode, scope: Scope): Outcome {
   switch (node.type) {
     case 'literal':
-      return node.value;
-    case 'list':
-      return node.items.map((item) => evaluate(item, scope));
+      return { value: node.value, facts: NO_FACTS };
+    case 'list': {
+      // A list holding an unknown is unknown as a whole.
+      const items = node.items.map((item) => evaluate(item, scope));
+      const unknown = items.filter((item) => item.value === UNKNOWN);
+      if (unknown.length > 0) return { value: UNKNOWN, facts: joinFacts(unknown.map((item) => item.facts)) };
+      return { value: items.map((item) => item.value), facts: NO_FACTS };
+    }
     case 'reference':
       return readReference(node, scope);
-    case 'not':
-      return !truthy(evaluate(node.operand, scope));
-    case 'and':
-      for (const operand of node.operands) {
-        if (!truthy(evaluate(operand, scope))) return false;
-      }
-      return true;
-    case 'or':
-      for (const operand of node.operands) {
-        if (truthy(evaluate(operand, scope))) return true;
-      }
-      return false;
-    case 'compare': {
-      // Like Python: each operand is evaluated once, and the chain stops at the first false link.
-      let left = evaluate(node.left, scope);
-      for (const { op, right, column } of node.comparisons) {
-        const value = evaluate(right, scope);
-        if (!compare(op, left, value, column)) return false;
-        left = value;
-      }
-      return true;
+    case 'not': {
+      const operand = evaluate(node.operand, scope);
+      const truth = truthOf(operand.value);
+      return { value: truth === 'unknown' ? UNKNOWN : !truth, facts: operand.facts };
     }
+    case 'and':
+    case 'or':
+      return evaluateLogical(node, scope);
+    case 'compare':
+      return evaluateCompare(node, scope);
     case 'aggregate':
       return evaluateAggregate(node, scope);
     default:
@@ -82,7 +117,74 @@ function evaluate(node: ConditionNode, scope: Scope): unknown {
   }
 }
 
-function compare(op: CompareOperator, left: unknown, right: unknown, column: number): boolean {
+/**
+ * Kleene's `and`/`or`, short-circuiting like Python: `and` stops at the first false operand,
+ * `or` at the first true one; an unknown operand does not stop either.
+ */
+function evaluateLogical(node: LogicalNode, scope: Scope): Outcome {
+  const deciding = node.type === 'or';
+  const all: Facts[] = [];
+  const unknown: Facts[] = [];
+  for (const operand of node.operands) {
+    const outcome = evaluate(operand, scope);
+    const truth = truthOf(outcome.value);
+    if (truth === deciding) return { value: deciding, facts: outcome.facts };
+    if (truth === 'unknown') unknown.push(outcome.facts);
+    all.push(outcome.facts);
+  }
+  if (unknown.length > 0) {
+    // `and`: the unknown operands kept it from being true; `or`: none was true, so all count.
+    return { value: UNKNOWN, facts: joinFacts(deciding ? all : unknown) };
+  }
+  return { value: !deciding, facts: joinFacts(all) };
+}
+
+/**
+ * `a < b <= c`: each operand is evaluated once; the chain stops at the first false link, like
+ * Python, and is unknown when no link is false and one is unknown.
+ */
+function evaluateCompare(node: CompareNode, scope: Scope): Outcome {
+  let leftNode = node.left;
+  let left = evaluate(leftNode, scope);
+  const all: Facts[] = [];
+  const unknown: Facts[] = [];
+  for (const { op, right: rightNode, column } of node.comparisons) {
+    const right = evaluate(rightNode, scope);
+    const result = compare(op, left.value, right.value, column);
+    let facts: Facts;
+    if (left.value === UNKNOWN || right.value === UNKNOWN) {
+      // The operands' own facts say why they are unknown.
+      facts = joinFacts([left.value === UNKNOWN ? left.facts : NO_FACTS, right.value === UNKNOWN ? right.facts : NO_FACTS]);
+    } else {
+      const fact: Fact = {
+        kind: 'link',
+        op,
+        left: operandOf(leftNode, left, scope),
+        right: operandOf(rightNode, right, scope),
+        truth: result === UNKNOWN ? 'unknown' : result,
+      };
+      facts = oneFact(fact);
+    }
+    if (result === false) return { value: false, facts };
+    if (result === UNKNOWN) unknown.push(facts);
+    all.push(facts);
+    left = right;
+    leftNode = rightNode;
+  }
+  return unknown.length > 0 ? { value: UNKNOWN, facts: joinFacts(unknown) } : { value: true, facts: joinFacts(all) };
+}
+
+function operandOf(node: ConditionNode, outcome: Outcome, scope: Scope): Operand {
+  return outcome.operand ?? { node, value: outcome.value, binding: scope.binding };
+}
+
+function isNull(value: unknown): boolean {
+  return pythonType(value) === 'NoneType';
+}
+
+/** One comparison: true, false or {@link UNKNOWN}; a type error between non-null values throws. */
+function compare(op: CompareOperator, left: unknown, right: unknown, column: number): boolean | typeof UNKNOWN {
+  if (left === UNKNOWN || right === UNKNOWN) return UNKNOWN;
   try {
     switch (op) {
       case '==':
@@ -90,19 +192,26 @@ function compare(op: CompareOperator, left: unknown, right: unknown, column: num
       case '!=':
         return !pythonEquals(left, right);
       case 'in':
-        return pythonContains(right, left);
       case 'not in':
-        return !pythonContains(right, left);
+        if (isNull(left) || isNull(right)) return UNKNOWN;
+        return pythonContains(right, left) === (op === 'in');
       default:
+        if (isNull(left) || isNull(right)) return UNKNOWN;
         return pythonCompare(op, left, right);
     }
   } catch (error) {
+    // `[1, None] < [1, 2]`: the pair that decides holds a null, so the order is unknown too.
+    if (error instanceof PythonNoneOrderingError) return UNKNOWN;
     if (error instanceof PythonTypeError) throw new EvaluationError(`${error.message} (column ${column})`);
     throw error;
   }
 }
 
-function readReference(node: ReferenceNode, scope: Scope): unknown {
+/**
+ * Reads a reference. Whatever Python would answer with KeyError/IndexError reads as None, and a
+ * null read says where it came from, for the explanation.
+ */
+function readReference(node: ReferenceNode, scope: Scope): Outcome {
   let name: string;
   if (node.root.kind === 'task') {
     name = node.root.name;
@@ -112,50 +221,67 @@ function readReference(node: ReferenceNode, scope: Scope): unknown {
     throw new EvaluationError(`invalid compiled condition: glob ${JSON.stringify(node.root.pattern)} outside its aggregate`);
   }
   let value: unknown = Object.hasOwn(scope.inputs, name) ? scope.inputs[name] : null;
-  for (const segment of node.path) value = step(value, segment);
-  return value;
+  let origin: NullOrigin | undefined;
+  if (isNull(value)) origin = { kind: 'no-output' };
+  for (let depth = 0; origin === undefined && depth < node.path.length; depth++) {
+    const segment = node.path[depth]!;
+    const owner = value;
+    const type = pythonType(owner);
+    if (typeof segment === 'string' && type === 'dict' && Object.hasOwn(owner as object, segment)) {
+      value = (owner as Record<string, unknown>)[segment];
+    } else if (typeof segment === 'number' && (type === 'list' || type === 'str')) {
+      const items = type === 'list' ? (owner as unknown[]) : Array.from(owner as string);
+      const position = segment < 0 ? items.length + segment : segment;
+      if (Number.isInteger(position) && position >= 0 && position < items.length) {
+        value = items[position];
+      } else {
+        origin = { kind: 'out-of-range', depth, length: items.length };
+      }
+    } else {
+      origin = { kind: 'no-field', depth, owner };
+    }
+    if (origin === undefined && isNull(value)) origin = { kind: 'explicit', depth: depth + 1 };
+  }
+  if (origin !== undefined) value = null;
+  const operand: Operand = { node, value, binding: scope.binding, task: name };
+  if (origin !== undefined) operand.origin = origin;
+  return { value, facts: oneFact({ kind: 'value', operand }), operand };
 }
 
-/** One lookup step; whatever Python would answer with KeyError/IndexError reads as None. */
-function step(value: unknown, segment: PathSegment): unknown {
-  if (typeof segment === 'string') return dictGet(value, segment);
-  if (Array.isArray(value)) return at(value, segment);
-  if (typeof value === 'string') return at(Array.from(value), segment);
-  return null;
-}
-
-function at(items: readonly unknown[], index: number): unknown {
-  const position = index < 0 ? items.length + index : index;
-  return Number.isInteger(position) && position >= 0 && position < items.length ? items[position] : null;
-}
-
-function evaluateAggregate(node: AggregateNode, scope: Scope): boolean | number {
+function evaluateAggregate(node: AggregateNode, scope: Scope): Outcome {
   // Every iteration runs (no short-circuit) so that an error anywhere is never hidden by
   // an earlier result; the order is sorted so the first error reported is deterministic.
-  let truthyCount = 0;
   const names = matchingNames(node.glob, scope.dependsOn);
+  const elements: Array<{ truth: Truth; facts: Facts }> = [];
   for (const name of names) {
-    let result: unknown;
+    let outcome: Outcome;
     try {
-      result = evaluate(node.argument, { ...scope, binding: { glob: node.glob, name } });
+      outcome = evaluate(node.argument, { ...scope, binding: { glob: node.glob, name } });
     } catch (error) {
       if (error instanceof EvaluationError) {
         throw new EvaluationError(`${error.message} in ${node.fn}() for ${JSON.stringify(name)}`);
       }
       throw error;
     }
-    if (truthy(result)) truthyCount += 1;
+    elements.push({ truth: truthOf(outcome.value), facts: outcome.facts });
   }
-  const falsyCount = names.length - truthyCount;
+  // The facts of the elements that decided, in name order.
+  const factsOf = (keep: (truth: Truth) => boolean): Facts => joinFacts(elements.filter((e) => keep(e.truth)).map((e) => e.facts));
+  const trues = elements.filter((e) => e.truth === true).length;
+  const unknowns = elements.filter((e) => e.truth === 'unknown').length;
   switch (node.fn) {
-    case 'all':
-      return falsyCount === 0;
     case 'any':
-      return truthyCount > 0;
+      if (trues > 0) return { value: true, facts: factsOf((t) => t === true) };
+      return { value: unknowns > 0 ? UNKNOWN : false, facts: factsOf(() => true) };
+    case 'all':
+      if (trues + unknowns < elements.length) return { value: false, facts: factsOf((t) => t === false) };
+      if (unknowns > 0) return { value: UNKNOWN, facts: factsOf((t) => t === 'unknown') };
+      return { value: true, facts: factsOf(() => true) };
     case 'count':
-      return truthyCount;
+      return { value: trues, facts: trues > 0 ? factsOf((t) => t === true) : factsOf(() => true) };
     case 'almost_all':
-      return falsyCount <= (node.k ?? 0);
+      if (elements.length - trues <= (node.k ?? 0)) return { value: true, facts: factsOf(() => true) };
+      return { value: false, facts: factsOf((t) => t !== true) };
     default:
       throw new EvaluationError(`invalid compiled condition: unknown aggregate ${JSON.stringify(node.fn)}`);
   }

@@ -1,10 +1,12 @@
 /**
  * The workflow condition language: a Python-like expression subset deciding whether a task
- * runs, given the outputs of its direct dependencies. Compile once with
- * {@link compileCondition}, store the plain-data result, evaluate with {@link evaluateCondition}.
+ * runs, given the outputs of its direct dependencies, with three-valued logic for nulls
+ * (docs/conditions.md). Compile once with {@link compileCondition}, store the plain-data
+ * result, evaluate with {@link evaluateCondition}.
  */
 export { compileCondition, type CompiledCondition } from './compile';
-export { evaluateCondition, type ConditionEvaluation } from './evaluate';
+export { evaluateCondition, type ConditionEvaluation, type EvaluateConditionOptions } from './evaluate';
+export type { Truth as ConditionTruth } from './explain';
 export { fnmatch } from './glob';
 export {
   MAX_CONDITION_DEPTH,
@@ -24,3 +26,4 @@ export {
   type ReferenceNode,
   type ReferenceRoot,
 } from './parser';
+export { boundSkipReason, conditionSkipReason, MAX_SKIP_REASON_LENGTH, skipReasonKind, type SkipKind } from './skip-reason';

@@ -1,8 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { Result } from '../result';
-import { compileCondition, evaluateCondition, type CompiledCondition, type ConditionEvaluation } from './index';
+import { compileCondition, conditionSkipReason, evaluateCondition, MAX_SKIP_REASON_LENGTH, type CompiledCondition, type ConditionEvaluation, type ConditionTruth } from './index';
 import { pythonContains, pythonEquals } from './python';
+import { evaluateTwoValued } from './test-helpers/two-valued';
 
 const DEPENDS_ON = ['a', 'b', 't-a', 't-b', 'prep/x'];
 const CODES = ['condition-syntax', 'condition-disallowed', 'condition-unknown-input', 'condition-no-input'];
@@ -34,7 +35,12 @@ function checkedCompile(source: string, dependsOn: readonly string[] = DEPENDS_O
 function checkedEvaluate(condition: CompiledCondition, inputs: Record<string, unknown>): ConditionEvaluation {
   const result = evaluateCondition(condition, inputs);
   if (result.ok) {
-    expect(typeof result.value).toBe('boolean');
+    expect([true, false, 'unknown']).toContain(result.truth);
+    expect(result.value).toBe(result.truth === true);
+    expect(result.explanation).not.toMatch(/[\r\n]/);
+    const reason = conditionSkipReason(result);
+    if (result.value) expect(reason).toBeNull();
+    else expect(reason?.length).toBeLessThanOrEqual(MAX_SKIP_REASON_LENGTH);
   } else {
     expect(typeof result.error).toBe('string');
     expect(result.error.length).toBeGreaterThan(0);
@@ -221,7 +227,7 @@ describe('valid conditions', () => {
     );
   });
 
-  it('negate under not, failing exactly when the original fails', () => {
+  it('negate under not (the negation of unknown is unknown), failing exactly when the original fails', () => {
     fc.assert(
       fc.property(validCondition, inputsArbitrary, (source, inputs) => {
         const plain = compileCondition(source, DEPENDS_ON);
@@ -230,7 +236,7 @@ describe('valid conditions', () => {
         const a = evaluateCondition(plain.value, inputs);
         const b = evaluateCondition(negated.value, inputs);
         if (a.ok && b.ok) {
-          expect(b.value).toBe(!a.value);
+          expect(b.truth).toBe(kleeneNot(a.truth));
         } else {
           // Same error, only shifted by the 5 characters of "not (".
           const shift = (error: string): string => error.replace(/\(column (\d+)\)/, (_, c: string) => `(column ${Number(c) + 5})`);
@@ -238,6 +244,122 @@ describe('valid conditions', () => {
         }
       }),
       RUNS,
+    );
+  });
+});
+
+function kleeneNot(truth: ConditionTruth): ConditionTruth {
+  return truth === 'unknown' ? 'unknown' : !truth;
+}
+
+/** The outcome of a source over DEPENDS_ON: its truth, or `error`. */
+function truthOf(source: string, inputs: Record<string, unknown>): ConditionTruth | 'error' {
+  const compiled = compileCondition(source, DEPENDS_ON);
+  if (!compiled.ok) throw new Error(`generated condition did not compile: ${source}`);
+  const result = evaluateCondition(compiled.value, inputs);
+  return result.ok ? result.truth : 'error';
+}
+
+describe('three-valued logic', () => {
+  it('De Morgan holds in three values: not (A and B) is (not A) or (not B), not (A or B) is (not A) and (not B)', () => {
+    fc.assert(
+      fc.property(validCondition, expression, inputsArbitrary, (a, b, inputs) => {
+        expect(truthOf(`not ((${a}) and (${b}))`, inputs)).toBe(truthOf(`(not (${a})) or (not (${b}))`, inputs));
+        expect(truthOf(`not ((${a}) or (${b}))`, inputs)).toBe(truthOf(`(not (${a})) and (not (${b}))`, inputs));
+      }),
+      RUNS,
+    );
+  });
+
+  it('and/or are commutative when neither side fails', () => {
+    fc.assert(
+      fc.property(validCondition, validCondition, inputsArbitrary, (a, b, inputs) => {
+        if (truthOf(a, inputs) === 'error' || truthOf(b, inputs) === 'error') return;
+        expect(truthOf(`(${a}) and (${b})`, inputs)).toBe(truthOf(`(${b}) and (${a})`, inputs));
+        expect(truthOf(`(${a}) or (${b})`, inputs)).toBe(truthOf(`(${b}) or (${a})`, inputs));
+      }),
+      RUNS,
+    );
+  });
+
+  it('any() is the or, all() the and, count() the number of true of the element over each match', () => {
+    // "t-*" matches t-a and t-b in DEPENDS_ON.
+    const element = fc
+      .tuple(path, compareOperator, fc.oneof(literal, reference))
+      .map(([rest, op, right]) => `inputs["t-*"]${rest} ${op} ${right}`);
+    fc.assert(
+      fc.property(element, inputsArbitrary, (e, inputs) => {
+        const [ea, eb] = ['t-a', 't-b'].map((name) => e.replaceAll('inputs["t-*"]', `inputs["${name}"]`)) as [string, string];
+        const parts = [truthOf(ea, inputs), truthOf(eb, inputs)];
+        if (parts.includes('error')) {
+          expect(truthOf(`any(${e})`, inputs)).toBe('error');
+          return;
+        }
+        expect(truthOf(`any(${e})`, inputs)).toBe(truthOf(`(${ea}) or (${eb})`, inputs));
+        expect(truthOf(`all(${e})`, inputs)).toBe(truthOf(`(${ea}) and (${eb})`, inputs));
+        const trues = parts.filter((t) => t === true).length;
+        expect(truthOf(`count(${e}) == ${trues}`, inputs)).toBe(true);
+        expect(truthOf(`almost_all(${e}, 1)`, inputs)).toBe(trues >= 1);
+      }),
+      RUNS,
+    );
+  });
+});
+
+// ---- inputs where no null can meet a comparison ----------------------------------------
+
+const NON_NULL_DEPS = ['a', 'b', 't-a', 't-b'];
+const nonNullOutput = fc.record({
+  x: fc.integer({ min: -3, max: 3 }),
+  f: fc.double({ noNaN: true, noDefaultInfinity: true, min: -2, max: 2 }),
+  s: fc.string({ maxLength: 3 }),
+  ok: fc.boolean(),
+  l: fc.array(fc.integer({ min: -2, max: 2 }), { minLength: 1, maxLength: 3 }),
+  d: fc.record({ k: fc.integer({ min: 0, max: 2 }) }),
+});
+const nonNullInputs = fc.record(Object.fromEntries(NON_NULL_DEPS.map((name) => [name, nonNullOutput])));
+const nonNullPath = fc.constantFrom('.x', '.f', '.s', '.ok', '.l', '.l[0]', '.l[-1]', '.d', '.d.k', '["s"]');
+const nonNullReference = fc
+  .tuple(fc.constantFrom('inputs.a', 'inputs["b"]', 'inputs["t-a"]'), nonNullPath)
+  .map(([root, rest]) => root + rest);
+const nonNullLiteral = fc.oneof(
+  fc.integer({ min: -3, max: 3 }).map(String),
+  fc.double({ noNaN: true, noDefaultInfinity: true, min: -2, max: 2 }).map(String),
+  fc.string({ maxLength: 2 }).map((text) => JSON.stringify(text)),
+  fc.constantFrom('True', 'False', '[]', '()', '[1, "x"]', '(0,)', '"k"'),
+);
+const nonNullAggregate = fc
+  .tuple(fc.constantFrom('all', 'any', 'count', 'almost_all'), nonNullPath, compareOperator, fc.oneof(nonNullLiteral, nonNullReference), fc.nat(2))
+  .map(([fn, rest, op, right, k]) => {
+    const argument = `inputs["t-*"]${rest} ${op} ${right}`;
+    return fn === 'almost_all' ? `almost_all(${argument}, ${k})` : `${fn}(${argument})`;
+  });
+const { nonNull } = fc.letrec<{ nonNull: string }>((tie) => ({
+  nonNull: fc.oneof(
+    { depthSize: 'small', maxDepth: 5 },
+    nonNullReference,
+    nonNullLiteral,
+    nonNullAggregate,
+    tie('nonNull').map((e) => `not (${e})`),
+    fc.tuple(tie('nonNull'), fc.constantFrom('and', 'or'), tie('nonNull')).map(([a, op, b]) => `(${a}) ${op} (${b})`),
+    fc
+      .tuple(tie('nonNull'), fc.array(fc.tuple(compareOperator, tie('nonNull')), { minLength: 1, maxLength: 2 }))
+      .map(([first, rest]) => [`(${first})`, ...rest.map(([op, e]) => `${op} (${e})`)].join(' ')),
+  ),
+}));
+
+describe('without nulls', () => {
+  it('gives exactly the two-valued result: the same truth, or the same error', () => {
+    fc.assert(
+      fc.property(fc.tuple(nonNull, fc.constantFrom('and', 'or'), nonNullReference).map(([e, op, ref]) => `(${e}) ${op} ${ref}`), nonNullInputs, (source, inputs) => {
+        const compiled = compileCondition(source, NON_NULL_DEPS);
+        if (!compiled.ok) throw new Error(`generated condition did not compile: ${source}`);
+        const before = evaluateTwoValued(compiled.value, inputs);
+        const now = evaluateCondition(compiled.value, inputs);
+        if (before.ok) expect(now).toMatchObject({ ok: true, truth: before.value, value: before.value });
+        else expect(now).toEqual(before);
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -13,6 +13,13 @@ export type OrderOperator = '<' | '<=' | '>' | '>=';
 /** A Python-style TypeError: the message is what the user sees. */
 export class PythonTypeError extends Error {}
 
+/**
+ * The TypeError Python raises when an ordering meets None (`None > 0`, or `[1, None] < [1, 2]`,
+ * where the first unequal pair holds a None). The condition language reads it as unknown rather
+ * than as an error (docs/conditions.md).
+ */
+export class PythonNoneOrderingError extends PythonTypeError {}
+
 /** Python's recursion limit is about 1000 too; it also stops cycles in non-JSON objects. */
 const MAX_VALUE_DEPTH = 1000;
 
@@ -111,7 +118,8 @@ export function pythonEquals(a: unknown, b: unknown, depth = 0): boolean {
 /**
  * Python ordering: numbers and bools together, strings by code point, lists
  * lexicographically (the first unequal pair decides). Anything else raises, like Python 3.
- * @throws PythonTypeError when the operands cannot be ordered
+ * @throws PythonNoneOrderingError when the deciding pair holds a None
+ * @throws PythonTypeError when the operands cannot be ordered otherwise
  */
 export function pythonCompare(op: OrderOperator, a: unknown, b: unknown, depth = 0): boolean {
   checkDepth(depth);
@@ -128,7 +136,9 @@ export function pythonCompare(op: OrderOperator, a: unknown, b: unknown, depth =
     }
     return applyOrder(op, listA.length, listB.length);
   }
-  throw new PythonTypeError(`cannot compare ${typeA} and ${typeB} with ${op}`);
+  const message = `cannot compare ${typeA} and ${typeB} with ${op}`;
+  if (typeA === 'NoneType' || typeB === 'NoneType') throw new PythonNoneOrderingError(message);
+  throw new PythonTypeError(message);
 }
 
 function applyOrder(op: OrderOperator, a: number, b: number): boolean {

@@ -240,16 +240,59 @@ describe('conditions (SPEC §3.3)', () => {
     const h = new Harness(cond('inputs.a.score > 0.5'));
     h.activate();
     h.succeed('a', '{"score":0.1}');
-    expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false' });
+    expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false: inputs.a.score = 0.1, not > 0.5' });
     expect(h.dispatched()).toEqual(['c']);
   });
 
   it('skips with the error when evaluation fails', () => {
     const h = new Harness(cond('inputs.a.score > 0.5'));
     h.activate();
-    h.succeed('a', '{"score":null}');
+    h.succeed('a', '{"score":"high"}');
     expect(h.runtime.tasks.b?.status).toBe('skipped');
-    expect(h.runtime.tasks.b?.error).toMatch(/^condition error: .*compare/);
+    expect(h.runtime.tasks.b?.error).toBe('condition error: cannot compare str and float with > (column 16)');
+  });
+
+  it('skips an unknown condition (a null compared) like a false one, saying which value is null', () => {
+    const h = new Harness(cond('inputs.a.score > 0.5'));
+    h.activate();
+    h.succeed('a', '{"score":null}');
+    expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false: inputs.a.score is null' });
+  });
+
+  it('names a field missing from a completed parent\'s output and the fields it has', () => {
+    const h = new Harness(cond('inputs.a.acc > 0.9'));
+    h.activate();
+    h.succeed('a', '{"accuracy":0.95,"loss":0.1}');
+    expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false: output of "a" has no field "acc"; it has: accuracy, loss' });
+  });
+
+  it('runs the README example: all_settled with any() over two trainers, one failed and one above the bar', () => {
+    const h = new Harness(
+      definition([
+        { name: 'train-gpu' },
+        { name: 'train-cpu' },
+        { name: 'compare', depends_on: ['train-gpu', 'train-cpu'], dep_policy: 'all_settled', condition: 'any(inputs["train-*"].accuracy > 0.9)' },
+      ]),
+    );
+    h.activate();
+    h.fail('train-gpu', 'CUDA out of memory');
+    h.succeed('train-cpu', '{"accuracy":0.93}');
+    expect(h.dispatched()).toEqual(['compare']);
+
+    const below = new Harness(
+      definition([
+        { name: 'train-gpu' },
+        { name: 'train-cpu' },
+        { name: 'compare', depends_on: ['train-gpu', 'train-cpu'], dep_policy: 'all_settled', condition: 'any(inputs["train-*"].accuracy > 0.9)' },
+      ]),
+    );
+    below.activate();
+    below.fail('train-gpu', 'CUDA out of memory');
+    below.succeed('train-cpu', '{"accuracy":0.85}');
+    expect(below.runtime.tasks.compare).toMatchObject({
+      status: 'skipped',
+      error: 'condition false: inputs["train-cpu"].accuracy = 0.85, not > 0.9; inputs["train-gpu"].accuracy is null (train-gpu failed)',
+    });
   });
 
   it('reads a parent without output as null', () => {

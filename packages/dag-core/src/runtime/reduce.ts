@@ -1,3 +1,4 @@
+import { boundSkipReason } from '../condition';
 import { taskTimeoutS } from '../definition/types';
 import { Draft } from './draft';
 import { dispatchRound } from './dispatch';
@@ -304,7 +305,7 @@ function conditionInputs(step: Step, event: ConditionInputsEvent): void {
   const failed = Object.entries(event.errors);
   if (failed.length > 0) {
     const [parent, error] = failed[0]!;
-    transition(step, position, { status: 'skipped', error: `could not read the output of "${parent}": ${error}` });
+    transition(step, position, { status: 'skipped', error: boundSkipReason(`could not read the output of "${parent}": ${error}`) });
     return;
   }
   finishCondition(step, position, event.inputs);

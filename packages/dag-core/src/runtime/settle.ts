@@ -1,4 +1,4 @@
-import { evaluateCondition } from '../condition';
+import { boundSkipReason, conditionSkipReason, evaluateCondition } from '../condition';
 import type { DepPolicy, TaskDefinition } from '../definition/types';
 import { decodeInlineOutput, parseOutputRef } from '../wire/output-ref';
 import { C_DEP_BLOCKING, C_DEP_SATISFIED, C_GATE_BLOCKING, C_GATE_SATISFIED } from './core';
@@ -185,7 +185,8 @@ export function pendingFetch(step: Step, def: TaskDefinition): Record<string, st
 
 /**
  * Evaluates a condition with `fetched` (parent → decoded blob output) and the inline outputs.
- * True → ready; false → skipped (`condition false`); an error → skipped with the error.
+ * True → ready; false or unknown → skipped (`condition false: …` naming what decided it); an
+ * error → skipped with the error (docs/conditions.md).
  */
 export function finishCondition(step: Step, position: number, fetched: Readonly<Record<string, unknown>>): void {
   const def = step.index.tasks[position]!;
@@ -195,7 +196,10 @@ export function finishCondition(step: Step, position: number, fetched: Readonly<
     return;
   }
   const inputs: Record<string, unknown> = {};
+  const parentStatus: Record<string, string> = {};
   for (const parent of compiled.value.references) {
+    const at = step.d.positionOf(parent);
+    if (at !== undefined) parentStatus[parent] = step.d.task(at).status;
     if (Object.prototype.hasOwnProperty.call(fetched, parent)) {
       inputs[parent] = fetched[parent];
       continue;
@@ -212,15 +216,14 @@ export function finishCondition(step: Step, position: number, fetched: Readonly<
     }
     const decoded = decodeInlineOutput(ref);
     if (!decoded.ok) {
-      transition(step, position, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
+      transition(step, position, { status: 'skipped', error: boundSkipReason(`the output of "${parent}" is not JSON: ${decoded.error}`) });
       return;
     }
     inputs[parent] = decoded.value;
   }
-  const result = evaluateCondition(compiled.value, inputs);
-  if (!result.ok) transition(step, position, { status: 'skipped', error: `condition error: ${result.error}` });
-  else if (result.value) transition(step, position, { status: 'ready', awaitingInputs: false });
-  else transition(step, position, { status: 'skipped', error: 'condition false' });
+  const reason = conditionSkipReason(evaluateCondition(compiled.value, inputs, { parentStatus }));
+  if (reason === null) transition(step, position, { status: 'ready', awaitingInputs: false });
+  else transition(step, position, { status: 'skipped', error: reason });
 }
 
 /** Re-evaluates every task on the worklist until nothing more moves. */

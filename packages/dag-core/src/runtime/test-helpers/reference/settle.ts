@@ -1,4 +1,4 @@
-import { evaluateCondition } from '../../../condition';
+import { boundSkipReason, conditionSkipReason, evaluateCondition } from '../../../condition';
 import type { DepPolicy, TaskDefinition } from '../../../definition/types';
 import { decodeInlineOutput, parseOutputRef } from '../../../wire/output-ref';
 import { transition, type Step } from './step';
@@ -133,7 +133,10 @@ export function finishCondition(step: Step, def: TaskDefinition, fetched: Readon
     return;
   }
   const inputs: Record<string, unknown> = {};
+  const parentStatus: Record<string, string> = {};
   for (const parent of compiled.value.references) {
+    const task = step.d.task(parent);
+    if (task !== undefined) parentStatus[parent] = task.status;
     if (Object.prototype.hasOwnProperty.call(fetched, parent)) {
       inputs[parent] = fetched[parent];
       continue;
@@ -150,15 +153,14 @@ export function finishCondition(step: Step, def: TaskDefinition, fetched: Readon
     }
     const decoded = decodeInlineOutput(ref);
     if (!decoded.ok) {
-      transition(step, def.name, { status: 'skipped', error: `the output of "${parent}" is not JSON: ${decoded.error}` });
+      transition(step, def.name, { status: 'skipped', error: boundSkipReason(`the output of "${parent}" is not JSON: ${decoded.error}`) });
       return;
     }
     inputs[parent] = decoded.value;
   }
-  const result = evaluateCondition(compiled.value, inputs);
-  if (!result.ok) transition(step, def.name, { status: 'skipped', error: `condition error: ${result.error}` });
-  else if (result.value) transition(step, def.name, { status: 'ready', awaitingInputs: false });
-  else transition(step, def.name, { status: 'skipped', error: 'condition false' });
+  const reason = conditionSkipReason(evaluateCondition(compiled.value, inputs, { parentStatus }));
+  if (reason === null) transition(step, def.name, { status: 'ready', awaitingInputs: false });
+  else transition(step, def.name, { status: 'skipped', error: reason });
 }
 
 /** Re-evaluates every task on the worklist until nothing more moves. */
