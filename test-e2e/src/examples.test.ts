@@ -11,6 +11,7 @@ interface RunTask {
   attempt_no: number;
   queue: string;
   error: string | null;
+  skip_reason: string | null;
   output: unknown;
 }
 
@@ -122,7 +123,7 @@ describe('examples through `jobq workflow run --json` (embedded stack)', () => {
     ]);
     expect(task(report, 'test').output).toMatchObject({ passed: true, coverage: 0.93 });
     expect(task(report, 'deploy').output).toEqual({ environment: 'staging', deployed: true });
-    expect(task(report, 'page-oncall')).toMatchObject({ attempt_no: 0, error: 'condition false', output: null });
+    expect(task(report, 'page-oncall')).toMatchObject({ attempt_no: 0, error: 'condition false: inputs.test.passed = true', skip_reason: 'condition false: inputs.test.passed = true', output: null });
     expect(task(report, 'report').output).toEqual({ ran: ['deploy'] });
   });
 
@@ -136,7 +137,7 @@ describe('examples through `jobq workflow run --json` (embedded stack)', () => {
       ['page-oncall', 'completed'],
       ['report', 'completed'],
     ]);
-    expect(task(report, 'deploy').error).toBe('condition false');
+    expect(task(report, 'deploy').skip_reason).toBe('condition false: inputs.test.passed = false');
     expect(task(report, 'report').output).toEqual({ ran: ['page-oncall'] });
   });
 

@@ -1,6 +1,7 @@
 import { taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { parseDurationInMs } from '@jobq/worker';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
+import { skipLines, skippedTasks } from './skips';
 
 /** `1s`, `500ms`, `2m` or a bare number of seconds, in milliseconds; null when malformed. */
 export function parseInterval(text: string): number | null {
@@ -60,6 +61,8 @@ export interface FrameOptions {
   byLayer: boolean;
   /** Running tasks listed by name. */
   runningShown: number;
+  /** Skipped tasks listed with their reasons (default 5). */
+  skippedShown?: number;
   now: number;
 }
 
@@ -83,7 +86,10 @@ export function progressLine(runtime: WorkflowRuntime, rate: RateWindow, now: nu
   return `${runtime.status.padEnd(10)} ${statusBar(counts, 30)} ${percentDone(counts).padStart(4)}  ${countsLine(counts)}${tail}  (${duration(elapsedMs(runtime, now))})`;
 }
 
-/** The full view: a header, the bar, rate and ETA, the first running tasks and, optionally, the layers. */
+/**
+ * The full view: a header, the bar, rate and ETA, the first running tasks, the first skipped
+ * tasks with their reasons and, optionally, the layers.
+ */
 export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: FrameOptions): string[] {
   const counts = runtime.counts;
   const total = totalOf(counts);
@@ -100,6 +106,8 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
     const shown = running.slice(0, options.runningShown).map((r) => (r.forMs === null ? r.name : `${r.name} (${duration(r.forMs)})`));
     lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
   }
+  const skipped = skippedTasks(runtime);
+  lines.push(...skipLines(skipped, { prefix: 'skipped: ', limit: options.skippedShown ?? 5, more: 'jobq workflow status lists them' }));
   if (options.byLayer) {
     const rows = layerRollup(runtime.definition.tasks.map((t) => ({ taskName: t.name, status: taskStatus(runtime, t.name) })));
     lines.push('', ...layerTable(rows).split('\n'));

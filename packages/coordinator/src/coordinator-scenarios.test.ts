@@ -62,7 +62,7 @@ describe('Coordinator scenarios', () => {
     const runtime = await s.run({
       name: 'condition-errors',
       tasks: [
-        { name: 'a', kwargs: { cmd: out('{"x":null}') } },
+        { name: 'a', kwargs: { cmd: out('{"x":"s"}') } },
         { name: 'big', kwargs: { cmd: big } },
         { name: 'err', depends_on: ['a'], condition: 'inputs.a.x > 1', kwargs: { cmd: 'true' } },
         { name: 'after_err', depends_on: ['err'], kwargs: { cmd: 'true' } },

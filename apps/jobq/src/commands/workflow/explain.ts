@@ -7,6 +7,7 @@ import { openDeployment, type Deployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
+import { skipLines, skippedJson, skippedTasks } from '../../skips';
 
 /** One parent's value as a condition sees it. */
 interface ConditionInput {
@@ -30,6 +31,8 @@ interface TaskDetail {
   startedAt: string | null;
   completedAt: string | null;
   error: string | null;
+  /** Why the task was skipped (docs/conditions.md); null unless skipped. */
+  skip_reason: string | null;
   reasons: string[];
   /** The parents' outputs, for a task with a condition. */
   conditionInputs: ConditionInput[] | null;
@@ -57,10 +60,8 @@ function terminalReasons(runtime: WorkflowRuntime, def: TaskDefinition): string[
       return [`dep_policy ${def.depPolicy} can no longer be met: blocked by ${names || 'its dependencies'}`];
     }
     case 'skipped':
-      if (def.condition !== null) {
-        return [task.error === null || task.error === 'condition false' ? `its condition was false: ${def.condition}` : `skipped: ${task.error} (condition ${def.condition})`];
-      }
-      return [`skipped${task.error !== null ? `: ${task.error}` : ''}`];
+      // The reason names what decided (docs/conditions.md); the condition and its inputs follow.
+      return [`skipped: ${task.error ?? (def.condition !== null ? 'condition false' : 'no reason recorded')}`];
     case 'cancelled':
       return [`cancelled${task.error !== null ? `: ${task.error}` : ' (the workflow was cancelled)'}`];
     default:
@@ -91,6 +92,7 @@ function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: Ex
     startedAt: task.startedAt,
     completedAt: task.completedAt,
     error: task.error,
+    skip_reason: task.status === 'skipped' ? task.error : null,
     reasons: explained?.reasons ?? terminalReasons(runtime, def),
     conditionInputs,
   };
@@ -152,7 +154,8 @@ export default class WorkflowExplain extends JobqCommand {
     '(and its dep_policy), a condition and the parent outputs it reads, max_parallelism holding it back, the workflow not yet ' +
     'activated by a coordinator, a cancel request, or a task running for longer than --stale-running-min (its message may be lost). ' +
     'The task queues in use are peeked: an oldest message older than --oldest-message-min means no worker is taking them. ' +
-    'With --task, only that task, finished or not (a finished one says how it ended: its error, the false condition and its inputs, ' +
+    'Skipped tasks are listed with the reason each was skipped (the references its condition read and their values). ' +
+    'With --task, only that task, finished or not (a finished one says how it ended: its error, why it was skipped with the condition and its inputs, ' +
     'the failed dependencies). Nothing is changed. Exits 1 when the workflow or the task does not exist.';
   static override examples = [
     '<%= config.bin %> workflow explain nightly-2024-06-01',
@@ -165,7 +168,7 @@ export default class WorkflowExplain extends JobqCommand {
     task: Flags.string({ description: 'Explain only this task' }),
     'stale-running-min': Flags.integer({ description: 'Flag tasks running for longer than this', default: 60, min: 0 }),
     'oldest-message-min': Flags.integer({ description: 'Flag a queue whose oldest visible message is older than this', default: 5, min: 0 }),
-    limit: Flags.integer({ description: 'Unfinished tasks shown in text (0 = all; --json always has all)', default: 20, min: 0 }),
+    limit: Flags.integer({ description: 'Unfinished and skipped tasks shown in text (0 = all; --json always has all)', default: 20, min: 0 }),
     json: Flags.boolean({ description: 'Print one JSON document: the workflow, its unfinished tasks (or the one --task) and the queues', default: false }),
   };
 
@@ -206,8 +209,9 @@ export default class WorkflowExplain extends JobqCommand {
       return;
     }
 
+    const skipped = skippedTasks(fresh);
     if (flags.json) {
-      this.printJson({ target: deployment.target, ...report });
+      this.printJson({ target: deployment.target, ...report, skipped_tasks: skippedJson(skipped) });
       return;
     }
     const lines = workflowLines(report, deployment.target);
@@ -220,6 +224,9 @@ export default class WorkflowExplain extends JobqCommand {
         if (def !== undefined) lines.push(...taskLines(taskDetail(fresh, def, task), '  '));
       }
       if (shown.length < report.tasks.length) lines.push(`  … ${report.tasks.length - shown.length} more (--limit 0 shows all; --task NAME explains one)`);
+    }
+    if (skipped.length > 0) {
+      lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.limit, more: '--limit 0 shows all' }));
     }
     if (report.queues.length > 0) {
       lines.push('', 'Queues');

@@ -48,8 +48,8 @@ describe('jobq workflow run (embedded stack)', () => {
     });
     expect(report.tasks.map((t) => t.name)).toEqual(['featurize', 'train-gnn', 'train-rf', 'compare']);
     for (const task of report.tasks) {
-      expect(Object.keys(task).sort()).toEqual(['attempt_no', 'error', 'name', 'output', 'queue', 'status']);
-      expect(task).toMatchObject({ status: 'completed', attempt_no: 1, queue: 'default', error: null });
+      expect(Object.keys(task).sort()).toEqual(['attempt_no', 'error', 'name', 'output', 'queue', 'skip_reason', 'status']);
+      expect(task).toMatchObject({ status: 'completed', attempt_no: 1, queue: 'default', error: null, skip_reason: null });
     }
     const tasks = byName(report);
     expect(tasks.featurize?.output).toEqual({ rows: 1000, features: ['x1', 'x2', 'x3'] });
@@ -111,8 +111,48 @@ describe('jobq workflow run (embedded stack)', () => {
     expect(report.status).toBe('completed');
     const tasks = byName(report);
     expect(tasks.check?.output).toEqual({ big: false });
-    expect(tasks['big-path']).toMatchObject({ status: 'skipped', output: null });
+    expect(tasks['big-path']).toMatchObject({ status: 'skipped', output: null, skip_reason: 'condition false: inputs.check.big = false, not == True' });
     expect(tasks['small-path']).toMatchObject({ status: 'completed', output: 1, queue: 'otheraccount/gpu' });
+  });
+
+  it('runs the README example with one trainer failing (compare runs); a misspelled field skips with a warning naming the fields present', async () => {
+    const marker = join(dir, 'compared');
+    const file = await workflowFile(
+      'headline.yaml',
+      [
+        'name: headline',
+        'tasks:',
+        '  - name: featurize',
+        '    kwargs: {cmd: "true"}',
+        '  - name: train-gpu',
+        '    depends_on: [featurize]',
+        '    kwargs: {cmd: "echo CUDA out of memory >&2; exit 1"}',
+        '  - name: train-cpu',
+        '    depends_on: [featurize]',
+        '    kwargs: {cmd: "echo \'{\\"accuracy\\": 0.93}\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '  - name: compare',
+        '    depends_on: [train-gpu, train-cpu]',
+        '    dep_policy: all_settled',
+        '    condition: \'any(inputs["train-*"].accuracy > 0.9)\'',
+        `    kwargs: {cmd: "touch ${marker}"}`,
+        '  - name: a',
+        '    kwargs: {cmd: "echo \'{\\"accuracy\\": 0.95}\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '  - name: b',
+        '    depends_on: [a]',
+        '    condition: inputs.a.acc > 0.9',
+        '    kwargs: {cmd: "true"}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'run', file]);
+    expect(result.stdout).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/workflow "headline" \S+: completed \(completed 4 · failed 1 · skipped 1\)/);
+    expect(result.stderr).toContain('  failed: train-gpu (attempt 1)');
+    // compare ran: the failed trainer reads as unknown, the other one reached the bar.
+    await expect(readFile(marker, 'utf8')).resolves.toBe('');
+    expect(result.stderr).toContain('warning: task "b" skipped: condition false: output of "a" has no field "acc"; it has: accuracy\n');
+    expect(result.stderr).not.toContain('skipped: compare');
   });
 
   it('retries a flaky task once in a 10-task workflow; merge nodes are left out with --max-fan-in', async () => {
@@ -234,7 +274,7 @@ describe('jobq workflow run (storage configured)', () => {
     expect(result.stderr).not.toContain('embedded stack');
     expect(result.code).toBe(0);
     const report = parseReport(result.stdout);
-    expect(report.tasks).toEqual([{ name: 'a', status: 'completed', attempt_no: 1, queue: 'devstoreaccount1/remote-q', error: null, output: 'cli' }]);
+    expect(report.tasks).toEqual([{ name: 'a', status: 'completed', attempt_no: 1, queue: 'devstoreaccount1/remote-q', error: null, skip_reason: null, output: 'cli' }]);
     const status = await deployment.client.status(report.workflow_id);
     expect(status?.name).toBe('remote');
   });

@@ -13,6 +13,7 @@ import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
 import { queuesNamespace } from '../../servicebus-access';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
+import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
 import { loadWorkflowFile } from '../../workflow-file';
 
 /** One task in the `--json` document. */
@@ -22,6 +23,8 @@ export interface RunTaskReport {
   attempt_no: number;
   queue: string;
   error: string | null;
+  /** Why the task was skipped (its condition, and what decided it); null unless skipped. */
+  skip_reason: string | null;
   output: unknown;
 }
 
@@ -39,6 +42,8 @@ const POLL_INTERVAL_IN_MS = 250;
 const NOT_ACTIVATED_WARNING_IN_MS = 30_000;
 /** Every this many polls the runtime is read even though the index row says the workflow runs. */
 const FULL_READ_EVERY = 20;
+/** Skipped tasks listed by name, with their reasons, in the summary. */
+const SKIPPED_SHOWN = 20;
 /** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
 const CANCEL_SETTLE_IN_MS = 5_000;
 
@@ -161,6 +166,8 @@ export default class WorkflowRun extends JobqCommand {
     if (report === null) throw new ReportedFailure('the workflow did not finish');
     if (flags.json) this.printJson(report);
     else this.printSummary(report);
+    // A skip for a missing field or an error is most likely a mistake: say so, --json or not.
+    for (const line of skipWarnings(skippedOf(report))) this.note(line);
     if (session.failure !== null) this.note(`jobq: ${errorLine(session.failure)}`);
     if (report.status !== 'completed' || session.interrupted || session.failure !== null) throw new ReportedFailure(`workflow ${report.status}`);
   }
@@ -172,7 +179,14 @@ export default class WorkflowRun extends JobqCommand {
     for (const task of report.tasks) {
       if (task.status === 'failed') this.note(`  failed: ${task.name} (attempt ${task.attempt_no}): ${task.error ?? 'no error recorded'}`);
     }
+    // Skips that deserve a warning are said once, as warnings.
+    const skipped = skippedOf(report).filter((s) => !s.warning);
+    for (const line of skipLines(skipped, { prefix: '  skipped: ', limit: SKIPPED_SHOWN, more: '--json lists every task' })) this.note(line);
   }
+}
+
+function skippedOf(report: RunReport): SkippedTask[] {
+  return report.tasks.filter((t) => t.status === 'skipped').map((t) => skippedTask(t.name, t.skip_reason));
 }
 
 /** The live state of one `workflow run`: interruption, fatal errors of the local services, watching. */
@@ -354,6 +368,7 @@ async function buildReport(
       attempt_no: state?.attemptNo ?? 0,
       queue: taskQueue(definition, task),
       error: state?.error ?? null,
+      skip_reason: state?.status === 'skipped' ? state.error : null,
       output,
     });
   }

@@ -44,7 +44,7 @@ describe('jobq workflow status', () => {
     expect(doc.counts).toMatchObject({ ready: 1, pending: 3, completed: 0 });
     expect(doc.runtime).toMatchObject({ status: 'pending', activated: false });
     expect(doc.tasks.map((t) => t.taskName)).toEqual(['root', 'fan-001', 'fan-002', 'fan-003']);
-    expect(doc.tasks[0]).toEqual({ taskName: 'root', status: 'ready', queue: 'default', attemptNo: 0, error: null, deps: '0/0', dispatchedAt: null, startedAt: null, completedAt: null });
+    expect(doc.tasks[0]).toEqual({ taskName: 'root', status: 'ready', queue: 'default', attemptNo: 0, error: null, deps: '0/0', dispatchedAt: null, startedAt: null, completedAt: null, skip_reason: null });
     expect(doc.tasks[1]).toMatchObject({ taskName: 'fan-001', status: 'pending', deps: '0/1' });
     expect(doc.layers).toEqual([
       { layer: 'root', total: 1, pending: 0, ready: 1, running: 0, completed: 0, failed: 0, skipped: 0 },

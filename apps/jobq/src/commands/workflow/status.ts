@@ -7,6 +7,10 @@ import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable, totalOf, type TaskLine } from '../../format';
 import { collectTasks, requireWorkflow } from '../../listing';
+import { skipLines, skippedTask } from '../../skips';
+
+/** Skipped tasks listed with their reasons (all of them with --verbose). */
+const SKIPPED_SHOWN = 20;
 
 /** One task of the status report. */
 interface StatusTask extends TaskLine {
@@ -17,6 +21,8 @@ interface StatusTask extends TaskLine {
   /** When a worker started it (as its completion reported). */
   startedAt: string | null;
   completedAt: string | null;
+  /** Why the task was skipped (docs/conditions.md); null unless skipped. */
+  skip_reason: string | null;
 }
 
 /** The tasks of a runtime, in definition order. */
@@ -35,6 +41,7 @@ function runtimeTasks(runtime: WorkflowRuntime): StatusTask[] {
       dispatchedAt: task?.dispatchedAt ?? null,
       startedAt: task?.startedAt ?? null,
       completedAt: task?.completedAt ?? null,
+      skip_reason: task?.status === 'skipped' ? task.error : null,
     };
   });
 }
@@ -43,7 +50,7 @@ export default class WorkflowStatus extends JobqCommand {
   static override summary = 'Show the status of one workflow';
   static override description =
     'Prints the workflow\'s name and status, a progress bar (# completed, X failed/upstream_failed/cancelled, - skipped, > running, . pending or ready), ' +
-    'the task counts and a task table (Task, Status, Queue, Attempt, Error) in definition order. Everything comes from the runtime blob, the source of truth ' +
+    'the task counts and a task table (Task, Status, Queue, Attempt, Error) in definition order, then each skipped task with the reason it was skipped. Everything comes from the runtime blob, the source of truth ' +
     '(the index row, which lists use, may lag it for a moment). --by-layer adds a rollup by layer: a task\'s layer is its name without a ' +
     'trailing "-NNN" (three or more digits, optionally followed by "_N"). Exits 1 when the workflow does not exist.';
   static override examples = [
@@ -78,7 +85,7 @@ export default class WorkflowStatus extends JobqCommand {
     } else if (flags.tasks || flags['by-layer']) {
       // The runtime blob is missing (a submit that did not finish): the task rows are all there is.
       const rows = (await collectTasks(deployment.client, { workflowId: args.id })).items;
-      tasks = rows.map((r) => ({ ...r, deps: null, dispatchedAt: null, startedAt: null, completedAt: null }));
+      tasks = rows.map((r) => ({ ...r, deps: null, dispatchedAt: null, startedAt: null, completedAt: null, skip_reason: r.status === 'skipped' ? r.error : null }));
     }
     const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
     const status = runtime?.status ?? summary.status;
@@ -112,6 +119,10 @@ export default class WorkflowStatus extends JobqCommand {
     if (summary.error !== null) lines.push(`Error     ${summary.error}`);
     if (layers) lines.push('', layerTable(layers));
     if (flags.tasks) lines.push('', tasks.length === 0 ? 'No tasks.' : taskTable(tasks, { verbose: flags.verbose }));
+    const skipped = tasks.filter((t) => t.status === 'skipped').map((t) => skippedTask(t.taskName, t.error));
+    if (skipped.length > 0) {
+      lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.verbose ? 0 : SKIPPED_SHOWN, more: '--verbose shows all' }));
+    }
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 }

@@ -10,6 +10,11 @@ import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../
 const FAILING = 'name: failing\ntasks:\n  - name: ok\n    kwargs: {cmd: echo ok}\n  - name: bad\n    depends_on: [ok]\n    kwargs: {cmd: exit 3}\n  - name: after\n    depends_on: [bad]\n    kwargs: {cmd: echo never}\n';
 const CONDITIONAL =
   'name: conditional\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    condition: inputs.a == 1\n    kwargs: {cmd: echo b}\n';
+/** `inputs.a.acc` against an output `{"accuracy": 0.95, "loss": 0.1}`: a misspelled field. */
+const MISSPELLED =
+  'name: misspelled\ntasks:\n  - name: a\n    kwargs: {cmd: "echo \'{\\"accuracy\\": 0.95, \\"loss\\": 0.1}\' > \\"$JOBQ_OUTPUT_FILE\\""}\n' +
+  '  - name: b\n    depends_on: [a]\n    condition: inputs.a.acc > 0.9\n    kwargs: {cmd: echo b}\n';
+const MISSING_REASON = 'condition false: output of "a" has no field "acc"; it has: accuracy, loss';
 
 let storage: TestStorage;
 let prefix: string;
@@ -29,6 +34,7 @@ beforeAll(async () => {
   await deployment.client.submit({ text: TWO_TASKS, filename: 'two.yaml' }, { id: 'two-ok' });
   await deployment.client.submit({ text: FAILING, filename: 'failing.yaml' }, { id: 'two-bad' });
   await deployment.client.submit({ text: CONDITIONAL, filename: 'conditional.yaml' }, { id: 'cond-1' });
+  await deployment.client.submit({ text: MISSPELLED, filename: 'misspelled.yaml' }, { id: 'cond-missing' });
 });
 afterAll(async () => {
   await worker?.stop({ gracePeriodInMs: 0 });
@@ -89,7 +95,33 @@ describe('jobq workflow explain of finished tasks', () => {
     const result = await runCli(['workflow', 'explain', 'cond-1', '--task', 'b'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/b\s+skipped/);
-    expect(result.stdout).toContain('its condition was false: inputs.a == 1');
+    expect(result.stdout).toContain('- skipped: condition false: inputs.a is null (a completed without an output)');
+    expect(result.stdout).toContain('condition: inputs.a == 1');
     expect(result.stdout).toMatch(/a \(completed\) = /);
+  });
+});
+
+describe('skip reasons in the human output of watch, status and explain', () => {
+  it('name the missing field and the fields the output has', async () => {
+    const watched = await runCli(['workflow', 'watch', 'cond-missing', '--interval', '200ms'], { env: storage.env(prefix) });
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toContain(`skipped: b: ${MISSING_REASON}\n`);
+
+    const status = await runCli(['workflow', 'status', 'cond-missing'], { env: storage.env(prefix) });
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain(`Skipped tasks (1)\n  b: ${MISSING_REASON}\n`);
+    const json = await runCli(['workflow', 'status', 'cond-missing', '--json'], { env: storage.env(prefix) });
+    const doc = JSON.parse(json.stdout) as { tasks: Array<{ taskName: string; skip_reason: string | null }> };
+    expect(doc.tasks.map((t) => [t.taskName, t.skip_reason])).toEqual([
+      ['a', null],
+      ['b', MISSING_REASON],
+    ]);
+
+    const explained = await runCli(['workflow', 'explain', 'cond-missing'], { env: storage.env(prefix) });
+    expect(explained.code).toBe(0);
+    expect(explained.stdout).toContain(`Skipped tasks (1)\n  b: ${MISSING_REASON}\n`);
+    const task = await runCli(['workflow', 'explain', 'cond-missing', '--task', 'b'], { env: storage.env(prefix) });
+    expect(task.code).toBe(0);
+    expect(task.stdout).toContain(`  - skipped: ${MISSING_REASON}\n`);
   });
 });

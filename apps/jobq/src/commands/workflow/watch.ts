@@ -9,6 +9,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { workflowNotFound } from '../../listing';
 import { terminalOf, totalOf } from '../../format';
 import { LiveBlock, RateWindow, countsKey, elapsedMs, frameLines, parseInterval, progressLine } from '../../watch-view';
+import { skippedJson, skippedTasks } from '../../skips';
 
 /** Running tasks named in the live view. */
 const RUNNING_SHOWN = 5;
@@ -34,7 +35,7 @@ export default class WorkflowWatch extends JobqCommand {
   static override description =
     'Reads the workflow\'s runtime every --interval and shows its progress: the task counts, a bar (# completed, X failed/upstream_failed/cancelled, ' +
     '- skipped, > running, . pending or ready), the rate of finished tasks per second over the last minute, the time left at that rate, ' +
-    'and the first running tasks (--by-layer adds a rollup by layer). On a terminal the view is redrawn in place; otherwise a line is ' +
+    'the first running tasks and the first skipped tasks with the reason each was skipped (--by-layer adds a rollup by layer). On a terminal the view is redrawn in place; otherwise a line is ' +
     'printed only when the counts change. Stops when the workflow is completed, failed or cancelled: exits 0 when it completed and 1 ' +
     'otherwise. With --json nothing is shown while watching and the final status is printed as one JSON document. Ctrl-C stops watching; ' +
     'the workflow goes on.';
@@ -113,6 +114,7 @@ export default class WorkflowWatch extends JobqCommand {
         elapsedMs: elapsedMs(runtime, Date.now()),
         error: summary?.error ?? null,
         failedTasks: failed,
+        skipped_tasks: skippedJson(skippedTasks(runtime)),
       });
     } else if (!redraw) {
       view.show(frameLines(runtime, rate, { byLayer: flags['by-layer'], runningShown: RUNNING_SHOWN, now: Date.now() }));

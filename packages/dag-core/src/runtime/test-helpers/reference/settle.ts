@@ -124,7 +124,7 @@ export function pendingFetch(step: Step, def: TaskDefinition): Record<string, st
 
 /**
  * Evaluates a condition with `fetched` (parent → decoded blob output) and the inline outputs.
- * True → ready; false → skipped (`condition false`); an error → skipped with the error.
+ * True → ready; false or unknown → skipped (`condition false: …`); an error → skipped with the error.
  */
 export function finishCondition(step: Step, def: TaskDefinition, fetched: Readonly<Record<string, unknown>>): void {
   const compiled = step.index.condition(def);
