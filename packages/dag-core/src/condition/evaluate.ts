@@ -3,7 +3,7 @@
  * three-valued logic where a null meets an ordering or `in` (docs/conditions.md).
  */
 import type { CompiledCondition } from './compile';
-import { explain, joinFacts, NO_FACTS, oneFact, UNKNOWN, type Fact, type Facts, type NullOrigin, type Operand, type Truth } from './explain';
+import { explain, joinFacts, MAX_FACTS, NO_FACTS, oneFact, UNKNOWN, type Fact, type Facts, type NullOrigin, type Operand, type Truth } from './explain';
 import { matchingNames } from './glob';
 import type { AggregateNode, CompareNode, CompareOperator, ConditionNode, LogicalNode, ReferenceNode } from './parser';
 import { pythonCompare, pythonContains, pythonEquals, PythonNoneOrderingError, PythonTypeError, pythonType, truthy } from './python';
@@ -12,8 +12,9 @@ import type { Binding } from './render';
 /**
  * The outcome of {@link evaluateCondition}. `truth` is true, false or `'unknown'`; `value` is
  * whether the task runs (`truth === true`: an unknown condition skips the task like a false
- * one). `explanation` names, in one bounded line, the references and comparisons that decided
- * it, with their values; `missingField` says that one of them is a field missing from an output.
+ * one). For a condition that is not true, `explanation` names on one line the references and
+ * comparisons that decided it, with their values, and `missingField` says that one of them is a
+ * field missing from an output; for a true one they are `''` and false.
  * An evaluation error (a type error between non-null values) gives `ok: false` and its message.
  */
 export type ConditionEvaluation =
@@ -68,11 +69,13 @@ export function evaluateCondition(
     };
     const outcome = evaluate(condition.ast, scope);
     const truth = truthOf(outcome.value);
+    // A task that runs needs no reason: only a false or unknown result is put into words.
+    if (truth === true) return { ok: true, value: true, truth, explanation: '', missingField: false };
     const statuses = options.parentStatus ?? {};
     const explanation = explain(outcome.facts, {
       statusOf: (name) => (Object.hasOwn(statuses, name) ? statuses[name] : undefined),
     });
-    return { ok: true, value: truth === true, truth, explanation: explanation.text, missingField: explanation.missingField };
+    return { ok: true, value: false, truth, explanation: explanation.text, missingField: explanation.missingField };
   } catch (error) {
     if (error instanceof EvaluationError) return { ok: false, error: error.message };
     // Only reachable with a hand-made or corrupted condition (or hostile getters in inputs).
@@ -252,36 +255,44 @@ function evaluateAggregate(node: AggregateNode, scope: Scope): Outcome {
   // Every iteration runs (no short-circuit) so that an error anywhere is never hidden by
   // an earlier result; the order is sorted so the first error reported is deterministic.
   const names = matchingNames(node.glob, scope.dependsOn);
-  const elements: Array<{ truth: Truth; facts: Facts }> = [];
+  // Per truth value, how many elements had it and the facts of their total; the facts of the
+  // first few of each are kept, in name order, since no more can be shown.
+  const count = { true: 0, false: 0, unknown: 0 };
+  const totals = { true: 0, false: 0, unknown: 0 };
+  const kept: Array<{ key: keyof typeof count; facts: Facts }> = [];
   for (const name of names) {
     let outcome: Outcome;
     try {
-      outcome = evaluate(node.argument, { ...scope, binding: { glob: node.glob, name } });
+      outcome = evaluate(node.argument, { inputs: scope.inputs, dependsOn: scope.dependsOn, binding: { glob: node.glob, name } });
     } catch (error) {
       if (error instanceof EvaluationError) {
         throw new EvaluationError(`${error.message} in ${node.fn}() for ${JSON.stringify(name)}`);
       }
       throw error;
     }
-    elements.push({ truth: truthOf(outcome.value), facts: outcome.facts });
+    const key = String(truthOf(outcome.value)) as keyof typeof count;
+    if (count[key] < MAX_FACTS) kept.push({ key, facts: outcome.facts });
+    count[key] += 1;
+    totals[key] += outcome.facts.total;
   }
-  // The facts of the elements that decided, in name order.
-  const factsOf = (keep: (truth: Truth) => boolean): Facts => joinFacts(elements.filter((e) => keep(e.truth)).map((e) => e.facts));
-  const trues = elements.filter((e) => e.truth === true).length;
-  const unknowns = elements.filter((e) => e.truth === 'unknown').length;
+  /** The facts of the elements whose truth is one of `keys`, in name order. */
+  const factsOf = (...keys: Array<keyof typeof count>): Facts => {
+    const joined = joinFacts(kept.filter((e) => keys.includes(e.key)).map((e) => e.facts));
+    return { items: joined.items, total: keys.reduce((sum, key) => sum + totals[key], 0) };
+  };
   switch (node.fn) {
     case 'any':
-      if (trues > 0) return { value: true, facts: factsOf((t) => t === true) };
-      return { value: unknowns > 0 ? UNKNOWN : false, facts: factsOf(() => true) };
+      if (count.true > 0) return { value: true, facts: factsOf('true') };
+      return { value: count.unknown > 0 ? UNKNOWN : false, facts: factsOf('false', 'unknown') };
     case 'all':
-      if (trues + unknowns < elements.length) return { value: false, facts: factsOf((t) => t === false) };
-      if (unknowns > 0) return { value: UNKNOWN, facts: factsOf((t) => t === 'unknown') };
-      return { value: true, facts: factsOf(() => true) };
+      if (count.false > 0) return { value: false, facts: factsOf('false') };
+      if (count.unknown > 0) return { value: UNKNOWN, facts: factsOf('unknown') };
+      return { value: true, facts: factsOf('true') };
     case 'count':
-      return { value: trues, facts: trues > 0 ? factsOf((t) => t === true) : factsOf(() => true) };
+      return { value: count.true, facts: count.true > 0 ? factsOf('true') : factsOf('false', 'unknown') };
     case 'almost_all':
-      if (elements.length - trues <= (node.k ?? 0)) return { value: true, facts: factsOf(() => true) };
-      return { value: false, facts: factsOf((t) => t !== true) };
+      if (names.length - count.true <= (node.k ?? 0)) return { value: true, facts: factsOf('true', 'false', 'unknown') };
+      return { value: false, facts: factsOf('false', 'unknown') };
     default:
       throw new EvaluationError(`invalid compiled condition: unknown aggregate ${JSON.stringify(node.fn)}`);
   }
