@@ -2,6 +2,7 @@ import {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
+  deadlinePassed,
   decodeCoordinatorMessage,
   isTerminalWorkflowStatus,
   reduce,
@@ -973,9 +974,9 @@ export class Coordinator {
 
   /**
    * The lost-task sweep: fails running attempts whose message must have expired or been lost (see
-   * `TimeoutSweepEvent`). It also applies requests found on the index row of an active workflow that
-   * its request row does not hold (recorded before request rows existed, or whose request row
-   * write failed).
+   * `TimeoutSweepEvent`), and cancels workflows past their deadline (`timeout_s`). It also applies
+   * requests found on the index row of an active workflow that its request row does not hold
+   * (recorded before request rows existed, or whose request row write failed).
    */
   private async timeoutSweep(): Promise<void> {
     for await (const summary of this.summaries({ savedStatus: ['running', 'cancelling'] })) {
@@ -985,14 +986,29 @@ export class Coordinator {
           const unapplied = newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
           if (unapplied && (await this.applyRequests(summary)).kind !== 'applied') return;
           const ttl = this.settings.taskMessageTtlInMs;
-          const sweep: WorkflowEvent = { type: 'timeout-sweep', now: this.nowIso(), messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
-          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 ? [sweep] : []));
+          const now = this.nowIso();
+          const sweep: WorkflowEvent = { type: 'timeout-sweep', now, messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
+          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 || deadlinePassed(runtime, now) ? [sweep] : []));
           if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
           else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
           else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);
+          if (outcome.kind === 'applied') await this.publishEngineCancel(summary, outcome.runtime);
         }),
       );
     }
+  }
+
+  /**
+   * A cancel the engine made (a deadline that passed) is recorded in the runtime first; workers see
+   * cancels on the index row, so it is then recorded there as a cancel request at the time the
+   * runtime applied it (which the request scan finds already applied). Done again by every sweep
+   * that finds the index row behind, so a coordinator that stopped in between loses nothing.
+   */
+  private async publishEngineCancel(summary: WorkflowSummary, runtime: WorkflowRuntime): Promise<void> {
+    const at = runtime.cancelAppliedAt;
+    if (runtime.cancelReason === null || !runtime.cancelRequested || at === null || !newer(at, summary.cancelRequestedAt)) return;
+    await this.store.requestCancel(summary.workflowId, at, { abortSignal: this.halt.signal });
+    this.log(`workflow ${summary.workflowId}: cancelled: ${runtime.cancelReason}`);
   }
 
   /** SPEC §9 ready-repair: re-dispatches `ready` tasks of workflows unchanged for the threshold. */

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
   decodeEnvelope,
   decodeWorkflowTask,
@@ -411,8 +412,9 @@ interface Prepared {
 }
 
 /**
- * Pushes the task messages of a run of dispatches: one `send(array)` per queue (the Storage adapter
- * sends one request per message, Service Bus packs them into batches). Per message: null when sent,
+ * Pushes the task messages of a run of dispatches: one `send(array)` per queue and delivery delay
+ * (the Storage adapter sends one request per message, Service Bus packs them into batches; a
+ * delayed retry goes in a send of its own delay). Per message: null when sent,
  * else the error text of a permanent failure; a transient failure throws {@link RetryLater}, so the
  * flush is not saved and every message of the run is pushed again with the redelivery (duplicates
  * are fine, a save never records a dispatch that was not pushed). A send of several messages that
@@ -434,15 +436,17 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
     }
   };
   await Promise.all(Array.from({ length: Math.min(PREPARE_CONCURRENCY, dispatches.length) }, worker));
-  const byQueue = new Map<TaskQueue, number[]>();
+  const groups = new Map<TaskQueue, Map<number, number[]>>();
   prepared.forEach((p, k) => {
     if (p === null) return;
-    const list = byQueue.get(p.queue) ?? [];
-    list.push(k);
-    byQueue.set(p.queue, list);
+    const byDelay = groups.get(p.queue) ?? new Map<number, number[]>();
+    groups.set(p.queue, byDelay);
+    const delay = p.message.delayInMs ?? 0;
+    byDelay.set(delay, [...(byDelay.get(delay) ?? []), k]);
   });
+  const sends = [...groups].flatMap(([queue, byDelay]) => [...byDelay.values()].map((indexes) => [queue, indexes] as const));
   await Promise.all(
-    [...byQueue].map(async ([queue, indexes]) => {
+    sends.map(async ([queue, indexes]) => {
       const effects = indexes.map((k) => dispatches[k]!);
       try {
         await queue.send(
@@ -472,12 +476,21 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
   return results;
 }
 
-/** The queue and the message of one dispatch; a message too large goes through its overflow blob. */
+/**
+ * The queue and the message of one dispatch; a message too large goes through its overflow blob. A
+ * delayed retry is sent with its delay and a time to live longer by as much (both count from the
+ * send), so it lives as long after it is due as any message after its send: the lost-task sweep
+ * counts from its due time.
+ */
 async function prepare(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<Prepared> {
   const queue = await ctx.queues(effect.queue);
   let body = effect.message;
   if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
-  return { queue, message: { body, messageId: effect.messageId, ...(ctx.taskMessageTtlInMs === undefined ? {} : { timeToLiveInMs: ctx.taskMessageTtlInMs }) } };
+  const delay = effect.delayInMs ?? 0;
+  const ttl = ctx.taskMessageTtlInMs;
+  if (delay <= 0) return { queue, message: { body, messageId: effect.messageId, ...(ttl === undefined ? {} : { timeToLiveInMs: ttl }) } };
+  const lifetime = ttl === Number.POSITIVE_INFINITY ? ttl : (ttl ?? DEFAULT_TASK_MESSAGE_TTL_MS) + delay;
+  return { queue, message: { body, messageId: effect.messageId, delayInMs: delay, timeToLiveInMs: lifetime } };
 }
 
 /** Counts and logs a failed push of `effects`; throws {@link RetryLater} when it is transient, else returns the error text. */

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus } from '@jobq/dag-core';
+import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -124,6 +124,11 @@ export interface ExplainedTask {
   queue: string;
   attemptNo: number;
   reasons: string[];
+  /**
+   * When the queue delivers a retry sent with a delay (`retry_delay_s`), while it is still waiting;
+   * null otherwise. Snake_case: it is printed as it is by `--json`.
+   */
+  retry_due_at: string | null;
 }
 
 /** What a peek of one queue showed. */
@@ -332,11 +337,14 @@ export class WorkflowClient {
     const definition = runtime.definition;
 
     const cancelNotApplied = summary !== null && cancelPending(summary);
-    const workflowReasons = describeWorkflow(runtime, summary, cancelNotApplied);
+    const workflowReasons = describeWorkflow(runtime, summary, cancelNotApplied, nowMs);
 
     const tasks: ExplainedTask[] = [];
     const perQueue = new Map<string, { ready: number; running: number }>();
     let readyBefore = 0;
+    // Retries still waiting for their delay hold no max_parallelism slot.
+    const waitingRetries = [...tasksIn(runtime)].filter(([, t]) => waitsForDelay(t, nowMs)).length;
+    const holdingSlots = runtime.counts.running - waitingRetries;
     for (const def of definition.tasks) {
       const task = taskState(runtime, def.name);
       if (!task || isTerminalTaskStatus(task.status)) continue;
@@ -376,9 +384,9 @@ export class WorkflowClient {
         if (runtime.cancelRequested) reasons.push('cancel requested: it will not be dispatched');
         else if (cancelNotApplied) reasons.push('cancel requested (not yet applied by the coordinator): it will not be dispatched');
         else if (!runtime.activated) reasons.push('workflow not yet activated: the coordinator dispatches it when it processes the wake-up (is a coordinator running?)');
-        else if (definition.maxParallelism !== null && runtime.counts.running >= definition.maxParallelism) {
+        else if (definition.maxParallelism !== null && holdingSlots >= definition.maxParallelism) {
           reasons.push(
-            `held by max_parallelism ${definition.maxParallelism}: ${runtime.counts.running} task${runtime.counts.running === 1 ? '' : 's'} running; ${readyBefore} ready task${readyBefore === 1 ? '' : 's'} ahead of it`,
+            `held by max_parallelism ${definition.maxParallelism}: ${holdingSlots} task${holdingSlots === 1 ? '' : 's'} running; ${readyBefore} ready task${readyBefore === 1 ? '' : 's'} ahead of it`,
           );
         } else {
           reasons.push('ready and not held back: it should be dispatched with the next coordinator step (ready-repair dispatches it if the runtime stays unchanged)');
@@ -388,11 +396,20 @@ export class WorkflowClient {
         usage.running++;
         const timeout = taskTimeoutS(definition, def);
         const attempt = `attempt ${task.attemptNo} (num_retries ${def.numRetries}) on queue "${queue}"`;
-        if (task.dispatchedAt === null) {
+        // A delayed retry is counted from its due time: before it, no worker can have it.
+        const since = task.retryDueAt ?? task.dispatchedAt;
+        if (waitsForDelay(task, nowMs)) {
+          const dueInMs = Date.parse(task.retryDueAt!) - nowMs;
+          reasons.push(
+            `retry ${task.attemptNo - task.retryBase - 1} of ${def.numRetries} due at ${task.retryDueAt} (in ${formatAge(dueInMs)}; attempt ${task.attemptNo}): ` +
+              `its message waits in queue "${queue}" until then, holding no max_parallelism slot; last error: ${task.error ?? 'none recorded'}`,
+          );
+        } else if (since === null) {
           reasons.push(`${attempt}, dispatch time unknown`);
         } else {
-          const ageMs = nowMs - Date.parse(task.dispatchedAt);
-          reasons.push(`${attempt}, dispatched at ${task.dispatchedAt} (${formatAge(ageMs)} ago; waiting in its queue or running on a worker)`);
+          const ageMs = nowMs - Date.parse(since);
+          const sent = task.retryDueAt === null ? `dispatched at ${since}` : `a retry due at ${since}`;
+          reasons.push(`${attempt}, ${sent} (${formatAge(ageMs)} ago; waiting in its queue or running on a worker)`);
           if (ageMs > staleAfter) {
             reasons.push(
               `stale: dispatched longer than ${formatAge(staleAfter)} ago; its message may be lost or its worker gone` +
@@ -404,7 +421,7 @@ export class WorkflowClient {
         }
         if (runtime.cancelRequested || cancelNotApplied) reasons.push('cancel requested: its worker should stop it');
       }
-      tasks.push({ name: def.name, status: task.status, queue, attemptNo: task.attemptNo, reasons });
+      tasks.push({ name: def.name, status: task.status, queue, attemptNo: task.attemptNo, reasons, retry_due_at: waitsForDelay(task, nowMs) ? task.retryDueAt : null });
     }
 
     const queues: ExplainedQueue[] = [];
@@ -536,8 +553,17 @@ function corruptMessage(workflowId: string, summary: WorkflowSummary, what: stri
   return `workflow "${workflowId}" is corrupt${summary.error ? ` (${summary.error.replace(/^corrupt: /, '')})` : ''}: the coordinator set it aside, so it cannot be ${what}; submit the workflow again under a new id`;
 }
 
-function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | null, cancelNotApplied: boolean): string[] {
+/** A running retry whose delay has not ended at `nowMs`: its queue has not delivered it yet. */
+function waitsForDelay(task: TaskRuntime, nowMs: number): boolean {
+  return task.status === 'running' && task.retryDueAt !== null && Date.parse(task.retryDueAt) > nowMs;
+}
+
+function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | null, cancelNotApplied: boolean, nowMs: number): string[] {
   const reasons: string[] = [];
+  if (runtime.cancelReason !== null && runtime.cancelRequested) reasons.push(`cancelled by the coordinator: ${runtime.cancelReason}`);
+  else if (runtime.deadlineAt !== null && !isTerminalWorkflowStatus(runtime.status)) {
+    reasons.push(`deadline at ${runtime.deadlineAt} (timeout_s ${runtime.definition.timeoutS}): the coordinator cancels the workflow if it is still running then`);
+  }
   if (summary === null) reasons.push('no index row: the submit did not finish (resubmit with the same --id to repair)');
   if (summary !== null && newer(summary.retryRequestedAt, summary.retryAppliedAt)) {
     reasons.push(`retry requested at ${summary.retryRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
@@ -548,7 +574,9 @@ function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | n
   } else if (isTerminalWorkflowStatus(runtime.status)) reasons.push(`workflow is ${runtime.status}: nothing is waiting`);
   else if (!runtime.activated) reasons.push('not yet activated: the coordinator has not processed its wake-up (is a coordinator running?)');
   if (runtime.definition.maxParallelism !== null) {
-    reasons.push(`max_parallelism ${runtime.definition.maxParallelism}: ${runtime.counts.running} running, ${runtime.counts.ready} ready`);
+    const waiting = [...tasksIn(runtime)].filter(([, t]) => waitsForDelay(t, nowMs)).length;
+    const delayed = waiting > 0 ? ` (${waiting} of them retries waiting for their delay, which hold no slot)` : '';
+    reasons.push(`max_parallelism ${runtime.definition.maxParallelism}: ${runtime.counts.running} running${delayed}, ${runtime.counts.ready} ready`);
   }
   return reasons;
 }

@@ -7,8 +7,8 @@
 
 export type { Issue, Result } from './result';
 
-export type { DepPolicy, ResultPolicy, TaskDefinition, WorkflowDefinition } from './definition/types';
-export { taskQueue, taskTimeoutS } from './definition/types';
+export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
+export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';
 export { parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
 export { validateWorkflow } from './definition/validate';
 export { workflowJsonSchema } from './definition/schema';
@@ -26,6 +26,7 @@ export {
 } from './definition/names';
 export {
   MAX_DEFINITION_DEPTH,
+  MAX_RETRY_DELAY_S,
   MAX_TASK_KEY_LENGTH,
   MAX_TASK_NAME_LENGTH,
   MAX_WORKFLOW_ID_LENGTH,
@@ -165,7 +166,7 @@ export {
 export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/create';
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
-export { foldEvents, reduce, type FoldResult } from './runtime/reduce';
+export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';
 export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';

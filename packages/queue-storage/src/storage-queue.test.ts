@@ -107,20 +107,23 @@ describe('Storage Queue specifics', () => {
     // The visibility timeout must stay below the time to live: rounding must not make them equal.
     expect(sendMessageTimes('q', { body: '', delayInMs: 1_500, timeToLiveInMs: 1_800 })).toEqual({ visibilityTimeout: 2, messageTimeToLive: 3 });
     expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY })).toEqual({ visibilityTimeout: 604_800, messageTimeToLive: -1 });
+    // A workflow retry at the longest delay, as the coordinator sends it: its lifetime is the default 7 days from when it is due.
+    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: 2 * week })).toEqual({ visibilityTimeout: 604_800, messageTimeToLive: 1_209_600 });
     const queue = await open();
     await queue.send([
       { body: 'a', delayInMs: 1_500, timeToLiveInMs: 1_800 },
       { body: 'b', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY },
       { body: 'c', delayInMs: week - 1_000 },
+      { body: 'd', delayInMs: week, timeToLiveInMs: 2 * week },
     ]);
-    expect(await queue.approximateMessageCount()).toBe(3);
+    expect(await queue.approximateMessageCount()).toBe(4);
     expect(await queue.peek(32)).toEqual([]);
     // Over 7 days, or 7 days under the default time to live of 7 days: refused, nothing of the batch sent.
     for (const bad of [{ delayInMs: week + 1, timeToLiveInMs: Number.POSITIVE_INFINITY }, { delayInMs: week - 999 }, { delayInMs: week, messageId: 'wf/t/1' }]) {
       const error = await queue.send([{ body: 'fine' }, { body: 'x', ...bad }]).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'invalid-argument', message: expect.stringMatching(/delayInMs must be .*7 days.* on a Storage Queue, got/) });
     }
-    expect(await queue.approximateMessageCount()).toBe(3);
+    expect(await queue.approximateMessageCount()).toBe(4);
     await queue.deleteQueue();
   });
 

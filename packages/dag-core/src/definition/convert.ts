@@ -11,6 +11,10 @@ export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
     defaultTaskTimeoutS: raw.default_task_timeout_s ?? null,
     maxParallelism: raw.max_parallelism ?? null,
     resultPolicy: raw.result_policy ?? 'all_sinks_succeed',
+    defaultRetryDelayS: raw.default_retry_delay_s ?? 0,
+    defaultRetryBackoff: raw.default_retry_backoff ?? 1,
+    defaultRetryMaxDelayS: raw.default_retry_max_delay_s ?? null,
+    timeoutS: raw.timeout_s ?? null,
     tasks: raw.tasks.map((t: RawTask): TaskDefinition => {
       const task: TaskDefinition = {
         name: t.name,
@@ -21,6 +25,9 @@ export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
         condition: t.condition ?? null,
         numRetries: t.num_retries ?? 0,
         timeoutS: t.timeout_s ?? null,
+        retryDelayS: t.retry_delay_s ?? null,
+        retryBackoff: t.retry_backoff ?? null,
+        retryMaxDelayS: t.retry_max_delay_s ?? null,
       };
       // Only the engine's own (internal) model admits gates; the schema checked they are strings.
       const gates = (t as { gates?: unknown }).gates;
@@ -33,7 +40,9 @@ export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
 /**
  * The snake_case form of a definition with every field explicit: what is stored with a runtime
  * and hashed to recognise a resubmission. `validateWorkflow(toRawDefinition(d))` gives `d` back
- * (for definitions without merge nodes).
+ * (for definitions without merge nodes). Fields added since the first format (the retry delays,
+ * the workflow's `timeout_s`) are written only when they differ from their default, so a definition
+ * that does not use them keeps the hash, and the stored form, an older jobq gave it.
  */
 export function toRawDefinition(definition: WorkflowDefinition): Record<string, unknown> {
   return {
@@ -42,6 +51,10 @@ export function toRawDefinition(definition: WorkflowDefinition): Record<string, 
     default_task_timeout_s: definition.defaultTaskTimeoutS,
     max_parallelism: definition.maxParallelism,
     result_policy: definition.resultPolicy,
+    ...(definition.defaultRetryDelayS !== 0 ? { default_retry_delay_s: definition.defaultRetryDelayS } : {}),
+    ...(definition.defaultRetryBackoff !== 1 ? { default_retry_backoff: definition.defaultRetryBackoff } : {}),
+    ...(definition.defaultRetryMaxDelayS !== null ? { default_retry_max_delay_s: definition.defaultRetryMaxDelayS } : {}),
+    ...(definition.timeoutS !== null ? { timeout_s: definition.timeoutS } : {}),
     tasks: definition.tasks.map((t) => ({
       name: t.name,
       kwargs: t.kwargs,
@@ -51,6 +64,9 @@ export function toRawDefinition(definition: WorkflowDefinition): Record<string, 
       condition: t.condition,
       num_retries: t.numRetries,
       timeout_s: t.timeoutS,
+      ...(t.retryDelayS !== null ? { retry_delay_s: t.retryDelayS } : {}),
+      ...(t.retryBackoff !== null ? { retry_backoff: t.retryBackoff } : {}),
+      ...(t.retryMaxDelayS !== null ? { retry_max_delay_s: t.retryMaxDelayS } : {}),
       ...(t.gates !== undefined && t.gates.length > 0 ? { gates: t.gates } : {}),
     })),
   };

@@ -20,6 +20,8 @@ export const DEFINITION_ISSUE_CODES = [
   'bad-dep-policy',
   'bad-max-parallelism',
   'bad-result-policy',
+  /** A retry delay, backoff or longest delay out of range, or retries that would wait longer than a queue can delay a message (7 days). */
+  'bad-retry-delay',
   'bad-queue',
   'reserved-kwarg',
   /** A kwarg the shell processor reads has a value no process can take (a NUL, an env name with "="), or a key named "__proto__". */

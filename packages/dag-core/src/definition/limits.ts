@@ -82,3 +82,10 @@ export const WORST_CASE_ATTEMPT_NO = Number.MAX_SAFE_INTEGER;
 
 /** The outputs container an overflow reference is sized with: the longest container name (63). */
 export const WORST_CASE_CONTAINER = 'c'.repeat(63);
+
+/**
+ * Longest delay before a retry, in seconds: 7 days, the longest a Storage Queue keeps a message
+ * invisible after it is sent (its initial visibility timeout). Retries are delivered by the queue's
+ * own delayed delivery, so no retry may wait longer; `validate` checks this fixed bound.
+ */
+export const MAX_RETRY_DELAY_S = 604_800;

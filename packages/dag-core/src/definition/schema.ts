@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SECRET_REF_PATTERN } from '../wire/secret-refs';
-import { MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
+import { MAX_RETRY_DELAY_S, MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
 import {
   INTERNAL_TASK_NAME_PATTERN,
   KWARG_KEY_PATTERN,
@@ -118,6 +118,16 @@ function userKwargs() {
 
 const DEP_POLICY_RULE = 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1';
 
+/** Seconds of a retry delay: 0 to {@link MAX_RETRY_DELAY_S} (the Storage Queue's longest delay), or null for the default. */
+function retryDelaySeconds(description: string) {
+  return z.int().min(0).max(MAX_RETRY_DELAY_S).nullable().optional().describe(description);
+}
+
+/** A retry backoff factor: a finite number ≥ 1, or null for the default. */
+function retryBackoff(description: string) {
+  return z.number().min(1).nullable().optional().describe(description);
+}
+
 function taskSchema(allowReserved: boolean) {
   return z
     .strictObject({
@@ -137,6 +147,9 @@ function taskSchema(allowReserved: boolean) {
         .describe('Python-like expression over inputs.PARENT.field; false skips the task'),
       num_retries: z.int().min(0).optional().describe('Extra attempts after a failure (attempts = num_retries + 1)'),
       timeout_s: z.int().min(1).nullable().optional().describe('Seconds a running attempt may take; null = default_task_timeout_s'),
+      retry_delay_s: retryDelaySeconds('Seconds the first retry waits before its queue delivers it (at most 7 days); null = default_retry_delay_s'),
+      retry_backoff: retryBackoff('Each further retry waits this many times longer (≥ 1); null = default_retry_backoff'),
+      retry_max_delay_s: retryDelaySeconds('Longest wait of a retry in seconds (at most 7 days); null = default_retry_max_delay_s'),
       ...(allowReserved ? { gates: z.array(z.string()).optional() } : {}),
     })
     .describe('One task of the DAG');
@@ -166,6 +179,15 @@ export function definitionSchema(allowReserved: boolean) {
       result_policy: z
         .enum(['all_sinks_succeed', 'all_tasks_succeed'], { error: 'result_policy must be "all_sinks_succeed" or "all_tasks_succeed"' })
         .optional(),
+      default_retry_delay_s: retryDelaySeconds('retry_delay_s of tasks without their own; default 0 (retries go out at once)'),
+      default_retry_backoff: retryBackoff('retry_backoff of tasks without their own; default 1'),
+      default_retry_max_delay_s: retryDelaySeconds('retry_max_delay_s of tasks without their own; default none (7 days at most)'),
+      timeout_s: z
+        .int()
+        .min(1)
+        .nullable()
+        .optional()
+        .describe('Seconds the workflow may run from its activation (or its last retry); past it the coordinator cancels it'),
     })
     .describe('A jobq workflow: a DAG of tasks');
 }

@@ -3,7 +3,9 @@ import { findCycle } from './graph';
 import { checkKwargs } from './kwargs';
 import type { PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
+import { MAX_RETRY_DELAY_S } from './limits';
 import { checkStorageFit } from './storage-fit';
+
 
 /** Prefix of the merge nodes {@link sequentializeFanIn} adds. */
 export const MERGE_PREFIX = '__merge_';
@@ -23,6 +25,8 @@ interface LooseTask {
   condition: unknown;
   queue: unknown;
   kwargs: Record<string, unknown> | undefined;
+  /** The task object as written, for fields read only by one check. */
+  raw: Record<string, unknown>;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -51,6 +55,7 @@ function looseTasks(raw: unknown): LooseTask[] {
       condition: t.condition,
       queue: t.queue,
       kwargs: isRecord(t.kwargs) ? t.kwargs : undefined,
+      raw: t,
     };
   });
 }
@@ -105,6 +110,8 @@ export function checkSemantics(raw: unknown, options: { internal?: boolean } = {
       });
     }
     if (typeof task.condition === 'string') checkCondition(task, task.condition, issues, at);
+    const delay = retryDelayIssue(raw, task, at);
+    if (delay !== null) issues.push(delay);
     if (!internal && task.kwargs) issues.push(...checkKwargs(task.kwargs, at()));
     const merge = task.name !== undefined && isMergeNode(task.name, task.kwargs);
     if (!merge && lacksCmd(task.kwargs)) {
@@ -191,4 +198,41 @@ function checkCondition(task: LooseTask, condition: string, issues: RawIssue[], 
       ...(issue.column === undefined ? {} : { innerColumn: issue.column }),
     });
   }
+}
+
+/** A field's value when it is one the model accepts here (a number in range), else undefined (the model reports it). */
+function numberIn(value: unknown, min: number, max: number, integer: boolean): number | undefined {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) return undefined;
+  return integer && !Number.isInteger(value) ? undefined : value;
+}
+
+/**
+ * Retries travel with the queue's own delayed delivery, which holds a message at most 7 days: the
+ * longest wait of a task's retries (its last one: the delay only grows) must fit. Each field is in
+ * range on its own (the model checks that); here `retry_delay_s × retry_backoff^(num_retries − 1)`
+ * without a `retry_max_delay_s` to cap it. Fields left out take the workflow's defaults.
+ */
+function retryDelayIssue(raw: unknown, task: LooseTask, at: (...rest: PathSegment[]) => PathSegment[]): RawIssue | null {
+  const workflow = isRecord(raw) ? raw : {};
+  const pick = (own: string, fallback: string, min: number, max: number, integer: boolean, dflt: number | null): number | null | undefined => {
+    const value = task.raw[own] ?? workflow[fallback] ?? dflt;
+    return value === null ? null : numberIn(value, min, max, integer);
+  };
+  const retries = numberIn(task.raw.num_retries ?? 0, 0, Number.MAX_SAFE_INTEGER, true);
+  const delayS = pick('retry_delay_s', 'default_retry_delay_s', 0, MAX_RETRY_DELAY_S, true, 0);
+  const backoff = pick('retry_backoff', 'default_retry_backoff', 1, Number.MAX_VALUE, false, 1);
+  const maxDelayS = pick('retry_max_delay_s', 'default_retry_max_delay_s', 0, MAX_RETRY_DELAY_S, true, null);
+  if (retries === undefined || retries === 0 || delayS === undefined || delayS === null || backoff === undefined || backoff === null || maxDelayS === undefined) return null;
+  if (maxDelayS !== null) return null;
+  const longest = delayS * Math.pow(backoff, retries - 1);
+  if (longest <= MAX_RETRY_DELAY_S) return null;
+  const field = ['retry_backoff', 'retry_delay_s', 'num_retries'].find((f) => task.raw[f] !== undefined && task.raw[f] !== null);
+  const shown = Number.isFinite(longest) ? `${Math.round(longest)} s` : 'forever';
+  return {
+    code: 'bad-retry-delay',
+    path: field === undefined ? at() : at(field),
+    message:
+      `task "${task.name ?? `#${task.index}`}": retry ${retries} would wait ${shown} (retry_delay_s ${delayS} × retry_backoff ${backoff}^${retries - 1}), ` +
+      `longer than a queue can delay a message (${MAX_RETRY_DELAY_S} s, 7 days): set retry_max_delay_s, or lower retry_backoff or num_retries`,
+  };
 }

@@ -1,3 +1,5 @@
+import { MAX_RETRY_DELAY_S } from './limits';
+
 /** How many of a task's dependencies must succeed before it may run (SPEC §3.2). */
 export type DepPolicy = 'all' | 'any' | 'all_settled' | number;
 
@@ -17,6 +19,12 @@ export interface TaskDefinition {
   numRetries: number;
   /** `null` means the workflow's `defaultTaskTimeoutS` (see {@link taskTimeoutS}). */
   timeoutS: number | null;
+  /** Seconds before the first retry is delivered; `null` means the workflow's `defaultRetryDelayS` (see {@link retryDelayS}). */
+  retryDelayS: number | null;
+  /** Factor (≥ 1) each further retry's delay is multiplied by; `null` means the workflow's `defaultRetryBackoff`. */
+  retryBackoff: number | null;
+  /** Longest delay of a retry in seconds; `null` means the workflow's `defaultRetryMaxDelayS`. */
+  retryMaxDelayS: number | null;
   /**
    * Extra required predecessors added by {@link sequentializeFanIn}: the task waits for each gate
    * to complete, in addition to its own `depPolicy`, and a blocked gate blocks it.
@@ -32,6 +40,17 @@ export interface WorkflowDefinition {
   defaultTaskTimeoutS: number | null;
   maxParallelism: number | null;
   resultPolicy: ResultPolicy;
+  /** Retry delay of tasks without their own `retryDelayS` (default 0: retries go out at once). */
+  defaultRetryDelayS: number;
+  /** Retry backoff of tasks without their own `retryBackoff` (default 1: every retry waits the same). */
+  defaultRetryBackoff: number;
+  /** Longest retry delay of tasks without their own `retryMaxDelayS` (null: only {@link MAX_RETRY_DELAY_S} bounds it). */
+  defaultRetryMaxDelayS: number | null;
+  /**
+   * The workflow's deadline in seconds from its activation (or its last retry); past it the
+   * coordinator cancels the workflow. `null`: no deadline.
+   */
+  timeoutS: number | null;
 }
 
 /** The queue a task is routed to: its own `queue`, else the workflow's default. */
@@ -42,4 +61,37 @@ export function taskQueue(definition: WorkflowDefinition, task: TaskDefinition):
 /** The timeout of a task in seconds, or null when none applies (SPEC §3.8). */
 export function taskTimeoutS(definition: WorkflowDefinition, task: TaskDefinition): number | null {
   return task.timeoutS ?? definition.defaultTaskTimeoutS;
+}
+
+/** The retry delay settings of a task, the workflow's defaults filled in. */
+export interface RetryDelaySettings {
+  delayS: number;
+  backoff: number;
+  maxDelayS: number | null;
+}
+
+/** A task's retry delay settings: its own, else the workflow's defaults. */
+export function retryDelaySettings(definition: WorkflowDefinition, task: TaskDefinition): RetryDelaySettings {
+  return {
+    delayS: task.retryDelayS ?? definition.defaultRetryDelayS,
+    backoff: task.retryBackoff ?? definition.defaultRetryBackoff,
+    maxDelayS: task.retryMaxDelayS ?? definition.defaultRetryMaxDelayS,
+  };
+}
+
+/**
+ * Seconds attempt `k` waits before the queue delivers it, `k` counted from 1 since the last
+ * workflow retry: 0 for the first attempt, else `min(delayS × backoff^(k−2), maxDelayS)`, never
+ * more than {@link MAX_RETRY_DELAY_S} (validation refuses definitions that would need more).
+ */
+export function delayBeforeAttempt(settings: RetryDelaySettings, k: number): number {
+  if (!(k >= 2) || !(settings.delayS > 0)) return 0;
+  const grown = settings.delayS * Math.pow(settings.backoff, k - 2);
+  const capped = settings.maxDelayS === null ? grown : Math.min(grown, settings.maxDelayS);
+  return Number.isFinite(capped) ? Math.min(capped, MAX_RETRY_DELAY_S) : MAX_RETRY_DELAY_S;
+}
+
+/** {@link delayBeforeAttempt} of a task of `definition`. */
+export function retryDelayS(definition: WorkflowDefinition, task: TaskDefinition, k: number): number {
+  return delayBeforeAttempt(retryDelaySettings(definition, task), k);
 }

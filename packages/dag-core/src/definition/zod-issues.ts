@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { formatPath, formatPathForMessage, quoteForMessage, type PathSegment } from './path';
+import { MAX_RETRY_DELAY_S } from './limits';
 import type { RawIssue } from './raw-issue';
 
 type ZodIssue = z.core.$ZodIssue;
@@ -39,7 +40,18 @@ const FIELD_CODES: Record<string, { code: string; rule: string }> = {
   dep_policy: { code: 'bad-dep-policy', rule: 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1' },
   max_parallelism: { code: 'bad-max-parallelism', rule: 'max_parallelism must be an integer ≥ 1 or null' },
   result_policy: { code: 'bad-result-policy', rule: 'result_policy must be "all_sinks_succeed" or "all_tasks_succeed"' },
+  ...retryRules('retry_delay_s', 'retry_backoff', 'retry_max_delay_s'),
+  ...retryRules('default_retry_delay_s', 'default_retry_backoff', 'default_retry_max_delay_s'),
 };
+
+/** The retry delay fields, each with its whole rule (a queue delays a message at most 7 days). */
+function retryRules(delay: string, backoff: string, max: string): Record<string, { code: string; rule: string }> {
+  const seconds = (name: string) => ({
+    code: 'bad-retry-delay',
+    rule: `${name} must be an integer from 0 to ${MAX_RETRY_DELAY_S} (7 days, the longest a queue delays a message) or null`,
+  });
+  return { [delay]: seconds(delay), [max]: seconds(max), [backoff]: { code: 'bad-retry-delay', rule: `${backoff} must be a number ≥ 1 or null` } };
+}
 
 /** Codes for fields whose *format* problems (not type problems) have a dedicated code. */
 const FORMAT_CODES: Record<string, string> = {

@@ -35,6 +35,8 @@ const REPLACEABLE = new Set<string>([
   'updatedAt',
   'finishedAt',
   'corruptReason',
+  'deadlineAt',
+  'cancelReason',
 ] satisfies Array<keyof ReplaceableFields>);
 
 /**

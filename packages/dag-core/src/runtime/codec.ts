@@ -44,6 +44,8 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
     updated_at: runtime.updatedAt,
     finished_at: runtime.finishedAt,
     ...(runtime.corruptReason === null ? {} : { corrupt_reason: runtime.corruptReason }),
+    ...(runtime.deadlineAt === null ? {} : { deadline_at: runtime.deadlineAt }),
+    ...(runtime.cancelReason === null ? {} : { cancel_reason: runtime.cancelReason }),
     outputs_container: runtime.outputsContainer,
     definition: toRawDefinition(runtime.definition),
     tasks,
@@ -95,6 +97,8 @@ export function decodeRuntimeJson(json: unknown): WorkflowRuntime {
   const stored: Record<string, unknown> = {};
   for (const key of V1_FIELD_KEYS) stored[key] = json[key];
   stored.corrupt_reason = json.corrupt_reason ?? null;
+  stored.deadline_at = json.deadline_at ?? null;
+  stored.cancel_reason = json.cancel_reason ?? null;
   decodeWorkflowFields(stored, fields, false, '', SUBJECT);
   return assembleRuntime({ workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT), definition: definition.value, ...(fields as StoredWorkflowFields) }, states);
 }

@@ -71,6 +71,8 @@ describe('runtime.tasks: a read-only view for tests and old callers', () => {
       'updatedAt',
       'finishedAt',
       'corruptReason',
+      'deadlineAt',
+      'cancelReason',
       'tasks',
       'counts',
     ]);

@@ -14,8 +14,9 @@ import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type TaskStatus, type
  *
  * - `states`: the task records;
  * - `counts`: per status, how many tasks of the chunk have it (`STATUS_INDEX` order), then how many
- *   wait for condition inputs (`M_AWAITING`) and how many run with a timeout (`M_TIMED_RUNNING`):
- *   the sets the dispatch round, activate, cancel, retry and the sweep walk, skipping empty chunks;
+ *   wait for condition inputs (`M_AWAITING`), how many run with a timeout (`M_TIMED_RUNNING`) and
+ *   how many run as a delayed retry (`M_DELAYED_RUNNING`): the sets the dispatch round, activate,
+ *   cancel, retry and the sweep walk, skipping empty chunks;
  * - `counters`: four numbers (`C_*`) per hub of the chunk — a task with more parents than
  *   `index.hubThreshold` (8) —: its dependencies that satisfy / block it and its gates that
  *   satisfy / block it; in groups of 16 hubs (`COUNTER_GROUP_SHIFT`), each copied on its own. `settle` decides a hub's policy from them in O(1) whatever its fan-in, and
@@ -74,7 +75,14 @@ export const S_CANCELLED = 7;
 export const M_AWAITING = 8;
 /** Running tasks of the chunk that have a timeout. */
 export const M_TIMED_RUNNING = 9;
-const COUNTS_LENGTH = 10;
+/** Running tasks of the chunk whose attempt was sent with a delay (`retryDueAt` set). */
+export const M_DELAYED_RUNNING = 10;
+const COUNTS_LENGTH = 11;
+
+/** A running task whose attempt was sent with a delay: it may still be waiting for its queue to deliver it. */
+export function isDelayedRunning(state: TaskRuntime): boolean {
+  return state.status === 'running' && state.retryDueAt !== null;
+}
 /** Dependencies that are completed or skipped. */
 export const C_DEP_SATISFIED = 0;
 /** Dependencies that failed, were upstream_failed or cancelled. */
@@ -122,6 +130,8 @@ export function makeRuntime(fields: RuntimeFields, counts: TaskCounts, core: Tas
     updatedAt: fields.updatedAt,
     finishedAt: fields.finishedAt,
     corruptReason: fields.corruptReason,
+    deadlineAt: fields.deadlineAt,
+    cancelReason: fields.cancelReason,
   } as WorkflowRuntime;
   Object.defineProperty(rt, 'tasks', TASKS_PROPERTY);
   rt.counts = counts;
@@ -218,6 +228,7 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
       counts[s]!++;
       if (state.awaitingInputs) counts[M_AWAITING]!++;
       if (s === S_RUNNING && index.timed[start + o] === 1) counts[M_TIMED_RUNNING]!++;
+      if (isDelayedRunning(state)) counts[M_DELAYED_RUNNING]!++;
       if (s === S_READY && readyFrom === size) readyFrom = start + o;
     }
     const counters: number[][] = [];

@@ -34,6 +34,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
+      retryDueAt: null,
     };
   });
   return assembleRuntime(
@@ -50,6 +51,8 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       updatedAt: init.now,
       finishedAt: null,
       corruptReason: null,
+      deadlineAt: null,
+      cancelReason: null,
     },
     states,
   );

@@ -1,12 +1,15 @@
 import { taskQueue, taskTimeoutS } from '../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../wire/upstream-refs';
 import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
-import { S_READY } from './core';
+import { M_DELAYED_RUNNING, S_READY, isDelayedRunning } from './core';
 import { transition, type Step } from './step';
+import { addMs, epochMs } from './time';
+import type { TaskRuntime } from './types';
 
 /**
  * SPEC §3.5: each `ready` task, in definition order, that may run (no cancel requested, within
  * `max_parallelism`) becomes `running` with the next attempt number and yields a dispatch effect.
+ * A retry still waiting for its delay holds no `max_parallelism` slot (see {@link dispatchDelayed}).
  * Nothing is dispatched before the coordinator has activated the workflow. The walk starts at the
  * draft's `readyFrom` (no ready task lies before it) and skips chunks without ready tasks, so a
  * `max_parallelism` backlog costs O(1) per dispatch, not a walk from position 0.
@@ -16,7 +19,7 @@ export function dispatchRound(step: Step): void {
   const rt = d.runtime;
   if (!rt.activated || rt.cancelRequested || rt.corruptReason !== null || rt.counts.ready === 0) return;
   const limit = rt.definition.maxParallelism;
-  let budget = limit === null ? Number.POSITIVE_INFINITY : limit - rt.counts.running;
+  let budget = limit === null ? Number.POSITIVE_INFINITY : limit - (rt.counts.running - waitingRetries(step));
   let remaining = rt.counts.ready;
   const size = step.index.size;
   const shift = step.index.chunkShift;
@@ -35,7 +38,7 @@ export function dispatchRound(step: Step): void {
       budget--;
       const def = step.index.tasks[position]!;
       const attemptNo = task.attemptNo + 1;
-      transition(step, position, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null });
+      transition(step, position, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: null });
       step.effects.push({
         type: 'dispatch',
         taskName: def.name,
@@ -48,6 +51,51 @@ export function dispatchRound(step: Step): void {
   }
   // Every task before `position` was looked at and is not ready (or is running now).
   d.readyFrom = position;
+}
+
+/**
+ * The running tasks whose attempt was sent with a delay that has not ended at `step.now`: their
+ * queue still holds them back, so they take no `max_parallelism` slot. Walks only the chunks that
+ * hold delayed retries.
+ */
+export function waitingRetries(step: Step): number {
+  if (step.d.runtime.counts.running === 0) return 0;
+  const now = epochMs(step.now);
+  let waiting = 0;
+  step.d.positions(
+    (counts) => counts[M_DELAYED_RUNNING]! > 0,
+    (task) => {
+      if (isDelayedRunning(task) && epochMs(task.retryDueAt!) > now) waiting++;
+      return false;
+    },
+  );
+  return waiting;
+}
+
+/**
+ * A retry that must wait `delayInMs` (`retry_delay_s`, `retry_backoff`): its message is sent now,
+ * with the queue's own delayed delivery, and the task is `running` from now with `retryDueAt` set,
+ * whatever the `max_parallelism` budget (a waiting retry holds no slot; once due it runs, and the
+ * dispatch round sends nothing new while the workflow is at its limit). `patch`: what the failed
+ * attempt left (its error). Returns false, doing nothing, when the due time cannot be written
+ * (a `now` that does not parse): the caller makes the task ready instead.
+ */
+export function dispatchDelayed(step: Step, position: number, patch: Partial<TaskRuntime>, attemptNo: number, delayInMs: number): boolean {
+  const dueAt = addMs(step.now, delayInMs);
+  if (dueAt === null) return false;
+  const rt = step.d.runtime;
+  const def = step.index.tasks[position]!;
+  transition(step, position, { ...patch, status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
+  step.effects.push({
+    type: 'dispatch',
+    taskName: def.name,
+    queue: taskQueue(rt.definition, def),
+    attemptNo,
+    message: taskMessage(step, position, attemptNo),
+    messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
+    delayInMs,
+  });
+  return true;
 }
 
 /** The task message of SPEC §5.2, with the outputs of the real parents that completed or were skipped. */

@@ -2,6 +2,7 @@ import {
   COUNTER_GROUP_MASK,
   COUNTER_GROUP_SHIFT,
   M_AWAITING,
+  M_DELAYED_RUNNING,
   M_TIMED_RUNNING,
   SEGMENT_MASK,
   SEGMENT_SHIFT,
@@ -10,6 +11,7 @@ import {
   S_READY,
   S_RUNNING,
   coreOf,
+  isDelayedRunning,
   makeRuntime,
   statusIndex,
   type Chunk,
@@ -66,6 +68,8 @@ export class Draft {
       updatedAt: base.updatedAt,
       finishedAt: base.finishedAt,
       corruptReason: base.corruptReason,
+      deadlineAt: base.deadlineAt,
+      cancelReason: base.cancelReason,
       counts: base.counts,
     };
   }
@@ -129,6 +133,8 @@ export class Draft {
     this.changes++;
     if (previous.status !== next.status) this.moveStatus(position, c, previous, next);
     if (previous.awaitingInputs !== next.awaitingInputs) this.counts(c)[M_AWAITING]! += next.awaitingInputs ? 1 : -1;
+    const delayed = isDelayedRunning(next);
+    if (isDelayedRunning(previous) !== delayed) this.counts(c)[M_DELAYED_RUNNING]! += delayed ? 1 : -1;
   }
 
   /** Merges changes into a task's record. */

@@ -1,6 +1,6 @@
 // The live reducer against its reference model (test-helpers/reference: the implementation before
 // the incremental representation). Random DAGs — every dep policy, definition order that is not
-// topological, conditions over inline and blob outputs, retries, timeouts, max_parallelism, gates and
+// topological, conditions over inline and blob outputs, retries (with and without delays), timeouts, workflow deadlines, max_parallelism, gates and
 // merge nodes from sequentializeFanIn — driven by random event sequences: completions of dispatched
 // attempts in any order, duplicates, stale, higher and attempt-less completions, cancel-caused
 // failures, completions of unknown tasks, activations, timeout sweeps with every kind of TTL, cancel
@@ -40,6 +40,8 @@ interface TaskSpec {
   condition: { kind: ConditionKind; a: number; b: number } | null;
   timeout: number | null;
   queue: string | null;
+  /** retry_delay_s, retry_backoff, retry_max_delay_s (null: the workflow's defaults). */
+  delay: { s: number | null; backoff: number | null; max: number | null };
 }
 
 interface DagSpec {
@@ -49,6 +51,10 @@ interface DagSpec {
   maxParallelism: number | null;
   resultPolicy: 'all_sinks_succeed' | 'all_tasks_succeed';
   defaultTimeout: number | null;
+  /** default_retry_delay_s and default_retry_backoff; the workflow's timeout_s. */
+  defaultDelay: number | null;
+  defaultBackoff: number | null;
+  workflowTimeout: number | null;
   /** `sequentializeFanIn(def, fanIn)` when not null: merge nodes and gates. */
   fanIn: number | null;
   /** Task states in chunks of `1 << chunkShift`, so that a few tasks span several chunks. */
@@ -68,6 +74,11 @@ const taskArb = fc.record({
   condition: fc.option(fc.record({ kind: fc.constantFrom<ConditionKind>('ok', 'not-ok', 'eq-true', 'n-gt-1', 'or', 'count'), a: fc.nat({ max: 5 }), b: fc.nat({ max: 5 }) }), { nil: null, freq: 3 }),
   timeout: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null, freq: 2 }),
   queue: fc.constantFrom<string | null>(null, null, null, 'gpu'),
+  delay: fc.record({
+    s: fc.option(fc.integer({ min: 0, max: 5 }), { nil: null, freq: 2 }),
+    backoff: fc.option(fc.constantFrom(1, 1.5, 2), { nil: null, freq: 2 }),
+    max: fc.option(fc.integer({ min: 0, max: 6 }), { nil: null, freq: 2 }),
+  }),
 });
 
 const dagArb: fc.Arbitrary<DagSpec> = fc
@@ -77,17 +88,23 @@ const dagArb: fc.Arbitrary<DagSpec> = fc
     maxParallelism: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
     resultPolicy: fc.constantFrom<DagSpec['resultPolicy']>('all_sinks_succeed', 'all_tasks_succeed'),
     defaultTimeout: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null, freq: 4 }),
+    defaultDelay: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null, freq: 3 }),
+    defaultBackoff: fc.option(fc.constantFrom(1, 2), { nil: null, freq: 3 }),
+    workflowTimeout: fc.option(fc.integer({ min: 5, max: 60 }), { nil: null, freq: 3 }),
     fanIn: fc.option(fc.integer({ min: 2, max: 3 }), { nil: null, freq: 2 }),
     chunkShift: fc.constantFrom(0, 1, 2, 3, DEFAULT_CHUNK_SHIFT),
     hubThreshold: fc.constantFrom(0, 1, 2, 3, DEFAULT_HUB_THRESHOLD),
   })
-  .map(({ raw, order, maxParallelism, resultPolicy, defaultTimeout, fanIn, chunkShift, hubThreshold }) => ({
+  .map(({ raw, order, maxParallelism, resultPolicy, defaultTimeout, defaultDelay, defaultBackoff, workflowTimeout, fanIn, chunkShift, hubThreshold }) => ({
     chunkShift,
     hubThreshold,
     order,
     maxParallelism,
     resultPolicy,
     defaultTimeout,
+    defaultDelay,
+    defaultBackoff,
+    workflowTimeout,
     fanIn,
     tasks: raw.map((r, i): TaskSpec => {
       const deps: number[] = [];
@@ -100,7 +117,7 @@ const dagArb: fc.Arbitrary<DagSpec> = fc
         policy = 'all';
         condition = null;
       }
-      return { deps, policy, retries: r.retries, condition, timeout: r.timeout, queue: r.queue };
+      return { deps, policy, retries: r.retries, condition, timeout: r.timeout, queue: r.queue, delay: r.delay };
     }),
   }));
 
@@ -138,6 +155,9 @@ function definitionOf(dag: DagSpec): WorkflowDefinition {
     max_parallelism: dag.maxParallelism,
     result_policy: dag.resultPolicy,
     default_task_timeout_s: dag.defaultTimeout,
+    default_retry_delay_s: dag.defaultDelay,
+    default_retry_backoff: dag.defaultBackoff,
+    timeout_s: dag.workflowTimeout,
     tasks: listed.map(({ spec, i }) => ({
       name: nameOf(i),
       kwargs: { cmd: `echo ${i}` },
@@ -147,6 +167,9 @@ function definitionOf(dag: DagSpec): WorkflowDefinition {
       num_retries: spec.retries,
       timeout_s: spec.timeout,
       queue: spec.queue,
+      retry_delay_s: spec.delay.s,
+      retry_backoff: spec.delay.backoff,
+      retry_max_delay_s: spec.delay.max,
     })),
   });
   if (!result.ok) throw new Error(`generator made an invalid workflow: ${JSON.stringify(result.issues)}`);
@@ -179,6 +202,8 @@ function plain(rt: WorkflowRuntime): ReferenceRuntime {
     updatedAt: rt.updatedAt,
     finishedAt: rt.finishedAt,
     corruptReason: rt.corruptReason,
+    deadlineAt: rt.deadlineAt,
+    cancelReason: rt.cancelReason,
     tasks: Object.fromEntries(tasksIn(rt)),
     counts: { ...rt.counts },
   };

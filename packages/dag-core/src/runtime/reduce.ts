@@ -1,12 +1,12 @@
 import { boundSkipReason } from '../condition';
-import { taskTimeoutS } from '../definition/types';
+import { retryDelayS, taskTimeoutS } from '../definition/types';
 import { Draft } from './draft';
-import { dispatchRound } from './dispatch';
-import { M_AWAITING, M_TIMED_RUNNING, S_CANCELLED, S_FAILED, S_PENDING, S_READY, S_UPSTREAM_FAILED } from './core';
+import { dispatchDelayed, dispatchRound } from './dispatch';
+import { M_AWAITING, M_DELAYED_RUNNING, M_TIMED_RUNNING, S_CANCELLED, S_FAILED, S_PENDING, S_READY, S_UPSTREAM_FAILED, isDelayedRunning } from './core';
 import { drain, finishCondition, pendingFetch } from './settle';
 import { updateStatus } from './status';
 import { transition, type Step } from './step';
-import { epochMs, isNewer } from './time';
+import { addMs, epochMs, isNewer } from './time';
 import {
   isTerminalWorkflowStatus,
   type ActivateEvent,
@@ -24,6 +24,16 @@ import {
   type WorkflowEvent,
   type WorkflowRuntime,
 } from './types';
+
+/**
+ * True when `runtime` has a deadline (`timeout_s`) that has passed at `now` and nothing has ended
+ * it yet: not finished, no cancel standing. A `timeout-sweep` event then cancels the workflow.
+ */
+export function deadlinePassed(runtime: Pick<WorkflowRuntime, 'deadlineAt' | 'cancelRequested' | 'corruptReason' | 'status' | 'activated'>, now: string): boolean {
+  if (runtime.deadlineAt === null || runtime.cancelRequested || runtime.corruptReason !== null || !runtime.activated) return false;
+  if (isTerminalWorkflowStatus(runtime.status)) return false;
+  return epochMs(now) >= epochMs(runtime.deadlineAt);
+}
 
 /** Thrown inside a handler to leave the runtime untouched; turned into an `ignored` effect. */
 class Ignored extends Error {
@@ -103,8 +113,21 @@ function apply(step: Step, event: WorkflowEvent): void {
   }
 }
 
-function activate(step: Step, _event: ActivateEvent): void {
+/** Marks the workflow activated; the first activation starts its deadline. */
+function markActivated(step: Step): void {
+  if (step.d.runtime.activated) return;
   step.d.set('activated', true);
+  startDeadline(step);
+}
+
+/** `deadlineAt` = now + the workflow's `timeout_s` (null without one). */
+function startDeadline(step: Step): void {
+  const limit = step.d.runtime.definition.timeoutS;
+  step.d.set('deadlineAt', limit === null ? null : addMs(step.now, limit * 1000));
+}
+
+function activate(step: Step, _event: ActivateEvent): void {
+  markActivated(step);
   // Ask again for inputs that were asked for before a restart or a lost flush.
   if (step.d.runtime.counts.pending === 0) return;
   const waiting = step.d.positions(
@@ -140,7 +163,7 @@ function completion(step: Step, event: CompletionEvent): void {
     throw new Ignored(`completion of "${event.taskName}" attempt ${attempt} while the task is ${task.status} at attempt ${stored}`);
   }
   // A completion proves the task was dispatched, even if the flush that said so was lost.
-  step.d.set('activated', true);
+  markActivated(step);
   const startedAt = event.startedAt ?? null;
   if (event.success) {
     transition(step, position, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null, startedAt });
@@ -157,7 +180,8 @@ function isCancelText(error: string | null): boolean {
 /**
  * A failed attempt: cancelled under a cancel, re-armed while the budget lasts, else failed. A
  * failure caused by a cancel that no longer stands (a retry lifted it while the worker was stopping
- * the task) re-arms the task and gives the attempt back to its budget.
+ * the task) re-arms the task and gives the attempt back to its budget. A retry with a delay
+ * (`retry_delay_s`) is sent at once with that delivery delay instead of becoming ready.
  */
 function failAttempt(step: Step, position: number, attemptNo: number, error: string, how: { startedAt?: string | null; byCancel?: boolean } = {}): void {
   const task = step.d.task(position);
@@ -167,15 +191,24 @@ function failAttempt(step: Step, position: number, attemptNo: number, error: str
   if (how.byCancel) {
     return transition(step, position, { ...patch, status: 'ready', retryBase: task.retryBase + 1, error: `${error} (the cancel was lifted by a retry: dispatched again)` });
   }
-  transition(step, position, { ...patch, status: attemptNo - task.retryBase <= def.numRetries ? 'ready' : 'failed' });
+  if (attemptNo - task.retryBase > def.numRetries) return transition(step, position, { ...patch, status: 'failed' });
+  const next = attemptNo + 1;
+  const delayInMs = Math.round(retryDelayS(step.d.runtime.definition, def, next - task.retryBase) * 1000);
+  if (delayInMs > 0 && step.d.runtime.activated && dispatchDelayed(step, position, patch, next, delayInMs)) return;
+  transition(step, position, { ...patch, status: 'ready' });
 }
 
 function requestTime(event: CancelEvent | RetryEvent): string {
   return event.requestedAt ?? event.now;
 }
 
-/** SPEC §3.7 cancel: pending and ready tasks are cancelled; running ones finish or are stopped by workers. */
+/**
+ * SPEC §3.7 cancel: pending and ready tasks, and retries still waiting for their delay, are
+ * cancelled; running ones finish or are stopped by workers. An engine's cancel (a deadline) keeps
+ * its reason in `cancelReason` and in the tasks' errors.
+ */
 function cancel(step: Step, event: CancelEvent): void {
+  const reason = event.reason === undefined || event.reason.trim() === '' ? null : event.reason;
   const rt = step.d.runtime;
   const at = requestTime(event);
   if (!isNewer(at, rt.cancelAppliedAt)) throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
@@ -189,12 +222,17 @@ function cancel(step: Step, event: CancelEvent): void {
     return;
   }
   step.d.set('cancelRequested', true);
-  if (rt.counts.pending + rt.counts.ready === 0) return;
+  step.d.set('cancelReason', reason);
+  if (rt.counts.pending + rt.counts.ready + rt.counts.running === 0) return;
+  // A retry still waiting for its delay has not reached a worker: it is cancelled here, like a
+  // ready task (a worker that takes its message later sees the cancel, and its report is ignored).
+  const now = epochMs(event.now);
   const waiting = step.d.positions(
-    (counts) => counts[S_PENDING]! + counts[S_READY]! > 0,
-    (task) => task.status === 'pending' || task.status === 'ready',
+    (counts) => counts[S_PENDING]! + counts[S_READY]! + counts[M_DELAYED_RUNNING]! > 0,
+    (task) => task.status === 'pending' || task.status === 'ready' || (isDelayedRunning(task) && epochMs(task.retryDueAt!) > now),
   );
-  for (const position of waiting) transition(step, position, { status: 'cancelled', error: 'workflow cancelled' });
+  const error = reason === null ? 'workflow cancelled' : `workflow cancelled: ${reason}`;
+  for (const position of waiting) transition(step, position, { status: 'cancelled', error });
   // Dependents of the tasks just cancelled are cancelled too; nothing is left to re-evaluate.
   step.worklist.length = 0;
 }
@@ -213,11 +251,14 @@ function retry(step: Step, event: RetryEvent): void {
   }
   // The latest request is now this retry: a cancel no longer applies, even with nothing to retry.
   step.d.set('cancelRequested', false);
+  step.d.set('cancelReason', null);
   if (rt.counts.failed + rt.counts.upstream_failed + rt.counts.cancelled === 0) {
     step.effects.push({ type: 'notice', message: 'nothing to retry: no task failed, upstream_failed or cancelled' });
     return;
   }
   step.d.set('activated', true);
+  // The retried workflow gets its whole timeout_s again, from now.
+  startDeadline(step);
   const retried = step.d.positions(
     (counts) => counts[S_FAILED]! + counts[S_UPSTREAM_FAILED]! + counts[S_CANCELLED]! > 0,
     (task) => RETRYABLE.has(task.status),
@@ -234,6 +275,7 @@ function retry(step: Step, event: RetryEvent): void {
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
+      retryDueAt: null,
     });
   }
   // Every pending task is looked at again, roots become ready at once, and conditions re-run. A
@@ -251,11 +293,18 @@ function retry(step: Step, event: RetryEvent): void {
 }
 
 /**
- * The lost-task sweep (see {@link TimeoutSweepEvent}): a running attempt with a timeout whose
- * dispatch is older than the message's time to live + its timeout + the grace fails.
+ * The sweep (see {@link TimeoutSweepEvent}). A workflow past its deadline is cancelled, with the
+ * reason. Otherwise, the lost-task sweep: a running attempt with a timeout whose dispatch (or, for
+ * a delayed retry, its due time) is older than the message's time to live + its timeout + the
+ * grace fails.
  */
 function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
   const rt = step.d.runtime;
+  if (deadlinePassed(rt, event.now)) {
+    const reason = `deadline passed: the workflow's timeout_s (${rt.definition.timeoutS} s) ran out at ${rt.deadlineAt}`;
+    cancel(step, { type: 'cancel', now: event.now, reason });
+    return;
+  }
   if (rt.counts.running === 0) throw new Ignored('no task is running');
   const ttl = event.messageTtlInMs === undefined ? DEFAULT_TASK_MESSAGE_TTL_MS : event.messageTtlInMs;
   if (ttl === null || !Number.isFinite(ttl)) throw new Ignored('task messages never expire: no running task can be declared lost');
@@ -271,10 +320,13 @@ function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
     const task = step.d.task(position);
     const def = step.index.tasks[position]!;
     const limit = taskTimeoutS(rt.definition, def);
-    if (limit === null || task.dispatchedAt === null) continue;
+    // A delayed retry's message lives from its due time on (its time to live is lengthened by the
+    // delay, and no worker can take it before): it is counted from there.
+    const from = task.retryDueAt ?? task.dispatchedAt;
+    if (limit === null || from === null) continue;
     const bound = ttl + limit * 1000 + grace;
-    if (now - epochMs(task.dispatchedAt) > bound) {
-      failAttempt(step, position, task.attemptNo, `no completion within ${formatDuration(bound)} of its dispatch (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
+    if (now - epochMs(from) > bound) {
+      failAttempt(step, position, task.attemptNo, `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
       lost++;
     }
   }

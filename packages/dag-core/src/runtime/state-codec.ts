@@ -30,6 +30,7 @@ export type TaskJson = {
   started_at?: string;
   completed_at?: string;
   awaiting_inputs?: true;
+  retry_due_at?: string;
 };
 
 /** The stored record of one task state. */
@@ -43,6 +44,7 @@ export function encodeTaskState(t: TaskRuntime): TaskJson {
   if (t.startedAt !== null) json.started_at = t.startedAt;
   if (t.completedAt !== null) json.completed_at = t.completedAt;
   if (t.awaitingInputs) json.awaiting_inputs = true;
+  if (t.retryDueAt !== null) json.retry_due_at = t.retryDueAt;
   return json;
 }
 
@@ -76,7 +78,7 @@ export const isCount = (v: unknown): v is number => typeof v === 'number' && Num
 const isWorkflowStatus = (v: unknown): v is WorkflowStatus => WORKFLOW_STATUSES.includes(v as WorkflowStatus);
 const isTaskStatus = (v: unknown): v is TaskStatus => TASK_STATUSES.includes(v as TaskStatus);
 
-const TASK_KEYS = new Set(['status', 'attempt_no', 'retry_base', 'output_ref', 'error', 'dispatched_at', 'started_at', 'completed_at', 'awaiting_inputs']);
+const TASK_KEYS = new Set(['status', 'attempt_no', 'retry_base', 'output_ref', 'error', 'dispatched_at', 'started_at', 'completed_at', 'awaiting_inputs', 'retry_due_at']);
 
 /**
  * A task state from its stored record. `strict` refuses keys this version does not write (the
@@ -109,6 +111,7 @@ export function decodeTaskState(raw: unknown, where: string, subject: string, st
     startedAt,
     completedAt: field(raw, 'completed_at', optional(isString), 'a timestamp', at, subject) ?? null,
     awaitingInputs: awaiting,
+    retryDueAt: field(raw, 'retry_due_at', optional(isString), 'a timestamp', at, subject) ?? null,
   };
 }
 
@@ -127,9 +130,18 @@ export interface StoredWorkflowFields {
   updatedAt: string;
   finishedAt: string | null;
   corruptReason: string | null;
+  deadlineAt: string | null;
+  cancelReason: string | null;
 }
 
-type FieldSpec = { [K in keyof StoredWorkflowFields]: { key: K; json: string; check: Check<StoredWorkflowFields[K]>; what: string } }[keyof StoredWorkflowFields];
+/**
+ * `optional`: a field added after format 2 was first written. A full record (a snapshot) leaves it
+ * out while it is null and a reader takes a missing one as null, so runtimes that do not use it read
+ * and write as they always did.
+ */
+type FieldSpec = {
+  [K in keyof StoredWorkflowFields]: { key: K; json: string; check: Check<StoredWorkflowFields[K]>; what: string; optional?: true };
+}[keyof StoredWorkflowFields];
 
 /** Every stored workflow field: its name, its stored key and its check, in the order they are written. */
 const WORKFLOW_FIELDS: readonly FieldSpec[] = [
@@ -143,6 +155,8 @@ const WORKFLOW_FIELDS: readonly FieldSpec[] = [
   { key: 'finishedAt', json: 'finished_at', check: isNullableString, what: 'a timestamp or null' },
   { key: 'corruptReason', json: 'corrupt_reason', check: isNullableString, what: 'a string or null' },
   { key: 'outputsContainer', json: 'outputs_container', check: isNullableString, what: 'a string or null' },
+  { key: 'deadlineAt', json: 'deadline_at', check: isNullableString, what: 'a timestamp or null', optional: true },
+  { key: 'cancelReason', json: 'cancel_reason', check: isNullableString, what: 'a string or null', optional: true },
 ];
 
 const FIELD_BY_JSON = new Map(WORKFLOW_FIELDS.map((f) => [f.json, f]));
@@ -160,6 +174,8 @@ export function storedFieldsOf(runtime: StoredWorkflowFields): StoredWorkflowFie
     updatedAt: runtime.updatedAt,
     finishedAt: runtime.finishedAt,
     corruptReason: runtime.corruptReason,
+    deadlineAt: runtime.deadlineAt,
+    cancelReason: runtime.cancelReason,
   };
 }
 
@@ -168,6 +184,7 @@ export function encodeWorkflowFields(runtime: StoredWorkflowFields, previous?: S
   const json: Record<string, unknown> = {};
   for (const spec of WORKFLOW_FIELDS) {
     if (previous !== undefined && previous[spec.key] === runtime[spec.key]) continue;
+    if (previous === undefined && spec.optional && runtime[spec.key] === null) continue;
     json[spec.json] = runtime[spec.key];
   }
   return json;
@@ -183,7 +200,13 @@ export function decodeWorkflowFields(raw: unknown, into: Partial<StoredWorkflowF
   const target = into as Record<string, unknown>;
   const at = where === '' ? '' : `${where}.`;
   for (const spec of WORKFLOW_FIELDS) {
-    if (partial && !(spec.json in raw)) continue;
+    if (!(spec.json in raw)) {
+      if (partial) continue;
+      if (spec.optional) {
+        target[spec.key] = null;
+        continue;
+      }
+    }
     target[spec.key] = field(raw, spec.json, spec.check as Check<unknown>, spec.what, at, subject);
   }
 }

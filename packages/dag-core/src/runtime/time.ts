@@ -11,3 +11,10 @@ export function isNewer(a: string, b: string | null): boolean {
   if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
   return ta > tb;
 }
+
+/** `timestamp` plus `ms`, as ISO-8601; null when the timestamp does not parse or the result is past the last date. */
+export function addMs(timestamp: string, ms: number): string | null {
+  const at = epochMs(timestamp) + ms;
+  // ±8.64e15 ms is the range of a JavaScript date.
+  return Number.isFinite(at) && Math.abs(at) <= 8.64e15 ? new Date(at).toISOString() : null;
+}

@@ -59,6 +59,12 @@ export interface TaskRuntime {
   completedAt: string | null;
   /** True while the task's condition waits for parent outputs fetched from blobs. */
   awaitingInputs: boolean;
+  /**
+   * When the queue delivers the current attempt, for a retry sent with a delay (`retry_delay_s`):
+   * until then it is `running` but holds no `max_parallelism` slot, and the lost-task sweep counts
+   * from here rather than from `dispatchedAt`. Null for an attempt sent without delay.
+   */
+  retryDueAt: string | null;
 }
 
 /** Number of tasks in each status. */
@@ -90,6 +96,13 @@ export interface WorkflowRuntime {
   finishedAt: string | null;
   /** Why the coordinator set the workflow aside (status `corrupt`); null otherwise. */
   corruptReason: string | null;
+  /**
+   * When the workflow's `timeout_s` runs out: set at its first activation (and again by a retry)
+   * when the definition has one; past it the coordinator cancels the workflow. Null otherwise.
+   */
+  deadlineAt: string | null;
+  /** Why the standing cancel was made, when the engine made it (a deadline that passed); null for a user's cancel or none. */
+  cancelReason: string | null;
   /**
    * Task name → state, as a read-only record built on first read and cached per runtime object:
    * O(tasks), for tests and old callers only. Code on a hot path reads tasks through the accessors
@@ -132,6 +145,8 @@ export interface CancelEvent {
   now: string;
   /** When the request was made; defaults to `now`. Not newer than the last applied → ignored. */
   requestedAt?: string;
+  /** Why, when the engine cancels (a deadline that passed): kept as the runtime's `cancelReason`. */
+  reason?: string;
 }
 
 /** A retry request recorded on the index row (SPEC §3.7). */
@@ -142,12 +157,15 @@ export interface RetryEvent {
 }
 
 /**
- * Periodic check for running tasks whose message was lost. Workers enforce `timeout_s` on the time
+ * Periodic check for running tasks whose message was lost, and for a workflow past its deadline
+ * (`deadlineAt`), which it cancels with the reason. Workers enforce `timeout_s` on the time
  * a task runs; the coordinator cannot see that time, and a dispatched task may wait in its queue
  * for as long as its message lives. So a running task with a timeout counts as lost only once
  * `now − dispatched_at` passes the message's time to live + `timeout_s` + the grace: by then its
  * message has either expired or been taken by a worker that would have stopped the task and
- * reported it. A task without a timeout is never failed by the sweep.
+ * reported it. A retry sent with a delay counts from its `retryDueAt` instead (its message lives
+ * that much longer, and no worker can take it before): the sweep never fires while it waits. A
+ * task without a timeout is never failed by the sweep.
  */
 export interface TimeoutSweepEvent {
   type: 'timeout-sweep';
@@ -199,6 +217,11 @@ export interface DispatchEffect {
   message: string;
   /** The message id inside the envelope, `{workflow_id}/{task}/{attempt}`. */
   messageId: string;
+  /**
+   * A retry that waits (`retry_delay_s`): send the message with this delivery delay (the queue
+   * holds it back; it is due at the task's `retryDueAt`). Absent for a message to deliver at once.
+   */
+  delayInMs?: number;
 }
 
 /** Read these parents' blob outputs and answer with a `condition-inputs` event. */

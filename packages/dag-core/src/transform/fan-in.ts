@@ -68,6 +68,9 @@ export function sequentializeFanIn(definition: WorkflowDefinition, maxFanIn: num
         condition: null,
         numRetries: 0,
         timeoutS: null,
+        retryDelayS: null,
+        retryBackoff: null,
+        retryMaxDelayS: null,
       });
       previous = merge;
     }

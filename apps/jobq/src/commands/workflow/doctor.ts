@@ -331,8 +331,10 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
         const spec = taskQueue(definition, def);
         dispatched.set(spec, (dispatched.get(spec) ?? 0) + 1);
       }
-      if (task.status === 'running' && task.dispatchedAt !== null && now - Date.parse(task.dispatchedAt) >= settings.staleRunningMs) {
-        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(task.dispatchedAt))})`);
+      // A retry sent with a delay counts from when it is due.
+      const since = task.retryDueAt ?? task.dispatchedAt;
+      if (task.status === 'running' && since !== null && now - Date.parse(since) >= settings.staleRunningMs) {
+        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(since))})`);
       }
       if (task.status === 'ready' && runtime.activated && !heldBack && stillForMs >= settings.staleReadyMs) {
         stuckReady.push(`${runtime.workflowId}/${def.name} (${age(stillForMs)})`);

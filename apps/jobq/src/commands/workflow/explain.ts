@@ -196,7 +196,7 @@ export default class WorkflowExplain extends JobqCommand {
       const detail = taskDetail(fresh, taskDef, explained);
       const queue = report.queues.find((q) => q.queue === detail.queue) ?? null;
       if (flags.json) {
-        this.printJson({ target: deployment.target, workflow: report.workflow, task: detail, queue });
+        this.printJson({ target: deployment.target, workflow: report.workflow, task: { ...detail, retry_due_at: explained?.retry_due_at ?? null }, queue });
         return;
       }
       const lines = [...workflowLines(report, deployment.target), '', ...taskLines(detail, '')];

@@ -101,6 +101,8 @@ export default class WorkflowStatus extends JobqCommand {
         total: totalOf(counts),
         indexStatus: summary.status,
         runtime: view,
+        deadline_at: runtime?.deadlineAt ?? null,
+        cancel_reason: runtime?.cancelReason ?? null,
         ...(flags.tasks ? { tasks } : {}),
         ...(layers ? { layers } : {}),
       });
@@ -117,6 +119,8 @@ export default class WorkflowStatus extends JobqCommand {
     if (runtime === null && status === 'corrupt') lines.push('Note      the runtime cannot be read: showing the index row');
     else if (runtime === null) lines.push('Note      the runtime blob is missing (the submit did not finish): showing the index row');
     if (summary.error !== null) lines.push(`Error     ${summary.error}`);
+    if (runtime?.deadlineAt) lines.push(`Deadline  ${runtime.deadlineAt} (timeout_s ${runtime.definition.timeoutS})`);
+    if (runtime?.cancelReason && runtime.cancelRequested) lines.push(`Cancelled ${runtime.cancelReason}`);
     if (layers) lines.push('', layerTable(layers));
     if (flags.tasks) lines.push('', tasks.length === 0 ? 'No tasks.' : taskTable(tasks, { verbose: flags.verbose }));
     const skipped = tasks.filter((t) => t.status === 'skipped').map((t) => skippedTask(t.taskName, t.error));

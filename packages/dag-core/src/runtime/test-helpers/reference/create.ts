@@ -35,6 +35,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
+      retryDueAt: null,
     };
   });
   return assembleRuntime(
@@ -51,6 +52,8 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       updatedAt: init.now,
       finishedAt: null,
       corruptReason: null,
+      deadlineAt: null,
+      cancelReason: null,
     },
     states,
   );

@@ -1,7 +1,9 @@
 import { taskQueue, taskTimeoutS, type TaskDefinition } from '../../../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../../../wire/upstream-refs';
 import { encodeTaskMessage, taskMessageId } from '../../../wire/task-message';
+import { epochMs } from '../../time';
 import { transition, type Step } from './step';
+import type { DispatchEffect } from './types';
 
 /**
  * Each `ready` task, in definition order, that may run (no cancel requested, within
@@ -12,7 +14,9 @@ export function dispatchRound(step: Step): void {
   const rt = step.d.runtime;
   if (!rt.activated || rt.cancelRequested || rt.corruptReason !== null || rt.counts.ready === 0) return;
   const limit = rt.definition.maxParallelism;
-  let budget = limit === null ? Number.POSITIVE_INFINITY : limit - rt.counts.running;
+  // Retries waiting for their delay hold no slot.
+  const waiting = Object.values(rt.tasks).filter((t) => t.status === 'running' && t.retryDueAt !== null && epochMs(t.retryDueAt) > epochMs(step.now)).length;
+  let budget = limit === null ? Number.POSITIVE_INFINITY : limit - (rt.counts.running - waiting);
   let remaining = rt.counts.ready;
   for (const def of step.index.tasks) {
     if (budget <= 0 || remaining <= 0) break;
@@ -21,16 +25,22 @@ export function dispatchRound(step: Step): void {
     remaining--;
     budget--;
     const attemptNo = task.attemptNo + 1;
-    transition(step, def.name, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null });
-    step.effects.push({
-      type: 'dispatch',
-      taskName: def.name,
-      queue: taskQueue(rt.definition, def),
-      attemptNo,
-      message: taskMessage(step, def, attemptNo),
-      messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
-    });
+    transition(step, def.name, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: null });
+    step.effects.push(dispatchEffect(step, def, attemptNo));
   }
+}
+
+/** The dispatch effect of one attempt. */
+export function dispatchEffect(step: Step, def: TaskDefinition, attemptNo: number): DispatchEffect {
+  const rt = step.d.runtime;
+  return {
+    type: 'dispatch',
+    taskName: def.name,
+    queue: taskQueue(rt.definition, def),
+    attemptNo,
+    message: taskMessage(step, def, attemptNo),
+    messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
+  };
 }
 
 /** The task message, with the outputs of the real parents that completed or were skipped. */

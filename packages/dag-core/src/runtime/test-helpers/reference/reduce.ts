@@ -1,12 +1,12 @@
 import { boundSkipReason } from '../../../condition';
-import { taskTimeoutS } from '../../../definition/types';
+import { retryDelayS, taskTimeoutS } from '../../../definition/types';
 import { Draft } from './draft';
-import { dispatchRound } from './dispatch';
+import { dispatchEffect, dispatchRound } from './dispatch';
 import { graphIndex } from './graph-index';
 import { drain, finishCondition, pendingFetch } from './settle';
 import { updateStatus } from './status';
 import { transition, type Step } from './step';
-import { epochMs, isNewer } from '../../time';
+import { addMs, epochMs, isNewer } from '../../time';
 import {
   isTerminalWorkflowStatus,
   type ActivateEvent,
@@ -19,6 +19,7 @@ import {
   type Effect,
   type ReduceResult,
   type RetryEvent,
+  type TaskRuntime,
   type TaskStatus,
   type TimeoutSweepEvent,
   type WorkflowEvent,
@@ -102,8 +103,25 @@ function apply(step: Step, event: WorkflowEvent): void {
   }
 }
 
-function activate(step: Step, _event: ActivateEvent): void {
+/** The first activation starts the deadline. */
+function markActivated(step: Step): void {
+  if (step.d.runtime.activated) return;
   step.d.set('activated', true);
+  startDeadline(step);
+}
+
+function startDeadline(step: Step): void {
+  const limit = step.d.runtime.definition.timeoutS;
+  step.d.set('deadlineAt', limit === null ? null : addMs(step.now, limit * 1000));
+}
+
+/** A retry waiting for its delay at `now`. */
+function waitingAt(task: TaskRuntime, now: string): boolean {
+  return task.status === 'running' && task.retryDueAt !== null && epochMs(task.retryDueAt) > epochMs(now);
+}
+
+function activate(step: Step, _event: ActivateEvent): void {
+  markActivated(step);
   // Ask again for inputs that were asked for before a restart or a lost flush.
   if (step.d.runtime.counts.pending === 0) return;
   for (const def of step.index.tasks) {
@@ -133,7 +151,7 @@ function completion(step: Step, event: CompletionEvent): void {
     throw new Ignored(`completion of "${event.taskName}" attempt ${attempt} while the task is ${task.status} at attempt ${stored}`);
   }
   // A completion proves the task was dispatched, even if the flush that said so was lost.
-  step.d.set('activated', true);
+  markActivated(step);
   const startedAt = event.startedAt ?? null;
   if (event.success) {
     transition(step, event.taskName, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null, startedAt });
@@ -161,7 +179,17 @@ function failAttempt(step: Step, name: string, attemptNo: number, error: string,
   if (how.byCancel) {
     return transition(step, name, { ...patch, status: 'ready', retryBase: task.retryBase + 1, error: `${error} (the cancel was lifted by a retry: dispatched again)` });
   }
-  transition(step, name, { ...patch, status: attemptNo - task.retryBase <= def.numRetries ? 'ready' : 'failed' });
+  if (attemptNo - task.retryBase > def.numRetries) return transition(step, name, { ...patch, status: 'failed' });
+  // A retry with a delay is sent at once, held back by its queue.
+  const next = attemptNo + 1;
+  const delayInMs = Math.round(retryDelayS(step.d.runtime.definition, def, next - task.retryBase) * 1000);
+  const dueAt = addMs(step.now, delayInMs);
+  if (delayInMs > 0 && step.d.runtime.activated && dueAt !== null) {
+    transition(step, name, { ...patch, status: 'running', attemptNo: next, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
+    step.effects.push({ ...dispatchEffect(step, def, next), delayInMs });
+    return;
+  }
+  transition(step, name, { ...patch, status: 'ready' });
 }
 
 function requestTime(event: CancelEvent | RetryEvent): string {
@@ -170,6 +198,7 @@ function requestTime(event: CancelEvent | RetryEvent): string {
 
 /** Cancel: pending and ready tasks are cancelled; running ones finish or are stopped by workers. */
 function cancel(step: Step, event: CancelEvent): void {
+  const reason = event.reason === undefined || event.reason.trim() === '' ? null : event.reason;
   const rt = step.d.runtime;
   const at = requestTime(event);
   if (!isNewer(at, rt.cancelAppliedAt)) throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
@@ -183,10 +212,12 @@ function cancel(step: Step, event: CancelEvent): void {
     return;
   }
   step.d.set('cancelRequested', true);
-  if (rt.counts.pending + rt.counts.ready === 0) return;
+  step.d.set('cancelReason', reason);
+  const error = reason === null ? 'workflow cancelled' : `workflow cancelled: ${reason}`;
   for (const def of step.index.tasks) {
-    const status = step.d.task(def.name)?.status;
-    if (status === 'pending' || status === 'ready') transition(step, def.name, { status: 'cancelled', error: 'workflow cancelled' });
+    const task = step.d.task(def.name);
+    if (task === undefined) continue;
+    if (task.status === 'pending' || task.status === 'ready' || waitingAt(task, event.now)) transition(step, def.name, { status: 'cancelled', error });
   }
   // Dependents of the tasks just cancelled are cancelled too; nothing is left to re-evaluate.
   step.worklist.length = 0;
@@ -206,11 +237,13 @@ function retry(step: Step, event: RetryEvent): void {
   }
   // The latest request is now this retry: a cancel no longer applies, even with nothing to retry.
   step.d.set('cancelRequested', false);
+  step.d.set('cancelReason', null);
   if (rt.counts.failed + rt.counts.upstream_failed + rt.counts.cancelled === 0) {
     step.effects.push({ type: 'notice', message: 'nothing to retry: no task failed, upstream_failed or cancelled' });
     return;
   }
   step.d.set('activated', true);
+  startDeadline(step);
   for (const def of step.index.tasks) {
     const task = step.d.task(def.name);
     if (!task || !RETRYABLE.has(task.status)) continue;
@@ -224,6 +257,7 @@ function retry(step: Step, event: RetryEvent): void {
       startedAt: null,
       completedAt: null,
       awaitingInputs: false,
+      retryDueAt: null,
     });
   }
   // Every pending task is looked at again, roots become ready at once, and conditions re-run. A
@@ -244,6 +278,11 @@ function retry(step: Step, event: RetryEvent): void {
  */
 function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
   const rt = step.d.runtime;
+  const deadline = rt.deadlineAt;
+  if (deadline !== null && !rt.cancelRequested && rt.activated && !isTerminalWorkflowStatus(rt.status) && epochMs(event.now) >= epochMs(deadline)) {
+    cancel(step, { type: 'cancel', now: event.now, reason: `deadline passed: the workflow's timeout_s (${rt.definition.timeoutS} s) ran out at ${deadline}` });
+    return;
+  }
   let running = rt.counts.running;
   if (running === 0) throw new Ignored('no task is running');
   const ttl = event.messageTtlInMs === undefined ? DEFAULT_TASK_MESSAGE_TTL_MS : event.messageTtlInMs;
@@ -257,10 +296,11 @@ function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
     if (task?.status !== 'running') continue;
     running--;
     const limit = taskTimeoutS(rt.definition, def);
-    if (limit === null || task.dispatchedAt === null) continue;
+    const from = task.retryDueAt ?? task.dispatchedAt;
+    if (limit === null || from === null) continue;
     const bound = ttl + limit * 1000 + grace;
-    if (now - epochMs(task.dispatchedAt) > bound) {
-      failAttempt(step, def.name, task.attemptNo, `no completion within ${formatDuration(bound)} of its dispatch (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
+    if (now - epochMs(from) > bound) {
+      failAttempt(step, def.name, task.attemptNo, `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
       lost++;
     }
   }
