@@ -19,7 +19,7 @@ const REASONS = {
 };
 
 function state(status: TaskRuntime['status'], error: string | null = null): TaskRuntime {
-  return { status, attemptNo: 0, retryBase: 0, outputRef: null, error, dispatchedAt: null, startedAt: null, completedAt: null, awaitingInputs: false };
+  return { status, attemptNo: 0, retryBase: 0, outputRef: null, error, dispatchedAt: null, startedAt: null, completedAt: null, awaitingInputs: false, retryDueAt: null };
 }
 
 function runtime() {
