@@ -29,7 +29,7 @@ describe('the package index', () => {
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
       'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
       'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
-      'assembleRuntime', 'withTaskStates',
+      'assembleRuntime', 'withTaskStates', 'parseParamsFile', 'matrixTaskName', 'conditionLiteral',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
   });
@@ -38,7 +38,7 @@ describe('the package index', () => {
     const names = [
       'MAX_DEFINITION_DEPTH', 'MAX_YAML_ALIAS_EXPANSION', 'MAX_TASK_NAME_LENGTH', 'MAX_TASK_KEY_LENGTH', 'MAX_WORKFLOW_ID_LENGTH',
       'MAX_WORKFLOW_NAME_LENGTH', 'MAX_WORKFLOW_QUEUES', 'MERGE_NAME_ROOM', 'TABLE_KEY_MAX_CHARS', 'TABLE_ROW_MAX_BYTES',
-      'TABLE_STRING_MAX_CHARS', 'WORST_CASE_ATTEMPT_NO',
+      'TABLE_STRING_MAX_CHARS', 'WORST_CASE_ATTEMPT_NO', 'MAX_MATRIX_TASKS', 'MAX_MATRIX_AXIS_PRODUCT',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('number');
   });

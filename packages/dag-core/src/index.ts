@@ -9,8 +9,10 @@ export type { Issue, Result } from './result';
 
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';
-export { parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
-export { validateWorkflow } from './definition/validate';
+export { parseParamsFile, parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
+export { validateWorkflow, type ValidateWorkflowOptions } from './definition/validate';
+export { PARAM_ENV_PREFIX, type ParamOverrides, type ParamType, type ParamValue } from './definition/params';
+export { MATRIX_ENV_PREFIX, matrixTaskName } from './definition/matrix';
 export { workflowJsonSchema } from './definition/schema';
 export { toRawDefinition } from './definition/convert';
 export { DEFINITION_ISSUE_CODES, DEFINITION_WARNING_CODES, type DefinitionIssueCode } from './definition/issue-codes';
@@ -26,6 +28,8 @@ export {
 } from './definition/names';
 export {
   MAX_DEFINITION_DEPTH,
+  MAX_MATRIX_AXIS_PRODUCT,
+  MAX_MATRIX_TASKS,
   MAX_RETRY_DELAY_S,
   MAX_TASK_KEY_LENGTH,
   MAX_TASK_NAME_LENGTH,
@@ -43,6 +47,7 @@ export { MERGE_PREFIX, isMergeNode } from './definition/semantics';
 
 export {
   compileCondition,
+  conditionLiteral,
   conditionSkipReason,
   evaluateCondition,
   fnmatch,

@@ -8,6 +8,7 @@ export { compileCondition, type CompiledCondition } from './compile';
 export { evaluateCondition, type ConditionEvaluation, type EvaluateConditionOptions } from './evaluate';
 export type { Truth as ConditionTruth } from './explain';
 export { fnmatch } from './glob';
+export { conditionLiteral } from './literal';
 export {
   MAX_CONDITION_DEPTH,
   MAX_CONDITION_LENGTH,

@@ -1,7 +1,14 @@
 import type { RawWorkflowDefinition } from './schema';
+import type { ParamValue } from './params';
 import type { TaskDefinition, WorkflowDefinition } from './types';
 
 type RawTask = RawWorkflowDefinition['tasks'][number];
+
+/** The resolved parameter values (the validator replaced the declarations by them); nothing when there are none. */
+function paramsOf(params: RawWorkflowDefinition['params']): { params?: Record<string, ParamValue> } {
+  const values = Object.entries(params ?? {}).filter((e): e is [string, ParamValue] => typeof e[1] !== 'object');
+  return values.length === 0 ? {} : { params: Object.fromEntries(values) };
+}
 
 /** @internal Fills defaults and turns a model-checked raw definition into the camelCase one. */
 export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
@@ -15,6 +22,7 @@ export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
     defaultRetryBackoff: raw.default_retry_backoff ?? 1,
     defaultRetryMaxDelayS: raw.default_retry_max_delay_s ?? null,
     timeoutS: raw.timeout_s ?? null,
+    ...paramsOf(raw.params),
     tasks: raw.tasks.map((t: RawTask): TaskDefinition => {
       const task: TaskDefinition = {
         name: t.name,
@@ -41,7 +49,7 @@ export function fromRaw(raw: RawWorkflowDefinition): WorkflowDefinition {
  * The snake_case form of a definition with every field explicit: what is stored with a runtime
  * and hashed to recognise a resubmission. `validateWorkflow(toRawDefinition(d))` gives `d` back
  * (for definitions without merge nodes). Fields added since the first format (the retry delays,
- * the workflow's `timeout_s`) are written only when they differ from their default, so a definition
+ * the workflow's `timeout_s`, the parameter values) are written only when they differ from their default, so a definition
  * that does not use them keeps the hash, and the stored form, an older jobq gave it.
  */
 export function toRawDefinition(definition: WorkflowDefinition): Record<string, unknown> {
@@ -55,6 +63,7 @@ export function toRawDefinition(definition: WorkflowDefinition): Record<string, 
     ...(definition.defaultRetryBackoff !== 1 ? { default_retry_backoff: definition.defaultRetryBackoff } : {}),
     ...(definition.defaultRetryMaxDelayS !== null ? { default_retry_max_delay_s: definition.defaultRetryMaxDelayS } : {}),
     ...(definition.timeoutS !== null ? { timeout_s: definition.timeoutS } : {}),
+    ...(definition.params !== undefined && Object.keys(definition.params).length > 0 ? { params: definition.params } : {}),
     tasks: definition.tasks.map((t) => ({
       name: t.name,
       kwargs: t.kwargs,

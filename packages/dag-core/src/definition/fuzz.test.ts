@@ -16,7 +16,20 @@ function wellFormed(result: Result<unknown>): boolean {
 const taskName = fc.oneof(fc.constantFrom('a', 'b', 'c', 'prep/x', '__m', '', ' '), fc.string({ maxLength: 6 }));
 
 /** Strings with the characters and forms the kwargs checks care about. */
-const awkward = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('a\u0000b', '${{ secrets.X }}', 'x${{ bad }}', '${{ secrets.1 }}', '', ' '));
+const awkward = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.constantFrom('a\u0000b', '${{ secrets.X }}', 'x${{ bad }}', '${{ secrets.1 }}', '', ' ', '${{ params.p }}', '${{ matrix.m }}', '${{ params.q'),
+);
+/** Matrix axes, include and exclude lists, sometimes malformed. */
+const scalarish = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('x', 'a*', true), fc.constant(null), fc.jsonValue({ maxDepth: 1 }));
+const matrix = fc.oneof(
+  fc.dictionary(fc.constantFrom('m', 'n', 'include', 'exclude', 'M', '1x'), fc.oneof(fc.array(scalarish, { maxLength: 3 }), fc.array(fc.dictionary(fc.constantFrom('m', 'n', 'k'), scalarish), { maxLength: 2 }), scalarish)),
+  fc.jsonValue({ maxDepth: 1 }),
+);
+const params = fc.oneof(
+  fc.dictionary(fc.constantFrom('p', 'q', 'P', '1x'), fc.oneof(scalarish, fc.record({ type: fc.constantFrom('string', 'integer', 'float'), default: scalarish }, { requiredKeys: [] }))),
+  fc.jsonValue({ maxDepth: 1 }),
+);
 const env = fc.dictionary(fc.oneof(fc.constantFrom('A', 'A=B', '', '__proto__', 'N\u0000'), fc.string({ maxLength: 4 })), fc.oneof(awkward, fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 1 })));
 /** kwargs keys: the ones the shell processor reads, reserved ones and "__proto__", which JavaScript treats apart. */
 const kwargKey = fc.oneof(fc.constantFrom('cmd', 'cwd', 'env', 'bg_dirsync_to', '__proto__', '__x'), fc.string({ maxLength: 4 }));
@@ -36,12 +49,14 @@ const definitionLike = fc.record(
           condition: fc.oneof(fc.constant(null), fc.constantFrom('inputs.a.ok', 'all(inputs["*"].x)', 'inputs.b.y > 1'), fc.string()),
           queue: fc.oneof(fc.constant(null), fc.constantFrom('cpu', 'a/b', 'sb://ns/q', 'BAD')),
           num_retries: fc.oneof(fc.integer({ min: -2, max: 3 }), fc.double(), fc.boolean()),
+          matrix,
         },
         { requiredKeys: [] },
       ),
       { maxLength: 6 },
     ),
     max_parallelism: fc.oneof(fc.integer({ min: -1, max: 3 }), fc.constant(null)),
+    params,
     extra: fc.jsonValue({ maxDepth: 2 }),
   },
   { requiredKeys: [] },

@@ -96,7 +96,7 @@ describe('the kwargs the shell processor reads', () => {
       ['secret-ref-syntax', 'tasks[2].kwargs.env.BAD_NAME', 20, 20],
     ]);
     expect(issues.find((i) => i.path === 'tasks[2].kwargs.env.BAD')?.message).toBe(
-      'kwargs.env.BAD: "${{ secret.API_TOKEN }}" is not a secret reference: write ${{ secrets.NAME }} (column 3 of the value)',
+      'kwargs.env.BAD: "${{ secret.API_TOKEN }}" is not a reference: write ${{ params.NAME }}, ${{ matrix.KEY }} or, in kwargs.env, ${{ secrets.NAME }} (column 3 of the value)',
     );
     expect(issues.find((i) => i.path === 'tasks[2].kwargs.env.BAD_NAME')?.message).toContain('"1st" is not a secret name');
   });
@@ -113,8 +113,14 @@ describe('the kwargs the shell processor reads', () => {
     });
   });
 
-  it('leaves "${{" outside kwargs.env alone (only env values are resolved)', () => {
-    expect(validateWorkflow(one({ cmd: 'echo ${{ not checked }}', note: '${{' })).ok).toBe(true);
+  it('reads "${{" in every kwargs string as a reference (a secret only in kwargs.env)', () => {
+    const issues = issuesOf(one({ cmd: 'echo ${{ not checked }}', note: ['${{'], token: '${{ secrets.TOKEN }}' }));
+    expect(issues.map((i) => [i.code, i.path])).toEqual([
+      ['bad-reference', 'tasks[0].kwargs.cmd'],
+      ['bad-reference', 'tasks[0].kwargs.note[0]'],
+      ['bad-reference', 'tasks[0].kwargs.token'],
+    ]);
+    expect(issues[2]?.message).toMatch(/^kwargs\.token: \$\{\{ secrets\.TOKEN \}\}: a secret is resolved only in a kwargs\.env value/);
   });
 });
 

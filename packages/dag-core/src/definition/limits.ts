@@ -89,3 +89,16 @@ export const WORST_CASE_CONTAINER = 'c'.repeat(63);
  * own delayed delivery, so no retry may wait longer; `validate` checks this fixed bound.
  */
 export const MAX_RETRY_DELAY_S = 604_800;
+
+/**
+ * Most tasks one matrix makes (its combinations after `exclude` and `include`), as in GitHub
+ * Actions. A matrix is a handful of settings to try, not a way to write a large fan-out: a
+ * generated workflow file does that with names of its choosing.
+ */
+export const MAX_MATRIX_TASKS = 256;
+
+/**
+ * Most combinations the axes of one matrix may multiply out to before `exclude` is applied:
+ * they are enumerated to apply it, so a product this large is refused outright.
+ */
+export const MAX_MATRIX_AXIS_PRODUCT = 65_536;

@@ -1,6 +1,7 @@
 import { LineCounter, parseDocument } from 'yaml';
 import type { Issue, Result } from '../result';
 import { yamlLocator } from './locate';
+import type { ParamOverrides } from './params';
 import type { RawIssue } from './raw-issue';
 import type { WorkflowDefinition } from './types';
 import { MAX_DEFINITION_DEPTH, MAX_YAML_ALIAS_EXPANSION } from './limits';
@@ -10,6 +11,8 @@ import { validateWith } from './validate';
 export interface ParseWorkflowOptions {
   /** Decides the format: `.yaml`/`.yml` is YAML, anything else JSON. Without it, text starting with `{` is JSON. */
   filename?: string;
+  /** Overrides of the defaults of the workflow's `params` (`--param`, `--params-file`). */
+  params?: ParamOverrides;
 }
 
 function isYaml(source: string, filename: string | undefined): boolean {
@@ -18,13 +21,15 @@ function isYaml(source: string, filename: string | undefined): boolean {
 }
 
 /**
- * Parses a workflow file's text (YAML or JSON) and validates it. Issues carry the 1-based line and
- * column of the offending node. Never throws.
+ * Parses a workflow file's text (YAML or JSON) and validates it, its parameters resolved (with
+ * `options.params` overriding their defaults) and its matrix tasks expanded. Issues carry the
+ * 1-based line and column of the offending node in the file. Never throws.
  */
 export function parseWorkflow(source: string, options: ParseWorkflowOptions = {}): Result<WorkflowDefinition> {
   try {
     const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
-    return isYaml(text, options.filename) ? parseYaml(text) : parseJson(text);
+    const params = options.params === undefined ? {} : { params: options.params };
+    return isYaml(text, options.filename) ? parseYaml(text, params) : parseJson(text, params);
   } catch (error) {
     if (error instanceof RangeError) {
       return { ok: false, issues: [{ code: 'syntax', path: '', message: `the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)` }] };
@@ -33,7 +38,7 @@ export function parseWorkflow(source: string, options: ParseWorkflowOptions = {}
   }
 }
 
-function parseYaml(text: string): Result<WorkflowDefinition> {
+function parseYaml(text: string, extra: { params?: ParamOverrides }): Result<WorkflowDefinition> {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -56,10 +61,10 @@ function parseYaml(text: string): Result<WorkflowDefinition> {
         : `YAML: ${firstLine(String(error))}`;
     return { ok: false, issues: [{ code: error instanceof ReferenceError ? 'alias-limit' : 'syntax', path: '', message }] };
   }
-  return validateWith(value, { locate: yamlLocator(doc, text, lineCounter) });
+  return validateWith(value, { ...extra, locate: yamlLocator(doc, text, lineCounter) });
 }
 
-function parseJson(text: string): Result<WorkflowDefinition> {
+function parseJson(text: string, extra: { params?: ParamOverrides }): Result<WorkflowDefinition> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -77,6 +82,7 @@ function parseJson(text: string): Result<WorkflowDefinition> {
   // JSON is YAML too: the YAML parser's node ranges give positions, computed only when needed.
   let locate: ((issue: RawIssue) => { line: number; column: number } | undefined) | undefined;
   return validateWith(value, {
+    ...extra,
     locate: (issue) => {
       if (!locate) {
         const lineCounter = new LineCounter();
@@ -107,4 +113,29 @@ function firstLine(message: string): string {
   // eslint-disable-next-line no-control-regex
   const line = (message.split('\n')[0] ?? message).replace(/[\u0000-\u001f\u007f]/g, '?');
   return line.length > MAX_PARSER_MESSAGE ? `${line.slice(0, MAX_PARSER_MESSAGE)}…` : line;
+}
+
+/**
+ * Parses a params file (`--params-file`): a YAML or JSON object of parameter values, read as
+ * {@link ParseWorkflowOptions.filename} decides. Issues carry their line and column; whether each
+ * value fits its parameter is checked with the workflow. Never throws.
+ */
+export function parseParamsFile(source: string, options: { filename?: string } = {}): Result<Record<string, unknown>> {
+  try {
+    const text = source.startsWith('\uFEFF') ? source.slice(1) : source;
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+    const problems = doc.errors.map((e): Issue => {
+      const pos = lineCounter.linePos(e.pos[0]);
+      return { code: 'syntax', path: '', message: `${isYaml(text, options.filename) ? 'YAML' : 'JSON'}: ${firstLine(e.message)}`, line: pos.line, column: pos.col };
+    });
+    if (problems.length > 0) return { ok: false, issues: problems };
+    const value: unknown = doc.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSION });
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return { ok: false, issues: [{ code: 'not-an-object', path: '', message: 'a params file must be an object of parameter values (KEY: VALUE)', line: 1, column: 1 }] };
+    }
+    return { ok: true, value: value as Record<string, unknown>, warnings: [] };
+  } catch (error) {
+    return { ok: false, issues: [{ code: 'syntax', path: '', message: `could not parse the params file: ${firstLine(String(error))}` }] };
+  }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SECRET_REF_PATTERN } from '../wire/secret-refs';
-import { MAX_RETRY_DELAY_S, MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
+import { REFERENCE_NAME_PATTERN } from './references';
+import { MAX_MATRIX_TASKS, MAX_RETRY_DELAY_S, MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
 import {
   INTERNAL_TASK_NAME_PATTERN,
   KWARG_KEY_PATTERN,
@@ -51,12 +52,15 @@ const NO_NUL = /^[^\u0000]*$/;
 // eslint-disable-next-line no-control-regex
 const ENV_NAME = /^[^=\u0000]+$/;
 const NUL_RULE = 'contains a NUL character (U+0000), which a process cannot receive';
+/** A well-formed `${{ params.NAME }}` or `${{ matrix.KEY }}`, for the JSON Schema. */
+const VALUE_REF_PATTERN = `\\$\\{\\{[ \\t]*(?:params|matrix)\\.[A-Za-z_][A-Za-z0-9_]*[ \\t]*\\}\\}`;
 /**
  * A kwargs.env string value for the JSON Schema: no NUL, and every `${{` starts a well-formed
- * secret reference. The validator makes the two checks apart (the NUL here, the references in
- * `kwargs.ts`) to say which failed and where; a test keeps this pattern equal to both.
+ * secret, parameter or matrix reference. The validator makes the checks apart (the NUL here, the
+ * references in `expand.ts`) to say which failed and where; a test keeps this pattern equal to both
+ * for secret references (whether a parameter or matrix key exists is beyond a pattern).
  */
-export const ENV_VALUE_PATTERN = `^(?:[^$\\u0000]|\\$(?!\\{\\{)|${SECRET_REF_PATTERN})*$`;
+export const ENV_VALUE_PATTERN = `^(?:[^$\\u0000]|\\$(?!\\{\\{)|${SECRET_REF_PATTERN}|${VALUE_REF_PATTERN})*$`;
 const KWARGS_DESCRIPTION = 'Handed to the worker; the shell processor reads cmd, env, cwd and bg_dirsync_to';
 
 function envName() {
@@ -128,6 +132,50 @@ function retryBackoff(description: string) {
   return z.number().min(1).nullable().optional().describe(description);
 }
 
+/** A parameter or matrix value. */
+function scalar() {
+  return z.union([z.string(), z.number(), z.boolean()]);
+}
+
+function referenceName() {
+  return z.string().regex(new RegExp(REFERENCE_NAME_PATTERN));
+}
+
+/**
+ * The matrix of a task. Only for the JSON Schema: `expand.ts` reads and checks matrices (with
+ * messages of its own) before the model sees the definition, which by then has none.
+ */
+function matrixSchema() {
+  const entries = (description: string) => z.array(z.record(referenceName(), scalar()).meta({ minProperties: 1 })).optional().describe(description);
+  return z
+    .object({
+      include: entries('Combinations to add, or keys to add to the combinations whose axis values they match (as in GitHub Actions)'),
+      exclude: entries('Combinations to leave out: every one whose values match all the keys of an entry'),
+    })
+    .catchall(z.array(scalar()).min(1))
+    .meta({ propertyNames: { type: 'string', pattern: REFERENCE_NAME_PATTERN } })
+    .describe(
+      `One task per combination of the axes (KEY: [VALUES…]), named NAME(KEY=VALUE,…); \${{ matrix.KEY }} in kwargs, queue and condition, and JOBQ_MATRIX_<KEY> in the task's environment, give its values; at most ${MAX_MATRIX_TASKS} tasks`,
+    );
+}
+
+/**
+ * Workflow parameters, each with its default, or `{type, default, description}` (no default: it
+ * must be given). In a stored definition, the values used. The validator resolves them
+ * (`params.ts`) before the model sees them.
+ */
+function paramsSchema(allowReserved: boolean) {
+  const long = z.strictObject({
+    type: z.enum(['string', 'number', 'integer', 'boolean']).optional(),
+    default: scalar().nullable().optional(),
+    description: z.string().optional(),
+  });
+  return z
+    .record(referenceName(), allowReserved ? scalar() : z.union([scalar(), long]))
+    .optional()
+    .describe('Parameters with their defaults; --param KEY=VALUE and --params-file override them; ${{ params.KEY }} and JOBQ_PARAM_<KEY> give their values');
+}
+
 function taskSchema(allowReserved: boolean) {
   return z
     .strictObject({
@@ -150,7 +198,7 @@ function taskSchema(allowReserved: boolean) {
       retry_delay_s: retryDelaySeconds('Seconds the first retry waits before its queue delivers it (at most 7 days); null = default_retry_delay_s'),
       retry_backoff: retryBackoff('Each further retry waits this many times longer (≥ 1); null = default_retry_backoff'),
       retry_max_delay_s: retryDelaySeconds('Longest wait of a retry in seconds (at most 7 days); null = default_retry_max_delay_s'),
-      ...(allowReserved ? { gates: z.array(z.string()).optional() } : {}),
+      ...(allowReserved ? { gates: z.array(z.string()).optional() } : { matrix: matrixSchema().optional() }),
     })
     .describe('One task of the DAG');
 }
@@ -188,6 +236,7 @@ export function definitionSchema(allowReserved: boolean) {
         .nullable()
         .optional()
         .describe('Seconds the workflow may run from its activation (or its last retry); past it the coordinator cancels it'),
+      params: paramsSchema(allowReserved),
     })
     .describe('A jobq workflow: a DAG of tasks');
 }

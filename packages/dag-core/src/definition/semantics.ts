@@ -78,8 +78,12 @@ function lacksCmd(kwargs: Record<string, unknown> | undefined): boolean {
  * (`storage-fit.ts`). Runs on the raw input even when it has type errors, so one pass reports
  * every problem. `internal`: a definition the engine built or stored, already checked as a user's.
  */
-export function checkSemantics(raw: unknown, options: { internal?: boolean } = {}): { issues: RawIssue[]; warnings: RawIssue[] } {
+export function checkSemantics(
+  raw: unknown,
+  options: { internal?: boolean; matrixTasks?: ReadonlyMap<string, readonly string[]> | undefined } = {},
+): { issues: RawIssue[]; warnings: RawIssue[] } {
   const internal = options.internal ?? false;
+  const matrixTasks = options.matrixTasks ?? new Map<string, readonly string[]>();
   const issues: RawIssue[] = [];
   const warnings: RawIssue[] = [];
   const tasks = looseTasks(raw);
@@ -109,7 +113,7 @@ export function checkSemantics(raw: unknown, options: { internal?: boolean } = {
         message: `dep_policy ${task.depPolicy} needs at least ${task.depPolicy} dependencies, but the task has ${n}`,
       });
     }
-    if (typeof task.condition === 'string') checkCondition(task, task.condition, issues, at);
+    if (typeof task.condition === 'string') checkCondition(task, task.condition, issues, at, matrixTasks);
     const delay = retryDelayIssue(raw, task, at);
     if (delay !== null) issues.push(delay);
     if (!internal && task.kwargs) issues.push(...checkKwargs(task.kwargs, at()));
@@ -174,7 +178,24 @@ function checkRefs(
   }
 }
 
-function checkCondition(task: LooseTask, condition: string, issues: RawIssue[], at: (...rest: PathSegment[]) => PathSegment[]): void {
+/** The name an unknown-input issue of {@link compileCondition} quotes. */
+function unknownInput(message: string): string | undefined {
+  const quoted = /^unknown input ("(?:[^"\\]|\\.)*")/.exec(message)?.[1];
+  if (quoted === undefined) return undefined;
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return undefined;
+  }
+}
+
+function checkCondition(
+  task: LooseTask,
+  condition: string,
+  issues: RawIssue[],
+  at: (...rest: PathSegment[]) => PathSegment[],
+  matrixTasks: ReadonlyMap<string, readonly string[]>,
+): void {
   const path = at('condition');
   if (task.dependsOn.length === 0) {
     issues.push({ code: 'condition-without-deps', path, message: 'a condition needs at least one dependency to read inputs from' });
@@ -191,10 +212,15 @@ function checkCondition(task: LooseTask, condition: string, issues: RawIssue[], 
   const compiled = compileCondition(condition, task.dependsOn.map((d) => d.name));
   if (compiled.ok) return;
   for (const issue of compiled.issues) {
+    const input = issue.code === 'condition-unknown-input' ? unknownInput(issue.message) : undefined;
+    const message =
+      input !== undefined && matrixTasks.has(input)
+        ? `${JSON.stringify(input)} is a matrix task (${matrixTasks.get(input)!.length} tasks): read them with a glob inside an aggregate, e.g. any(inputs["${input}(*"].accuracy > 0.9)`
+        : issue.message;
     issues.push({
       code: issue.code,
       path,
-      message: issue.column === undefined ? issue.message : `${issue.message} (column ${issue.column} of the condition)`,
+      message: issue.column === undefined ? message : `${message} (column ${issue.column} of the condition)`,
       ...(issue.column === undefined ? {} : { innerColumn: issue.column }),
     });
   }

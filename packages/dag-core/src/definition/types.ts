@@ -1,4 +1,5 @@
 import { MAX_RETRY_DELAY_S } from './limits';
+import type { ParamValue } from './params';
 
 /** How many of a task's dependencies must succeed before it may run (SPEC §3.2). */
 export type DepPolicy = 'all' | 'any' | 'all_settled' | number;
@@ -51,6 +52,11 @@ export interface WorkflowDefinition {
    * coordinator cancels the workflow. `null`: no deadline.
    */
   timeoutS: number | null;
+  /**
+   * The values of the workflow's parameters that were used (defaults and overrides resolved; they
+   * are already substituted into the tasks). Absent when the workflow has none.
+   */
+  params?: Record<string, ParamValue>;
 }
 
 /** The queue a task is routed to: its own `queue`, else the workflow's default. */

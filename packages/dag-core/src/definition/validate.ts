@@ -1,5 +1,7 @@
 import type { Issue, Result } from '../result';
-import { formatPath } from './path';
+import { expandWorkflow, originPath, type Expansion } from './expand';
+import type { ParamOverrides } from './params';
+import { formatPath, type PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
 import { internalDefinitionSchema, userDefinitionSchema } from './schema';
 import { checkSemantics } from './semantics';
@@ -17,6 +19,54 @@ export interface ValidateOptions {
   /** Admit the engine's merge nodes, gates and `__` kwargs (output of the fan-in transform). */
   internal?: boolean;
   locate?: Locate;
+  /** Overrides of the workflow's parameter defaults (user definitions only). */
+  params?: ParamOverrides;
+}
+
+/** Options of {@link validateWorkflow}. */
+export interface ValidateWorkflowOptions {
+  /** Overrides of the defaults of the workflow's `params` (`--param`, `--params-file`). */
+  params?: ParamOverrides;
+}
+
+/** Codes of the expansion's problems with a reference: validation issues at the same place follow from them. */
+const REFERENCE_CODES = new Set(['bad-reference', 'secret-ref-syntax']);
+
+function startsWith(path: readonly PathSegment[], prefix: readonly PathSegment[]): boolean {
+  return prefix.length <= path.length && prefix.every((segment, i) => path[i] === segment);
+}
+
+/**
+ * Validation issues of an expanded definition, moved to where they come from in the file: a task
+ * made by a matrix reports at the matrix task, once per problem (with how many more of its tasks
+ * have it), a position inside a string a reference changed is dropped, and what a reported
+ * reference problem causes is left out.
+ */
+function toFile(raw: readonly RawIssue[], expansion: Expansion): RawIssue[] {
+  const references = expansion.issues.filter((i) => REFERENCE_CODES.has(i.code)).map((i) => i.path);
+  const out: RawIssue[] = [];
+  const folded = new Map<string, { issue: RawIssue; more: number }>();
+  for (const issue of raw) {
+    const path = originPath(issue.path, expansion.tasks);
+    if (references.some((p) => startsWith(path, p))) continue;
+    const moved: RawIssue = { ...issue, path };
+    if (moved.innerColumn !== undefined && expansion.changed.has(formatPath(path))) delete moved.innerColumn;
+    const task = issue.path[0] === 'tasks' && typeof issue.path[1] === 'number' ? expansion.tasks[issue.path[1]] : undefined;
+    if (task?.matrix) {
+      const key = `${issue.code}\u0000${formatPath(path)}`;
+      const seen = folded.get(key);
+      if (seen !== undefined) {
+        seen.more++;
+        continue;
+      }
+      folded.set(key, { issue: moved, more: 0 });
+    }
+    out.push(moved);
+  }
+  for (const { issue, more } of folded.values()) {
+    if (more > 0) issue.message = `${issue.message} (and ${more} more task${more === 1 ? '' : 's'} of this matrix)`;
+  }
+  return out;
 }
 
 function finish(raw: readonly RawIssue[], locate: Locate | undefined): Issue[] {
@@ -70,13 +120,21 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
     const problem = plainDataProblem(value);
     if (problem !== null) return { ok: false, issues: [{ code: 'type', path: '', message: problem }] };
     const internal = options.internal ?? false;
+    // A user's file is expanded first (parameters, matrices, references); the engine's own definitions are already.
+    const expansion = internal ? null : expandWorkflow(value, options.params);
+    const expanded = expansion === null ? value : expansion.value;
     const schema = internal ? internalDefinitionSchema : userDefinitionSchema;
-    const parsed = schema.safeParse(value, { reportInput: true });
-    const raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal));
-    const semantics = checkSemantics(value, { internal });
+    const parsed = schema.safeParse(expanded, { reportInput: true });
+    let raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal));
+    const semantics = checkSemantics(expanded, { internal, matrixTasks: expansion?.matrixTasks });
     raw.push(...semantics.issues);
+    let warnings = semantics.warnings;
+    if (expansion !== null) {
+      raw = [...toFile(raw, expansion), ...expansion.issues];
+      warnings = [...toFile(warnings, expansion), ...expansion.warnings];
+    }
     if (!parsed.success || raw.length > 0) return { ok: false, issues: finish(raw, options.locate) };
-    return { ok: true, value: fromRaw(parsed.data), warnings: finish(semantics.warnings, options.locate) };
+    return { ok: true, value: fromRaw(parsed.data), warnings: finish(warnings, options.locate) };
   } catch (error) {
     // Nothing above should throw; if something does, the caller still gets an issue, not a crash.
     return { ok: false, issues: [{ code: 'internal', path: '', message: `validation failed unexpectedly: ${String(error)}` }] };
@@ -85,8 +143,10 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
 
 /**
  * Validates a parsed workflow file (the object from YAML or JSON, snake_case keys) and returns the
- * camelCase definition with defaults filled, or every issue found. Never throws.
+ * camelCase definition with defaults filled, or every issue found. Parameters are resolved (with
+ * `options.params` overriding their defaults) and matrix tasks expanded first: the definition
+ * returned is the resolved one. Never throws.
  */
-export function validateWorkflow(value: unknown): Result<WorkflowDefinition> {
-  return validateWith(value);
+export function validateWorkflow(value: unknown, options: ValidateWorkflowOptions = {}): Result<WorkflowDefinition> {
+  return validateWith(value, options.params === undefined ? {} : { params: options.params });
 }
