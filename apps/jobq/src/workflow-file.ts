@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { parseWorkflow, sequentializeFanIn, type Issue, type WorkflowDefinition } from '@jobq/dag-core';
+import { parseWorkflow, sequentializeFanIn, type Issue, type ParamOverrides, type WorkflowDefinition } from '@jobq/dag-core';
 import { formatIssue } from '@jobq/coordinator';
 
 /** Workflow files larger than this are refused before parsing (a definition is a few hundred KB at most). */
@@ -11,10 +11,11 @@ export type LoadedWorkflow =
   | { ok: false; path: string; lines: string[] };
 
 /**
- * Reads, parses and validates one workflow file with no network: the result carries
- * `file:line:column: code: message` lines for every issue (and for warnings when valid).
+ * Reads, parses and validates one workflow file with no network, its parameters resolved with
+ * `params` and its matrix tasks expanded: the result carries `file:line:column: code: message`
+ * lines for every issue (and for warnings when valid).
  */
-export function loadWorkflowFile(path: string, maxFanIn?: number): LoadedWorkflow {
+export function loadWorkflowFile(path: string, maxFanIn?: number, params?: ParamOverrides): LoadedWorkflow {
   let text: string;
   try {
     const size = statSync(path).size;
@@ -27,7 +28,7 @@ export function loadWorkflowFile(path: string, maxFanIn?: number): LoadedWorkflo
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (code ?? String(error));
     return { ok: false, path, lines: [`${path}: unreadable: ${reason}`] };
   }
-  const parsed = parseWorkflow(text, { filename: path });
+  const parsed = parseWorkflow(text, { filename: path, ...(params === undefined ? {} : { params }) });
   if (!parsed.ok) return { ok: false, path, lines: parsed.issues.map((issue) => formatIssue(path, issue)) };
   let definition = parsed.value;
   if (maxFanIn !== undefined) {

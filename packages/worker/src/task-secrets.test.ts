@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeEnvelope, encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
+import { decodeEnvelope, encodeTaskMessage, parseWorkflow, type TaskMessageInput } from '@jobq/dag-core';
 import type { ReceivedMessage } from '@jobq/ports';
 import type { TaskContext } from './processor';
 import { ShellProcessor } from './shell-processor';
@@ -96,6 +96,34 @@ describe('secrets in kwargs.env', () => {
         error: 'kwargs.env.DB_PASSWORD uses the secret "DB", but this worker has no JOBQ_SECRET_DB: set JOBQ_SECRET_DB in the worker\'s environment',
       }),
     ]);
+  });
+
+  it('a matrix task of a workflow with parameters gets its values and the secret; the secret alone is masked, and never stored', async () => {
+    const yaml = [
+      'name: sweep',
+      'params: {data: "s3://bucket/set", epochs: 3}',
+      'tasks:',
+      '  - name: train',
+      '    matrix: {lr: [0.1, 0.01]}',
+      '    kwargs:',
+      '      cmd: echo "lr=${{ matrix.lr }} epochs=${{ params.epochs }} data=$JOBQ_PARAM_DATA lr=$JOBQ_MATRIX_LR token=$TOKEN"',
+      '      env: {TOKEN: "${{ secrets.TOKEN }}"}',
+      '',
+    ].join('\n');
+    const parsed = parseWorkflow(yaml, { filename: 'sweep.yaml', params: { text: { epochs: '5' } } });
+    if (!parsed.ok) throw new Error(parsed.issues[0]?.message);
+    const train = parsed.value.tasks[1]!;
+    expect(train.name).toBe('train(lr=0.01)');
+    // The resolved definition (what is stored) has the values and the secret's reference, not the secret.
+    expect(JSON.stringify(parsed.value)).not.toContain(SECRET);
+    expect(train.kwargs.env).toMatchObject({ TOKEN: '${{ secrets.TOKEN }}', JOBQ_PARAM_EPOCHS: '5', JOBQ_MATRIX_LR: '0.01' });
+    const { completions, processor } = workflow();
+    const context = workflowContext({ workflowId: 'wf-sweep', taskName: train.name, attemptNo: 1, kwargs: train.kwargs });
+    expect(await processor.process(context)).toEqual({ kind: 'done' });
+    expect(completions.sent).toEqual([expect.objectContaining({ success: true })]);
+    expect(context.lines[0]).toBe('lr=0.01 epochs=5 data=s3://bucket/set lr=0.01 token=***');
+    expect(context.lines.join('\n')).not.toContain(SECRET);
+    expect(context.envelope.kwargs.env).toMatchObject({ TOKEN: '${{ secrets.TOKEN }}' });
   });
 
   it('a plain shell task gets secrets too, masked in its log lines', async () => {

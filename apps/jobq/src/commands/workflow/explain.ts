@@ -3,6 +3,7 @@ import { taskStatus, taskState, isBlocking, isTerminalTaskStatus, taskQueue, typ
 import type { ExplainReport, ExplainedQueue, ExplainedTask } from '@jobq/coordinator';
 import { JobqError, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
+import { paramsLine } from '../../params';
 import { openDeployment, type Deployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, truncate } from '../../format';
@@ -124,13 +125,15 @@ function queueLine(q: ExplainedQueue): string {
   return `${q.queue}${q.name !== null && q.name !== q.queue ? ` (${q.name})` : ''}: ${parts.join(', ')}`;
 }
 
-function workflowLines(report: ExplainReport, target: string): string[] {
+function workflowLines(report: ExplainReport, target: string, runtime: WorkflowRuntime): string[] {
   const w = report.workflow;
   const index = w.indexStatus !== null && w.indexStatus !== w.status ? ` (index row: ${w.indexStatus})` : '';
+  const params = runtime.definition.params;
   return [
     `Workflow  ${w.name} (${w.workflowId}) in ${target}`,
     `Status    ${w.status}${index}${w.activated ? '' : ', not activated'}, updated ${w.updatedAt}`,
     `Tasks     ${countsLine(w.counts)}`,
+    ...(params ? [`Params    ${paramsLine(params)}`] : []),
   ];
 }
 
@@ -196,10 +199,10 @@ export default class WorkflowExplain extends JobqCommand {
       const detail = taskDetail(fresh, taskDef, explained);
       const queue = report.queues.find((q) => q.queue === detail.queue) ?? null;
       if (flags.json) {
-        this.printJson({ target: deployment.target, workflow: report.workflow, task: { ...detail, retry_due_at: explained?.retry_due_at ?? null }, queue });
+        this.printJson({ target: deployment.target, workflow: report.workflow, params: fresh.definition.params ?? null, task: { ...detail, retry_due_at: explained?.retry_due_at ?? null }, queue });
         return;
       }
-      const lines = [...workflowLines(report, deployment.target), '', ...taskLines(detail, '')];
+      const lines = [...workflowLines(report, deployment.target, fresh), '', ...taskLines(detail, '')];
       if (detail.dependsOn.length > 0) lines.push(`  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${taskState(fresh, p)?.status ?? '?'})`).join(', ')}`);
       if (detail.error !== null && detail.status !== 'failed' && detail.status !== 'skipped') lines.push(`  last error: ${detail.error}`);
       if (queue !== null && !isTerminalTaskStatus(taskStatus(fresh, taskDef.name))) {
@@ -211,10 +214,10 @@ export default class WorkflowExplain extends JobqCommand {
 
     const skipped = skippedTasks(fresh);
     if (flags.json) {
-      this.printJson({ target: deployment.target, ...report, skipped_tasks: skippedJson(skipped) });
+      this.printJson({ target: deployment.target, ...report, params: fresh.definition.params ?? null, skipped_tasks: skippedJson(skipped) });
       return;
     }
-    const lines = workflowLines(report, deployment.target);
+    const lines = workflowLines(report, deployment.target, fresh);
     if (report.workflow.reasons.length > 0) lines.push('', 'Workflow', ...report.workflow.reasons.map((r) => `  - ${r}`));
     if (report.tasks.length > 0) {
       const shown = flags.limit === 0 ? report.tasks : report.tasks.slice(0, flags.limit);

@@ -155,6 +155,41 @@ describe('jobq workflow run (embedded stack)', () => {
     expect(result.stderr).not.toContain('skipped: compare');
   });
 
+  it('runs a matrix task with parameters: one task per combination, values in kwargs and the environment, a glob condition on the expansions', async () => {
+    const file = await workflowFile(
+      'sweep.yaml',
+      [
+        'name: sweep',
+        'params:',
+        '  threshold: 0.5',
+        '  tag: {type: string}',
+        'tasks:',
+        '  - name: train',
+        '    matrix: {lr: [0.1, 0.9], seed: [1]}',
+        '    kwargs:',
+        '      cmd: |',
+        '        printf \'{"lr": %s, "tag": "%s"}\' "${{ matrix.lr }}" "$JOBQ_PARAM_TAG-$JOBQ_MATRIX_SEED" > "$JOBQ_OUTPUT_FILE"',
+        '  - name: best',
+        '    depends_on: [train]',
+        '    condition: \'any(inputs["train(*"].lr > ${{ params.threshold }})\'',
+        '    kwargs:',
+        '      cmd: |',
+        '        printf \'"%s"\' "${{ params.tag }}" > "$JOBQ_OUTPUT_FILE"',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(join(dir, 'sweep-params.yaml'), 'threshold: 0.95\n');
+    // The params file sets a bar no trainer reaches; --param, which wins, lowers it again.
+    const result = await runCli(['workflow', 'run', file, '--json', '--param', 'tag=nightly', '--params-file', join(dir, 'sweep-params.yaml'), '--param', 'threshold=0.8']);
+    expect(result.code).toBe(0);
+    const report = parseReport(result.stdout);
+    expect(report.tasks.map((t) => [t.name, t.status, t.output])).toEqual([
+      ['train(lr=0.1,seed=1)', 'completed', { lr: 0.1, tag: 'nightly-1' }],
+      ['train(lr=0.9,seed=1)', 'completed', { lr: 0.9, tag: 'nightly-1' }],
+      ['best', 'completed', 'nightly'],
+    ]);
+  });
+
   it('retries a flaky task once in a 10-task workflow; merge nodes are left out with --max-fan-in', async () => {
     const lines = ['name: flaky', 'tasks:'];
     for (let i = 1; i <= 8; i++) lines.push(`  - name: t${i}`, `    kwargs: {cmd: "echo ${i} > \\"$JOBQ_OUTPUT_FILE\\""}`);

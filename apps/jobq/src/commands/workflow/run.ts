@@ -14,6 +14,7 @@ import { ProgressReporter, formatCounts } from '../../progress';
 import { queuesNamespace } from '../../servicebus-access';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
+import { paramFlags, paramOverrides } from '../../params';
 import { loadWorkflowFile } from '../../workflow-file';
 
 /** One task in the `--json` document. */
@@ -62,6 +63,7 @@ export default class WorkflowRun extends JobqCommand {
     '<%= config.bin %> workflow run examples/diamond.yaml',
     '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
     '<%= config.bin %> workflow run examples/diamond.yaml --queues sb://local',
+    '<%= config.bin %> workflow run sweep.yaml --param lr=0.01',
     '<%= config.bin %> workflow myaccount/Prod run dag.yaml',
   ];
   static override args = { file: Args.string({ description: 'Workflow file (YAML or JSON)', required: true, ignoreStdin: true }) };
@@ -70,13 +72,19 @@ export default class WorkflowRun extends JobqCommand {
     ...coordinatorFlags,
     workers: Flags.integer({ description: 'Local workers per queue (default 2 with the embedded stack; none otherwise)', min: 1, max: 64 }),
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
+    ...paramFlags,
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowRun);
     const baseConfig = configFromFlags(flags);
-    const loaded = loadWorkflowFile(args.file, flags['max-fan-in']);
+    const params = paramOverrides(flags);
+    if (!params.ok) {
+      for (const line of params.lines) this.note(line);
+      throw new ReportedFailure(`${flags['params-file']} is not a valid params file`);
+    }
+    const loaded = loadWorkflowFile(args.file, flags['max-fan-in'], params.overrides);
     for (const line of loaded.lines) this.note(line);
     if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
     const definition = loaded.definition;

@@ -2,6 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { taskStatus, taskState, isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { runtimeView } from '@jobq/coordinator';
 import { isJobqError } from '@jobq/ports';
+import { paramsLine } from '../../params';
 import { JobqCommand } from '../../base';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
@@ -103,6 +104,7 @@ export default class WorkflowStatus extends JobqCommand {
         runtime: view,
         deadline_at: runtime?.deadlineAt ?? null,
         cancel_reason: runtime?.cancelReason ?? null,
+        params: runtime?.definition.params ?? null,
         ...(flags.tasks ? { tasks } : {}),
         ...(layers ? { layers } : {}),
       });
@@ -119,6 +121,7 @@ export default class WorkflowStatus extends JobqCommand {
     if (runtime === null && status === 'corrupt') lines.push('Note      the runtime cannot be read: showing the index row');
     else if (runtime === null) lines.push('Note      the runtime blob is missing (the submit did not finish): showing the index row');
     if (summary.error !== null) lines.push(`Error     ${summary.error}`);
+    if (runtime?.definition.params) lines.push(`Params    ${paramsLine(runtime.definition.params)}`);
     if (runtime?.deadlineAt) lines.push(`Deadline  ${runtime.deadlineAt} (timeout_s ${runtime.definition.timeoutS})`);
     if (runtime?.cancelReason && runtime.cancelRequested) lines.push(`Cancelled ${runtime.cancelReason}`);
     if (layers) lines.push('', layerTable(layers));

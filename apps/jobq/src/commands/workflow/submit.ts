@@ -7,6 +7,7 @@ import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { duration, fractionBar } from '../../format';
 import { readStdin } from '../../io';
+import { paramFlags, paramOverrides } from '../../params';
 import { loadWorkflowFile, type LoadedWorkflow } from '../../workflow-file';
 
 /** `R root: a, b, c, +K more` */
@@ -21,7 +22,8 @@ type Loaded = Extract<LoadedWorkflow, { ok: true }>;
 export default class WorkflowSubmit extends JobqCommand {
   static override summary = 'Submit workflow files to the deployment';
   static override description =
-    'Reads, parses and validates every file first (YAML or JSON; with no FILES, one path per line is read from stdin); ' +
+    'Reads, parses and validates every file first (YAML or JSON; with no FILES, one path per line is read from stdin), ' +
+    'its parameters resolved (--param, --params-file apply to every file) and its matrix tasks expanded: the resolved definition is what is stored; ' +
     'any invalid file aborts with exit 1 before anything is written. Then each workflow is submitted: its runtime and index row ' +
     'are written and the coordinator is woken. The workflow ids are printed on stdout, one per line in the order of the files ' +
     '(an empty line for a workflow whose submit failed); a progress bar (when stderr is a terminal) and a summary go to stderr. ' +
@@ -32,6 +34,7 @@ export default class WorkflowSubmit extends JobqCommand {
     '<%= config.bin %> workflow submit pipeline.yaml --id nightly-2024-06-01',
     'ls dags/*.yaml | <%= config.bin %> workflow submit --concurrency 50',
     '<%= config.bin %> workflow submit big.yaml --max-fan-in 1000 --json',
+    '<%= config.bin %> workflow submit sweep.yaml --param lr=0.01 --params-file nightly.yaml',
   ];
   static override strict = false;
   static override args = { files: Args.string({ description: 'Workflow files (YAML or JSON); read from stdin, one per line, when none are given', ignoreStdin: true }) };
@@ -39,6 +42,7 @@ export default class WorkflowSubmit extends JobqCommand {
     ...configFlags,
     id: Flags.string({ description: 'Workflow id (only with one file): 1–128 of [A-Za-z0-9._-], starting with a letter or digit; default a random 32-hex id' }),
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this into chained merge batches (≥ 2)', min: 2 }),
+    ...paramFlags,
     concurrency: Flags.integer({ description: 'Submits in flight at once', default: 20, min: 1, max: 1000 }),
     json: Flags.boolean({ description: 'Print one JSON document with the ids and the result of every file', default: false }),
   };
@@ -62,7 +66,12 @@ export default class WorkflowSubmit extends JobqCommand {
     }
     const config = configFromFlags(flags);
 
-    const loaded = files.map((file) => loadWorkflowFile(file, flags['max-fan-in']));
+    const params = paramOverrides(flags);
+    if (!params.ok) {
+      for (const line of params.lines) this.note(line);
+      throw new ReportedFailure(`${flags['params-file']} is not a valid params file: nothing was submitted`);
+    }
+    const loaded = files.map((file) => loadWorkflowFile(file, flags['max-fan-in'], params.overrides));
     for (const result of loaded) for (const line of result.lines) this.note(line);
     const invalid = loaded.filter((r) => !r.ok);
     if (invalid.length > 0) {

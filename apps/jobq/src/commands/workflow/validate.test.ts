@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../test-helpers/cli';
@@ -40,6 +40,37 @@ describe('jobq workflow validate', () => {
     expect(result.stderr).toMatch(/late\.yaml:4:19: bad-kwarg: kwargs\.cmd contains a NUL character/);
     expect(result.stderr).toMatch(/late\.yaml:4:30: reserved-kwarg: /);
   });
+  it('resolves parameters (--param, --params-file) and expands matrices; reports their problems at line and column', async () => {
+    const sweep = join(dir, 'sweep.yaml');
+    await writeFile(
+      sweep,
+      [
+        'name: sweep',
+        'params:',
+        '  epochs: {type: integer}',
+        'tasks:',
+        '  - name: train',
+        '    matrix: {lr: [0.1, 0.01], seed: []}',
+        '    kwargs: {cmd: "train --epochs ${{ params.epochs }} --lr ${{ matrix.rate }}"}',
+        '',
+      ].join('\n'),
+    );
+    const bad = await runCli(['workflow', 'validate', sweep, '--param', 'epoch=3']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${sweep}:2:1: unknown-param: --param epoch: the workflow has no parameter "epoch" (its parameters: epochs)`);
+    expect(bad.stderr).toContain(`${sweep}:3:11: missing-param: `);
+    expect(bad.stderr).toContain(`${sweep}:6:37: bad-matrix: matrix axis "seed" is empty`);
+    await writeFile(sweep, (await readFile(sweep, 'utf8')).replace(', seed: []', '').replace('matrix.rate', 'matrix.lr'));
+    await writeFile(join(dir, 'p.yaml'), 'epochs: "3"\n');
+    const typed = await runCli(['workflow', 'validate', sweep, '--params-file', join(dir, 'p.yaml')]);
+    expect(typed.stderr).toContain(`${sweep}:3:11: bad-param: ${join(dir, 'p.yaml')}: parameter "epochs" must be an integer, got the string "3"`);
+    await writeFile(join(dir, 'p.yaml'), 'epochs: 3\n');
+    const good = await runCli(['workflow', 'validate', sweep, '--params-file', join(dir, 'p.yaml'), '--param', 'epochs=4', '--json']);
+    expect(good.code).toBe(0);
+    expect(JSON.parse(good.stdout)).toEqual([{ file: sweep, ok: true, tasks: 2, warnings: [] }]);
+    expect((await runCli(['workflow', 'validate', sweep, '--param', 'epochs'])).code).toBe(2);
+  });
+
   it('exits 2 on a usage error with one line', async () => {
     const result = await runCli(['workflow', 'validate', '--no-such-flag', join(dir, 'ok.yaml')]);
     expect(result.code).toBe(2);
