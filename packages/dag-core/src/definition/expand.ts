@@ -140,12 +140,13 @@ class Expander {
       return this.substitute(value, scope, env ? 'env' : 'text', path, formatPathForMessage(path.slice(2)));
     }
     if (Array.isArray(value)) {
+      const list: readonly unknown[] = value;
       let copy: unknown[] | null = null;
-      value.forEach((item: unknown, i) => {
+      list.forEach((item, i) => {
         const next = this.kwargs(item, scope, [...path, i], depth + 1);
-        if (next !== item) (copy ??= [...value])[i] = next;
+        if (next !== item) (copy ??= [...list])[i] = next;
       });
-      return copy ?? value;
+      return copy ?? list;
     }
     if (!isRecord(value)) return value;
     let copy: Record<string, unknown> | null = null;
@@ -257,7 +258,7 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
           list.push(dep);
           origins.push(k);
         } else if (dep === entry.base) {
-          expander.issues.push({ code: 'self-dependency', path: ['tasks', entry.origin.source, 'depends_on', k], message: `matrix task "${dep}" depends on itself` });
+          expander.issues.push({ code: 'self-dependency', path: ['tasks', entry.origin.source, 'depends_on', k], message: `matrix task "${entry.base}" depends on itself` });
         } else {
           for (const name of expansions) {
             list.push(name);
