@@ -442,7 +442,9 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
     const byDelay = groups.get(p.queue) ?? new Map<number, number[]>();
     groups.set(p.queue, byDelay);
     const delay = p.message.delayInMs ?? 0;
-    byDelay.set(delay, [...(byDelay.get(delay) ?? []), k]);
+    const list = byDelay.get(delay);
+    if (list) list.push(k);
+    else byDelay.set(delay, [k]);
   });
   const sends = [...groups].flatMap(([queue, byDelay]) => [...byDelay.values()].map((indexes) => [queue, indexes] as const));
   await Promise.all(
