@@ -51,7 +51,7 @@ export function dispatchRound(step: Step): void {
  * hold delayed retries.
  */
 export function waitingRetries(step: Step): number {
-  if (step.d.runtime.counts.running === 0) return 0;
+  if (step.d.delayed === 0) return 0;
   const now = epochMs(step.now);
   let waiting = 0;
   step.d.positions(
