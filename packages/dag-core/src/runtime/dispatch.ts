@@ -7,7 +7,7 @@ import { addMs, epochMs } from './time';
 import type { DispatchEffect, TaskRuntime } from './types';
 
 /**
- * SPEC §3.5: each `ready` task, in definition order, that may run (no cancel requested, within
+ * docs/design.md#how-a-workflow-moves: each `ready` task, in definition order, that may run (no cancel requested, within
  * `max_parallelism`) becomes `running` with the next attempt number and yields a dispatch effect.
  * A retry still waiting for its delay holds no `max_parallelism` slot (see {@link dispatchDelayed}).
  * Nothing is dispatched before the coordinator has activated the workflow. The walk starts at the
@@ -94,7 +94,7 @@ function dispatchEffect(step: Step, position: number, attemptNo: number): Dispat
   };
 }
 
-/** The task message of SPEC §5.2, with the outputs of the real parents that completed or were skipped. */
+/** The task message of docs/design.md#task-message, with the outputs of the real parents that completed or were skipped. */
 export function taskMessage(step: Step, position: number, attemptNo: number): string {
   const rt = step.d.runtime;
   const def = step.index.tasks[position]!;
