@@ -26,7 +26,7 @@ export class SharedStorage {
   }
 }
 
-/** A fresh deployment prefix (SPEC §1: a letter, then up to 31 letters and digits). */
+/** A fresh deployment prefix (docs/design.md#names: a letter, then up to 31 letters and digits). */
 export function uniquePrefix(tag: string): string {
   const clean = tag.replace(/[^A-Za-z0-9]/g, '').slice(0, 12);
   return `E${clean}${randomBytes(6).toString('hex')}`;

@@ -1,5 +1,5 @@
 /**
- * The `ACCOUNT/PREFIX` and `ACCOUNT/QUEUE` positional shorthand (SPEC §11), rewritten into flags
+ * The `ACCOUNT/PREFIX` and `ACCOUNT/QUEUE` positional shorthand (docs/cli.md#conventions), rewritten into flags
  * before oclif routes the command:
  *
  * - `jobq workflow ACCOUNT/PREFIX submit …` → `jobq workflow submit --prefix ACCOUNT/PREFIX …`

@@ -20,7 +20,7 @@ export function errorLine(error: unknown): string {
 }
 
 /**
- * The base of every jobq command: `--debug`, and the error contract of SPEC §11 — usage errors exit
+ * The base of every jobq command: `--debug`, and the error contract of docs/cli.md#conventions — usage errors exit
  * 2, failures 1, each with one line on stderr (the stack only with `--debug`); stdout is left to the
  * command (with `--json`, exactly one JSON document).
  */

@@ -6,7 +6,7 @@ import { parseAgeInMs } from './age';
 import { UsageError } from './errors';
 import { serviceBusNamespaceProblem } from './servicebus-access';
 
-/** Where a configuration value came from (SPEC §11 precedence: flag → environment → file → default). */
+/** Where a configuration value came from (docs/cli.md#conventions precedence: flag → environment → file → default). */
 export type ValueSource = 'flag' | 'env' | 'file' | 'default';
 
 export interface Resolved<T> {
@@ -18,7 +18,7 @@ export interface Resolved<T> {
   secret?: boolean;
 }
 
-/** The coordinator settings of SPEC §9: flag name, environment variable, file key, default. */
+/** The coordinator settings (docs/azure.md#configuration): flag name, environment variable, file key, default. */
 export const COORDINATOR_SETTINGS = [
   { key: 'batchSize', description: 'Completion messages taken per receive', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
   { key: 'visibilityTimeoutS', description: 'Seconds a received completion stays hidden before redelivery', flag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
@@ -86,7 +86,7 @@ export interface ConfigInputs {
   coordinator?: Partial<Record<CoordinatorSettingKey, number | undefined>>;
 }
 
-/** An environment variable, with empty counting as unset (SPEC §1). */
+/** An environment variable, with empty counting as unset (docs/design.md#names). */
 function env(environment: NodeJS.ProcessEnv, name: string): string | null {
   const value = environment[name];
   return value === undefined || value.trim() === '' ? null : value.trim();
@@ -174,7 +174,7 @@ function checkNumber(value: number, setting: (typeof COORDINATOR_SETTINGS)[numbe
 }
 
 /**
- * Resolves every setting (SPEC §11): flag → environment → config file → default. Empty
+ * Resolves every setting (docs/cli.md#conventions): flag → environment → config file → default. Empty
  * environment variables count as unset. Malformed values are usage errors naming where they came
  * from; no value is ever echoed when it is a connection string.
  */

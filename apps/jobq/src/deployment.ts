@@ -26,7 +26,7 @@ export interface DeploymentOptions {
 }
 
 /**
- * One prefix's adapters (SPEC §6, §10), built from the resolved configuration: the workflow store,
+ * One prefix's adapters (docs/design.md#storage-layout, docs/design.md#queues-and-backends), built from the resolved configuration: the workflow store,
  * the outputs target, the completion queue and a pool of task queues by queue spec.
  */
 export interface Deployment {

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { UsageError } from './errors';
 import { COORDINATOR_SETTINGS, parseSettingText, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
 
-/** The flags every command that reaches storage takes (SPEC §11; the positional ACCOUNT/PREFIX becomes --prefix). */
+/** The flags every command that reaches storage takes (docs/cli.md#conventions; the positional ACCOUNT/PREFIX becomes --prefix). */
 export const configFlags = {
   prefix: Flags.string({
     description: 'ACCOUNT/PREFIX of the deployment (also the positional: jobq workflow ACCOUNT/PREFIX <command>) [env: JOBQ_WORKFLOW_PREFIX]',
@@ -13,7 +13,7 @@ export const configFlags = {
   config: Flags.string({ description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
 };
 
-/** The coordinator flags of SPEC §9 (flag → env → config file → default, resolved by {@link configFromFlags}). */
+/** The coordinator flags (docs/azure.md#configuration; flag → env → config file → default, resolved by {@link configFromFlags}). */
 export const coordinatorFlags = Object.fromEntries(
   COORDINATOR_SETTINGS.map((s) => [
     s.flag,

@@ -13,7 +13,7 @@ import {
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
 
-/** The coordinator options of the resolved configuration (SPEC §9 table), in the library's units. */
+/** The coordinator options of the resolved configuration (docs/azure.md#configuration), in the library's units. */
 export function coordinatorOptions(config: CliConfig): CoordinatorOptions {
   const c = config.coordinator;
   return {
@@ -61,7 +61,7 @@ export interface LocalWorkerOptions {
 }
 
 /**
- * A worker over one queue of a deployment with both processors (SPEC §8): workflow tasks get the
+ * A worker over one queue of a deployment with both processors (docs/design.md#workers): workflow tasks get the
  * deployment's settings in their environment (so `jobq task …` finds it), plain tasks run as shell
  * commands.
  */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { WorkflowRuntime } from '@jobq/dag-core';
 import { openStack, useHarness, type StackOptions } from './test-helpers/stack';
 
-// End-to-end scenarios over Azurite, Storage Queues and real workers (SPEC §3.2–3.9, §5.2, §7, §9).
+// End-to-end scenarios over Azurite, Storage Queues and real workers (docs/design.md, docs/workflow-language.md).
 // The scenarios about timers (task timeout, ready-repair) and max-fan-in gates run on the in-memory
 // adapters and a virtual clock: coordinator-scenarios.memory.test.ts.
 

@@ -30,7 +30,7 @@ import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { TaskRowWriter } from './task-rows';
 
-/** Tunables of the {@link Coordinator} (SPEC §9; defaults there). */
+/** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */
 export interface CoordinatorOptions {
   /** Completion messages per receive (default 32; Storage Queue max 32). */
   batchSize?: number;
@@ -125,7 +125,7 @@ export interface CoordinatorInit {
   store: WorkflowStore;
   /** The completion queue `{p}-workflow-completions` (completions and wake-ups). */
   completions: TaskQueue;
-  /** The app's pool of task queues by queue spec (SPEC §10). */
+  /** The app's pool of task queues by queue spec (docs/design.md#queues-and-backends). */
   queues: QueueResolver;
   outputs: OutputStore;
   options?: CoordinatorOptions;
@@ -266,7 +266,7 @@ function latest(a: string | null, b: string | null): string | null {
   return newer(b, a) ? b : a;
 }
 
-/** The cancel/retry events a summary asks for, oldest request first (SPEC §3.7). */
+/** The cancel/retry events a summary asks for, oldest request first (docs/design.md#cancel-and-retry-requests). */
 function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: string): WorkflowEvent[] {
   const out: Array<{ at: string; event: WorkflowEvent }> = [];
   const cancelAt = summary.cancelRequestedAt;
@@ -278,7 +278,7 @@ function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: 
 }
 
 /**
- * The coordinator (SPEC §9): holds the prefix's lease, folds completions and wake-ups into the
+ * The coordinator (docs/design.md#the-coordinator): holds the prefix's lease, folds completions and wake-ups into the
  * runtimes, performs the reducer's effects (push, then one conditional flush, then ack), applies
  * cancel/retry requests found on the index, sweeps timeouts and repairs lost ready dispatches.
  */
@@ -1011,7 +1011,7 @@ export class Coordinator {
     this.log(`workflow ${summary.workflowId}: cancelled: ${runtime.cancelReason}`);
   }
 
-  /** SPEC §9 ready-repair: re-dispatches `ready` tasks of workflows unchanged for the threshold. */
+  /** Ready-repair (docs/design.md#the-coordinator): re-dispatches `ready` tasks of workflows unchanged for the threshold. */
   private async readyRepair(): Promise<void> {
     const staleBefore = new Date(this.clock().getTime() - this.settings.readyRepairThresholdInMs).toISOString();
     for await (const summary of this.summaries({ savedStatus: ['running'], updatedBefore: staleBefore })) {

@@ -19,7 +19,7 @@ import {
 import { isJobqError, JobqError, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
 
-/** Gives the queue of a queue spec (SPEC §10): the app's pool of clients. */
+/** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
 
 /** What {@link applyEvents} needs. */
@@ -35,7 +35,7 @@ export interface ApplyContext {
   /** Aborts store and queue calls (lease lost, stop). */
   signal: AbortSignal;
   counters: ApplyCounters;
-  /** Runtimes and ETags of this coordinator's own last saves (SPEC §9: may be cached between batches). */
+  /** Runtimes and ETags of this coordinator's own last saves (docs/design.md#the-coordinator: may be cached between batches). */
   cache?: RuntimeCache;
   /** Time to live of the task messages pushed (undefined: the queue's default; Infinity: never expire). */
   taskMessageTtlInMs?: number;
@@ -442,7 +442,9 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
     const byDelay = groups.get(p.queue) ?? new Map<number, number[]>();
     groups.set(p.queue, byDelay);
     const delay = p.message.delayInMs ?? 0;
-    byDelay.set(delay, [...(byDelay.get(delay) ?? []), k]);
+    const list = byDelay.get(delay);
+    if (list) list.push(k);
+    else byDelay.set(delay, [k]);
   });
   const sends = [...groups].flatMap(([queue, byDelay]) => [...byDelay.values()].map((indexes) => [queue, indexes] as const));
   await Promise.all(

@@ -56,7 +56,7 @@ export type SubmitSource = { text: string; filename?: string } | { definition: W
 export interface SubmitOptions extends OperationOptions {
   /** `--id`; default 32 hex chars of a random UUID. */
   id?: string;
-  /** `--max-fan-in N` (SPEC §7). */
+  /** `--max-fan-in N` (docs/workflow-language.md#wide-fan-ins). */
   maxFanIn?: number;
 }
 
@@ -170,7 +170,7 @@ export interface WorkflowClientOptions {
   store: WorkflowStore;
   /** The `{p}-workflow-completions` queue: wake-ups go here. */
   completions: TaskQueue;
-  /** Container of canonical output blobs (SPEC §5.4), stored in new runtimes. */
+  /** Container of canonical output blobs (docs/design.md#outputs), stored in new runtimes. */
   outputsContainer: string | null;
   now?: () => Date;
   newId?: () => string;
@@ -180,7 +180,7 @@ const MAX_NAMES_SHOWN = 5;
 
 /**
  * The client side of workflows: submit, status, list, cancel, retry, explain. Writes only what
- * SPEC §6 lets a client write (a new runtime, request timestamps) and sends wake-ups; the
+ * the storage layout (docs/design.md#storage-layout) lets a client write (a new runtime, request timestamps) and sends wake-ups; the
  * coordinator does the rest.
  */
 export class WorkflowClient {
@@ -274,7 +274,7 @@ export class WorkflowClient {
   }
 
   /**
-   * Records a cancel request and sends a wake-up (SPEC §3.7). A terminal workflow is a no-op with a
+   * Records a cancel request and sends a wake-up (docs/design.md#cancel-and-retry-requests). A terminal workflow is a no-op with a
    * message; cancelling twice is harmless. @throws JobqError `not-found` for an unknown id.
    */
   async cancel(workflowId: string, options: OperationOptions = {}): Promise<RequestResult> {
@@ -294,7 +294,7 @@ export class WorkflowClient {
   }
 
   /**
-   * Records a retry request and sends a wake-up (SPEC §3.7) when the workflow has failed,
+   * Records a retry request and sends a wake-up (docs/design.md#cancel-and-retry-requests) when the workflow has failed,
    * upstream_failed or cancelled tasks (or a cancel not yet applied); else a no-op with a message.
    * @throws JobqError `not-found` for an unknown id.
    */

@@ -27,7 +27,7 @@ export interface PutOutputOptions extends OperationOptions {
 
 /** What {@link OutputStore.putOutput} did. */
 export interface PutOutputResult {
-  /** The `output_ref` for the completion (SPEC §5.3); null when there is no output. */
+  /** The `output_ref` for the completion (docs/design.md#completion-and-wake-up-messages); null when there is no output. */
   ref: string | null;
   placement: OutputPlacement;
   /**
@@ -50,7 +50,7 @@ export interface PutOutputResult {
 }
 
 /**
- * Task outputs, stashed files and upstream overflow blobs (SPEC §5.2, §5.4). Every failure is a
+ * Task outputs, stashed files and upstream overflow blobs (docs/design.md#task-message, docs/design.md#outputs). Every failure is a
  * `JobqError`: `invalid-argument` for bad input or a ref the store may not follow, `not-found`
  * for a missing blob, `corrupt` when stored data fails its md5/size check or cannot be decoded,
  * and the transport codes (`unavailable`, `timeout`, `throttled`, `auth`, `aborted`) otherwise.
@@ -63,7 +63,7 @@ export interface OutputStore {
   readonly outputsContainer: string;
 
   /**
-   * Stores the output of one task attempt, given as the JSON text its script wrote (SPEC §5.4),
+   * Stores the output of one task attempt, given as the JSON text its script wrote (docs/design.md#outputs),
    * and returns its `output_ref`:
    * - empty (or whitespace-only) text → no output: `{ ref: null, placement: 'none' }`;
    * - text that is not JSON → `invalid-argument` carrying the parser's message;
@@ -94,7 +94,7 @@ export interface OutputStore {
   /**
    * Uploads bytes stashed by one task attempt to
    * `workflow-files/{workflow_id}/{task}/{attempt}/{filename}` in the outputs target with their
-   * Content-MD5 and returns the marker (SPEC §5.4). `filename` must be a plain file name (no `/`,
+   * Content-MD5 and returns the marker (docs/design.md#outputs). `filename` must be a plain file name (no `/`,
    * `\`, control characters; not `.` or `..`), else `invalid-argument`. Stashing the same name
    * again in the same attempt replaces the file (the marker's md5 and size tell the versions apart).
    */
@@ -117,7 +117,7 @@ export interface OutputStore {
   downloadFileTo(marker: StashMarker, destPath: string, options?: OperationOptions): Promise<void>;
 
   /**
-   * Writes the compact upstream refs of one task attempt to its overflow blob (SPEC §5.2,
+   * Writes the compact upstream refs of one task attempt to its overflow blob (docs/design.md#task-message,
    * `upstream/{workflow_id}/{task}/{attempt}.json` in the state container) and returns the
    * `"<container>/<path>"` location for `__upstream_outputs_blob`.
    */

@@ -5,7 +5,7 @@ export interface OperationOptions {
 
 /** A message to send. */
 export interface OutgoingMessage {
-  /** The message body: for jobq, the JSON envelope of SPEC §5.1. */
+  /** The message body: for jobq, the JSON envelope of docs/design.md#envelope. */
   body: string;
   /** Idempotency key: Service Bus drops a repeat within its duplicate-detection window. */
   messageId?: string;

@@ -3,7 +3,7 @@ import type { JobqError } from './errors';
 import type { OperationOptions } from './task-queue';
 
 /**
- * @experimental The storage side of workflows (SPEC §6): the runtime blob is the source of truth,
+ * @experimental The storage side of workflows (docs/design.md#storage-layout): the runtime blob is the source of truth,
  * written with ETag compare-and-swap; the index row and the task rows are derived from it for
  * listing and querying. Adapters pass `describeWorkflowStoreContract` from `@jobq/ports/testing`.
  */
@@ -233,7 +233,7 @@ export interface PurgeResult {
   taskRows: number;
 }
 
-/** The coordinator's exclusive right to write a prefix's runtimes (SPEC §9). */
+/** The coordinator's exclusive right to write a prefix's runtimes (docs/design.md#the-coordinator). */
 export interface CoordinatorLease {
   readonly leaseId: string;
   /**
@@ -251,7 +251,7 @@ export interface AcquireLeaseOptions extends OperationOptions {
   breakExisting?: boolean;
 }
 
-/** The coordinator's counters as JSON (SPEC §9: written every 10 s, read by `doctor`). */
+/** The coordinator's counters as JSON (docs/design.md#the-coordinator: written every 10 s, read by `doctor`). */
 export type CoordinatorStats = Record<string, unknown>;
 
 /** Runtime blobs with ETag compare-and-swap, plus the index and task rows derived from them. */

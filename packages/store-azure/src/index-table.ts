@@ -4,7 +4,7 @@ import { JobqError, type WorkflowSummary } from '@jobq/ports';
 import { indexPartition } from './names';
 
 /**
- * The workflow index (`{PREFIX}WorkflowsIndex`, SPEC §6): PartitionKey = 16-way hash bucket of the
+ * The workflow index (`{PREFIX}WorkflowsIndex`, docs/design.md#storage-layout): PartitionKey = 16-way hash bucket of the
  * id, RowKey = the id. Properties are snake_case; "none" is stored as `''` (a Merge never has to
  * send a null). `cancel_requested_at` and `retry_requested_at` are written only by the request
  * methods; every other property only by create and save.

@@ -4,16 +4,16 @@ import { JobqError, isJobqError, type AcquireLeaseOptions, type CoordinatorLease
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 
 /**
- * The coordinator lease (SPEC §9): a blob lease on `_coordinator.lock` in the workflows container,
+ * The coordinator lease (docs/design.md#the-coordinator): a blob lease on `_coordinator.lock` in the workflows container,
  * renewed in the background. It is advisory: runtime blobs are not leased (their writes are
  * guarded by ETags), the lease only keeps two coordinators from working the same prefix.
  */
 
 /** Lease timing. Blob leases last 15–60 s (whole seconds). */
 export interface LeaseSettings {
-  /** 15 000–60 000 ms, whole seconds. SPEC: 60 s. */
+  /** 15 000–60 000 ms, whole seconds. Default 60 s (docs/design.md#the-coordinator). */
   durationInMs: number;
-  /** Time between renewals; below the duration. SPEC: 15 s. */
+  /** Time between renewals; below the duration. Default 15 s (docs/design.md#the-coordinator). */
   renewIntervalInMs: number;
   /** Limit of each lease call. */
   operationTimeoutInMs: number;

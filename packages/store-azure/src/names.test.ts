@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { decodeTaskRowKey, encodeTaskRowKey, indexPartition, prefixRangeEnd, storeNames } from './names';
 
 describe('storeNames', () => {
-  it('derives every name of SPEC §6 from the prefix', () => {
+  it('derives every name of docs/design.md#storage-layout from the prefix', () => {
     expect(storeNames('MyProject')).toEqual({
       prefix: 'MyProject',
       workflowsContainer: 'myproject-workflows',

@@ -1,9 +1,9 @@
 import { JobqError } from '@jobq/ports';
 
-/** A prefix makes legal container, table and queue names (SPEC §1), `-failed` suffixes included. */
+/** A prefix makes legal container, table and queue names (docs/design.md#names), `-failed` suffixes included. */
 const PREFIX = /^[A-Za-z][A-Za-z0-9]{0,31}$/;
 
-/** Every storage name derived from a deployment prefix (SPEC §6). */
+/** Every storage name derived from a deployment prefix (docs/design.md#storage-layout). */
 export interface StoreNames {
   /** The prefix as given (tables keep its case). */
   prefix: string;

@@ -42,7 +42,7 @@ export interface OutputsTargetOptions {
 export interface OutputStoreOptions {
   /** The state account (where `{p}-workflows` lives). */
   connection: StorageAccountConnection;
-  /** The deployment prefix (SPEC §6). */
+  /** The deployment prefix (docs/design.md#storage-layout). */
   prefix: string;
   /** The outputs target of `JOBQ_WORKFLOW_BLOBS=ACCOUNT/CONTAINER`; default `{p}-outputs` on the state account. */
   outputs?: OutputsTargetOptions;
@@ -79,7 +79,7 @@ export interface WorkflowBlobsSpec {
 }
 
 /**
- * Parses `JOBQ_WORKFLOW_BLOBS` = `ACCOUNT/CONTAINER` (SPEC §10); a malformed value is
+ * Parses `JOBQ_WORKFLOW_BLOBS` = `ACCOUNT/CONTAINER` (docs/design.md#queues-and-backends); a malformed value is
  * `invalid-config`. Turning the account into a connection is the caller's business.
  */
 export function parseWorkflowBlobs(spec: string): WorkflowBlobsSpec {
@@ -153,7 +153,7 @@ const TRANSPORT_CODES = new Set<JobqErrorCode>(['unavailable', 'timeout', 'throt
 const JSON_START = /^\s*(?:[{["\-0-9]|true\b|false\b|null\b)/;
 
 /**
- * {@link OutputStore} on Azure Blob Storage (SPEC §5.2, §5.4). Outputs and stashed files go to
+ * {@link OutputStore} on Azure Blob Storage (docs/design.md#task-message, docs/design.md#outputs). Outputs and stashed files go to
  * the outputs target, overflow blobs to `{p}-workflows`; reads follow only these containers.
  */
 export class AzureOutputStore implements OutputStore {

@@ -10,7 +10,7 @@ import type { CallOptions } from './errors';
 import { checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobIo, type BlobTarget } from './output-blob';
 
 /**
- * Upstream overflow blobs (SPEC §5.2): when a task message would exceed its queue's limit, the
+ * Upstream overflow blobs (docs/design.md#task-message): when a task message would exceed its queue's limit, the
  * coordinator writes the compact upstream refs to `upstream/{workflow_id}/{task}/{attempt}.json`
  * in the state (workflows) container and sends `__upstream_outputs_blob: "<container>/<path>"`.
  */

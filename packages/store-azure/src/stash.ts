@@ -20,7 +20,7 @@ import {
 } from './output-blob';
 
 /**
- * File stash (SPEC §5.4): files uploaded by a task attempt to
+ * File stash (docs/design.md#outputs): files uploaded by a task attempt to
  * `workflow-files/{workflow_id}/{task}/{attempt}/{filename}` in the outputs target, referred to by
  * a marker `{ blobName, md5, size }`, read back with size and md5 verified. Markers written before
  * files were keyed by attempt (`workflow-files/{workflow_id}/{task}/{filename}`) read the same way.

@@ -4,7 +4,7 @@ import { storeCall, type CallOptions } from './errors';
 import type { CoordinatorStats } from '@jobq/ports';
 
 /**
- * The coordinator's counters (SPEC §9): a JSON blob, `_coordinator.stats.json` in the workflows
+ * The coordinator's counters (docs/design.md#the-coordinator): a JSON blob, `_coordinator.stats.json` in the workflows
  * container, replaced every 10 s and read by `doctor`. It is not the lock blob, so writing it needs
  * no lease id while the coordinator holds the lease.
  */

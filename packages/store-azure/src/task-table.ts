@@ -7,7 +7,7 @@ import { decodeTaskRowKey, encodeTaskRowKey, prefixRangeEnd } from './names';
 import { tableScan } from './workflow-paging';
 
 /**
- * The task rows (`{PREFIX}WorkflowTasks`, SPEC §6): PartitionKey = workflow id, RowKey = the task
+ * The task rows (`{PREFIX}WorkflowTasks`, docs/design.md#storage-layout): PartitionKey = workflow id, RowKey = the task
  * name encoded so that name prefixes stay RowKey prefixes. Written with Merge upserts in table
  * transactions (one partition, ≤ 100 entities each).
  */

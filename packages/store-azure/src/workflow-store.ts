@@ -43,15 +43,15 @@ export type TablePipelinePolicy = Parameters<TableClient['pipeline']['addPolicy'
 /** Options of {@link openWorkflowStore}. */
 export interface OpenWorkflowStoreOptions {
   connection: StorageAccountConnection;
-  /** The deployment prefix (SPEC §1): `PREFIX` of `ACCOUNT/PREFIX`. */
+  /** The deployment prefix (docs/design.md#names): `PREFIX` of `ACCOUNT/PREFIX`. */
   prefix: string;
   /** Limit of each storage call. Default 30 000. */
   operationTimeoutInMs?: number;
   /** Create the workflows container and both tables when missing. Default true; read-only tools pass false. */
   createIfMissing?: boolean;
-  /** Coordinator lease duration: whole seconds, 15 000–60 000. Default 60 000 (SPEC §9). */
+  /** Coordinator lease duration: whole seconds, 15 000–60 000. Default 60 000 (docs/design.md#the-coordinator). */
   leaseDurationInMs?: number;
-  /** Time between lease renewals, below the duration. Default 15 000 (SPEC §9). */
+  /** Time between lease renewals, below the duration. Default 15 000 (docs/design.md#the-coordinator). */
   renewIntervalInMs?: number;
   /** Task-row transactions in flight at once during a save. Default 8. */
   rowWriteConcurrency?: number;

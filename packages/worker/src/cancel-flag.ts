@@ -2,7 +2,7 @@ import type { WorkflowStore } from '@jobq/ports';
 
 /** Options of {@link CancelFlagCache}. */
 export interface CancelFlagCacheOptions {
-  /** How long a looked-up flag is kept (`JOBQ_CANCEL_POLL_INTERVAL`, SPEC §8.4). Default 30 s. */
+  /** How long a looked-up flag is kept (`JOBQ_CANCEL_POLL_INTERVAL`, docs/design.md#cancellation-on-the-worker). Default 30 s. */
   ttlInMs?: number;
   /** Relative spread of the time-to-live, ±: 0.25 keeps an entry 75 %–125 % of `ttlInMs`. Default 0.25. */
   jitter?: number;
@@ -29,7 +29,7 @@ export function jittered(base: number, jitter: number, random: () => number = Ma
 }
 
 /**
- * Caches each workflow's cancel flag (SPEC §8.4). Only "not cancelled" is served from the cache: a
+ * Caches each workflow's cancel flag (docs/design.md#cancellation-on-the-worker). Only "not cancelled" is served from the cache: a
  * "cancelled" answer is asked again every time, because a retry may have lifted it since, and a
  * stale answer would refuse or kill the retried task (it costs one index read per task of a
  * cancelled workflow). Concurrent look-ups of one workflow share one call of `check`. A look-up
@@ -90,7 +90,7 @@ export class CancelFlagCache {
 }
 
 /**
- * A cancel check over the workflow index (SPEC §3.7): cancelled when `cancelRequestedAt` is set and
+ * A cancel check over the workflow index (docs/design.md#cancel-and-retry-requests): cancelled when `cancelRequestedAt` is set and
  * newer than `retryRequestedAt` (or there is no retry request). An unknown workflow is not cancelled.
  */
 export function cancelCheckFromStore(store: Pick<WorkflowStore, 'getWorkflow'>): (workflowId: string) => Promise<boolean> {
@@ -101,7 +101,7 @@ export function cancelCheckFromStore(store: Pick<WorkflowStore, 'getWorkflow'>):
   };
 }
 
-/** SPEC §3.7: a cancel request counts when it is newer than the last retry request (or there is none). */
+/** docs/design.md#cancel-and-retry-requests: a cancel request counts when it is newer than the last retry request (or there is none). */
 export function isCancelRequested(cancelRequestedAt: string | null, retryRequestedAt: string | null): boolean {
   if (cancelRequestedAt === null) return false;
   if (retryRequestedAt === null) return true;

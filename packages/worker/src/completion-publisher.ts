@@ -2,7 +2,7 @@ import { type Completion, completionMessageId, encodeCompletion } from '@jobq/da
 import { isJobqError, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 
-/** Exponential back-off between completion sends (SPEC §8.3: 1 s → 60 s cap). */
+/** Exponential back-off between completion sends (docs/design.md#the-workflow-processor: 1 s → 60 s cap). */
 export interface BackoffSettings {
   initialInMs: number;
   maxInMs: number;
@@ -45,7 +45,7 @@ function describe(error: unknown): string {
 }
 
 /**
- * Sends a completion message (SPEC §5.3) to the completion queue, trying again with exponential
+ * Sends a completion message (docs/design.md#completion-and-wake-up-messages) to the completion queue, trying again with exponential
  * back-off up to `maxAttempts` times. Never throws. Only transient errors are tried again: a
  * `JobqError` that is not retryable (`message-too-large`, `auth` such as an expired SAS,
  * `invalid-argument` such as a 400, …) ends the attempts at once as `permanent`. The message id is the completion's id, so a duplicate send (an attempt

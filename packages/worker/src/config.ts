@@ -1,12 +1,12 @@
 import { JobqError } from '@jobq/ports';
 
-/** `ACCOUNT/PREFIX` of a deployment (SPEC §1). */
+/** `ACCOUNT/PREFIX` of a deployment (docs/design.md#names). */
 export interface WorkflowPrefix {
   account: string;
   prefix: string;
 }
 
-/** What the workflow processor and the task helpers read from the environment (SPEC §8.3, §10). */
+/** What the workflow processor and the task helpers read from the environment (docs/design.md#the-workflow-processor, docs/design.md#queues-and-backends). */
 export interface WorkflowEnvironment {
   prefix: WorkflowPrefix;
   /** `JOBQ_WORKFLOW_QUEUES`: `ACCOUNT` or `sb://NAMESPACE`; null when unset. */
@@ -15,7 +15,7 @@ export interface WorkflowEnvironment {
   blobs: string | null;
 }
 
-/** An environment variable, with empty counting as unset (SPEC §1). */
+/** An environment variable, with empty counting as unset (docs/design.md#names). */
 export function envValue(env: NodeJS.ProcessEnv, name: string): string | null {
   const value = env[name];
   return value === undefined || value.trim() === '' ? null : value.trim();

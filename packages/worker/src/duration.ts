@@ -1,9 +1,9 @@
 import { JobqError } from '@jobq/ports';
 
-/** How long a stopped task gets between SIGTERM and SIGKILL unless `JOBQ_KILL_TIMEOUT` says otherwise (SPEC §8.4). */
+/** How long a stopped task gets between SIGTERM and SIGKILL unless `JOBQ_KILL_TIMEOUT` says otherwise (docs/design.md#cancellation-on-the-worker). */
 export const DEFAULT_KILL_TIMEOUT_IN_MS = 600_000;
 
-/** Parses a duration (SPEC §8.1): a bare number is seconds; suffixes `ms`, `s`, `m`, `h`. `name` is for the error. */
+/** Parses a duration (docs/design.md#the-worker-loop): a bare number is seconds; suffixes `ms`, `s`, `m`, `h`. `name` is for the error. */
 export function parseDurationInMs(text: string, name: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/i.exec(text.trim());
   if (!match) throw new JobqError('invalid-config', `${name} must be a duration (a number of seconds, or with ms, s, m or h, e.g. 600, 30s, 10m), got "${text}"`);

@@ -1,5 +1,5 @@
 /**
- * `@jobq/worker`: the jobq worker (SPEC §8). A pull loop over a `TaskQueue` with lock renewal and
+ * `@jobq/worker`: the jobq worker (docs/design.md#workers). A pull loop over a `TaskQueue` with lock renewal and
  * graceful shutdown, the shell and workflow processors, and the pieces an app composes them from.
  * Adapters are handed in by the app. Task helpers for workflow scripts are in `@jobq/worker/task`.
  * @packageDocumentation

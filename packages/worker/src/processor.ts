@@ -5,7 +5,7 @@ import type { ReceivedMessage } from '@jobq/ports';
 export interface TaskContext {
   /** The leased message (its lock is renewed in the background while the processor runs). */
   readonly message: ReceivedMessage;
-  /** The decoded envelope (SPEC §5.1): `id`, `kwargs`, `numRetries`. */
+  /** The decoded envelope (docs/design.md#envelope): `id`, `kwargs`, `numRetries`. */
   readonly envelope: Envelope;
   /**
    * Fires when the work must stop: the lock was lost (another worker may have the message now),

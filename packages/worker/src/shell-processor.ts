@@ -48,7 +48,7 @@ function failed(error: string): ProcessOutcome {
 }
 
 /**
- * Runs plain jobq tasks (SPEC §8.2): `kwargs.cmd` with `bash -c` in its own process group, env =
+ * Runs plain jobq tasks (docs/design.md#the-shell-processor): `kwargs.cmd` with `bash -c` in its own process group, env =
  * worker env without its credentials + `kwargs.env` (secret references resolved, see
  * {@link prepareTaskEnvironment}), cwd = `kwargs.cwd`; resolved secret values are masked in the
  * log lines and the error; exit 0 is `done`, anything else `failed`. Output

@@ -67,8 +67,8 @@ function describeReadError(error: unknown): string {
 }
 
 /**
- * Reads the output file a task attempt's script wrote (`$JOBQ_OUTPUT_FILE`) and stores it (SPEC
- * §5.4): an empty or missing file is no output; otherwise {@link OutputStore.putOutput} (inline,
+ * Reads the output file a task attempt's script wrote (`$JOBQ_OUTPUT_FILE`) and stores it
+ * (docs/design.md#outputs): an empty or missing file is no output; otherwise {@link OutputStore.putOutput} (inline,
  * the attempt's blob, or inline fallback, whose warning is logged; a blob another delivery of the
  * attempt stored first is adopted, and said so in the log). Never throws: a failure is the
  * attempt's error.

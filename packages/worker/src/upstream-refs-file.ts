@@ -3,7 +3,7 @@ import type { OperationOptions, OutputStore } from '@jobq/ports';
 
 /**
  * The upstream refs of a task attempt (parent → `output_ref`, null for no output or skipped):
- * the compact refs of the message, or those of its overflow blob (SPEC §5.2), expanded against the
+ * the compact refs of the message, or those of its overflow blob (docs/design.md#task-message), expanded against the
  * outputs container. A task without parents gets `{}`. Throws the store's error when the overflow
  * blob cannot be read.
  */

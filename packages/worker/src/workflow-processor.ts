@@ -65,7 +65,7 @@ export interface WorkflowProcessorOptions {
   log?: (line: string) => void;
   /**
    * Called with the `invalid-config` error when a workflow task arrives and the workflow settings
-   * are missing or invalid (SPEC §8.3): the app should then stop the worker. The message is left.
+   * are missing or invalid (docs/design.md#the-workflow-processor): the app should then stop the worker. The message is left.
    */
   onConfigError?: (error: JobqError) => void;
   /**
@@ -128,7 +128,7 @@ async function directoryProblem(path: string): Promise<string | null> {
 /** Known workflow ids remembered by a {@link WorkflowProcessor} (a workflow never leaves its deployment). */
 const MAX_KNOWN_WORKFLOWS = 10_000;
 
-/** The settings of the workflow processor that come from the environment (SPEC §8.3, §8.4, §10). */
+/** The settings of the workflow processor that come from the environment (docs/design.md#the-workflow-processor, docs/design.md#cancellation-on-the-worker, docs/design.md#queues-and-backends). */
 export interface WorkflowProcessorEnvSettings {
   killTimeoutInMs: number;
   completionSendMaxAttempts: number;
@@ -161,8 +161,8 @@ export function workflowProcessorSettingsFromEnv(env: NodeJS.ProcessEnv): Workfl
 
 
 /**
- * Runs workflow tasks (SPEC §8.3, §8.4): the task's `cmd` with the workflow variables, its output
- * stored (§5.4), then its completion published with back-off; the message is acked (`done`) only
+ * Runs workflow tasks (docs/design.md#the-workflow-processor, docs/design.md#cancellation-on-the-worker): the task's `cmd` with the workflow variables, its output
+ * stored (docs/design.md#outputs), then its completion published with back-off; the message is acked (`done`) only
  * after the completion was sent, and left for redelivery otherwise.
  */
 export class WorkflowProcessor implements Processor {

@@ -11,17 +11,17 @@ import { openPlainQueue, plainQueueLocation } from '../plain-queue';
 import { checkServiceBusLockDuration } from '../queues';
 import { createWorker } from '../services';
 
-/** Default cap of the empty-queue back-off (SPEC §8.1). */
+/** Default cap of the empty-queue back-off (docs/design.md#the-worker-loop). */
 const DEFAULT_MAX_IDLE_BACKOFF = '30s';
 
-/** A duration flag (SPEC §8.1: a bare number is seconds; `ms`, `s`, `m`, `h`) in ms, or a usage error. */
+/** A duration flag (docs/design.md#the-worker-loop: a bare number is seconds; `ms`, `s`, `m`, `h`) in ms, or a usage error. */
 function duration(text: string | undefined, name: string): number | undefined {
   return text === undefined ? undefined : durationFlag(text, name);
 }
 
 /**
  * Workflow tasks reaching a worker with no workflow prefix: the message is left for a worker that
- * has one, and this worker stops with a clear error (SPEC §8.3).
+ * has one, and this worker stops with a clear error (docs/design.md#the-workflow-processor).
  */
 class MissingWorkflowConfig implements Processor {
   readonly name = 'workflow (not configured)';

@@ -1,5 +1,5 @@
 /**
- * Name rules of SPEC §2 and §10, as regular expressions (so the JSON Schema carries them) plus
+ * Name rules of docs/workflow-language.md, docs/design.md#queues-and-backends, as regular expressions (so the JSON Schema carries them) plus
  * functions that say in words why a name is refused (so the validator's messages are useful).
  */
 
@@ -70,7 +70,7 @@ const STORAGE_ACCOUNT = '[a-z0-9]{3,24}';
 const SB_NAMESPACE = '[A-Za-z][A-Za-z0-9.-]{0,99}';
 const SB_QUEUE = '[A-Za-z0-9](?:[A-Za-z0-9._-]{0,258}[A-Za-z0-9])?';
 
-/** Pattern of a queue spec: `NAME`, `ACCOUNT/NAME` or `sb://NAMESPACE/NAME` (SPEC §10). */
+/** Pattern of a queue spec: `NAME`, `ACCOUNT/NAME` or `sb://NAMESPACE/NAME` (docs/design.md#queues-and-backends). */
 export const QUEUE_SPEC_PATTERN = `^(?:(?:${STORAGE_ACCOUNT}/)?${STORAGE_QUEUE}|sb://${SB_NAMESPACE}/${SB_QUEUE})$`;
 
 const STORAGE_QUEUE_RE = new RegExp(`^${STORAGE_QUEUE}$`);
@@ -81,7 +81,7 @@ const SB_QUEUE_RE = new RegExp(`^${SB_QUEUE}$`);
 const STORAGE_QUEUE_RULE =
   'a Storage Queue name has 3–56 lowercase letters, digits and single hyphens, starting and ending with a letter or digit';
 
-/** A parsed queue spec (SPEC §10). */
+/** A parsed queue spec (docs/design.md#queues-and-backends). */
 export type QueueSpec =
   | { backend: 'default'; name: string }
   | { backend: 'storage'; account: string; name: string }

@@ -1,10 +1,10 @@
 import { MAX_RETRY_DELAY_S } from './limits';
 import type { ParamValue } from './params';
 
-/** How many of a task's dependencies must succeed before it may run (SPEC §3.2). */
+/** How many of a task's dependencies must succeed before it may run (docs/workflow-language.md#dependency-policies). */
 export type DepPolicy = 'all' | 'any' | 'all_settled' | number;
 
-/** When a finished workflow counts as `completed` (SPEC §3.6). */
+/** When a finished workflow counts as `completed` (docs/workflow-language.md#workflow-status-and-result_policy). */
 export type ResultPolicy = 'all_sinks_succeed' | 'all_tasks_succeed';
 
 /** One node of a workflow DAG, as validated. Field names are the camelCase of the file's keys. */
@@ -33,7 +33,7 @@ export interface TaskDefinition {
   gates?: string[];
 }
 
-/** A validated workflow definition (SPEC §2). */
+/** A validated workflow definition (docs/workflow-language.md). */
 export interface WorkflowDefinition {
   name: string;
   tasks: TaskDefinition[];
@@ -64,7 +64,7 @@ export function taskQueue(definition: WorkflowDefinition, task: TaskDefinition):
   return task.queue ?? definition.defaultQueue;
 }
 
-/** The timeout of a task in seconds, or null when none applies (SPEC §3.8). */
+/** The timeout of a task in seconds, or null when none applies (docs/failure-model.md#timeouts-and-lost-tasks). */
 export function taskTimeoutS(definition: WorkflowDefinition, task: TaskDefinition): number | null {
   return task.timeoutS ?? definition.defaultTaskTimeoutS;
 }

@@ -35,7 +35,7 @@ function lastField(path: readonly PathSegment[]): string | undefined {
   return undefined;
 }
 
-/** Fields whose every problem has a dedicated code (SPEC §2), with the rule to quote. */
+/** Fields whose every problem has a dedicated code (docs/workflow-language.md), with the rule to quote. */
 const FIELD_CODES: Record<string, { code: string; rule: string }> = {
   dep_policy: { code: 'bad-dep-policy', rule: 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1' },
   max_parallelism: { code: 'bad-max-parallelism', rule: 'max_parallelism must be an integer ≥ 1 or null' },

@@ -34,6 +34,8 @@ export interface TaskCore {
   /** Number of chunks. */
   readonly chunks: number;
   readonly readyFrom: number;
+  /** Tasks running as a delayed retry, in all (the sum of the chunks' `M_DELAYED_RUNNING`). */
+  readonly delayed: number;
   /** The `tasks` record, built on first read (a cache, not state). */
   view: Readonly<Record<string, TaskRuntime>> | undefined;
 }
@@ -218,6 +220,7 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
   const nChunks = (size + (1 << shift) - 1) >> shift;
   const all: Chunk[] = [];
   let readyFrom = size;
+  let delayed = 0;
   for (let c = 0; c < nChunks; c++) {
     const start = c << shift;
     const length = Math.min(1 << shift, size - start);
@@ -228,7 +231,10 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
       counts[s]!++;
       if (state.awaitingInputs) counts[M_AWAITING]!++;
       if (s === S_RUNNING && index.timed[start + o] === 1) counts[M_TIMED_RUNNING]!++;
-      if (isDelayedRunning(state)) counts[M_DELAYED_RUNNING]!++;
+      if (isDelayedRunning(state)) {
+        counts[M_DELAYED_RUNNING]!++;
+        delayed++;
+      }
       if (s === S_READY && readyFrom === size) readyFrom = start + o;
     }
     const counters: number[][] = [];
@@ -246,7 +252,7 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
   }
   const segments: Chunk[][] = [];
   for (let c = 0; c < nChunks; c += 1 << SEGMENT_SHIFT) segments.push(all.slice(c, c + (1 << SEGMENT_SHIFT)));
-  return { index, segments, chunks: nChunks, readyFrom, view: undefined };
+  return { index, segments, chunks: nChunks, readyFrom, delayed, view: undefined };
 }
 
 /** Counts per status of a core's task states. */
@@ -280,5 +286,6 @@ export function checkCore(core: TaskCore): string[] {
     expected.counters.forEach((group, g) => compare(`counters[${g}]`, have.counters[g], group));
   });
   if (fresh.readyFrom < core.readyFrom) problems.push(`task ${fresh.readyFrom} is ready but readyFrom is ${core.readyFrom}`);
+  if (fresh.delayed !== core.delayed) problems.push(`${core.delayed} delayed retries counted, expected ${fresh.delayed}`);
   return problems;
 }

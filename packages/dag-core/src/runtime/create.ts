@@ -8,7 +8,7 @@ export interface CreateRuntimeInit {
   workflowId: string;
   /** ISO-8601 UTC, e.g. `2026-01-01T00:00:01.000Z`. */
   now: string;
-  /** Container of canonical output blobs (SPEC §5.4); lets messages name blob parents compactly. */
+  /** Container of canonical output blobs (docs/design.md#outputs); lets messages name blob parents compactly. */
   outputsContainer?: string | null;
 }
 

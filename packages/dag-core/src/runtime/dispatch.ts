@@ -4,10 +4,10 @@ import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
 import { M_DELAYED_RUNNING, S_READY, isDelayedRunning } from './core';
 import { transition, type Step } from './step';
 import { addMs, epochMs } from './time';
-import type { TaskRuntime } from './types';
+import type { DispatchEffect, TaskRuntime } from './types';
 
 /**
- * SPEC §3.5: each `ready` task, in definition order, that may run (no cancel requested, within
+ * docs/design.md#how-a-workflow-moves: each `ready` task, in definition order, that may run (no cancel requested, within
  * `max_parallelism`) becomes `running` with the next attempt number and yields a dispatch effect.
  * A retry still waiting for its delay holds no `max_parallelism` slot (see {@link dispatchDelayed}).
  * Nothing is dispatched before the coordinator has activated the workflow. The walk starts at the
@@ -36,17 +36,9 @@ export function dispatchRound(step: Step): void {
       if (task.status !== 'ready') continue;
       remaining--;
       budget--;
-      const def = step.index.tasks[position]!;
       const attemptNo = task.attemptNo + 1;
       transition(step, position, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: null });
-      step.effects.push({
-        type: 'dispatch',
-        taskName: def.name,
-        queue: taskQueue(rt.definition, def),
-        attemptNo,
-        message: taskMessage(step, position, attemptNo),
-        messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
-      });
+      step.effects.push(dispatchEffect(step, position, attemptNo));
     }
   }
   // Every task before `position` was looked at and is not ready (or is running now).
@@ -59,7 +51,7 @@ export function dispatchRound(step: Step): void {
  * hold delayed retries.
  */
 export function waitingRetries(step: Step): number {
-  if (step.d.runtime.counts.running === 0) return 0;
+  if (step.d.delayed === 0) return 0;
   const now = epochMs(step.now);
   let waiting = 0;
   step.d.positions(
@@ -83,22 +75,26 @@ export function waitingRetries(step: Step): number {
 export function dispatchDelayed(step: Step, position: number, patch: Partial<TaskRuntime>, attemptNo: number, delayInMs: number): boolean {
   const dueAt = addMs(step.now, delayInMs);
   if (dueAt === null) return false;
+  transition(step, position, { ...patch, status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
+  step.effects.push({ ...dispatchEffect(step, position, attemptNo), delayInMs });
+  return true;
+}
+
+/** The dispatch effect of attempt `attemptNo` of the task at `position`. */
+function dispatchEffect(step: Step, position: number, attemptNo: number): DispatchEffect {
   const rt = step.d.runtime;
   const def = step.index.tasks[position]!;
-  transition(step, position, { ...patch, status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
-  step.effects.push({
+  return {
     type: 'dispatch',
     taskName: def.name,
     queue: taskQueue(rt.definition, def),
     attemptNo,
     message: taskMessage(step, position, attemptNo),
     messageId: taskMessageId(rt.workflowId, def.name, attemptNo),
-    delayInMs,
-  });
-  return true;
+  };
 }
 
-/** The task message of SPEC §5.2, with the outputs of the real parents that completed or were skipped. */
+/** The task message of docs/design.md#task-message, with the outputs of the real parents that completed or were skipped. */
 export function taskMessage(step: Step, position: number, attemptNo: number): string {
   const rt = step.d.runtime;
   const def = step.index.tasks[position]!;

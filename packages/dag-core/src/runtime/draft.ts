@@ -38,6 +38,8 @@ export class Draft {
   changes = 0;
   /** No task before this position is ready. */
   readyFrom: number;
+  /** Tasks running as a delayed retry, in all. */
+  delayed: number;
   private readonly baseCore: TaskCore;
   private readonly shift: number;
   private readonly mask: number;
@@ -55,6 +57,7 @@ export class Draft {
     this.mask = (1 << this.shift) - 1;
     this.segments = core.segments as Chunk[][];
     this.readyFrom = core.readyFrom;
+    this.delayed = core.delayed;
     this.runtime = {
       workflowId: base.workflowId,
       definition: base.definition,
@@ -134,7 +137,10 @@ export class Draft {
     if (previous.status !== next.status) this.moveStatus(position, c, previous, next);
     if (previous.awaitingInputs !== next.awaitingInputs) this.counts(c)[M_AWAITING]! += next.awaitingInputs ? 1 : -1;
     const delayed = isDelayedRunning(next);
-    if (isDelayedRunning(previous) !== delayed) this.counts(c)[M_DELAYED_RUNNING]! += delayed ? 1 : -1;
+    if (isDelayedRunning(previous) !== delayed) {
+      this.counts(c)[M_DELAYED_RUNNING]! += delayed ? 1 : -1;
+      this.delayed += delayed ? 1 : -1;
+    }
   }
 
   /** Merges changes into a task's record. */
@@ -154,7 +160,7 @@ export class Draft {
     if (this.changes === 0) return this.base;
     const base = this.baseCore;
     const core: TaskCore =
-      this.segments === base.segments ? base : { index: this.index, segments: this.segments, chunks: base.chunks, readyFrom: this.readyFrom, view: undefined };
+      this.segments === base.segments ? base : { index: this.index, segments: this.segments, chunks: base.chunks, readyFrom: this.readyFrom, delayed: this.delayed, view: undefined };
     return makeRuntime(this.runtime, this.runtime.counts, core);
   }
 

@@ -7,7 +7,7 @@ import type { DepPolicy } from '../definition/types';
 import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
 // Every combination of three parents' outcomes against every policy, checked against the table of
-// SPEC §3.2 written out independently: "ready when", "upstream_failed when", failure test first.
+// docs/workflow-language.md#dependency-policies written out independently: "ready when", "upstream_failed when", failure test first.
 const OUTCOMES: TaskStatus[] = ['completed', 'skipped', 'failed', 'upstream_failed', 'cancelled', 'running'];
 const POLICIES: DepPolicy[] = ['all', 'any', 'all_settled', 1, 2, 3];
 
@@ -27,7 +27,7 @@ function expected(policy: DepPolicy, outcomes: readonly TaskStatus[]): 'ready' |
 const combos: TaskStatus[][] = [];
 for (const x of OUTCOMES) for (const y of OUTCOMES) for (const z of OUTCOMES) combos.push([x, y, z]);
 
-describe('dependency policy truth table (SPEC §3.2)', () => {
+describe('dependency policy truth table (docs/workflow-language.md#dependency-policies)', () => {
   it.each(POLICIES.map((p) => [String(p), p] as const))('%s over all %#-th 216 parent outcome combinations', (_name, policy) => {
     const rows = combos.map((outcomes) => {
       const s = outcomes.filter(isSatisfying).length;

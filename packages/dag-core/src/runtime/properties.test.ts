@@ -1,4 +1,4 @@
-// Property-based tests of the runtime reducer (SPEC §3): random valid DAGs, random outcomes per
+// Property-based tests of the runtime reducer (docs/design.md#how-a-workflow-moves): random valid DAGs, random outcomes per
 // (task, attempt), and a simulator that delivers the completions of dispatched attempts in an order
 // chosen by fast-check, with duplicates, stale and attempt-less completions, lost-flush completions,
 // repeated activations, timeout sweeps, cancels and retries mixed in.
@@ -420,7 +420,7 @@ function snapshotTasks(rt: WorkflowRuntime): Record<string, [TaskStatus, number]
   return Object.fromEntries(Object.entries(rt.tasks).map(([n, t]) => [n, [t.status, t.attemptNo]]));
 }
 
-/** SPEC §3.6 rule 4, for a workflow whose tasks are all terminal. */
+/** The final-status rule (docs/workflow-language.md#workflow-status-and-result_policy), for a workflow whose tasks are all terminal. */
 function expectedEndStatus(dag: DagSpec, statuses: Record<string, TaskStatus>): WorkflowStatus {
   const all = Object.values(statuses);
   if (!all.includes('completed')) return 'failed';
@@ -536,7 +536,7 @@ const ORDER_SAFE: DagOptions = { conditions: 'order-safe', timeouts: false };
 // Properties
 // ---------------------------------------------------------------------------------------------
 
-describe('reduce: properties (SPEC §3)', () => {
+describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
   it('(a) applying a completion twice equals applying it once', () => {
     const probeArb = fc.record({
       task: fc.nat({ max: MAX_TASKS - 1 }),
@@ -552,7 +552,7 @@ describe('reduce: properties (SPEC §3)', () => {
           const second = reduce(first.runtime, { ...e, now: at(100_000) });
           const firstIgnored = first.effects.some((x) => x.type === 'ignored');
           const after = first.runtime.tasks[e.taskName];
-          // An attempt-less completion means "the current attempt" (SPEC §3.4): after a re-arm
+          // An attempt-less completion means "the current attempt" (docs/design.md#which-completions-apply): after a re-arm
           // it legitimately applies again, to the next attempt. Explicit attempts never do.
           const mustIgnore = firstIgnored || e.attemptNo !== null || (after !== undefined && isTerminalTaskStatus(after.status));
           if (!mustIgnore) return;
@@ -620,7 +620,7 @@ describe('reduce: properties (SPEC §3)', () => {
           terminal: true,
         });
         expect({ log, finished }).toEqual({ log, finished: [{ type: 'workflow-finished', status: final.status }] });
-        // A cancel applied before the end makes it `cancelled`; otherwise §3.6 rule 4 decides.
+        // A cancel applied before the end makes it `cancelled`; otherwise the final-status rule decides.
         const cancelledInFlight = trace.steps.some(
           (s) => s.event.type === 'cancel' && !s.result.effects.some((e) => e.type === 'ignored') && !isTerminalWorkflowStatus(s.before.status),
         );
@@ -694,7 +694,7 @@ describe('reduce: properties (SPEC §3)', () => {
             const next = result.runtime.tasks[name]!;
             if (!isTerminalTaskStatus(t.status) || isTerminalTaskStatus(next.status)) continue;
             expect({ name, from: t.status, to: next.status, event: event.type }).toEqual({ name, from: t.status, to: next.status, event: 'retry' });
-            // Only failed, upstream_failed and cancelled tasks are retried (SPEC §3.7).
+            // Only failed, upstream_failed and cancelled tasks are retried (docs/design.md#cancel-and-retry-requests).
             expect(['failed', 'upstream_failed', 'cancelled']).toContain(t.status);
           }
         }
@@ -715,7 +715,7 @@ describe('reduce: properties (SPEC §3)', () => {
     );
   });
 
-  it('(j) final statuses and attempts match a sequential reference model of SPEC §3.2–3.4, §3.6', () => {
+  it('(j) final statuses and attempts match a sequential reference model of docs/workflow-language.md#dependency-policies, docs/design.md#which-completions-apply, docs/workflow-language.md#workflow-status-and-result_policy', () => {
     fc.assert(
       fc.property(runArb(ORDER_SAFE), (run) => {
         const trace = simulate(run, { extras: ['duplicate', 'activate'] });
@@ -726,7 +726,7 @@ describe('reduce: properties (SPEC §3)', () => {
     );
   });
 
-  it('(k) a retry newer than the applied cancel lifts the cancel (SPEC §3.7)', () => {
+  it('(k) a retry newer than the applied cancel lifts the cancel (docs/design.md#cancel-and-retry-requests)', () => {
     fc.assert(
       fc.property(runArb(CHAOS), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
@@ -742,7 +742,7 @@ describe('reduce: properties (SPEC §3)', () => {
     );
   });
 
-  it('(l) a failed or timed-out attempt is re-armed iff attempt − retry_base ≤ num_retries and no cancel (SPEC §3.4, §3.8)', () => {
+  it('(l) a failed or timed-out attempt is re-armed iff attempt − retry_base ≤ num_retries and no cancel (docs/design.md#which-completions-apply, docs/failure-model.md#timeouts-and-lost-tasks)', () => {
     fc.assert(
       fc.property(runArb(CHAOS), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
@@ -788,7 +788,7 @@ describe('reduce: properties (SPEC §3)', () => {
     );
   });
 
-  it('(m) every dispatch round runs each ready task that may run, in definition order (SPEC §3.5)', () => {
+  it('(m) every dispatch round runs each ready task that may run, in definition order (docs/design.md#how-a-workflow-moves)', () => {
     fc.assert(
       fc.property(runArb(CHAOS), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
@@ -811,7 +811,7 @@ describe('reduce: properties (SPEC §3)', () => {
       { numRuns: 200 },
     );
   });
-  it('(n) a task message carries the envelope, attempt and the outputs of finished parents (SPEC §5.2)', () => {
+  it('(n) a task message carries the envelope, attempt and the outputs of finished parents (docs/design.md#task-message)', () => {
     fc.assert(
       fc.property(runArb(CHAOS), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
@@ -845,7 +845,7 @@ describe('reduce: properties (SPEC §3)', () => {
       { numRuns: 120 },
     );
   });
-  it('(o) cancel and retry requests do what SPEC §3.7 says', () => {
+  it('(o) cancel and retry requests do what docs/design.md#cancel-and-retry-requests says', () => {
     fc.assert(
       fc.property(runArb(CHAOS), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });

@@ -58,7 +58,7 @@ describe('activate', () => {
   });
 });
 
-describe('completions (SPEC §3.4)', () => {
+describe('completions (docs/design.md#which-completions-apply)', () => {
   it('runs a diamond to completion, dispatching children as parents finish', () => {
     const h = new Harness(diamond);
     h.activate();
@@ -145,7 +145,7 @@ describe('completions (SPEC §3.4)', () => {
   });
 });
 
-describe('retries (SPEC §3.4)', () => {
+describe('retries (docs/design.md#which-completions-apply)', () => {
   it('re-arms a failure while attempts remain, then fails and cascades upstream_failed', () => {
     const h = new Harness(definition([{ name: 'a', num_retries: 2 }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['b'] }]));
     h.activate();
@@ -162,7 +162,7 @@ describe('retries (SPEC §3.4)', () => {
   });
 });
 
-describe('dependency policies (SPEC §3.2)', () => {
+describe('dependency policies (docs/workflow-language.md#dependency-policies)', () => {
   const three = (policy: unknown, extra: Record<string, unknown> = {}) =>
     definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'c', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy, ...extra }]);
 
@@ -226,7 +226,7 @@ describe('dependency policies (SPEC §3.2)', () => {
   });
 });
 
-describe('conditions (SPEC §3.3)', () => {
+describe('conditions (docs/conditions.md)', () => {
   const cond = (expression: string) => definition([{ name: 'a' }, { name: 'b', depends_on: ['a'], condition: expression }, { name: 'c', depends_on: ['b'] }]);
 
   it('runs the task when the condition on inline outputs is true', () => {
@@ -335,7 +335,7 @@ describe('conditions (SPEC §3.3)', () => {
   });
 });
 
-describe('cancellation (SPEC §3.7)', () => {
+describe('cancellation (docs/design.md#cancel-and-retry-requests)', () => {
   it('cancels pending and ready tasks, dispatches nothing more, and records running completions', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a'] }], { max_parallelism: 1 }));
     h.activate();
@@ -372,7 +372,7 @@ describe('cancellation (SPEC §3.7)', () => {
   });
 });
 
-describe('workflow retry (SPEC §3.7)', () => {
+describe('workflow retry (docs/design.md#cancel-and-retry-requests)', () => {
   it('resets failed, upstream_failed and cancelled tasks with a fresh budget and new attempt numbers', () => {
     const h = new Harness(definition([{ name: 'a', num_retries: 1 }, { name: 'b', depends_on: ['a'] }, { name: 'ok' }]));
     h.activate();
@@ -509,7 +509,7 @@ describe('corrupt workflows', () => {
   });
 });
 
-describe('max_parallelism (SPEC §3.9)', () => {
+describe('max_parallelism (docs/workflow-language.md#max_parallelism)', () => {
   it('keeps at most N running and dispatches the rest in definition order as slots free', () => {
     const h = new Harness(definition([{ name: 't1' }, { name: 't2' }, { name: 't3' }, { name: 't4' }], { max_parallelism: 2 }));
     expect(h.activate().effects.map((e) => (e.type === 'dispatch' ? e.taskName : e.type))).toEqual(['t1', 't2']);
@@ -590,7 +590,7 @@ describe('lost tasks (timeouts are enforced by workers)', () => {
   });
 });
 
-describe('workflow status (SPEC §3.6)', () => {
+describe('workflow status (docs/workflow-language.md#workflow-status-and-result_policy)', () => {
   it('all_sinks_succeed: a failed non-sink with a succeeding sink still completes', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'sink', depends_on: ['a', 'b'], dep_policy: 'any' }]));
     h.activate();
@@ -617,7 +617,7 @@ describe('workflow status (SPEC §3.6)', () => {
   });
 });
 
-describe('merge nodes and gates (SPEC §7)', () => {
+describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () => {
   it('completes merge nodes without dispatching them, honours gates, and sends the real parents to the target', async () => {
     const { sequentializeFanIn } = await import('../transform/fan-in');
     const base = definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'l3' }, { name: 'join', depends_on: ['l0', 'l1', 'l2', 'l3'] }]);
@@ -668,7 +668,7 @@ describe('merge nodes and gates (SPEC §7)', () => {
   });
 });
 
-describe('task messages (SPEC §5.2)', () => {
+describe('task messages (docs/design.md#task-message)', () => {
   it('carries the kwargs, ids and the compact refs of completed and skipped parents only', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b', condition: 'inputs.a.go', depends_on: ['a'] }, { name: 'f' }, { name: 'c', depends_on: ['a', 'b', 'f'], dep_policy: 'any', kwargs: { cmd: 'echo c', env: { X: '1' } } }]));
     h.activate();

@@ -43,10 +43,10 @@ class Ignored extends Error {
 }
 
 /**
- * Applies one event to a runtime (SPEC §3). Returns the next runtime and the effects the
+ * Applies one event to a runtime (docs/design.md#how-a-workflow-moves). Returns the next runtime and the effects the
  * coordinator must carry out, in order. The input is never mutated. An ignored event returns the
  * same runtime object with one `ignored` effect; any other call ends with the dispatch round of
- * SPEC §3.5. Fold a batch by calling this once per event (or with {@link foldEvents}).
+ * docs/design.md#how-a-workflow-moves. Fold a batch by calling this once per event (or with {@link foldEvents}).
  */
 export function reduce(runtime: WorkflowRuntime, event: WorkflowEvent): ReduceResult {
   const draft = new Draft(runtime);
@@ -143,7 +143,7 @@ function activate(step: Step, _event: ActivateEvent): void {
   }
 }
 
-/** SPEC §3.4: which completions apply, and what they do. */
+/** docs/design.md#which-completions-apply: which completions apply, and what they do. */
 function completion(step: Step, event: CompletionEvent): void {
   const position = step.d.positionOf(event.taskName);
   if (position === undefined) throw new Ignored(`unknown task "${event.taskName}"`);
@@ -203,7 +203,7 @@ function requestTime(event: CancelEvent | RetryEvent): string {
 }
 
 /**
- * SPEC §3.7 cancel: pending and ready tasks, and retries still waiting for their delay, are
+ * Cancel (docs/design.md#cancel-and-retry-requests): pending and ready tasks, and retries still waiting for their delay, are
  * cancelled; running ones finish or are stopped by workers. An engine's cancel (a deadline) keeps
  * its reason in `cancelReason` and in the tasks' errors.
  */
@@ -239,7 +239,7 @@ function cancel(step: Step, event: CancelEvent): void {
 
 const RETRYABLE = new Set<TaskStatus>(['failed', 'upstream_failed', 'cancelled']);
 
-/** SPEC §3.7 retry: failed, upstream_failed and cancelled tasks start over with a fresh budget. */
+/** Retry (docs/design.md#cancel-and-retry-requests): failed, upstream_failed and cancelled tasks start over with a fresh budget. */
 function retry(step: Step, event: RetryEvent): void {
   const rt = step.d.runtime;
   const at = requestTime(event);
@@ -347,7 +347,7 @@ function markCorrupt(step: Step, event: CorruptEvent): void {
   step.d.set('corruptReason', event.reason.trim() === '' ? 'unknown reason' : event.reason);
 }
 
-/** SPEC §3.3: the blob outputs a condition waited for have arrived (or could not be read). */
+/** docs/design.md#conditions-waiting-for-outputs: the blob outputs a condition waited for have arrived (or could not be read). */
 function conditionInputs(step: Step, event: ConditionInputsEvent): void {
   const position = step.d.positionOf(event.taskName);
   const task = position === undefined ? undefined : step.d.task(position);

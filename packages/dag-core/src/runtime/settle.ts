@@ -8,7 +8,7 @@ import { isBlocking, isSatisfying, type TaskStatus } from './types';
 type Verdict = 'ready' | 'blocked' | 'wait';
 
 /**
- * SPEC §3.2: n dependencies, s satisfying, b blocking. The failure test comes first. A task
+ * docs/workflow-language.md#dependency-policies: n dependencies, s satisfying, b blocking. The failure test comes first. A task
  * without dependencies has nothing to wait for.
  */
 export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number): Verdict {

@@ -1,6 +1,6 @@
 import type { WorkflowDefinition } from '../definition/types';
 
-/** Status of one task (SPEC §3.1). The last five are terminal. */
+/** Status of one task (docs/workflow-language.md#statuses). The last five are terminal. */
 export type TaskStatus = 'pending' | 'ready' | 'running' | 'completed' | 'failed' | 'upstream_failed' | 'skipped' | 'cancelled';
 
 /**
@@ -29,12 +29,12 @@ export function isTerminalWorkflowStatus(status: WorkflowStatus): boolean {
   return TERMINAL_WORKFLOW.has(status);
 }
 
-/** A parent in one of these statuses lets its children go ahead (SPEC §3.1). */
+/** A parent in one of these statuses lets its children go ahead (docs/workflow-language.md#statuses). */
 export function isSatisfying(status: TaskStatus): boolean {
   return status === 'completed' || status === 'skipped';
 }
 
-/** A parent in one of these statuses holds its children back for good (SPEC §3.1). */
+/** A parent in one of these statuses holds its children back for good (docs/workflow-language.md#statuses). */
 export function isBlocking(status: TaskStatus): boolean {
   return status === 'failed' || status === 'upstream_failed' || status === 'cancelled';
 }
@@ -85,7 +85,7 @@ export interface WorkflowRuntime {
   status: WorkflowStatus;
   /** False until the coordinator first activates the workflow. */
   activated: boolean;
-  /** True when the latest applied request is a cancel (SPEC §3.7). */
+  /** True when the latest applied request is a cancel (docs/design.md#cancel-and-retry-requests). */
   cancelRequested: boolean;
   /** `requested_at` of the last cancel request applied; later requests must be newer. */
   cancelAppliedAt: string | null;
@@ -118,7 +118,7 @@ export interface ActivateEvent {
   now: string;
 }
 
-/** A worker reports the end of an attempt (SPEC §3.4, §5.3). */
+/** A worker reports the end of an attempt (docs/design.md#which-completions-apply, docs/design.md#completion-and-wake-up-messages). */
 export interface CompletionEvent {
   type: 'completion';
   now: string;
@@ -139,7 +139,7 @@ export interface CompletionEvent {
   cancelled?: boolean;
 }
 
-/** A cancel request recorded on the index row (SPEC §3.7). */
+/** A cancel request recorded on the index row (docs/design.md#cancel-and-retry-requests). */
 export interface CancelEvent {
   type: 'cancel';
   now: string;
@@ -149,7 +149,7 @@ export interface CancelEvent {
   reason?: string;
 }
 
-/** A retry request recorded on the index row (SPEC §3.7). */
+/** A retry request recorded on the index row (docs/design.md#cancel-and-retry-requests). */
 export interface RetryEvent {
   type: 'retry';
   now: string;
@@ -192,7 +192,7 @@ export interface CorruptEvent {
   reason: string;
 }
 
-/** The parent outputs a condition asked for with `fetch-condition-inputs` (SPEC §3.3). */
+/** The parent outputs a condition asked for with `fetch-condition-inputs` (docs/design.md#conditions-waiting-for-outputs). */
 export interface ConditionInputsEvent {
   type: 'condition-inputs';
   now: string;
@@ -213,7 +213,7 @@ export interface DispatchEffect {
   queue: string;
   /** The new attempt (1 on first dispatch). */
   attemptNo: number;
-  /** The envelope text to send (SPEC §5.2). */
+  /** The envelope text to send (docs/design.md#task-message). */
   message: string;
   /** The message id inside the envelope, `{workflow_id}/{task}/{attempt}`. */
   messageId: string;

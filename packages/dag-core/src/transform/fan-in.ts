@@ -11,7 +11,7 @@ export function mergeNodeName(target: string, batch: number): string {
 
 /**
  * Splits every dependency list longer than `maxFanIn` into batches of `maxFanIn` joined by a chain
- * of merge nodes (SPEC §7): batch i's merge node depends on the batch and on the previous merge
+ * of merge nodes (docs/workflow-language.md#wide-fan-ins): batch i's merge node depends on the batch and on the previous merge
  * node; each task of batch i > 0 waits for the previous merge node as a gate; the target depends
  * on the last merge node only. Batches therefore run one after another, and no task has more than
  * `maxFanIn + 1` predecessors. Returns the same object when nothing needs splitting. A target with

@@ -22,7 +22,7 @@ export const WORKFLOW_ID_KWARG = '__workflow_id';
 export const WORKFLOW_TASK_KWARG = '__workflow_task';
 /** Task-message kwarg: the attempt number (a JSON number ≥ 1). */
 export const ATTEMPT_NO_KWARG = '__attempt_no';
-/** Task-message kwarg: the task's `timeout_s`, so the worker enforces it locally too (SPEC §3.8). */
+/** Task-message kwarg: the task's `timeout_s`, so the worker enforces it locally too (docs/failure-model.md#timeouts-and-lost-tasks). */
 export const WORKFLOW_TIMEOUT_KWARG = '__workflow_timeout_s';
 /** Task-message kwarg: the compact upstream refs object ({@link CompactUpstreamRefs}). */
 export const UPSTREAM_COMPACT_KWARG = '__upstream_outputs_compact';

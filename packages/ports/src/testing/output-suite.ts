@@ -60,7 +60,7 @@ async function errorOf(promise: Promise<unknown>): Promise<{ code: string; messa
 }
 
 /**
- * The contract of {@link OutputStore} (SPEC §5.2, §5.4), as jest tests. Every adapter runs it
+ * The contract of {@link OutputStore} (docs/design.md#task-message, docs/design.md#outputs), as jest tests. Every adapter runs it
  * with a factory that opens a store on fresh (or shared but unique-per-test) storage; workflow ids
  * are random per test. Fault-injection tests run only when the fixture offers the hook.
  */
@@ -335,7 +335,7 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
     });
 
     describe('stashed files', () => {
-      it('round-trips binary bytes (zero bytes included) with md5, size and the blob name of SPEC §5.4', async () => {
+      it('round-trips binary bytes (zero bytes included) with md5, size and the blob name of docs/design.md#outputs', async () => {
         const { store } = await fresh();
         const id = wf();
         const data = new Uint8Array(70_000);
@@ -446,7 +446,7 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
     });
 
     describe('upstream overflow', () => {
-      it('round-trips compact refs through the overflow blob of SPEC §5.2', async () => {
+      it('round-trips compact refs through the overflow blob of docs/design.md#task-message', async () => {
         const { store } = await fresh();
         const id = wf();
         const compact: CompactUpstreamRefs = {

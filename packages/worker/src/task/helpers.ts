@@ -57,7 +57,7 @@ export function serializeOutput(value: unknown): string {
 
 /**
  * Sets the output of the running workflow task: `value` as JSON in `$JOBQ_OUTPUT_FILE`, which the
- * worker stores once the task exits (inline up to 32 KiB, in a blob above; SPEC §5.4). Calling it
+ * worker stores once the task exits (inline up to 32 KiB, in a blob above; docs/design.md#outputs). Calling it
  * again replaces the output. The file is written atomically (a temporary file in the same
  * directory, then a rename), so the worker never reads half an output.
  *
@@ -218,7 +218,7 @@ export async function getUpstreamOutputs(options?: OperationOptions): Promise<Re
 
 /**
  * The names of the real upstream tasks, in order: all of them (`JOBQ_WORKFLOW_REAL_UPSTREAM`),
- * whatever their state, behind any fan-in merge nodes (SPEC §7). When the worker does not provide
+ * whatever their state, behind any fan-in merge nodes (docs/workflow-language.md#wide-fan-ins). When the worker does not provide
  * that list, the upstream tasks that completed or were skipped (the refs file's keys).
  *
  * @throws JobqError `invalid-config` outside a workflow task.
@@ -236,7 +236,7 @@ export async function getRealUpstreamTasks(): Promise<string[]> {
  * Whether the workflow of the running task has been cancelled. Uses the check injected with
  * `configureTaskHelpers({ isCancelled })` when there is one; otherwise true exactly when
  * `JOBQ_WORKFLOW_CANCEL_FILE` is set and a file exists at that path (the worker creates it when it
- * sees the workflow's cancel flag, SPEC §8.4). Without either it returns false, with no network call.
+ * sees the workflow's cancel flag, docs/design.md#cancellation-on-the-worker). Without either it returns false, with no network call.
  *
  * @throws JobqError `invalid-config` outside a workflow task.
  */

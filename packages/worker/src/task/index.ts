@@ -1,5 +1,5 @@
 /**
- * `@jobq/worker/task`: helpers for the scripts of jobq workflow tasks (SPEC §5.4, §8.3). They read
+ * `@jobq/worker/task`: helpers for the scripts of jobq workflow tasks (docs/design.md#outputs, docs/design.md#the-workflow-processor). They read
  * the environment the workflow processor gives a task's process (`JOBQ_OUTPUT_FILE`,
  * `JOBQ_WORKFLOW_UPSTREAM_REFS`, …) and throw a clear `invalid-config` error outside a task.
  * Inside a worker they hold no storage credential: blob outputs and stashed files go through the

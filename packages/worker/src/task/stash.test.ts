@@ -166,7 +166,7 @@ describe('stashFile and StashedFile', () => {
     const output = (await getUpstreamOutput('train')) as Record<string, unknown>;
     expect(output.note).toBe('ok');
     expect(output.data).toBeInstanceOf(StashedFile);
-    // Only the values of top-level keys become handles (SPEC §5.4; findStashMarkers).
+    // Only the values of top-level keys become handles (docs/design.md#outputs; findStashMarkers).
     expect(output.nested).toEqual(JSON.parse(JSON.stringify(producerOutput.nested)));
 
     const file = await getFile('train', 'data');
@@ -225,7 +225,7 @@ describe('end to end (in process): producer → worker stores the output → con
     const path = await localFile('model.pt', weights);
     await setOutput({ model: await stashFile(path), history: 'h'.repeat(40 * 1024) });
 
-    // The worker side: store what the script wrote, as the workflow processor does (SPEC §5.4).
+    // The worker side: store what the script wrote, as the workflow processor does (docs/design.md#outputs).
     const stored = await store.putOutput(WORKFLOW, 'train', 1, await readFile(outputFile, 'utf8'));
     expect(stored.placement).toBe('blob');
     expect(parseOutputRef(stored.ref!).kind).toBe('blob');

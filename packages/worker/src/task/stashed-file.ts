@@ -5,7 +5,7 @@ import type { TaskStorage } from './channel-client';
 import { outputStore } from './context';
 
 /**
- * A file an upstream task stashed (SPEC §5.4): what a `__jobq_stash__` marker in its output
+ * A file an upstream task stashed (docs/design.md#outputs): what a `__jobq_stash__` marker in its output
  * becomes when read through `getUpstreamOutput()`, `getUpstreamOutputs()` or `getFile()`.
  *
  * Every read checks the bytes against the marker's size and md5; a mismatch is a `JobqError` with

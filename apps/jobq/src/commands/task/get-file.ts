@@ -43,7 +43,7 @@ export default class TaskGetFile extends JobqCommand {
     '<%= config.bin %> task get-file export ./inputs/',
     `<%= config.bin %> task get-file "$(<%= config.bin %> task get-upstream train | jq -c .model)" model.pt`,
   ];
-  static override usage = ['<%= command.id %> TASK [KEY] DEST', '<%= command.id %> MARKER DEST'];
+  static override usage = ['task get-file TASK [KEY] DEST', 'task get-file MARKER DEST'];
   static override args = {
     task: Args.string({ description: 'The upstream task (or a stash marker as JSON)', required: false, ignoreStdin: true }),
     key: Args.string({ description: 'The top-level key of its output holding the file (omit when the output is the file)', required: false, ignoreStdin: true }),

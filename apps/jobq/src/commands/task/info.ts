@@ -15,7 +15,7 @@ const COMMAND_OF_HELPER: Record<string, string> = {
   getFile: 'get-file',
 };
 
-/** The variables every workflow task gets from its worker (SPEC §8.3). */
+/** The variables every workflow task gets from its worker (docs/design.md#the-workflow-processor). */
 const TASK_VARIABLES = [
   'JOBQ_WORKFLOW_ID',
   'JOBQ_WORKFLOW_TASK',
