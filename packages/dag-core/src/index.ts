@@ -136,6 +136,7 @@ export {
 export {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
+  RERUN_FORGET_AFTER_MS,
   TASK_STATUSES,
   WORKFLOW_STATUSES,
   isBlocking,
@@ -143,6 +144,7 @@ export {
   isTerminalTaskStatus,
   isTerminalWorkflowStatus,
   type ActivateEvent,
+  type AppliedRerun,
   type CancelEvent,
   type CompletionEvent,
   type ConditionInputsEvent,
@@ -153,6 +155,7 @@ export {
   type IgnoredEffect,
   type NoticeEffect,
   type ReduceResult,
+  type RerunEvent,
   type RetryEvent,
   type TaskCounts,
   type TaskRuntime,
@@ -167,6 +170,7 @@ export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/cr
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
+export { planRerun, type RerunPlan } from './runtime/rerun';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';
 export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';
