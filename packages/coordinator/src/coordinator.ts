@@ -64,8 +64,7 @@ export interface CoordinatorOptions {
   idleSleepInMs?: number;
   /**
    * Request scan period (default 1 000 ms): the request rows (cancel/retry requests not yet cleared,
-   * whose wake-up may have been lost), the re-run records and never-activated workflows (a lost
-   * submit wake-up).
+   * whose wake-up may have been lost) and never-activated workflows (a lost submit wake-up).
    */
   cancelPollIntervalInMs?: number;
   /** 412 re-reads before the messages are left for redelivery (default 2). */
@@ -74,7 +73,7 @@ export interface CoordinatorOptions {
   readySweepIntervalInMs?: number;
   /** A runtime unchanged for this long gets its ready tasks dispatched again (default 300 000 ms). */
   readyRepairThresholdInMs?: number;
-  /** Lost-task sweep period (default 30 000 ms). */
+  /** Lost-task sweep period (default 30 000 ms); also the period of the re-run scan (the safety net of re-runs whose wake-up was lost). */
   timeoutSweepIntervalInMs?: number;
   /**
    * Time to live of the task messages the coordinator pushes (default 7 days; Infinity: never
@@ -525,7 +524,7 @@ export class Coordinator {
   private async turns(inFlight: Set<Promise<void>>): Promise<void> {
     const folding = new Set<Promise<void>>();
     const start = this.time.now();
-    const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
+    const due = { scan: 0, reruns: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
     let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
@@ -537,6 +536,10 @@ export class Coordinator {
       if (t >= due.scan) {
         due.scan = t + this.settings.cancelPollIntervalInMs;
         await this.guard('request scan', () => this.scanRequests());
+      }
+      if (t >= due.reruns && !this.stopping.signal.aborted) {
+        due.reruns = t + this.settings.timeoutSweepIntervalInMs;
+        await this.guard('re-run scan', () => this.scanReruns());
       }
       if (t >= due.timeout && !this.stopping.signal.aborted) {
         due.timeout = t + this.settings.timeoutSweepIntervalInMs;
@@ -871,23 +874,13 @@ export class Coordinator {
 
   /**
    * Activation, as a safety net for lost wake-ups: every request row (a cancel or retry not
-   * yet cleared, on a finished workflow too), every workflow with re-run records, then every
-   * workflow never activated. Three queries on an idle deployment, whatever the number of finished
-   * workflows.
+   * yet cleared, on a finished workflow too), then every workflow never activated. Two queries on
+   * an idle deployment, whatever the number of finished workflows.
    */
   private async scanRequests(): Promise<void> {
     for await (const request of this.requests()) {
       if (this.stopping.signal.aborted) return;
       await this.guard(`workflow ${request.workflowId}`, () => this.pipeline.exclusive(request.workflowId, () => this.applyRequestRow(request)));
-    }
-    // A workflow's records are listed together (key order): each workflow is applied once.
-    let last: string | null = null;
-    for await (const rerun of this.reruns()) {
-      if (this.stopping.signal.aborted) return;
-      if (rerun.workflowId === last) continue;
-      last = rerun.workflowId;
-      const id = rerun.workflowId;
-      await this.guard(`re-runs of workflow ${id}`, () => this.pipeline.exclusive(id, () => this.applyReruns(id)));
     }
     for await (const summary of this.summaries({ savedStatus: ['pending'] })) {
       if (this.stopping.signal.aborted) return;
@@ -896,6 +889,23 @@ export class Coordinator {
           await this.applyRequests(summary);
         }),
       );
+    }
+  }
+
+  /**
+   * The safety net of re-run requests (at start and every `timeoutSweepIntervalInMs`): a re-run's
+   * wake-up applies it at once, so this finds only requests whose wake-up was lost and records whose
+   * clear was. Every workflow with re-run records has them applied; one query on an idle deployment.
+   */
+  private async scanReruns(): Promise<void> {
+    // A workflow's records are listed together (key order): each workflow is applied once.
+    let last: string | null = null;
+    for await (const rerun of this.reruns()) {
+      if (this.stopping.signal.aborted) return;
+      if (rerun.workflowId === last) continue;
+      last = rerun.workflowId;
+      const id = rerun.workflowId;
+      await this.guard(`re-runs of workflow ${id}`, () => this.pipeline.exclusive(id, () => this.applyReruns(id)));
     }
   }
 
