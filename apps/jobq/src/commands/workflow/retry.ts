@@ -28,7 +28,8 @@ export default class WorkflowRetry extends JobqCommand {
   static override flags = {
     ...configFlags,
     task: Flags.string({ description: 'Re-run this task (also a completed one) instead of retrying the failed ones', helpValue: 'NAME' }),
-    downstream: Flags.boolean({ description: 'With --task: also re-run every task that depends on it, transitively', default: false, dependsOn: ['task'] }),
+    // No default: oclif checks `dependsOn` for a flag that has one even when it is not given.
+    downstream: Flags.boolean({ description: 'With --task: also re-run every task that depends on it, transitively', dependsOn: ['task'] }),
     json: Flags.boolean({
       description:
         'Print one JSON document: {workflowId, target, requested, message}; with --task {workflow_id, target, requested, task, downstream, tasks, request_id, requested_at, message}',
@@ -40,7 +41,7 @@ export default class WorkflowRetry extends JobqCommand {
     const { args, flags } = await this.parse(WorkflowRetry);
     if (flags.task !== undefined && flags.task.trim() === '') throw new UsageError('--task: give the name of a task of the workflow');
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
-    if (flags.task !== undefined) return this.rerun(deployment, args.id, flags.task, flags.downstream, flags.json);
+    if (flags.task !== undefined) return this.rerun(deployment, args.id, flags.task, flags.downstream === true, flags.json);
     const result = await deployment.client.retry(args.id);
     const message = result.requested
       ? `Retry requested for workflow ${args.id} in ${deployment.target}: the coordinator resets its failed, upstream_failed and cancelled tasks.`
