@@ -4,6 +4,7 @@ import {
   changedTasks,
   deadlinePassed,
   decodeCoordinatorMessage,
+  decodeEnvelope,
   isTerminalWorkflowStatus,
   reduce,
   type WorkflowEvent,
@@ -18,6 +19,7 @@ import {
   type LoadedRuntime,
   type OutputStore,
   type ReceivedMessage,
+  type RerunRequest,
   type TaskQueue,
   type WorkflowFilter,
   type WorkflowRequest,
@@ -28,6 +30,7 @@ import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOu
 import { Limit } from './limit';
 import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
+import { RERUN_WAKEUP_SUFFIX } from './rerun-request';
 import { TaskRowWriter } from './task-rows';
 
 /** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */
@@ -70,7 +73,7 @@ export interface CoordinatorOptions {
   readySweepIntervalInMs?: number;
   /** A runtime unchanged for this long gets its ready tasks dispatched again (default 300 000 ms). */
   readyRepairThresholdInMs?: number;
-  /** Lost-task sweep period (default 30 000 ms). */
+  /** Lost-task sweep period (default 30 000 ms); also the period of the re-run scan (the safety net of re-runs whose wake-up was lost). */
   timeoutSweepIntervalInMs?: number;
   /**
    * Time to live of the task messages the coordinator pushes (default 7 days; Infinity: never
@@ -224,6 +227,14 @@ interface Group {
   events: WorkflowEvent[];
   wakeup: boolean;
   failures: boolean;
+  /** A wake-up sent with a re-run request: the workflow's re-run records are applied right after the group. */
+  reruns: boolean;
+}
+
+/** True for a wake-up sent with a re-run request (its envelope id says so). */
+function isRerunWakeup(body: string, workflowId: string): boolean {
+  const envelope = decodeEnvelope(body);
+  return envelope.ok && envelope.value.id.startsWith(`wakeup/${workflowId}/${RERUN_WAKEUP_SUFFIX}`);
 }
 
 /** Workflows whose "not purged" reason was logged, at most this many remembered (a sweep lists them again). */
@@ -266,15 +277,44 @@ function latest(a: string | null, b: string | null): string | null {
   return newer(b, a) ? b : a;
 }
 
-/** The cancel/retry events a summary asks for, oldest request first (docs/design.md#cancel-and-retry-requests). */
-function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: string): WorkflowEvent[] {
-  const out: Array<{ at: string; event: WorkflowEvent }> = [];
+/** Events with the time of their request. */
+type TimedEvent = { at: string; event: WorkflowEvent };
+
+/** Oldest request first; the order given among requests made at the same time (a stable sort). */
+function byRequestTime(events: TimedEvent[]): WorkflowEvent[] {
+  return events.sort((x, y) => (newer(x.at, y.at) ? 1 : newer(y.at, x.at) ? -1 : 0)).map((x) => x.event);
+}
+
+/** The cancel/retry events a summary asks for, with their request times. */
+function timedRequestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: string): TimedEvent[] {
+  const out: TimedEvent[] = [];
   const cancelAt = summary.cancelRequestedAt;
   const retryAt = summary.retryRequestedAt;
   if (cancelAt !== null && newer(cancelAt, runtime.cancelAppliedAt)) out.push({ at: cancelAt, event: { type: 'cancel', now, requestedAt: cancelAt } });
   if (retryAt !== null && newer(retryAt, runtime.retryAppliedAt)) out.push({ at: retryAt, event: { type: 'retry', now, requestedAt: retryAt } });
-  out.sort((x, y) => (newer(x.at, y.at) ? 1 : newer(y.at, x.at) ? -1 : 0));
-  return out.map((x) => x.event);
+  return out;
+}
+
+/** The cancel/retry events a summary asks for, oldest request first (docs/design.md#cancel-and-retry-requests). */
+function requestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, now: string): WorkflowEvent[] {
+  return byRequestTime(timedRequestEvents(summary, runtime, now));
+}
+
+/**
+ * The events of a workflow's re-run records the runtime has not applied, each carrying the ids of
+ * every record listed (so the runtime forgets applied requests whose records are gone), after the
+ * cancel/retry requests of its summary, all oldest request first (docs/failure-model.md,
+ * "Re-running a task").
+ */
+function rerunEvents(summary: WorkflowSummary, records: readonly RerunRequest[], runtime: WorkflowRuntime, now: string): WorkflowEvent[] {
+  const applied = new Set((runtime.rerunsApplied ?? []).map((a) => a.id));
+  const recorded = records.map((r) => r.requestId);
+  const timed = timedRequestEvents(summary, runtime, now);
+  for (const r of records) {
+    if (applied.has(r.requestId)) continue;
+    timed.push({ at: r.requestedAt, event: { type: 'rerun', now, requestId: r.requestId, taskName: r.taskName, downstream: r.downstream, recorded } });
+  }
+  return byRequestTime(timed);
 }
 
 /**
@@ -484,7 +524,7 @@ export class Coordinator {
   private async turns(inFlight: Set<Promise<void>>): Promise<void> {
     const folding = new Set<Promise<void>>();
     const start = this.time.now();
-    const due = { scan: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
+    const due = { scan: 0, reruns: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
     let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
@@ -496,6 +536,10 @@ export class Coordinator {
       if (t >= due.scan) {
         due.scan = t + this.settings.cancelPollIntervalInMs;
         await this.guard('request scan', () => this.scanRequests());
+      }
+      if (t >= due.reruns && !this.stopping.signal.aborted) {
+        due.reruns = t + this.settings.timeoutSweepIntervalInMs;
+        await this.guard('re-run scan', () => this.scanReruns());
       }
       if (t >= due.timeout && !this.stopping.signal.aborted) {
         due.timeout = t + this.settings.timeoutSweepIntervalInMs;
@@ -604,13 +648,14 @@ export class Coordinator {
       const workflowId = decoded.kind === 'wakeup' ? decoded.workflowId : decoded.completion.workflowId;
       let group = groups.get(workflowId);
       if (!group) {
-        group = { messages: [], events: [], wakeup: false, failures: false };
+        group = { messages: [], events: [], wakeup: false, failures: false, reruns: false };
         groups.set(workflowId, group);
       }
       group.messages.push(message);
       if (decoded.kind === 'wakeup') {
         this.counters.wakeups++;
         group.wakeup = true;
+        if (isRerunWakeup(message.body, workflowId)) group.reruns = true;
       } else {
         const c = decoded.completion;
         if (!c.success) group.failures = true;
@@ -623,6 +668,10 @@ export class Coordinator {
     const runs = [...groups].map(([workflowId, group]) =>
       this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll())),
     );
+    // A re-run request's wake-up: its records are applied right after the group, in turn with it.
+    for (const [workflowId, group] of groups) {
+      if (group.reruns) runs.push(this.guard(`re-runs of workflow ${workflowId}`, () => this.pipeline.exclusive(workflowId, () => this.applyReruns(workflowId))));
+    }
     await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
   }
 
@@ -808,6 +857,21 @@ export class Coordinator {
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);
   }
 
+  /** The re-run records not yet cleared (of one workflow with `workflowId`), page by page. */
+  private async *reruns(workflowId?: string): AsyncGenerator<RerunRequest> {
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.store.listReruns({
+        limit: this.settings.scanPageSize,
+        abortSignal: this.halt.signal,
+        ...(workflowId === undefined ? {} : { workflowId }),
+        ...(continuationToken === undefined ? {} : { continuationToken }),
+      });
+      for (const item of page.items) yield item;
+      continuationToken = page.continuationToken ?? undefined;
+    } while (continuationToken !== undefined && !this.stopping.signal.aborted);
+  }
+
   /**
    * Activation, as a safety net for lost wake-ups: every request row (a cancel or retry not
    * yet cleared, on a finished workflow too), then every workflow never activated. Two queries on
@@ -825,6 +889,23 @@ export class Coordinator {
           await this.applyRequests(summary);
         }),
       );
+    }
+  }
+
+  /**
+   * The safety net of re-run requests (at start and every `timeoutSweepIntervalInMs`): a re-run's
+   * wake-up applies it at once, so this finds only requests whose wake-up was lost and records whose
+   * clear was. Every workflow with re-run records has them applied; one query on an idle deployment.
+   */
+  private async scanReruns(): Promise<void> {
+    // A workflow's records are listed together (key order): each workflow is applied once.
+    let last: string | null = null;
+    for await (const rerun of this.reruns()) {
+      if (this.stopping.signal.aborted) return;
+      if (rerun.workflowId === last) continue;
+      last = rerun.workflowId;
+      const id = rerun.workflowId;
+      await this.guard(`re-runs of workflow ${id}`, () => this.pipeline.exclusive(id, () => this.applyReruns(id)));
     }
   }
 
@@ -854,6 +935,51 @@ export class Coordinator {
         (outcome.runtime.status === 'corrupt' ||
           (!newer(request.cancelRequestedAt, outcome.runtime.cancelAppliedAt) && !newer(request.retryRequestedAt, outcome.runtime.retryAppliedAt))));
     if (done) await this.store.clearRequest(id, request.etag, op);
+  }
+
+  /**
+   * Applies a workflow's re-run records (docs/failure-model.md, "Re-running a task"): lists them
+   * all, applies those the runtime has not applied (with the cancel/retry requests of its index row,
+   * oldest request first) in one save, then clears every record whose id the saved runtime lists as
+   * applied. A record listed again after a save whose clear was lost is recognised by its id and
+   * cleared, never applied twice. The records of a workflow that is gone, or set aside as corrupt,
+   * are cleared.
+   */
+  private async applyReruns(workflowId: string): Promise<void> {
+    const op = { abortSignal: this.halt.signal };
+    const records: RerunRequest[] = [];
+    for await (const record of this.reruns(workflowId)) records.push(record);
+    if (records.length === 0) return;
+    const clear = async (which: readonly RerunRequest[]): Promise<void> => {
+      for (const r of which) await this.store.clearRerun(workflowId, r.requestId, r.etag, op);
+    };
+    const summary = await this.store.getWorkflow(workflowId, op);
+    if (summary === null) {
+      await clear(records); // purged, or never submitted
+      return;
+    }
+    const now = this.nowIso();
+    let leading = 0;
+    const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {
+      const events = rerunEvents(summary, records, runtime, now);
+      leading = events.length;
+      return events;
+    });
+    if (outcome.kind === 'missing') return clear(records);
+    if (outcome.kind === 'corrupt') {
+      if ((await this.setAside(workflowId, outcome)) !== null) await clear(records);
+      return;
+    }
+    if (outcome.kind === 'retry-later') {
+      this.log(`workflow ${workflowId}: ${outcome.reason}; its re-run requests will be tried again`);
+      return;
+    }
+    this.countRequests(outcome, leading, false);
+    if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
+    const runtime = outcome.runtime;
+    if (runtime.status === 'corrupt') return clear(records);
+    const applied = new Set((runtime.rerunsApplied ?? []).map((a) => a.id));
+    await clear(records.filter((r) => applied.has(r.requestId)));
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * `@jobq/coordinator`: the {@link Coordinator} loop and the {@link WorkflowClient} (submit, status, list, cancel, retry, explain).
+ * `@jobq/coordinator`: the {@link Coordinator} loop and the {@link WorkflowClient} (submit, status, list, cancel, retry, re-run, explain).
  * Depends on `@jobq/ports` and `@jobq/dag-core` only; storage and queue adapters are handed in.
  * @packageDocumentation
  */
@@ -16,6 +16,8 @@ export {
   type ExplainedQueue,
   type ExplainedTask,
   type RequestResult,
+  type RerunOptions,
+  type RerunResult,
   type RuntimeView,
   type SubmitManyItem,
   type SubmitManyOptions,

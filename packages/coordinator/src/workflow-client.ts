@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
+import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, planRerun, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -13,6 +13,8 @@ import {
   type WorkflowStore,
   type WorkflowSummary,
 } from '@jobq/ports';
+
+import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -106,6 +108,33 @@ export interface RequestResult {
   /** Why nothing was requested. */
   message?: string;
 }
+
+/** Options of {@link WorkflowClient.rerun}. */
+export interface RerunOptions extends OperationOptions {
+  /** Also re-run every task that depends on the task, transitively. Default false. */
+  downstream?: boolean;
+}
+
+/** The outcome of {@link WorkflowClient.rerun}. */
+export type RerunResult =
+  | {
+      requested: true;
+      /** The request's id (the record's key; the runtime remembers it once applied). */
+      requestId: string;
+      requestedAt: string;
+      /** The tasks it re-runs, in definition order, as the runtime stood when checked. */
+      tasks: string[];
+    }
+  | {
+      requested: false;
+      /**
+       * `unknown-task`: the workflow has no such task; `refused`: not now (the task has not run, it
+       * or a dependent re-run with it is queued or running, a cancel stands or waits); `corrupt`:
+       * the workflow was set aside.
+       */
+      reason: 'unknown-task' | 'refused' | 'corrupt';
+      message: string;
+    };
 
 /** Options of {@link WorkflowClient.explain}. */
 export interface ExplainOptions extends OperationOptions {
@@ -316,6 +345,38 @@ export class WorkflowClient {
   }
 
   /**
+   * Records a request to re-run `taskName` — also a completed task — and, with `downstream`, every
+   * task that depends on it transitively, then sends a wake-up (docs/failure-model.md, "Re-running
+   * a task"). Nothing is written when the request would not be applied: an unknown task, a task
+   * that has not run yet, a task (or with `downstream` a dependent) queued or running now, a
+   * cancel standing or waiting, a corrupt workflow. The coordinator checks again when it applies
+   * the request. @throws JobqError `not-found` for an unknown id.
+   */
+  async rerun(workflowId: string, taskName: string, options: RerunOptions = {}): Promise<RerunResult> {
+    const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+    const downstream = options.downstream === true;
+    const summary = await this.requireSummary(workflowId, op);
+    if (summary.status === 'corrupt') return { requested: false, reason: 'corrupt', message: corruptMessage(workflowId, summary, 're-run') };
+    const loaded = await this.store.load(workflowId, op);
+    if (loaded === null) throw notFound(workflowId);
+    const plan = planRerun(loaded.runtime, taskName, downstream);
+    if (!plan.ok) return { requested: false, reason: plan.code, message: plan.reason };
+    if (cancelPending(summary)) {
+      return {
+        requested: false,
+        reason: 'refused',
+        message: `a cancel of workflow "${workflowId}" was requested at ${summary.cancelRequestedAt} and is not applied yet: a re-run does not lift a cancel (retry the workflow first)`,
+      };
+    }
+    const now = this.now();
+    const requestId = newRerunRequestId(now);
+    const requestedAt = now.toISOString();
+    await this.store.requestRerun({ workflowId, requestId, taskName, downstream, requestedAt }, op);
+    await this.wake(workflowId, `${RERUN_WAKEUP_SUFFIX}${requestId}`, op);
+    return { requested: true, requestId, requestedAt, tasks: plan.tasks };
+  }
+
+  /**
    * Why each non-terminal task is where it is, from the runtime blob, plus (with `peekQueues`) how
    * old the oldest message of each queue in use is. @throws JobqError `not-found` for an unknown id.
    */
@@ -338,6 +399,12 @@ export class WorkflowClient {
 
     const cancelNotApplied = summary !== null && cancelPending(summary);
     const workflowReasons = describeWorkflow(runtime, summary, cancelNotApplied, nowMs);
+    // Re-run requests recorded and not yet applied (the first page is plenty to say so).
+    const applied = new Set((runtime.rerunsApplied ?? []).map((r) => r.id));
+    for (const r of (await this.store.listReruns({ workflowId, limit: MAX_NAMES_SHOWN, ...op })).items) {
+      if (applied.has(r.requestId)) continue;
+      workflowReasons.push(`re-run of task "${r.taskName}"${r.downstream ? ' and what depends on it' : ''} requested at ${r.requestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
+    }
 
     const tasks: ExplainedTask[] = [];
     const perQueue = new Map<string, { ready: number; running: number }>();

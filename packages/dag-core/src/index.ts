@@ -141,6 +141,7 @@ export {
 export {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
+  RERUN_FORGET_AFTER_MS,
   TASK_STATUSES,
   WORKFLOW_STATUSES,
   isBlocking,
@@ -148,6 +149,7 @@ export {
   isTerminalTaskStatus,
   isTerminalWorkflowStatus,
   type ActivateEvent,
+  type AppliedRerun,
   type CancelEvent,
   type CompletionEvent,
   type ConditionInputsEvent,
@@ -158,6 +160,7 @@ export {
   type IgnoredEffect,
   type NoticeEffect,
   type ReduceResult,
+  type RerunEvent,
   type RetryEvent,
   type TaskCounts,
   type TaskRuntime,
@@ -172,6 +175,7 @@ export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/cr
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
+export { planRerun, type RerunPlan } from './runtime/rerun';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';
 export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';

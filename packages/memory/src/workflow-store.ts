@@ -15,6 +15,7 @@ import {
 } from '@jobq/dag-core';
 import {
   JobqError,
+  isValidRerunRequestId,
   type AcquireLeaseOptions,
   type CoordinatorLease,
   type CoordinatorStats,
@@ -24,7 +25,10 @@ import {
   type Page,
   type PurgeOptions,
   type PurgeResult,
+  type NewRerunRequest,
   type RequestFilter,
+  type RerunFilter,
+  type RerunRequest,
   type SaveOptions,
   type SaveResult,
   type TaskFilter,
@@ -157,6 +161,17 @@ interface RequestRow {
   etag: string;
 }
 
+/** A re-run request's record, and the version {@link MemoryWorkflowStore.clearRerun} checks. */
+interface RerunRecord {
+  request: NewRerunRequest;
+  etag: string;
+}
+
+/** The key of a re-run record, as the Azure store's row key: `{workflowId}~{requestId}` (neither has a `~`). */
+function rerunKey(workflowId: string, requestId: string): string {
+  return `${workflowId}~${requestId}`;
+}
+
 /** What {@link MemoryWorkflowStore.purge} decides on, and why not (reason null: go ahead). */
 interface PurgeVerdict {
   status: WorkflowStatus;
@@ -286,6 +301,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
   /** Request rows by workflow id (the request list the coordinator scans), and their ids in key order. */
   private readonly requests = new Map<string, RequestRow>();
   private readonly requestIds = new SortedIds();
+  /** Re-run records by {@link rerunKey}, and their keys in order. */
+  private readonly reruns = new Map<string, RerunRecord>();
+  private readonly rerunKeys = new SortedIds();
   private readonly stateBlobs: MemoryStateBlobs | null;
   private readonly taskRows = new Map<string, WorkflowRows>();
   /** Workflows whose last save could not write its rows (see {@link rowFault}). */
@@ -513,6 +531,62 @@ export class MemoryWorkflowStore implements WorkflowStore {
     });
   }
 
+  /** Records a re-run request as its own record (see `WorkflowStore.requestRerun`). */
+  requestRerun(request: NewRerunRequest, options?: OperationOptions): Promise<void> {
+    return run(() => {
+      const { workflowId, requestId, taskName, downstream, requestedAt } = request;
+      checkWorkflowId(workflowId);
+      if (!isValidRerunRequestId(requestId)) throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
+      if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a re-run request needs a task name');
+      if (typeof downstream !== 'boolean') throw new JobqError('invalid-argument', 'downstream must be true or false');
+      checkTimestamp(requestedAt, 'the re-run request time');
+      checkAborted(options, `request a re-run in workflow "${workflowId}"`);
+      if (!this.index.has(workflowId)) throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+      const key = rerunKey(workflowId, requestId);
+      if (this.reruns.has(key)) throw new JobqError('conflict', `re-run request ${requestId} of workflow "${workflowId}" is recorded already`, { details: { workflowId } });
+      this.reruns.set(key, { request: { workflowId, requestId, taskName, downstream, requestedAt }, etag: this.newEtag() });
+      this.rerunKeys.add(key);
+    });
+  }
+
+  /** The re-run records in key order (of one workflow: its keys only), paged after the last key returned. */
+  listReruns(filter: RerunFilter = {}): Promise<Page<RerunRequest>> {
+    return run(() => {
+      const limit = pageLimit(filter.limit, DEFAULT_REQUEST_PAGE);
+      const cursor = decodeCursor(filter.continuationToken, 'after', 1);
+      if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
+      checkAborted(filter, 'list re-run requests');
+      const prefix = filter.workflowId === undefined ? '' : `${filter.workflowId}~`;
+      const items: RerunRequest[] = [];
+      for (const key of this.rerunKeys.after(cursor?.key[0] ?? (prefix === '' ? undefined : prefix))) {
+        if (!key.startsWith(prefix)) break;
+        if (items.length === limit) {
+          const last = items[limit - 1]!;
+          return { items, continuationToken: encodeCursor({ kind: 'after', key: [rerunKey(last.workflowId, last.requestId)] }) };
+        }
+        const record = this.reruns.get(key)!;
+        items.push({ ...record.request, etag: record.etag });
+      }
+      return { items, continuationToken: null };
+    });
+  }
+
+  /** Removes a re-run record if it is still at `etag` (`*`: whatever it holds). */
+  clearRerun(workflowId: string, requestId: string, etag: string, options?: OperationOptions): Promise<boolean> {
+    return run(() => {
+      checkWorkflowId(workflowId);
+      if (!isValidRerunRequestId(requestId)) throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
+      if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
+      checkAborted(options, `clear re-run request ${requestId} of workflow "${workflowId}"`);
+      const key = rerunKey(workflowId, requestId);
+      const record = this.reruns.get(key);
+      if (record === undefined || (etag !== '*' && record.etag !== etag)) return false;
+      this.reruns.delete(key);
+      this.rerunKeys.delete(key);
+      return true;
+    });
+  }
+
   markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
     return run(() => {
       checkWorkflowId(workflowId);
@@ -531,10 +605,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   /**
    * Purges a finished workflow (see `WorkflowStore.purge`), as the Azure store does: the re-check
-   * on the runtime (finished or set aside as corrupt, no retry waiting, finished before the cutoff),
-   * then the runtime (only at the ETag checked) and the workflow's state blobs (see
-   * {@link MemoryWorkflowStoreOptions.stateBlobs}), `beforeIndexRow`, the task rows, the request row,
-   * and the index row last. Everything up to `beforeIndexRow` happens at once (no other call runs
+   * on the runtime (finished or set aside as corrupt, no retry or re-run waiting, finished before
+   * the cutoff), then the runtime (only at the ETag checked) and the workflow's state blobs (see
+   * {@link MemoryWorkflowStoreOptions.stateBlobs}), `beforeIndexRow`, the task rows, the request
+   * row and the re-run records, and the index row last. Everything up to `beforeIndexRow` happens at once (no other call runs
    * in between); a failing `beforeIndexRow` leaves the rest for a second purge.
    */
   async purge(workflowId: string, options: PurgeOptions = {}): Promise<PurgeResult> {
@@ -575,6 +649,11 @@ export class MemoryWorkflowStore implements WorkflowStore {
     const taskRows = this.taskRows.get(workflowId)?.rows.size ?? 0;
     this.taskRows.delete(workflowId);
     this.deleteRequest(workflowId);
+    for (const key of [...this.rerunKeys.after(`${workflowId}~`)]) {
+      if (!key.startsWith(`${workflowId}~`)) break;
+      this.reruns.delete(key);
+      this.rerunKeys.delete(key);
+    }
     this.deleteIndexRow(workflowId);
     this.calls.purges++;
     return result('purged', { blobs, taskRows });
@@ -582,7 +661,7 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   /**
    * Whether a workflow may be purged, decided on its runtime (the truth) and its index row: finished
-   * (the runtime's status is final, or the row set it aside as corrupt), no retry waiting, finished
+   * (the runtime's status is final, or the row set it aside as corrupt), no retry or re-run waiting, finished
    * before the cutoff. Without a runtime (an earlier purge stopped half-way) the index row decides.
    */
   private recheck(row: IndexRow, finishedBefore: string | undefined): PurgeVerdict {
@@ -607,6 +686,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
       if (!setAside && !isTerminalWorkflowStatus(runtime.status)) verdict.reason = `it is not finished: its runtime is ${runtime.status}`;
       else if (!setAside && retry !== null && (runtime.retryAppliedAt === null || compareTimes(retry, runtime.retryAppliedAt) > 0)) {
         verdict.reason = `a retry was requested at ${retry} and is not applied yet`;
+      } else if (!setAside) {
+        const waiting = this.rerunsOf(row.workflowId).find((r) => !(runtime.rerunsApplied ?? []).some((a) => a.id === r.requestId));
+        if (waiting !== undefined) verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
       }
     } else if (stored !== undefined) {
       verdict.etag = null;
@@ -806,6 +888,17 @@ export class MemoryWorkflowStore implements WorkflowStore {
     this.bySaved.get(row.saved)!.delete(workflowId);
     this.allRows.delete(workflowId);
     this.index.delete(workflowId);
+  }
+
+  /** The re-run requests of a workflow, in key order. */
+  private rerunsOf(workflowId: string): NewRerunRequest[] {
+    const prefix = `${workflowId}~`;
+    const found: NewRerunRequest[] = [];
+    for (const key of this.rerunKeys.after(prefix)) {
+      if (!key.startsWith(prefix)) break;
+      found.push(this.reruns.get(key)!.request);
+    }
+    return found;
   }
 
   private deleteRequest(workflowId: string): void {

@@ -17,7 +17,10 @@ export type {
   Page,
   PurgeOptions,
   PurgeResult,
+  NewRerunRequest,
   RequestFilter,
+  RerunFilter,
+  RerunRequest,
   TaskFilter,
   TaskRow,
   TaskRowsResult,
@@ -26,6 +29,7 @@ export type {
   WorkflowStore,
   WorkflowSummary,
 } from './workflow-store';
+export { RERUN_REQUEST_ID_PATTERN, isValidRerunRequestId } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } from './output-store';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';

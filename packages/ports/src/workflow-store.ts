@@ -186,6 +186,50 @@ export interface WorkflowRequest {
   etag: string;
 }
 
+/**
+ * A request to re-run one task of a workflow — and, with `downstream`, every task that depends on
+ * it — written by {@link WorkflowStore.requestRerun} as a record of its own (docs/failure-model.md,
+ * "Re-running a task"). Two requests are two records: neither overwrites the other, whatever their
+ * times. A record is kept until the coordinator has applied it (the runtime remembers the ids it
+ * applied, so a record listed again is not applied twice) and {@link WorkflowStore.clearRerun |
+ * cleared} it.
+ */
+export interface RerunRequest {
+  workflowId: string;
+  /** Unique per request: see {@link isValidRerunRequestId}. */
+  requestId: string;
+  taskName: string;
+  downstream: boolean;
+  /** When the request was made (ISO-8601). */
+  requestedAt: string;
+  /** Opaque version: {@link WorkflowStore.clearRerun} removes the record only while it is unchanged. */
+  etag: string;
+}
+
+/** A re-run request to record: a {@link RerunRequest} without its version. */
+export type NewRerunRequest = Omit<RerunRequest, 'etag'>;
+
+/** Which re-run requests to list. */
+export interface RerunFilter extends OperationOptions {
+  /** Only this workflow's (a range of keys: one query however many others wait). */
+  workflowId?: string;
+  /** Page size (at most this many items). */
+  limit?: number;
+  continuationToken?: string;
+}
+
+/**
+ * A re-run request id: 1–64 letters, digits, `_` and `-`, starting with a letter or digit (it is
+ * part of a Table Storage row key, after the workflow id). Clients make one per request, with a
+ * random part.
+ */
+export const RERUN_REQUEST_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** True for a string {@link RERUN_REQUEST_ID_PATTERN} accepts. */
+export function isValidRerunRequestId(id: unknown): id is string {
+  return typeof id === 'string' && RERUN_REQUEST_ID_PATTERN.test(id);
+}
+
 /** Which requests to list. */
 export interface RequestFilter extends OperationOptions {
   /** Page size (at most this many items). */
@@ -217,7 +261,7 @@ export interface PurgeResult {
   /**
    * - `purged`: everything of the workflow was deleted (also when an earlier purge had begun);
    * - `would-purge`: `dryRun`, and a purge would delete it;
-   * - `skipped`: not deleted, because it is not finished, a retry waits, or it finished after
+   * - `skipped`: not deleted, because it is not finished, a retry or re-run waits, or it finished after
    *   `finishedBefore`, or it changed while being purged (see {@link reason});
    * - `not-found`: no index row.
    */
@@ -307,6 +351,24 @@ export interface WorkflowStore {
   /** Like {@link requestCancel}, for a retry request. */
   requestRetry(workflowId: string, at: string, options?: OperationOptions): Promise<void>;
   /**
+   * Records a request to re-run a task as a record of its own (never merged with another request);
+   * `not-found`, and nothing written, without an index row; `conflict` when a request with this id
+   * is recorded already; `invalid-argument` for an id that {@link isValidRerunRequestId} refuses, an
+   * empty task name or a time that is not ISO-8601. Touches neither the index row nor the request
+   * row of {@link requestCancel}.
+   */
+  requestRerun(request: NewRerunRequest, options?: OperationOptions): Promise<void>;
+  /**
+   * The re-run requests not yet cleared (of one workflow with `workflowId`), in pages, by workflow
+   * id and then request id (a query of the re-run records alone: its cost follows their number).
+   */
+  listReruns(filter?: RerunFilter): Promise<Page<RerunRequest>>;
+  /**
+   * Removes a re-run request once the coordinator has applied it, only if it is still at `etag`
+   * (`*`: whatever it holds). True when removed; false when it changed or is gone.
+   */
+  clearRerun(workflowId: string, requestId: string, etag: string, options?: OperationOptions): Promise<boolean>;
+  /**
    * The workflows with a request not yet cleared, in pages (a query of the requests alone: its cost
    * follows the number of outstanding requests, not of workflows).
    */
@@ -318,9 +380,10 @@ export interface WorkflowStore {
   clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean>;
   /**
    * Deletes a finished workflow: everything this store keeps of it (runtime, task rows, request,
-   * index row). It first re-checks, from the runtime (the truth), that the workflow is finished —
-   * completed, failed, cancelled or corrupt (the runtime's status, or an index row set aside as
-   * corrupt) — with no retry request waiting, and (with `finishedBefore`) that it finished before
+   * re-run requests, index row). It first re-checks, from the runtime (the truth), that the workflow
+   * is finished — completed, failed, cancelled or corrupt (the runtime's status, or an index row set
+   * aside as corrupt) — with no retry request waiting and no re-run request its runtime has not
+   * applied, and (with `finishedBefore`) that it finished before
    * that time; otherwise it is `skipped` and nothing is deleted. The runtime goes first, and only
    * if it is still the one checked (a save since makes it `skipped`): after that no save can bring
    * the workflow back. The index row goes last, so a purge that failed half-way is listed again

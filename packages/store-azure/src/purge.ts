@@ -1,5 +1,5 @@
 import { isTerminalWorkflowStatus, isValidWorkflowId, taskCount, type WorkflowStatus } from '@jobq/dag-core';
-import { JobqError, isJobqError, type LoadedRuntime, type OperationOptions, type PurgeOptions, type PurgeResult, type WorkflowSummary } from '@jobq/ports';
+import { JobqError, isJobqError, type LoadedRuntime, type OperationOptions, type PurgeOptions, type PurgeResult, type RerunRequest, type WorkflowSummary } from '@jobq/ports';
 import { compareTimes, isLater } from './index-table';
 
 /**
@@ -22,6 +22,9 @@ export interface PurgeParts {
   /** Every task row; returns how many were deleted. */
   deleteTaskRows(workflowId: string, options: OperationOptions | undefined): Promise<number>;
   deleteRequestRow(workflowId: string, options: OperationOptions | undefined): Promise<void>;
+  /** Every re-run request of the workflow. */
+  listReruns(workflowId: string, options: OperationOptions | undefined): Promise<RerunRequest[]>;
+  deleteRerunRow(workflowId: string, requestId: string, options: OperationOptions | undefined): Promise<void>;
   deleteIndexRow(workflowId: string, options: OperationOptions | undefined): Promise<void>;
 }
 
@@ -48,8 +51,8 @@ function retryWaits(summary: WorkflowSummary, applied: string | null): boolean {
 
 /**
  * Decides from the index row and the runtime (the truth) whether the workflow may go: finished
- * (its runtime's status is final, or its index row set it aside as corrupt), no retry waiting,
- * finished before the cutoff.
+ * (its runtime's status is final, or its index row set it aside as corrupt), no retry or re-run
+ * waiting, finished before the cutoff.
  */
 async function recheck(parts: PurgeParts, workflowId: string, summary: WorkflowSummary, options: PurgeOptions): Promise<Verdict> {
   let loaded: LoadedRuntime | null = null;
@@ -75,6 +78,11 @@ async function recheck(parts: PurgeParts, workflowId: string, summary: WorkflowS
     if (runtime.finishedAt !== null || !setAside) verdict.finishedAt = runtime.finishedAt;
     if (!setAside && !isTerminalWorkflowStatus(runtime.status)) verdict.reason = `it is not finished: its runtime is ${runtime.status}`;
     else if (!setAside && retryWaits(summary, runtime.retryAppliedAt)) verdict.reason = `a retry was requested at ${summary.retryRequestedAt} and is not applied yet`;
+    else if (!setAside) {
+      const applied = new Set((runtime.rerunsApplied ?? []).map((a) => a.id));
+      const waiting = (await parts.listReruns(workflowId, options)).find((r) => !applied.has(r.requestId));
+      if (waiting !== undefined) verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
+    }
   } else if (unreadable !== null) {
     verdict.etag = null;
     if (!setAside) verdict.reason = `its runtime cannot be read and the coordinator has not set it aside as corrupt (index status ${summary.status}): ${unreadable.message}`;
@@ -92,8 +100,8 @@ async function recheck(parts: PurgeParts, workflowId: string, summary: WorkflowS
 /**
  * The purge of one workflow (see `WorkflowStore.purge`): re-check, then delete the runtime (only
  * if it is the one checked: the point after which no save can bring the workflow back), the other
- * blobs, what the caller keeps elsewhere (`beforeIndexRow`), the task rows, the request row, and
- * the index row last.
+ * blobs, what the caller keeps elsewhere (`beforeIndexRow`), the task rows, the request row and
+ * the re-run rows, and the index row last.
  */
 export async function purgeWorkflow(parts: PurgeParts, workflowId: string, options: PurgeOptions = {}): Promise<PurgeResult> {
   if (!isValidWorkflowId(workflowId)) throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit');
@@ -123,6 +131,7 @@ export async function purgeWorkflow(parts: PurgeParts, workflowId: string, optio
   await options.beforeIndexRow?.();
   const taskRows = await parts.deleteTaskRows(workflowId, options);
   await parts.deleteRequestRow(workflowId, options);
+  for (const rerun of await parts.listReruns(workflowId, options)) await parts.deleteRerunRow(workflowId, rerun.requestId, options);
   await parts.deleteIndexRow(workflowId, options);
   return result('purged', { blobs, taskRows });
 }

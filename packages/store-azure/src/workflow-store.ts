@@ -15,7 +15,10 @@ import {
   type Page,
   type PurgeOptions,
   type PurgeResult,
+  type NewRerunRequest,
   type RequestFilter,
+  type RerunFilter,
+  type RerunRequest,
   type TaskFilter,
   type TaskRow,
   type TaskRowsResult,
@@ -31,6 +34,7 @@ import { PROCESS_DEFINITION_CACHE, type DefinitionCache } from './definition-cac
 import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
 import { purgeWorkflow } from './purge';
 import { deleteRequestRow, listRequestRows, writeRequestRow } from './request-rows';
+import { allRerunRows, checkRequestId, deleteRerunRow, insertRerunRow, listRerunRows } from './rerun-rows';
 import { storeNames, indexPartition, type StoreNames } from './names';
 import { MAX_APPEND_BLOCK_BYTES, RuntimeBlobs, type InitialBlobs } from './runtime-blobs';
 import { readStats, writeStats } from './stats';
@@ -131,6 +135,8 @@ function checkTimestamp(at: string, what: string): void {
  *   `requestRetry`, each a Merge of that one property; saves never send them. Each request is
  *   also recorded in a request row (PartitionKey `requests`, see request-rows.ts) that the
  *   coordinator lists every scan and clears once applied.
+ * - Re-run requests are rows of their own (PartitionKey `reruns`, see rerun-rows.ts), inserted by
+ *   `requestRerun` and never merged, listed by the coordinator's scan and cleared once applied.
  * - `purge` deletes a finished workflow, runtime first (If-Match) and index row last.
  */
 export class AzureWorkflowStore implements WorkflowStore {
@@ -507,6 +513,36 @@ export class AzureWorkflowStore implements WorkflowStore {
     return deleteRequestRow(this.index, workflowId, etag, this.timeout, options);
   }
 
+  /**
+   * Records a re-run request as a row of its own (see rerun-rows.ts): after a read of the index row
+   * (`not-found` without one), an insert (`conflict` when the id is recorded already).
+   */
+  async requestRerun(request: NewRerunRequest, options?: OperationOptions): Promise<void> {
+    const { workflowId, requestId, taskName, downstream, requestedAt } = request;
+    checkWorkflowId(workflowId);
+    checkRequestId(requestId);
+    if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a re-run request needs a task name');
+    if (typeof downstream !== 'boolean') throw new JobqError('invalid-argument', 'downstream must be true or false');
+    checkTimestamp(requestedAt, 'the re-run request time');
+    if ((await this.getWorkflow(workflowId, options)) === null) {
+      throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+    }
+    await insertRerunRow(this.index, { workflowId, requestId, taskName, downstream, requestedAt }, this.timeout, options);
+  }
+
+  /** The re-run rows: a query of their one partition (`reruns`; of one workflow, a range of its keys), paged by the service. */
+  async listReruns(filter: RerunFilter = {}): Promise<Page<RerunRequest>> {
+    if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
+    return await listRerunRows(this.index, filter, this.timeout);
+  }
+
+  async clearRerun(workflowId: string, requestId: string, etag: string, options?: OperationOptions): Promise<boolean> {
+    checkWorkflowId(workflowId);
+    checkRequestId(requestId);
+    if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
+    return await deleteRerunRow(this.index, workflowId, requestId, etag, this.timeout, options);
+  }
+
   async markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void> {
     checkWorkflowId(workflowId);
     checkTimestamp(at, 'the time');
@@ -520,7 +556,7 @@ export class AzureWorkflowStore implements WorkflowStore {
   /**
    * Purges a finished workflow (see `WorkflowStore.purge`): after the re-check, the runtime blob
    * (If-Match the ETag checked), {@link deleteWorkflowBlobs}, `beforeIndexRow`, the task rows, the
-   * request row, and the index row last.
+   * request row and the re-run rows, and the index row last.
    */
   purge(workflowId: string, options?: PurgeOptions): Promise<PurgeResult> {
     return purgeWorkflow(
@@ -539,6 +575,10 @@ export class AzureWorkflowStore implements WorkflowStore {
         },
         deleteRequestRow: async (id, op) => {
           await deleteRequestRow(this.index, id, '*', this.timeout, op);
+        },
+        listReruns: (id, op) => allRerunRows(this.index, id, this.timeout, op),
+        deleteRerunRow: async (id, requestId, op) => {
+          await deleteRerunRow(this.index, id, requestId, '*', this.timeout, op);
         },
         deleteIndexRow: async (id, op) => {
           try {

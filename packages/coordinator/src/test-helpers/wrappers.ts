@@ -84,11 +84,14 @@ export type TaskRowsHook = (runtime: WorkflowRuntime, names: readonly string[], 
 /** The hook of a {@link wrapStore}d `writeIndexRow`: call `write()` (or not). */
 export type IndexRowHook = (runtime: WorkflowRuntime, write: () => Promise<void>) => Promise<void>;
 
-/** The store with its `save` (and, optionally, `acquireLease`, `writeTaskRows` and `writeIndexRow`) going through a hook; every other call is the real store's. */
+/** The hook of a {@link wrapStore}d `clearRerun`: call `clear()` (or not) and return its result. */
+export type ClearRerunHook = (workflowId: string, requestId: string, clear: () => Promise<boolean>) => Promise<boolean>;
+
+/** The store with its `save` (and, optionally, `acquireLease`, `writeTaskRows`, `writeIndexRow` and `clearRerun`) going through a hook; every other call is the real store's. */
 export function wrapStore(
   store: WorkflowStore,
   hook: SaveHook | null,
-  hooks: { acquireLease?: LeaseHook; writeTaskRows?: TaskRowsHook; writeIndexRow?: IndexRowHook } = {},
+  hooks: { acquireLease?: LeaseHook; writeTaskRows?: TaskRowsHook; writeIndexRow?: IndexRowHook; clearRerun?: ClearRerunHook } = {},
 ): WorkflowStore {
   const leaseHook = hooks.acquireLease;
   return {
@@ -106,6 +109,10 @@ export function wrapStore(
     requestRetry: (id, at, options) => store.requestRetry(id, at, options),
     listRequests: (filter) => store.listRequests(filter),
     clearRequest: (id, etag, options) => store.clearRequest(id, etag, options),
+    requestRerun: (request, options) => store.requestRerun(request, options),
+    listReruns: (filter) => store.listReruns(filter),
+    clearRerun: (id, requestId, etag, options) =>
+      hooks.clearRerun ? hooks.clearRerun(id, requestId, () => store.clearRerun(id, requestId, etag, options)) : store.clearRerun(id, requestId, etag, options),
     purge: (id, options) => store.purge(id, options),
     markCorrupt: (id, reason, at, options) => store.markCorrupt(id, reason, at, options),
     acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),

@@ -37,6 +37,7 @@ const REPLACEABLE = new Set<string>([
   'corruptReason',
   'deadlineAt',
   'cancelReason',
+  'rerunsApplied',
 ] satisfies Array<keyof ReplaceableFields>);
 
 /**

@@ -46,6 +46,7 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
     ...(runtime.corruptReason === null ? {} : { corrupt_reason: runtime.corruptReason }),
     ...(runtime.deadlineAt === null ? {} : { deadline_at: runtime.deadlineAt }),
     ...(runtime.cancelReason === null ? {} : { cancel_reason: runtime.cancelReason }),
+    ...(runtime.rerunsApplied === null ? {} : { reruns_applied: runtime.rerunsApplied }),
     outputs_container: runtime.outputsContainer,
     definition: toRawDefinition(runtime.definition),
     tasks,
@@ -99,6 +100,7 @@ export function decodeRuntimeJson(json: unknown): WorkflowRuntime {
   stored.corrupt_reason = json.corrupt_reason ?? null;
   stored.deadline_at = json.deadline_at ?? null;
   stored.cancel_reason = json.cancel_reason ?? null;
+  stored.reruns_applied = json.reruns_applied ?? null;
   decodeWorkflowFields(stored, fields, false, '', SUBJECT);
   return assembleRuntime({ workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT), definition: definition.value, ...(fields as StoredWorkflowFields) }, states);
 }

@@ -73,6 +73,7 @@ describe('runtime.tasks: a read-only view for tests and old callers', () => {
       'corruptReason',
       'deadlineAt',
       'cancelReason',
+      'rerunsApplied',
       'tasks',
       'counts',
     ]);

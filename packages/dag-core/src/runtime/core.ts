@@ -134,6 +134,7 @@ export function makeRuntime(fields: RuntimeFields, counts: TaskCounts, core: Tas
     corruptReason: fields.corruptReason,
     deadlineAt: fields.deadlineAt,
     cancelReason: fields.cancelReason,
+    rerunsApplied: fields.rerunsApplied,
   } as WorkflowRuntime;
   Object.defineProperty(rt, 'tasks', TASKS_PROPERTY);
   rt.counts = counts;

@@ -53,6 +53,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       corruptReason: null,
       deadlineAt: null,
       cancelReason: null,
+      rerunsApplied: null,
     },
     states,
   );

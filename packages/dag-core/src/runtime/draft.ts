@@ -73,6 +73,7 @@ export class Draft {
       corruptReason: base.corruptReason,
       deadlineAt: base.deadlineAt,
       cancelReason: base.cancelReason,
+      rerunsApplied: base.rerunsApplied,
       counts: base.counts,
     };
   }

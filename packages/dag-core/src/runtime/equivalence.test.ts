@@ -4,7 +4,8 @@
 // merge nodes from sequentializeFanIn — driven by random event sequences: completions of dispatched
 // attempts in any order, duplicates, stale, higher and attempt-less completions, cancel-caused
 // failures, completions of unknown tasks, activations, timeout sweeps with every kind of TTL, cancel
-// and retry requests (some not newer), condition inputs (answered, failed, unasked), corrupt and
+// and retry requests (some not newer), re-run requests (of any task, with and without downstream,
+// repeated, some forgetting earlier ones), condition inputs (answered, failed, unasked), corrupt and
 // unknown events; one event at a time through `reduce` or in batches through `foldEvents`. After
 // every step both reducers must agree on everything: effects and their order, every task's state,
 // the workflow-level fields, the counts, which runtime object came back, and which tasks changed.
@@ -204,6 +205,7 @@ function plain(rt: WorkflowRuntime): ReferenceRuntime {
     corruptReason: rt.corruptReason,
     deadlineAt: rt.deadlineAt,
     cancelReason: rt.cancelReason,
+    rerunsApplied: rt.rerunsApplied,
     tasks: Object.fromEntries(tasksIn(rt)),
     counts: { ...rt.counts },
   };
@@ -368,6 +370,24 @@ class World {
         return r % 23 === 0 ? { type: 'corrupt', now: this.now(), reason: r % 2 === 0 ? '  ' : 'a test said so' } : { type: 'activate', now: this.now() };
       case 37:
         return r % 19 === 0 ? ({ type: 'explode', now: this.now() } as unknown as WorkflowEvent) : { type: 'activate', now: this.now() };
+      case 38:
+      case 39: {
+        // A re-run request: ids from a small pool (so some come again), any task (or none), what
+        // the store still lists of them now and then (so applied ids are forgotten).
+        const ids = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6'];
+        const listed = Math.floor(r / 7) % 3;
+        const recorded = listed === 0 ? undefined : ids.filter((_, i) => (Math.floor(r / 21) >> i) % 2 === 1);
+        const now = this.now();
+        if (r % 5 === 0) this.clock += 700; // sometimes well past the time applied ids are kept
+        return {
+          type: 'rerun',
+          now,
+          requestId: ids[r % ids.length]!,
+          taskName: this.taskName(Math.floor(r / 3)),
+          downstream: Math.floor(r / 2) % 2 === 0,
+          ...(recorded === undefined ? {} : { recorded }),
+        };
+      }
       default:
         return { type: 'activate', now: this.now() };
     }

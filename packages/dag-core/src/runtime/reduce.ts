@@ -3,6 +3,7 @@ import { retryDelayS, taskTimeoutS } from '../definition/types';
 import { Draft } from './draft';
 import { dispatchDelayed, dispatchRound } from './dispatch';
 import { M_AWAITING, M_DELAYED_RUNNING, M_TIMED_RUNNING, S_CANCELLED, S_FAILED, S_PENDING, S_READY, S_UPSTREAM_FAILED, isDelayedRunning } from './core';
+import { rerunPositions, rerunRefusal } from './rerun';
 import { drain, finishCondition, pendingFetch } from './settle';
 import { updateStatus } from './status';
 import { transition, type Step } from './step';
@@ -17,8 +18,11 @@ import {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
   type Effect,
+  RERUN_FORGET_AFTER_MS,
   type ReduceResult,
+  type RerunEvent,
   type RetryEvent,
+  type TaskRuntime,
   type TaskStatus,
   type TimeoutSweepEvent,
   type WorkflowEvent,
@@ -102,6 +106,8 @@ function apply(step: Step, event: WorkflowEvent): void {
       return cancel(step, event);
     case 'retry':
       return retry(step, event);
+    case 'rerun':
+      return rerun(step, event);
     case 'timeout-sweep':
       return timeoutSweep(step, event);
     case 'condition-inputs':
@@ -263,21 +269,7 @@ function retry(step: Step, event: RetryEvent): void {
     (counts) => counts[S_FAILED]! + counts[S_UPSTREAM_FAILED]! + counts[S_CANCELLED]! > 0,
     (task) => RETRYABLE.has(task.status),
   );
-  for (const position of retried) {
-    const task = step.d.task(position);
-    step.d.setTask(position, {
-      ...task,
-      status: 'pending',
-      retryBase: task.attemptNo,
-      outputRef: null,
-      error: null,
-      dispatchedAt: null,
-      startedAt: null,
-      completedAt: null,
-      awaitingInputs: false,
-      retryDueAt: null,
-    });
-  }
+  for (const position of retried) step.d.setTask(position, startOver(step.d.task(position)));
   // Every pending task is looked at again, roots become ready at once, and conditions re-run. A
   // task waiting for condition inputs is still pending: its policy may no longer hold now that
   // parents start over, so it is evaluated afresh (and asks again if it still needs the inputs).
@@ -290,6 +282,68 @@ function retry(step: Step, event: RetryEvent): void {
     if (step.index.root[position] === 1) transition(step, position, { status: 'ready' });
     else step.worklist.push(position);
   }
+}
+
+/**
+ * A task that starts over: `pending`, with a fresh retry budget from its current attempt (attempt
+ * numbers keep counting), and nothing of its last run but its attempt number.
+ */
+function startOver(task: TaskRuntime): TaskRuntime {
+  return {
+    ...task,
+    status: 'pending',
+    retryBase: task.attemptNo,
+    outputRef: null,
+    error: null,
+    dispatchedAt: null,
+    startedAt: null,
+    completedAt: null,
+    awaitingInputs: false,
+    retryDueAt: null,
+  };
+}
+
+/**
+ * Re-running a task (docs/failure-model.md, "Re-running a task"): the task and, with
+ * `downstream`, every task that depends on it transitively start over (see {@link startOver}) and
+ * are settled again — the task is dispatched with its next attempt once its dependencies allow,
+ * its dependents wait for it and evaluate their conditions afresh — and a finished workflow runs
+ * again. A request applied before is ignored; one that cannot be applied is recorded as applied
+ * with a notice, so it is not tried again.
+ */
+function rerun(step: Step, event: RerunEvent): void {
+  const rt = step.d.runtime;
+  const applied = rt.rerunsApplied ?? [];
+  if (applied.some((a) => a.id === event.requestId)) throw new Ignored(`re-run request ${event.requestId} was applied before`);
+  // Remember this request; forget those whose records are gone (and were applied long enough ago).
+  const recorded = event.recorded === undefined ? null : new Set(event.recorded);
+  const now = epochMs(event.now);
+  const kept = recorded === null ? applied : applied.filter((a) => recorded.has(a.id) || !(now - epochMs(a.at) > RERUN_FORGET_AFTER_MS));
+  step.d.set('rerunsApplied', [...kept, { id: event.requestId, at: event.now }]);
+  const position = step.d.positionOf(event.taskName);
+  if (position === undefined) {
+    step.effects.push({ type: 'notice', message: `re-run of "${event.taskName}" not applied: the workflow has no such task` });
+    return;
+  }
+  const positions = rerunPositions(step.index, position, event.downstream);
+  const view = { workflowId: rt.workflowId, cancelRequested: rt.cancelRequested, status: rt.status, task: (p: number) => step.d.task(p) };
+  const refusal = rerunRefusal(step.index, view, position, positions);
+  if (refusal !== null) {
+    step.effects.push({ type: 'notice', message: `re-run of "${event.taskName}" not applied: ${refusal}` });
+    return;
+  }
+  step.d.set('activated', true);
+  // Like a retry, a re-run gives the workflow its whole timeout_s again, from now.
+  startDeadline(step);
+  // Every task re-run starts over (a dependent still pending only stops waiting for inputs it
+  // asked for: they may change), then each is settled again: once the task is pending, its
+  // dependents wait for it.
+  for (const p of positions) {
+    const task = step.d.task(p);
+    if (task.status !== 'pending') step.d.setTask(p, startOver(task));
+    else if (task.awaitingInputs) step.d.updateTask(p, { awaitingInputs: false });
+  }
+  step.worklist.push(...positions);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { WorkflowDefinition } from '../definition/types';
-import { TASK_STATUSES, WORKFLOW_STATUSES, type TaskRuntime, type TaskStatus, type WorkflowStatus } from './types';
+import { TASK_STATUSES, WORKFLOW_STATUSES, type AppliedRerun, type TaskRuntime, type TaskStatus, type WorkflowStatus } from './types';
 
 /**
  * The pieces every stored form of a runtime shares: one task's record and the workflow-level
@@ -75,6 +75,11 @@ export const optional =
   (v: unknown): v is T | undefined =>
     v === undefined || check(v);
 export const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+/** Null, or a list of `{"id": …, "at": …}` (strings, and nothing else). */
+export const isAppliedReruns = (v: unknown): v is readonly AppliedRerun[] | null =>
+  v === null ||
+  (Array.isArray(v) &&
+    v.every((e) => isRecord(e) && typeof e.id === 'string' && typeof e.at === 'string' && Object.keys(e).length === 2));
 const isWorkflowStatus = (v: unknown): v is WorkflowStatus => WORKFLOW_STATUSES.includes(v as WorkflowStatus);
 const isTaskStatus = (v: unknown): v is TaskStatus => TASK_STATUSES.includes(v as TaskStatus);
 
@@ -132,6 +137,7 @@ export interface StoredWorkflowFields {
   corruptReason: string | null;
   deadlineAt: string | null;
   cancelReason: string | null;
+  rerunsApplied: readonly AppliedRerun[] | null;
 }
 
 /**
@@ -157,6 +163,7 @@ const WORKFLOW_FIELDS: readonly FieldSpec[] = [
   { key: 'outputsContainer', json: 'outputs_container', check: isNullableString, what: 'a string or null' },
   { key: 'deadlineAt', json: 'deadline_at', check: isNullableString, what: 'a timestamp or null', optional: true },
   { key: 'cancelReason', json: 'cancel_reason', check: isNullableString, what: 'a string or null', optional: true },
+  { key: 'rerunsApplied', json: 'reruns_applied', check: isAppliedReruns, what: 'a list of {"id", "at"} or null', optional: true },
 ];
 
 const FIELD_BY_JSON = new Map(WORKFLOW_FIELDS.map((f) => [f.json, f]));
@@ -176,6 +183,7 @@ export function storedFieldsOf(runtime: StoredWorkflowFields): StoredWorkflowFie
     corruptReason: runtime.corruptReason,
     deadlineAt: runtime.deadlineAt,
     cancelReason: runtime.cancelReason,
+    rerunsApplied: runtime.rerunsApplied,
   };
 }
 

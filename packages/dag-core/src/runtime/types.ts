@@ -67,6 +67,14 @@ export interface TaskRuntime {
   retryDueAt: string | null;
 }
 
+/** A re-run request the runtime applied (see {@link WorkflowRuntime.rerunsApplied}). */
+export interface AppliedRerun {
+  /** The request's id. */
+  readonly id: string;
+  /** When it was applied (the event's `now`). */
+  readonly at: string;
+}
+
 /** Number of tasks in each status. */
 export type TaskCounts = Record<TaskStatus, number>;
 
@@ -103,6 +111,12 @@ export interface WorkflowRuntime {
   deadlineAt: string | null;
   /** Why the standing cancel was made, when the engine made it (a deadline that passed); null for a user's cancel or none. */
   cancelReason: string | null;
+  /**
+   * The re-run requests applied whose stored request records may still exist, with when each was
+   * applied: a `rerun` event naming one of them is ignored, so each request is applied once
+   * (docs/failure-model.md, "Re-running a task"). Null when there are none.
+   */
+  rerunsApplied: readonly AppliedRerun[] | null;
   /**
    * Task name → state, as a read-only record built on first read and cached per runtime object:
    * O(tasks), for tests and old callers only. Code on a hot path reads tasks through the accessors
@@ -157,6 +171,37 @@ export interface RetryEvent {
 }
 
 /**
+ * A request to re-run one task — also a completed one — and, with `downstream`, every task that
+ * depends on it transitively (docs/failure-model.md, "Re-running a task"). Each request has an id
+ * of its own and is applied once: the runtime remembers the ids it applied
+ * ({@link WorkflowRuntime.rerunsApplied}) and ignores them when they come again. A request that
+ * cannot be applied (an unknown task, a task that has not run or is running, a cancel standing) is
+ * still recorded as applied, with a `notice` saying why.
+ */
+export interface RerunEvent {
+  type: 'rerun';
+  now: string;
+  /** The request's id, unique per request. */
+  requestId: string;
+  taskName: string;
+  /** Also re-run every task that depends on `taskName`, transitively. */
+  downstream: boolean;
+  /**
+   * The ids of the workflow's re-run requests still stored, as listed with this one: an applied id
+   * not among them, applied more than {@link RERUN_FORGET_AFTER_MS} before `now`, is forgotten.
+   * Omitted: nothing is forgotten.
+   */
+  recorded?: readonly string[];
+}
+
+/**
+ * How long an applied re-run request is remembered after its record is no longer listed: far
+ * longer than a client's write of a record can take (its time limit is 30 s), so a record written
+ * late by a retried request is still recognised.
+ */
+export const RERUN_FORGET_AFTER_MS = 10 * 60_000;
+
+/**
  * Periodic check for running tasks whose message was lost, and for a workflow past its deadline
  * (`deadlineAt`), which it cancels with the reason. Workers enforce `timeout_s` on the time
  * a task runs; the coordinator cannot see that time, and a dispatched task may wait in its queue
@@ -204,7 +249,7 @@ export interface ConditionInputsEvent {
 }
 
 /** Everything that moves a workflow forward. Time arrives here, never from a clock. */
-export type WorkflowEvent = ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | TimeoutSweepEvent | ConditionInputsEvent | CorruptEvent;
+export type WorkflowEvent = ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | RerunEvent | TimeoutSweepEvent | ConditionInputsEvent | CorruptEvent;
 
 /** Push one task message to its queue. */
 export interface DispatchEffect {
@@ -238,7 +283,7 @@ export interface IgnoredEffect {
   reason: string;
 }
 
-/** The event was applied but had nothing to do (a cancel of a finished workflow, a retry with nothing to retry). */
+/** The event was applied but had nothing to do (a cancel of a finished workflow, a retry with nothing to retry, a re-run refused). */
 export interface NoticeEffect {
   type: 'notice';
   message: string;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createRuntime, encodeRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
-import type { CoordinatorLease, PurgeResult, TaskRow, WorkflowRequest, WorkflowStore, WorkflowSummary } from '../workflow-store';
+import type { CoordinatorLease, PurgeResult, RerunRequest, TaskRow, WorkflowRequest, WorkflowStore, WorkflowSummary } from '../workflow-store';
 
 /** A fresh, empty workflow store for one test, and how to dispose of it. */
 export interface WorkflowStoreFixture {
@@ -459,6 +459,86 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(pages.flat().map((r) => r.workflowId).sort()).toEqual(['r1', 'r2', 'r3']);
         expect(await codeOf(store.listRequests({ continuationToken: 'garbage' }))).toBe('invalid-argument');
         expect(await codeOf(store.listRequests({ limit: 0 }))).toBe('invalid-argument');
+      }, timeout);
+    });
+
+    describe('re-run requests', () => {
+      const byId = (list: RerunRequest[]): RerunRequest[] => [...list].sort((x, y) => (x.workflowId + '~' + x.requestId < y.workflowId + '~' + y.requestId ? -1 : 1));
+
+      it('records each request as a record of its own: two made at once are both listed, whatever their times; cleared one by one', async () => {
+        const store = await fresh();
+        for (const id of ['x', 'x.y', 'x-y', 'w']) await store.create(createRuntime(ABC, { workflowId: id, now: at(1) }), 'h');
+        // Two requests for one workflow, made at the same instant, written at once.
+        await Promise.all([
+          store.requestRerun({ workflowId: 'x', requestId: 'r1', taskName: 'a', downstream: true, requestedAt: at(10) }),
+          store.requestRerun({ workflowId: 'x', requestId: 'r2', taskName: 'c', downstream: false, requestedAt: at(10) }),
+        ]);
+        await store.requestRerun({ workflowId: 'x.y', requestId: 'r1', taskName: 'träin / gpu #1', downstream: false, requestedAt: at(11) });
+        await store.requestRerun({ workflowId: 'x-y', requestId: 'Z9_-', taskName: 'b', downstream: true, requestedAt: at(9) });
+        const all = byId((await store.listReruns()).items);
+        // In key order: workflow id, then `~` (after every character of an id), then request id.
+        expect(all).toEqual([
+          { workflowId: 'x-y', requestId: 'Z9_-', taskName: 'b', downstream: true, requestedAt: at(9), etag: expect.any(String) },
+          { workflowId: 'x.y', requestId: 'r1', taskName: 'träin / gpu #1', downstream: false, requestedAt: at(11), etag: expect.any(String) },
+          { workflowId: 'x', requestId: 'r1', taskName: 'a', downstream: true, requestedAt: at(10), etag: expect.any(String) },
+          { workflowId: 'x', requestId: 'r2', taskName: 'c', downstream: false, requestedAt: at(10), etag: expect.any(String) },
+        ]);
+        // One workflow's, and only its (never x.y's or x-y's).
+        expect(byId((await store.listReruns({ workflowId: 'x' })).items).map((r) => r.requestId)).toEqual(['r1', 'r2']);
+        expect((await store.listReruns({ workflowId: 'x.y' })).items.map((r) => r.requestId)).toEqual(['r1']);
+        expect((await store.listReruns({ workflowId: 'w' })).items).toEqual([]);
+        // Neither the index row nor the cancel/retry request list is touched.
+        expect(await store.getWorkflow('x')).toMatchObject({ status: 'pending', cancelRequestedAt: null, retryRequestedAt: null });
+        expect((await store.listRequests()).items).toEqual([]);
+        // The same id again is a conflict; an unknown workflow, a bad id, an empty task or a bad time record nothing.
+        expect(await codeOf(store.requestRerun({ workflowId: 'x', requestId: 'r1', taskName: 'b', downstream: false, requestedAt: at(12) }))).toBe('conflict');
+        expect(await codeOf(store.requestRerun({ workflowId: 'nope', requestId: 'r3', taskName: 'a', downstream: false, requestedAt: at(12) }))).toBe('not-found');
+        for (const requestId of ['', '_x', 'a/b', 'a~b', 'x'.repeat(65)]) {
+          expect(await codeOf(store.requestRerun({ workflowId: 'x', requestId, taskName: 'a', downstream: false, requestedAt: at(12) }))).toBe('invalid-argument');
+        }
+        expect(await codeOf(store.requestRerun({ workflowId: 'x', requestId: 'r4', taskName: '', downstream: false, requestedAt: at(12) }))).toBe('invalid-argument');
+        expect(await codeOf(store.requestRerun({ workflowId: 'x', requestId: 'r5', taskName: 'a', downstream: false, requestedAt: 'soon' }))).toBe('invalid-argument');
+        expect(byId((await store.listReruns()).items).map((r) => `${r.workflowId}/${r.requestId}/${r.taskName}`)).toEqual(all.map((r) => `${r.workflowId}/${r.requestId}/${r.taskName}`));
+        // Cleared one by one, at the version listed.
+        expect(await store.clearRerun('x', 'r1', all[2]!.etag)).toBe(true);
+        expect(await store.clearRerun('x', 'r1', all[2]!.etag)).toBe(false);
+        expect((await store.listReruns({ workflowId: 'x' })).items.map((r) => r.requestId)).toEqual(['r2']);
+        expect(await store.clearRerun('x', 'r2', '*')).toBe(true);
+        expect(await store.clearRerun('x', 'never', '*')).toBe(false);
+        expect((await store.listReruns()).items.map((r) => r.workflowId).sort()).toEqual(['x-y', 'x.y']);
+        // Re-run records are not workflows.
+        expect((await store.listWorkflows()).items.map((w) => w.workflowId).sort()).toEqual(['w', 'x', 'x-y', 'x.y']);
+      }, timeout);
+
+      it('lists re-run requests in pages, of all workflows or of one', async () => {
+        const store = await fresh();
+        for (const id of ['p1', 'p2']) {
+          await store.create(createRuntime(ABC, { workflowId: id, now: at(1) }), 'h');
+          for (const requestId of ['a', 'b', 'c']) await store.requestRerun({ workflowId: id, requestId, taskName: 'a', downstream: false, requestedAt: at(5) });
+        }
+        const pages = await allPages((token) => store.listReruns({ limit: 2, ...(token ? { continuationToken: token } : {}) }));
+        expect(pages.every((p) => p.length <= 2)).toBe(true);
+        expect(pages.flat().map((r) => `${r.workflowId}/${r.requestId}`)).toEqual(['p1/a', 'p1/b', 'p1/c', 'p2/a', 'p2/b', 'p2/c']);
+        const one = await allPages((token) => store.listReruns({ workflowId: 'p2', limit: 1, ...(token ? { continuationToken: token } : {}) }));
+        expect(one.flat().map((r) => `${r.workflowId}/${r.requestId}`)).toEqual(['p2/a', 'p2/b', 'p2/c']);
+        expect(await codeOf(store.listReruns({ continuationToken: 'garbage' }))).toBe('invalid-argument');
+        expect(await codeOf(store.listReruns({ limit: 0 }))).toBe('invalid-argument');
+        expect(await codeOf(store.listReruns({ workflowId: 'not/an id' }))).toBe('invalid-argument');
+      }, timeout);
+
+      it('a purge leaves a workflow with a re-run its runtime has not applied, and deletes the records with the workflow once it has', async () => {
+        const store = await fresh();
+        await stored(store, finished('done', 5));
+        await store.requestRerun({ workflowId: 'done', requestId: 'q1', taskName: 'b', downstream: false, requestedAt: at(10) });
+        expect(await store.purge('done')).toMatchObject({ outcome: 'skipped', reason: expect.stringContaining('re-run of task "b" was requested at') });
+        // The runtime applies it (b runs again and completes), and the record stays (not yet cleared).
+        const loaded = (await store.load('done'))!;
+        const rerun = step(loaded.runtime, { type: 'rerun', now: at(11), requestId: 'q1', taskName: 'b', downstream: false });
+        const again = finish(rerun, 'b', 12);
+        expect(again.status).toBe('completed');
+        await store.save(again, loaded.etag);
+        expect((await store.purge('done')).outcome).toBe('purged');
+        expect((await store.listReruns()).items).toEqual([]);
       }, timeout);
     });
 

@@ -54,6 +54,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       corruptReason: null,
       deadlineAt: null,
       cancelReason: null,
+      rerunsApplied: null,
     },
     states,
   );

@@ -17,7 +17,9 @@ import {
   DEFAULT_LOST_TASK_GRACE_MS,
   DEFAULT_TASK_MESSAGE_TTL_MS,
   type Effect,
+  RERUN_FORGET_AFTER_MS,
   type ReduceResult,
+  type RerunEvent,
   type RetryEvent,
   type TaskRuntime,
   type TaskStatus,
@@ -92,6 +94,8 @@ function apply(step: Step, event: WorkflowEvent): void {
       return cancel(step, event);
     case 'retry':
       return retry(step, event);
+    case 'rerun':
+      return rerun(step, event);
     case 'timeout-sweep':
       return timeoutSweep(step, event);
     case 'condition-inputs':
@@ -270,6 +274,79 @@ function retry(step: Step, event: RetryEvent): void {
     if (def.dependsOn.length === 0 && (def.gates ?? []).length === 0) transition(step, def.name, { status: 'ready' });
     else step.worklist.push(def.name);
   }
+}
+
+/** The task and, with `downstream`, everything that depends on it, read off the definition: definition order. */
+function rerunSet(step: Step, name: string, downstream: boolean): string[] {
+  const set = new Set([name]);
+  if (downstream) {
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const def of step.index.tasks) {
+        if (set.has(def.name)) continue;
+        if ([...def.dependsOn, ...(def.gates ?? [])].some((parent) => set.has(parent))) {
+          set.add(def.name);
+          grew = true;
+        }
+      }
+    }
+  }
+  return step.index.tasks.map((t) => t.name).filter((n) => set.has(n));
+}
+
+function busyText(task: TaskRuntime): string | null {
+  if (task.status === 'ready') return 'queued now (ready, about to be dispatched)';
+  if (task.status !== 'running') return null;
+  return task.retryDueAt === null ? `running now (attempt ${task.attemptNo})` : `running now (attempt ${task.attemptNo}, a retry waiting for its delay)`;
+}
+
+/** Re-run: the task (and with downstream its dependents) start over, each request once. */
+function rerun(step: Step, event: RerunEvent): void {
+  const rt = step.d.runtime;
+  const applied = rt.rerunsApplied ?? [];
+  if (applied.some((a) => a.id === event.requestId)) throw new Ignored(`re-run request ${event.requestId} was applied before`);
+  const kept = event.recorded === undefined ? applied : applied.filter((a) => event.recorded!.includes(a.id) || !(epochMs(event.now) - epochMs(a.at) > RERUN_FORGET_AFTER_MS));
+  step.d.set('rerunsApplied', [...kept, { id: event.requestId, at: event.now }]);
+  const notice = (why: string): void => {
+    step.effects.push({ type: 'notice', message: `re-run of "${event.taskName}" not applied: ${why}` });
+  };
+  const own = step.d.task(event.taskName);
+  if (!own) return notice('the workflow has no such task');
+  const names = rerunSet(step, event.taskName, event.downstream);
+  if (rt.cancelRequested) {
+    return notice(`workflow "${rt.workflowId}" is ${rt.status === 'cancelling' ? 'being cancelled' : 'cancelled'}: a re-run does not lift a cancel (retry the workflow first)`);
+  }
+  if (own.status === 'pending') return notice(`task "${event.taskName}" has not run yet (pending): it runs when its dependencies allow`);
+  const mine = busyText(own);
+  if (mine !== null) return notice(`task "${event.taskName}" is ${mine}: wait until it has finished`);
+  for (const name of names) {
+    if (name === event.taskName) continue;
+    const other = busyText(step.d.task(name)!);
+    if (other !== null) return notice(`task "${name}", which depends on "${event.taskName}", is ${other}: wait until it has finished`);
+  }
+  step.d.set('activated', true);
+  startDeadline(step);
+  for (const name of names) {
+    const task = step.d.task(name)!;
+    if (task.status === 'pending') {
+      if (task.awaitingInputs) step.d.updateTask(name, { awaitingInputs: false });
+      continue;
+    }
+    step.d.setTask(name, {
+      ...task,
+      status: 'pending',
+      retryBase: task.attemptNo,
+      outputRef: null,
+      error: null,
+      dispatchedAt: null,
+      startedAt: null,
+      completedAt: null,
+      awaitingInputs: false,
+      retryDueAt: null,
+    });
+  }
+  step.worklist.push(...names);
 }
 
 /**
