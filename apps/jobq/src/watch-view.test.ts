@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { createRuntime, parseWorkflow } from '@jobq/dag-core';
+import { createRuntime, parseWorkflow, withTaskStates, type TaskRuntime } from '@jobq/dag-core';
 import { FAN_OUT } from './test-helpers/storage';
 import { LiveBlock, RateWindow, countsKey, frameLines, parseInterval, progressLine } from './watch-view';
 
@@ -45,6 +45,21 @@ describe('frames', () => {
     expect(lines.join('\n')).toMatch(/Layer\s+Total/);
     expect(progressLine(runtime, new RateWindow(), Date.parse('2026-01-01T00:00:05.000Z'))).toMatch(/^pending\s+\[\.+\]\s+0%/);
     expect(countsKey(runtime)).toBe(countsKey(fanRuntime()));
+  });
+
+  it('shows a retry waiting for its delay as such, not as running for so long', () => {
+    const running = (patch: Partial<TaskRuntime>): TaskRuntime => ({
+      status: 'running', attemptNo: 1, retryBase: 0, outputRef: null, error: null, dispatchedAt: '2026-01-01T00:00:01.000Z', startedAt: null, completedAt: null, awaitingInputs: false, retryDueAt: null, ...patch,
+    });
+    const runtime = withTaskStates(fanRuntime(), [
+      ['root', { ...running({}), status: 'completed', completedAt: '2026-01-01T00:00:02.000Z' }],
+      ['fan-001', running({ dispatchedAt: '2026-01-01T00:00:03.000Z' })],
+      ['fan-002', running({ attemptNo: 2, dispatchedAt: '2026-01-01T00:00:03.000Z', retryDueAt: '2026-01-01T00:00:35.000Z' })],
+      // Due already: the queue has delivered it, so it runs.
+      ['fan-003', running({ attemptNo: 2, dispatchedAt: '2026-01-01T00:00:00.000Z', retryDueAt: '2026-01-01T00:00:02.000Z' })],
+    ]);
+    const lines = frameLines(runtime, new RateWindow(), { byLayer: false, runningShown: 5, now: Date.parse('2026-01-01T00:00:05.000Z') });
+    expect(lines.find((l) => l.startsWith('running:'))).toBe('running: fan-001 (2s), fan-002 (retry in 30s), fan-003 (5s)');
   });
 
   it('redraws in place on a terminal and appends elsewhere', () => {

@@ -39,15 +39,26 @@ export class RateWindow {
   }
 }
 
-/** Running tasks in definition order, with how long ago each was dispatched. */
-export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ name: string; forMs: number | null }> {
-  const out: Array<{ name: string; forMs: number | null }> = [];
+/**
+ * Running tasks in definition order, with how long ago each was dispatched; a retry sent with a
+ * delay that has not ended yet has `retryInMs` instead (the queue still holds it back).
+ */
+export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ name: string; forMs: number | null; retryInMs?: number }> {
+  const out: Array<{ name: string; forMs: number | null; retryInMs?: number }> = [];
   for (const def of runtime.definition.tasks) {
     const task = taskState(runtime, def.name);
     if (task?.status !== 'running') continue;
-    out.push({ name: def.name, forMs: task.dispatchedAt === null ? null : now - Date.parse(task.dispatchedAt) });
+    const dueIn = task.retryDueAt === null ? Number.NaN : Date.parse(task.retryDueAt) - now;
+    if (dueIn > 0) out.push({ name: def.name, forMs: null, retryInMs: dueIn });
+    else out.push({ name: def.name, forMs: task.dispatchedAt === null ? null : now - Date.parse(task.dispatchedAt) });
   }
   return out;
+}
+
+/** One running task as the watch view shows it: `train (12s)`, or `train (retry in 30s)` while its delay runs. */
+function runningText(r: { name: string; forMs: number | null; retryInMs?: number }): string {
+  if (r.retryInMs !== undefined) return `${r.name} (retry in ${duration(r.retryInMs)})`;
+  return r.forMs === null ? r.name : `${r.name} (${duration(r.forMs)})`;
 }
 
 /** `0.50/s` (or `2.0/min` when slow). */
@@ -103,7 +114,7 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
   if (!isTerminalWorkflowStatus(runtime.status)) lines.push(`rate ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`);
   const running = runningTasks(runtime, options.now);
   if (running.length > 0) {
-    const shown = running.slice(0, options.runningShown).map((r) => (r.forMs === null ? r.name : `${r.name} (${duration(r.forMs)})`));
+    const shown = running.slice(0, options.runningShown).map(runningText);
     lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
   }
   const skipped = skippedTasks(runtime);
