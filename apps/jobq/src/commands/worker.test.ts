@@ -69,14 +69,15 @@ async function waitFor<T>(what: string, probe: () => Promise<T | null>, deadline
 }
 
 describe('jobq worker', () => {
-  it('runs workflow tasks from its queue (positional ACCOUNT/QUEUE) and stops on SIGTERM with exit 0', async () => {
+  it('runs workflow tasks from its queue (positional ACCOUNT/QUEUE), with its own jobq on their PATH, and stops on SIGTERM with exit 0', async () => {
     const submitted = await deployment.client.submit({
       text: [
         'name: via-worker',
         'default_queue: devstoreaccount1/work',
         'tasks:',
         '  - name: a',
-        '    kwargs: {cmd: "echo \'{\\"n\\": 1}\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        // `jobq` comes from the worker: the PATH below holds none.
+        '    kwargs: {cmd: "jobq task set-output --json \'{\\"n\\": 1}\'"}',
         '  - name: b',
         '    depends_on: [a]',
         '    kwargs: {cmd: "test -s \\"$JOBQ_WORKFLOW_UPSTREAM_REFS\\" && echo 2 > \\"$JOBQ_OUTPUT_FILE\\""}',
@@ -86,6 +87,7 @@ describe('jobq worker', () => {
     const worker = startCli(['devstoreaccount1/work', 'worker', '--num-workers', '2', '--max-idle-backoff', '500ms'], {
       JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/WorkerTest',
       JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString,
+      PATH: '/usr/bin:/bin',
     });
     let runtime: WorkflowRuntime;
     try {

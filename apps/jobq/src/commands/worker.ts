@@ -2,9 +2,10 @@ import { Flags } from '@oclif/core';
 import { JobqError } from '@jobq/ports';
 import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
 import { JobqCommand } from '../base';
-import { storageConfigured } from '../config';
+import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
 import { UsageError } from '../errors';
+import { localWorkerEnvironment } from '../embedded';
 import { durationFlag } from '../io';
 import { configFlags, configFromFlags } from '../flags';
 import { openPlainQueue, plainQueueLocation } from '../plain-queue';
@@ -47,6 +48,7 @@ export default class WorkerCommand extends JobqCommand {
   static override description =
     'Pulls the queue given by --queue NAME|ACCOUNT/NAME|sb://NAMESPACE/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker, jobq sb://NAMESPACE/QUEUE worker) and runs plain tasks ' +
     'as shell commands; workflow tasks run too when a workflow prefix is configured (--prefix, JOBQ_WORKFLOW_PREFIX or a config file). ' +
+    'Its tasks find this jobq on their PATH (and in $JOBQ_CLI), so a script can call `jobq task set-output` without installing the CLI. ' +
     'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks). ' +
     'A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own) with its reason. ' +
     'On Service Bus, --visibility-timeout must be 5s–5m and is the LockDuration of a queue the worker creates (an existing queue keeps its own).';
@@ -80,6 +82,20 @@ export default class WorkerCommand extends JobqCommand {
     const location = plainQueueLocation(config, flags.queue);
     if (location.backend === 'servicebus' && lockDurationInMs !== undefined) checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
 
+    // Tasks find this `jobq` on their PATH (`jobq task set-output …`), installed or not.
+    const cli = await localWorkerEnvironment(false);
+    try {
+      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env: cli.env });
+    } finally {
+      await cli.cleanup();
+    }
+  }
+
+  private async work(
+    flags: { queue: string; 'num-workers': number },
+    o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv },
+  ): Promise<void> {
+    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -95,6 +111,7 @@ export default class WorkerCommand extends JobqCommand {
         idleTimeoutInMs: idleTimeoutInMs ?? null,
         maxDeliveries,
         onConfigError,
+        env,
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
     } else {
@@ -105,7 +122,7 @@ export default class WorkerCommand extends JobqCommand {
         maxIdleBackoffInMs,
         idleTimeoutInMs: idleTimeoutInMs ?? null,
         maxDeliveries,
-        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env) })],
+        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), baseEnv: env })],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);
     }
