@@ -1,7 +1,7 @@
 import type { WorkflowDefinition } from '../definition/types';
 import { assembleRuntime } from './assemble';
 import { graphIndex } from './graph-index';
-import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type WorkflowRuntime } from './types';
+import { TASK_STATUSES, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowRuntime } from './types';
 
 /** What {@link createRuntime} needs besides the definition. */
 export interface CreateRuntimeInit {
@@ -10,6 +10,22 @@ export interface CreateRuntimeInit {
   now: string;
   /** Container of canonical output blobs (docs/design.md#outputs); lets messages name blob parents compactly. */
   outputsContainer?: string | null;
+}
+
+/** A task record with nothing of a run: `status`, attempts counted from `attemptNo` (a fresh retry budget). */
+export function freshTask(status: TaskStatus, attemptNo: number): TaskRuntime {
+  return {
+    status,
+    attemptNo,
+    retryBase: attemptNo,
+    outputRef: null,
+    error: null,
+    dispatchedAt: null,
+    startedAt: null,
+    completedAt: null,
+    awaitingInputs: false,
+    retryDueAt: null,
+  };
 }
 
 /** Zero for every status. */
@@ -23,20 +39,7 @@ export function emptyCounts(): TaskCounts {
  */
 export function createRuntime(definition: WorkflowDefinition, init: CreateRuntimeInit): WorkflowRuntime {
   const index = graphIndex(definition);
-  const states: TaskRuntime[] = index.tasks.map((_, i) => {
-    return {
-      status: index.root[i] === 1 ? 'ready' : 'pending',
-      attemptNo: 0,
-      retryBase: 0,
-      outputRef: null,
-      error: null,
-      dispatchedAt: null,
-      startedAt: null,
-      completedAt: null,
-      awaitingInputs: false,
-      retryDueAt: null,
-    };
-  });
+  const states: TaskRuntime[] = index.tasks.map((_, i) => freshTask(index.root[i] === 1 ? 'ready' : 'pending', 0));
   return assembleRuntime(
     {
       workflowId: init.workflowId,

@@ -4,6 +4,7 @@ import { Draft } from './draft';
 import { dispatchDelayed, dispatchRound } from './dispatch';
 import { M_AWAITING, M_DELAYED_RUNNING, M_TIMED_RUNNING, S_CANCELLED, S_FAILED, S_PENDING, S_READY, S_UPSTREAM_FAILED, isDelayedRunning } from './core';
 import { rerunPositions, rerunRefusal } from './rerun';
+import { freshTask } from './create';
 import { drain, finishCondition, pendingFetch } from './settle';
 import { updateStatus } from './status';
 import { transition, type Step } from './step';
@@ -289,18 +290,7 @@ function retry(step: Step, event: RetryEvent): void {
  * numbers keep counting), and nothing of its last run but its attempt number.
  */
 function startOver(task: TaskRuntime): TaskRuntime {
-  return {
-    ...task,
-    status: 'pending',
-    retryBase: task.attemptNo,
-    outputRef: null,
-    error: null,
-    dispatchedAt: null,
-    startedAt: null,
-    completedAt: null,
-    awaitingInputs: false,
-    retryDueAt: null,
-  };
+  return freshTask('pending', task.attemptNo);
 }
 
 /**
