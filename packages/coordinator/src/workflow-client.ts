@@ -32,11 +32,12 @@ export class WorkflowValidationError extends JobqError {
   }
 }
 
-/** `file:line:col: code: message` (the position only when known). */
+/** `file:line:col: code: message (hint)` (the position only when known, the hint only when there is one). */
 export function formatIssue(filename: string, issue: Issue): string {
   const position = issue.line === undefined ? '' : `:${issue.line}${issue.column === undefined ? '' : `:${issue.column}`}`;
   const path = issue.line === undefined && issue.path !== '' ? ` ${issue.path}:` : '';
-  return `${filename}${position}:${path} ${issue.code}: ${issue.message}`;
+  const hint = issue.hint === undefined ? '' : ` (${issue.hint})`;
+  return `${filename}${position}:${path} ${issue.code}: ${issue.message}${hint}`;
 }
 
 /**

@@ -9,12 +9,17 @@ export interface Issue {
   message: string;
   line?: number;
   column?: number;
+  /** What probably fixes it, shown after the message: `did you mean "depends_on"?`. */
+  hint?: string;
 }
 
-/** The outcome of a function that checks input: a value with warnings, or every issue found. */
+/**
+ * The outcome of a function that checks input: a value with warnings, or every issue found (with
+ * the warnings found alongside, when there are any).
+ */
 export type Result<T> =
   | { ok: true; value: T; warnings: Issue[] }
-  | { ok: false; issues: Issue[] };
+  | { ok: false; issues: Issue[]; warnings?: Issue[] };
 
 /** @internal */
 export function success<T>(value: T, warnings: Issue[] = []): Result<T> {

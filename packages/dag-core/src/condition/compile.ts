@@ -4,6 +4,7 @@
 import { failure, success, type Issue, type Result } from '../result';
 import { compareCodeUnits, matchingNames } from './glob';
 import { parseCondition, type ConditionNode } from './parser';
+import { closestName, didYouMean } from '../suggest';
 
 /**
  * A checked condition, ready for {@link evaluateCondition}. Plain data (JSON-serialisable),
@@ -65,11 +66,13 @@ function compile(expression: string, dependsOn: readonly string[]): Result<Compi
     } else if (!unknown.has(site.name)) {
       // One issue per name: repeating it for each occurrence adds nothing.
       unknown.add(site.name);
+      const near = closestName(site.name, parents);
       issues.push({
         code: 'condition-unknown-input',
         path: '',
         column: site.column,
         message: `unknown input ${JSON.stringify(site.name)}: a condition can only read the tasks in depends_on (${describeParents(parents)})`,
+        ...(near === undefined ? {} : { hint: didYouMean(near) }),
       });
     }
   }

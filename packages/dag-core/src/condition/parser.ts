@@ -8,6 +8,7 @@
  */
 import type { Issue } from '../result';
 import { describeText, tokenize, type Keyword, type Operator, type Token } from './tokenizer';
+import { didYouMean } from '../suggest';
 
 /** Longest expression accepted, in UTF-16 code units; bounds parse and evaluation cost. */
 export const MAX_CONDITION_LENGTH = 10_000;
@@ -146,6 +147,7 @@ const BINARY_LEVELS: readonly (readonly Operator[])[] = [
 ];
 const BITWISE_OPERATORS: ReadonlySet<string> = new Set(['|', '^', '&', '<<', '>>']);
 const BITWISE_HINTS: Readonly<Partial<Record<Operator, string>>> = { '|': 'or', '&': 'and' };
+const C_LOGICAL: Readonly<Record<'and' | 'or', Operator>> = { and: '&&', or: '||' };
 
 const LAMBDA_PARAMETER_OPERATORS: ReadonlySet<string> = new Set(['*', '**', ',', '/']);
 
@@ -278,8 +280,8 @@ class Parser {
     throw new ParseFailure(token.column, message);
   }
 
-  private disallow(column: number, message: string): void {
-    this.disallowed.push({ code: 'condition-disallowed', path: '', message, column });
+  private disallow(column: number, message: string, hint?: string): void {
+    this.disallowed.push({ code: 'condition-disallowed', path: '', message, column, ...(hint === undefined ? {} : { hint }) });
   }
 
   private placeholder(column: number): ConditionNode {
@@ -360,17 +362,37 @@ class Parser {
 
   private parseLogical(type: 'and' | 'or', parseOperand: () => ConditionNode): ConditionNode {
     const first = parseOperand();
-    if (!this.isKeyword(this.peek(), type)) return first;
+    if (!this.isLogical(this.peek(), type)) return first;
     const operands = [first];
-    while (this.isKeyword(this.peek(), type)) {
+    while (this.isLogical(this.peek(), type)) {
       this.next();
       operands.push(parseOperand());
     }
     return { type, operands, column: first.column };
   }
 
+  /**
+   * The keyword `and`/`or`, or its C spelling `&&`/`||`: reported (with the keyword as the hint)
+   * and then read as the keyword, so the rest of the condition is checked as meant.
+   */
+  private isLogical(token: Token, type: 'and' | 'or'): boolean {
+    if (this.isKeyword(token, type)) return true;
+    const c = C_LOGICAL[type];
+    if (!this.isOp(token, c)) return false;
+    if (!this.disallowed.some((issue) => issue.column === token.column)) {
+      this.disallow(token.column, `'${c}' is not an operator of the condition language`, didYouMean(type));
+    }
+    return true;
+  }
+
   private parseNot(): ConditionNode {
     const token = this.peek();
+    if (this.isOp(token, '!')) {
+      this.next();
+      this.disallow(token.column, "'!' is not an operator of the condition language", didYouMean('not'));
+      const operand = this.nested(() => this.parseNot());
+      return { type: 'not', operand, column: token.column };
+    }
     if (!this.isKeyword(token, 'not')) return this.parseComparison();
     this.next();
     const operand = this.nested(() => this.parseNot());
@@ -421,15 +443,15 @@ class Parser {
       if (token.kind !== 'op' || !operators.includes(token.value)) return left;
       this.next();
       this.parseBinary(level + 1);
-      this.disallow(token.column, this.binaryMessage(token.value, left));
+      const hint = BITWISE_HINTS[token.value];
+      this.disallow(token.column, this.binaryMessage(token.value, left), hint === undefined ? undefined : didYouMean(hint));
       left = this.placeholder(left.column);
     }
   }
 
   private binaryMessage(op: Operator, left: ConditionNode): string {
     if (BITWISE_OPERATORS.has(op)) {
-      const hint = BITWISE_HINTS[op];
-      return `bitwise operator '${op}' is not allowed${hint === undefined ? '' : ` (did you mean '${hint}'?)`}`;
+      return `bitwise operator '${op}' is not allowed`;
     }
     // `inputs.train-a.score` parses as a subtraction: point at the spelling that works.
     const hint =
@@ -448,6 +470,12 @@ class Parser {
       this.next();
       const literal: ConditionNode = { type: 'literal', value: -operand.value, column: token.column };
       return this.parsePower(this.parsePostfix(literal));
+    }
+    if (this.isOp(token, '!')) {
+      this.next();
+      this.nested(() => this.parseFactor());
+      this.disallow(token.column, "'!' is not an operator of the condition language", didYouMean('not'));
+      return this.placeholder(token.column);
     }
     if (this.isOp(token, '-') || this.isOp(token, '+') || this.isOp(token, '~')) {
       this.next();

@@ -88,7 +88,7 @@ describe('tokenize', () => {
     expect(error('a $ b')).toEqual({ message: 'unexpected character "$"', column: 3 });
     expect(error('a @ b').column).toBe(3);
     expect(error('a; b').column).toBe(2);
-    expect(error('a ! b').column).toBe(3);
+    expect(error('a ` b').column).toBe(3);
     expect(error('é').column).toBe(1);
   });
 });

@@ -42,6 +42,9 @@ export const OPERATORS = [
   '==',
   '!=',
   ':=',
+  // C-style logic operators: not part of the language, tokens only so that "did you mean" can name them.
+  '&&',
+  '||',
   '+',
   '-',
   '*',
@@ -51,6 +54,7 @@ export const OPERATORS = [
   '|',
   '^',
   '~',
+  '!',
   '<',
   '>',
   '=',

@@ -55,4 +55,9 @@ export const DEFINITION_ISSUE_CODES = [
 export type DefinitionIssueCode = (typeof DEFINITION_ISSUE_CODES)[number];
 
 /** Codes of warnings: the definition is valid, but probably not what was meant. */
-export const DEFINITION_WARNING_CODES = ['no-cmd', 'unused-exclude'] as const;
+export const DEFINITION_WARNING_CODES = [
+  'no-cmd',
+  'unused-exclude',
+  /** A kwargs key close to one the shell processor reads (`command` for `cmd`): allowed, since a task may read its own kwargs. */
+  'misspelt-kwarg',
+] as const;

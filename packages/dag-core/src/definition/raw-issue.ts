@@ -11,4 +11,6 @@ export interface RawIssue {
   target?: 'key' | 'value';
   /** Extra column offset inside the value (condition errors). */
   innerColumn?: number;
+  /** What probably fixes it (`did you mean "depends_on"?`). */
+  hint?: string;
 }

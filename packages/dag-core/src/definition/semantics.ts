@@ -5,6 +5,8 @@ import type { PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
 import { MAX_RETRY_DELAY_S } from './limits';
 import { checkStorageFit } from './storage-fit';
+import { nearShellKwarg, unknownNameHint } from './hints';
+import { didYouMean } from '../suggest';
 
 
 /** Prefix of the merge nodes {@link sequentializeFanIn} adds. */
@@ -65,6 +67,17 @@ export function isMergeNode(name: string, kwargs: Readonly<Record<string, unknow
   return name.startsWith(MERGE_PREFIX) && kwargs?.__batch_merge === true;
 }
 
+/** The kwargs keys of a task that are near misses of what the shell processor reads (`command` → `cmd`). */
+function misspeltKwargs(kwargs: Record<string, unknown>): Array<{ key: string; kwarg: string }> {
+  const out: Array<{ key: string; kwarg: string }> = [];
+  for (const key of Object.keys(kwargs)) {
+    const kwarg = nearShellKwarg(key);
+    // Both written (`cmd` and `command`): the task reads the other one itself.
+    if (kwarg !== undefined && kwargs[kwarg] === undefined) out.push({ key, kwarg });
+  }
+  return out;
+}
+
 /** A `cmd` the shell processor fails as missing: absent, null or blank. */
 function lacksCmd(kwargs: Record<string, unknown> | undefined): boolean {
   const cmd = kwargs?.cmd;
@@ -117,8 +130,23 @@ export function checkSemantics(
     const delay = retryDelayIssue(raw, task, at);
     if (delay !== null) issues.push(delay);
     if (!internal && task.kwargs) issues.push(...checkKwargs(task.kwargs, at()));
+    const misspelt = internal || !task.kwargs ? [] : misspeltKwargs(task.kwargs);
     const merge = task.name !== undefined && isMergeNode(task.name, task.kwargs);
-    if (!merge && lacksCmd(task.kwargs)) {
+    const noCmd = !merge && lacksCmd(task.kwargs);
+    for (const { key, kwarg } of misspelt) {
+      // A near miss of cmd in a task without one is the reason the shell processor would fail it: one warning says both.
+      const fails = noCmd && kwarg === 'cmd' && task.kwargs?.cmd === undefined;
+      warnings.push({
+        code: 'misspelt-kwarg',
+        path: at('kwargs', key),
+        target: 'key',
+        message: fails
+          ? `kwargs.${key} is not read by the shell processor, and without kwargs.cmd it will fail task "${task.name ?? `#${task.index}`}"`
+          : `kwargs.${key} is not read by the shell processor (a task may read it itself)`,
+        hint: didYouMean(kwarg),
+      });
+    }
+    if (noCmd && !misspelt.some((m) => m.kwarg === 'cmd' && task.kwargs?.cmd === undefined)) {
       warnings.push({
         code: 'no-cmd',
         path: at(...(task.kwargs ? ['kwargs'] : [])),
@@ -172,7 +200,13 @@ function checkRefs(
     } else if (seen.has(ref.name)) {
       issues.push({ code: 'duplicate-dependency', path, message: `"${ref.name}" is listed twice in ${field}` });
     } else if (!known.has(ref.name)) {
-      issues.push({ code: 'unknown-dependency', path, message: `task "${task.name ?? `#${task.index}`}" depends on "${ref.name}", which is not a task of this workflow` });
+      const hint = unknownNameHint(ref.name, [...known.keys()].filter((name) => name !== task.name));
+      issues.push({
+        code: 'unknown-dependency',
+        path,
+        message: `task "${task.name ?? `#${task.index}`}" depends on "${ref.name}", which is not a task of this workflow`,
+        ...(hint === undefined ? {} : { hint }),
+      });
     }
     seen.add(ref.name);
   }
@@ -222,6 +256,7 @@ function checkCondition(
       path,
       message: issue.column === undefined ? message : `${message} (column ${issue.column} of the condition)`,
       ...(issue.column === undefined ? {} : { innerColumn: issue.column }),
+      ...(issue.hint === undefined ? {} : { hint: issue.hint }),
     });
   }
 }

@@ -14,6 +14,15 @@ import type { WorkflowDefinition } from './types';
 /** Where an issue sits in the source text, when the input came from text. */
 export type Locate = (issue: RawIssue) => { line: number; column: number } | undefined;
 
+/** The fields allowed in the object at `path` of a definition the model checks (for "did you mean"). */
+function fieldsOf(schema: typeof userDefinitionSchema): (path: readonly PathSegment[]) => readonly string[] {
+  const workflow = Object.keys(schema.shape);
+  const task = Object.keys(schema.shape.tasks.element.shape);
+  return (path) => (path.length === 0 ? workflow : path.length === 2 && path[0] === 'tasks' ? task : []);
+}
+const userFields = fieldsOf(userDefinitionSchema);
+const internalFields = fieldsOf(internalDefinitionSchema);
+
 /** @internal */
 export interface ValidateOptions {
   /** Admit the engine's merge nodes, gates and `__` kwargs (output of the fan-in transform). */
@@ -72,6 +81,7 @@ function toFile(raw: readonly RawIssue[], expansion: Expansion): RawIssue[] {
 function finish(raw: readonly RawIssue[], locate: Locate | undefined): Issue[] {
   return raw.map((r) => {
     const issue: Issue = { code: r.code, path: formatPath(r.path), message: r.message };
+    if (r.hint !== undefined) issue.hint = r.hint;
     const position = locate?.(r);
     if (position) {
       issue.line = position.line;
@@ -125,7 +135,7 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
     const expanded = expansion === null ? value : expansion.value;
     const schema = internal ? internalDefinitionSchema : userDefinitionSchema;
     const parsed = schema.safeParse(expanded, { reportInput: true });
-    let raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal));
+    let raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal), internal ? internalFields : userFields);
     const semantics = checkSemantics(expanded, { internal, matrixTasks: expansion?.matrixTasks });
     raw.push(...semantics.issues);
     let warnings = semantics.warnings;
@@ -133,7 +143,10 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
       raw = [...toFile(raw, expansion), ...expansion.issues];
       warnings = [...toFile(warnings, expansion), ...expansion.warnings];
     }
-    if (!parsed.success || raw.length > 0) return { ok: false, issues: finish(raw, options.locate) };
+    if (!parsed.success || raw.length > 0) {
+      // Warnings go along with the errors, so one pass shows everything (sorted by the reader).
+      return warnings.length > 0 ? { ok: false, issues: finish(raw, options.locate), warnings: finish(warnings, options.locate) } : { ok: false, issues: finish(raw, options.locate) };
+    }
     return { ok: true, value: fromRaw(parsed.data), warnings: finish(warnings, options.locate) };
   } catch (error) {
     // Nothing above should throw; if something does, the caller still gets an issue, not a crash.

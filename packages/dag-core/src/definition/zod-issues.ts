@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { formatPath, formatPathForMessage, quoteForMessage, type PathSegment } from './path';
 import { MAX_RETRY_DELAY_S } from './limits';
 import type { RawIssue } from './raw-issue';
+import { unknownFieldHint } from './hints';
 
 type ZodIssue = z.core.$ZodIssue;
 
@@ -65,10 +66,14 @@ const FORMAT_CODES: Record<string, string> = {
  * Turns zod's issues into ours: a stable code chosen by what went wrong and where, and a message
  * that names the field and what was found.
  */
-export function fromZodIssues(issues: readonly ZodIssue[], nameProblem: (name: string) => string | null): RawIssue[] {
+export function fromZodIssues(
+  issues: readonly ZodIssue[],
+  nameProblem: (name: string) => string | null,
+  fieldsAt: (objectPath: readonly PathSegment[]) => readonly string[] = () => [],
+): RawIssue[] {
   const out: RawIssue[] = [];
   const seen = new Set<string>();
-  for (const raw of translate(issues, nameProblem)) {
+  for (const raw of translate(issues, nameProblem, fieldsAt)) {
     // Several checks of one field can fail for one reason (a name too long and so not matching).
     const key = `${raw.code}\u0000${formatPath(raw.path)}\u0000${raw.message}`;
     if (seen.has(key)) continue;
@@ -95,7 +100,11 @@ function kwargIssue(issue: ZodIssue, path: PathSegment[], at: number): RawIssue 
   return { code: 'bad-kwarg', path, message: `${where} ${formatMessage(issue)}` };
 }
 
-function translate(issues: readonly ZodIssue[], nameProblem: (name: string) => string | null): RawIssue[] {
+function translate(
+  issues: readonly ZodIssue[],
+  nameProblem: (name: string) => string | null,
+  fieldsAt: (objectPath: readonly PathSegment[]) => readonly string[],
+): RawIssue[] {
   const out: RawIssue[] = [];
   for (const issue of issues) {
     const path = issue.path.filter((s): s is PathSegment => typeof s !== 'symbol');
@@ -103,7 +112,8 @@ function translate(issues: readonly ZodIssue[], nameProblem: (name: string) => s
     const where = field === undefined ? 'the workflow' : `"${field}"`;
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
-        out.push({ code: 'unknown-field', path: [...path, key], message: `unknown field "${key}"`, target: 'key' });
+        const hint = unknownFieldHint([...path, key], key, fieldsAt(path));
+        out.push({ code: 'unknown-field', path: [...path, key], message: `unknown field ${quoteForMessage(key)}`, target: 'key', ...(hint === undefined ? {} : { hint }) });
       }
       continue;
     }
