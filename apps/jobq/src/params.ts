@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Flags } from '@oclif/core';
 import { parseParamsFile, type ParamOverrides, type ParamValue } from '@jobq/dag-core';
-import { formatIssue } from '@jobq/coordinator';
+import { fileDiagnostic, toDiagnostics, type FileDiagnostics } from './diagnostics';
 import { UsageError } from './errors';
 import { truncate } from './format';
 
@@ -17,22 +17,25 @@ export const paramFlags = {
   'params-file': Flags.string({ description: 'A YAML or JSON file of parameter values (KEY: VALUE), typed as written' }),
 };
 
-/** The overrides the flags give, or the `file:line:column: code: message` lines of a params file that does not read. */
-export function paramOverrides(flags: { param?: string[] | undefined; 'params-file'?: string | undefined }): { ok: true; overrides: ParamOverrides } | { ok: false; lines: string[] } {
+/** The overrides the flags give, or the diagnostics of a params file that does not read. */
+export function paramOverrides(flags: { param?: string[] | undefined; 'params-file'?: string | undefined }): { ok: true; overrides: ParamOverrides } | { ok: false; report: FileDiagnostics } {
   const overrides: ParamOverrides = {};
   const file = flags['params-file'];
   if (file !== undefined) {
     let text: string;
     try {
       const size = statSync(file).size;
-      if (size > MAX_PARAMS_FILE_BYTES) return { ok: false, lines: [`${file}: too-large: the file is ${size} bytes; params files are limited to ${MAX_PARAMS_FILE_BYTES} bytes`] };
+      if (size > MAX_PARAMS_FILE_BYTES) {
+        return { ok: false, report: { path: file, diagnostics: [fileDiagnostic('too-large', `the file is ${size} bytes; params files are limited to ${MAX_PARAMS_FILE_BYTES} bytes`)] } };
+      }
       text = readFileSync(file, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      return { ok: false, lines: [`${file}: unreadable: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (code ?? String(error))}`] };
+      const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (code ?? String(error));
+      return { ok: false, report: { path: file, diagnostics: [fileDiagnostic('unreadable', reason)] } };
     }
     const parsed = parseParamsFile(text, { filename: file });
-    if (!parsed.ok) return { ok: false, lines: parsed.issues.map((issue) => formatIssue(file, issue)) };
+    if (!parsed.ok) return { ok: false, report: { path: file, diagnostics: toDiagnostics(parsed.issues, 'error'), source: text } };
     overrides.values = parsed.value;
     overrides.valuesSource = file;
   }

@@ -6,6 +6,7 @@
  */
 
 export type { Issue, Result } from './result';
+export { closestName, editDistance, type ClosestNameOptions } from './suggest';
 
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';

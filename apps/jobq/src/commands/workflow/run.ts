@@ -15,6 +15,7 @@ import { queuesNamespace } from '../../servicebus-access';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
 import { paramFlags, paramOverrides } from '../../params';
+import { printDiagnostics } from '../../diagnostics';
 import { loadWorkflowFile } from '../../workflow-file';
 
 /** One task in the `--json` document. */
@@ -81,11 +82,11 @@ export default class WorkflowRun extends JobqCommand {
     const baseConfig = configFromFlags(flags);
     const params = paramOverrides(flags);
     if (!params.ok) {
-      for (const line of params.lines) this.note(line);
+      printDiagnostics([params.report]);
       throw new ReportedFailure(`${flags['params-file']} is not a valid params file`);
     }
     const loaded = loadWorkflowFile(args.file, flags['max-fan-in'], params.overrides);
-    for (const line of loaded.lines) this.note(line);
+    printDiagnostics([loaded]);
     if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
     const definition = loaded.definition;
 

@@ -8,6 +8,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { duration, fractionBar } from '../../format';
 import { readStdin } from '../../io';
 import { paramFlags, paramOverrides } from '../../params';
+import { printDiagnostics } from '../../diagnostics';
 import { loadWorkflowFile, type LoadedWorkflow } from '../../workflow-file';
 
 /** `R root: a, b, c, +K more` */
@@ -68,11 +69,11 @@ export default class WorkflowSubmit extends JobqCommand {
 
     const params = paramOverrides(flags);
     if (!params.ok) {
-      for (const line of params.lines) this.note(line);
+      printDiagnostics([params.report]);
       throw new ReportedFailure(`${flags['params-file']} is not a valid params file: nothing was submitted`);
     }
     const loaded = files.map((file) => loadWorkflowFile(file, flags['max-fan-in'], params.overrides));
-    for (const result of loaded) for (const line of result.lines) this.note(line);
+    printDiagnostics(loaded);
     const invalid = loaded.filter((r) => !r.ok);
     if (invalid.length > 0) {
       if (flags.json) {
