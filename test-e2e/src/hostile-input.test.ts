@@ -64,13 +64,13 @@ describe('`jobq workflow validate` on broken files', () => {
       title: 'a YAML syntax error',
       name: 'syntax.yaml',
       content: yaml('name: broken', 'tasks:', '  - name: a', '    kwargs: {cmd: "true"', '  - name: b'),
-      line: /^syntax\.yaml:5:3: syntax: YAML: .+$/,
+      line: /^syntax\.yaml:5:3: error: syntax: YAML: .+$/,
     },
     {
       title: 'a JSON syntax error',
       name: 'syntax.json',
       content: '{\n  "name": "x",\n  "tasks": [\n    {"name": "a",, "kwargs": {}}\n  ]\n}\n',
-      line: /^syntax\.json:4:18: syntax: JSON: .+$/,
+      line: /^syntax\.json:4:18: error: syntax: JSON: .+$/,
     },
     {
       title: 'a cycle',
@@ -88,13 +88,13 @@ describe('`jobq workflow validate` on broken files', () => {
         '    depends_on: [b]',
         '    kwargs: {cmd: "true"}',
       ),
-      line: /^cycle\.yaml:4:17: cycle: dependency cycle: a -> c -> b -> a$/,
+      line: /^cycle\.yaml:4:17: error: cycle: dependency cycle: a -> c -> b -> a$/,
     },
     {
       title: 'an unknown dependency',
       name: 'unknown.yaml',
       content: yaml('name: unknown', 'tasks:', '  - name: a', '    kwargs: {cmd: "true"}', '  - name: b', '    depends_on: [a, nope]', '    kwargs: {cmd: "true"}'),
-      line: /^unknown\.yaml:6:21: unknown-dependency: task "b" depends on "nope", which is not a task of this workflow$/,
+      line: /^unknown\.yaml:6:21: error: unknown-dependency: task "b" depends on "nope", which is not a task of this workflow$/,
     },
   ];
 
@@ -114,9 +114,9 @@ describe('`jobq workflow validate` on broken files', () => {
     const result = await runCli(['workflow', 'validate', 'many.yaml'], { cwd: dir.path });
     expect(result.code).toBe(1);
     expect(result.stderr.split('\n').filter((l) => l !== '')).toEqual([
-      expect.stringMatching(/^many\.yaml:5:11: duplicate-task: /),
-      expect.stringMatching(/^many\.yaml:6:18: self-dependency: /),
-      expect.stringMatching(/^many\.yaml:6:21: unknown-dependency: /),
+      expect.stringMatching(/^many\.yaml:5:11: error: duplicate-task: /),
+      expect.stringMatching(/^many\.yaml:6:18: error: self-dependency: /),
+      expect.stringMatching(/^many\.yaml:6:21: error: unknown-dependency: /),
       'FAIL  many.yaml',
     ]);
   });
@@ -138,19 +138,19 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
           '  - name: a',
           '    kwargs: {cmd: "true", payload: *l8}',
         ),
-      line: /^bomb\.yaml: alias-limit: YAML aliases expand past the limit of \d+ nodes/,
+      line: /^bomb\.yaml: error: alias-limit: YAML aliases expand past the limit of \d+ nodes/,
     },
     {
       title: 'a 10 MB file',
       name: 'huge.yaml',
       content: () => yaml('name: huge', 'tasks:', '  - name: a', '    kwargs:', '      cmd: "true"', `      pad: "${'x'.repeat(10 * 1024 * 1024)}"`),
-      line: /^huge\.yaml: too-large: the file is \d+ bytes; workflow files are limited to \d+ bytes$/,
+      line: /^huge\.yaml: error: too-large: the file is \d+ bytes; workflow files are limited to \d+ bytes$/,
     },
     {
       title: 'a task name with ../',
       name: 'dotdot.yaml',
       content: () => yaml('name: dotdot', 'tasks:', '  - name: ../../etc/passwd', '    kwargs: {cmd: "true"}'),
-      line: /^dotdot\.yaml:3:11: bad-name: task name "\.\.\/\.\.\/etc\/passwd": .*"\.\."/,
+      line: /^dotdot\.yaml:3:11: error: bad-name: task name "\.\.\/\.\.\/etc\/passwd": .*"\.\."/,
     },
     {
       title: 'a condition calling __import__("os")',
@@ -166,7 +166,7 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
           `    condition: '__import__("os").system("touch ${marker}") or inputs.a.x'`,
           '    kwargs: {cmd: "true"}',
         ),
-      line: /^import\.yaml:7:17: condition-disallowed: function calls are not allowed: __import__\(\)/,
+      line: /^import\.yaml:7:17: error: condition-disallowed: function calls are not allowed: __import__\(\)/,
     },
     {
       title: 'a condition calling open("x")',
@@ -182,7 +182,7 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
           `    condition: 'open("/etc/passwd") == inputs.a.x'`,
           '    kwargs: {cmd: "true"}',
         ),
-      line: /^open\.yaml:7:17: condition-disallowed: function calls are not allowed: open\(\)/,
+      line: /^open\.yaml:7:17: error: condition-disallowed: function calls are not allowed: open\(\)/,
     },
     {
       title: 'a condition calling a method of a dunder attribute',
@@ -198,13 +198,13 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
           `    condition: 'inputs.a.x.__class__.__subclasses__()'`,
           '    kwargs: {cmd: "true"}',
         ),
-      line: /^dunder\.yaml:7:\d+: condition-disallowed: function calls are not allowed/,
+      line: /^dunder\.yaml:7:\d+: error: condition-disallowed: function calls are not allowed/,
     },
     {
       title: 'a 100 000-deep nested YAML flow sequence',
       name: 'deep.yaml',
       content: () => yaml('name: deep', 'tasks:', '  - name: a', '    kwargs:', '      cmd: "true"', `      p: ${'['.repeat(100_000)}${']'.repeat(100_000)}`),
-      line: /^deep\.yaml:\d+:\d+: syntax: /,
+      line: /^deep\.yaml:\d+:\d+: error: syntax: /,
     },
   ];
 }
@@ -239,7 +239,7 @@ describe('hostile workflow files: validate and submit refuse them with one line 
     await file('debug.yaml', yaml('name: debug', 'tasks:', '  - name: ../x', '    kwargs: {cmd: "true"}'));
     const result = await runCli(['workflow', 'submit', 'debug.yaml', '--debug'], { cwd: dir.path, env: deploy.env() });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^debug\.yaml:3:11: bad-name: /);
+    expect(result.stderr).toMatch(/^debug\.yaml:3:11: error: bad-name: /);
     expect(result.stderr).toMatch(STACK_LINE);
   });
 });

@@ -99,3 +99,22 @@ describe('rendering', () => {
     expect(shown![caret!.indexOf('^')]).toBe('X');
   });
 });
+
+describe('docs/workflow-language.md#diagnostics', () => {
+  it('shows the diagnostics of the fixture as the terminal prints them', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'workflow-language.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### Diagnostics'));
+    const block = /```text\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(block).toBeDefined();
+    const rendered = renderDiagnostics(loadFixture(), { tty: true }).join('\n');
+    // Whole diagnostics (header, source line, caret) in the order the CLI prints them.
+    const shown = block!.trimEnd().split('\n\n');
+    expect(shown.length).toBeGreaterThanOrEqual(3);
+    let from = 0;
+    for (const diagnostic of shown) {
+      const at = rendered.indexOf(diagnostic, from);
+      expect(at).toBeGreaterThanOrEqual(from);
+      from = at + diagnostic.length;
+    }
+  });
+});
