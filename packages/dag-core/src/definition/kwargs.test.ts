@@ -30,6 +30,7 @@ describe('the kwargs the shell processor reads', () => {
     ['bad-kwarg', { cmd: 'echo \u0000 done' }, 'tasks[0].kwargs.cmd', 'kwargs.cmd contains a NUL character'],
     ['bad-kwarg', { cmd: 'true', cwd: '/tmp\u0000' }, 'tasks[0].kwargs.cwd', 'kwargs.cwd contains a NUL character'],
     ['bad-kwarg', { cmd: 'true', cwd: '' }, 'tasks[0].kwargs.cwd', 'kwargs.cwd must not be empty'],
+    ['bad-kwarg', { cmd: 'true', bg_dirsync_to: ' ' }, 'tasks[0].kwargs.bg_dirsync_to', 'kwargs.bg_dirsync_to must not be empty'],
     ['bad-kwarg', { cmd: 'true', bg_dirsync_to: './out\u0000' }, 'tasks[0].kwargs.bg_dirsync_to', 'NUL character'],
     ['bad-kwarg', { cmd: 'true', env: { 'A=B': 'x' } }, 'tasks[0].kwargs.env["A=B"]', 'may not contain "="'],
     ['bad-kwarg', { cmd: 'true', env: { '': 'x' } }, 'tasks[0].kwargs.env[""]', 'may not be empty'],

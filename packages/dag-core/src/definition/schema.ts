@@ -95,7 +95,12 @@ const shellKwargs = z.looseObject({
     .nullable()
     .optional()
     .describe('Variables added to the worker environment; a value may use ${{ secrets.NAME }}, which the worker resolves'),
-  bg_dirsync_to: shellString().nullable().optional().describe('Where to copy $JOBQ_DIRSYNC_DIR while the command runs'),
+  bg_dirsync_to: shellString()
+    // The worker refuses a blank destination when the task starts.
+    .refine((value) => /\S/.test(value), { error: 'must not be empty' })
+    .nullable()
+    .optional()
+    .describe('Where to copy $JOBQ_DIRSYNC_DIR while the command runs'),
 });
 
 const KWARG_KEY = new RegExp(KWARG_KEY_PATTERN);
