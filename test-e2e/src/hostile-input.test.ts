@@ -272,14 +272,14 @@ describe('values that cannot be stored: a cycle, nesting past 64 levels', () => 
     await file(name, content());
     const validate = await runCli(['workflow', 'validate', name], { cwd: dir.path });
     expect(validate.code).toBe(1);
-    expect(validate.stderr).toMatch(new RegExp(`^${name.replace('.', '\\.')}: type: (a value contains itself|the definition nests deeper than 64 levels)`, 'm'));
+    expect(validate.stderr).toMatch(new RegExp(`^${name.replace('.', '\\.')}: error: type: (a value contains itself|the definition nests deeper than 64 levels)`, 'm'));
     const submit = await runCli(['workflow', 'submit', name], { cwd: dir.path, env: own.env() });
     expect(submit.code).toBe(1);
     expect(submit.stdout.trim()).toBe('');
     expect(submit.stderr).not.toMatch(STACK_LINE);
     const lines = submit.stderr.split('\n').filter((l) => l !== '');
     expect(lines.length).toBeLessThanOrEqual(3);
-    expect(lines[0]).toMatch(new RegExp(`^${name.replace('.', '\\.')}: type: `));
+    expect(lines[0]).toMatch(new RegExp(`^${name.replace('.', '\\.')}: error: type: `));
     expect(await listWorkflows(own)).toEqual([]);
   });
 });
