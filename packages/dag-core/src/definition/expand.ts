@@ -3,6 +3,7 @@ import { expandMatrix, MATRIX_ENV_PREFIX } from './matrix';
 import { PARAM_ENV_PREFIX, resolveParams, valueText, type ParamOverrides, type ParamValue, type ResolvedParams } from './params';
 import { formatPath, formatPathForMessage, type PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
+import { unknownNameHint } from './hints';
 import { findReferences, hasReference, replaceReferences, type ReferenceSite } from './references';
 
 /**
@@ -76,7 +77,7 @@ class Expander {
   }
 
   /** What one reference reads in `scope`, as text for `place`; undefined when it cannot be read (reported). */
-  private resolve(site: Extract<ReferenceSite, { ok: true }>, scope: Scope, place: Place, problem: (message: string) => void): string | undefined {
+  private resolve(site: Extract<ReferenceSite, { ok: true }>, scope: Scope, place: Place, problem: (message: string, hint?: string) => void): string | undefined {
     const name = site.name;
     if (site.namespace === 'secrets') {
       if (place === 'env') return undefined;
@@ -91,7 +92,7 @@ class Expander {
       if (value !== undefined) return place === 'condition' ? conditionLiteral(value) : valueText(value);
       if (!this.params.broken.has(name)) {
         const known = this.params.declared;
-        problem(`\${{ params.${name} }}: the workflow has no parameter "${name}" (${known.length === 0 ? 'it declares none under params' : `its parameters: ${known.join(', ')}`})`);
+        problem(`\${{ params.${name} }}: the workflow has no parameter "${name}" (${known.length === 0 ? 'it declares none under params' : `its parameters: ${known.join(', ')}`})`, unknownNameHint(name, known));
       }
       return undefined;
     }
@@ -101,7 +102,7 @@ class Expander {
       return undefined;
     }
     if (!scope.matrixKeys.has(name)) {
-      problem(`\${{ matrix.${name} }}: the matrix of task "${scope.taskName}" has no key "${name}" (its keys: ${[...scope.matrixKeys].join(', ')})`);
+      problem(`\${{ matrix.${name} }}: the matrix of task "${scope.taskName}" has no key "${name}" (its keys: ${[...scope.matrixKeys].join(', ')})`, unknownNameHint(name, scope.matrixKeys));
       return undefined;
     }
     const value = scope.matrix.get(name);
@@ -125,8 +126,14 @@ class Expander {
       });
     }
     const out = replaceReferences(text, sites, (site) =>
-      this.resolve(site, scope, place, (message) =>
-        this.report({ code: 'bad-reference', path, message: `${label}: ${message} (column ${site.index + 1} of the ${noun})`, innerColumn: site.index + 1 }),
+      this.resolve(site, scope, place, (message, hint) =>
+        this.report({
+          code: 'bad-reference',
+          path,
+          message: `${label}: ${message} (column ${site.index + 1} of the ${noun})`,
+          innerColumn: site.index + 1,
+          ...(hint === undefined ? {} : { hint }),
+        }),
       ),
     );
     if (out !== text) this.changed.add(formatPath(path));

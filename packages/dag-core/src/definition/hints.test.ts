@@ -156,3 +156,18 @@ describe('kwargs types, at the line and column of the value', () => {
     ]);
   });
 });
+
+describe('did you mean: parameters and matrix keys', () => {
+  const sweep = (cmd: string) => ({ name: 'w', params: { epochs: 3, lr: 0.1 }, tasks: [{ name: 't', matrix: { seed: [1, 2] }, kwargs: { cmd } }] });
+
+  it('suggests the parameter an override or a reference probably means', () => {
+    const override = validateWorkflow(sweep('x'), { params: { text: { epoch: '4' } } });
+    expect(!override.ok && override.issues.map((i) => [i.code, i.hint])).toEqual([['unknown-param', 'did you mean "epochs"?']]);
+    expect(issuesOf(sweep('train --lr ${{ params.lrr }}')).map((i) => [i.code, i.hint])).toEqual([['bad-reference', 'did you mean "lr"?']]);
+  });
+
+  it('suggests the matrix key a reference probably means', () => {
+    expect(issuesOf(sweep('train --seed ${{ matrix.seeds }}')).map((i) => [i.code, i.hint])).toEqual([['bad-reference', 'did you mean "seed"?']]);
+    expect(issuesOf(sweep('train --seed ${{ matrix.rate }}')).map((i) => [i.code, i.hint])).toEqual([['bad-reference', undefined]]);
+  });
+});

@@ -1,6 +1,11 @@
 import { describeValue, quoteShort } from '../wire/internal';
 import type { PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
+import { unknownNameHint } from './hints';
+
+function hintOf(hint: string | undefined): { hint?: string } {
+  return hint === undefined ? {} : { hint };
+}
 import { REFERENCE_NAME_PATTERN } from './references';
 
 /**
@@ -165,6 +170,7 @@ export function resolveParams(declared: unknown, overrides: ParamOverrides = {})
       path,
       ...(path.length > 0 ? { target: 'key' as const } : {}),
       message: `${source}: the workflow has no parameter ${quoteShort(name)} (${known.length === 0 ? 'it declares none' : `its parameters: ${known.join(', ')}`})`,
+      ...hintOf(unknownNameHint(name, known)),
     });
   };
   const where: PathSegment[] = isRecord(declared) ? ['params'] : [];
