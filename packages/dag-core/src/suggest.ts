@@ -12,9 +12,10 @@
 export function editDistance(a: string, b: string, limit = Number.POSITIVE_INFINITY): number {
   if (a === b) return 0;
   if (Math.abs(a.length - b.length) > limit) return limit + 1;
-  let before = new Array<number>(b.length + 1).fill(0);
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  let current = new Array<number>(b.length + 1).fill(0);
+  let before = new Int32Array(b.length + 1);
+  let previous = new Int32Array(b.length + 1);
+  for (let j = 0; j <= b.length; j++) previous[j] = j;
+  let current = new Int32Array(b.length + 1);
   for (let i = 1; i <= a.length; i++) {
     current[0] = i;
     let best = i;
@@ -57,7 +58,7 @@ function normalize(name: string): string {
 export function closestName(name: string, candidates: Iterable<string>, options: ClosestNameOptions = {}): string | undefined {
   const key = normalize(name);
   const list = [...candidates].filter((c) => c !== name);
-  const exact = list.find((c) => normalize(c) === key);
+  const exact = list.find((c) => c.length === key.length && normalize(c) === key);
   if (exact !== undefined) return exact;
   const alias = options.aliases === undefined ? undefined : Object.entries(options.aliases).find(([spelling]) => normalize(spelling) === key)?.[1];
   if (alias !== undefined && list.includes(alias)) return alias;
@@ -65,7 +66,8 @@ export function closestName(name: string, candidates: Iterable<string>, options:
   let best: string | undefined;
   let bestDistance = Number.POSITIVE_INFINITY;
   for (const candidate of list) {
-    const limit = Math.max(1, Math.floor(candidate.length / 3));
+    const limit = Math.min(Math.max(1, Math.floor(candidate.length / 3)), bestDistance - 1);
+    if (Math.abs(candidate.length - key.length) > limit) continue;
     const distance = editDistance(key, normalize(candidate), limit);
     if (distance > limit || distance >= bestDistance) continue;
     if (candidate.length <= strictUpTo && key.length === candidate.length && !sameLetters(key, normalize(candidate))) continue;

@@ -66,7 +66,8 @@ function compile(expression: string, dependsOn: readonly string[]): Result<Compi
     } else if (!unknown.has(site.name)) {
       // One issue per name: repeating it for each occurrence adds nothing.
       unknown.add(site.name);
-      const near = closestName(site.name, parents);
+      // A few hints are enough, and each compares the name with every parent.
+      const near = unknown.size <= MAX_INPUT_HINTS ? closestName(site.name, parents) : undefined;
       issues.push({
         code: 'condition-unknown-input',
         path: '',
@@ -92,6 +93,9 @@ function compile(expression: string, dependsOn: readonly string[]): Result<Compi
     references: [...references].sort(compareCodeUnits),
   });
 }
+
+/** Unknown inputs of one condition that get a "did you mean" hint. */
+const MAX_INPUT_HINTS = 3;
 
 function describeParents(parents: readonly string[]): string {
   if (parents.length === 0) return 'none';

@@ -9,6 +9,9 @@ import { nearShellKwarg, unknownNameHint } from './hints';
 import { didYouMean } from '../suggest';
 
 
+/** Unknown dependencies of one definition that get a "did you mean" hint. */
+const MAX_DEPENDENCY_HINTS = 20;
+
 /** Prefix of the merge nodes {@link sequentializeFanIn} adds. */
 export const MERGE_PREFIX = '__merge_';
 
@@ -100,6 +103,8 @@ export function checkSemantics(
   const issues: RawIssue[] = [];
   const warnings: RawIssue[] = [];
   const tasks = looseTasks(raw);
+  // "Did you mean" compares a name with every task: past a few, a file full of unknown names gets none.
+  const hints = { left: MAX_DEPENDENCY_HINTS };
   const firstIndex = new Map<string, number>();
   for (const task of tasks) {
     if (task.name === undefined) continue;
@@ -116,8 +121,8 @@ export function checkSemantics(
 
   for (const task of tasks) {
     const at = (...rest: PathSegment[]): PathSegment[] => ['tasks', task.index, ...rest];
-    checkRefs(task, 'depends_on', task.dependsOn, firstIndex, issues, at);
-    checkRefs(task, 'gates', task.gates, firstIndex, issues, at);
+    checkRefs(task, 'depends_on', task.dependsOn, firstIndex, issues, at, hints);
+    checkRefs(task, 'gates', task.gates, firstIndex, issues, at, hints);
     const n = task.dependsOn.length;
     if (typeof task.depPolicy === 'number' && Number.isInteger(task.depPolicy) && task.depPolicy > n) {
       issues.push({
@@ -191,6 +196,7 @@ function checkRefs(
   known: ReadonlyMap<string, number>,
   issues: RawIssue[],
   at: (...rest: PathSegment[]) => PathSegment[],
+  hints: { left: number },
 ): void {
   const seen = new Set<string>();
   for (const ref of refs) {
@@ -200,7 +206,7 @@ function checkRefs(
     } else if (seen.has(ref.name)) {
       issues.push({ code: 'duplicate-dependency', path, message: `"${ref.name}" is listed twice in ${field}` });
     } else if (!known.has(ref.name)) {
-      const hint = unknownNameHint(ref.name, [...known.keys()].filter((name) => name !== task.name));
+      const hint = hints.left-- > 0 ? unknownNameHint(ref.name, [...known.keys()].filter((name) => name !== task.name)) : undefined;
       issues.push({
         code: 'unknown-dependency',
         path,
