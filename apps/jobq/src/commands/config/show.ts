@@ -39,7 +39,7 @@ export default class ConfigShow extends JobqCommand {
     ...coordinatorFlags,
     json: Flags.boolean({
       description:
-        'Print one JSON document: {file, settings: {name: {value, source, from}}, storageAccess: [{account, uses, from, credential, note}], serviceBusAccess: [line]}',
+        'Print one JSON document: {file, settings: {key: {value, source, from}}, storage_access: [{account, uses, from, credential, note}], servicebus_access: [line]}, settings named by their config file keys',
       default: false,
     }),
   };
@@ -61,7 +61,17 @@ export default class ConfigShow extends JobqCommand {
     const namespace = queuesNamespace(config);
     const serviceBus = namespace === null ? [] : [serviceBusAccessLine(config, namespace)];
     if (flags.json) {
-      this.printJson({ file: config.file, settings, storageAccess: access, serviceBusAccess: serviceBus });
+      // Named by the config file's keys (docs/azure.md#configuration), as every --json key is snake_case.
+      const byFileKey: Record<string, ShownValue> = {
+        prefix: settings.prefix!,
+        queues: settings.queues!,
+        blobs: settings.blobs!,
+        connection_string: settings.connectionString!,
+        servicebus_connection_string: settings.serviceBusConnectionString!,
+        servicebus_admin_endpoint: settings.serviceBusAdminEndpoint!,
+        ...Object.fromEntries(COORDINATOR_SETTINGS.map((s) => [s.file, settings[s.key]!])),
+      };
+      this.printJson({ file: config.file, settings: byFileKey, storage_access: access, servicebus_access: serviceBus });
       return;
     }
     const names: Record<string, string> = {

@@ -5,6 +5,7 @@ import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { workflowTable } from '../../format';
 import { collectWorkflows } from '../../listing';
+import { summaryJson } from '../../json-output';
 
 export default class WorkflowList extends JobqCommand {
   static override summary = 'List the workflows of the deployment';
@@ -35,7 +36,7 @@ export default class WorkflowList extends JobqCommand {
     } else {
       workflows = (await collectWorkflows(deployment.client, statuses ? { status: statuses } : {})).items;
     }
-    if (flags.json) this.printJson(workflows);
+    if (flags.json) this.printJson(workflows.map(summaryJson));
     else if (workflows.length > 0) process.stdout.write(`${workflowTable(workflows)}\n`);
     if (workflows.length === 0) this.note('No workflows found.');
   }

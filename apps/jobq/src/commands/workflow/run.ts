@@ -86,7 +86,7 @@ export default class WorkflowRun extends JobqCommand {
     }
     const loaded = loadWorkflowFile(args.file, flags['max-fan-in'], params.overrides);
     for (const line of loaded.lines) this.note(line);
-    if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
+    if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`, 1, 'invalid_workflow');
     const definition = loaded.definition;
 
     const embedded = !storageConfigured(baseConfig);
