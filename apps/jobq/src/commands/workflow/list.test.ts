@@ -19,8 +19,8 @@ describe('jobq workflow list', () => {
   it('prints one JSON array of index rows with --json', async () => {
     const result = await runCli(['workflow', 'list', '--json'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
-    const rows = JSON.parse(result.stdout) as Array<{ workflowId: string; name: string; status: string; counts: Record<string, number> }>;
-    const byId = Object.fromEntries(rows.map((r) => [r.workflowId, r]));
+    const rows = JSON.parse(result.stdout) as Array<{ workflow_id: string; name: string; status: string; counts: Record<string, number> }>;
+    const byId = Object.fromEntries(rows.map((r) => [r.workflow_id, r]));
     expect(Object.keys(byId).sort()).toEqual(['wf-fan', 'wf-two']);
     expect(byId['wf-two']).toMatchObject({ name: 'two', status: 'pending' });
     expect(byId['wf-fan']?.counts).toMatchObject({ ready: 1, pending: 3 });
