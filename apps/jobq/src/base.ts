@@ -29,7 +29,8 @@ export function errorLine(error: unknown): string {
 export function jsonErrorCode(error: unknown, exitCode: number): string {
   if (error instanceof ReportedFailure) return error.code ?? (exitCode === 2 ? 'usage' : 'failed');
   if (exitCode === 2) return 'usage';
-  if (error instanceof Error && error.name === 'WorkflowValidationError') return 'invalid_workflow';
+  // A WorkflowValidationError of @jobq/coordinator (not imported here: every command loads this file).
+  if (isJobqError(error, 'invalid-argument') && Array.isArray((error as { issues?: unknown }).issues)) return 'invalid_workflow';
   if (isJobqError(error)) return error.code.replace(/-/g, '_');
   return 'failed';
 }

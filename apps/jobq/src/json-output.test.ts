@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Coordinator } from '@jobq/coordinator';
+import { WorkflowValidationError, type Coordinator } from '@jobq/coordinator';
+import { JobqError } from '@jobq/ports';
+import { jsonErrorCode } from './base';
+import { ReportedFailure, UsageError } from './errors';
 import type { Worker } from '@jobq/worker';
 import { configFromFlags } from './flags';
 import { openDeployment, type Deployment } from './deployment';
@@ -165,11 +168,8 @@ describe('every --json document matches its schema', () => {
     expect(documentOf('peek', peek)).toMatchObject([{ kwargs: { cmd: 'make', env: { buildMode: 'fast' } } }]);
     expect(documentOf('size', size)).toMatchObject({ approximate_count: 1 });
     expect(documentOf('task-info', info)).toMatchObject({ in_task: false });
-    const pull = await runCli([spec, 'pull', '--complete', '--json'], { env });
-    expect(documentOf('pull', pull)).toMatchObject({ kwargs: { cmd: 'make' } });
-    const empty = await runCli([spec, 'pull', '--json'], { env });
-    expect(empty.code).toBe(1);
-    expect(documentOf('pull', empty)).toBeNull();
+    const pull = await runCli([spec, 'pull', '--json'], { env });
+    expect(documentOf('pull', pull)).toMatchObject({ kwargs: { cmd: 'make' }, locked_until: expect.any(String) });
   });
 
   it('workflow run, and the error document of a run whose workflow is invalid', async () => {
@@ -185,6 +185,23 @@ describe('every --json document matches its schema', () => {
 });
 
 describe('a failure under --json', () => {
+  it('has a code from the fixed set: usage, invalid_workflow, failed, or the jobq error code in snake_case', () => {
+    const cases: Array<[unknown, number, string]> = [
+      [new UsageError('--x: bad'), 2, 'usage'],
+      [new ReportedFailure('bad.yaml is not a valid workflow', 1, 'invalid_workflow'), 1, 'invalid_workflow'],
+      [new ReportedFailure('1 check(s) failed'), 1, 'failed'],
+      [new ReportedFailure('bad params', 2), 2, 'usage'],
+      [new WorkflowValidationError([], 'w.yaml'), 1, 'invalid_workflow'],
+      [new JobqError('not-found', 'no such workflow'), 1, 'not_found'],
+      [new JobqError('invalid-config', 'no prefix'), 1, 'invalid_config'],
+      [new Error('boom'), 1, 'failed'],
+    ];
+    for (const [error, exit, code] of cases) {
+      expect(jsonErrorCode(error, exit)).toBe(code);
+      expect(JSON_ERROR_CODES).toContain(code);
+    }
+  });
+
   it('prints the error document on stdout and the one line on stderr, with the usual exit codes', async () => {
     const [missing, noArg, noPrefix, submit, setOutput] = await Promise.all([
       runCli(['workflow', 'status', 'no-such-workflow', '--json'], { env }),

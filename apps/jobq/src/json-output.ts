@@ -448,5 +448,5 @@ export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }
 export function jsonSchemaOf(name: string): Record<string, unknown> {
   const output = JSON_OUTPUTS[name];
   if (output === undefined) throw new Error(`no JSON output named ${name}`);
-  return { ...z.toJSONSchema(output.schema, { io: 'output' }), $id: `${name}.schema.json`, title: `jobq ${output.command}` } as Record<string, unknown>;
+  return { ...z.toJSONSchema(output.schema, { io: 'output' }), $id: `${name}.schema.json`, title: `jobq ${output.command}` };
 }

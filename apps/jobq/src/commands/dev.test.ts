@@ -4,6 +4,7 @@ import { delimiter, join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { createCliShim } from '../embedded';
 import { CLI, cleanEnv, runCli } from '../test-helpers/cli';
+import { schemaErrors } from '../test-helpers/json-schema';
 import { UsageError } from '../errors';
 import { DEFAULT_PORT_BASE, devPorts, devServiceBus, devWorkerQueues, type DevReport } from './dev';
 
@@ -151,6 +152,7 @@ describe('jobq dev (subprocess)', () => {
     const dev = startDev(['--json', '--no-coordinator', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(schemaErrors('dev', report)).toEqual([]);
     expect(report).toMatchObject({
       status: 'ready',
       prefix: 'devstoreaccount1/Local',
@@ -184,6 +186,7 @@ describe('jobq dev (subprocess)', () => {
     const dev = startDev(['--json', '--queues', 'sb://local', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table), '--sb-port', String(sbPort)]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(schemaErrors('dev', report)).toEqual([]);
     expect(report.ports).toEqual({ blob, queue, table, servicebus: sbPort, servicebus_admin: sbPort + 1 });
     expect(report.servicebus).toEqual({
       connection_string: `Endpoint=sb://127.0.0.1:${sbPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
