@@ -305,12 +305,14 @@ const issue = z.object({
   severity: z.enum(['error', 'warning']),
   code: z.string(),
   message: z.string(),
-  path: z.string().nullable(),
+  path: z.string().describe('Where in the definition (tasks[3].depends_on[1]); empty for the file as a whole'),
   line: z.number().int().nullable(),
   column: z.number().int().nullable(),
   hint: z.string().nullable(),
 });
-const workflowValidate = z.object({ files: z.array(z.object({ file: z.string(), ok: z.boolean(), issues: z.array(issue) })) });
+const workflowValidate = z.object({
+  files: z.array(z.object({ file: z.string(), ok: z.boolean(), tasks: count.optional().describe('When ok'), issues: z.array(issue) })),
+});
 
 const shownValue = z.object({
   value: z.union([z.string(), z.number(), z.null()]).describe('Secrets masked'),
