@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { WorkflowValidationError, type Coordinator } from '@jobq/coordinator';
 import { JobqError } from '@jobq/ports';
@@ -108,7 +109,7 @@ describe('every --json document matches its schema', () => {
     const watch = await runCli(['workflow', 'watch', 'mixed-1', '--json', '--interval', '100ms'], { env });
     expect(watch.code).toBe(1);
     expect(documentOf('workflow-watch', watch)).toMatchObject({ workflow_id: 'mixed-1', status: 'failed', failed_tasks: [{ name: 'bad' }, { name: 'after' }] });
-    await runCli(['workflow', 'watch', 'two-1', '--json', '--interval', '100ms'], { env });
+    while ((await deployment.client.status('two-1'))?.status !== 'completed') await sleep(100);
 
     const file = await storage.file('submit.yaml', TWO_TASKS);
     const [status, layers, listed, tasks, explain, explainTask, explainWaiting, explainReady, doctor, config, submit, purge] = await Promise.all([
