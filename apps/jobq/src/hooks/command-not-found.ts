@@ -73,7 +73,9 @@ const hook: Hook<'command_not_found'> = async function (options) {
     },
   };
   try {
-    const result: unknown = await plugin.hook.call(context, options);
+    // The words oclif joined into the id after the unknown one are arguments of the suggestion.
+    const rest = options.id.split(':').slice(id.split(':').length);
+    const result: unknown = await plugin.hook.call(context, { ...options, id, argv: [...rest, ...(options.argv ?? [])] });
     return result;
   } catch (error) {
     if (error === declined) return Errors.exit(2);
