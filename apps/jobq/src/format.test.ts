@@ -34,6 +34,7 @@ describe('format helpers', () => {
     expect(fractionBar(1, 4, 8)).toBe('[##......]');
     expect(percentDone({ ...emptyCounts(), completed: 1, pending: 2 })).toBe('33%');
     expect(progressText({ ...emptyCounts(), completed: 2, failed: 1, skipped: 1, pending: 1 })).toBe('2/5 done, 1 fail, 1 skip');
+    expect(progressText({ ...emptyCounts(), completed: 1, failed: 1, upstream_failed: 1, cancelled: 2 })).toBe('1/5 done, 2 fail, 2 cancelled');
   });
 
   it('pads table columns and truncates long text', () => {

@@ -86,10 +86,15 @@ export function percentDone(counts: StatusCounts): string {
   return total === 0 ? '100%' : `${Math.floor((terminalOf(counts) / total) * 100)}%`;
 }
 
-/** `c/t done, f fail[, s skip]`: the progress column of `workflow list`. */
+/**
+ * `c/t done, f fail[, s skip][, x cancelled]`: the progress column of `workflow list`. `fail`
+ * counts failed and upstream_failed tasks; cancelled ones are counted apart (a cancel is asked
+ * for, not a failure).
+ */
 export function progressText(counts: StatusCounts): string {
-  const parts = [`${counts.completed}/${totalOf(counts)} done`, `${failedOf(counts)} fail`];
+  const parts = [`${counts.completed}/${totalOf(counts)} done`, `${counts.failed + counts.upstream_failed} fail`];
   if (counts.skipped > 0) parts.push(`${counts.skipped} skip`);
+  if (counts.cancelled > 0) parts.push(`${counts.cancelled} cancelled`);
   return parts.join(', ');
 }
 
