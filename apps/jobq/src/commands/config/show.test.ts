@@ -51,7 +51,7 @@ describe('jobq config show', () => {
     const sig = 'c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw%3D%3D';
     const sasString =
       'BlobEndpoint=https://envacct.blob.core.windows.net;QueueEndpoint=https://envacct.queue.core.windows.net;' +
-      `TableEndpoint=https://envacct.table.core.windows.net;SharedAccessSignature=\*\*\*&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=${sig}`;
+      `TableEndpoint=https://envacct.table.core.windows.net;SharedAccessSignature=sv=2024-08-04&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=${sig}`;
     const env = cleanEnv({ JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv', JOBQ_WORKFLOW_QUEUES: 'otheracct', JOBQ_STORAGE_CONNECTION_STRING: sasString });
     const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
     expect(json.code).toBe(0);
