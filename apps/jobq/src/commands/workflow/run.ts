@@ -81,7 +81,7 @@ export default class WorkflowRun extends JobqCommand {
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
     ...paramFlags,
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
-    quiet: Flags.boolean({ char: 'q', description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
+    quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
     verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' lines about each task', default: false }),
   };
 
