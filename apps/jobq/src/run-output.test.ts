@@ -81,7 +81,7 @@ describe('workflow run output', () => {
     expect(failureLines(failed.slice(0, 2), { limit: 3, more: '' })).toHaveLength(2);
   });
 
-  it('prefixes task lines with name and attempt; --quiet drops them and the services\' lines, --verbose adds events and the workers\' task lines', () => {
+  it('prefixes task lines with name and attempt; --quiet drops them and the services\' lines, --verbose adds events and the workers\' routine lines about each task', () => {
     const task = { id: 'wf-1/train/2', workflowTask: { workflowId: 'wf-1', taskName: 'train', attemptNo: 2 } };
     const feed = (out: RunOutput): void => {
       out.info('submitted workflow');
@@ -89,6 +89,7 @@ describe('workflow run output', () => {
       out.task('cpu', { task, stream: 'stdout', text: 'epoch 3' } satisfies TaskLine);
       out.task('cpu', { task, stream: 'stderr', text: 'warning: slow' });
       out.task('cpu', { task, stream: null, text: 'started (workflow, delivery 1)' });
+      out.task('cpu', { task, stream: null, text: 'lock lost (renewal refused): stopping the task' });
       out.task('cpu', { task: { id: 'plain-1', workflowTask: null }, stream: 'stdout', text: 'hi' });
       out.event('train#2 completed');
       out.problem('could not read the workflow (will retry)');
@@ -100,6 +101,7 @@ describe('workflow run output', () => {
       '[coordinator] workflow wf-1: completed',
       '[train#2] epoch 3',
       '[train#2] warning: slow',
+      '[worker cpu] [train#2] lock lost (renewal refused): stopping the task',
       '[plain-1] hi',
       'could not read the workflow (will retry)',
     ]);
@@ -114,6 +116,7 @@ describe('workflow run output', () => {
       '[train#2] epoch 3',
       '[train#2] warning: slow',
       '[worker cpu] [train#2] started (workflow, delivery 1)',
+      '[worker cpu] [train#2] lock lost (renewal refused): stopping the task',
       '[plain-1] hi',
       'train#2 completed',
       'could not read the workflow (will retry)',

@@ -5,14 +5,22 @@ import type { ProgressReporter } from './progress';
 /**
  * How much `jobq workflow run` prints on stderr (docs/cli.md): `quiet` the progress line, problems
  * and the summary; `normal` also the setup lines, the tasks' output lines and the local
- * coordinator's and workers' own lines; `verbose` also every task event and the workers' lines
- * about each task.
+ * coordinator's and workers' own lines (but their routine lines about each task); `verbose` also
+ * every task event and those routine lines.
  */
 export type Verbosity = 'quiet' | 'normal' | 'verbose';
 
 /** `train#2`: a task and its attempt; the task id for a task that is not a workflow task. */
 export function taskLabel(task: TaskRef): string {
   return task.workflowTask === null ? task.id : `${task.workflowTask.taskName}#${task.workflowTask.attemptNo}`;
+}
+
+/** The worker's routine lines about a task (see packages/worker): shown only with --verbose. */
+const ROUTINE_WORKER_LINES = [/^started \(/, /^done$/, /^completion sent: /, /^merge node "[^"]*": completed without running anything$/];
+
+/** True for a worker's line about a task that only says it goes as it should (started, done, completion sent). */
+export function isRoutineWorkerLine(text: string): boolean {
+  return ROUTINE_WORKER_LINES.some((re) => re.test(text));
 }
 
 /** Where every line of a run goes, by kind, at a {@link Verbosity}. */
@@ -39,13 +47,14 @@ export class RunOutput {
 
   /**
    * A line about one task from a local worker: what the task printed (`[train#2] epoch 3`, not
-   * with --quiet) or the worker's own line about it (`[worker cpu] [train#2] started …`, only
-   * with --verbose). The worker hands over whole lines: a partial line is kept per task and stream
+   * with --quiet) or the worker's own line about it (`[worker cpu] [train#2] lock lost …`, not
+   * with --quiet; its routine lines — started, done, completion sent — only with --verbose). The worker hands over whole lines: a partial line is kept per task and stream
    * until its newline or the end of the task.
    */
   task(queue: string, line: TaskLine): void {
     if (line.stream === null) {
-      if (this.verbosity === 'verbose') this.progress.log(`[worker ${queue}] [${taskLabel(line.task)}] ${line.text}`);
+      const shown = this.verbosity === 'verbose' || (this.verbosity === 'normal' && !isRoutineWorkerLine(line.text));
+      if (shown) this.progress.log(`[worker ${queue}] [${taskLabel(line.task)}] ${line.text}`);
     } else if (this.verbosity !== 'quiet') {
       this.progress.log(`[${taskLabel(line.task)}] ${line.text}`);
     }

@@ -62,9 +62,10 @@ export default class WorkflowRun extends JobqCommand {
     '(nothing of it is kept on disk). With storage configured, submits there and watches ' +
     '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
     'Ctrl-C cancels the workflow and stops everything. ' +
-    'On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator\'s and workers\' own lines, ' +
-    'and a summary listing the failed and skipped tasks with their reasons. --quiet keeps only the progress line, problems and the summary; ' +
-    '--verbose adds every task event (dispatched, completed, failed, retrying, skipped) and the workers\' lines about each task (it reads the whole workflow at each poll).';
+    'On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator\'s and workers\' own lines ' +
+    '(not the workers\' routine lines about each task: started, done, completion sent), and a summary listing the failed and skipped tasks with their reasons. ' +
+    '--quiet keeps only the progress line, problems and the summary; --verbose adds every task event (dispatched, completed, failed, retrying, skipped) ' +
+    'and the workers\' routine lines (it reads the whole workflow at each poll).';
   static override examples = [
     '<%= config.bin %> workflow run examples/diamond.yaml',
     '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
@@ -82,7 +83,7 @@ export default class WorkflowRun extends JobqCommand {
     ...paramFlags,
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
     quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
-    verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' lines about each task', default: false }),
+    verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' routine lines about each task', default: false }),
   };
 
   async run(): Promise<void> {
