@@ -303,6 +303,11 @@ describe('jobq dev (subprocess)', () => {
     expect(list.code).toBe(0);
     const listed = (JSON.parse(list.stdout) as Array<Record<string, unknown>>).filter((w) => Object.values(w).includes(id));
     expect(listed).toEqual([expect.objectContaining({ status: 'completed' })]);
+    // One jobq dev per directory: two Azurites would overwrite each other's files.
+    const other = (await freePorts(3)).flatMap((port, i) => [['--blob-port', '--queue-port', '--table-port'][i]!, String(port)]);
+    const third = startDev(['--data', data, ...other]);
+    expect(await third.exit).toEqual({ code: 1, signal: null });
+    expect(third.stderr()).toContain(`jobq: --data ${data} is in use by another jobq dev (pid ${after.pid})`);
     second.child.kill('SIGTERM');
     expect(await second.exit).toEqual({ code: 0, signal: null });
   });

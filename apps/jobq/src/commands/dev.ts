@@ -1,4 +1,4 @@
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
@@ -158,6 +158,40 @@ export async function devDataDir(dir: string): Promise<string> {
   return path;
 }
 
+/** Marks a `--data` directory as used by this process, so that a second `jobq dev` on it does not start. */
+const DATA_LOCK_FILE = 'jobq-dev.pid';
+
+/**
+ * Takes the `--data` directory for this process (`jobq-dev.pid` in it), or fails naming the live
+ * `jobq dev` that holds it: two Azurite instances on one directory would overwrite each other's
+ * files. A file left by a process that is gone is taken over. Returns the release.
+ */
+async function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  const file = join(dir, DATA_LOCK_FILE);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
+      return () => rm(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
+    }
+    const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processIsAlive(pid)) {
+      throw new Error(`--data ${dir} is in use by another jobq dev (pid ${pid}): stop it first, or use another directory (remove ${file} if that process is not jobq dev)`);
+    }
+    await rm(file, { force: true });
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** A single-quoted shell word. */
 function shellQuote(text: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
@@ -187,7 +221,7 @@ export default class Dev extends JobqCommand {
     'that point another terminal at the stack (with --json, one JSON document on stdout); then it keeps running until Ctrl-C or SIGTERM, ' +
     'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops, ' +
     'unless --data DIR keeps the storage on disk (Azurite\'s own persistence, as `azurite --location DIR`): a later `jobq dev --data DIR` ' +
-    'has the same workflows, their history and outputs, and prints the same settings (same ports, same key). ' +
+    'has the same workflows, their history and outputs, and prints the same settings (same ports, same key); one jobq dev per directory at a time. ' +
     'With --auto-workers a queue gets local workers (--workers per queue, default 1) the first time the coordinator routes a task to it, ' +
     'besides the --queue names, which get theirs at once; on a restarted --data stack the queues of unfinished workflows get theirs at start. ' +
     'Every ACCOUNT/NAME queue a workflow names lives on the stack as NAME: run outside workers with --queue NAME. ' +
@@ -242,11 +276,11 @@ export default class Dev extends JobqCommand {
     }
     const { queues, numWorkers } = devWorkerQueues(flags.queue, autoWorkers && flags.queue === undefined ? undefined : flags.workers, serviceBus);
     const workersPerQueue = numWorkers > 0 ? numWorkers : autoWorkers ? (flags.workers ?? 1) : 0;
-    // Checked (and created) before anything starts: a bad directory is a usage error.
-    const dataDir = flags.data === undefined ? null : await devDataDir(flags.data);
     // Only the coordinator settings are taken from flags, environment and config file; the
     // prefix and connection are those of the dev stack.
     const baseConfig = configFromFlags({ ...flags, prefix: undefined, queues: undefined, blobs: undefined });
+    // Checked (and created) before anything starts: a bad directory is a usage error.
+    const dataDir = flags.data === undefined ? null : await devDataDir(flags.data);
 
     let signals = 0;
     const state: { failure: Error | null } = { failure: null };
@@ -277,6 +311,7 @@ export default class Dev extends JobqCommand {
       this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
     }
     try {
+      if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
       try {
         storage = await startAzurite({ blobPort: ports.blob, queuePort: ports.queue, tablePort: ports.table, ...(dataDir === null ? {} : { location: dataDir }) });
