@@ -3,6 +3,7 @@ import { isJobqError } from '@jobq/ports';
 import { closeEverything } from './closing';
 import { maskSecret } from './config';
 import { ReportedFailure, UsageError } from './errors';
+import { parseErrorLine } from './parse-errors';
 
 /** A multi-line message (oclif's "Missing 1 required arg:\nfile …") folded into one line. */
 function oneLine(text: string): string {
@@ -106,7 +107,7 @@ export abstract class JobqCommand extends Command {
     }
     // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors: exit 2.
     if (error instanceof Errors.CLIError && !(error instanceof UsageError)) {
-      process.stderr.write(`jobq: ${maskSecret(oneLine(error.message))}\n`);
+      process.stderr.write(`jobq: ${maskSecret(parseErrorLine(error, this.id, this.config))}\n`);
       if (debug) process.stderr.write(`${maskSecret(error.stack ?? '')}\n`);
       const exit = error.oclif?.exit;
       return this.fail(error, typeof exit === 'number' ? exit : 2);

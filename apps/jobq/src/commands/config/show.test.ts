@@ -70,6 +70,8 @@ describe('jobq config show', () => {
     ]);
     const text = await runCli(['config', 'show'], { env, cwd: dir });
     expect(text.stdout).toContain('Storage access:\n  envacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)\n  otheracct: DefaultAzureCredential (');
+    // Not a terminal: the masked connection string stays on one line, however long.
+    expect(text.stdout).toMatch(/connection string\s+BlobEndpoint=\S+SharedAccessSignature=\*\*\*&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=\*\*\*\s+env/);
     for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) expect(out).not.toContain(sig);
   });
 

@@ -10,7 +10,7 @@ import { summaryJson } from '../../json-output';
 export default class WorkflowList extends JobqCommand {
   static override summary = 'List the workflows of the deployment';
   static override description =
-    'Lists workflows from the index: ID, Name, Status, Progress ("c/t done, f fail[, s skip]") and the last update. ' +
+    'Lists workflows from the index: ID, Name, Status, Progress ("c/t done, f fail[, s skip][, x cancelled]": fail counts failed and upstream_failed tasks, cancelled ones apart) and the last update. ' +
     '--status keeps only the given statuses (repeat the flag or separate with commas). --recent N shows the N most recently ' +
     'finished workflows (completed, failed or cancelled), newest first. Prints "No workflows found." on stderr when nothing matches.';
   static override examples = [
