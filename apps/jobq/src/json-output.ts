@@ -368,7 +368,9 @@ const dev = z.object({
   table_endpoint: z.string(),
   ports: z.object({ blob: count, queue: count, table: count, servicebus: count.optional(), servicebus_admin: count.optional() }),
   coordinator: z.boolean(),
+  data_dir: z.string().nullable().describe('--data: the directory holding the stack\'s storage; null when everything is in memory'),
   workers: z.array(z.object({ queue: z.string(), num_workers: count })),
+  auto_workers: z.boolean().describe('--auto-workers: more queues get workers as tasks are routed to them'),
   servicebus: z.object({ connection_string: z.string(), admin_endpoint: z.string() }).optional(),
   env: z.record(z.string(), z.string()).describe('The environment variables another terminal needs'),
 });
