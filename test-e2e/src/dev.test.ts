@@ -98,7 +98,7 @@ async function submit(report: DevReport, file: string): Promise<string> {
 
 interface StatusDocument {
   status: string;
-  tasks?: Array<{ taskName: string; status: string; attemptNo: number }>;
+  tasks?: Array<{ task_name: string; status: string; attempt_no: number }>;
 }
 
 /** Polls `jobq workflow status ID --json` until the workflow is terminal (the deadline is a safety net only). */
@@ -155,7 +155,7 @@ describe('jobq dev', () => {
     const id = await submit(report, 'examples/diamond.yaml');
     const status = await waitForEnd(report, id);
     expect(status.status).toBe('completed');
-    expect(status.tasks?.map((t) => [t.taskName, t.status])).toEqual([
+    expect(status.tasks?.map((t) => [t.task_name, t.status])).toEqual([
       ['featurize', 'completed'],
       ['train-gnn', 'completed'],
       ['train-rf', 'completed'],
@@ -178,7 +178,7 @@ describe('jobq dev', () => {
     const id = await submit(report, 'examples/flaky-retries.yaml');
     const status = await waitForEnd(report, id);
     expect(status.status).toBe('completed');
-    expect(status.tasks?.map((t) => [t.taskName, t.status, t.attemptNo])).toEqual([
+    expect(status.tasks?.map((t) => [t.task_name, t.status, t.attempt_no])).toEqual([
       ['download', 'completed', 2],
       ['checksum', 'completed', 1],
     ]);

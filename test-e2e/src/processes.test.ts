@@ -31,17 +31,17 @@ import {
 } from './stack';
 
 interface StatusReport {
-  workflowId: string;
+  workflow_id: string;
   status: string;
-  indexStatus: string;
-  tasks: Array<{ taskName: string; status: string; attemptNo: number; error: string | null }>;
+  index_status: string;
+  tasks: Array<{ task_name: string; status: string; attempt_no: number; error: string | null }>;
 }
 
 interface TaskRowJson {
-  workflowId: string;
-  taskName: string;
+  workflow_id: string;
+  task_name: string;
   status: string;
-  attemptNo: number;
+  attempt_no: number;
 }
 
 interface TaskSpec {
@@ -142,17 +142,17 @@ describe('the coordinator and workers as processes', () => {
       // received but not acknowledged have come back; they must have been ignored.
       await sleep(6_000);
 
-      const expected = ['a', 'b1', 'b2', 'b3', 'b4', 'flaky', 'c', 'd'].map((name) => ({ taskName: name, status: 'completed', attemptNo: name === 'flaky' ? 2 : 1 }));
+      const expected = ['a', 'b1', 'b2', 'b3', 'b4', 'flaky', 'c', 'd'].map((name) => ({ task_name: name, status: 'completed', attempt_no: name === 'flaky' ? 2 : 1 }));
       const status = await cliJson<StatusReport>(['workflow', 'status', id], { env: deploy.env() });
       expect(status.status).toBe('completed');
-      expect(status.indexStatus).toBe('completed');
-      expect(status.tasks.map(({ taskName, status: s, attemptNo }) => ({ taskName, status: s, attemptNo }))).toEqual(expected);
+      expect(status.index_status).toBe('completed');
+      expect(status.tasks.map(({ task_name, status: s, attempt_no }) => ({ task_name, status: s, attempt_no }))).toEqual(expected);
       // The task table lists every task. Its statuses are derived rows and are not compared here:
       // a coordinator killed between the runtime write and the row writes leaves those rows behind
       // (the runtime above is the source of truth).
       const rows = await cliJson<TaskRowJson[]>(['workflow', 'tasks', id, '--limit', '0'], { env: deploy.env() });
-      expect(rows.map((r) => r.taskName).sort()).toEqual(expected.map((t) => t.taskName).sort());
-      expect(rows.every((r) => r.workflowId === id)).toBe(true);
+      expect(rows.map((r) => r.task_name).sort()).toEqual(expected.map((t) => t.task_name).sort());
+      expect(rows.every((r) => r.workflow_id === id)).toBe(true);
       const final = (await store.load(id))!.runtime;
       // Nothing was applied after the end: late and redelivered completions left the runtime alone.
       expect(final.updatedAt).toBe(end.updatedAt);
@@ -201,7 +201,7 @@ describe('the coordinator and workers as processes', () => {
       expect(second.stderr).toMatch(new RegExp(`${id}/slow/1\\] completion sent: task "slow" attempt 1 succeeded`));
       const status = await cliJson<StatusReport>(['workflow', 'status', id], { env: deploy.env() });
       expect(status.status).toBe('completed');
-      expect(status.tasks.map((t) => [t.taskName, t.status, t.attemptNo])).toEqual([
+      expect(status.tasks.map((t) => [t.task_name, t.status, t.attempt_no])).toEqual([
         ['slow', 'completed', 1],
         ['after', 'completed', 1],
       ]);
@@ -239,7 +239,7 @@ describe('the coordinator and workers as processes', () => {
 
       const status = await cliJson<StatusReport>(['workflow', 'status', id], { env: deploy.env() });
       expect(status.status).toBe('cancelled');
-      expect(status.tasks.map((t) => [t.taskName, t.status])).toEqual([
+      expect(status.tasks.map((t) => [t.task_name, t.status])).toEqual([
         ['long', 'cancelled'],
         ['after', 'cancelled'],
       ]);
@@ -276,7 +276,7 @@ describe('the coordinator and workers as processes', () => {
       expect(JSON.parse(end.tasks.next!.outputRef!)).toEqual({ after: 'fix' });
       const status = await cliJson<StatusReport>(['workflow', 'status', id], { env: deploy.env() });
       expect(status.status).toBe('completed');
-      expect(status.tasks.map((t) => [t.taskName, t.status, t.attemptNo])).toEqual([
+      expect(status.tasks.map((t) => [t.task_name, t.status, t.attempt_no])).toEqual([
         ['check', 'completed', 2],
         ['next', 'completed', 1],
       ]);
@@ -321,8 +321,8 @@ describe('the coordinator and workers as processes', () => {
         () => `statuses: ${statuses.join(' ')}\n${logsOf(started)}`,
       );
       expect(statuses).toEqual(ids.map(() => 'completed'));
-      const listed = await cliJson<Array<{ workflowId: string; status: string }>>(['workflow', 'list'], { env: deploy.env() });
-      expect(listed.map((w) => w.workflowId).sort()).toEqual([...ids].sort());
+      const listed = await cliJson<Array<{ workflow_id: string; status: string }>>(['workflow', 'list'], { env: deploy.env() });
+      expect(listed.map((w) => w.workflow_id).sort()).toEqual([...ids].sort());
       expect(new Set(listed.map((w) => w.status))).toEqual(new Set(['completed']));
     });
   });

@@ -3,12 +3,16 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-/** A failure already reported to the user; the command exits with `exitCode` and prints nothing more. */
+/**
+ * A failure already reported to the user; the command exits with `exitCode` and prints nothing more on
+ * stderr (with `--json`, the error document, whose `code` is `code` when given: docs/json-output.md#errors).
+ */
 export class ReportedFailure extends Error {
   override readonly name = 'ReportedFailure';
   constructor(
     message: string,
     readonly exitCode = 1,
+    readonly code?: 'invalid_workflow' | 'usage' | 'failed',
   ) {
     super(message);
   }

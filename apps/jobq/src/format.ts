@@ -33,6 +33,48 @@ export function table(columns: readonly (Column | string)[], rows: readonly (rea
   return [line(cols.map((c) => c.header)), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+/**
+ * `text` in pieces of at most `width` characters, each broken after a `;` or `&` when one falls in
+ * its second half (connection strings, SAS tokens), else after a `=` there, else at `width`.
+ */
+export function wrapText(text: string, width: number): string[] {
+  const w = Math.max(1, Math.floor(width));
+  const pieces: string[] = [];
+  let rest = text;
+  while (rest.length > w) {
+    const window = rest.slice(0, w);
+    const half = Math.floor(w / 2);
+    const at = Math.max(window.lastIndexOf(';'), window.lastIndexOf('&'));
+    const equals = window.lastIndexOf('=');
+    const cut = at >= half ? at + 1 : equals >= half ? equals + 1 : w;
+    pieces.push(rest.slice(0, cut));
+    rest = rest.slice(cut);
+  }
+  pieces.push(rest);
+  return pieces;
+}
+
+/** The narrowest a wrapped column gets, however narrow the terminal: below that, lines run over. */
+export const MIN_WRAPPED_WIDTH = 20;
+
+/**
+ * {@link table} fitted to a terminal `width` (null: not a terminal, nothing changes): cells of
+ * column `wrap` too long for the room the other columns leave are wrapped onto continuation rows
+ * (the other cells of those rows empty), never narrower than {@link MIN_WRAPPED_WIDTH}.
+ */
+export function fittedTable(columns: readonly (Column | string)[], rows: readonly (readonly string[])[], options: { wrap: number; width: number | null }): string {
+  if (options.width === null || !(options.width > 0)) return table(columns, rows);
+  const headers = columns.map((c) => (typeof c === 'string' ? c : c.header));
+  const others = headers.reduce((sum, header, i) => (i === options.wrap ? sum : sum + Math.max(header.length, ...rows.map((r) => (r[i] ?? '').length))), 0);
+  const room = Math.max(MIN_WRAPPED_WIDTH, options.width - others - 2 * (headers.length - 1));
+  const fitted: string[][] = [];
+  for (const row of rows) {
+    const pieces = wrapText(row[options.wrap] ?? '', room);
+    pieces.forEach((piece, n) => fitted.push(row.map((cell, i) => (i === options.wrap ? piece : n === 0 ? cell : ''))));
+  }
+  return table(columns, fitted);
+}
+
 /** Sum of every count. */
 export function totalOf(counts: StatusCounts): number {
   return Object.values(counts).reduce((a, b) => a + b, 0);
@@ -86,10 +128,15 @@ export function percentDone(counts: StatusCounts): string {
   return total === 0 ? '100%' : `${Math.floor((terminalOf(counts) / total) * 100)}%`;
 }
 
-/** `c/t done, f fail[, s skip]`: the progress column of `workflow list`. */
+/**
+ * `c/t done, f fail[, s skip][, x cancelled]`: the progress column of `workflow list`. `fail`
+ * counts failed and upstream_failed tasks; cancelled ones are counted apart (a cancel is asked
+ * for, not a failure).
+ */
 export function progressText(counts: StatusCounts): string {
-  const parts = [`${counts.completed}/${totalOf(counts)} done`, `${failedOf(counts)} fail`];
+  const parts = [`${counts.completed}/${totalOf(counts)} done`, `${counts.failed + counts.upstream_failed} fail`];
   if (counts.skipped > 0) parts.push(`${counts.skipped} skip`);
+  if (counts.cancelled > 0) parts.push(`${counts.cancelled} cancelled`);
   return parts.join(', ');
 }
 

@@ -9,6 +9,7 @@ import {
   workflowExistsInStore,
   workflowProcessorSettingsFromEnv,
   type LogLine,
+  type TaskLineSink,
 } from '@jobq/worker';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
@@ -54,6 +55,8 @@ export interface LocalWorkerOptions {
   /** The delivery bound (default `JOBQ_MAX_DELIVERIES` from `env`, else 20). */
   maxDeliveries?: number;
   log?: LogLine;
+  /** Lines about one task, with its name and attempt (default: `log`, prefixed with the task id). */
+  taskLines?: TaskLineSink;
   /** The worker's own environment (default `process.env`); the deployment's settings are added for its tasks. */
   env?: NodeJS.ProcessEnv;
   /** Called when a workflow task arrives without usable workflow settings (the app should stop). */
@@ -82,6 +85,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.gracePeriodInMs !== undefined ? { gracePeriodInMs: options.gracePeriodInMs } : {}),
     ...(options.receiveWaitInMs !== undefined ? { receiveWaitInMs: options.receiveWaitInMs } : {}),
     ...(options.log ? { log: options.log } : {}),
+    ...(options.taskLines ? { taskLines: options.taskLines } : {}),
     processors: [
       new WorkflowProcessor({
         outputs: deployment.outputs,

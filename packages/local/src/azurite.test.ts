@@ -1,6 +1,11 @@
 import { createServer, type Server } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
+import { AzureNamedKeyCredential, TableClient } from '@azure/data-tables';
 import { BlobServiceClient, RestError } from '@azure/storage-blob';
+import { QueueServiceClient } from '@azure/storage-queue';
 import { AZURITE_ACCOUNT_KEY, AZURITE_ACCOUNT_NAME, startAzurite, type LocalStorage } from './index';
 import { allRefused, portsOf, storageRoundTrip, uniqueName } from './test-helpers/round-trip';
 import { canConnect, findFreePorts, LOOPBACK } from './net';
@@ -95,6 +100,46 @@ describe('startAzurite (in-process)', () => {
       expect(await allRefused([queuePort!, tablePort!])).toBe(true);
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  });
+
+  it('with location keeps blobs, queue messages and table rows on disk across a restart', async () => {
+    const location = join(await mkdtemp(join(tmpdir(), 'jobq-local-test-')), 'data');
+    let second: LocalStorage | undefined;
+    try {
+      const first = await startAzurite({ location });
+      const container = BlobServiceClient.fromConnectionString(first.connectionString).getContainerClient('kept');
+      await container.create();
+      await container.getBlockBlobClient('a.json').upload('{"a":1}', 7);
+      const queue = QueueServiceClient.fromConnectionString(first.connectionString).getQueueClient('kept');
+      await queue.create();
+      await queue.sendMessage('still here');
+      const table = (storage: LocalStorage) =>
+        new TableClient(storage.tableEndpoint, 'kept', new AzureNamedKeyCredential(storage.accountName, storage.accountKey), { allowInsecureConnection: true });
+      await table(first).createTable();
+      await table(first).createEntity({ partitionKey: 'p', rowKey: 'r', value: 42 });
+      await first.stop();
+
+      // Azurite's own layout (as `azurite --location`), and the message store keeps the binary
+      // indices the patched queue look-ups lead with (patches/azurite@3.35.0.patch), updated
+      // incrementally after a reload as before it.
+      const db = JSON.parse(await readFile(join(location, '__azurite_db_queue__.json'), 'utf8')) as {
+        collections: Array<{ name: string; adaptiveBinaryIndices?: boolean; binaryIndices: Record<string, unknown> }>;
+      };
+      const messages = db.collections.find((c) => c.name === '$MESSAGES_COLLECTION$');
+      expect(messages?.adaptiveBinaryIndices).toBe(true);
+      expect(Object.keys(messages?.binaryIndices ?? {})).toEqual(expect.arrayContaining(['queueName', 'messageId']));
+
+      second = await startAzurite({ location });
+      const blob = BlobServiceClient.fromConnectionString(second.connectionString).getContainerClient('kept').getBlockBlobClient('a.json');
+      expect((await blob.downloadToBuffer()).toString('utf8')).toBe('{"a":1}');
+      const received = await QueueServiceClient.fromConnectionString(second.connectionString).getQueueClient('kept').receiveMessages();
+      expect(received.receivedMessageItems.map((m) => m.messageText)).toEqual(['still here']);
+      expect(await table(second).getEntity('p', 'r')).toMatchObject({ value: 42 });
+      await storageRoundTrip(second);
+    } finally {
+      await second?.stop();
+      await rm(join(location, '..'), { recursive: true, force: true });
     }
   });
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -65,13 +65,21 @@ export interface StartAzuriteOptions {
   /**
    * Cap in MiB on stored blob contents and queue message bodies, shared by the Blob and Queue
    * services of this instance; a write beyond it fails with 409 `MemoryExtentStoreAtSizeLimit`.
-   * Default {@link DEFAULT_EXTENT_MEMORY_LIMIT_MB}.
+   * Default {@link DEFAULT_EXTENT_MEMORY_LIMIT_MB}. Not used with {@link location}.
    */
   extentMemoryLimitMb?: number;
+  /**
+   * Keep the data on disk in this directory (created when missing) instead of in memory, with
+   * Azurite's own persistence and file layout (the same as `azurite --location DIR`): a later start
+   * on the same directory serves the same containers, blobs, queues, messages and tables. Azurite
+   * writes its metadata every 5 s and on `stop()`. One instance per directory at a time.
+   * {@link startAzurite} only.
+   */
+  location?: string;
 }
 
 /** Options of {@link startAzuriteProcess}. */
-export interface StartAzuriteProcessOptions extends StartAzuriteOptions {
+export interface StartAzuriteProcessOptions extends Omit<StartAzuriteOptions, 'location'> {
   /** How long to wait until all three ports accept connections. Default {@link DEFAULT_PROCESS_START_TIMEOUT_MS}. */
   startTimeoutMs?: number;
 }
@@ -141,7 +149,7 @@ function once<T>(fn: () => Promise<T>): () => Promise<T> {
 
 /**
  * Starts Azurite's Blob, Queue and Table services inside this process, on 127.0.0.1, with in-memory
- * persistence, loose mode, no API version check, no access or debug log and no telemetry.
+ * persistence (or on disk in `options.location`), loose mode, no API version check, no access or debug log and no telemetry.
  *
  * Each call gets its own stores (instances are isolated from each other) and its own extent
  * memory cap. Start-up takes a few tens of milliseconds after the first call, which loads Azurite
@@ -188,30 +196,35 @@ export async function startAzurite(options: StartAzuriteOptions = {}): Promise<L
   // The command line caps the process-wide SharedChunkStore (--extentMemoryLimit); in-process we
   // hand each instance its own store instead, so instances neither share nor fight over the cap.
   const memoryStore = new MemoryExtentChunkStore(limitBytes);
+  const location = options.location;
+  const inMemory = location === undefined;
   // With in-memory persistence the LokiJS "paths" are only names, but Azurite stat()s them and
-  // would load an existing file: use names of a directory that is never created.
-  const dbDir = join(tmpdir(), `jobq-local-azurite-${randomUUID()}`);
+  // would load an existing file: use names of a directory that is never created. On disk, the
+  // names and layout are those of Azurite's command line (`azurite --location DIR`).
+  const dbDir = location ?? join(tmpdir(), `jobq-local-azurite-${randomUUID()}`);
+  if (location !== undefined) await mkdir(location, { recursive: true });
+  const extentsAt = (path: string, maxConcurrency: number) =>
+    inMemory ? undefined : [{ locationId: 'Default', locationPath: join(dbDir, path), maxConcurrency }];
   const loose = true;
   const skipApiVersionCheck = true;
-  const inMemory = true;
   const keepAlive = undefined; // Azurite's default, 5 s
   const blobServer = new BlobServer(
     new BlobConfiguration(
-      LOOPBACK, ports.blob, keepAlive, join(dbDir, 'blob.json'), join(dbDir, 'blob-extents.json'), undefined,
-      false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined, false, inMemory,
-      memoryStore,
+      LOOPBACK, ports.blob, keepAlive, join(dbDir, '__azurite_db_blob__.json'), join(dbDir, '__azurite_db_blob_extent__.json'),
+      extentsAt('__blobstorage__', 10), false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined,
+      false, inMemory, memoryStore,
     ),
   );
   const queueServer = new QueueServer(
     new QueueConfiguration(
-      LOOPBACK, ports.queue, keepAlive, join(dbDir, 'queue.json'), join(dbDir, 'queue-extents.json'), undefined,
-      false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined, false, inMemory,
-      memoryStore,
+      LOOPBACK, ports.queue, keepAlive, join(dbDir, '__azurite_db_queue__.json'), join(dbDir, '__azurite_db_queue_extent__.json'),
+      extentsAt('__queuestorage__', 1), false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined,
+      false, inMemory, memoryStore,
     ),
   );
   const tableServer = new TableServer(
     new TableConfiguration(
-      LOOPBACK, ports.table, keepAlive, join(dbDir, 'table.json'), false, false, undefined, undefined, loose,
+      LOOPBACK, ports.table, keepAlive, join(dbDir, '__azurite_db_table__.json'), false, false, undefined, undefined, loose,
       skipApiVersionCheck, '', '', '', undefined, false, inMemory,
     ),
   );

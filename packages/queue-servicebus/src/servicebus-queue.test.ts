@@ -5,6 +5,7 @@ import { getEventListeners } from 'node:events';
 import { inspect } from 'node:util';
 import rhea from 'rhea';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
+import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core';
 import { isJobqError, type TaskQueue } from '@jobq/ports';
 import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openClientCount, type AdminPolicy } from './connection';
@@ -297,6 +298,8 @@ describe('sending', () => {
   it('checks every size before sending: one oversized body sends nothing; a body at the limit goes through', async () => {
     const queue = await open();
     expect(queue.maxMessageBytes).toBe(262_144 - 4_096);
+    // The bound a workflow definition is validated against: a task that validates can be sent.
+    expect(queue.maxMessageBytes).toBe(SERVICE_BUS_MAX_MESSAGE_BYTES);
     const e = await failure(queue.send([{ body: 'small' }, { body: 'x'.repeat(queue.maxMessageBytes + 1), messageId: 'big' }]));
     expect(e.code).toBe('message-too-large');
     expect(sb.stats().queues[queue.name]?.messagesIn ?? 0).toBe(0);

@@ -56,4 +56,4 @@ export {
   type WorkflowEnvironment,
   type WorkflowPrefix,
 } from './config';
-export { prefixedLog, stderrLog, type LogLine } from './log';
+export { prefixedLog, stderrLog, type LogLine, type TaskLine, type TaskLineSink, type TaskRef } from './log';

@@ -11,6 +11,22 @@ export function prefixedLog(log: LogLine, prefix: string): LogLine {
   return (line) => log(`[${prefix}] ${line}`);
 }
 
+/** The task a line is about: its id (`envelope.id`) and, for a workflow task, its name and attempt. */
+export interface TaskRef {
+  id: string;
+  workflowTask: { workflowId: string; taskName: string; attemptNo: number } | null;
+}
+
+/** A line about one task: one the task printed (`stream` says where) or the worker's own (`stream` null). */
+export interface TaskLine {
+  task: TaskRef;
+  stream: 'stdout' | 'stderr' | null;
+  text: string;
+}
+
+/** A sink for {@link TaskLine}s (see `WorkerOptions.taskLines`). */
+export type TaskLineSink = (line: TaskLine) => void;
+
 /** A one-line description of an error, for logs and failure reasons (never throws). */
 export function errorText(error: unknown): string {
   if (error instanceof Error) return error.message || error.name;

@@ -14,6 +14,12 @@ export interface TaskContext {
   readonly signal: AbortSignal;
   /** Writes a line to the worker log, prefixed with the task id. */
   log(line: string): void;
+  /**
+   * Writes one line the task itself printed on its stdout or stderr (the worker routes it to
+   * `WorkerOptions.taskLines`, else to its log like {@link log}). Processors fall back to `log`
+   * when a context has none.
+   */
+  output?(stream: 'stdout' | 'stderr', line: string): void;
 }
 
 /** What the worker does with the message after the processor returns. */

@@ -52,7 +52,7 @@ function failed(error: string): ProcessOutcome {
  * worker env without its credentials + `kwargs.env` (secret references resolved, see
  * {@link prepareTaskEnvironment}), cwd = `kwargs.cwd`; resolved secret values are masked in the
  * log lines and the error; exit 0 is `done`, anything else `failed`. Output
- * lines go to `context.log` unprefixed (the worker's `context.log` adds the task id). The context
+ * lines go to `context.output` (the worker sends them to `taskLines`, or to its log prefixed with the task id). The context
  * signal stops the child: SIGTERM to its group, SIGKILL after `killTimeoutInMs`.
  */
 export class ShellProcessor implements Processor {
@@ -77,7 +77,14 @@ export class ShellProcessor implements Processor {
 
   async process(context: TaskContext): Promise<ProcessOutcome> {
     const masker = new SecretMasker();
-    const outcome = await this.run({ ...context, log: (line) => context.log(masker.mask(line)) }, masker);
+    const outcome = await this.run(
+      {
+        ...context,
+        log: (line) => context.log(masker.mask(line)),
+        output: (stream, line) => (context.output ? context.output(stream, masker.mask(line)) : context.log(masker.mask(line))),
+      },
+      masker,
+    );
     return outcome.kind === 'failed' ? failed(masker.mask(outcome.error)) : outcome;
   }
 
@@ -129,7 +136,7 @@ export class ShellProcessor implements Processor {
       cwd: typeof cwd === 'string' ? cwd : undefined,
       signal: context.signal,
       killTimeoutInMs: this.killTimeoutInMs,
-      onLine: (_stream, line) => context.log(line),
+      onLine: (stream, line) => (context.output ? context.output(stream, line) : context.log(line)),
       ...(this.options.clock ? { clock: this.options.clock } : {}),
     });
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { VirtualClock } from '@jobq/ports';
+import type { TaskLine } from './log';
 import type { Processor } from './processor';
 import { ShellProcessor } from './shell-processor';
 import { realQueueBackends } from './test-helpers/real-queues';
@@ -40,6 +41,24 @@ describe('Worker on the in-memory queue, in virtual time', () => {
     expect(await queue.approximateMessageCount()).toBe(0);
     expect(out.lines).toEqual(expect.arrayContaining(['[t-ok] hello', '[t-ok] oops', '[t-ok] done']));
     expect(out.lines.filter((l) => l.includes('[t-ok] [t-ok]'))).toEqual([]);
+  });
+
+  it('with taskLines: hands each line the task printed (with its stream) and the worker\'s own lines about it there, not to the log', async () => {
+    const v = virtual();
+    const queue = v.queue();
+    await queue.send(task('t-lines', { cmd: 'echo hello; printf "partial" >&2' }));
+    const out = collectingLog();
+    const taskLines: TaskLine[] = [];
+    await v.run({ queue, log: out.log, taskLines: (line) => taskLines.push(line) });
+    const ref = { id: 't-lines', workflowTask: null };
+    expect(taskLines).toEqual(
+      expect.arrayContaining([
+        { task: ref, stream: 'stdout', text: 'hello' },
+        { task: ref, stream: 'stderr', text: 'partial' },
+        { task: ref, stream: null, text: 'done' },
+      ]),
+    );
+    expect(out.lines.filter((l) => l.includes('t-lines'))).toEqual([]);
   });
 
   it('retries a failing task num_retries times, then dead-letters it', async () => {

@@ -1,8 +1,8 @@
-import { decodeEnvelope, type Envelope } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, type Envelope } from '@jobq/dag-core';
 import { clockTimeout, isJobqError, JobqError, realClock, type Clock, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { envValue } from './config';
 import { Backoff, sleep } from './backoff';
-import { errorText, prefixedLog, stderrLog, type LogLine } from './log';
+import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 
@@ -26,6 +26,12 @@ export interface WorkerOptions {
   renewEveryFraction?: number;
   /** Worker log lines (default: stderr). Task lines come prefixed with `[envelope.id] `. */
   log?: LogLine;
+  /**
+   * Lines about one task, with the task they are about (its name and attempt for a workflow
+   * task): what the task printed on stdout/stderr and the worker's own lines about it (started,
+   * done, retrying, …). Default: the worker log, each line prefixed with `[envelope.id] `.
+   */
+  taskLines?: TaskLineSink;
   /** How long one receive call waits for a message (default 1 s). */
   receiveWaitInMs?: number;
   /**
@@ -145,6 +151,7 @@ export class Worker {
   private readonly receiveWaitInMs: number;
   private readonly maxDeliveries: number;
   private readonly log: LogLine;
+  private readonly taskLines: TaskLineSink | null;
   private readonly clock: Clock;
 
   private summary: WorkerSummary = { processed: 0, succeeded: 0, failed: 0, deadLettered: 0, left: 0, abandoned: 0, lockLost: 0 };
@@ -172,6 +179,7 @@ export class Worker {
     if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1)) throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
     this.maxDeliveries = maxDeliveries;
     this.log = options.log ?? stderrLog;
+    this.taskLines = options.taskLines ?? null;
     this.clock = options.clock ?? realClock;
     this.lastActivity = this.clock.now();
   }
@@ -371,7 +379,7 @@ export class Worker {
       return;
     }
     const envelope = decoded.value;
-    const taskLog = prefixedLog(this.log, envelope.id);
+    const { taskLog, output } = this.taskSinks(envelope);
     const processor = this.processors.find((p) => {
       try {
         return p.accepts(envelope.kwargs);
@@ -385,15 +393,38 @@ export class Worker {
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason))) this.summary.deadLettered++;
       return;
     }
-    await this.runTask(message, envelope, processor, taskLog, release);
+    await this.runTask(message, envelope, processor, taskLog, output, release);
   }
 
-  private async runTask(message: ReceivedMessage, envelope: Envelope, processor: Processor, taskLog: LogLine, release: () => void): Promise<void> {
+  /** The worker's lines about a task and the lines the task prints: to `taskLines`, else to the log prefixed with the task id. */
+  private taskSinks(envelope: Envelope): { taskLog: LogLine; output: (stream: 'stdout' | 'stderr', line: string) => void } {
+    const sink = this.taskLines;
+    if (sink === null) {
+      const taskLog = prefixedLog(this.log, envelope.id);
+      return { taskLog, output: (_stream, line) => taskLog(line) };
+    }
+    const decoded = decodeWorkflowTask(envelope.kwargs);
+    const info = decoded.ok ? decoded.value : null;
+    const task: TaskRef = { id: envelope.id, workflowTask: info === null ? null : { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo } };
+    return {
+      taskLog: (text) => sink({ task, stream: null, text }),
+      output: (stream, text) => sink({ task, stream, text }),
+    };
+  }
+
+  private async runTask(
+    message: ReceivedMessage,
+    envelope: Envelope,
+    processor: Processor,
+    taskLog: LogLine,
+    output: (stream: 'stdout' | 'stderr', line: string) => void,
+    release: () => void,
+  ): Promise<void> {
     const task: RunningTask = { controller: new AbortController() };
     this.tasks.add(task);
     if (this.stopping) this.armGrace(task);
     const renewer = this.startRenewer(message, task.controller, taskLog);
-    const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog };
+    const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog, output };
     let outcome: ProcessOutcome;
     // Set when the delivery bound ends this message: it is dead-lettered with this reason.
     let givenUp: string | null = null;

@@ -271,7 +271,11 @@ export class WorkflowProcessor implements Processor {
     // and error text of this attempt goes through the masker.
     const state: AttemptState = { masker: new SecretMasker() };
     const { masker } = state;
-    const masked: TaskContext = { ...context, log: (line) => context.log(masker.mask(line)) };
+    const masked: TaskContext = {
+      ...context,
+      log: (line) => context.log(masker.mask(line)),
+      output: (stream, line) => (context.output ? context.output(stream, masker.mask(line)) : context.log(masker.mask(line))),
+    };
     // Whatever goes wrong from here on, the coordinator hears of this attempt (or the message is
     // left for another delivery): a task is never left running with no completion on the way.
     try {
@@ -495,7 +499,7 @@ export class WorkflowProcessor implements Processor {
         killTimeoutInMs: this.killTimeoutInMs,
         clock: this.clock,
         timeoutInMs,
-        onLine: (_stream, line) => context.log(line),
+        onLine: (stream, line) => (context.output ? context.output(stream, line) : context.log(line)),
       });
       return { result, cancelled };
     } finally {

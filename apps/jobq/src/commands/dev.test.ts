@@ -1,11 +1,14 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { delimiter, join } from 'node:path';
+import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { createCliShim } from '../embedded';
 import { CLI, cleanEnv, runCli } from '../test-helpers/cli';
+import { schemaErrors } from '../test-helpers/json-schema';
 import { UsageError } from '../errors';
-import { DEFAULT_PORT_BASE, devPorts, devServiceBus, devWorkerQueues, type DevReport } from './dev';
+import { DEFAULT_PORT_BASE, devDataDir, devPorts, devServiceBus, devWorkerQueues, type DevReport } from './dev';
 
 describe('devPorts', () => {
   it("defaults to Azurite's usual 10000, 10001 and 10002", () => {
@@ -56,6 +59,50 @@ describe('devWorkerQueues', () => {
     expect(() => devWorkerQueues(['Bad_Name'], 1)).toThrow(UsageError);
     expect(() => devWorkerQueues(['sb://ns/q'], 1)).toThrow(/needs the local broker: add --queues sb:\/\/local/);
     expect(devWorkerQueues(['sb://ns/q', 'gpu'], 1, true)).toEqual({ queues: ['sb://ns/q', 'gpu'], numWorkers: 1 });
+  });
+});
+
+const temps: string[] = [];
+afterEach(async () => {
+  for (const dir of temps.splice(0)) {
+    await chmod(dir, 0o700).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'jobq-dev-test-'));
+  temps.push(dir);
+  return dir;
+}
+
+/**
+ * An existing directory this process cannot write to: a read-only one of its own, or (root writes
+ * through permissions) /sys, which the kernel keeps read-only.
+ */
+async function unwritableDir(): Promise<string> {
+  if (process.getuid?.() === 0) return '/sys';
+  const dir = await tempDir();
+  await chmod(dir, 0o500);
+  return dir;
+}
+
+describe('devDataDir', () => {
+  it('creates a missing directory and returns its absolute path', async () => {
+    const base = await tempDir();
+    const path = await devDataDir(join(base, 'a', 'b'));
+    expect(path).toBe(resolve(base, 'a', 'b'));
+    expect((await stat(path)).isDirectory()).toBe(true);
+  });
+
+  it('names a path that is a file, or under a file, or unwritable, as a usage error', async () => {
+    const file = join(await tempDir(), 'file');
+    await writeFile(file, 'x');
+    await expect(devDataDir(file)).rejects.toThrow(new UsageError(`--data ${file}: not a directory`));
+    await expect(devDataDir(join(file, 'data'))).rejects.toThrow(UsageError);
+    const readOnly = await unwritableDir();
+    await expect(devDataDir(readOnly)).rejects.toThrow(new RegExp(`^--data ${readOnly}: the directory is not writable \\(`));
+    await expect(devDataDir('')).rejects.toThrow(/--data needs a directory/);
   });
 });
 
@@ -151,6 +198,7 @@ describe('jobq dev (subprocess)', () => {
     const dev = startDev(['--json', '--no-coordinator', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(schemaErrors('dev', report)).toEqual([]);
     expect(report).toMatchObject({
       status: 'ready',
       prefix: 'devstoreaccount1/Local',
@@ -159,6 +207,9 @@ describe('jobq dev (subprocess)', () => {
       workers: [],
     });
     expect(report.env.JOBQ_STORAGE_CONNECTION_STRING).toBe(report.connection_string);
+    expect(report).toMatchObject({ data_dir: null, auto_workers: false });
+    // Said once, on stderr: nothing is kept.
+    expect(dev.stderr().match(/everything is kept in memory and lost when it stops \(keep it on disk with --data DIR\)/g)).toHaveLength(1);
     dev.child.kill('SIGTERM');
     expect(await dev.exit).toEqual({ code: 0, signal: null });
     expect(dev.stdout().trim().split('\n').at(-1)).toBe('}');
@@ -184,6 +235,7 @@ describe('jobq dev (subprocess)', () => {
     const dev = startDev(['--json', '--queues', 'sb://local', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table), '--sb-port', String(sbPort)]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
+    expect(schemaErrors('dev', report)).toEqual([]);
     expect(report.ports).toEqual({ blob, queue, table, servicebus: sbPort, servicebus_admin: sbPort + 1 });
     expect(report.servicebus).toEqual({
       connection_string: `Endpoint=sb://127.0.0.1:${sbPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
@@ -210,5 +262,56 @@ describe('jobq dev (subprocess)', () => {
     }
     dev.child.kill('SIGTERM');
     expect(await dev.exit).toEqual({ code: 0, signal: null });
+  });
+
+  it('--data on a path it cannot write names it and exits 2 before starting anything', async () => {
+    const readOnly = await unwritableDir();
+    const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
+    const dev = startDev(['--data', readOnly, '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
+    expect(await dev.exit).toEqual({ code: 2, signal: null });
+    expect(dev.stderr()).toMatch(new RegExp(`^jobq: --data ${readOnly}: the directory is not writable \\([^)]+\\)\n$`));
+    expect(dev.stdout()).toBe('');
+  });
+
+  it('--data keeps the history across a restart; --auto-workers runs a task routed to a queue no --queue names', async () => {
+    const data = join(await tempDir(), 'stack');
+    const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
+    const ports = ['--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)];
+    const workflow = join(await tempDir(), 'routed.yaml');
+    await writeFile(
+      workflow,
+      ['name: routed', 'tasks:', '  - name: hello', '    queue: cpu', '    kwargs:', '      cmd: |', `        echo '{"hello": "cpu"}' > "$JOBQ_OUTPUT_FILE"`, ''].join('\n'),
+    );
+
+    const first = startDev(['--json', '--data', data, '--auto-workers', ...ports]);
+    await first.until(/^\{[\s\S]*\n\}\n/);
+    const before = JSON.parse(first.stdout()) as DevReport;
+    expect(before).toMatchObject({ data_dir: data, auto_workers: true, workers: [], coordinator: true });
+    expect(first.stderr()).not.toMatch(/in memory/);
+    const env = cleanEnv(before.env);
+    const run = await runCli(['workflow', 'run', workflow, '--json'], { env });
+    expect(run.code).toBe(0);
+    const { workflow_id: id, status } = JSON.parse(run.stdout) as { workflow_id: string; status: string };
+    expect(status).toBe('completed');
+    expect(first.stderr()).toMatch(/jobq dev: started 1 local worker\(s\) on cpu \(a workflow task was routed to it; --auto-workers\)\n/);
+    first.child.kill('SIGTERM');
+    expect(await first.exit).toEqual({ code: 0, signal: null });
+
+    const second = startDev(['--json', '--data', data, ...ports]);
+    await second.until(/^\{[\s\S]*\n\}\n/);
+    const after = JSON.parse(second.stdout()) as DevReport;
+    // The same settings for clients: another terminal's exports still work.
+    expect(after.env).toEqual(before.env);
+    const list = await runCli(['workflow', 'list', '--json'], { env });
+    expect(list.code).toBe(0);
+    const listed = (JSON.parse(list.stdout) as Array<Record<string, unknown>>).filter((w) => Object.values(w).includes(id));
+    expect(listed).toEqual([expect.objectContaining({ status: 'completed' })]);
+    // One jobq dev per directory: two Azurites would overwrite each other's files.
+    const other = (await freePorts(3)).flatMap((port, i) => [['--blob-port', '--queue-port', '--table-port'][i]!, String(port)]);
+    const third = startDev(['--data', data, ...other]);
+    expect(await third.exit).toEqual({ code: 1, signal: null });
+    expect(third.stderr()).toContain(`jobq: --data ${data} is in use by another jobq dev (pid ${after.pid})`);
+    second.child.kill('SIGTERM');
+    expect(await second.exit).toEqual({ code: 0, signal: null });
   });
 });

@@ -1,12 +1,15 @@
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage, type ServiceBusEmulator } from '@jobq/local';
 import type { Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
-import { openDeployment } from '../deployment';
+import { openDeployment, type Deployment } from '../deployment';
 import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
+import { QueueWorkerPool } from '../queue-workers';
 import { coordinatorOptions, createCoordinator, createWorker } from '../services';
 
 /** Azurite's usual ports: blob 10000, queue 10001, table 10002. */
@@ -35,7 +38,11 @@ export interface DevReport {
   table_endpoint: string;
   ports: DevPorts;
   coordinator: boolean;
+  /** The directory holding the stack's storage (`--data`); null when everything is in memory. */
+  data_dir: string | null;
   workers: Array<{ queue: string; num_workers: number }>;
+  /** `--auto-workers`: more queues get workers as workflow tasks are routed to them. */
+  auto_workers: boolean;
   /** The local Service Bus broker (`--queues sb://local`); absent without it. */
   servicebus?: { connection_string: string; admin_endpoint: string };
   /** The environment another terminal (or process) needs to use the stack. */
@@ -102,6 +109,89 @@ export function devWorkerQueues(queues: readonly string[] | undefined, workers: 
   return { queues: out, numWorkers: workers ?? 1 };
 }
 
+/** Why a file-system call failed, in words (the code when there is no better one). */
+function fsReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EROFS':
+      return 'read-only file system';
+    case 'ENOTDIR':
+      return 'a part of the path is not a directory';
+    case 'ENOSPC':
+      return 'no space left on the device';
+    default:
+      return code ?? (error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * `--data DIR`: the absolute directory for the stack's storage, created when missing; a usage
+ * error naming it when it is not a directory or cannot be written (checked by writing a file).
+ */
+export async function devDataDir(dir: string): Promise<string> {
+  if (dir.trim() === '') throw new UsageError('--data needs a directory (where the stack keeps its storage)');
+  const path = resolve(dir);
+  let isDirectory: boolean | null = null;
+  try {
+    isDirectory = (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new UsageError(`--data ${dir}: cannot use it (${fsReason(error)})`);
+  }
+  if (isDirectory === false) throw new UsageError(`--data ${dir}: not a directory`);
+  if (isDirectory === null) {
+    try {
+      await mkdir(path, { recursive: true });
+    } catch (error) {
+      throw new UsageError(`--data ${dir}: cannot create the directory (${fsReason(error)})`);
+    }
+  }
+  const probe = join(path, `.jobq-dev-write-check-${process.pid}`);
+  try {
+    await writeFile(probe, '');
+  } catch (error) {
+    throw new UsageError(`--data ${dir}: the directory is not writable (${fsReason(error)})`);
+  }
+  await rm(probe, { force: true });
+  return path;
+}
+
+/** Marks a `--data` directory as used by this process, so that a second `jobq dev` on it does not start. */
+const DATA_LOCK_FILE = 'jobq-dev.pid';
+
+/**
+ * Takes the `--data` directory for this process (`jobq-dev.pid` in it), or fails naming the live
+ * `jobq dev` that holds it: two Azurite instances on one directory would overwrite each other's
+ * files. A file left by a process that is gone is taken over. Returns the release.
+ */
+async function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  const file = join(dir, DATA_LOCK_FILE);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeFile(file, `${process.pid}\n`, { flag: 'wx' });
+      return () => rm(file, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
+    }
+    const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processIsAlive(pid)) {
+      throw new Error(`--data ${dir} is in use by another jobq dev (pid ${pid}): stop it first, or use another directory (remove ${file} if that process is not jobq dev)`);
+    }
+    await rm(file, { force: true });
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** A single-quoted shell word. */
 function shellQuote(text: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
@@ -129,7 +219,11 @@ export default class Dev extends JobqCommand {
     'a coordinator for the prefix devstoreaccount1/Local (leave it out with --no-coordinator to run `jobq workflow coordinator` against the stack yourself) ' +
     'and, with --workers or --queue, local workers. Once everything runs it prints the connection settings and the export lines ' +
     'that point another terminal at the stack (with --json, one JSON document on stdout); then it keeps running until Ctrl-C or SIGTERM, ' +
-    'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops. ' +
+    'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops, ' +
+    'unless --data DIR keeps the storage on disk (Azurite\'s own persistence, as `azurite --location DIR`): a later `jobq dev --data DIR` ' +
+    'has the same workflows, their history and outputs, and prints the same settings (same ports, same key); one jobq dev per directory at a time. ' +
+    'With --auto-workers a queue gets local workers (--workers per queue, default 1) the first time the coordinator routes a task to it, ' +
+    'besides the --queue names, which get theirs at once; on a restarted --data stack the queues of unfinished workflows get theirs at start. ' +
     'Every ACCOUNT/NAME queue a workflow names lives on the stack as NAME: run outside workers with --queue NAME. ' +
     'With --queues sb://local a local Service Bus broker joins the stack (AMQP on the port base + 3 or --sb-port, its admin endpoint on the next port): ' +
     'the completion queue, bare queue names and every sb://NAMESPACE/NAME queue live on it, and the export lines include JOBQ_WORKFLOW_QUEUES=sb://local, ' +
@@ -139,6 +233,7 @@ export default class Dev extends JobqCommand {
   static override examples = [
     '<%= config.bin %> dev',
     '<%= config.bin %> dev --workers 2',
+    '<%= config.bin %> dev --data .jobq-dev --auto-workers',
     '<%= config.bin %> dev --port-base 20000 --queue default --queue gpu --workers 2',
     '<%= config.bin %> dev --no-coordinator --json',
     '<%= config.bin %> dev --queues sb://local --workers 2',
@@ -156,8 +251,16 @@ export default class Dev extends JobqCommand {
     }),
     queues: Flags.string({ description: 'sb://local: task and completion queues on a local Service Bus broker (default: Storage Queues on Azurite)' }),
     coordinator: Flags.boolean({ description: 'Run a coordinator for devstoreaccount1/Local (--no-coordinator leaves it to `jobq workflow coordinator`)', default: true, allowNo: true }),
-    workers: Flags.integer({ description: 'Local workers per queue (default: none; 1 when --queue is given)', min: 1, max: 64 }),
-    queue: Flags.string({ description: 'A queue the local workers pull (repeatable; default "default" when --workers is given); sb://… needs --queues sb://local', multiple: true }),
+    data: Flags.string({ description: 'Keep the storage on disk in DIR (created when missing), so a restarted jobq dev --data DIR has the history (default: in memory, lost when it stops)' }),
+    workers: Flags.integer({ description: 'Local workers per queue (default: none; 1 when --queue or --auto-workers is given)', min: 1, max: 64 }),
+    queue: Flags.string({
+      description: 'A queue the local workers pull (repeatable; default "default" when --workers is given without --auto-workers); sb://… needs --queues sb://local',
+      multiple: true,
+    }),
+    'auto-workers': Flags.boolean({
+      description: 'Start local workers on every queue a submitted workflow routes a task to, when the coordinator first sends a task there (with the --queue ones)',
+      default: false,
+    }),
     json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
     config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
     ...coordinatorFlags,
@@ -167,10 +270,17 @@ export default class Dev extends JobqCommand {
     const { flags } = await this.parse(Dev);
     const serviceBus = devServiceBus(flags.queues);
     const ports = devPorts(flags, serviceBus);
-    const { queues, numWorkers } = devWorkerQueues(flags.queue, flags.workers, serviceBus);
+    const autoWorkers = flags['auto-workers'];
+    if (autoWorkers && !flags.coordinator) {
+      throw new UsageError('--auto-workers starts workers as the stack\'s coordinator routes tasks to new queues: leave out --no-coordinator, or name the queues with --queue');
+    }
+    const { queues, numWorkers } = devWorkerQueues(flags.queue, autoWorkers && flags.queue === undefined ? undefined : flags.workers, serviceBus);
+    const workersPerQueue = numWorkers > 0 ? numWorkers : autoWorkers ? (flags.workers ?? 1) : 0;
     // Only the coordinator settings are taken from flags, environment and config file; the
     // prefix and connection are those of the dev stack.
     const baseConfig = configFromFlags({ ...flags, prefix: undefined, queues: undefined, blobs: undefined });
+    // Checked (and created) before anything starts: a bad directory is a usage error.
+    const dataDir = flags.data === undefined ? null : await devDataDir(flags.data);
 
     let signals = 0;
     const state: { failure: Error | null } = { failure: null };
@@ -195,10 +305,16 @@ export default class Dev extends JobqCommand {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const cleanups: Array<() => Promise<void>> = [];
+    if (dataDir === null) {
+      this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
+    } else if (serviceBus) {
+      this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
+    }
     try {
+      if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
       try {
-        storage = await startAzurite({ blobPort: ports.blob, queuePort: ports.queue, tablePort: ports.table });
+        storage = await startAzurite({ blobPort: ports.blob, queuePort: ports.queue, tablePort: ports.table, ...(dataDir === null ? {} : { location: dataDir }) });
       } catch (error) {
         throw portError(error, ports) ?? error;
       }
@@ -218,8 +334,57 @@ export default class Dev extends JobqCommand {
       // Closed before the broker stops (cleanups run last first).
       cleanups.push(() => deployment.close());
 
+      let pool: QueueWorkerPool | null = null;
+      if (workersPerQueue > 0 && signals === 0) {
+        const local = await localWorkerEnvironment(true);
+        cleanups.push(local.cleanup);
+        const workerEnv = local.env;
+        pool = new QueueWorkerPool({
+          key: (spec) => deployment.locate(spec).key,
+          start: async (queue) => {
+            if (closing) return;
+            const worker: Worker = await createWorker(deployment, {
+              queue,
+              numWorkers: workersPerQueue,
+              maxIdleBackoffInMs: LOCAL_MAX_IDLE_BACKOFF_IN_MS,
+              env: workerEnv,
+              log: (line) => this.note(`[worker ${queue}] ${line}`),
+              onConfigError: (error) => fail(error),
+            });
+            if (closing) {
+              // Started while jobq dev was stopping: its cleanups have already run.
+              await worker.stop({ gracePeriodInMs: 0 });
+              return;
+            }
+            cleanups.push(() => worker.stop({ gracePeriodInMs: 0 }));
+            worker.run().then(
+              () => fail(new Error(`the worker on ${queue} stopped`)),
+              (error: unknown) => fail(new Error(`the worker on ${queue} stopped: ${errorLine(error)}`)),
+            );
+          },
+          onError: (error, queue) => fail(new Error(`could not start a worker on ${queue}: ${errorLine(error)}`)),
+        });
+        for (const queue of queues) await pool.add(queue);
+      }
+      const autoPool = autoWorkers ? pool : null;
+      const announce = (queue: string, why: string): void => this.note(`jobq dev: started ${workersPerQueue} local worker(s) on ${queue} (${why}; --auto-workers)`);
+
       if (flags.coordinator && signals === 0) {
-        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
+        // With --auto-workers the coordinator's first task for a queue starts that queue's workers
+        // (in the background: the task waits in its queue until they run).
+        const routed =
+          autoPool === null
+            ? deployment
+            : {
+                ...deployment,
+                queue: (spec: string) => {
+                  const known = autoPool.queues.length;
+                  autoPool.ensure(spec);
+                  if (autoPool.queues.length > known) announce(spec, 'a workflow task was routed to it');
+                  return deployment.queue(spec);
+                },
+              };
+        const coordinator = createCoordinator(routed, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         coordinator.run().then(
@@ -228,29 +393,16 @@ export default class Dev extends JobqCommand {
         );
       }
 
-      if (numWorkers > 0 && signals === 0) {
-        const local = await localWorkerEnvironment(true);
-        cleanups.push(local.cleanup);
-        const workerEnv = local.env;
-        for (const queue of queues) {
-          const worker: Worker = await createWorker(deployment, {
-            queue,
-            numWorkers,
-            maxIdleBackoffInMs: LOCAL_MAX_IDLE_BACKOFF_IN_MS,
-            env: workerEnv,
-            log: (line) => this.note(`[worker ${queue}] ${line}`),
-            onConfigError: (error) => fail(error),
-          });
-          cleanups.push(() => worker.stop({ gracePeriodInMs: 0 }));
-          worker.run().then(
-            () => fail(new Error(`the worker on ${queue} stopped`)),
-            (error: unknown) => fail(new Error(`the worker on ${queue} stopped: ${errorLine(error)}`)),
-          );
+      if (autoPool !== null && dataDir !== null && signals === 0) {
+        // A restarted stack: tasks already waiting in a queue are not routed again, so the queues of
+        // unfinished workflows get their workers now.
+        for (const queue of await unfinishedWorkflowQueues(deployment)) {
+          if (await autoPool.add(queue)) announce(queue, 'an unfinished workflow uses it');
         }
       }
 
       if (signals === 0 && state.failure === null) {
-        const report = devReport(storage, broker, ports, flags.coordinator, queues, numWorkers);
+        const report = devReport(storage, broker, ports, flags.coordinator, pool?.queues ?? [], workersPerQueue, dataDir, autoWorkers);
         if (flags.json) {
           this.printJson(report);
           const sb = ports.servicebus === undefined ? '' : `, Service Bus ${ports.servicebus}, its admin ${ports.servicebus_admin}`;
@@ -278,7 +430,28 @@ export default class Dev extends JobqCommand {
   }
 }
 
-function devReport(storage: LocalStorage, broker: ServiceBusEmulator | null, ports: DevPorts, coordinator: boolean, queues: string[], numWorkers: number): DevReport {
+/** The queue specs of the workflows not finished yet (from the index), deduplicated. */
+async function unfinishedWorkflowQueues(deployment: Deployment): Promise<string[]> {
+  const specs = new Set<string>();
+  let continuationToken: string | undefined;
+  do {
+    const page = await deployment.client.list({ status: ['pending', 'running'], ...(continuationToken === undefined ? {} : { continuationToken }) });
+    for (const summary of page.items) for (const spec of summary.queues) specs.add(spec);
+    continuationToken = page.continuationToken ?? undefined;
+  } while (continuationToken !== undefined);
+  return [...specs].sort();
+}
+
+function devReport(
+  storage: LocalStorage,
+  broker: ServiceBusEmulator | null,
+  ports: DevPorts,
+  coordinator: boolean,
+  queues: string[],
+  numWorkers: number,
+  dataDir: string | null,
+  autoWorkers: boolean,
+): DevReport {
   const prefix = `${EMBEDDED_ACCOUNT}/${EMBEDDED_PREFIX}`;
   // The broker's key is its fixed development key, as Azurite's account key is: printing it gives nothing away.
   const serviceBusEnv: Record<string, string> =
@@ -296,7 +469,9 @@ function devReport(storage: LocalStorage, broker: ServiceBusEmulator | null, por
     table_endpoint: storage.tableEndpoint,
     ports,
     coordinator,
+    data_dir: dataDir,
     workers: numWorkers === 0 ? [] : queues.map((queue) => ({ queue, num_workers: numWorkers })),
+    auto_workers: autoWorkers,
     ...(broker === null ? {} : { servicebus: { connection_string: broker.connectionString, admin_endpoint: broker.adminEndpoint ?? '' } }),
     env: { JOBQ_WORKFLOW_PREFIX: prefix, JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString, ...serviceBusEnv },
   };
@@ -305,7 +480,9 @@ function devReport(storage: LocalStorage, broker: ServiceBusEmulator | null, por
 /** The human-readable settings: endpoints, what runs, and the lines for another terminal. */
 function readyText(report: DevReport): string {
   const lines = [
-    'jobq dev: a local stack is running (in memory: everything is lost when it stops)',
+    report.data_dir === null
+      ? 'jobq dev: a local stack is running (in memory: everything is lost when it stops)'
+      : `jobq dev: a local stack is running (storage kept in ${report.data_dir})`,
     '',
     `  prefix       ${report.prefix}`,
     `  blob         ${report.blob_endpoint}`,
@@ -315,7 +492,7 @@ function readyText(report: DevReport): string {
       ? []
       : [`  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`]),
     `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
-    `  workers      ${report.workers.length === 0 ? 'none (run `jobq worker --queue NAME` with the settings below)' : report.workers.map((w) => `${w.num_workers} on ${w.queue}`).join(', ')}`,
+    `  workers      ${workersLine(report)}`,
     '',
     'Use it from another terminal:',
     '',
@@ -323,11 +500,20 @@ function readyText(report: DevReport): string {
     report.servicebus === undefined ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT' : '  unset JOBQ_WORKFLOW_BLOBS',
     '  jobq workflow submit examples/diamond.yaml',
     ...(report.coordinator ? [] : ['  jobq workflow coordinator']),
-    ...(report.workers.length === 0 ? ['  jobq worker --queue default'] : []),
+    ...(report.workers.length === 0 && !report.auto_workers ? ['  jobq worker --queue default'] : []),
     '  jobq workflow list',
     '',
     'Ctrl-C or SIGTERM stops it.',
     '',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+function workersLine(report: DevReport): string {
+  const running = report.workers.map((w) => `${w.num_workers} on ${w.queue}`).join(', ');
+  if (report.auto_workers) {
+    const auto = `${report.workers.length === 0 ? 'started' : 'and more'} on every queue a workflow routes a task to (--auto-workers)`;
+    return running === '' ? auto : `${running}, ${auto}`;
+  }
+  return running === '' ? 'none (run `jobq worker --queue NAME` with the settings below)' : running;
 }

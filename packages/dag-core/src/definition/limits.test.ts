@@ -94,7 +94,7 @@ describe('the limits of the storage a definition meets', () => {
       expect(validateWorkflow({ name: 'w', default_queue: 'sb://ns/q', tasks: [task('a', { kwargs: big })] }).ok).toBe(true);
       const issues = issuesOf({ name: 'w', tasks: [task('a', { kwargs: { cmd: 'x'.repeat(300_000) }, queue: 'sb://ns/q' })] });
       expect(issues.map((i) => [i.code, i.path])).toEqual([['storage-limit', 'tasks[0].kwargs']]);
-      expect(issues[0]?.message).toContain('at most 262144');
+      expect(issues[0]?.message).toContain('at most 258048');
     });
 
     it('says so in one short line, however long the task name and queue spec', () => {

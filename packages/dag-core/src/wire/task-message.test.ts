@@ -33,7 +33,7 @@ function expectError(r: { ok: boolean; error?: string }, fragment: string): void
 describe('constants', () => {
   it('has the queue limits', () => {
     expect(STORAGE_QUEUE_MAX_MESSAGE_BYTES).toBe(65536);
-    expect(SERVICE_BUS_MAX_MESSAGE_BYTES).toBe(262144);
+    expect(SERVICE_BUS_MAX_MESSAGE_BYTES).toBe(262144 - 4096);
   });
 });
 

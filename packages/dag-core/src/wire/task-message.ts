@@ -13,8 +13,12 @@ import { type CompactUpstreamRefs, decodeCompactUpstreamRefs } from './upstream-
  */
 export const STORAGE_QUEUE_MAX_MESSAGE_BYTES = 65536;
 
-/** The Azure Service Bus (standard tier) message size limit, 256 KiB, for the envelope text. */
-export const SERVICE_BUS_MAX_MESSAGE_BYTES = 262144;
+/**
+ * The largest envelope text a Service Bus queue takes: Azure's 256 KiB transfer limit (Standard
+ * tier) less the 4 KiB the Service Bus adapter keeps for the message's properties, so a task that
+ * validates can always be sent.
+ */
+export const SERVICE_BUS_MAX_MESSAGE_BYTES = 258048;
 
 /** Task-message kwarg: the workflow id. */
 export const WORKFLOW_ID_KWARG = '__workflow_id';

@@ -37,11 +37,11 @@ describe('jobq config show', () => {
     expect(doc.settings.prefix).toEqual({ value: 'envacct/FromEnv', source: 'env', from: 'JOBQ_WORKFLOW_PREFIX' });
     expect(doc.settings.queues).toEqual({ value: null, source: 'default', from: null });
     expect(doc.settings.blobs).toEqual({ value: 'fileacct/outputs', source: 'file', from: 'connection.blobs' });
-    expect(doc.settings.batchSize).toEqual({ value: 4, source: 'flag', from: '--batch-size' });
-    expect(doc.settings.flushRetryLimit).toEqual({ value: 5, source: 'file', from: 'coordinator.flush_retry_limit' });
-    expect(doc.settings.idleSleepS).toEqual({ value: 0.5, source: 'default', from: null });
-    expect(doc.settings.connectionString).toMatchObject({ source: 'env', from: 'JOBQ_STORAGE_CONNECTION_STRING' });
-    expect(doc.settings.connectionString?.value).toContain('AccountKey=***');
+    expect(doc.settings.batch_size).toEqual({ value: 4, source: 'flag', from: '--batch-size' });
+    expect(doc.settings.flush_retry_limit).toEqual({ value: 5, source: 'file', from: 'coordinator.flush_retry_limit' });
+    expect(doc.settings.idle_sleep_s).toEqual({ value: 0.5, source: 'default', from: null });
+    expect(doc.settings.connection_string).toMatchObject({ source: 'env', from: 'JOBQ_STORAGE_CONNECTION_STRING' });
+    expect(doc.settings.connection_string?.value).toContain('AccountKey=***');
 
     const flagged = await runCli(['config', 'show', '--json', '--prefix', 'flagacct/FromFlag'], { env, cwd: dir });
     expect((JSON.parse(flagged.stdout) as { settings: Record<string, Shown> }).settings.prefix).toMatchObject({ value: 'flagacct/FromFlag', source: 'flag' });
@@ -55,8 +55,8 @@ describe('jobq config show', () => {
     const env = cleanEnv({ JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv', JOBQ_WORKFLOW_QUEUES: 'otheracct', JOBQ_STORAGE_CONNECTION_STRING: sasString });
     const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
     expect(json.code).toBe(0);
-    const doc = JSON.parse(json.stdout) as { storageAccess: unknown[] };
-    expect(doc.storageAccess).toEqual([
+    const doc = JSON.parse(json.stdout) as { storage_access: unknown[] };
+    expect(doc.storage_access).toEqual([
       { account: 'envacct', uses: 'connection string', from: 'JOBQ_STORAGE_CONNECTION_STRING', credential: 'SAS', note: null },
       {
         account: 'otheracct',
@@ -70,6 +70,8 @@ describe('jobq config show', () => {
     ]);
     const text = await runCli(['config', 'show'], { env, cwd: dir });
     expect(text.stdout).toContain('Storage access:\n  envacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)\n  otheracct: DefaultAzureCredential (');
+    // Not a terminal: the masked connection string stays on one line, however long.
+    expect(text.stdout).toMatch(/connection string\s+BlobEndpoint=\S+SharedAccessSignature=\*\*\*&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=\*\*\*\s+env/);
     for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) expect(out).not.toContain(sig);
   });
 
@@ -81,10 +83,10 @@ describe('jobq config show', () => {
     });
     const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
     expect(json.code).toBe(0);
-    const doc = JSON.parse(json.stdout) as { settings: Record<string, Shown>; serviceBusAccess: string[] };
-    expect(doc.settings.serviceBusConnectionString).toMatchObject({ source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' });
-    expect(doc.settings.serviceBusConnectionString?.value).toContain('SharedAccessKey=***');
-    expect(doc.serviceBusAccess).toEqual(['sb://my-namespace: connection string from JOBQ_SERVICEBUS_CONNECTION_STRING (my-namespace.servicebus.windows.net)']);
+    const doc = JSON.parse(json.stdout) as { settings: Record<string, Shown>; servicebus_access: string[] };
+    expect(doc.settings.servicebus_connection_string).toMatchObject({ source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' });
+    expect(doc.settings.servicebus_connection_string?.value).toContain('SharedAccessKey=***');
+    expect(doc.servicebus_access).toEqual(['sb://my-namespace: connection string from JOBQ_SERVICEBUS_CONNECTION_STRING (my-namespace.servicebus.windows.net)']);
     const other = await runCli(['config', 'show', '--queues', 'sb://other-namespace'], { env, cwd: dir });
     expect(other.stdout).toContain('Service Bus access:\n  sb://other-namespace: DefaultAzureCredential on other-namespace.servicebus.windows.net (the connection string');
     for (const out of [json.stdout, json.stderr, other.stdout, other.stderr]) expect(out).not.toContain(sbKey);

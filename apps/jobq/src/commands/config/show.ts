@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { JobqCommand } from '../../base';
 import { COORDINATOR_SETTINGS, maskSecret, type Resolved } from '../../config';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
-import { table } from '../../format';
+import { fittedTable } from '../../format';
 import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
 import { storageAccess, storageAccessLine } from '../../storage-access';
 
@@ -24,7 +24,7 @@ export default class ConfigShow extends JobqCommand {
   static override description =
     'Resolves every setting the way the other commands do — flag, then environment variable, then config file (--config, ' +
     '$JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml), then default; an empty environment variable counts as unset — and prints each value ' +
-    'with its source (flag, env, file or default). Connection strings are shown with their keys and signatures masked. ' +
+    'with its source (flag, env, file or default). Connection strings are shown with their keys and signatures masked (and, in a terminal, wrapped to its width). ' +
     'Then, for each storage account the configuration uses, what really reaches it: the connection string (from which variable ' +
     'or file key; account key, SAS or endpoints only), the local emulator, or DefaultAzureCredential. ' +
     'With --queues sb://NAMESPACE, how that namespace is reached: the Service Bus connection string (when its Endpoint is that namespace, or for sb://local) or DefaultAzureCredential. ' +
@@ -39,7 +39,7 @@ export default class ConfigShow extends JobqCommand {
     ...coordinatorFlags,
     json: Flags.boolean({
       description:
-        'Print one JSON document: {file, settings: {name: {value, source, from}}, storageAccess: [{account, uses, from, credential, note}], serviceBusAccess: [line]}',
+        'Print one JSON document: {file, settings: {key: {value, source, from}}, storage_access: [{account, uses, from, credential, note}], servicebus_access: [line]}, settings named by their config file keys',
       default: false,
     }),
   };
@@ -61,7 +61,17 @@ export default class ConfigShow extends JobqCommand {
     const namespace = queuesNamespace(config);
     const serviceBus = namespace === null ? [] : [serviceBusAccessLine(config, namespace)];
     if (flags.json) {
-      this.printJson({ file: config.file, settings, storageAccess: access, serviceBusAccess: serviceBus });
+      // Named by the config file's keys (docs/azure.md#configuration), as every --json key is snake_case.
+      const byFileKey: Record<string, ShownValue> = {
+        prefix: settings.prefix!,
+        queues: settings.queues!,
+        blobs: settings.blobs!,
+        connection_string: settings.connectionString!,
+        servicebus_connection_string: settings.serviceBusConnectionString!,
+        servicebus_admin_endpoint: settings.serviceBusAdminEndpoint!,
+        ...Object.fromEntries(COORDINATOR_SETTINGS.map((s) => [s.file, settings[s.key]!])),
+      };
+      this.printJson({ file: config.file, settings: byFileKey, storage_access: access, servicebus_access: serviceBus });
       return;
     }
     const names: Record<string, string> = {
@@ -76,6 +86,6 @@ export default class ConfigShow extends JobqCommand {
     const rows = Object.entries(settings).map(([key, v]) => [names[key] ?? key, v.value === null ? '(unset)' : String(v.value), v.from === null ? v.source : `${v.source} (${v.from})`]);
     const accessLines = access.length === 0 ? ['  (no storage account configured)'] : access.map((a) => `  ${storageAccessLine(a)}`);
     const serviceBusLines = serviceBus.length === 0 ? '' : `\nService Bus access:\n${serviceBus.map((line) => `  ${maskSecret(line)}`).join('\n')}\n`;
-    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${table(['Setting', 'Value', 'Source'], rows)}\n\nStorage access:\n${accessLines.join('\n')}\n${serviceBusLines}`);
+    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${fittedTable(['Setting', 'Value', 'Source'], rows, { wrap: 1, width: process.stdout.isTTY ? process.stdout.columns : null })}\n\nStorage access:\n${accessLines.join('\n')}\n${serviceBusLines}`);
   }
 }

@@ -22,6 +22,8 @@ export default class TaskSetOutput extends JobqCommand {
   static override args = {
     value: Args.string({ description: 'The output: text, or JSON with --json (omit with --stdin)', required: false, ignoreStdin: true }),
   };
+  // --json is about the value read, not the output: a failure prints no JSON document.
+  static override jsonOutput = false;
   static override flags = {
     json: Flags.boolean({ description: 'Parse the value as JSON instead of taking it as a string', default: false }),
     stdin: Flags.boolean({ description: 'Read the value from standard input', default: false }),

@@ -534,5 +534,5 @@ const CONSUMER_REPORT = [
   'const credentialVariables = Object.entries(process.env).filter(([k, v]) => /CONNECTION_STRING|ACCOUNT_KEY|_KEY$|SAS|^AZURE_|^IDENTITY_|^MSI_/.test(k) || /AccountKey=|SharedAccessSignature=/i.test(v)).map(([k]) => k);',
   'const config = JSON.parse(read("config.json"));',
   'process.stdout.write(JSON.stringify({ model: read("model.txt"), paddingLength: JSON.parse(read("upstream.json")).padding.length, credentialVariables,',
-  '  connectionString: config.settings.connectionString.value, list: { code: read("list.code").trim(), out: read("list.out"), err: read("list.err") } }));',
+  '  connectionString: config.settings.connection_string.value, list: { code: read("list.code").trim(), out: read("list.out"), err: read("list.err") } }));',
 ].join(' ');

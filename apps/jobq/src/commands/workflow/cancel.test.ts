@@ -19,8 +19,8 @@ describe('jobq workflow cancel and retry', () => {
   it('retry of a workflow with nothing to retry says so and requests nothing', async () => {
     const result = await runCli(['workflow', 'retry', 'wf-cancel', '--json'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
-    const doc = JSON.parse(result.stdout) as { workflowId: string; requested: boolean; message: string };
-    expect(doc).toMatchObject({ workflowId: 'wf-cancel', target: `devstoreaccount1/${prefix}`, requested: false });
+    const doc = JSON.parse(result.stdout) as { workflow_id: string; requested: boolean; message: string };
+    expect(doc).toMatchObject({ workflow_id: 'wf-cancel', target: `devstoreaccount1/${prefix}`, requested: false });
     expect(doc.message).toContain('nothing to retry');
     expect((await deployment.client.status('wf-cancel'))?.retryRequestedAt).toBeNull();
   });
@@ -31,7 +31,7 @@ describe('jobq workflow cancel and retry', () => {
     expect(result.stdout.trim()).toBe(`Cancellation requested for workflow wf-cancel in devstoreaccount1/${prefix}.`);
     expect((await deployment.client.status('wf-cancel'))?.cancelRequestedAt).not.toBeNull();
     const json = await runCli(['workflow', 'cancel', 'wf-cancel', '--json'], { env: storage.env(prefix) });
-    expect(JSON.parse(json.stdout)).toMatchObject({ workflowId: 'wf-cancel', requested: true });
+    expect(JSON.parse(json.stdout)).toMatchObject({ workflow_id: 'wf-cancel', requested: true });
   });
 
   it('retry after a cancel records a retry request', async () => {

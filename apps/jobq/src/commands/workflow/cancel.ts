@@ -13,7 +13,7 @@ export default class WorkflowCancel extends JobqCommand {
   static override args = { id: Args.string({ description: 'Workflow id', required: true, ignoreStdin: true }) };
   static override flags = {
     ...configFlags,
-    json: Flags.boolean({ description: 'Print one JSON document: {workflowId, target, requested, message}', default: false }),
+    json: Flags.boolean({ description: 'Print one JSON document: {workflow_id, target, requested, message}', default: false }),
   };
 
   async run(): Promise<void> {
@@ -21,7 +21,7 @@ export default class WorkflowCancel extends JobqCommand {
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const result = await deployment.client.cancel(args.id);
     const message = result.requested ? `Cancellation requested for workflow ${args.id} in ${deployment.target}.` : (result.message ?? 'Nothing to cancel.');
-    if (flags.json) this.printJson({ workflowId: args.id, target: deployment.target, requested: result.requested, message });
+    if (flags.json) this.printJson({ workflow_id: args.id, target: deployment.target, requested: result.requested, message });
     else process.stdout.write(`${message}\n`);
   }
 }

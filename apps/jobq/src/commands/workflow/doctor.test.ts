@@ -121,7 +121,7 @@ describe('jobq workflow doctor', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/✖ corrupt workflows\s+1 workflow set aside as corrupt: broken-1 \(the runtime of workflow "broken-1" cannot be read: it is not JSON\)/);
     const listed = await runCli(['workflow', 'list', '--status', 'corrupt', '--json'], { env: storage.env(prefix) });
-    expect((JSON.parse(listed.stdout) as Array<{ workflowId: string; status: string }>).map((w) => [w.workflowId, w.status])).toEqual([['broken-1', 'corrupt']]);
+    expect((JSON.parse(listed.stdout) as Array<{ workflow_id: string; status: string }>).map((w) => [w.workflow_id, w.status])).toEqual([['broken-1', 'corrupt']]);
   });
 
   it('uses a SAS connection string (no AccountName) and says so, without printing the signature', async () => {

@@ -9,6 +9,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
 import { skipLines, skippedJson, skippedTasks } from '../../skips';
+import type { ExplainedQueueJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
 
 /** One parent's value as a condition sees it. */
 interface ConditionInput {
@@ -21,7 +22,7 @@ interface ConditionInput {
 /** Everything known about one task, terminal or not. */
 interface TaskDetail {
   name: string;
-  status: string;
+  status: TaskStatus;
   queue: string;
   attemptNo: number;
   numRetries: number;
@@ -96,6 +97,47 @@ function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: Ex
     skip_reason: task.status === 'skipped' ? task.error : null,
     reasons: explained?.reasons ?? terminalReasons(runtime, def),
     conditionInputs,
+  };
+}
+
+function workflowJson(w: ExplainReport['workflow']): ExplainedWorkflowJson {
+  return { workflow_id: w.workflowId, name: w.name, status: w.status, index_status: w.indexStatus, counts: w.counts, activated: w.activated, updated_at: w.updatedAt, reasons: w.reasons };
+}
+
+function explainedTaskJson(t: ExplainedTask): ExplainedTaskJson {
+  return { name: t.name, status: t.status, queue: t.queue, attempt_no: t.attemptNo, reasons: t.reasons, retry_due_at: t.retry_due_at };
+}
+
+function queueJson(q: ExplainedQueue): ExplainedQueueJson {
+  return {
+    queue: q.queue,
+    name: q.name,
+    ready_tasks: q.readyTasks,
+    running_tasks: q.runningTasks,
+    approximate_message_count: q.approximateMessageCount,
+    oldest_message_age_ms: q.oldestMessageAgeMs,
+    reasons: q.reasons,
+  };
+}
+
+function taskDetailJson(d: TaskDetail, retryDueAt: string | null): TaskDetailJson {
+  return {
+    name: d.name,
+    status: d.status,
+    queue: d.queue,
+    attempt_no: d.attemptNo,
+    num_retries: d.numRetries,
+    depends_on: d.dependsOn,
+    dep_policy: d.depPolicy,
+    condition: d.condition,
+    dispatched_at: d.dispatchedAt,
+    started_at: d.startedAt,
+    completed_at: d.completedAt,
+    error: d.error,
+    skip_reason: d.skip_reason,
+    reasons: d.reasons,
+    condition_inputs: d.conditionInputs,
+    retry_due_at: retryDueAt,
   };
 }
 
@@ -199,7 +241,13 @@ export default class WorkflowExplain extends JobqCommand {
       const detail = taskDetail(fresh, taskDef, explained);
       const queue = report.queues.find((q) => q.queue === detail.queue) ?? null;
       if (flags.json) {
-        this.printJson({ target: deployment.target, workflow: report.workflow, params: fresh.definition.params ?? null, task: { ...detail, retry_due_at: explained?.retry_due_at ?? null }, queue });
+        this.printJson({
+          target: deployment.target,
+          workflow: workflowJson(report.workflow),
+          params: fresh.definition.params ?? null,
+          task: taskDetailJson(detail, explained?.retry_due_at ?? null),
+          queue: queue === null ? null : queueJson(queue),
+        });
         return;
       }
       const lines = [...workflowLines(report, deployment.target, fresh), '', ...taskLines(detail, '')];
@@ -214,7 +262,14 @@ export default class WorkflowExplain extends JobqCommand {
 
     const skipped = skippedTasks(fresh);
     if (flags.json) {
-      this.printJson({ target: deployment.target, ...report, params: fresh.definition.params ?? null, skipped_tasks: skippedJson(skipped) });
+      this.printJson({
+        target: deployment.target,
+        workflow: workflowJson(report.workflow),
+        tasks: report.tasks.map(explainedTaskJson),
+        queues: report.queues.map(queueJson),
+        params: fresh.definition.params ?? null,
+        skipped_tasks: skippedJson(skipped),
+      });
       return;
     }
     const lines = workflowLines(report, deployment.target, fresh);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { reduce } from '@jobq/dag-core';
 import { configFromFlags } from '../../flags';
 import { openDeployment } from '../../deployment';
 import { runCli } from '../../test-helpers/cli';
@@ -19,8 +20,8 @@ describe('jobq workflow list', () => {
   it('prints one JSON array of index rows with --json', async () => {
     const result = await runCli(['workflow', 'list', '--json'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
-    const rows = JSON.parse(result.stdout) as Array<{ workflowId: string; name: string; status: string; counts: Record<string, number> }>;
-    const byId = Object.fromEntries(rows.map((r) => [r.workflowId, r]));
+    const rows = JSON.parse(result.stdout) as Array<{ workflow_id: string; name: string; status: string; counts: Record<string, number> }>;
+    const byId = Object.fromEntries(rows.map((r) => [r.workflow_id, r]));
     expect(Object.keys(byId).sort()).toEqual(['wf-fan', 'wf-two']);
     expect(byId['wf-two']).toMatchObject({ name: 'two', status: 'pending' });
     expect(byId['wf-fan']?.counts).toMatchObject({ ready: 1, pending: 3 });
@@ -48,6 +49,19 @@ describe('jobq workflow list', () => {
     expect(bad.code).toBe(2);
     const badStatus = await runCli(['workflow', 'list', '--status', 'sleeping'], { env: storage.env(prefix) });
     expect(badStatus.code).toBe(2);
+  });
+
+  it('counts cancelled tasks apart from failed ones in the Progress column', async () => {
+    const deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
+    await deployment.client.submit({ text: FAN_OUT }, { id: 'wf-cancelled' });
+    const loaded = await deployment.store.load('wf-cancelled');
+    if (loaded === null) throw new Error('wf-cancelled was not created');
+    // What a coordinator does with a cancel request of a workflow that has not started.
+    const saved = await deployment.store.save(reduce(loaded.runtime, { type: 'cancel', now: new Date().toISOString() }).runtime, loaded.etag);
+    expect(saved).toBeTruthy();
+    const result = await runCli(['workflow', 'list', '--status', 'cancelled'], { env: storage.env(prefix) });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/wf-cancelled\s+fan\s+cancelled\s+0\/4 done, 0 fail, 4 cancelled\s/);
   });
 
   it('lists nothing for a prefix never used, without creating it', async () => {

@@ -5,11 +5,12 @@ import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags } from '../../flags';
 import { workflowTable } from '../../format';
 import { collectWorkflows } from '../../listing';
+import { summaryJson } from '../../json-output';
 
 export default class WorkflowList extends JobqCommand {
   static override summary = 'List the workflows of the deployment';
   static override description =
-    'Lists workflows from the index: ID, Name, Status, Progress ("c/t done, f fail[, s skip]") and the last update. ' +
+    'Lists workflows from the index: ID, Name, Status, Progress ("c/t done, f fail[, s skip][, x cancelled]": fail counts failed and upstream_failed tasks, cancelled ones apart) and the last update. ' +
     '--status keeps only the given statuses (repeat the flag or separate with commas). --recent N shows the N most recently ' +
     'finished workflows (completed, failed or cancelled), newest first. Prints "No workflows found." on stderr when nothing matches.';
   static override examples = [
@@ -35,7 +36,7 @@ export default class WorkflowList extends JobqCommand {
     } else {
       workflows = (await collectWorkflows(deployment.client, statuses ? { status: statuses } : {})).items;
     }
-    if (flags.json) this.printJson(workflows);
+    if (flags.json) this.printJson(workflows.map(summaryJson));
     else if (workflows.length > 0) process.stdout.write(`${workflowTable(workflows)}\n`);
     if (workflows.length === 0) this.note('No workflows found.');
   }

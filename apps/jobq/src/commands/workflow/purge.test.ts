@@ -112,9 +112,9 @@ describe('jobq workflow purge', () => {
 
     const json = await runCli(['workflow', 'purge', '--finished-before', '1h', '--dry-run', '--json'], { env: storage.env(prefix) });
     expect(json.code).toBe(0);
-    const doc = JSON.parse(json.stdout) as { dryRun: boolean; purged: number; wouldPurge: number; skipped: number; failed: number; workflows: Array<{ workflowId: string; outcome: string }> };
-    expect(doc).toMatchObject({ dryRun: true, purged: 0, wouldPurge: 3, skipped: 2, failed: 0 });
-    expect(Object.fromEntries(doc.workflows.map((w) => [w.workflowId, w.outcome]))).toEqual({
+    const doc = JSON.parse(json.stdout) as { dry_run: boolean; purged: number; would_purge: number; skipped: number; failed: number; workflows: Array<{ workflow_id: string; outcome: string }> };
+    expect(doc).toMatchObject({ dry_run: true, purged: 0, would_purge: 3, skipped: 2, failed: 0 });
+    expect(Object.fromEntries(doc.workflows.map((w) => [w.workflow_id, w.outcome]))).toEqual({
       a: 'would-purge',
       upstream: 'would-purge',
       'old-failed': 'would-purge',

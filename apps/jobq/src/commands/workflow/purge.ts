@@ -6,9 +6,24 @@ import { openDeployment } from '../../deployment';
 import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { ProgressReporter } from '../../progress';
+import type { PurgeEntryJson } from '../../json-output';
 
 /** One workflow in the report. */
 type Entry = Omit<PurgeOutcome, 'outcome'> & { outcome: PurgeOutcome['outcome'] | 'failed'; error: string | null };
+
+function entryJson(e: Entry): PurgeEntryJson {
+  return {
+    workflow_id: e.workflowId,
+    outcome: e.outcome,
+    status: e.status,
+    finished_at: e.finishedAt,
+    reason: e.reason,
+    blobs: e.blobs,
+    output_blobs: e.outputBlobs,
+    task_rows: e.taskRows,
+    error: e.error,
+  };
+}
 
 /** A progress line at most this often (and at the end). */
 const PROGRESS_EVERY_MS = 1_000;
@@ -36,7 +51,7 @@ export default class WorkflowPurge extends JobqCommand {
     'dry-run': Flags.boolean({ description: 'Delete nothing; print what would be deleted', default: false }),
     concurrency: Flags.integer({ description: 'Workflows purged at once', default: 4, min: 1, max: 64 }),
     json: Flags.boolean({
-      description: 'Print one JSON document: {target, finishedBefore, dryRun, purged, wouldPurge, skipped, failed, workflows: [{workflowId, outcome, status, finishedAt, reason, blobs, outputBlobs, taskRows, error}]}',
+      description: 'Print one JSON document: {target, finished_before, dry_run, purged, would_purge, skipped, failed, workflows: [{workflow_id, outcome, status, finished_at, reason, blobs, output_blobs, task_rows, error}]}',
       default: false,
     }),
   };
@@ -60,7 +75,7 @@ export default class WorkflowPurge extends JobqCommand {
     }
     progress.done();
     if (ids.length === 0) {
-      if (flags.json) this.printJson({ target: deployment.target, finishedBefore: cutoff, dryRun, purged: 0, skipped: 0, failed: 0, workflows: [] });
+      if (flags.json) this.printJson({ target: deployment.target, finished_before: cutoff, dry_run: dryRun, purged: 0, would_purge: 0, skipped: 0, failed: 0, workflows: [] });
       this.note(`No workflows ${when} in ${deployment.target}.`);
       return;
     }
@@ -98,7 +113,16 @@ export default class WorkflowPurge extends JobqCommand {
     const skipped = count('skipped') + count('not-found');
     const failed = count('failed');
     if (flags.json) {
-      this.printJson({ target: deployment.target, finishedBefore: cutoff, dryRun, purged: dryRun ? 0 : done, wouldPurge: dryRun ? done : 0, skipped, failed, workflows: entries });
+      this.printJson({
+        target: deployment.target,
+        finished_before: cutoff,
+        dry_run: dryRun,
+        purged: dryRun ? 0 : done,
+        would_purge: dryRun ? done : 0,
+        skipped,
+        failed,
+        workflows: entries.map(entryJson),
+      });
     }
     const blobs = entries.reduce((n, e) => n + e.blobs + e.outputBlobs, 0);
     const rows = entries.reduce((n, e) => n + e.taskRows, 0);

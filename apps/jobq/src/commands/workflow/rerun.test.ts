@@ -134,7 +134,8 @@ describe('jobq workflow retry --task', () => {
     ];
     for (const [flags, line] of cases) {
       const result = await runCli(['workflow', 'retry', 'busy-1', ...flags, '--json'], { env });
-      expect({ flags, code: result.code, stdout: result.stdout, stderr: result.stderr.trim().split('\n') }).toEqual({ flags, code: 2, stdout: '', stderr: [line] });
+      const error = { code: 'usage', message: line.replace(/^jobq: /, '') };
+      expect({ flags, code: result.code, stdout: JSON.parse(result.stdout) as unknown, stderr: result.stderr.trim().split('\n') }).toEqual({ flags, code: 2, stdout: { error }, stderr: [line] });
     }
     const alone = await runCli(['workflow', 'retry', 'busy-1', '--downstream'], { env });
     expect(alone.code).toBe(2);

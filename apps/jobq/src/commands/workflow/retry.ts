@@ -32,7 +32,7 @@ export default class WorkflowRetry extends JobqCommand {
     downstream: Flags.boolean({ description: 'With --task: also re-run every task that depends on it, transitively', dependsOn: ['task'] }),
     json: Flags.boolean({
       description:
-        'Print one JSON document: {workflowId, target, requested, message}; with --task {workflow_id, target, requested, task, downstream, tasks, request_id, requested_at, message}',
+        'Print one JSON document: {workflow_id, target, requested, message}; with --task {workflow_id, target, requested, task, downstream, tasks, request_id, requested_at, message}',
       default: false,
     }),
   };
@@ -46,7 +46,7 @@ export default class WorkflowRetry extends JobqCommand {
     const message = result.requested
       ? `Retry requested for workflow ${args.id} in ${deployment.target}: the coordinator resets its failed, upstream_failed and cancelled tasks.`
       : (result.message ?? 'No tasks to retry.');
-    if (flags.json) this.printJson({ workflowId: args.id, target: deployment.target, requested: result.requested, message });
+    if (flags.json) this.printJson({ workflow_id: args.id, target: deployment.target, requested: result.requested, message });
     else process.stdout.write(`${message}\n`);
   }
 

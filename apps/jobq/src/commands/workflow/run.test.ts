@@ -216,6 +216,71 @@ describe('jobq workflow run (embedded stack)', () => {
     expect(tasks.t5).toMatchObject({ attempt_no: 1, output: 5 });
   });
 
+  it('--quiet: no task output lines nor setup lines, only progress and the summary listing the failed and the skipped task with their reasons', async () => {
+    const file = await workflowFile(
+      'quiet.yaml',
+      [
+        'name: quiet',
+        'tasks:',
+        '  - name: check',
+        '    kwargs: {cmd: "echo checking; echo \'{\\"big\\": false}\' > \\"$JOBQ_OUTPUT_FILE\\""}',
+        '  - name: big-path',
+        '    depends_on: [check]',
+        '    condition: "inputs.check.big == True"',
+        '    kwargs: {cmd: "true"}',
+        '  - name: broken',
+        '    depends_on: [check]',
+        '    kwargs: {cmd: "echo boom >&2; exit 3"}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'run', file, '--quiet']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).not.toContain('checking');
+    expect(result.stderr).not.toContain('boom');
+    expect(result.stderr).not.toContain('embedded stack');
+    expect(result.stderr).not.toContain('[worker');
+    expect(result.stderr).toMatch(/quiet: running — /);
+    expect(result.stderr).toMatch(/workflow "quiet" \S+: failed \(completed 1 · failed 1 · skipped 1\)\n/);
+    expect(result.stderr).toContain('\n  failed: broken (attempt 1): exit code 3\n');
+    expect(result.stderr).toContain('\n  skipped: big-path: condition false: inputs.check.big = false, not == True\n');
+  });
+
+  it('--verbose: task lines prefixed with name and attempt (a task failing once, then succeeding), whole lines from parallel tasks, and every task event', async () => {
+    const file = await workflowFile(
+      'verbose.yaml',
+      [
+        'name: verbose',
+        'tasks:',
+        '  - name: flaky',
+        '    num_retries: 1',
+        '    kwargs: {cmd: "echo \\"try $JOBQ_WORKFLOW_ATTEMPT\\"; if [ \\"$JOBQ_WORKFLOW_ATTEMPT\\" = 1 ]; then echo boom >&2; exit 1; fi"}',
+        // Two tasks writing half a line, waiting, then the rest (and a last line with no newline).
+        '  - name: p1',
+        '    kwargs: {cmd: "printf one-; sleep 0.4; printf \'end\\\\n\'; printf tail-one"}',
+        '  - name: p2',
+        '    kwargs: {cmd: "printf two-; sleep 0.4; printf \'end\\\\n\'; printf tail-two"}',
+        '',
+      ].join('\n'),
+    );
+    const result = await runCli(['workflow', 'run', file, '--verbose', '--workers', '3']);
+    expect(result.code).toBe(0);
+    const lines = result.stderr.split('\n');
+    expect(lines).toEqual(expect.arrayContaining(['[flaky#1] try 1', '[flaky#1] boom', '[flaky#2] try 2', '[p1#1] one-end', '[p1#1] tail-one', '[p2#1] two-end', '[p2#1] tail-two']));
+    // The task events, read from the workflow, and the workers' own lines about each task.
+    expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^flaky#1 failed(: exit code 1)?; retrying$/), 'flaky#2 completed', 'p1#1 completed']));
+    expect(lines).toEqual(expect.arrayContaining(['[worker default] [flaky#2] started (workflow, delivery 1)']));
+    for (const half of ['[p1#1] one-', '[p1#1] end', '[p2#1] two-', '[p2#1] end']) expect(lines).not.toContain(half);
+    expect(result.stderr).toMatch(/workflow "verbose" \S+: completed \(completed 3\)\n/);
+  });
+
+  it('refuses --quiet with --verbose: one line, exit 2', async () => {
+    const result = await runCli(['workflow', 'run', DIAMOND, '--quiet', '--verbose']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('jobq: --quiet and --verbose cannot be used together\n');
+  });
+
   it('on SIGINT cancels the workflow, stops its task and everything else, and exits 1', async () => {
     const pidFile = join(dir, 'task.pid');
     const file = await workflowFile(

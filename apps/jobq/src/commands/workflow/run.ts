@@ -8,9 +8,10 @@ import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
 import { LOCAL_MAX_IDLE_BACKOFF_IN_MS, localWorkerEnvironment, startEmbeddedStorage } from '../../embedded';
-import { ReportedFailure } from '../../errors';
+import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
+import { RunOutput, countsWithWaiting, failureLines, taskEvents, waitingRetries, type Verbosity } from '../../run-output';
 import { queuesNamespace } from '../../servicebus-access';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
@@ -46,6 +47,8 @@ const NOT_ACTIVATED_WARNING_IN_MS = 30_000;
 const FULL_READ_EVERY = 20;
 /** Skipped tasks listed by name, with their reasons, in the summary. */
 const SKIPPED_SHOWN = 20;
+/** Failed tasks listed by name, with their errors, in the summary. */
+const FAILED_SHOWN = 20;
 /** How long a cancel requested by Ctrl-C may take to settle before everything is stopped. */
 const CANCEL_SETTLE_IN_MS = 5_000;
 
@@ -59,10 +62,15 @@ export default class WorkflowRun extends JobqCommand {
     'joins the stack: every sb://NAMESPACE/NAME queue is mapped onto it and, with --queues, the completion queue and bare queue names live there too ' +
     '(nothing of it is kept on disk). With storage configured, submits there and watches ' +
     '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
-    'Ctrl-C cancels the workflow and stops everything.';
+    'Ctrl-C cancels the workflow and stops everything. ' +
+    'On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator\'s and workers\' own lines ' +
+    '(not the workers\' routine lines about each task: started, done, completion sent), and a summary listing the failed and skipped tasks with their reasons. ' +
+    '--quiet keeps only the progress line, problems and the summary; --verbose adds every task event (dispatched, completed, failed, retrying, skipped) ' +
+    'and the workers\' routine lines (it reads the whole workflow at each poll).';
   static override examples = [
     '<%= config.bin %> workflow run examples/diamond.yaml',
     '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
+    '<%= config.bin %> workflow run examples/flaky-retries.yaml --verbose',
     '<%= config.bin %> workflow run examples/diamond.yaml --queues sb://local',
     '<%= config.bin %> workflow run sweep.yaml --param lr=0.01',
     '<%= config.bin %> workflow myaccount/Prod run dag.yaml',
@@ -75,10 +83,14 @@ export default class WorkflowRun extends JobqCommand {
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
     ...paramFlags,
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
+    quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
+    verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' routine lines about each task', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowRun);
+    if (flags.quiet && flags.verbose) throw new UsageError('--quiet and --verbose cannot be used together');
+    const verbosity: Verbosity = flags.quiet ? 'quiet' : flags.verbose ? 'verbose' : 'normal';
     const baseConfig = configFromFlags(flags);
     const params = paramOverrides(flags);
     if (!params.ok) {
@@ -87,14 +99,15 @@ export default class WorkflowRun extends JobqCommand {
     }
     const loaded = loadWorkflowFile(args.file, flags['max-fan-in'], params.overrides);
     printDiagnostics([loaded]);
-    if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`);
+    if (!loaded.ok) throw new ReportedFailure(`${args.file} is not a valid workflow`, 1, 'invalid_workflow');
     const definition = loaded.definition;
 
     const embedded = !storageConfigured(baseConfig);
     const numWorkers = flags.workers ?? (embedded ? 2 : 0);
     const progress = new ProgressReporter();
+    const out = new RunOutput(progress, verbosity);
     const cleanups: Array<() => Promise<void>> = [];
-    const session = new RunSession(progress);
+    const session = new RunSession(progress, out);
     session.installSignalHandlers();
     let report: RunReport | null = null;
     try {
@@ -112,7 +125,7 @@ export default class WorkflowRun extends JobqCommand {
         cleanups.push(() => started.stop());
         config = started.config;
         const broker = serviceBus ? ` and a Service Bus broker (sb://local${completionsOnServiceBus ? ': completions and task queues' : ': the sb://… queues'})` : '';
-        progress.log(`embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
+        out.info(`embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
       }
       session.checkInterrupted();
       const deployment = await openDeployment(config, { mapAllAccounts: embedded });
@@ -120,7 +133,7 @@ export default class WorkflowRun extends JobqCommand {
       cleanups.push(() => deployment.close());
 
       if (embedded) {
-        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => progress.log(`[coordinator] ${line}`) });
+        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => out.service('coordinator', line) });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         session.watchCoordinator(coordinator);
@@ -141,20 +154,21 @@ export default class WorkflowRun extends JobqCommand {
             maxIdleBackoffInMs: LOCAL_MAX_IDLE_BACKOFF_IN_MS,
             gracePeriodInMs: 5_000,
             env: workerEnv,
-            log: (line) => progress.log(`[worker ${queue}] ${line}`),
+            log: (line) => out.service(`worker ${queue}`, line),
+            taskLines: (line) => out.task(queue, line),
             onConfigError: (error) => session.fail(error),
           });
           cleanups.push(() => worker.stop(session.interrupted ? { gracePeriodInMs: 0 } : {}));
           session.watchWorker(worker, queue);
         }
-        progress.log(`${numWorkers} local worker(s) on ${queues.join(', ')}`);
+        out.info(`${numWorkers} local worker(s) on ${queues.join(', ')}`);
       } else {
-        progress.log(`no local workers (see --workers): the coordinator and workers of ${deployment.target} run the tasks`);
+        out.info(`no local workers (see --workers): the coordinator and workers of ${deployment.target} run the tasks`);
       }
       session.checkInterrupted();
 
       const submitted = await deployment.client.submit({ definition });
-      progress.log(`submitted workflow "${definition.name}" as ${submitted.workflowId} on ${deployment.target}`);
+      out.info(`submitted workflow "${definition.name}" as ${submitted.workflowId} on ${deployment.target}`);
       const runtime = await session.watch(deployment, submitted.workflowId, definition);
       progress.done();
       report = await buildReport(deployment, submitted.workflowId, definition, runtime, (line) => this.note(line));
@@ -185,9 +199,8 @@ export default class WorkflowRun extends JobqCommand {
     const counts: Partial<Record<TaskStatus, number>> = {};
     for (const task of report.tasks) counts[task.status] = (counts[task.status] ?? 0) + 1;
     this.note(`workflow "${report.name}" ${report.workflow_id}: ${report.status} (${formatCounts(counts)})`);
-    for (const task of report.tasks) {
-      if (task.status === 'failed') this.note(`  failed: ${task.name} (attempt ${task.attempt_no}): ${task.error ?? 'no error recorded'}`);
-    }
+    const failed = report.tasks.filter((t) => t.status === 'failed').map((t) => ({ name: t.name, attemptNo: t.attempt_no, error: t.error }));
+    for (const line of failureLines(failed, { limit: FAILED_SHOWN, more: '--json lists every task' })) this.note(line);
     // Skips that deserve a warning are said once, as warnings.
     const skipped = skippedOf(report).filter((s) => !s.warning);
     for (const line of skipLines(skipped, { prefix: '  skipped: ', limit: SKIPPED_SHOWN, more: '--json lists every task' })) this.note(line);
@@ -204,20 +217,27 @@ class RunSession {
   failure: Error | null = null;
   /** Set once everything is being stopped on purpose: services ending then are not failures. */
   closing = false;
+  /** The runtime last read, for the task events (--verbose) and the retries waiting for their delay. */
+  private last: WorkflowRuntime | null = null;
+  /** Retries waiting for their delay at the last runtime read, by task name: when each is due (ms). */
+  private waiting = new Map<string, number>();
   private readonly wake = new AbortController();
   private signals = 0;
   private readonly onSignal = (signal: NodeJS.Signals): void => {
     this.signals++;
     if (this.signals === 1) {
-      this.progress.log(`${signal} received: cancelling the workflow and stopping (press Ctrl-C again to stop at once)`);
+      this.out.problem(`${signal} received: cancelling the workflow and stopping (press Ctrl-C again to stop at once)`);
     } else {
-      this.progress.log(`${signal} received again: stopping at once`);
+      this.out.problem(`${signal} received again: stopping at once`);
     }
     this.interrupted = true;
     this.wake.abort();
   };
 
-  constructor(private readonly progress: ProgressReporter) {}
+  constructor(
+    private readonly progress: ProgressReporter,
+    private readonly out: RunOutput,
+  ) {}
 
   installSignalHandlers(): void {
     process.on('SIGINT', this.onSignal);
@@ -261,13 +281,16 @@ class RunSession {
    * Follows the workflow until it ends, Ctrl-C, or a local service fails; returns its runtime when
    * it ended (else the last one read). Each poll reads the index row — status and task counts, one
    * small read whatever the workflow's size — and the runtime itself only once the row says the
-   * workflow ended, or every {@link FULL_READ_EVERY}th poll in case a row write lags behind.
+   * workflow ended, or every {@link FULL_READ_EVERY}th poll in case a row write lags behind (and to
+   * see retries waiting for their delay). With --verbose the runtime is read at every poll, for
+   * its task events.
    */
   async watch(deployment: Deployment, workflowId: string, definition: WorkflowDefinition): Promise<WorkflowRuntime | null> {
     let runtime: WorkflowRuntime | null = null;
     let readErrors = 0;
     const started = Date.now();
     let warned = false;
+    const everyPoll = this.out.verbosity === 'verbose';
     const merges = definition.tasks.filter((t) => isMergeNode(t.name, t.kwargs)).length;
     for (let poll = 1; !this.wake.signal.aborted; poll++) {
       try {
@@ -275,30 +298,46 @@ class RunSession {
         if (summary !== null) {
           if (!warned && summary.status === 'pending' && Date.now() - started > NOT_ACTIVATED_WARNING_IN_MS) {
             warned = true;
-            this.progress.log(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
+            this.out.problem(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
           }
-          this.progress.update(summaryLine(definition, summary, merges));
         }
-        if (summary === null || isTerminalWorkflowStatus(summary.status) || poll % FULL_READ_EVERY === 0) {
-          const loaded = await deployment.store.load(workflowId);
-          if (loaded !== null) {
-            runtime = loaded.runtime;
-            if (isTerminalWorkflowStatus(runtime.status)) {
-              this.progress.update(progressLine(definition, runtime));
-              return runtime;
-            }
-          }
+        const full = everyPoll || summary === null || isTerminalWorkflowStatus(summary.status) || poll % FULL_READ_EVERY === 0;
+        const loaded = full ? await deployment.store.load(workflowId) : null;
+        if (loaded !== null) this.seen(loaded.runtime);
+        if (loaded !== null && (everyPoll || summary === null || isTerminalWorkflowStatus(loaded.runtime.status))) {
+          this.progress.update(progressLine(definition, loaded.runtime, this.waitingNow()));
+        } else if (summary !== null) {
+          this.progress.update(summaryLine(definition, summary, merges, this.waitingNow()));
+        }
+        if (loaded !== null) {
+          runtime = loaded.runtime;
+          if (isTerminalWorkflowStatus(runtime.status)) return runtime;
         }
         readErrors = 0;
       } catch (error) {
         readErrors++;
         if (readErrors >= 5) throw error;
-        this.progress.log(`could not read the workflow (will retry): ${errorLine(error)}`);
+        this.out.problem(`could not read the workflow (will retry): ${errorLine(error)}`);
       }
       await sleep(POLL_INTERVAL_IN_MS, undefined, { signal: this.wake.signal }).catch(() => undefined);
     }
     if (this.interrupted) return this.cancel(deployment, workflowId, definition, runtime);
     return runtime;
+  }
+
+  private seen(runtime: WorkflowRuntime): void {
+    const now = Date.now();
+    for (const line of taskEvents(this.last, runtime, now)) this.out.event(line);
+    this.last = runtime;
+    this.waiting = waitingRetries(runtime, now);
+  }
+
+  /** Retries still waiting for their delay, as of the last runtime read (one due since then runs, or soon will). */
+  private waitingNow(): number {
+    const now = Date.now();
+    let n = 0;
+    for (const due of this.waiting.values()) if (due > now) n++;
+    return n;
   }
 
   /** Ctrl-C: requests a cancel and, unless interrupted twice, waits a little for it to settle. */
@@ -308,7 +347,7 @@ class RunSession {
     try {
       await deployment.client.cancel(workflowId, { abortSignal: budget });
     } catch (error) {
-      this.progress.log(`could not request the cancel: ${errorLine(error)}`);
+      this.out.problem(`could not request the cancel: ${errorLine(error)}`);
       return runtime;
     }
     while (!budget.aborted && this.signals < 2) {
@@ -316,7 +355,8 @@ class RunSession {
         const loaded = await deployment.store.load(workflowId, { abortSignal: budget });
         if (loaded !== null) {
           runtime = loaded.runtime;
-          this.progress.update(progressLine(definition, runtime));
+          this.seen(runtime);
+          this.progress.update(progressLine(definition, runtime, this.waitingNow()));
           if (isTerminalWorkflowStatus(runtime.status)) break;
         }
       } catch {
@@ -339,14 +379,17 @@ function countTasks(definition: WorkflowDefinition, runtime: WorkflowRuntime): P
   return counts;
 }
 
-/** The progress line from the index row: its counts include the merge nodes, if any (said so). */
-function summaryLine(definition: WorkflowDefinition, summary: WorkflowSummary, merges: number): string {
+/**
+ * The progress line from the index row: its counts include the merge nodes, if any (said so);
+ * `waiting` retries (known from the last runtime read) are shown apart from the running tasks.
+ */
+function summaryLine(definition: WorkflowDefinition, summary: WorkflowSummary, merges: number, waiting: number): string {
   const counts = Object.fromEntries(Object.entries(summary.counts).filter(([, n]) => n > 0)) as Partial<Record<TaskStatus, number>>;
-  return `${definition.name}: ${summary.status} — ${formatCounts(counts)}${merges > 0 ? ` (counting ${merges} merge node${merges === 1 ? '' : 's'})` : ''}`;
+  return `${definition.name}: ${summary.status} — ${countsWithWaiting(counts, waiting)}${merges > 0 ? ` (counting ${merges} merge node${merges === 1 ? '' : 's'})` : ''}`;
 }
 
-function progressLine(definition: WorkflowDefinition, runtime: WorkflowRuntime): string {
-  return `${definition.name}: ${runtime.status} — ${formatCounts(countTasks(definition, runtime))}`;
+function progressLine(definition: WorkflowDefinition, runtime: WorkflowRuntime, waiting: number): string {
+  return `${definition.name}: ${runtime.status} — ${countsWithWaiting(countTasks(definition, runtime), waiting)}`;
 }
 
 /** The `--json` document: every task but merge nodes, in definition order, outputs decoded. */

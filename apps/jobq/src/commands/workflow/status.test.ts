@@ -31,7 +31,7 @@ describe('jobq workflow status', () => {
     const result = await runCli(['workflow', 'status', id, '--json', '--by-layer'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
     const doc = JSON.parse(result.stdout) as {
-      workflowId: string;
+      workflow_id: string;
       name: string;
       status: string;
       total: number;
@@ -40,12 +40,12 @@ describe('jobq workflow status', () => {
       tasks: Array<Record<string, unknown>>;
       layers: Array<Record<string, unknown>>;
     };
-    expect(doc).toMatchObject({ workflowId: id, name: 'fan', status: 'pending', total: 4 });
+    expect(doc).toMatchObject({ workflow_id: id, name: 'fan', status: 'pending', total: 4 });
     expect(doc.counts).toMatchObject({ ready: 1, pending: 3, completed: 0 });
     expect(doc.runtime).toMatchObject({ status: 'pending', activated: false });
-    expect(doc.tasks.map((t) => t.taskName)).toEqual(['root', 'fan-001', 'fan-002', 'fan-003']);
-    expect(doc.tasks[0]).toEqual({ taskName: 'root', status: 'ready', queue: 'default', attemptNo: 0, error: null, deps: '0/0', dispatchedAt: null, startedAt: null, completedAt: null, skip_reason: null });
-    expect(doc.tasks[1]).toMatchObject({ taskName: 'fan-001', status: 'pending', deps: '0/1' });
+    expect(doc.tasks.map((t) => t.task_name)).toEqual(['root', 'fan-001', 'fan-002', 'fan-003']);
+    expect(doc.tasks[0]).toEqual({ task_name: 'root', status: 'ready', queue: 'default', attempt_no: 0, error: null, deps: '0/0', dispatched_at: null, started_at: null, completed_at: null, skip_reason: null });
+    expect(doc.tasks[1]).toMatchObject({ task_name: 'fan-001', status: 'pending', deps: '0/1' });
     expect(doc.layers).toEqual([
       { layer: 'root', total: 1, pending: 0, ready: 1, running: 0, completed: 0, failed: 0, skipped: 0 },
       { layer: 'fan', total: 3, pending: 3, ready: 0, running: 0, completed: 0, failed: 0, skipped: 0 },
@@ -63,13 +63,13 @@ describe('jobq workflow status', () => {
   it('takes the ACCOUNT/PREFIX positional shorthand', async () => {
     const result = await runCli(['workflow', `devstoreaccount1/${prefix}`, 'status', id, '--json'], { env: storage.env(null) });
     expect(result.code).toBe(0);
-    expect((JSON.parse(result.stdout) as { workflowId: string }).workflowId).toBe(id);
+    expect((JSON.parse(result.stdout) as { workflow_id: string }).workflow_id).toBe(id);
   });
 
   it('exits 1 with one line for an unknown id, 2 without a prefix', async () => {
     const unknown = await runCli(['workflow', 'status', 'no-such-workflow', '--json'], { env: storage.env(prefix) });
     expect(unknown.code).toBe(1);
-    expect(unknown.stdout).toBe('');
+    expect(JSON.parse(unknown.stdout)).toEqual({ error: { code: 'not_found', message: `workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}` } });
     expect(unknown.stderr.trim().split('\n')).toEqual([`jobq: not-found: workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}`]);
     const withDebug = await runCli(['workflow', 'status', 'no-such-workflow', '--debug'], { env: storage.env(prefix) });
     expect(withDebug.code).toBe(1);

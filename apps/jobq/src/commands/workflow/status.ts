@@ -9,6 +9,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable, totalOf, type TaskLine } from '../../format';
 import { collectTasks, requireWorkflow } from '../../listing';
 import { skipLines, skippedTask } from '../../skips';
+import { runtimeViewJson, summaryJson, type StatusTaskJson } from '../../json-output';
 
 /** Skipped tasks listed with their reasons (all of them with --verbose). */
 const SKIPPED_SHOWN = 20;
@@ -24,6 +25,21 @@ interface StatusTask extends TaskLine {
   completedAt: string | null;
   /** Why the task was skipped (docs/conditions.md); null unless skipped. */
   skip_reason: string | null;
+}
+
+function statusTaskJson(t: StatusTask): StatusTaskJson {
+  return {
+    task_name: t.taskName,
+    status: t.status,
+    queue: t.queue,
+    attempt_no: t.attemptNo,
+    error: t.error,
+    deps: t.deps,
+    dispatched_at: t.dispatchedAt,
+    started_at: t.startedAt,
+    completed_at: t.completedAt,
+    skip_reason: t.skip_reason,
+  };
 }
 
 /** The tasks of a runtime, in definition order. */
@@ -91,21 +107,21 @@ export default class WorkflowStatus extends JobqCommand {
     const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
     const status = runtime?.status ?? summary.status;
     const counts = runtime?.counts ?? summary.counts;
-    const view = runtime === null ? null : runtimeView(runtime);
+    const view = runtime === null ? null : runtimeViewJson(runtimeView(runtime));
 
     if (flags.json) {
       this.printJson({
         target: deployment.target,
-        ...summary,
+        ...summaryJson(summary),
         status,
         counts,
         total: totalOf(counts),
-        indexStatus: summary.status,
+        index_status: summary.status,
         runtime: view,
         deadline_at: runtime?.deadlineAt ?? null,
         cancel_reason: runtime?.cancelReason ?? null,
         params: runtime?.definition.params ?? null,
-        ...(flags.tasks ? { tasks } : {}),
+        ...(flags.tasks ? { tasks: tasks.map(statusTaskJson) } : {}),
         ...(layers ? { layers } : {}),
       });
       return;

@@ -17,7 +17,7 @@ afterAll(() => storage.stop());
 async function listIds(env: NodeJS.ProcessEnv): Promise<string[]> {
   const listed = await runCli(['workflow', 'list', '--json'], { env });
   expect(listed.code).toBe(0);
-  return (JSON.parse(listed.stdout) as Array<{ workflowId: string }>).map((w) => w.workflowId).sort();
+  return (JSON.parse(listed.stdout) as Array<{ workflow_id: string }>).map((w) => w.workflow_id).sort();
 }
 
 describe('jobq workflow submit', () => {
@@ -77,8 +77,8 @@ describe('jobq workflow submit', () => {
     const doc = JSON.parse(result.stdout) as { target: string; total: number; submitted: number; tasks: number; ids: string[]; results: Array<Record<string, unknown>> };
     expect(doc).toMatchObject({ target: `devstoreaccount1/${prefix}`, total: 2, submitted: 2, tasks: 6 });
     expect(doc.ids).toHaveLength(2);
-    expect(doc.results[0]).toMatchObject({ file: two, ok: true, workflowId: doc.ids[0], created: true, name: 'two', tasks: 2 });
-    expect(doc.results[1]).toMatchObject({ file: fan, ok: true, workflowId: doc.ids[1], name: 'fan', tasks: 4 });
+    expect(doc.results[0]).toMatchObject({ file: two, ok: true, workflow_id: doc.ids[0], created: true, name: 'two', tasks: 2 });
+    expect(doc.results[1]).toMatchObject({ file: fan, ok: true, workflow_id: doc.ids[1], name: 'fan', tasks: 4 });
   });
 
   it('exits 2 for usage errors: --id with several files, a bad --id, no prefix', async () => {

@@ -6,6 +6,7 @@ import { openDeployment } from '../../deployment';
 import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { duration, fractionBar } from '../../format';
+import type { SubmitResultJson } from '../../json-output';
 import { readStdin } from '../../io';
 import { paramFlags, paramOverrides } from '../../params';
 import { printDiagnostics } from '../../diagnostics';
@@ -76,17 +77,9 @@ export default class WorkflowSubmit extends JobqCommand {
     printDiagnostics(loaded);
     const invalid = loaded.filter((r) => !r.ok);
     if (invalid.length > 0) {
-      if (flags.json) {
-        this.printJson({
-          target: null,
-          total: files.length,
-          submitted: 0,
-          ids: [],
-          results: loaded.map((r) => (r.ok ? { file: r.path, ok: true, valid: true } : { file: r.path, ok: false, valid: false, errors: r.lines })),
-        });
-      }
-      this.note(`jobq: ${invalid.length} of ${files.length} workflow file(s) are invalid: nothing was submitted`);
-      throw new ReportedFailure('invalid workflow files');
+      const line = `${invalid.length} of ${files.length} workflow file(s) are invalid: nothing was submitted`;
+      this.note(`jobq: ${line}`);
+      throw new ReportedFailure(line, 1, 'invalid_workflow');
     }
     const workflows = loaded as Loaded[];
 
@@ -103,13 +96,13 @@ export default class WorkflowSubmit extends JobqCommand {
 
     let ok = 0;
     let tasks = 0;
-    const out: unknown[] = [];
+    const out: SubmitResultJson[] = [];
     results.forEach((result, i) => {
       const w = workflows[i]!;
       if (result.ok) {
         ok++;
         tasks += w.definition.tasks.length;
-        out.push({ file: w.path, ok: true, workflowId: result.workflowId, created: result.created, name: w.definition.name, tasks: w.definition.tasks.length });
+        out.push({ file: w.path, ok: true, workflow_id: result.workflowId, created: result.created, name: w.definition.name, tasks: w.definition.tasks.length });
       } else {
         this.note(`jobq: ${w.path}: ${errorLine(result.error)}`);
         out.push({ file: w.path, ok: false, error: errorLine(result.error) });

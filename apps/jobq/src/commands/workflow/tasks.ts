@@ -7,12 +7,13 @@ import { UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
 import { taskTable } from '../../format';
 import { collectTasks, requireWorkflow } from '../../listing';
+import { taskRowJson } from '../../json-output';
 
 export default class WorkflowTasks extends JobqCommand {
   static override summary = 'List task rows of one, several or all workflows';
   static override description =
     'Lists tasks from the task table: Task, Status, Queue, Attempt and Error. With one workflow id, one table; with several, ' +
-    'one table per workflow (in --json, one array whose rows carry their workflowId); with none, the tasks of every workflow. ' +
+    'one table per workflow (in --json, one array whose rows carry their workflow_id); with none, the tasks of every workflow. ' +
     'Filters: --status (repeat or separate with commas), --queue (a queue spec) and --name-prefix (task names starting with it; ' +
     'it is not called --prefix because --prefix names the deployment). --limit caps the rows per workflow (0 = all). ' +
     'The coordinator writes the task table up to 2 s after a task changes (final once its workflow has finished); ' +
@@ -59,7 +60,7 @@ export default class WorkflowTasks extends JobqCommand {
     }
 
     if (flags.json) {
-      this.printJson(groups.flatMap((g) => g.rows));
+      this.printJson(groups.flatMap((g) => g.rows.map(taskRowJson)));
     } else if (groups.every((g) => g.rows.length === 0)) {
       this.note('No tasks found.');
     } else {

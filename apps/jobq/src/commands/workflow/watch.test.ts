@@ -64,15 +64,15 @@ describe('jobq workflow watch', () => {
   it('prints only the final status as one JSON document with --json', async () => {
     const done = await runCli(['workflow', 'watch', 'two-ok', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
     expect(done.code).toBe(0);
-    const doc = JSON.parse(done.stdout) as { workflowId: string; status: string; total: number; counts: Record<string, number>; failedTasks: unknown[] };
-    expect(doc).toMatchObject({ workflowId: 'two-ok', status: 'completed', total: 2, failedTasks: [] });
+    const doc = JSON.parse(done.stdout) as { workflow_id: string; status: string; total: number; counts: Record<string, number>; failed_tasks: unknown[] };
+    expect(doc).toMatchObject({ workflow_id: 'two-ok', status: 'completed', total: 2, failed_tasks: [] });
     expect(doc.counts).toMatchObject({ completed: 2, failed: 0 });
 
     const failed = await runCli(['workflow', 'watch', 'two-bad', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
     expect(failed.code).toBe(1);
-    const failedDoc = JSON.parse(failed.stdout) as { status: string; failedTasks: Array<{ name: string; status: string }> };
+    const failedDoc = JSON.parse(failed.stdout) as { status: string; failed_tasks: Array<{ name: string; status: string }> };
     expect(failedDoc.status).toBe('failed');
-    expect(failedDoc.failedTasks.map((t) => [t.name, t.status])).toEqual([
+    expect(failedDoc.failed_tasks.map((t) => [t.name, t.status])).toEqual([
       ['bad', 'failed'],
       ['after', 'upstream_failed'],
     ]);
@@ -111,8 +111,8 @@ describe('skip reasons in the human output of watch, status and explain', () => 
     expect(status.code).toBe(0);
     expect(status.stdout).toContain(`Skipped tasks (1)\n  b: ${MISSING_REASON}\n`);
     const json = await runCli(['workflow', 'status', 'cond-missing', '--json'], { env: storage.env(prefix) });
-    const doc = JSON.parse(json.stdout) as { tasks: Array<{ taskName: string; skip_reason: string | null }> };
-    expect(doc.tasks.map((t) => [t.taskName, t.skip_reason])).toEqual([
+    const doc = JSON.parse(json.stdout) as { tasks: Array<{ task_name: string; skip_reason: string | null }> };
+    expect(doc.tasks.map((t) => [t.task_name, t.skip_reason])).toEqual([
       ['a', null],
       ['b', MISSING_REASON],
     ]);

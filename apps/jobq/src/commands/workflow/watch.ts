@@ -103,17 +103,17 @@ export default class WorkflowWatch extends JobqCommand {
       const summary = await deployment.client.status(args.id).catch(() => null);
       this.printJson({
         target: deployment.target,
-        workflowId: runtime.workflowId,
+        workflow_id: runtime.workflowId,
         name: runtime.definition.name,
         status: runtime.status,
         counts: runtime.counts,
         total: totalOf(runtime.counts),
-        createdAt: runtime.createdAt,
-        updatedAt: runtime.updatedAt,
-        finishedAt: runtime.finishedAt,
-        elapsedMs: elapsedMs(runtime, Date.now()),
+        created_at: runtime.createdAt,
+        updated_at: runtime.updatedAt,
+        finished_at: runtime.finishedAt,
+        elapsed_ms: elapsedMs(runtime, Date.now()),
         error: summary?.error ?? null,
-        failedTasks: failed,
+        failed_tasks: failed,
         skipped_tasks: skippedJson(skippedTasks(runtime)),
       });
     } else if (!redraw) {
