@@ -183,6 +183,21 @@ describe('every --json document matches its schema', () => {
     expect(invalid.code).toBe(1);
     expect(documentOf('error', invalid)).toEqual({ error: { code: 'invalid_workflow', message: `${bad} is not a valid workflow` } });
   });
+
+  it('workflow validate, on a valid and an invalid file (errors, warnings and hints)', async () => {
+    const mistakes = join(__dirname, 'testdata', 'mistakes.yaml');
+    const good = join(__dirname, '..', '..', '..', 'examples', 'diamond.yaml');
+    const result = await runCli(['workflow', 'validate', good, mistakes, '--json']);
+    expect(result.code).toBe(1);
+    const doc = documentOf('workflow-validate', result) as { files: Array<{ file: string; ok: boolean; issues: Array<{ severity: string; hint: unknown }> }> };
+    expect(doc.files.map((f) => [f.file, f.ok])).toEqual([
+      [good, true],
+      [mistakes, false],
+    ]);
+    const issues = doc.files[1]!.issues;
+    expect(new Set(issues.map((i) => i.severity))).toEqual(new Set(['error', 'warning']));
+    expect(issues.some((i) => typeof i.hint === 'string')).toBe(true);
+  });
 });
 
 describe('a failure under --json', () => {

@@ -50,9 +50,10 @@ describe('expandMatrix', () => {
         const newA0 = new Set(fresh.map((e) => e.a0));
         // With no combination left, an include that only adds a key fits none either: it is a task of its own.
         const expected = kept.length + (kept.length === 0 ? include.length : newA0.size);
-        // Refused, never thrown: nothing left; two values of an axis that read the same in a name (1 and "1");
-        // two identical entries that each make a task of their own.
-        const clash = Object.values(matrix).some((list) => new Set(list.map(matrixNameValue)).size < list.length);
+        // Refused, never thrown: nothing left; two kept combinations that read the same in a name (1 and "1"
+        // of one axis, unless an exclude removed one of them); two identical entries that each make a task of their own.
+        const nameOf = (c: Record<string, ParamValue>): string => Object.keys(matrix).map((k) => matrixNameValue(c[k]!)).join('\u0000');
+        const clash = new Set(kept.map(nameOf)).size < kept.length;
         const twins = kept.length === 0 ? new Set(include.map((e) => JSON.stringify(e))).size < include.length : newA0.size < fresh.length;
         if (expected === 0 || clash || twins) {
           expect(result.ok).toBe(false);

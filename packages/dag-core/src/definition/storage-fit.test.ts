@@ -17,7 +17,7 @@ describe('the task message size check', () => {
   });
 
   it('takes the Service Bus limit for sb:// specs and the Storage Queue limit otherwise', () => {
-    expect(queueMessageLimit('sb://ns/q')).toBe(262_144);
+    expect(queueMessageLimit('sb://ns/q')).toBe(262_144 - 4_096);
     for (const spec of ['default', 'acct1/cpu', 'not a spec']) expect(queueMessageLimit(spec)).toBe(65_536);
   });
 });
