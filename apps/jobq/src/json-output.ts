@@ -113,6 +113,11 @@ const statusTask = z.object({
   started_at: nullableTime,
   completed_at: nullableTime,
   skip_reason: z.string().nullable(),
+  output: anyJson.optional().describe("The task's output (any JSON value; null when it has none: not completed, skipped, or it set none). Absent with --no-outputs"),
+  log_blob: z
+    .string()
+    .nullable()
+    .describe('The log blob of the current attempt in the outputs target, workflow-logs/{workflow_id}/{task}/{attempt}.log (written when the attempt printed something or failed); null when the task never ran'),
 });
 export type StatusTaskJson = z.infer<typeof statusTask>;
 

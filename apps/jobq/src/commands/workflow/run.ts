@@ -18,6 +18,7 @@ import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../sk
 import { paramFlags, paramOverrides } from '../../params';
 import { printDiagnostics } from '../../diagnostics';
 import { loadWorkflowFile } from '../../workflow-file';
+import { readTaskOutputs } from '../../task-outputs';
 
 /** One task in the `--json` document. */
 export interface RunTaskReport {
@@ -402,18 +403,12 @@ async function buildReport(
 ): Promise<RunReport> {
   let runtime = last;
   if (runtime === null) runtime = (await deployment.store.load(workflowId))?.runtime ?? null;
+  const outputs = await readTaskOutputs(deployment.outputs, definition, runtime, note);
   const tasks: RunTaskReport[] = [];
   for (const task of definition.tasks) {
     if (isMergeNode(task.name, task.kwargs)) continue;
     const state = runtime === null ? undefined : taskState(runtime, task.name);
-    let output: unknown = null;
-    if (state?.outputRef !== undefined && state.outputRef !== null) {
-      try {
-        output = await deployment.outputs.getOutput(state.outputRef);
-      } catch (error) {
-        note(`jobq: the output of task "${task.name}" cannot be read: ${errorLine(error)}`);
-      }
-    }
+    const output = outputs.get(task.name) ?? null;
     tasks.push({
       name: task.name,
       status: state?.status ?? 'pending',

@@ -9,6 +9,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable, totalOf, type TaskLine } from '../../format';
 import { collectTasks, requireWorkflow } from '../../listing';
 import { skipLines, skippedTask } from '../../skips';
+import { readTaskOutputs, taskLogBlob } from '../../task-outputs';
 import { runtimeViewJson, summaryJson, type StatusTaskJson } from '../../json-output';
 
 /** Skipped tasks listed with their reasons (all of them with --verbose). */
@@ -27,7 +28,7 @@ interface StatusTask extends TaskLine {
   skip_reason: string | null;
 }
 
-function statusTaskJson(t: StatusTask): StatusTaskJson {
+function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, unknown> | null): StatusTaskJson {
   return {
     task_name: t.taskName,
     status: t.status,
@@ -39,6 +40,8 @@ function statusTaskJson(t: StatusTask): StatusTaskJson {
     started_at: t.startedAt,
     completed_at: t.completedAt,
     skip_reason: t.skip_reason,
+    ...(outputs === null ? {} : { output: outputs.get(t.taskName) ?? null }),
+    log_blob: taskLogBlob(workflowId, t.taskName, t.attemptNo),
   };
 }
 
@@ -81,7 +84,8 @@ export default class WorkflowStatus extends JobqCommand {
     'by-layer': Flags.boolean({ description: 'Add a rollup of the tasks by layer (name without a trailing -NNN)', default: false }),
     tasks: Flags.boolean({ description: 'Include the task table', default: true, allowNo: true }),
     verbose: Flags.boolean({ char: 'v', description: 'Print errors in full instead of shortened', default: false }),
-    json: Flags.boolean({ description: 'Print one JSON document (the index row, the runtime view, the tasks and, with --by-layer, the layers)', default: false }),
+    json: Flags.boolean({ description: 'Print one JSON document (the index row, the runtime view, the tasks with their outputs and, with --by-layer, the layers)', default: false }),
+    outputs: Flags.boolean({ description: 'With --json, read every task\'s output (--no-outputs leaves the key out and reads no output blob)', default: true, allowNo: true }),
   };
 
   async run(): Promise<void> {
@@ -110,6 +114,8 @@ export default class WorkflowStatus extends JobqCommand {
     const view = runtime === null ? null : runtimeViewJson(runtimeView(runtime));
 
     if (flags.json) {
+      const outputs =
+        flags.tasks && flags.outputs ? (runtime === null ? new Map<string, unknown>() : await readTaskOutputs(deployment.outputs, runtime.definition, runtime, (line) => this.note(line))) : null;
       this.printJson({
         target: deployment.target,
         ...summaryJson(summary),
@@ -121,7 +127,7 @@ export default class WorkflowStatus extends JobqCommand {
         deadline_at: runtime?.deadlineAt ?? null,
         cancel_reason: runtime?.cancelReason ?? null,
         params: runtime?.definition.params ?? null,
-        ...(flags.tasks ? { tasks: tasks.map(statusTaskJson) } : {}),
+        ...(flags.tasks ? { tasks: tasks.map((t) => statusTaskJson(args.id, t, outputs)) } : {}),
         ...(layers ? { layers } : {}),
       });
       return;
