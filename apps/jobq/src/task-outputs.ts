@@ -1,12 +1,10 @@
 import { isMergeNode, taskState, type TaskRuntime, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import type { OutputStore } from '@jobq/ports';
+import { TASK_LOG_BLOB_PREFIX } from '@jobq/store-azure';
 import { errorLine } from './base';
 
 /** Output blobs read at once by {@link readTaskOutputs}. */
 const READS_AT_ONCE = 8;
-
-/** The blob name prefix of task logs in the outputs target (docs/design.md#outputs). */
-export const TASK_LOG_PREFIX = 'workflow-logs/';
 
 /**
  * The log blob of a task's current attempt, `workflow-logs/{workflow_id}/{task}/{attempt}.log` in
@@ -14,7 +12,7 @@ export const TASK_LOG_PREFIX = 'workflow-logs/';
  * attempt that printed something or failed, so the blob may be missing for a silent one.
  */
 export function taskLogBlob(workflowId: string, taskName: string, attemptNo: number): string | null {
-  return attemptNo > 0 ? `${TASK_LOG_PREFIX}${workflowId}/${taskName}/${attemptNo}.log` : null;
+  return attemptNo > 0 ? `${TASK_LOG_BLOB_PREFIX}${workflowId}/${taskName}/${attemptNo}.log` : null;
 }
 
 /**

@@ -12,7 +12,7 @@ import { readTaskOutputs } from '../../task-outputs';
 /** Workflow ids compared with an unknown one for a "did you mean" (the newest of the index). */
 const IDS_COMPARED = 1000;
 
-/** ` (did you mean "x"?)`, or nothing when no name is close. */
+/** `; did you mean "x"?`, or nothing when no name is close. */
 function hint(name: string, candidates: Iterable<string>): string {
   const near = closestName(name, candidates);
   return near === undefined ? '' : `; did you mean ${JSON.stringify(near)}?`;
@@ -22,6 +22,9 @@ function hint(name: string, candidates: Iterable<string>): string {
 async function requireRuntime(deployment: Deployment, workflowId: string): Promise<WorkflowRuntime> {
   const loaded = await deployment.store.load(workflowId);
   if (loaded !== null) return loaded.runtime;
+  if ((await deployment.client.status(workflowId)) !== null) {
+    throw new JobqError('not-found', `workflow "${workflowId}" has no runtime in ${deployment.target} (its submit did not finish; jobq workflow status ${workflowId} shows its index row)`);
+  }
   const known = await collectWorkflows(deployment.client, {}, IDS_COMPARED).catch(() => ({ items: [] }));
   throw new JobqError('not-found', `workflow "${workflowId}" does not exist in ${deployment.target}${hint(workflowId, known.items.map((w) => w.workflowId))}`);
 }
