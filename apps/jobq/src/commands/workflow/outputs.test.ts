@@ -107,6 +107,9 @@ describe('jobq workflow outputs', () => {
     expect(byName.get('count')?.log_blob).toBe(`workflow-logs/${report.workflow_id}/count/1.log`);
     expect(byName.get('never')?.log_blob).toBeNull();
     expect(byName.get('summary')?.log_blob).toBeNull();
+    const merges = tasks.filter((t) => t.task_name.startsWith('__merge_'));
+    expect(merges.length).toBeGreaterThan(0);
+    expect(merges.map((t) => [t.log_blob, t.output])).toEqual(merges.map(() => [null, null]));
     const withoutOutputs = (JSON.parse(bare.stdout) as { tasks: Array<Record<string, unknown>> }).tasks;
     expect(withoutOutputs.some((t) => 'output' in t)).toBe(false);
     expect(withoutOutputs.find((t) => t.task_name === 'export')?.log_blob).toBe(`workflow-logs/${report.workflow_id}/export/1.log`);

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { taskStatus, taskState, isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskStatus, taskState, isMergeNode, isSatisfying, taskQueue, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { runtimeView } from '@jobq/coordinator';
 import { isJobqError } from '@jobq/ports';
 import { paramsLine } from '../../params';
@@ -28,7 +28,8 @@ interface StatusTask extends TaskLine {
   skip_reason: string | null;
 }
 
-function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, unknown> | null): StatusTaskJson {
+/** `outputs` null: leave the key out (--no-outputs); merge nodes run nothing and have no log. */
+function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, unknown> | null, merges: ReadonlySet<string>): StatusTaskJson {
   return {
     task_name: t.taskName,
     status: t.status,
@@ -41,7 +42,7 @@ function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, 
     completed_at: t.completedAt,
     skip_reason: t.skip_reason,
     ...(outputs === null ? {} : { output: outputs.get(t.taskName) ?? null }),
-    log_blob: taskLogBlob(workflowId, t.taskName, t.attemptNo),
+    log_blob: merges.has(t.taskName) ? null : taskLogBlob(workflowId, t.taskName, t.attemptNo),
   };
 }
 
@@ -116,6 +117,7 @@ export default class WorkflowStatus extends JobqCommand {
     if (flags.json) {
       const outputs =
         flags.tasks && flags.outputs ? (runtime === null ? new Map<string, unknown>() : await readTaskOutputs(deployment.outputs, runtime.definition, runtime, (line) => this.note(line))) : null;
+      const merges = new Set(runtime?.definition.tasks.filter((t) => isMergeNode(t.name, t.kwargs)).map((t) => t.name) ?? []);
       this.printJson({
         target: deployment.target,
         ...summaryJson(summary),
@@ -127,7 +129,7 @@ export default class WorkflowStatus extends JobqCommand {
         deadline_at: runtime?.deadlineAt ?? null,
         cancel_reason: runtime?.cancelReason ?? null,
         params: runtime?.definition.params ?? null,
-        ...(flags.tasks ? { tasks: tasks.map((t) => statusTaskJson(args.id, t, outputs)) } : {}),
+        ...(flags.tasks ? { tasks: tasks.map((t) => statusTaskJson(args.id, t, outputs, merges)) } : {}),
         ...(layers ? { layers } : {}),
       });
       return;
