@@ -305,11 +305,6 @@ export default class Dev extends JobqCommand {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const cleanups: Array<() => Promise<void>> = [];
-    if (dataDir === null) {
-      this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
-    } else if (serviceBus) {
-      this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
-    }
     try {
       if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
@@ -402,6 +397,12 @@ export default class Dev extends JobqCommand {
       }
 
       if (signals === 0 && state.failure === null) {
+        // Said once everything runs, so that a stack that could not start prints only why.
+        if (dataDir === null) {
+          this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
+        } else if (serviceBus) {
+          this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
+        }
         const report = devReport(storage, broker, ports, flags.coordinator, pool?.queues ?? [], workersPerQueue, dataDir, autoWorkers);
         if (flags.json) {
           this.printJson(report);
