@@ -124,7 +124,7 @@ export interface CoordinatorOptions {
   clock?: Clock;
   /** Log lines (default stderr). */
   log?: (line: string) => void;
-  /** Where the metrics go (docs/observability.md#metrics; default: nowhere). */
+  /** Where the metrics go (docs/metrics.md; default: nowhere). */
   instruments?: Instruments;
 }
 

@@ -41,7 +41,7 @@ export interface ApplyContext {
   taskMessageTtlInMs?: number;
   /** Takes the task rows of saves off the critical path (see {@link saveRuntime}); without it every save writes its rows. */
   rows?: TaskRowWriter;
-  /** Where flushes and dispatches are recorded (docs/observability.md#metrics); `clock` times the flushes. */
+  /** Where flushes and dispatches are recorded (docs/metrics.md); `clock` times the flushes. */
   instruments?: Instruments;
   clock?: Clock;
   /** Told the queue spec of each dispatch (the coordinator samples those queues for its gauges). */

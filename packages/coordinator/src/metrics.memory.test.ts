@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { METRICS, type Instruments, type MetricName } from '@jobq/ports';
 import { useMemoryStacks } from './test-helpers/memory-stack';
 
-// What the coordinator and the worker record through `Instruments` (docs/observability.md#metrics):
+// What the coordinator and the worker record through `Instruments` (docs/metrics.md):
 // only metrics of the METRICS table with exactly its labels, counters that agree with the
 // coordinator's stats, and a number of series that does not grow with the number of workflows.
 

@@ -1,5 +1,5 @@
 /**
- * The metrics jobq's services record (docs/observability.md#metrics): one table, read by the app that
+ * The metrics jobq's services record (docs/metrics.md): one table, read by the app that
  * exports them (the CLI's Prometheus endpoint) and by the docs. The worker and the coordinator
  * record through {@link Instruments} and never depend on a metrics library.
  */
@@ -90,7 +90,7 @@ export const METRICS = {
   jobq_storage_requests_total: {
     name: 'jobq_storage_requests_total',
     type: 'counter',
-    help: 'HTTP requests (tries) sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error)',
+    help: 'HTTP requests sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error)',
     labels: ['service', 'method', 'status_class'],
   },
 } as const satisfies Record<string, MetricDefinition>;
