@@ -10,7 +10,7 @@ import { durationFlag } from '../io';
 import { configFlags, configFromFlags } from '../flags';
 import { openPlainQueue, plainQueueLocation } from '../plain-queue';
 import { checkServiceBusLockDuration } from '../queues';
-import { metricsFlags, startMetrics } from '../metrics';
+import { metricsFlags, startMetrics, storageRequestPolicies } from '../metrics';
 import { createWorker } from '../services';
 
 /** Default cap of the empty-queue back-off (docs/design.md#the-worker-loop). */
@@ -119,7 +119,7 @@ export default class WorkerCommand extends JobqCommand {
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
     } else {
-      const queue = await openPlainQueue(config, flags.queue, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
+      const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue });
       worker = new Worker({
         queue,
         numWorkers: flags['num-workers'],
@@ -127,6 +127,7 @@ export default class WorkerCommand extends JobqCommand {
         idleTimeoutInMs: idleTimeoutInMs ?? null,
         maxDeliveries,
         instruments,
+        queueLabel: flags.queue,
         processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), baseEnv: env })],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);
