@@ -146,6 +146,8 @@ describe('jobq dev', () => {
       ports: { blob, queue, table },
       coordinator: true,
       workers: [{ queue: 'default', num_workers: 1 }],
+      data_dir: null,
+      auto_workers: false,
       env: { JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Local', JOBQ_STORAGE_CONNECTION_STRING: report.connection_string },
     });
     expect(report.connection_string).toContain(`QueueEndpoint=http://127.0.0.1:${queue}/devstoreaccount1;`);

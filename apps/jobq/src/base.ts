@@ -3,16 +3,7 @@ import { isJobqError } from '@jobq/ports';
 import { closeEverything } from './closing';
 import { maskSecret } from './config';
 import { ReportedFailure, UsageError } from './errors';
-import { parseErrorLine } from './parse-errors';
-
-/** A multi-line message (oclif's "Missing 1 required arg:\nfile …") folded into one line. */
-function oneLine(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '')
-    .join(' ');
-}
+import { oneLine, parseErrorLine } from './parse-errors';
 
 /** oclif's FlagOutput and ArgOutput (not exported by @oclif/core). */
 type Output = { [name: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any

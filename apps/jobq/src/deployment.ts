@@ -1,8 +1,9 @@
-import { JobqError, type TaskQueue } from '@jobq/ports';
+import { JobqError, noopInstruments, type Instruments, type TaskQueue } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import { openOutputStore, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import type { WorkflowPrefix } from '@jobq/worker';
 import { closeWhenDone } from './closing';
+import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';
 import { UsageError } from './errors';
 import { checkServiceBusLockDuration, openQueueAt, queueLocation, storageConnection, type AccountConnection, type QueueLocation } from './queues';
@@ -23,6 +24,8 @@ export interface DeploymentOptions {
   completionLockDurationInMs?: number;
   /** Create containers, tables and queues when missing (default true). */
   createIfMissing?: boolean;
+  /** Counts the storage requests of the clients opened here (`jobq_storage_requests_total`; default: not counted). */
+  instruments?: Instruments;
 }
 
 /**
@@ -83,14 +86,17 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   const completionsLocation = locate(completionsSpec);
   if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout-s)');
 
-  const store = await openWorkflowStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
+  const policies = storageRequestPolicies(options.instruments ?? noopInstruments);
+  const counted = policies.blob.length > 0 ? { blobPolicies: policies.blob, tablePolicies: policies.table } : {};
+  const store = await openWorkflowStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...counted });
   let outputTarget = {};
   if (config.blobs.value !== null && !options.mapAllAccounts) {
     const [blobAccount, container] = config.blobs.value.split('/') as [string, string];
     outputTarget = { outputs: { container, connection: account(blobAccount) } };
   }
-  const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget });
-  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing });
+  const blobCounted = policies.blob.length > 0 ? { blobPolicies: policies.blob } : {};
+  const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget, ...blobCounted });
+  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue });
   const opened: TaskQueue[] = [completions];
   const pool = new Map<string, Promise<TaskQueue>>();
   const queue = (spec: string): Promise<TaskQueue> => {
@@ -102,7 +108,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     let pending = pool.get(location.key);
     if (!pending) {
-      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing });
+      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue });
       pending.then(
         (q) => opened.push(q),
         () => pool.delete(location.key),

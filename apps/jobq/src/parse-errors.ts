@@ -3,8 +3,8 @@ import { toConfiguredId, type Interfaces } from '@oclif/core';
 /** oclif's parse errors end with this line (`CLIParseError`). */
 const SEE_MORE = /\n?See more help with --help\s*$/;
 
-/** A multi-line message folded into one line. */
-function oneLine(text: string): string {
+/** A multi-line message (oclif's "Missing 1 required arg:\nfile …") folded into one line. */
+export function oneLine(text: string): string {
   return text
     .split('\n')
     .map((line) => line.trim())

@@ -1,7 +1,7 @@
 import type { TaskQueue } from '@jobq/ports';
 import { describeConnectionString } from '@jobq/worker';
 import type { CliConfig } from './config';
-import { checkServiceBusLockDuration, openQueueAt, queueLocation, type QueueLocation } from './queues';
+import { checkServiceBusLockDuration, openQueueAt, queueLocation, type OpenQueueOptions, type QueueLocation } from './queues';
 
 /** Options of {@link openPlainQueue}. */
 export interface PlainQueueOptions {
@@ -9,6 +9,8 @@ export interface PlainQueueOptions {
   lockDurationInMs?: number;
   /** Create the queue when missing (default true). */
   createIfMissing?: boolean;
+  /** Extra request policies of a Storage queue's client (the storage request metrics). */
+  policies?: OpenQueueOptions['policies'];
 }
 
 /**
@@ -46,5 +48,5 @@ export async function openPlainQueue(config: CliConfig, spec: string, options: P
   const location = plainQueueLocation(config, spec);
   const lockDurationInMs = options.lockDurationInMs ?? 30_000;
   if (location.backend === 'servicebus') checkServiceBusLockDuration(lockDurationInMs, lockDurationFrom);
-  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true });
+  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true, ...(options.policies ? { policies: options.policies } : {}) });
 }

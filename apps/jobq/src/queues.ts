@@ -1,6 +1,6 @@
 import { SERVICE_BUS_MAX_MESSAGE_BYTES, parseQueueSpec } from '@jobq/dag-core';
 import { JobqError, isJobqError, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
-import { openStorageQueue } from '@jobq/queue-storage';
+import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
 import type { CliConfig } from './config';
@@ -79,6 +79,8 @@ export interface OpenQueueOptions {
   /** Lock (visibility) duration; for a Service Bus queue also the LockDuration it is created with. */
   lockDurationInMs: number;
   createIfMissing: boolean;
+  /** Extra request policies of a Storage queue's client (the storage request metrics). */
+  policies?: OpenStorageQueueOptions['policies'];
 }
 
 /** A Service Bus queue as the CLI sees it: a task queue that can also describe itself (properties, dead-letter count). */
@@ -98,7 +100,13 @@ export function isDescribable(queue: TaskQueue): queue is DescribableQueue {
  */
 export async function openQueueAt(location: QueueLocation, options: OpenQueueOptions): Promise<TaskQueue> {
   if (location.backend === 'storage') {
-    return openStorageQueue({ connection: location.connection, queueName: location.queueName, lockDurationInMs: options.lockDurationInMs, createIfMissing: options.createIfMissing });
+    return openStorageQueue({
+      connection: location.connection,
+      queueName: location.queueName,
+      lockDurationInMs: options.lockDurationInMs,
+      createIfMissing: options.createIfMissing,
+      ...(options.policies && options.policies.length > 0 ? { policies: options.policies } : {}),
+    });
   }
   const open = async (createIfMissing: boolean): Promise<DescribableQueue> => {
     // Loaded only here: commands that never reach Service Bus do not load its SDK.

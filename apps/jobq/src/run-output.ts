@@ -1,4 +1,4 @@
-import { TASK_STATUSES, isMergeNode, isTerminalTaskStatus, taskQueue, taskState, type TaskRuntime, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { TASK_STATUSES, freshTask, isMergeNode, isTerminalTaskStatus, taskQueue, taskState, type TaskRuntime, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import type { TaskLine, TaskRef } from '@jobq/worker';
 import type { ProgressReporter } from './progress';
 
@@ -66,18 +66,8 @@ export class RunOutput {
   }
 }
 
-const NO_STATE: TaskRuntime = {
-  status: 'pending',
-  attemptNo: 0,
-  retryBase: 0,
-  outputRef: null,
-  error: null,
-  dispatchedAt: null,
-  startedAt: null,
-  completedAt: null,
-  awaitingInputs: false,
-  retryDueAt: null,
-};
+/** A task with no record in the runtime yet. */
+const NO_STATE: TaskRuntime = freshTask('pending', 0);
 
 /** Seconds until `at` from `now`, as `12s` (at least 1). */
 function secondsUntil(at: string, now: number): string {

@@ -11,6 +11,7 @@ import {
   type LogLine,
   type TaskLineSink,
 } from '@jobq/worker';
+import type { Instruments } from '@jobq/ports';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
 
@@ -61,6 +62,8 @@ export interface LocalWorkerOptions {
   env?: NodeJS.ProcessEnv;
   /** Called when a workflow task arrives without usable workflow settings (the app should stop). */
   onConfigError?: (error: Error) => void;
+  /** Where the worker records its metrics (default nowhere). */
+  instruments?: Instruments;
 }
 
 /**
@@ -86,6 +89,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.receiveWaitInMs !== undefined ? { receiveWaitInMs: options.receiveWaitInMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.taskLines ? { taskLines: options.taskLines } : {}),
+    ...(options.instruments ? { instruments: options.instruments, queueLabel: options.queue } : {}),
     processors: [
       new WorkflowProcessor({
         outputs: deployment.outputs,

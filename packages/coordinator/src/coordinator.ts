@@ -13,8 +13,11 @@ import {
 import {
   isJobqError,
   JobqError,
+  MAX_QUEUE_LABEL_VALUES,
+  noopInstruments,
   realClock,
   type Clock,
+  type Instruments,
   type CoordinatorLease,
   type LoadedRuntime,
   type OutputStore,
@@ -121,6 +124,8 @@ export interface CoordinatorOptions {
   clock?: Clock;
   /** Log lines (default stderr). */
   log?: (line: string) => void;
+  /** Where the metrics go (docs/metrics.md; default: nowhere). */
+  instruments?: Instruments;
 }
 
 /** What the {@link Coordinator} is built from: the adapters are handed in by the app. */
@@ -359,6 +364,9 @@ export class Coordinator {
   private readonly clock: () => Date;
   private readonly time: Clock;
   private readonly log: (line: string) => void;
+  private readonly instruments: Instruments;
+  /** Queue specs dispatched to, for the queue gauges (bounded like the `queue` label). */
+  private readonly dispatchedQueues = new Set<string>();
   private readonly ctx: ApplyContext;
   private readonly rows: TaskRowWriter;
   private readonly pipeline: WorkflowPipeline<Group>;
@@ -411,6 +419,7 @@ export class Coordinator {
     this.time = time;
     this.clock = o.now ?? (() => new Date(time.now()));
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
+    this.instruments = o.instruments ?? noopInstruments;
     this.rows = new TaskRowWriter({
       store: init.store,
       clock: time,
@@ -432,6 +441,11 @@ export class Coordinator {
       cache: new RuntimeCache(),
       taskMessageTtlInMs: this.settings.taskMessageTtlInMs,
       rows: this.rows,
+      instruments: this.instruments,
+      clock: time,
+      dispatched: (queue) => {
+        if (this.dispatchedQueues.size < MAX_QUEUE_LABEL_VALUES) this.dispatchedQueues.add(queue);
+      },
     };
     this.pipeline = new WorkflowPipeline<Group>({
       ctx: this.ctx,
@@ -439,8 +453,7 @@ export class Coordinator {
       left: (workflowId, group, reason) => this.leave(workflowId, group.messages, reason, true),
       settled: (_workflowId, group, effects) => {
         for (const list of effects) {
-          if (list.some((e) => e.type === 'ignored')) this.counters.completionsIgnored++;
-          else this.counters.completionsApplied++;
+          this.countCompletions(list.some((e) => e.type === 'ignored') ? 'ignored' : 'applied');
         }
         this.ackInBackground(group.messages);
       },
@@ -620,11 +633,28 @@ export class Coordinator {
 
   private async writeStats(): Promise<void> {
     if (this.halt.signal.aborted) return;
+    if (this.instruments.enabled) await this.sampleQueues();
     try {
       await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal });
     } catch (error) {
       this.log(`writing stats failed: ${errorText(error)}`);
     }
+  }
+
+  /** The queue gauges (only when metrics are recorded: one request per queue per stats period). */
+  private async sampleQueues(): Promise<void> {
+    const sample = async (spec: string, role: 'completions' | 'tasks', queue: () => TaskQueue | Promise<TaskQueue>): Promise<void> => {
+      try {
+        const count = await (await queue()).approximateMessageCount({ abortSignal: this.halt.signal });
+        this.instruments.set('jobq_queue_messages', { queue: spec, role }, count);
+      } catch {
+        // A metric never stops the coordinator; the gauge keeps its last value.
+      }
+    };
+    await Promise.all([
+      sample(this.completions.name, 'completions', () => this.completions),
+      ...[...this.dispatchedQueues].map((spec) => sample(spec, 'tasks', () => this.ctx.queues(spec))),
+    ]);
   }
 
   /**
@@ -634,13 +664,14 @@ export class Coordinator {
   private async handleBatch(messages: ReceivedMessage[], foldedAll: () => void): Promise<void> {
     this.counters.batches++;
     this.counters.messages += messages.length;
+    this.instruments.observe('jobq_coordinator_batch_messages', {}, messages.length);
     const groups = new Map<string, Group>();
     const poison: Array<{ message: ReceivedMessage; reason: string }> = [];
     const now = this.nowIso();
     for (const message of messages) {
       const decoded = decodeCoordinatorMessage(message.body);
       if (decoded.kind === 'poison') {
-        this.counters.poison++;
+        this.countCompletions('poison');
         this.log(`poison message ${message.messageId}: ${decoded.reason}`);
         poison.push({ message, reason: decoded.reason });
         continue;
@@ -675,6 +706,15 @@ export class Coordinator {
     await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
   }
 
+  /** Counts completions (and poison messages) in the stats and in the metrics alike. */
+  private countCompletions(result: 'applied' | 'ignored' | 'poison', n = 1): void {
+    if (n <= 0) return;
+    if (result === 'applied') this.counters.completionsApplied += n;
+    else if (result === 'ignored') this.counters.completionsIgnored += n;
+    else this.counters.poison += n;
+    this.instruments.inc('jobq_coordinator_completions_total', { result }, n);
+  }
+
   private async handleGroup(workflowId: string, group: Group, conflicts = 0): Promise<void> {
     try {
       await this.applyGroup(workflowId, group, conflicts);
@@ -703,7 +743,7 @@ export class Coordinator {
     }, { useCache: true, conflicts });
     if (outcome.kind === 'missing') {
       this.counters.unknownWorkflows++;
-      this.counters.completionsIgnored += group.events.length;
+      this.countCompletions('ignored', group.events.length);
       this.log(`workflow ${workflowId}: unknown; ${group.messages.length} message(s) dropped`);
       await this.ack(group.messages);
       return;
@@ -711,7 +751,7 @@ export class Coordinator {
     if (outcome.kind === 'corrupt') {
       const reason = await this.setAside(workflowId, outcome);
       if (reason === null) return; // the runtime moved on meanwhile: the messages come back to a fresh state
-      this.counters.completionsIgnored += group.events.length;
+      this.countCompletions('ignored', group.events.length);
       await this.deadLetterAll(group.messages, `workflow ${workflowId} is corrupt (${reason}): set aside until it is purged`);
       return;
     }
@@ -721,8 +761,7 @@ export class Coordinator {
     }
     this.countRequests(outcome, leading - (group.wakeup ? 1 : 0), group.wakeup);
     for (const effects of outcome.effects.slice(leading)) {
-      if (effects.some((e) => e.type === 'ignored')) this.counters.completionsIgnored++;
-      else this.counters.completionsApplied++;
+      this.countCompletions(effects.some((e) => e.type === 'ignored') ? 'ignored' : 'applied');
     }
     await this.ack(group.messages);
   }

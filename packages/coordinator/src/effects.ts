@@ -16,7 +16,7 @@ import {
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
-import { isJobqError, JobqError, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
 
 /** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
@@ -41,6 +41,11 @@ export interface ApplyContext {
   taskMessageTtlInMs?: number;
   /** Takes the task rows of saves off the critical path (see {@link saveRuntime}); without it every save writes its rows. */
   rows?: TaskRowWriter;
+  /** Where flushes and dispatches are recorded (docs/metrics.md); `clock` times the flushes. */
+  instruments?: Instruments;
+  clock?: Clock;
+  /** Told the queue spec of each dispatch (the coordinator samples those queues for its gauges). */
+  dispatched?: (queueSpec: string) => void;
 }
 
 /** A cached runtime with the ETag of the blob it was saved as. */
@@ -269,7 +274,18 @@ export async function applyEvents(
  */
 export async function commit(ctx: ApplyContext, runtime: WorkflowRuntime, base: CachedRuntime, from: { cached: boolean; rowsKnown: boolean }): Promise<string> {
   const id = runtime.workflowId;
-  const saved = await saveRuntime(ctx, runtime, base.etag, { base: base.runtime, cached: from.cached, rowsKnown: from.rowsKnown });
+  const started = ctx.clock?.now() ?? 0;
+  const flushed = (result: 'ok' | 'conflict' | 'error') => {
+    if (ctx.instruments && ctx.clock) ctx.instruments.observe('jobq_coordinator_flush_duration_seconds', { result }, Math.max(0, ctx.clock.now() - started) / 1000);
+  };
+  let saved: Awaited<ReturnType<typeof saveRuntime>>;
+  try {
+    saved = await saveRuntime(ctx, runtime, base.etag, { base: base.runtime, cached: from.cached, rowsKnown: from.rowsKnown });
+  } catch (error) {
+    flushed(isJobqError(error, 'conflict') ? 'conflict' : 'error');
+    throw error;
+  }
+  flushed('ok');
   ctx.counters.saves++;
   ctx.cache?.set(id, { runtime, etag: saved.etag });
   if (saved.rowsError) {
@@ -456,6 +472,7 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
           { abortSignal: ctx.signal },
         );
         ctx.counters.pushes += indexes.length;
+        countDispatches(ctx, effects, 'ok');
         return;
       } catch (error) {
         const text = pushFailed(ctx, workflowId, effects, error);
@@ -469,6 +486,7 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
         try {
           await queue.send(prepared[k]!.message, { abortSignal: ctx.signal });
           ctx.counters.pushes++;
+          countDispatches(ctx, [dispatches[k]!], 'ok');
         } catch (error) {
           results[k] = pushFailed(ctx, workflowId, [dispatches[k]!], error);
         }
@@ -495,9 +513,18 @@ async function prepare(ctx: ApplyContext, workflowId: string, effect: DispatchEf
   return { queue, message: { body, messageId: effect.messageId, delayInMs: delay, timeToLiveInMs: lifetime } };
 }
 
+/** Records sent (or failed) task messages by queue in the metrics. */
+function countDispatches(ctx: ApplyContext, effects: readonly DispatchEffect[], result: 'ok' | 'error'): void {
+  for (const effect of effects) {
+    ctx.instruments?.inc('jobq_coordinator_dispatches_total', { queue: effect.queue, result });
+    ctx.dispatched?.(effect.queue);
+  }
+}
+
 /** Counts and logs a failed push of `effects`; throws {@link RetryLater} when it is transient, else returns the error text. */
 function pushFailed(ctx: ApplyContext, workflowId: string, effects: readonly DispatchEffect[], error: unknown): string {
   ctx.counters.pushErrors++;
+  countDispatches(ctx, effects, 'error');
   const text = error instanceof Error ? error.message : String(error);
   const transient = (isJobqError(error) && error.retryable) || isJobqError(error, 'aborted');
   const what = effects.length === 1 ? effects[0]!.messageId : `${effects.length} messages (${effects[0]!.messageId}, …)`;

@@ -26,7 +26,7 @@ describe('the package index', () => {
   it('exports the API the other packages build on', () => {
     const names = [
       'parseWorkflow', 'validateWorkflow', 'workflowJsonSchema', 'compileCondition', 'evaluateCondition',
-      'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
+      'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'freshTask', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
       'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
       'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
       'assembleRuntime', 'withTaskStates', 'parseParamsFile', 'matrixTaskName', 'conditionLiteral',

@@ -172,7 +172,7 @@ export {
   type WorkflowRuntime,
   type WorkflowStatus,
 } from './runtime/types';
-export { createRuntime, emptyCounts, type CreateRuntimeInit } from './runtime/create';
+export { createRuntime, emptyCounts, freshTask, type CreateRuntimeInit } from './runtime/create';
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';

@@ -35,3 +35,19 @@ export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
+export {
+  BoundedLabel,
+  MAX_QUEUE_LABEL_VALUES,
+  METRICS,
+  OTHER_LABEL_VALUE,
+  metricsMarkdownTable,
+  noopInstruments,
+  type CounterName,
+  type GaugeName,
+  type HistogramName,
+  type Instruments,
+  type MetricDefinition,
+  type MetricLabels,
+  type MetricName,
+  type MetricType,
+} from './metrics';

@@ -1,5 +1,5 @@
 import { decodeEnvelope, decodeWorkflowTask, type Envelope } from '@jobq/dag-core';
-import { clockTimeout, isJobqError, JobqError, realClock, type Clock, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { clockTimeout, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { envValue } from './config';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
@@ -47,6 +47,10 @@ export interface WorkerOptions {
    * processors take their own.
    */
   clock?: Clock;
+  /** Where the worker's metrics go (docs/metrics.md; default: nowhere). */
+  instruments?: Instruments;
+  /** The `queue` label of its metrics (default the queue's name; the app passes the queue spec, as the coordinator's dispatches carry it). */
+  queueLabel?: string;
 }
 
 /** Default of {@link WorkerOptions.maxDeliveries} (`JOBQ_MAX_DELIVERIES`). */
@@ -153,6 +157,8 @@ export class Worker {
   private readonly log: LogLine;
   private readonly taskLines: TaskLineSink | null;
   private readonly clock: Clock;
+  private readonly instruments: Instruments;
+  private readonly queueLabel: string;
 
   private summary: WorkerSummary = { processed: 0, succeeded: 0, failed: 0, deadLettered: 0, left: 0, abandoned: 0, lockLost: 0 };
   private readonly stopController = new AbortController();
@@ -181,7 +187,14 @@ export class Worker {
     this.log = options.log ?? stderrLog;
     this.taskLines = options.taskLines ?? null;
     this.clock = options.clock ?? realClock;
+    this.instruments = options.instruments ?? noopInstruments;
+    this.queueLabel = options.queueLabel ?? options.queue.name;
     this.lastActivity = this.clock.now();
+  }
+
+  /** Sets the slot gauges (`active` changed). */
+  private recordSlots(): void {
+    this.instruments.set('jobq_worker_slots_busy', { queue: this.queueLabel }, this.active);
   }
 
   /** True once `stop()` was called or the idle timeout passed. */
@@ -197,6 +210,8 @@ export class Worker {
   async run(): Promise<WorkerSummary> {
     if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
     this.lastActivity = this.clock.now();
+    this.instruments.set('jobq_worker_slots', { queue: this.queueLabel }, this.numWorkers);
+    this.recordSlots();
     this.finished = this.feedLoop().finally(() => this.closeProcessors());
     await this.finished;
     if (this.fatal !== undefined) throw this.fatal;
@@ -307,6 +322,7 @@ export class Worker {
         messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
       } catch (error) {
         if (this.stopping) break;
+        this.instruments.inc('jobq_worker_receive_errors_total', { queue: this.queueLabel, code: isJobqError(error) ? error.code : 'unknown' });
         if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
           this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; stopping`);
           this.fatal ??= error;
@@ -335,6 +351,7 @@ export class Worker {
       backoff.reset();
       for (const message of messages) {
         this.active++;
+        this.recordSlots();
         this.lastActivity = this.clock.now();
         let freeSlot!: () => void;
         const slot = new Promise<void>((resolve) => (freeSlot = resolve));
@@ -343,6 +360,7 @@ export class Worker {
           if (released) return;
           released = true;
           this.active--;
+          this.recordSlots();
           this.lastActivity = this.clock.now();
           running.delete(slot);
           // A task just ended: its children are about to be dispatched, so the next receive goes
@@ -435,11 +453,16 @@ export class Worker {
         outcome = { kind: 'leave', reason: givenUp };
       } else {
         taskLog(`started (${processor.name}, delivery ${message.deliveryCount})`);
+        const started = this.clock.now();
+        if (message.enqueuedAt !== null) {
+          this.instruments.observe('jobq_worker_task_queue_wait_seconds', { queue: this.queueLabel }, Math.max(0, started - message.enqueuedAt.getTime()) / 1000);
+        }
         try {
           outcome = await processor.process(context);
         } catch (error) {
           outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
         }
+        this.instruments.observe('jobq_worker_task_duration_seconds', { queue: this.queueLabel, outcome: outcome.kind }, Math.max(0, this.clock.now() - started) / 1000);
         // A task left at the last allowed delivery is not run again. (Not when we stopped it
         // ourselves: a lost lock or a shutdown is not the message's fault.)
         if (outcome.kind === 'leave' && message.deliveryCount >= this.maxDeliveries && !task.controller.signal.aborted && !this.stopping) {

@@ -10,6 +10,7 @@ import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embedd
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
 import { QueueWorkerPool } from '../queue-workers';
+import { metricsFlags, startMetrics } from '../metrics';
 import { coordinatorOptions, createCoordinator, createWorker } from '../services';
 
 /** Azurite's usual ports: blob 10000, queue 10001, table 10002. */
@@ -264,6 +265,7 @@ export default class Dev extends JobqCommand {
     json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
     config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
     ...coordinatorFlags,
+    ...metricsFlags,
   };
 
   async run(): Promise<void> {
@@ -305,11 +307,6 @@ export default class Dev extends JobqCommand {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     const cleanups: Array<() => Promise<void>> = [];
-    if (dataDir === null) {
-      this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
-    } else if (serviceBus) {
-      this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
-    }
     try {
       if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
@@ -330,7 +327,8 @@ export default class Dev extends JobqCommand {
         cleanups.push(() => started.stop());
       }
       const config = embeddedConfig(baseConfig, storage.connectionString, broker === null ? null : { broker, completions: true });
-      const deployment = await openDeployment(config, { mapAllAccounts: true });
+      const instruments = await startMetrics(flags, (line) => this.note(`jobq dev: ${line}`));
+      const deployment = await openDeployment(config, { mapAllAccounts: true, instruments });
       // Closed before the broker stops (cleanups run last first).
       cleanups.push(() => deployment.close());
 
@@ -350,6 +348,7 @@ export default class Dev extends JobqCommand {
               env: workerEnv,
               log: (line) => this.note(`[worker ${queue}] ${line}`),
               onConfigError: (error) => fail(error),
+              instruments,
             });
             if (closing) {
               // Started while jobq dev was stopping: its cleanups have already run.
@@ -384,7 +383,7 @@ export default class Dev extends JobqCommand {
                   return deployment.queue(spec);
                 },
               };
-        const coordinator = createCoordinator(routed, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`) });
+        const coordinator = createCoordinator(routed, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`), instruments });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         coordinator.run().then(
@@ -402,6 +401,12 @@ export default class Dev extends JobqCommand {
       }
 
       if (signals === 0 && state.failure === null) {
+        // Said once everything runs, so that a stack that could not start prints only why.
+        if (dataDir === null) {
+          this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
+        } else if (serviceBus) {
+          this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
+        }
         const report = devReport(storage, broker, ports, flags.coordinator, pool?.queues ?? [], workersPerQueue, dataDir, autoWorkers);
         if (flags.json) {
           this.printJson(report);

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { JobqError } from '@jobq/ports';
+import { JobqError, type Instruments } from '@jobq/ports';
 import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured, type CliConfig } from '../config';
@@ -10,6 +10,7 @@ import { durationFlag } from '../io';
 import { configFlags, configFromFlags } from '../flags';
 import { openPlainQueue, plainQueueLocation } from '../plain-queue';
 import { checkServiceBusLockDuration } from '../queues';
+import { metricsFlags, startMetrics, storageRequestPolicies } from '../metrics';
 import { createWorker } from '../services';
 
 /** Default cap of the empty-queue back-off (docs/design.md#the-worker-loop). */
@@ -64,6 +65,7 @@ export default class WorkerCommand extends JobqCommand {
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
     'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
     'visibility-timeout': Flags.string({ description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)' }),
+    ...metricsFlags,
   };
 
   async run(): Promise<void> {
@@ -82,10 +84,11 @@ export default class WorkerCommand extends JobqCommand {
     const location = plainQueueLocation(config, flags.queue);
     if (location.backend === 'servicebus' && lockDurationInMs !== undefined) checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
 
+    const instruments = await startMetrics(flags, (line) => this.note(line));
     // Tasks find this `jobq` on their PATH (`jobq task set-output …`), installed or not.
     const cli = await localWorkerEnvironment(false);
     try {
-      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env: cli.env });
+      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env: cli.env, instruments });
     } finally {
       await cli.cleanup();
     }
@@ -93,9 +96,9 @@ export default class WorkerCommand extends JobqCommand {
 
   private async work(
     flags: { queue: string; 'num-workers': number },
-    o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv },
+    o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv; instruments: Instruments },
   ): Promise<void> {
-    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env } = o;
+    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env, instruments } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -103,7 +106,7 @@ export default class WorkerCommand extends JobqCommand {
       worker.stop({ gracePeriodInMs: 0 }).catch(() => undefined);
     };
     if (storageConfigured(config)) {
-      const deployment = await openDeployment(config, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
+      const deployment = await openDeployment(config, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), instruments });
       worker = await createWorker(deployment, {
         queue: flags.queue,
         numWorkers: flags['num-workers'],
@@ -112,16 +115,19 @@ export default class WorkerCommand extends JobqCommand {
         maxDeliveries,
         onConfigError,
         env,
+        instruments,
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
     } else {
-      const queue = await openPlainQueue(config, flags.queue, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
+      const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue });
       worker = new Worker({
         queue,
         numWorkers: flags['num-workers'],
         maxIdleBackoffInMs,
         idleTimeoutInMs: idleTimeoutInMs ?? null,
         maxDeliveries,
+        instruments,
+        queueLabel: flags.queue,
         processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), baseEnv: env })],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);

@@ -9,7 +9,7 @@ import {
   type WorkflowTaskInfo,
 } from '@jobq/dag-core';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
-import { VirtualClock, type Clock, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import { Worker, cancelCheckFromStore, publishCompletion, type ProcessOutcome, type Processor, type TaskContext, type WorkerSummary } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { taskNameOf, WrappedQueue } from './wrappers';
@@ -199,6 +199,8 @@ export interface MemoryStackOptions {
   completionSendMaxAttempts?: number;
   /** Cancel-flag poll of the workers (default 200 ms). */
   workerCancelPollIntervalInMs?: number;
+  /** Where the workers record their metrics (default nowhere). */
+  workerInstruments?: Instruments;
 }
 
 /** Ports of one coordinator that differ from the stack's (see {@link MemoryStack.newCoordinator}). */
@@ -276,6 +278,7 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
       maxIdleBackoffInMs: 100,
       gracePeriodInMs: 0,
       clock,
+      ...(options.workerInstruments ? { instruments: options.workerInstruments } : {}),
       log: (line) => workerLogs.push(line),
       processors: [
         new SimulatedWorkflowProcessor({

@@ -94,7 +94,8 @@ describe('jobq autocomplete SHELL', () => {
 
 describe('jobq autocomplete workflow-ids', () => {
   it('prints the ids of the configured deployment', async () => {
-    const result = await runCli(['autocomplete', 'workflow-ids'], { env: storage.env(prefix), cwd: dir });
+    // A long limit: a loaded machine may take seconds to load the SDKs (the default 1.5 s is for a shell).
+    const result = await runCli(['autocomplete', 'workflow-ids', '--timeout-ms', '60000'], { env: storage.env(prefix), cwd: dir });
     expect(result).toEqual({ code: 0, stdout: `${id}\n`, stderr: '' });
   });
 

@@ -4,6 +4,7 @@ import { formatAge } from '../../age';
 import { COORDINATOR_SETTINGS, isDurationSetting } from '../../config';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
+import { metricsFlags, startMetrics } from '../../metrics';
 import { coordinatorOptions, createCoordinator } from '../../services';
 
 export default class WorkflowCoordinator extends JobqCommand {
@@ -25,13 +26,15 @@ export default class WorkflowCoordinator extends JobqCommand {
     ...configFlags,
     ...coordinatorFlags,
     'break-lease': Flags.boolean({ description: 'Break a lease held by another coordinator first (that coordinator stops at once)', default: false }),
+    ...metricsFlags,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkflowCoordinator);
     const config = configFromFlags(flags);
-    const deployment = await openDeployment(config);
-    const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), breakLease: flags['break-lease'] });
+    const instruments = await startMetrics(flags, (line) => this.note(line));
+    const deployment = await openDeployment(config, { instruments });
+    const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), breakLease: flags['break-lease'], instruments });
     await coordinator.start();
     const queues = config.queues.value ?? deployment.prefix.account;
     this.note(`Coordinator for ${deployment.target} (task queues on ${queues}, completions in ${deployment.completions.name}, outputs in ${deployment.outputs.outputsContainer})`);

@@ -13,6 +13,7 @@ import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
 import { RunOutput, countsWithWaiting, failureLines, taskEvents, waitingRetries, type Verbosity } from '../../run-output';
 import { queuesNamespace } from '../../servicebus-access';
+import { metricsFlags, startMetrics } from '../../metrics';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
 import { paramFlags, paramOverrides } from '../../params';
@@ -86,6 +87,7 @@ export default class WorkflowRun extends JobqCommand {
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
     quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
     verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' routine lines about each task', default: false }),
+    ...metricsFlags,
   };
 
   async run(): Promise<void> {
@@ -129,12 +131,13 @@ export default class WorkflowRun extends JobqCommand {
         out.info(`embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
       }
       session.checkInterrupted();
-      const deployment = await openDeployment(config, { mapAllAccounts: embedded });
+      const instruments = await startMetrics(flags, (line) => out.problem(line));
+      const deployment = await openDeployment(config, { mapAllAccounts: embedded, instruments });
       // Closed before the local broker stops (cleanups run last first).
       cleanups.push(() => deployment.close());
 
       if (embedded) {
-        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => out.service('coordinator', line) });
+        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => out.service('coordinator', line), instruments });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         session.watchCoordinator(coordinator);
@@ -158,6 +161,7 @@ export default class WorkflowRun extends JobqCommand {
             log: (line) => out.service(`worker ${queue}`, line),
             taskLines: (line) => out.task(queue, line),
             onConfigError: (error) => session.fail(error),
+            instruments,
           });
           cleanups.push(() => worker.stop(session.interrupted ? { gracePeriodInMs: 0 } : {}));
           session.watchWorker(worker, queue);
