@@ -10,6 +10,7 @@ import {
   workflowProcessorSettingsFromEnv,
   type LogLine,
   type TaskLineSink,
+  type TaskLogMode,
 } from '@jobq/worker';
 import type { CliConfig } from './config';
 import type { Deployment } from './deployment';
@@ -61,6 +62,8 @@ export interface LocalWorkerOptions {
   env?: NodeJS.ProcessEnv;
   /** Called when a workflow task arrives without usable workflow settings (the app should stop). */
   onConfigError?: (error: Error) => void;
+  /** Which attempts leave a task log (default `JOBQ_TASK_LOGS` from `env`, else always; docs/observability.md#task-logs). */
+  taskLogs?: TaskLogMode;
 }
 
 /**
@@ -95,6 +98,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         env,
         ...settings,
         taskUser,
+        ...(options.taskLogs !== undefined ? { taskLogs: { mode: options.taskLogs } } : {}),
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
       }),
