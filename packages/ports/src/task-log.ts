@@ -91,7 +91,6 @@ export function parseTaskLogName(rest: string): { taskName: string; attemptNo: n
 
 /** The blob metadata of a task log (Azure metadata names and values: ASCII; other characters become `?`). */
 export function taskLogMetadataToBlob(metadata: TaskLogMetadata): Record<string, string> {
-  // eslint-disable-next-line no-control-regex
   const ascii = (text: string): string => text.replace(/[^\x20-\x7e]/g, '?');
   return {
     outcome: metadata.outcome,

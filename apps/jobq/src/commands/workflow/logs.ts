@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
-import { closestName, taskState, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { closestName, taskState, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError, type TaskLogEntry } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { openDeployment, type Deployment } from '../../deployment';
