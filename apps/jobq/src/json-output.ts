@@ -242,6 +242,21 @@ const workflowExplain = z.union([
     .describe('With --task'),
 ]);
 
+const taskLog = z.object({
+  task: z.string(),
+  attempt: z.number().int().min(1),
+  outcome: z.enum(['live', 'succeeded', 'failed']).nullable().describe('How the attempt ended; live while it runs (a snapshot); null when the blob has no jobq metadata'),
+  exit_code: z.number().int().nullable(),
+  started: z.string().nullable(),
+  ended: z.string().nullable(),
+  bytes: count.nullable().describe('Bytes the task printed in all (the log keeps its first 64 KiB and its last bytes)'),
+  stored_bytes: count,
+  worker: z.string().nullable(),
+});
+export type TaskLogJson = z.infer<typeof taskLog>;
+
+const workflowLogs = z.object({ workflow_id: z.string(), task: z.string().nullable(), logs: z.array(taskLog) });
+
 const workflowWatch = z.object({
   target: z.string(),
   workflow_id: z.string(),
@@ -443,6 +458,7 @@ export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }
   'workflow-doctor': { command: 'workflow doctor --json', schema: workflowDoctor },
   'workflow-explain': { command: 'workflow explain --json', schema: workflowExplain },
   'workflow-list': { command: 'workflow list --json', schema: z.array(workflowSummary) },
+  'workflow-logs': { command: 'workflow logs --json', schema: workflowLogs },
   'workflow-purge': { command: 'workflow purge --json', schema: workflowPurge },
   'workflow-retry': { command: 'workflow retry --json', schema: z.union([request.describe('Without --task'), rerun.describe('With --task')]) },
   'workflow-run': { command: 'workflow run --json', schema: workflowRun },

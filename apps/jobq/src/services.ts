@@ -10,6 +10,7 @@ import {
   workflowProcessorSettingsFromEnv,
   type LogLine,
   type TaskLineSink,
+  type TaskLogMode,
 } from '@jobq/worker';
 import type { Instruments } from '@jobq/ports';
 import type { CliConfig } from './config';
@@ -64,6 +65,8 @@ export interface LocalWorkerOptions {
   onConfigError?: (error: Error) => void;
   /** Where the worker records its metrics (default nowhere). */
   instruments?: Instruments;
+  /** Which attempts leave a task log (default `JOBQ_TASK_LOGS` from `env`, else always; docs/observability.md#task-logs). */
+  taskLogs?: TaskLogMode;
 }
 
 /**
@@ -99,6 +102,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         env,
         ...settings,
         taskUser,
+        ...(options.taskLogs !== undefined ? { taskLogs: { mode: options.taskLogs } } : {}),
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
       }),

@@ -22,7 +22,23 @@ import {
   type CompactUpstreamRefs,
   type StashMarker,
 } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OperationOptions, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
+import {
+  JobqError,
+  TASK_LOG_FOLDER,
+  isJobqError,
+  parseTaskLogName,
+  taskLogBlobPath,
+  taskLogMetadataFromBlob,
+  taskLogMetadataToBlob,
+  type GetTaskLogOptions,
+  type OperationOptions,
+  type OutputStore,
+  type PutOutputOptions,
+  type PutOutputResult,
+  type TaskLogEntry,
+  type TaskLogMetadata,
+  type TaskLogRead,
+} from '@jobq/ports';
 
 /** Options of {@link MemoryOutputStore}. */
 export interface MemoryOutputStoreOptions {
@@ -58,6 +74,9 @@ function ownerOf(path: string, folders: readonly string[]): string | null {
 interface Blob {
   bytes: Uint8Array;
   md5: string;
+  /** Blob metadata (task logs). */
+  metadata?: Record<string, string>;
+  etag?: string;
 }
 
 /** What a read is checked against. */
@@ -140,6 +159,7 @@ export class MemoryOutputStore implements OutputStore {
   /** Keys of the blobs under a workflow's state-container folder (overflow blobs), by workflow id. */
   private readonly stateKeys = new Map<string, Set<string>>();
   private uploadsBroken = false;
+  private etags = 0;
 
   constructor(options: MemoryOutputStoreOptions = {}) {
     this.outputsContainer = options.outputsContainer ?? 'memory-outputs';
@@ -342,6 +362,49 @@ export class MemoryOutputStore implements OutputStore {
     });
   }
 
+  putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata, options?: OperationOptions): Promise<void> {
+    return run(() => {
+      const path = this.taskLogPath(workflowId, taskName, attemptNo);
+      if (!(text instanceof Uint8Array)) throw new JobqError('invalid-argument', 'a task log must be bytes (a Uint8Array)');
+      checkAborted(options);
+      this.checkUpload(`upload the log of task "${taskName}" (attempt ${attemptNo})`);
+      const bytes = new Uint8Array(text);
+      this.store(this.outputsContainer, path, { bytes, md5: md5Base64(bytes), metadata: taskLogMetadataToBlob(metadata), etag: `"${++this.etags}"` });
+    });
+  }
+
+  getTaskLog(workflowId: string, taskName: string, attemptNo: number, options: GetTaskLogOptions = {}): Promise<TaskLogRead | null> {
+    return run(() => {
+      const path = this.taskLogPath(workflowId, taskName, attemptNo);
+      checkAborted(options);
+      const blob = this.blobs.get(this.key(this.outputsContainer, path));
+      if (blob === undefined) return null;
+      const etag = blob.etag ?? `"${blob.md5}"`;
+      if (options.ifNoneMatch !== undefined && options.ifNoneMatch === etag) return { notModified: true, etag };
+      const start = Math.min(Math.max(0, options.offset ?? 0), blob.bytes.byteLength);
+      const end = options.count === undefined ? blob.bytes.byteLength : Math.min(blob.bytes.byteLength, start + Math.max(0, options.count));
+      return { notModified: false, bytes: blob.bytes.slice(start, end), size: blob.bytes.byteLength, etag, metadata: taskLogMetadataFromBlob(blob.metadata) };
+    });
+  }
+
+  listTaskLogs(workflowId: string, taskName?: string, options?: OperationOptions): Promise<TaskLogEntry[]> {
+    return run(() => {
+      checkWorkflowIdOf(workflowId);
+      checkAborted(options);
+      const folder = `${this.outputsContainer}/${TASK_LOG_FOLDER}${workflowId}/`;
+      const entries: TaskLogEntry[] = [];
+      for (const key of this.outputKeys.get(workflowId) ?? []) {
+        if (!key.startsWith(folder)) continue;
+        const name = parseTaskLogName(key.slice(folder.length));
+        if (name === null || (taskName !== undefined && name.taskName !== taskName)) continue;
+        const blob = this.blobs.get(key);
+        if (blob === undefined) continue;
+        entries.push({ ...name, size: blob.bytes.byteLength, metadata: taskLogMetadataFromBlob(blob.metadata) });
+      }
+      return entries.sort((a, b) => (a.taskName < b.taskName ? -1 : a.taskName > b.taskName ? 1 : a.attemptNo - b.attemptNo));
+    });
+  }
+
   // ---- test hooks ------------------------------------------------------------------------------
 
   /** Replaces a stored blob's bytes (same size, one byte changed) behind the store's back, keeping its stored md5. */
@@ -439,6 +502,15 @@ export class MemoryOutputStore implements OutputStore {
       throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
     }
     checkBlobPath(path, `output of task "${taskName}"`);
+    return path;
+  }
+
+  private taskLogPath(workflowId: string, taskName: string, attemptNo: number): string {
+    checkWorkflowIdOf(workflowId);
+    if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a task log needs a task name');
+    if (!Number.isSafeInteger(attemptNo) || attemptNo < 1) throw new JobqError('invalid-argument', `attempt ${String(attemptNo)} is not a number ≥ 1`);
+    const path = taskLogBlobPath(workflowId, taskName, attemptNo);
+    checkBlobPath(path, `log of task "${taskName}"`);
     return path;
   }
 

@@ -31,6 +31,19 @@ export type {
 } from './workflow-store';
 export { RERUN_REQUEST_ID_PATTERN, isValidRerunRequestId } from './workflow-store';
 export type { OutputPlacement, OutputStore, PutOutputOptions, PutOutputResult } from './output-store';
+export {
+  TASK_LOG_FOLDER,
+  parseTaskLogName,
+  taskLogBlobPath,
+  taskLogMetadataFromBlob,
+  taskLogMetadataToBlob,
+  type GetTaskLogOptions,
+  type TaskLogEntry,
+  type TaskLogMetadata,
+  type TaskLogOutcome,
+  type TaskLogRead,
+  type TaskLogStore,
+} from './task-log';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';

@@ -1,4 +1,5 @@
 import type { CompactUpstreamRefs, StashMarker } from '@jobq/dag-core';
+import type { TaskLogStore } from './task-log';
 import type { OperationOptions } from './task-queue';
 
 /**
@@ -55,7 +56,7 @@ export interface PutOutputResult {
  * for a missing blob, `corrupt` when stored data fails its md5/size check or cannot be decoded,
  * and the transport codes (`unavailable`, `timeout`, `throttled`, `auth`, `aborted`) otherwise.
  */
-export interface OutputStore {
+export interface OutputStore extends TaskLogStore {
   /**
    * The container of the outputs target (`JOBQ_WORKFLOW_BLOBS`'s container, else `{p}-outputs`):
    * what canonical refs name, and what `compactUpstreamRefs`/`expandUpstreamRefs` need.

@@ -19,7 +19,12 @@ import {
   type OutputStore,
   type PutOutputOptions,
   type PutOutputResult,
+  type GetTaskLogOptions,
+  type TaskLogEntry,
+  type TaskLogMetadata,
+  type TaskLogRead,
 } from '@jobq/ports';
+import { getTaskLog, listTaskLogs, putTaskLog } from './task-logs';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeNames, type StoreNames } from './names';
 import { BlobIo, checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobTarget } from './output-blob';
@@ -274,6 +279,18 @@ export class AzureOutputStore implements OutputStore {
 
   getUpstreamOverflow(location: string, options?: OperationOptions): Promise<CompactUpstreamRefs> {
     return getOverflow(this.io, this.targets.workflows, location, options);
+  }
+
+  putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata, options?: OperationOptions): Promise<void> {
+    return Promise.resolve().then(() => putTaskLog(this.io, this.targets.outputs, workflowId, taskName, attemptNo, text, metadata, options));
+  }
+
+  getTaskLog(workflowId: string, taskName: string, attemptNo: number, options?: GetTaskLogOptions): Promise<TaskLogRead | null> {
+    return Promise.resolve().then(() => getTaskLog(this.io, this.targets.outputs, workflowId, taskName, attemptNo, options));
+  }
+
+  listTaskLogs(workflowId: string, taskName?: string, options?: OperationOptions): Promise<TaskLogEntry[]> {
+    return Promise.resolve().then(() => listTaskLogs(this.io, this.targets.outputs, workflowId, taskName, options));
   }
 
   /**

@@ -57,3 +57,14 @@ export {
   type WorkflowPrefix,
 } from './config';
 export { prefixedLog, stderrLog, type LogLine, type TaskLine, type TaskLineSink, type TaskRef } from './log';
+export { DEFAULT_TASK_LOG_TAIL_BYTES, TASK_LOG_HEAD_BYTES, TaskLogBuffer } from './task-log-buffer';
+export {
+  DEFAULT_TASK_LOG_FLUSH_INTERVAL_IN_MS,
+  TASK_LOG_MODES,
+  TASK_LOG_UPLOAD_TIMEOUT_IN_MS,
+  parseTaskLogMode,
+  taskLogSettingsFromEnv,
+  type TaskLogCounters,
+  type TaskLogMode,
+  type TaskLogSettings,
+} from './task-log-writer';

@@ -28,6 +28,7 @@ import { type LongTimer, setLongTimeout } from './long-timer';
 import { SecretMasker } from './secrets';
 import { prepareTaskEnvironment } from './task-environment';
 import { storeTaskOutput } from './task-outputs';
+import { AttemptLog, defaultWorkerName, taskLogSettingsFromEnv, type TaskLogCounters, type TaskLogSettings } from './task-log-writer';
 import { SlotDirs } from './slot-dirs';
 import { checkTaskUser, type TaskUser } from './task-user';
 import { resolveUpstreamRefs } from './upstream-refs-file';
@@ -100,6 +101,14 @@ export interface WorkflowProcessorOptions {
    * task's time limit and kill delay (handed to `runCommand`). Default the real clock.
    */
   clock?: Clock;
+  /**
+   * Task logs (docs/observability.md#task-logs): which attempts leave a log blob, how much of
+   * the output is kept, how often a running task's log is rewritten. Default: `JOBQ_TASK_LOGS`,
+   * `JOBQ_TASK_LOG_TAIL_BYTES`, `JOBQ_TASK_LOG_FLUSH_INTERVAL` from `env` (always, 1 MiB, 30 s).
+   */
+  taskLogs?: Partial<TaskLogSettings>;
+  /** The worker's name in task-log metadata (default `{host}-{pid}`). */
+  workerName?: string;
 }
 
 /** What one attempt carries from start to end. */
@@ -108,6 +117,10 @@ interface AttemptState {
   readonly masker: SecretMasker;
   /** When the task's process was started (ISO-8601); unset while it has not been. */
   startedAt?: string;
+  /** The attempt's log, from the start of its command. */
+  log?: AttemptLog;
+  /** The command's exit code, once it ended. */
+  exitCode?: number | null;
 }
 
 /** Why `path` cannot be a task's working directory (one line), or null when it can. */
@@ -180,6 +193,10 @@ export class WorkflowProcessor implements Processor {
   private readonly clock: Clock;
   private readonly slots: SlotDirs;
   private lastConfigError: JobqError | null = null;
+  private readonly taskLogSettings: TaskLogSettings;
+  private readonly workerName: string;
+  /** Task-log uploads of this processor: written, of them live snapshots, failed (only warned about). */
+  readonly taskLogCounters: TaskLogCounters = { uploads: 0, snapshots: 0, failures: 0 };
   /** Deliveries whose completion was sent: a throw after that must not send a second one. */
   private readonly reported = new WeakSet<TaskContext>();
 
@@ -195,6 +212,8 @@ export class WorkflowProcessor implements Processor {
     this.taskUser = options.taskUser ?? null;
     if (this.taskUser !== null) checkTaskUser(this.taskUser);
     this.clock = options.clock ?? realClock;
+    this.taskLogSettings = { ...taskLogSettingsFromEnv(this.env), ...options.taskLogs };
+    this.workerName = options.workerName ?? defaultWorkerName();
     this.slots = new SlotDirs({ root: options.tempDir ?? tmpdir(), taskUser: this.taskUser, log: (line) => options.log?.(line) });
     const clock = this.clock;
     this.cancelFlags = new CancelFlagCache(options.isCancelled, {
@@ -287,6 +306,7 @@ export class WorkflowProcessor implements Processor {
       const reason = masker.mask(`the worker failed while running the task: ${errorText(error)}`);
       masked.log(reason);
       if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
+      await state.log?.finish(false, state.exitCode ?? null);
       return this.publish(masked, {
         workflowId: info.workflowId,
         taskName: info.taskName,
@@ -304,8 +324,12 @@ export class WorkflowProcessor implements Processor {
     const kwargs = context.envelope.kwargs;
     const { masker } = state;
     /** Publishes this attempt's completion; `cancelled` when a cancel the worker saw caused the failure. */
-    const finish = (success: boolean, outputRef: string | null, error: string | null, cancelled = false) =>
-      this.publish(context, {
+    const finish = async (success: boolean, outputRef: string | null, error: string | null, cancelled = false) => {
+      // The log goes before the completion: whoever sees the task ended can read it.
+      const log = state.log;
+      state.log = undefined;
+      await log?.finish(success, state.exitCode ?? null);
+      return this.publish(context, {
         workflowId: info.workflowId,
         taskName: info.taskName,
         attemptNo: info.attemptNo,
@@ -315,6 +339,7 @@ export class WorkflowProcessor implements Processor {
         ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
         ...(cancelled ? { cancelled } : {}),
       });
+    };
 
     if (isMergeNode(info.taskName, kwargs)) {
       context.log(`merge node "${info.taskName}": completed without running anything`);
@@ -397,8 +422,24 @@ export class WorkflowProcessor implements Processor {
 
       const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
       state.startedAt = (this.options.now ?? (() => new Date(this.clock.now())))().toISOString();
-      const run = await this.runWithCancel(context, info, cmd, env, files, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs);
+      const attemptLog = new AttemptLog({
+        outputs: this.options.outputs,
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        settings: this.taskLogSettings,
+        clock: this.clock,
+        worker: this.workerName,
+        started: state.startedAt,
+        counters: this.taskLogCounters,
+        log: (line) => context.log(line),
+      });
+      state.log = attemptLog;
+      const run = await this.runWithCancel(context, info, cmd, env, files, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs, (line) =>
+        attemptLog.line(masker.mask(line)),
+      );
       const { result, cancelled } = run;
+      state.exitCode = result.exitCode;
       await files.commandEnded(); // the attempt's process is gone: nothing may use the channel any more
 
       if (result.stopped && !result.timedOut) {
@@ -434,6 +475,7 @@ export class WorkflowProcessor implements Processor {
       }
       return await finish(true, stored.result.ref, null);
     } finally {
+      state.log?.stop();
       await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorText(error)}`));
       await this.slots.release(slot);
     }
@@ -465,6 +507,7 @@ export class WorkflowProcessor implements Processor {
     files: AttemptFiles,
     cwd: string | undefined,
     timeoutInMs: number | null,
+    capture: (line: string) => void,
   ) {
     const stop = new AbortController();
     const onContextAbort = () => stop.abort(context.signal.reason);
@@ -499,7 +542,11 @@ export class WorkflowProcessor implements Processor {
         killTimeoutInMs: this.killTimeoutInMs,
         clock: this.clock,
         timeoutInMs,
-        onLine: (stream, line) => (context.output ? context.output(stream, line) : context.log(line)),
+        onLine: (stream, line) => {
+          capture(line);
+          if (context.output) context.output(stream, line);
+          else context.log(line);
+        },
       });
       return { result, cancelled };
     } finally {

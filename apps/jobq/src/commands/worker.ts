@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { JobqError, type Instruments } from '@jobq/ports';
-import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
+import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext, type TaskLogMode } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
@@ -65,6 +65,10 @@ export default class WorkerCommand extends JobqCommand {
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
     'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
     'visibility-timeout': Flags.string({ description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)' }),
+    'task-logs': Flags.string({
+      description: 'Which workflow task attempts leave a log blob (workflow-logs/{wf}/{task}/{attempt}.log, read with `jobq workflow logs`): always, failed or off (default: JOBQ_TASK_LOGS, else always)',
+      options: ['always', 'failed', 'off'],
+    }),
     ...metricsFlags,
   };
 
@@ -95,7 +99,7 @@ export default class WorkerCommand extends JobqCommand {
   }
 
   private async work(
-    flags: { queue: string; 'num-workers': number },
+    flags: { queue: string; 'num-workers': number; 'task-logs'?: string | undefined },
     o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv; instruments: Instruments },
   ): Promise<void> {
     const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env, instruments } = o;
@@ -116,6 +120,7 @@ export default class WorkerCommand extends JobqCommand {
         onConfigError,
         env,
         instruments,
+        ...(flags['task-logs'] !== undefined ? { taskLogs: flags['task-logs'] as TaskLogMode } : {}),
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
     } else {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { makeStashMarker, parseStashMarker, type CompactUpstreamRefs, type StashMarker } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { OutputStore } from '../output-store';
+import type { TaskLogMetadata } from '../task-log';
 
 /** A fresh output store for one test, optional fault-injection hooks, and how to dispose of it. */
 export interface OutputStoreFixture {
@@ -476,6 +477,75 @@ export function describeOutputStoreContract(label: string, open: () => Promise<O
         expect(await codeOf(store.getUpstreamOverflow('jobq-foreign-container-x9/upstream/a/t/1.json'))).toBe('invalid-argument');
         expect(await codeOf(store.getUpstreamOverflow(`${container}/upstream/../../x`))).toBe('invalid-argument');
         expect(await codeOf(store.getUpstreamOverflow(`${container}/upstream/${id}/t/2.json`))).toBe('not-found');
+      }, timeout);
+    });
+
+    describe('task logs', () => {
+      const meta = (outcome: 'live' | 'succeeded' | 'failed', bytes: number): TaskLogMetadata => ({
+        outcome,
+        exitCode: outcome === 'failed' ? 3 : outcome === 'live' ? null : 0,
+        started: '2026-01-02T03:04:05.000Z',
+        ended: outcome === 'live' ? null : '2026-01-02T03:04:06.000Z',
+        bytes,
+        worker: 'host-1-ab',
+      });
+      const text = (value: string): Uint8Array => new Uint8Array(Buffer.from(value, 'utf8'));
+
+      it('stores an attempt log with its metadata, rewrites it, and reads ranges and If-None-Match', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        expect(await store.getTaskLog(id, 'prep', 1)).toBeNull();
+        await store.putTaskLog(id, 'prep', 1, text('line 1\n'), meta('live', 7));
+        const live = await store.getTaskLog(id, 'prep', 1);
+        expect(live).toMatchObject({ notModified: false, size: 7, metadata: meta('live', 7) });
+        if (live === null || live.notModified) throw new Error('expected a log');
+        expect(Buffer.from(live.bytes).toString()).toBe('line 1\n');
+        expect(await store.getTaskLog(id, 'prep', 1, { ifNoneMatch: live.etag })).toEqual({ notModified: true, etag: live.etag });
+        await store.putTaskLog(id, 'prep', 1, text('line 1\nline 2 ü\n'), meta('failed', 17));
+        const done = await store.getTaskLog(id, 'prep', 1, { ifNoneMatch: live.etag, offset: 7 });
+        if (done === null || done.notModified) throw new Error('expected a changed log');
+        expect(done.etag).not.toBe(live.etag);
+        expect(Buffer.from(done.bytes).toString()).toBe('line 2 ü\n');
+        expect(done).toMatchObject({ size: 17, metadata: meta('failed', 17) });
+        const range = await store.getTaskLog(id, 'prep', 1, { offset: 5, count: 3 });
+        expect(range !== null && !range.notModified && Buffer.from(range.bytes).toString()).toBe('1\nl');
+        const past = await store.getTaskLog(id, 'prep', 1, { offset: 17 });
+        expect(past !== null && !past.notModified && [past.bytes.byteLength, past.size]).toEqual([0, 17]);
+      }, timeout);
+
+      it('lists the logs of a workflow, and of one task only its own: task "a" never lists "a/b"', async () => {
+        const { store } = await fresh();
+        const id = wf();
+        await store.putTaskLog(id, 'a', 1, text('x'), meta('failed', 1));
+        await store.putTaskLog(id, 'a', 2, text('xy'), meta('succeeded', 2));
+        await store.putTaskLog(id, 'a/b', 1, text('abc'), meta('succeeded', 3));
+        await store.putTaskLog(id, 'ab', 1, text('abcd'), meta('succeeded', 4));
+        await store.putTaskLog(`${id}x`, 'a', 1, text('other'), meta('succeeded', 5));
+        const all = await store.listTaskLogs(id);
+        expect(all.map((e) => [e.taskName, e.attemptNo, e.size])).toEqual([
+          ['a', 1, 1],
+          ['a', 2, 2],
+          ['a/b', 1, 3],
+          ['ab', 1, 4],
+        ]);
+        expect(all[0]?.metadata).toEqual(meta('failed', 1));
+        expect((await store.listTaskLogs(id, 'a')).map((e) => e.attemptNo)).toEqual([1, 2]);
+        expect((await store.listTaskLogs(id, 'a/b')).map((e) => [e.taskName, e.attemptNo])).toEqual([['a/b', 1]]);
+        expect(await store.listTaskLogs(id, 'none')).toEqual([]);
+        expect(await store.listTaskLogs(wf())).toEqual([]);
+        const b = await store.getTaskLog(id, 'a/b', 1);
+        expect(b !== null && !b.notModified && Buffer.from(b.bytes).toString()).toBe('abc');
+        // Purging the workflow removes its logs.
+        expect(await store.deleteWorkflowOutputs(id)).toBe(4);
+        expect(await store.listTaskLogs(id)).toEqual([]);
+      }, timeout);
+
+      it('refuses bad arguments', async () => {
+        const { store } = await fresh();
+        expect(await codeOf(store.putTaskLog('a/b', 't', 1, text('x'), meta('failed', 1)))).toBe('invalid-argument');
+        expect(await codeOf(store.putTaskLog(wf(), 't', 0, text('x'), meta('failed', 1)))).toBe('invalid-argument');
+        expect(await codeOf(store.putTaskLog(wf(), '../t', 1, text('x'), meta('failed', 1)))).toBe('invalid-argument');
+        expect(await codeOf(store.getTaskLog(wf(), '', 1))).toBe('invalid-argument');
       }, timeout);
     });
   });

@@ -1,5 +1,5 @@
 import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
-import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
+import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult, type TaskLogMetadata } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from '../workflow-processor';
 
@@ -11,11 +11,39 @@ const INLINE_LIMIT_BYTES = 32 * 1024;
  * (as the Azure one does), keeps ≤ 32 KiB (or what `fitsInline` accepts) inline and "uploads" the
  * rest to a map under the attempt's path; the next
  * `putOutput` fails with `failNext` when set, and reading an overflow blob fails with
- * `overflowError`. Files are not supported.
+ * `overflowError`. Files are not supported. Task logs are kept in `logs` by
+ * `{wf}/{task}/{attempt}` (each write in `logWrites`); `failLogs` makes log writes fail.
  */
-export function memoryOutputs(): OutputStore & { blobs: Map<string, string>; putCalls: number; failNext: Error | null; overflowError: Error | null } {
+export function memoryOutputs(): OutputStore & {
+  blobs: Map<string, string>;
+  putCalls: number;
+  failNext: Error | null;
+  overflowError: Error | null;
+  logs: Map<string, { text: string; metadata: TaskLogMetadata }>;
+  logWrites: Array<{ key: string; text: string; metadata: TaskLogMetadata }>;
+  failLogs: Error | null;
+} {
   const blobs = new Map<string, string>();
+  const logs = new Map<string, { text: string; metadata: TaskLogMetadata }>();
+  const logWrites: Array<{ key: string; text: string; metadata: TaskLogMetadata }> = [];
   const store = {
+    logs,
+    logWrites,
+    failLogs: null as Error | null,
+    putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata): Promise<void> {
+      const key = `${workflowId}/${taskName}/${attemptNo}`;
+      const write = { key, text: Buffer.from(text).toString('utf8'), metadata };
+      logWrites.push(write);
+      if (store.failLogs) return Promise.reject(store.failLogs);
+      logs.set(key, { text: write.text, metadata });
+      return Promise.resolve();
+    },
+    getTaskLog(): Promise<never> {
+      return Promise.reject(new JobqError('internal', 'memoryOutputs: getTaskLog is not supported'));
+    },
+    listTaskLogs(): Promise<never> {
+      return Promise.reject(new JobqError('internal', 'memoryOutputs: listTaskLogs is not supported'));
+    },
     outputsContainer: 'mem-outputs',
     blobs,
     putCalls: 0,

@@ -55,7 +55,7 @@ describe('jobq autocomplete SHELL', () => {
     const script = readFileSync(join(cache, 'autocomplete', 'functions', 'bash', 'jobq.bash'), 'utf8');
     expect(script).toMatch(/\nworkflow:status --debug --prefix .*--json/);
     expect(script).toMatch(/\nworkflow:run --debug .*--params-file/);
-    expect(script).toContain('\n      cancel|explain|outputs|retry|status|tasks|watch)\n');
+    expect(script).toContain('\n      cancel|explain|logs|outputs|retry|status|tasks|watch)\n');
     expect(script).toContain('complete -F _jobq_autocomplete_with_ids jobq');
 
     // The function in bash, with a jobq on the PATH that prints two ids.

@@ -9,6 +9,7 @@ import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
 import { skipLines, skippedJson, skippedTasks } from '../../skips';
+import { failedTailLines } from '../../task-logs';
 import type { ExplainedQueueJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
 
 /** One parent's value as a condition sees it. */
@@ -256,6 +257,7 @@ export default class WorkflowExplain extends JobqCommand {
       if (queue !== null && !isTerminalTaskStatus(taskStatus(fresh, taskDef.name))) {
         lines.push('', `Queue ${queueLine(queue)}`, ...queue.reasons.map((r) => `  - ${r}`));
       }
+      if (detail.status === 'failed') lines.push(...(await failedTailLines(deployment.outputs, fresh, { maxTasks: 1, lines: 20, only: taskDef.name })));
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }

@@ -11,6 +11,7 @@ import { collectTasks, requireWorkflow } from '../../listing';
 import { skipLines, skippedTask } from '../../skips';
 import { readTaskOutputs, taskLogBlob } from '../../task-outputs';
 import { runtimeViewJson, summaryJson, type StatusTaskJson } from '../../json-output';
+import { failedTailLines } from '../../task-logs';
 
 /** Skipped tasks listed with their reasons (all of them with --verbose). */
 const SKIPPED_SHOWN = 20;
@@ -154,6 +155,8 @@ export default class WorkflowStatus extends JobqCommand {
     if (skipped.length > 0) {
       lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.verbose ? 0 : SKIPPED_SHOWN, more: '--verbose shows all' }));
     }
+    // The end of what failed tasks printed (docs/observability.md#task-logs).
+    if (runtime !== null && counts.failed > 0) lines.push(...(await failedTailLines(deployment.outputs, runtime, { maxTasks: 3, lines: 5 })));
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 }
