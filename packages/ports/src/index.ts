@@ -35,3 +35,15 @@ export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
+export {
+  LOST_AFTER_INTERVALS,
+  MAX_HEARTBEAT_RUNNING,
+  capRunning,
+  workerState,
+  type WorkerHeartbeat,
+  type WorkerQueueHeartbeat,
+  type WorkerRecord,
+  type WorkerRegistry,
+  type WorkerRunningTask,
+  type WorkerState,
+} from './worker-registry';
