@@ -122,8 +122,8 @@ function toRecord(row: TableEntityResult<Row>, serviceNow: number | null): Worke
   const seenAt = Number.isFinite(seen) ? new Date(seen).toISOString() : new Date(0).toISOString();
   // The answer's Date has whole seconds: an age within that second reads 0.
   const ageInMs = serviceNow === null || !Number.isFinite(seen) ? 0 : Math.max(0, serviceNow - seen);
-  const text = (key: string): string => (typeof row[key] === 'string' ? (row[key] as string) : '');
-  const num = (key: string): number => (typeof row[key] === 'number' ? (row[key] as number) : Number(row[key] ?? 0) || 0);
+  const text = (key: string): string => (typeof row[key] === 'string' ? (row[key]) : '');
+  const num = (key: string): number => (typeof row[key] === 'number' ? (row[key]) : Number(row[key] ?? 0) || 0);
   return {
     workerId: row.rowKey ?? '',
     host: text('host'),
