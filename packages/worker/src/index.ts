@@ -57,3 +57,4 @@ export {
   type WorkflowPrefix,
 } from './config';
 export { prefixedLog, stderrLog, type LogLine, type TaskLine, type TaskLineSink, type TaskRef } from './log';
+export { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, newWorkerId, type HeartbeatSnapshot, type WorkerHeartbeatOptions } from './heartbeat';
