@@ -38,6 +38,7 @@ export function createCoordinator(deployment: Deployment, options: CoordinatorOp
     store: deployment.store,
     completions: deployment.completions,
     outputs: deployment.outputs,
+    workers: deployment.workers,
     queues: (spec) => deployment.queue(spec),
     options,
   });
@@ -61,6 +62,10 @@ export interface LocalWorkerOptions {
   env?: NodeJS.ProcessEnv;
   /** Called when a workflow task arrives without usable workflow settings (the app should stop). */
   onConfigError?: (error: Error) => void;
+  /** Heartbeats into the deployment's `{PREFIX}Workers` every this many ms (default: none; 0 = none). */
+  heartbeatIntervalInMs?: number;
+  /** The jobq version the heartbeat row names. */
+  version?: string;
 }
 
 /**
@@ -86,6 +91,9 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.receiveWaitInMs !== undefined ? { receiveWaitInMs: options.receiveWaitInMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.taskLines ? { taskLines: options.taskLines } : {}),
+    ...(options.heartbeatIntervalInMs !== undefined && options.heartbeatIntervalInMs > 0
+      ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown' } }
+      : {}),
     processors: [
       new WorkflowProcessor({
         outputs: deployment.outputs,

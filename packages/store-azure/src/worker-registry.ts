@@ -89,7 +89,17 @@ export class AzureWorkerRegistry implements WorkerRegistry {
     }
   }
 
+  /** Every row; none when the table does not exist (no worker of this jobq wrote one yet). */
   async list(options?: OperationOptions): Promise<WorkerRecord[]> {
+    try {
+      return await this.listRows(options);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'not-found') return [];
+      throw error;
+    }
+  }
+
+  private async listRows(options?: OperationOptions): Promise<WorkerRecord[]> {
     return storeCall({ operation: 'list the worker heartbeats' }, this.timeoutInMs, options, async (abortSignal) => {
       let serviceNow: number | null = null;
       const rows: TableEntityResult<Row>[] = [];

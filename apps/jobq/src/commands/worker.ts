@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { JobqError } from '@jobq/ports';
-import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
@@ -64,6 +64,10 @@ export default class WorkerCommand extends JobqCommand {
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
     'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
     'visibility-timeout': Flags.string({ description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)' }),
+    'heartbeat-interval': Flags.string({
+      description: 'Write this worker\'s heartbeat row ({PREFIX}Workers, read by `jobq workers`, status and doctor) at start and this often; 0 = off (default 30s; needs a workflow prefix)',
+      env: 'JOBQ_HEARTBEAT_INTERVAL',
+    }),
   };
 
   async run(): Promise<void> {
@@ -76,6 +80,8 @@ export default class WorkerCommand extends JobqCommand {
       throw new UsageError(`--visibility-timeout must be between 1s and 7 days, got ${flags['visibility-timeout']}`);
     }
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
+    const heartbeatText = flags['heartbeat-interval']?.trim();
+    const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationFlag(heartbeatText, '--heartbeat-interval');
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
     // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.
@@ -85,7 +91,7 @@ export default class WorkerCommand extends JobqCommand {
     // Tasks find this `jobq` on their PATH (`jobq task set-output …`), installed or not.
     const cli = await localWorkerEnvironment(false);
     try {
-      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env: cli.env });
+      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env: cli.env });
     } finally {
       await cli.cleanup();
     }
@@ -93,9 +99,17 @@ export default class WorkerCommand extends JobqCommand {
 
   private async work(
     flags: { queue: string; 'num-workers': number },
-    o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv },
+    o: {
+      config: CliConfig;
+      lockDurationInMs: number | undefined;
+      maxIdleBackoffInMs: number;
+      idleTimeoutInMs: number | undefined;
+      maxDeliveries: number;
+      heartbeatIntervalInMs: number;
+      env: NodeJS.ProcessEnv;
+    },
   ): Promise<void> {
-    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env } = o;
+    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -112,8 +126,13 @@ export default class WorkerCommand extends JobqCommand {
         maxDeliveries,
         onConfigError,
         env,
+        heartbeatIntervalInMs,
+        version: this.config.version,
       });
-      this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
+      this.note(
+        `worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}` +
+          (worker.workerId === null ? ', no heartbeats' : `, heartbeat ${worker.workerId} every ${Math.round(heartbeatIntervalInMs / 100) / 10}s`),
+      );
     } else {
       const queue = await openPlainQueue(config, flags.queue, lockDurationInMs !== undefined ? { lockDurationInMs } : {});
       worker = new Worker({
