@@ -1,6 +1,6 @@
-import { JobqError, noopInstruments, type Instruments, type TaskQueue } from '@jobq/ports';
+import { JobqError, noopInstruments, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
-import { openOutputStore, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { openOutputStore, openWorkerRegistry, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
 import type { WorkflowPrefix } from '@jobq/worker';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
@@ -56,6 +56,11 @@ export interface Deployment {
    * storage or Service Bus credential: the task helpers reach storage through the worker's task channel.
    */
   taskEnvironment: Record<string, string>;
+  /**
+   * The worker heartbeats (`{PREFIX}Workers`, docs/design.md#worker-heartbeats), opened on first use
+   * (the table is created then, unless the deployment was opened with `createIfMissing: false`).
+   */
+  workers: WorkerRegistry;
   /** Closes the queues opened here (Service Bus connections); also done when the command ends. */
   close(): Promise<void>;
 }
@@ -118,6 +123,23 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     return pending;
   };
   const client = new WorkflowClient({ store, completions, outputsContainer: outputs.outputsContainer });
+  let registry: Promise<WorkerRegistry> | null = null;
+  const openRegistry = (): Promise<WorkerRegistry> => {
+    if (registry === null) {
+      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
+      opening.catch(() => {
+        registry = null;
+      });
+      registry = opening;
+    }
+    return registry;
+  };
+  const workers: WorkerRegistry = {
+    beat: async (heartbeat, o) => (await openRegistry()).beat(heartbeat, o),
+    remove: async (id, o) => (await openRegistry()).remove(id, o),
+    list: async (o) => (await openRegistry()).list(o),
+    prune: async (age, o) => (await openRegistry()).prune(age, o),
+  };
   const taskEnvironment: Record<string, string> = { JOBQ_WORKFLOW_PREFIX: `${prefix.account}/${prefix.prefix}` };
   if (config.queues.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_QUEUES = config.queues.value;
   if (config.blobs.value !== null && !options.mapAllAccounts) taskEnvironment.JOBQ_WORKFLOW_BLOBS = config.blobs.value;
@@ -137,6 +159,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     connectionFor: account,
     target: `${prefix.account}/${prefix.prefix}`,
     taskEnvironment,
+    workers,
     close,
   };
 }

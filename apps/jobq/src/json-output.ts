@@ -102,6 +102,34 @@ export function runtimeViewJson(v: RuntimeView): z.infer<typeof runtimeView> {
   return { status: v.status, counts: v.counts, activated: v.activated, cancel_requested: v.cancelRequested, updated_at: v.updatedAt, finished_at: v.finishedAt };
 }
 
+const placementJson = z.object({
+  state: z.enum(['on_worker', 'waiting']).describe('on_worker: a fresh heartbeat lists the task; waiting: no heartbeat does, an interval + 10 s after its dispatch'),
+  worker_id: z.string().nullable(),
+  host: z.string().nullable(),
+  since: time.describe('When the worker started it (on_worker), or when it was dispatched (waiting)'),
+  queue: z.string(),
+  text: z.string().describe('The line the text output prints'),
+});
+export type PlacementJson = z.infer<typeof placementJson>;
+
+const workerQueueJson = z.object({ queue: z.string(), slots: count, busy: count, last_receive_at: nullableTime });
+const workerJson = z.object({
+  worker_id: z.string().describe('{host}-{pid}-{rand}'),
+  host: z.string(),
+  pid: count,
+  version: z.string(),
+  state: z.enum(['ok', 'stopping', 'lost']).describe('lost: silent for 3 heartbeat intervals'),
+  age_s: z.number().min(0).describe('Seconds since the last heartbeat, on the storage service clock'),
+  seen_at: time,
+  started_at: time,
+  heartbeat_interval_s: z.number().min(0),
+  queues: z.array(workerQueueJson),
+  running: z.array(z.object({ id: z.string().describe('{workflow_id}/{task}/{attempt} for a workflow task'), since: time })),
+  running_more: count.describe('Running tasks left out of running (the row keeps at most 64)'),
+});
+export type WorkerJson = z.infer<typeof workerJson>;
+const workersDoc = z.object({ target: z.string(), workers: z.array(workerJson) });
+
 const statusTask = z.object({
   task_name: z.string(),
   status: TASK_STATUS,
@@ -118,6 +146,7 @@ const statusTask = z.object({
     .string()
     .nullable()
     .describe('The log blob of the current attempt in the outputs target, workflow-logs/{workflow_id}/{task}/{attempt}.log (written when the attempt printed something or failed); null when the task never ran'),
+  placement: placementJson.nullable().describe('Where a running task is, from the worker heartbeats (docs/design.md#placement); null when not known yet'),
 });
 export type StatusTaskJson = z.infer<typeof statusTask>;
 
@@ -467,6 +496,7 @@ export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }
   'workflow-tasks': { command: 'workflow tasks --json', schema: z.array(taskRow) },
   'workflow-validate': { command: 'workflow validate --json', schema: workflowValidate },
   'workflow-watch': { command: 'workflow watch --json', schema: workflowWatch },
+  workers: { command: 'workers --json', schema: workersDoc },
 };
 
 /** The JSON Schema (draft 2020-12) of one `--json` document. */

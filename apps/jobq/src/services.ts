@@ -40,6 +40,7 @@ export function createCoordinator(deployment: Deployment, options: CoordinatorOp
     store: deployment.store,
     completions: deployment.completions,
     outputs: deployment.outputs,
+    workers: deployment.workers,
     queues: (spec) => deployment.queue(spec),
     options,
   });
@@ -67,6 +68,10 @@ export interface LocalWorkerOptions {
   instruments?: Instruments;
   /** Which attempts leave a task log (default `JOBQ_TASK_LOGS` from `env`, else always; docs/observability.md#task-logs). */
   taskLogs?: TaskLogMode;
+  /** Heartbeats into the deployment's `{PREFIX}Workers` every this many ms (default: none; 0 = none). */
+  heartbeatIntervalInMs?: number;
+  /** The jobq version the heartbeat row names. */
+  version?: string;
 }
 
 /**
@@ -93,6 +98,9 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.log ? { log: options.log } : {}),
     ...(options.taskLines ? { taskLines: options.taskLines } : {}),
     ...(options.instruments ? { instruments: options.instruments, queueLabel: options.queue } : {}),
+    ...(options.heartbeatIntervalInMs !== undefined && options.heartbeatIntervalInMs > 0
+      ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown' } }
+      : {}),
     processors: [
       new WorkflowProcessor({
         outputs: deployment.outputs,

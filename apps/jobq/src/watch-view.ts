@@ -75,6 +75,8 @@ export interface FrameOptions {
   /** Skipped tasks listed with their reasons (default 5). */
   skippedShown?: number;
   now: number;
+  /** Where running tasks are, by task name (docs/design.md#placement): shown under the running line. */
+  placements?: ReadonlyMap<string, string>;
 }
 
 /** The counts, as compared between refreshes: the status and every count. */
@@ -116,6 +118,10 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
   if (running.length > 0) {
     const shown = running.slice(0, options.runningShown).map(runningText);
     lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
+    for (const r of running.slice(0, options.runningShown)) {
+      const placed = options.placements?.get(r.name);
+      if (placed !== undefined) lines.push(`  ${r.name}: ${placed}`);
+    }
   }
   const skipped = skippedTasks(runtime);
   lines.push(...skipLines(skipped, { prefix: 'skipped: ', limit: options.skippedShown ?? 5, more: 'jobq workflow status lists them' }));

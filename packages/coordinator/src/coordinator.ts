@@ -28,6 +28,7 @@ import {
   type WorkflowRequest,
   type WorkflowStore,
   type WorkflowSummary,
+  type WorkerRegistry,
 } from '@jobq/ports';
 import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
 import { Limit } from './limit';
@@ -136,8 +137,15 @@ export interface CoordinatorInit {
   /** The app's pool of task queues by queue spec (docs/design.md#queues-and-backends). */
   queues: QueueResolver;
   outputs: OutputStore;
+  /** The worker heartbeats: rows silent for a day are deleted, at start and then once an hour (docs/design.md#worker-heartbeats). */
+  workers?: WorkerRegistry;
   options?: CoordinatorOptions;
 }
+
+/** Heartbeat rows older than this are pruned. */
+export const WORKER_ROW_MAX_AGE_IN_MS = 24 * 3_600_000;
+/** How often the coordinator prunes old heartbeat rows. */
+export const WORKER_PRUNE_INTERVAL_IN_MS = 3_600_000;
 
 /** The coordinator's counters, as written to `_coordinator.stats.json`. */
 export interface CoordinatorCounters {
@@ -358,6 +366,7 @@ export class Coordinator {
     purged: 0,
   };
 
+  private readonly workers: WorkerRegistry | undefined;
   private readonly store: WorkflowStore;
   private readonly completions: TaskQueue;
   private readonly settings: Settings;
@@ -390,6 +399,7 @@ export class Coordinator {
   constructor(init: CoordinatorInit) {
     const o = init.options ?? {};
     this.store = init.store;
+    this.workers = init.workers;
     this.completions = init.completions;
     this.settings = {
       batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
@@ -537,7 +547,7 @@ export class Coordinator {
   private async turns(inFlight: Set<Promise<void>>): Promise<void> {
     const folding = new Set<Promise<void>>();
     const start = this.time.now();
-    const due = { scan: 0, reruns: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0 };
+    const due = { scan: 0, reruns: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0, workers: 0 };
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
     let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
@@ -565,6 +575,14 @@ export class Coordinator {
       if (this.retentionOn() && t >= due.retention && !this.stopping.signal.aborted) {
         due.retention = t + this.settings.retentionSweepIntervalInMs;
         await this.guard('retention sweep', () => this.retentionSweep());
+      }
+      const workers = this.workers;
+      if (workers !== undefined && t >= due.workers && !this.stopping.signal.aborted) {
+        due.workers = t + WORKER_PRUNE_INTERVAL_IN_MS;
+        await this.guard('heartbeat prune', async () => {
+          const pruned = await workers.prune(WORKER_ROW_MAX_AGE_IN_MS, { abortSignal: this.halt.signal });
+          if (pruned > 0) this.log(`pruned ${pruned} worker heartbeat row(s) silent for a day`);
+        });
       }
       if (t >= due.stats && !this.stopping.signal.aborted) {
         due.stats = t + this.settings.statsIntervalInMs;

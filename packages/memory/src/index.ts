@@ -8,3 +8,4 @@
 export { MemoryTaskQueue, type MemoryQueueCounts, type MemoryTaskQueueOptions } from './task-queue';
 export { MAX_ROW_ERROR_CHARS, MemoryWorkflowStore, type MemoryStateBlobs, type MemoryWorkflowStoreCalls, type MemoryWorkflowStoreOptions } from './workflow-store';
 export { MemoryOutputStore, type MemoryOutputStoreOptions } from './output-store';
+export { MemoryWorkerRegistry, type MemoryWorkerRegistryOptions } from './worker-registry';

@@ -64,3 +64,15 @@ export {
   type MetricName,
   type MetricType,
 } from './metrics';
+export {
+  LOST_AFTER_INTERVALS,
+  MAX_HEARTBEAT_RUNNING,
+  capRunning,
+  workerState,
+  type WorkerHeartbeat,
+  type WorkerQueueHeartbeat,
+  type WorkerRecord,
+  type WorkerRegistry,
+  type WorkerRunningTask,
+  type WorkerState,
+} from './worker-registry';

@@ -28,3 +28,4 @@ export { HEAD_FORMAT_VERSION } from './runtime-layout';
 export { storeNames, encodeTaskRowKey, decodeTaskRowKey, indexPartition, runtimeBlobName, type StoreNames } from './names';
 export { accountClients, type AccountClients, type ClientSettings, type StorageAccountConnection } from './clients';
 export { translateStoreError, type StoreErrorContext } from './errors';
+export { AzureWorkerRegistry, openWorkerRegistry, type OpenWorkerRegistryOptions } from './worker-registry';

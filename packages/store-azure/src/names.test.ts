@@ -9,6 +9,7 @@ describe('storeNames', () => {
       workflowsContainer: 'myproject-workflows',
       indexTable: 'MyProjectWorkflowsIndex',
       tasksTable: 'MyProjectWorkflowTasks',
+      workersTable: 'MyProjectWorkers',
       completionQueue: 'myproject-workflow-completions',
       outputsContainer: 'myproject-outputs',
       leaseBlob: '_coordinator.lock',

@@ -13,6 +13,8 @@ export interface StoreNames {
   indexTable: string;
   /** `{PREFIX}WorkflowTasks`. */
   tasksTable: string;
+  /** `{PREFIX}Workers`: one heartbeat row per worker. */
+  workersTable: string;
   /** `{p}-workflow-completions`. */
   completionQueue: string;
   /** Default outputs container `{p}-outputs` (when `JOBQ_WORKFLOW_BLOBS` is not set). */
@@ -35,6 +37,7 @@ export function storeNames(prefix: string): StoreNames {
     workflowsContainer: `${p}-workflows`,
     indexTable: `${prefix}WorkflowsIndex`,
     tasksTable: `${prefix}WorkflowTasks`,
+    workersTable: `${prefix}Workers`,
     completionQueue: `${p}-workflow-completions`,
     outputsContainer: `${p}-outputs`,
     leaseBlob: '_coordinator.lock',

@@ -68,3 +68,4 @@ export {
   type TaskLogMode,
   type TaskLogSettings,
 } from './task-log-writer';
+export { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, newWorkerId, type HeartbeatSnapshot, type WorkerHeartbeatOptions } from './heartbeat';

@@ -5,6 +5,7 @@ import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, type WorkerHeartbeatOptions } from './heartbeat';
 
 /** Options of {@link Worker}. */
 export interface WorkerOptions {
@@ -51,6 +52,11 @@ export interface WorkerOptions {
   instruments?: Instruments;
   /** The `queue` label of its metrics (default the queue's name; the app passes the queue spec, as the coordinator's dispatches carry it). */
   queueLabel?: string;
+  /**
+   * Heartbeats (docs/design.md#worker-heartbeats): the worker's row in this registry is written at
+   * start and every interval, and deleted when `run()` ends. Default: none.
+   */
+  heartbeat?: WorkerHeartbeatOptions;
 }
 
 /** Default of {@link WorkerOptions.maxDeliveries} (`JOBQ_MAX_DELIVERIES`). */
@@ -169,6 +175,11 @@ export class Worker {
   private active = 0;
   private fatal: Error | undefined;
   private finished: Promise<void> | undefined;
+  private readonly heartbeat: Heartbeat | null;
+  private readonly queueSpec: string;
+  /** Each running task's envelope id (`{workflow_id}/{task}/{attempt}` for workflow tasks) and start, for the heartbeat. */
+  private readonly runningIds = new Map<RunningTask, { id: string; since: string }>();
+  private lastReceiveAt: string | null = null;
 
   constructor(options: WorkerOptions) {
     this.queue = options.queue;
@@ -190,6 +201,26 @@ export class Worker {
     this.instruments = options.instruments ?? noopInstruments;
     this.queueLabel = options.queueLabel ?? options.queue.name;
     this.lastActivity = this.clock.now();
+    const beat = options.heartbeat;
+    const interval = beat?.intervalInMs ?? DEFAULT_HEARTBEAT_INTERVAL_IN_MS;
+    this.queueSpec = beat?.queueSpec ?? this.queue.name;
+    this.heartbeat =
+      beat === undefined || !(interval > 0)
+        ? null
+        : new Heartbeat(beat.registry, interval, this.clock, () => this.heartbeatSnapshot(), this.log, beat.version ?? 'unknown', beat.workerId);
+  }
+
+  /** The row id of this worker's heartbeat (null without heartbeats). */
+  get workerId(): string | null {
+    return this.heartbeat?.workerId ?? null;
+  }
+
+  private heartbeatSnapshot() {
+    return {
+      stopping: this.stopping,
+      queues: [{ queue: this.queueSpec, slots: this.numWorkers, busy: this.active, lastReceiveAt: this.lastReceiveAt }],
+      running: [...this.runningIds.values()],
+    };
   }
 
   /** Sets the slot gauges (`active` changed). */
@@ -212,7 +243,10 @@ export class Worker {
     this.lastActivity = this.clock.now();
     this.instruments.set('jobq_worker_slots', { queue: this.queueLabel }, this.numWorkers);
     this.recordSlots();
-    this.finished = this.feedLoop().finally(() => this.closeProcessors());
+    this.heartbeat?.start();
+    this.finished = this.feedLoop()
+      .finally(() => this.closeProcessors())
+      .finally(() => this.heartbeat?.stop(true));
     await this.finished;
     if (this.fatal !== undefined) throw this.fatal;
     return { ...this.summary };
@@ -229,6 +263,8 @@ export class Worker {
       this.stopRequestedAt = this.clock.now();
       this.log(`stopping: no new work${this.tasks.size > 0 ? `; ${this.tasks.size} running task(s) get ${Math.round(grace / 1000)}s to finish` : ''}`);
       this.stopController.abort('stop');
+      // Tell at once that this worker takes no new work (it may still run tasks for a while).
+      if (this.tasks.size > 0) this.heartbeat?.poke();
     }
     if (this.stopGraceInMs === null || grace < this.stopGraceInMs) this.stopGraceInMs = grace;
     for (const task of this.tasks) this.armGrace(task);
@@ -320,6 +356,7 @@ export class Worker {
       let messages: ReceivedMessage[];
       try {
         messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
+        this.lastReceiveAt = new Date(this.clock.now()).toISOString();
       } catch (error) {
         if (this.stopping) break;
         this.instruments.inc('jobq_worker_receive_errors_total', { queue: this.queueLabel, code: isJobqError(error) ? error.code : 'unknown' });
@@ -440,6 +477,7 @@ export class Worker {
   ): Promise<void> {
     const task: RunningTask = { controller: new AbortController() };
     this.tasks.add(task);
+    this.runningIds.set(task, { id: envelope.id, since: new Date(this.clock.now()).toISOString() });
     if (this.stopping) this.armGrace(task);
     const renewer = this.startRenewer(message, task.controller, taskLog);
     const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog, output };
@@ -482,6 +520,7 @@ export class Worker {
     } finally {
       task.graceTimer?.clear();
       this.tasks.delete(task);
+      this.runningIds.delete(task);
       // The task has run: its slot takes the next message while this one is settled.
       release();
     }

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage, type ServiceBusEmulator } from '@jobq/local';
-import type { Worker } from '@jobq/worker';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment, type Deployment } from '../deployment';
 import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
@@ -349,6 +349,9 @@ export default class Dev extends JobqCommand {
               log: (line) => this.note(`[worker ${queue}] ${line}`),
               onConfigError: (error) => fail(error),
               instruments,
+              // Heartbeats, so `jobq workers`, status and doctor see the local workers.
+              heartbeatIntervalInMs: DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+              version: this.config.version,
             });
             if (closing) {
               // Started while jobq dev was stopping: its cleanups have already run.

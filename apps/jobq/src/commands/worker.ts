@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { JobqError, type Instruments } from '@jobq/ports';
-import { ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext, type TaskLogMode } from '@jobq/worker';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext, type TaskLogMode } from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
@@ -70,6 +70,10 @@ export default class WorkerCommand extends JobqCommand {
       options: ['always', 'failed', 'off'],
     }),
     ...metricsFlags,
+    'heartbeat-interval': Flags.string({
+      description: 'Write this worker\'s heartbeat row ({PREFIX}Workers, read by `jobq workers`, status and doctor) at start and this often; 0 = off (default 30s; needs a workflow prefix)',
+      env: 'JOBQ_HEARTBEAT_INTERVAL',
+    }),
   };
 
   async run(): Promise<void> {
@@ -82,6 +86,8 @@ export default class WorkerCommand extends JobqCommand {
       throw new UsageError(`--visibility-timeout must be between 1s and 7 days, got ${flags['visibility-timeout']}`);
     }
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
+    const heartbeatText = flags['heartbeat-interval']?.trim();
+    const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationFlag(heartbeatText, '--heartbeat-interval');
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
     // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.
@@ -92,7 +98,7 @@ export default class WorkerCommand extends JobqCommand {
     // Tasks find this `jobq` on their PATH (`jobq task set-output …`), installed or not.
     const cli = await localWorkerEnvironment(false);
     try {
-      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env: cli.env, instruments });
+      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env: cli.env, instruments });
     } finally {
       await cli.cleanup();
     }
@@ -100,9 +106,18 @@ export default class WorkerCommand extends JobqCommand {
 
   private async work(
     flags: { queue: string; 'num-workers': number; 'task-logs'?: string | undefined },
-    o: { config: CliConfig; lockDurationInMs: number | undefined; maxIdleBackoffInMs: number; idleTimeoutInMs: number | undefined; maxDeliveries: number; env: NodeJS.ProcessEnv; instruments: Instruments },
+    o: {
+      config: CliConfig;
+      lockDurationInMs: number | undefined;
+      maxIdleBackoffInMs: number;
+      idleTimeoutInMs: number | undefined;
+      maxDeliveries: number;
+      heartbeatIntervalInMs: number;
+      env: NodeJS.ProcessEnv;
+      instruments: Instruments;
+    },
   ): Promise<void> {
-    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, env, instruments } = o;
+    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env, instruments } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -121,8 +136,13 @@ export default class WorkerCommand extends JobqCommand {
         env,
         instruments,
         ...(flags['task-logs'] !== undefined ? { taskLogs: flags['task-logs'] as TaskLogMode } : {}),
+        heartbeatIntervalInMs,
+        version: this.config.version,
       });
-      this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}`);
+      this.note(
+        `worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}` +
+          (worker.workerId === null ? ', no heartbeats' : `, heartbeat ${worker.workerId} every ${Math.round(heartbeatIntervalInMs / 100) / 10}s`),
+      );
     } else {
       const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue });
       worker = new Worker({

@@ -9,7 +9,7 @@ import {
   type WorkflowTaskInfo,
 } from '@jobq/dag-core';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
-import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
 import { Worker, cancelCheckFromStore, publishCompletion, type ProcessOutcome, type Processor, type TaskContext, type WorkerSummary } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { taskNameOf, WrappedQueue } from './wrappers';
@@ -201,6 +201,8 @@ export interface MemoryStackOptions {
   workerCancelPollIntervalInMs?: number;
   /** Where the workers record their metrics (default nowhere). */
   workerInstruments?: Instruments;
+  /** The worker heartbeats the coordinator prunes (default none). */
+  workerRegistry?: WorkerRegistry;
 }
 
 /** Ports of one coordinator that differ from the stack's (see {@link MemoryStack.newCoordinator}). */
@@ -327,6 +329,7 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
       store: ports.store ? ports.store(store) : coordinatorStore,
       completions: ports.completions ? ports.completions(completions) : coordinatorCompletions,
       outputs,
+      ...(options.workerRegistry ? { workers: options.workerRegistry } : {}),
       queues: (spec) => {
         if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
         return coordinatorTasks;

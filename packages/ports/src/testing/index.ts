@@ -6,3 +6,4 @@
 export { describeTaskQueueContract, type TaskQueueContractOptions, type TaskQueueFixture } from './queue-suite';
 export * from './store-suite';
 export * from './output-suite';
+export * from './worker-registry-suite';

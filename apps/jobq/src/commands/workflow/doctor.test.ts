@@ -70,6 +70,7 @@ describe('jobq workflow doctor', () => {
       'running tasks',
       'ready tasks',
       'task queues',
+      'workers',
     ]);
     for (const check of doc.checks) {
       expect(['ok', 'warn', 'fail']).toContain(check.status);
@@ -100,8 +101,10 @@ describe('jobq workflow doctor', () => {
     await servedDeployment.client.submit({ text: `default_queue: nobody\n${TWO_TASKS}`, filename: 'two.yaml' }, { id: 'unserved-1' });
     await waitFor('the dispatch of "a"', async () => (await servedDeployment.client.status('unserved-1'))?.counts.running === 1);
     const doctor = await runCli(['workflow', 'doctor', '--stale-queue-min', '0'], { env: storage.env(served) });
-    expect(doctor.code).toBe(0);
+    // No heartbeat names the queue and its message waits: an error at once (docs/design.md#placement).
+    expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/⚠ task queues\s+no worker seems to take messages from nobody/);
+    expect(doctor.stdout).toMatch(/✖ workers\s+no worker has read queue nobody in the last 2 min/);
     expect(doctor.stdout).toContain('jobq worker -q nobody');
 
     const explain = await runCli(['workflow', 'explain', 'unserved-1', '--oldest-message-min', '0'], { env: storage.env(served) });

@@ -11,6 +11,8 @@ import { collectWorkflows } from '../../listing';
 import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
 import { checkServiceBusQueues, type ServiceBusQueueToCheck } from '../../servicebus-doctor';
 import { storageAccess, storageAccessLine } from '../../storage-access';
+import { durationFlag } from '../../io';
+import { DEFAULT_WORKER_STALE_IN_MS, workersCheck } from '../../worker-doctor';
 
 /** The outcome of one check. */
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -136,6 +138,8 @@ export interface DoctorSettings {
   staleReadyMs: number;
   staleStatsMs: number;
   staleQueueMs: number;
+  /** A heartbeat older than this does not count (`--worker-stale`). */
+  workerStaleMs?: number;
   maxWorkflows: number;
 }
 
@@ -366,6 +370,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
       : { name: 'ready tasks', status: 'ok', message: `none stuck for more than ${readyLimit} ${scope}`, hint: null },
   );
   checks.push(await queuesCheck(deployment, dispatched, settings.staleQueueMs, now));
+  checks.push(await workersCheck(deployment, [...dispatched.keys()].sort().slice(0, MAX_QUEUES), settings.workerStaleMs ?? DEFAULT_WORKER_STALE_IN_MS));
   await serviceBusQueuesCheck(deployment, [...dispatched.keys()].sort().slice(0, MAX_QUEUES), checks);
 }
 
@@ -488,6 +493,7 @@ export default class WorkflowDoctor extends JobqCommand {
     'stale-ready-min': Flags.integer({ description: 'Warn about ready tasks not dispatched for longer than this', default: 60, min: 0 }),
     'stale-stats-sec': Flags.integer({ description: 'Coordinator stats older than this are stale', default: 60, min: 1 }),
     'stale-queue-min': Flags.integer({ description: 'Warn about a task queue whose oldest message is older than this (no worker)', default: 5, min: 0 }),
+    'worker-stale': Flags.string({ description: 'A worker heartbeat older than this does not count: a queue with waiting messages that no fresher heartbeat names is an error', default: '2m' }),
     'max-workflows': Flags.integer({ description: 'Read the runtimes of at most this many active workflows', default: 50, min: 1 }),
     json: Flags.boolean({ description: 'Print one JSON document: { ok, target, checks: [{ name, status, message, hint }], summary }', default: false }),
   };
@@ -500,6 +506,7 @@ export default class WorkflowDoctor extends JobqCommand {
       staleReadyMs: flags['stale-ready-min'] * 60_000,
       staleStatsMs: flags['stale-stats-sec'] * 1000,
       staleQueueMs: flags['stale-queue-min'] * 60_000,
+      workerStaleMs: durationFlag(flags['worker-stale'], '--worker-stale'),
       maxWorkflows: flags['max-workflows'],
     });
     const summary = { ok: 0, warn: 0, fail: 0 };

@@ -10,6 +10,8 @@ import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
 import { skipLines, skippedJson, skippedTasks } from '../../skips';
 import { failedTailLines } from '../../task-logs';
+import { placementOf, readWorkers } from '../../placement';
+import { queueKeyOf } from '../workers';
 import type { ExplainedQueueJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
 
 /** One parent's value as a condition sees it. */
@@ -142,6 +144,21 @@ function taskDetailJson(d: TaskDetail, retryDueAt: string | null): TaskDetailJso
   };
 }
 
+/** Puts where each running task is (docs/design.md#placement) first among its reasons. */
+async function addPlacements(deployment: Deployment, workflowId: string, runtime: WorkflowRuntime, tasks: ExplainedTask[]): Promise<void> {
+  if (!tasks.some((t) => t.status === 'running')) return;
+  const workers = await readWorkers(deployment.workers);
+  if (workers === null) return;
+  const key = queueKeyOf(deployment);
+  const now = Date.now();
+  for (const task of tasks) {
+    const state = taskState(runtime, task.name);
+    if (state === undefined) continue;
+    const placement = placementOf(workflowId, { taskName: task.name, status: state.status, attemptNo: state.attemptNo, queue: task.queue, dispatchedAt: state.dispatchedAt }, workers, now, key);
+    if (placement !== null) task.reasons.unshift(placement.text);
+  }
+}
+
 /** The task queues of the workflow's unfinished tasks, opened (without creating anything) so explain can peek them. */
 async function openQueues(deployment: Deployment, runtime: WorkflowRuntime): Promise<Map<string, TaskQueue>> {
   const specs = new Set<string>();
@@ -236,6 +253,7 @@ export default class WorkflowExplain extends JobqCommand {
     });
     // explain read the runtime again: prefer its view of the task, which may have moved on.
     const fresh = (await deployment.store.load(args.id))?.runtime ?? runtime;
+    await addPlacements(deployment, args.id, fresh, report.tasks);
 
     if (taskDef !== undefined) {
       const explained = report.tasks.find((t) => t.name === taskDef.name);

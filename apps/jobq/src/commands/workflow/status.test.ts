@@ -44,7 +44,7 @@ describe('jobq workflow status', () => {
     expect(doc.counts).toMatchObject({ ready: 1, pending: 3, completed: 0 });
     expect(doc.runtime).toMatchObject({ status: 'pending', activated: false });
     expect(doc.tasks.map((t) => t.task_name)).toEqual(['root', 'fan-001', 'fan-002', 'fan-003']);
-    expect(doc.tasks[0]).toEqual({ task_name: 'root', status: 'ready', queue: 'default', attempt_no: 0, error: null, deps: '0/0', dispatched_at: null, started_at: null, completed_at: null, skip_reason: null, output: null, log_blob: null });
+    expect(doc.tasks[0]).toEqual({ task_name: 'root', status: 'ready', queue: 'default', attempt_no: 0, error: null, deps: '0/0', dispatched_at: null, started_at: null, completed_at: null, skip_reason: null, output: null, log_blob: null, placement: null });
     expect(doc.tasks[1]).toMatchObject({ task_name: 'fan-001', status: 'pending', deps: '0/1' });
     expect(doc.layers).toEqual([
       { layer: 'root', total: 1, pending: 0, ready: 1, running: 0, completed: 0, failed: 0, skipped: 0 },

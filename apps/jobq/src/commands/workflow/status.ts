@@ -10,8 +10,10 @@ import { countsLine, layerRollup, layerTable, percentDone, statusBar, taskTable,
 import { collectTasks, requireWorkflow } from '../../listing';
 import { skipLines, skippedTask } from '../../skips';
 import { readTaskOutputs, taskLogBlob } from '../../task-outputs';
-import { runtimeViewJson, summaryJson, type StatusTaskJson } from '../../json-output';
+import { runtimeViewJson, summaryJson, type PlacementJson, type StatusTaskJson } from '../../json-output';
 import { failedTailLines } from '../../task-logs';
+import { placementOf, readWorkers } from '../../placement';
+import { queueKeyOf } from '../workers';
 
 /** Skipped tasks listed with their reasons (all of them with --verbose). */
 const SKIPPED_SHOWN = 20;
@@ -27,6 +29,8 @@ interface StatusTask extends TaskLine {
   completedAt: string | null;
   /** Why the task was skipped (docs/conditions.md); null unless skipped. */
   skip_reason: string | null;
+  /** Where a running task is (docs/design.md#placement); null when not known. */
+  placement?: PlacementJson | null;
 }
 
 /** `outputs` null: leave the key out (--no-outputs); merge nodes run nothing and have no log. */
@@ -44,6 +48,7 @@ function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, 
     skip_reason: t.skip_reason,
     ...(outputs === null ? {} : { output: outputs.get(t.taskName) ?? null }),
     log_blob: merges.has(t.taskName) ? null : taskLogBlob(workflowId, t.taskName, t.attemptNo),
+    placement: t.placement ?? null,
   };
 }
 
@@ -110,6 +115,14 @@ export default class WorkflowStatus extends JobqCommand {
       const rows = (await collectTasks(deployment.client, { workflowId: args.id })).items;
       tasks = rows.map((r) => ({ ...r, deps: null, dispatchedAt: null, startedAt: null, completedAt: null, skip_reason: r.status === 'skipped' ? r.error : null }));
     }
+    if (tasks.some((t) => t.status === 'running')) {
+      const workers = await readWorkers(deployment.workers);
+      if (workers !== null) {
+        const key = queueKeyOf(deployment);
+        const now = Date.now();
+        for (const t of tasks) t.placement = placementOf(args.id, t, workers, now, key);
+      }
+    }
     const layers = flags['by-layer'] ? layerRollup(tasks) : undefined;
     const status = runtime?.status ?? summary.status;
     const counts = runtime?.counts ?? summary.counts;
@@ -151,6 +164,8 @@ export default class WorkflowStatus extends JobqCommand {
     if (runtime?.cancelReason && runtime.cancelRequested) lines.push(`Cancelled ${runtime.cancelReason}`);
     if (layers) lines.push('', layerTable(layers));
     if (flags.tasks) lines.push('', tasks.length === 0 ? 'No tasks.' : taskTable(tasks, { verbose: flags.verbose }));
+    const placed = tasks.filter((t) => t.placement);
+    if (placed.length > 0) lines.push('', 'Placement', ...placed.map((t) => `  ${t.taskName}: ${t.placement!.text}`));
     const skipped = tasks.filter((t) => t.status === 'skipped').map((t) => skippedTask(t.taskName, t.error));
     if (skipped.length > 0) {
       lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.verbose ? 0 : SKIPPED_SHOWN, more: '--verbose shows all' }));

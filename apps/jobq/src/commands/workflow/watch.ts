@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
-import { taskStatus, taskState, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { taskQueue, taskStatus, taskState, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { openDeployment } from '../../deployment';
@@ -10,9 +10,13 @@ import { workflowNotFound } from '../../listing';
 import { terminalOf, totalOf } from '../../format';
 import { LiveBlock, RateWindow, countsKey, elapsedMs, frameLines, parseInterval, progressLine } from '../../watch-view';
 import { skippedJson, skippedTasks } from '../../skips';
+import { placementOf, readWorkers } from '../../placement';
+import { queueKeyOf } from '../workers';
 
 /** Running tasks named in the live view. */
 const RUNNING_SHOWN = 5;
+/** How often the live view reads the worker heartbeats (while tasks run). */
+const PLACEMENT_REFRESH_MS = 10_000;
 /** A workflow still not activated after this long gets one note on stderr. */
 const INACTIVE_WARNING_MS = 30_000;
 
@@ -68,8 +72,22 @@ export default class WorkflowWatch extends JobqCommand {
     let readFailing = false;
     let warnedInactive = false;
     const watchStart = Date.now();
+    let placements = new Map<string, string>();
+    let placementsAt = Number.NEGATIVE_INFINITY;
+    const key = queueKeyOf(deployment);
     for (;;) {
       const now = Date.now();
+      if (redraw && !flags.json && runtime.counts.running > 0 && now - placementsAt >= PLACEMENT_REFRESH_MS) {
+        placementsAt = now;
+        const workers = await readWorkers(deployment.workers);
+        placements = new Map();
+        for (const def of runtime.definition.tasks) {
+          const t = taskState(runtime, def.name);
+          if (t?.status !== 'running' || workers === null) continue;
+          const placed = placementOf(runtime.workflowId, { taskName: def.name, status: t.status, attemptNo: t.attemptNo, queue: taskQueue(runtime.definition, def), dispatchedAt: t.dispatchedAt }, workers, now, key);
+          if (placed !== null) placements.set(def.name, placed.text);
+        }
+      }
       if (!runtime.activated && !warnedInactive && now - watchStart >= INACTIVE_WARNING_MS) {
         warnedInactive = true;
         this.note(`workflow "${args.id}" is still not activated: is a coordinator running? (jobq workflow doctor checks)`);
@@ -77,7 +95,7 @@ export default class WorkflowWatch extends JobqCommand {
       rate.add(now, terminalOf(runtime.counts));
       if (!flags.json) {
         if (redraw) {
-          view.show(frameLines(runtime, rate, { byLayer: flags['by-layer'], runningShown: RUNNING_SHOWN, now }));
+          view.show(frameLines(runtime, rate, { byLayer: flags['by-layer'], runningShown: RUNNING_SHOWN, now, placements }));
         } else if (countsKey(runtime) !== lastKey) {
           view.show([`${new Date(now).toISOString().slice(11, 19)} ${progressLine(runtime, rate, now)}`]);
         }
