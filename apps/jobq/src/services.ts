@@ -5,6 +5,7 @@ import {
   WorkflowProcessor,
   cancelCheckFromStore,
   maxDeliveriesFromEnv,
+  newWorkerId,
   taskUserFromEnv,
   workflowExistsInStore,
   workflowProcessorSettingsFromEnv,
@@ -87,6 +88,8 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
   const settings = workflowProcessorSettingsFromEnv(env);
   // JOBQ_TASK_UID/JOBQ_TASK_GID: run workflow tasks as another OS user (the worker must be root).
   const taskUser = taskUserFromEnv(env);
+  // One name for the worker: its heartbeat row and the `worker` of the task logs it writes.
+  const workerId = newWorkerId();
   return new Worker({
     queue,
     numWorkers: options.numWorkers,
@@ -99,7 +102,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.taskLines ? { taskLines: options.taskLines } : {}),
     ...(options.instruments ? { instruments: options.instruments, queueLabel: options.queue } : {}),
     ...(options.heartbeatIntervalInMs !== undefined && options.heartbeatIntervalInMs > 0
-      ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown' } }
+      ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown', workerId } }
       : {}),
     processors: [
       new WorkflowProcessor({
@@ -110,6 +113,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         env,
         ...settings,
         taskUser,
+        workerName: workerId,
         ...(options.taskLogs !== undefined ? { taskLogs: { mode: options.taskLogs } } : {}),
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
