@@ -1,6 +1,5 @@
 import { isMergeNode, taskState, type TaskRuntime, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import type { OutputStore } from '@jobq/ports';
-import { TASK_LOG_BLOB_PREFIX } from '@jobq/store-azure';
+import { taskLogBlobPath, type OutputStore } from '@jobq/ports';
 import { errorLine } from './base';
 
 /** Output blobs read at once by {@link readTaskOutputs}. */
@@ -12,7 +11,7 @@ const READS_AT_ONCE = 8;
  * attempt that printed something or failed, so the blob may be missing for a silent one.
  */
 export function taskLogBlob(workflowId: string, taskName: string, attemptNo: number): string | null {
-  return attemptNo > 0 ? `${TASK_LOG_BLOB_PREFIX}${workflowId}/${taskName}/${attemptNo}.log` : null;
+  return attemptNo > 0 ? taskLogBlobPath(workflowId, taskName, attemptNo) : null;
 }
 
 /**
