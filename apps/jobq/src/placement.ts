@@ -1,4 +1,5 @@
 import { workerState, type WorkerRecord, type WorkerRegistry } from '@jobq/ports';
+import type { Deployment } from './deployment';
 import type { PlacementJson, WorkerJson } from './json-output';
 
 /** The heartbeat interval assumed when no worker of the queue sends heartbeats (the worker's default). */
@@ -80,5 +81,16 @@ export function workerJson(w: WorkerRecord): WorkerJson {
     queues: w.queues.map((q) => ({ queue: q.queue, slots: q.slots, busy: q.busy, last_receive_at: q.lastReceiveAt })),
     running: w.running.map((r) => ({ id: r.id, since: r.since })),
     running_more: w.runningMore,
+  };
+}
+
+/** A function mapping queue specs that name one queue to one key (a spec that names none keeps its text). */
+export function queueKeyOf(deployment: Pick<Deployment, 'locate'>): (spec: string) => string {
+  return (spec) => {
+    try {
+      return deployment.locate(spec).key;
+    } catch {
+      return spec;
+    }
   };
 }

@@ -1,8 +1,7 @@
 import type { WorkerRecord } from '@jobq/ports';
 import type { Deployment } from './deployment';
 import { errorLine } from './base';
-import { roughAge } from './placement';
-import { queueKeyOf } from './commands/workers';
+import { queueKeyOf, roughAge } from './placement';
 
 /** Default of `doctor --worker-stale`: a heartbeat older than this does not count. */
 export const DEFAULT_WORKER_STALE_IN_MS = 120_000;

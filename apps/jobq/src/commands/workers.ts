@@ -1,21 +1,10 @@
 import { Flags } from '@oclif/core';
 import { workerState } from '@jobq/ports';
 import { JobqCommand } from '../base';
-import { openDeployment, type Deployment } from '../deployment';
+import { openDeployment } from '../deployment';
 import { configFlags, configFromFlags } from '../flags';
 import { table } from '../format';
-import { roughAge, workerJson } from '../placement';
-
-/** A function mapping queue specs that name one queue to one key (a spec that names none keeps its text). */
-export function queueKeyOf(deployment: Pick<Deployment, 'locate'>): (spec: string) => string {
-  return (spec) => {
-    try {
-      return deployment.locate(spec).key;
-    } catch {
-      return spec;
-    }
-  };
-}
+import { queueKeyOf, roughAge, workerJson } from '../placement';
 
 export default class Workers extends JobqCommand {
   static override summary = 'List the workers of the deployment from their heartbeats';

@@ -10,8 +10,7 @@ import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
 import { skipLines, skippedJson, skippedTasks } from '../../skips';
 import { failedTailLines } from '../../task-logs';
-import { placementOf, readWorkers } from '../../placement';
-import { queueKeyOf } from '../workers';
+import { placementOf, queueKeyOf, readWorkers } from '../../placement';
 import type { ExplainedQueueJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
 
 /** One parent's value as a condition sees it. */

@@ -12,8 +12,7 @@ import { skipLines, skippedTask } from '../../skips';
 import { readTaskOutputs, taskLogBlob } from '../../task-outputs';
 import { runtimeViewJson, summaryJson, type PlacementJson, type StatusTaskJson } from '../../json-output';
 import { failedTailLines } from '../../task-logs';
-import { placementOf, readWorkers } from '../../placement';
-import { queueKeyOf } from '../workers';
+import { placementOf, queueKeyOf, readWorkers } from '../../placement';
 
 /** Skipped tasks listed with their reasons (all of them with --verbose). */
 const SKIPPED_SHOWN = 20;

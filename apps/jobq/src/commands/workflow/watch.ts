@@ -10,8 +10,7 @@ import { workflowNotFound } from '../../listing';
 import { terminalOf, totalOf } from '../../format';
 import { LiveBlock, RateWindow, countsKey, elapsedMs, frameLines, parseInterval, progressLine } from '../../watch-view';
 import { skippedJson, skippedTasks } from '../../skips';
-import { placementOf, readWorkers } from '../../placement';
-import { queueKeyOf } from '../workers';
+import { placementOf, queueKeyOf, readWorkers } from '../../placement';
 
 /** Running tasks named in the live view. */
 const RUNNING_SHOWN = 5;
