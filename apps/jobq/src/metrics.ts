@@ -24,11 +24,16 @@ export const metricsFlags = {
   }),
 };
 
+/** A port from 0 to 65535, else a usage error naming `flag`. */
+export function parsePort(text: string, flag: string): number {
+  const trimmed = text.trim();
+  if (!/^\d{1,5}$/.test(trimmed) || Number(trimmed) > 65_535) throw new UsageError(`${flag} expects a port from 0 to 65535, got "${text}"`);
+  return Number(trimmed);
+}
+
 /** A port from 0 to 65535, else a usage error. */
 export function parseMetricsPort(text: string): number {
-  const trimmed = text.trim();
-  if (!/^\d{1,5}$/.test(trimmed) || Number(trimmed) > 65_535) throw new UsageError(`--metrics-port expects a port from 0 to 65535, got "${text}"`);
-  return Number(trimmed);
+  return parsePort(text, '--metrics-port');
 }
 
 /** The class of an HTTP status (`2xx` …), or `error` when no response came. */

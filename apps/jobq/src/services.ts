@@ -55,6 +55,8 @@ export interface LocalWorkerOptions {
   maxIdleBackoffInMs?: number;
   idleTimeoutInMs?: number | null;
   gracePeriodInMs?: number;
+  /** SIGTERM → SIGKILL delay of a task the drain stops (default: the kill timeout, `JOBQ_KILL_TIMEOUT`). */
+  shutdownKillTimeoutInMs?: number;
   receiveWaitInMs?: number;
   /** The delivery bound (default `JOBQ_MAX_DELIVERIES` from `env`, else 20). */
   maxDeliveries?: number;
@@ -112,13 +114,18 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
         isKnownWorkflow: workflowExistsInStore(deployment.store),
         env,
         ...settings,
+        ...(options.shutdownKillTimeoutInMs !== undefined ? { shutdownKillTimeoutInMs: options.shutdownKillTimeoutInMs } : {}),
         taskUser,
         workerName: workerId,
         ...(options.taskLogs !== undefined ? { taskLogs: { mode: options.taskLogs } } : {}),
         ...(options.log ? { log: options.log } : {}),
         ...(options.onConfigError ? { onConfigError: options.onConfigError } : {}),
       }),
-      new ShellProcessor({ killTimeoutInMs: settings.killTimeoutInMs, baseEnv: base }),
+      new ShellProcessor({
+        killTimeoutInMs: settings.killTimeoutInMs,
+        ...(options.shutdownKillTimeoutInMs !== undefined ? { shutdownKillTimeoutInMs: options.shutdownKillTimeoutInMs } : {}),
+        baseEnv: base,
+      }),
     ],
   });
 }

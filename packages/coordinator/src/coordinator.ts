@@ -116,6 +116,14 @@ export interface CoordinatorOptions {
   taskRowMaxPending?: number;
   /** Break a lease held by someone else (`--break-lease`; default false). */
   breakLease?: boolean;
+  /**
+   * While the lease is held by someone else, wait as a standby, trying to take it every
+   * `leasePollIntervalInMs`, instead of failing with `lease-held` (`--wait-for-lease`; default false).
+   * `stop()` ends the wait (docs/operations.md#a-standby-coordinator).
+   */
+  waitForLease?: boolean;
+  /** How often a standby tries to take the lease (default 2 000 ms). */
+  leasePollIntervalInMs?: number;
   /** The time of the timestamps the coordinator writes (default: the time of `clock`). */
   now?: () => Date;
   /**
@@ -222,8 +230,22 @@ export const COORDINATOR_DEFAULTS = {
   taskRowDelayInMs: 2_000,
   taskRowMaxPending: 256,
   breakLease: false,
+  waitForLease: false,
+  leasePollIntervalInMs: 2_000,
   scanPageSize: 1_000,
 } as const;
+
+/** Where a {@link Coordinator} is: waiting for the lease (a standby), running with it, stopping, stopped. */
+export type CoordinatorPhase = 'starting' | 'waiting' | 'running' | 'stopping' | 'stopped';
+
+/** A {@link Coordinator}'s state for the health endpoints (docs/operations.md#health-endpoints). */
+export interface CoordinatorHealth {
+  phase: CoordinatorPhase;
+  /** `lease` while it holds the prefix's lease, `nothing` otherwise (a standby). */
+  holds: 'lease' | 'nothing';
+  /** When its loop (or, waiting, its lease poll) last went round (clock ms). */
+  lastTickAt: number;
+}
 
 /**
  * Error codes that waiting (or an upgrade) cures, so they never count towards the delivery bound: a
@@ -393,6 +415,9 @@ export class Coordinator {
   private startedAt: string | null = null;
   private lastLoopAt: string | null = null;
   private stopped: Promise<void> | null = null;
+  private phase: CoordinatorPhase = 'starting';
+  private starting: Promise<boolean> | null = null;
+  private lastTickAt: number;
   /** Workflows the retention sweep found but could not purge, with the reason logged once. */
   private readonly skipNoted = new Set<string>();
 
@@ -423,10 +448,13 @@ export class Coordinator {
       taskRowDelayInMs: Math.max(0, o.taskRowDelayInMs ?? COORDINATOR_DEFAULTS.taskRowDelayInMs),
       taskRowMaxPending: Math.max(1, Math.floor(o.taskRowMaxPending ?? COORDINATOR_DEFAULTS.taskRowMaxPending)),
       breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
+      waitForLease: o.waitForLease ?? COORDINATOR_DEFAULTS.waitForLease,
+      leasePollIntervalInMs: Math.max(1, o.leasePollIntervalInMs ?? COORDINATOR_DEFAULTS.leasePollIntervalInMs),
       scanPageSize: Math.min(1_000, Math.max(1, Math.floor(o.scanPageSize ?? COORDINATOR_DEFAULTS.scanPageSize))),
     };
     const time = o.clock ?? realClock;
     this.time = time;
+    this.lastTickAt = time.now();
     this.clock = o.now ?? (() => new Date(time.now()));
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
     this.instruments = o.instruments ?? noopInstruments;
@@ -470,11 +498,33 @@ export class Coordinator {
     });
   }
 
-  /** Takes the lease (`lease-held` while someone else has it) and starts the loop in the background. */
-  async start(): Promise<void> {
-    if (this.loop) throw new Error('Coordinator.start() was already called; make a new Coordinator');
-    this.lease = await this.store.acquireLease({ breakExisting: this.settings.breakLease });
-    const lease = this.lease;
+  /** The state the health endpoints report. */
+  health(): CoordinatorHealth {
+    const holds = this.lease !== null && this.phase !== 'stopped' && !this.halt.signal.aborted ? 'lease' : 'nothing';
+    return { phase: this.phase, holds, lastTickAt: this.lastTickAt };
+  }
+
+  /**
+   * Takes the lease (`lease-held` while someone else has it; with `waitForLease`, waits for it until
+   * it is free or `stop()` is called) and starts the loop in the background. Returns false when
+   * stopped while waiting (nothing was started), true otherwise.
+   */
+  start(): Promise<boolean> {
+    if (this.starting) throw new Error('Coordinator.start() was already called; make a new Coordinator');
+    this.starting = this.begin();
+    return this.starting;
+  }
+
+  private async begin(): Promise<boolean> {
+    const taken = await this.acquireLease();
+    if (taken === null) {
+      this.phase = 'stopped';
+      this.loop = Promise.resolve();
+      return false;
+    }
+    this.lease = taken;
+    const lease = taken;
+    this.phase = this.stopping.signal.aborted ? 'stopping' : 'running';
     this.startedAt = this.nowIso();
     const onLost = () => {
       const reason: unknown = lease.lost.reason;
@@ -486,11 +536,36 @@ export class Coordinator {
     if (lease.lost.aborted) onLost();
     else lease.lost.addEventListener('abort', onLost, { once: true });
     this.loop = this.mainLoop();
+    return true;
+  }
+
+  /** The lease, or null when `stop()` ended the wait for it. */
+  private async acquireLease(): Promise<CoordinatorLease | null> {
+    let waiting = false;
+    for (;;) {
+      this.lastTickAt = this.time.now();
+      if (waiting && this.stopping.signal.aborted) return null;
+      try {
+        const lease = await this.store.acquireLease({ breakExisting: this.settings.breakLease });
+        if (waiting) this.log('the lease is free: taken over');
+        return lease;
+      } catch (error) {
+        if (!this.settings.waitForLease || !isJobqError(error, 'lease-held')) throw error;
+        if (!waiting) {
+          this.log(`the lease is held by another coordinator: waiting as a standby (trying every ${this.settings.leasePollIntervalInMs} ms)`);
+          waiting = true;
+          if (this.phase === 'starting') this.phase = 'waiting';
+        }
+      }
+      if (this.stopping.signal.aborted) return null;
+      await this.time.sleep(this.settings.leasePollIntervalInMs, this.stopping.signal);
+    }
   }
 
   /** {@link start}, then waits until the coordinator stops; rejects with the `lease-lost` error when the lease was lost. */
   async run(): Promise<void> {
-    if (!this.loop) await this.start();
+    if (!this.starting) await this.start();
+    else await this.starting;
     await this.loop;
     if (this.stopped) await this.stopped;
     if (this.leaseLostError !== null) throw this.leaseLostError;
@@ -515,12 +590,19 @@ export class Coordinator {
   }
 
   private async doStop(): Promise<void> {
+    if (this.phase !== 'stopped') this.phase = 'stopping';
     this.stopping.abort('stop');
+    // A start still taking (or waiting for) the lease ends first: a lease it got is released below.
+    if (this.starting) await this.starting.catch(() => undefined);
     if (this.loop) await this.loop;
-    if (this.lease && !this.halt.signal.aborted) {
-      await this.rows.flushAll();
-      await this.writeStats();
-      await this.lease.release();
+    try {
+      if (this.lease && !this.halt.signal.aborted) {
+        await this.rows.flushAll();
+        await this.writeStats();
+        await this.lease.release();
+      }
+    } finally {
+      this.phase = 'stopped';
     }
   }
 
@@ -555,6 +637,7 @@ export class Coordinator {
     let lastReceiveAt = 0;
     while (!this.stopping.signal.aborted) {
       const t = this.time.now();
+      this.lastTickAt = t;
       this.lastLoopAt = this.nowIso();
       if (t >= due.scan) {
         due.scan = t + this.settings.cancelPollIntervalInMs;

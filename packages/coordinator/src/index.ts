@@ -33,7 +33,9 @@ export {
   Coordinator,
   MAX_PIPELINE_DEPTH,
   type CoordinatorCounters,
+  type CoordinatorHealth,
   type CoordinatorInit,
+  type CoordinatorPhase,
   type CoordinatorOptions,
 } from './coordinator';
 export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type QueueResolver } from './effects';

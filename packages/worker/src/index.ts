@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
-export { DEFAULT_MAX_DELIVERIES, Worker, maxDeliveriesFromEnv, type StopOptions, type WorkerOptions, type WorkerSummary } from './worker';
+export { DEFAULT_MAX_DELIVERIES, Worker, maxDeliveriesFromEnv, type StopOptions, type WorkerOptions, type WorkerSummary, type WorkerHealth } from './worker';
 export { ShellProcessor, killTimeoutFromEnv, type ShellProcessorOptions } from './shell-processor';
 export { isCredentialVariable, prepareTaskEnvironment, taskEnvironment, type PreparedTaskEnvironment } from './task-environment';
 export { MIN_MASKED_SECRET_LENGTH, SECRET_MASK, SecretMasker } from './secrets';

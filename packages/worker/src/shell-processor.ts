@@ -28,6 +28,8 @@ export interface ShellProcessorOptions {
   baseEnv?: NodeJS.ProcessEnv | (() => NodeJS.ProcessEnv);
   /** SIGTERM → SIGKILL delay when the task is stopped. Default: `JOBQ_KILL_TIMEOUT` (seconds) or 600 s. */
   killTimeoutInMs?: number;
+  /** SIGTERM → SIGKILL delay when the worker's drain stops the task (default: `killTimeoutInMs`). */
+  shutdownKillTimeoutInMs?: number;
   /** Which kwargs this processor takes. Default: any without `__workflow_id` (those are workflow tasks). */
   accepts?: (kwargs: Readonly<Record<string, unknown>>) => boolean;
   /** `bg_dirsync_to` settings. */
@@ -136,6 +138,7 @@ export class ShellProcessor implements Processor {
       cwd: typeof cwd === 'string' ? cwd : undefined,
       signal: context.signal,
       killTimeoutInMs: this.killTimeoutInMs,
+      ...(this.options.shutdownKillTimeoutInMs !== undefined ? { shutdownKillTimeoutInMs: this.options.shutdownKillTimeoutInMs } : {}),
       onLine: (stream, line) => (context.output ? context.output(stream, line) : context.log(line)),
       ...(this.options.clock ? { clock: this.options.clock } : {}),
     });

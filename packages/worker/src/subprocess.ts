@@ -16,6 +16,11 @@ export interface RunShellOptions {
   /** Stops the child: SIGTERM to its process group, then SIGKILL after `killTimeoutInMs`. */
   signal?: AbortSignal;
   killTimeoutInMs: number;
+  /**
+   * The SIGTERM → SIGKILL delay instead of `killTimeoutInMs` when `signal` fired with reason
+   * `'shutdown'` (the worker's drain, `--shutdown-kill-timeout`; docs/operations.md#draining-a-worker).
+   */
+  shutdownKillTimeoutInMs?: number;
   /** Local time limit: stops the child the same way and reports `timedOut`. */
   timeoutInMs?: number | null;
   /** Each line of stdout and stderr, as it comes. */
@@ -95,12 +100,13 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
       if (result.stopped || result.timedOut || child.pid === undefined) return;
       result[why] = true;
       signalGroup(child.pid, 'SIGTERM');
+      const shutdown = why === 'stopped' && options.signal?.reason === 'shutdown' && options.shutdownKillTimeoutInMs !== undefined;
       killTimer = setLongTimeout(() => {
         if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
           result.killed = true;
           signalGroup(child.pid, 'SIGKILL');
         }
-      }, options.killTimeoutInMs, options.clock);
+      }, shutdown ? options.shutdownKillTimeoutInMs! : options.killTimeoutInMs, options.clock);
     };
     const onAbort = () => stop('stopped');
     options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -4,6 +4,7 @@ import { JobqError, VirtualClock } from '@jobq/ports';
 import { CancelFlagCache } from './cancel-flag';
 import { setLongTimeout } from './long-timer';
 import type { Processor } from './processor';
+import { ShellProcessor } from './shell-processor';
 import { runShell, type ShellResult } from './subprocess';
 import { memoryOutputs, RecordingCompletions } from './test-helpers/memory-workflow';
 import { workflowContext } from './test-helpers/workflow-fixtures';
@@ -67,6 +68,41 @@ describe('Worker on a virtual clock', () => {
     expect(seen).toEqual({ stopped: 'shutdown', endedAt: stoppedAt + 10_000 });
     expect(summary).toMatchObject({ abandoned: 1, succeeded: 0 });
     expect(queue.counts()).toEqual({ messages: 1, visible: 1, held: 0, delayed: 0 });
+  });
+
+  it('drains: SIGTERM to a task group at the end of the grace, SIGKILL after the shutdown kill timeout (not JOBQ_KILL_TIMEOUT), message given back', async () => {
+    const clock = new VirtualClock();
+    const queue = new MemoryTaskQueue({ clock });
+    // Ignores SIGTERM (and so does its sleep): only the SIGKILL ends it.
+    await queue.send(task('t-drain', { cmd: "trap '' TERM; echo up; sleep 300" }));
+    const lines: string[] = [];
+    let up = false;
+    const processor = new ShellProcessor({ killTimeoutInMs: 600_000, shutdownKillTimeoutInMs: 1_000, clock, baseEnv: { PATH: process.env.PATH } });
+    const worker = new Worker({
+      queue,
+      processors: [processor],
+      clock,
+      idleTimeoutInMs: null,
+      gracePeriodInMs: 2_000,
+      receiveWaitInMs: 0,
+      log: (line) => {
+        lines.push(line);
+        if (line.endsWith(' up')) up = true;
+      },
+    });
+    let summary: unknown;
+    void worker.run().then((s) => (summary = s));
+    expect(await clock.advanceUntil(() => up, { withinMs: 0 })).toBe(true);
+    const stoppedAt = clock.now();
+    void worker.stop();
+    // Within 11 virtual minutes: past the 600 s JOBQ_KILL_TIMEOUT, were it used.
+    expect(await clock.advanceUntil(() => summary !== undefined, { withinMs: 660_000 })).toBe(true);
+    // The SIGKILL goes out at 3 s; the lock renewals keep virtual time moving until the real child is reaped.
+    expect(clock.now() - stoppedAt).toBeGreaterThanOrEqual(3_000);
+    expect(clock.now() - stoppedAt).toBeLessThan(600_000);
+    expect(summary).toMatchObject({ processed: 1, abandoned: 1, succeeded: 0, failed: 0 });
+    expect(lines.some((l) => l.includes('stopped by shutdown (stopped (killed after the grace period) (shutdown)); abandoning'))).toBe(true);
+    expect(queue.counts()).toMatchObject({ messages: 1, visible: 1, held: 0 });
   });
 
   it('backs off between empty receives (100, 200, 400 ms …) and stops at the idle timeout, in virtual time', async () => {
@@ -211,6 +247,35 @@ describe('WorkflowProcessor on a virtual clock', () => {
     expect(clock.now() - ranAt).toBe(30 * DAY + 3_000);
     expect(completions.sendCalls).toBe(3);
     expect(completions.sent).toEqual([expect.objectContaining({ success: false, error: 'stopped: workflow cancelled', cancelled: true, startedAt: new Date(ranAt).toISOString() })]);
+  });
+
+  it('a drain stops the task with the shutdown kill timeout and reports no outcome to the workflow: the worker gives the message back', async () => {
+    const clock = new VirtualClock();
+    const completions = new RecordingCompletions();
+    let killAfter: number | undefined;
+    const controller = new AbortController();
+    const processor = new WorkflowProcessor({
+      outputs: memoryOutputs(),
+      completions,
+      isCancelled: () => Promise.resolve(false),
+      env,
+      killTimeoutInMs: 600_000,
+      shutdownKillTimeoutInMs: 1_000,
+      cancelPollIntervalInMs: DAY,
+      clock,
+      runCommand: (options) =>
+        new Promise((resolve) => {
+          options.signal?.addEventListener('abort', () => {
+            killAfter = options.signal?.reason === 'shutdown' ? options.shutdownKillTimeoutInMs : options.killTimeoutInMs;
+            resolve({ exitCode: null, exitSignal: 'SIGKILL', stopped: true, timedOut: false, killed: true, spawnError: null });
+          });
+          controller.abort('shutdown');
+        }),
+    });
+    const outcome = await processor.process(workflowContext({ workflowId: 'wf-drain', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'sleep 300' } }, controller.signal));
+    expect(killAfter).toBe(1_000);
+    expect(outcome).toEqual({ kind: 'failed', error: 'stopped: shutdown' });
+    expect(completions.sent).toEqual([]);
   });
 
   it('the cancel-flag cache keeps a flag for its time to live on the clock', async () => {

@@ -88,6 +88,19 @@ export interface WorkerSummary {
   lockLost: number;
 }
 
+/** A {@link Worker}'s state for the health endpoints. */
+export interface WorkerHealth {
+  stopping: boolean;
+  /** When the receive loop last went round (clock ms). */
+  lastTickAt: number;
+  /** When a receive last succeeded (ISO), null before the first. */
+  lastReceiveAt: string | null;
+  /** The error of the last receive, null when it succeeded (or none was made yet). */
+  lastReceiveError: string | null;
+  slots: number;
+  busy: number;
+}
+
 /** Options of {@link Worker.stop}. */
 export interface StopOptions {
   /** Overrides the worker's grace period for this stop (0 = abort running tasks now). */
@@ -148,7 +161,8 @@ const RECEIVE_GATHER_IN_MS = 20;
  * - `stop()` takes no new work; tasks still running after the grace period get their signal
  *   aborted with reason `'shutdown'`, and their messages are abandoned (no retry is spent) unless
  *   the processor still returns `done` (completed) or `leave`. The worker waits for the processor
- *   to return (the shell processor's child gets SIGTERM, then SIGKILL after its kill timeout).
+ *   to return (the shell and workflow processors' child gets SIGTERM, then SIGKILL after their
+ *   shutdown kill timeout; docs/operations.md#draining-a-worker).
  */
 export class Worker {
   private readonly queue: TaskQueue;
@@ -180,6 +194,9 @@ export class Worker {
   /** Each running task's envelope id (`{workflow_id}/{task}/{attempt}` for workflow tasks) and start, for the heartbeat. */
   private readonly runningIds = new Map<RunningTask, { id: string; since: string }>();
   private lastReceiveAt: string | null = null;
+  /** When the receive loop last went round (clock ms), and whether its last receive failed. */
+  private lastTickAt: number;
+  private lastReceiveError: string | null = null;
 
   constructor(options: WorkerOptions) {
     this.queue = options.queue;
@@ -201,6 +218,7 @@ export class Worker {
     this.instruments = options.instruments ?? noopInstruments;
     this.queueLabel = options.queueLabel ?? options.queue.name;
     this.lastActivity = this.clock.now();
+    this.lastTickAt = this.lastActivity;
     const beat = options.heartbeat;
     const interval = beat?.intervalInMs ?? DEFAULT_HEARTBEAT_INTERVAL_IN_MS;
     this.queueSpec = beat?.queueSpec ?? this.queue.name;
@@ -220,6 +238,22 @@ export class Worker {
       stopping: this.stopping,
       queues: [{ queue: this.queueSpec, slots: this.numWorkers, busy: this.active, lastReceiveAt: this.lastReceiveAt }],
       running: [...this.runningIds.values()],
+    };
+  }
+
+  /**
+   * What the health endpoints report (docs/operations.md#health-endpoints): whether it is stopping,
+   * when its receive loop last went round (clock ms; it waits without going round while every
+   * slot is busy), and whether its last receive succeeded (false before the first one).
+   */
+  health(): WorkerHealth {
+    return {
+      stopping: this.stopping,
+      lastTickAt: this.lastTickAt,
+      lastReceiveAt: this.lastReceiveAt,
+      lastReceiveError: this.lastReceiveError,
+      slots: this.numWorkers,
+      busy: this.active,
     };
   }
 
@@ -339,6 +373,7 @@ export class Worker {
     const running = new Set<Promise<void>>();
     const settling = new Set<Promise<void>>();
     while (!this.stopping) {
+      this.lastTickAt = this.clock.now();
       if (this.active >= this.numWorkers || settling.size >= 2 * this.numWorkers) {
         await Promise.race([...running, ...settling]);
         continue;
@@ -357,8 +392,12 @@ export class Worker {
       try {
         messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
         this.lastReceiveAt = new Date(this.clock.now()).toISOString();
+        this.lastTickAt = this.clock.now();
+        this.lastReceiveError = null;
       } catch (error) {
         if (this.stopping) break;
+        this.lastTickAt = this.clock.now();
+        this.lastReceiveError = errorText(error);
         this.instruments.inc('jobq_worker_receive_errors_total', { queue: this.queueLabel, code: isJobqError(error) ? error.code : 'unknown' });
         if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
           this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; stopping`);

@@ -47,6 +47,8 @@ export interface WorkflowProcessorOptions {
   env?: NodeJS.ProcessEnv;
   /** SIGTERM → SIGKILL grace (default `JOBQ_KILL_TIMEOUT` from `env`, else 600 s). */
   killTimeoutInMs?: number;
+  /** SIGTERM → SIGKILL grace when the worker's drain stops the task (default: `killTimeoutInMs`). */
+  shutdownKillTimeoutInMs?: number;
   /** Completion send attempts (default `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS` from `env`, else 5). */
   completionSendMaxAttempts?: number;
   /** Back-off between completion sends (default 1 s doubling to 60 s). */
@@ -444,7 +446,10 @@ export class WorkflowProcessor implements Processor {
 
       if (result.stopped && !result.timedOut) {
         if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
-        // Lock lost or shutdown: this attempt did not finish; leave the message for another delivery.
+        // The worker's drain: this attempt did not finish; the worker abandons the message (no
+        // retry spent), so another worker takes it at once rather than when the lock ends.
+        if (context.signal.reason === 'shutdown') return { kind: 'failed', error: 'stopped: shutdown' };
+        // Lock lost: this attempt did not finish; leave the message for another delivery.
         return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
       }
       if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
@@ -540,6 +545,7 @@ export class WorkflowProcessor implements Processor {
         signal: stop.signal,
         ...(this.taskUser !== null ? { uid: this.taskUser.uid, gid: this.taskUser.gid } : {}),
         killTimeoutInMs: this.killTimeoutInMs,
+        ...(this.options.shutdownKillTimeoutInMs !== undefined ? { shutdownKillTimeoutInMs: this.options.shutdownKillTimeoutInMs } : {}),
         clock: this.clock,
         timeoutInMs,
         onLine: (stream, line) => {

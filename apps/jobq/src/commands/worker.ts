@@ -12,6 +12,34 @@ import { openPlainQueue, plainQueueLocation } from '../plain-queue';
 import { checkServiceBusLockDuration } from '../queues';
 import { metricsFlags, startMetrics, storageRequestPolicies } from '../metrics';
 import { createWorker } from '../services';
+import { healthFlags, LIVENESS_STALE_AFTER_IN_MS, startHealth, type HealthSource } from '../health';
+
+/** Defaults of the drain (docs/operations.md#draining-a-worker). */
+const DEFAULT_SHUTDOWN_GRACE = '30s';
+const DEFAULT_SHUTDOWN_KILL_TIMEOUT = '10s';
+
+/** What the worker's /livez and /readyz say (docs/operations.md#health-endpoints). */
+export function workerHealth(worker: Worker | null, now: () => number = Date.now): HealthSource {
+  return {
+    live() {
+      if (worker === null) return { ok: true, details: { role: 'worker', phase: 'starting' } };
+      const h = worker.health();
+      const sinceTick = Math.max(0, now() - h.lastTickAt);
+      // A loop waiting for busy slots does not go round: that is not a stuck loop.
+      const ok = h.busy >= h.slots || sinceTick <= LIVENESS_STALE_AFTER_IN_MS;
+      return { ok, details: { role: 'worker', stopping: h.stopping, last_tick_ms_ago: sinceTick, busy: h.busy, slots: h.slots } };
+    },
+    ready() {
+      if (worker === null) return { ok: false, details: { role: 'worker', phase: 'starting' } };
+      const h = worker.health();
+      const receiveOk = h.lastReceiveAt !== null && h.lastReceiveError === null;
+      return {
+        ok: !h.stopping && receiveOk,
+        details: { role: 'worker', stopping: h.stopping, last_receive_at: h.lastReceiveAt, last_receive_error: h.lastReceiveError, busy: h.busy, slots: h.slots },
+      };
+    },
+  };
+}
 
 /** Default cap of the empty-queue back-off (docs/design.md#the-worker-loop). */
 const DEFAULT_MAX_IDLE_BACKOFF = '30s';
@@ -70,6 +98,15 @@ export default class WorkerCommand extends JobqCommand {
       options: ['always', 'failed', 'off'],
     }),
     ...metricsFlags,
+    'shutdown-grace': Flags.string({
+      description: `On SIGTERM/SIGINT: stop receiving, then let running tasks finish for this long (default ${DEFAULT_SHUTDOWN_GRACE})`,
+      env: 'JOBQ_SHUTDOWN_GRACE',
+    }),
+    'shutdown-kill-timeout': Flags.string({
+      description: `After the grace: SIGTERM to each task's process group, SIGKILL this long after; the message is abandoned for redelivery (default ${DEFAULT_SHUTDOWN_KILL_TIMEOUT}; a cancel keeps JOBQ_KILL_TIMEOUT)`,
+      env: 'JOBQ_SHUTDOWN_KILL_TIMEOUT',
+    }),
+    ...healthFlags,
     'heartbeat-interval': Flags.string({
       description: 'Write this worker\'s heartbeat row ({PREFIX}Workers, read by `jobq workers`, status and doctor) at start and this often; 0 = off (default 30s; needs a workflow prefix)',
       env: 'JOBQ_HEARTBEAT_INTERVAL',
@@ -88,6 +125,10 @@ export default class WorkerCommand extends JobqCommand {
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
     const heartbeatText = flags['heartbeat-interval']?.trim();
     const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationFlag(heartbeatText, '--heartbeat-interval');
+    const graceText = flags['shutdown-grace']?.trim();
+    const gracePeriodInMs = durationFlag(graceText === undefined || graceText === '' ? DEFAULT_SHUTDOWN_GRACE : graceText, '--shutdown-grace');
+    const killText = flags['shutdown-kill-timeout']?.trim();
+    const shutdownKillTimeoutInMs = durationFlag(killText === undefined || killText === '' ? DEFAULT_SHUTDOWN_KILL_TIMEOUT : killText, '--shutdown-kill-timeout');
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
     // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.
@@ -95,10 +136,31 @@ export default class WorkerCommand extends JobqCommand {
     if (location.backend === 'servicebus' && lockDurationInMs !== undefined) checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
 
     const instruments = await startMetrics(flags, (line) => this.note(line));
+    const health: { worker: Worker | null } = { worker: null };
+    await startHealth(
+      flags,
+      {
+        live: () => workerHealth(health.worker).live(),
+        ready: () => workerHealth(health.worker).ready(),
+      },
+      (line) => this.note(line),
+    );
     // Tasks find this `jobq` on their PATH (`jobq task set-output …`), installed or not.
     const cli = await localWorkerEnvironment(false);
     try {
-      await this.work(flags, { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env: cli.env, instruments });
+      await this.work(flags, {
+        config,
+        lockDurationInMs,
+        maxIdleBackoffInMs,
+        idleTimeoutInMs,
+        maxDeliveries,
+        heartbeatIntervalInMs,
+        env: cli.env,
+        instruments,
+        gracePeriodInMs,
+        shutdownKillTimeoutInMs,
+        onWorker: (worker) => (health.worker = worker),
+      });
     } finally {
       await cli.cleanup();
     }
@@ -115,9 +177,12 @@ export default class WorkerCommand extends JobqCommand {
       heartbeatIntervalInMs: number;
       env: NodeJS.ProcessEnv;
       instruments: Instruments;
+      gracePeriodInMs: number;
+      shutdownKillTimeoutInMs: number;
+      onWorker: (worker: Worker) => void;
     },
   ): Promise<void> {
-    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env, instruments } = o;
+    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env, instruments, gracePeriodInMs, shutdownKillTimeoutInMs } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -138,6 +203,8 @@ export default class WorkerCommand extends JobqCommand {
         ...(flags['task-logs'] !== undefined ? { taskLogs: flags['task-logs'] as TaskLogMode } : {}),
         heartbeatIntervalInMs,
         version: this.config.version,
+        gracePeriodInMs,
+        shutdownKillTimeoutInMs,
       });
       this.note(
         `worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}` +
@@ -153,10 +220,12 @@ export default class WorkerCommand extends JobqCommand {
         maxDeliveries,
         instruments,
         queueLabel: flags.queue,
-        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), baseEnv: env })],
+        gracePeriodInMs,
+        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), shutdownKillTimeoutInMs, baseEnv: env })],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);
     }
+    o.onWorker(worker);
     const removeHandlers = worker.installSignalHandlers();
     try {
       const summary = await worker.run();
