@@ -104,3 +104,14 @@ export function flagsOf(instruction: Instruction): string[] {
   const withFlags = instruction as Instruction & { getFlags?: () => Flag[] };
   return typeof withFlags.getFlags === 'function' ? withFlags.getFlags().map((f) => `--${f.getName()}=${f.getValue() ?? ''}`) : [];
 }
+
+/** The ENV a target's container starts with (its stage and the stages below it), as NAME → value. */
+export function envOf(dockerfile: Dockerfile, target: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const instruction of effective(dockerfile, target, 'ENV')) {
+    for (const property of (instruction as Instruction & { getProperties(): Array<{ getName(): string; getValue(): string | null }> }).getProperties()) {
+      out[property.getName()] = property.getValue() ?? '';
+    }
+  }
+  return out;
+}
