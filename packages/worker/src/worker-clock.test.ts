@@ -74,9 +74,9 @@ describe('Worker on a virtual clock', () => {
     const clock = new VirtualClock();
     const queue = new MemoryTaskQueue({ clock });
     // Ignores SIGTERM (and so does its sleep): only the SIGKILL ends it.
-    await queue.send(task('t-drain', { cmd: "trap '' TERM; echo up; sleep 300" }));
+    await queue.send(task('t-drain', { cmd: "trap '' TERM; echo up $$; sleep 300" }));
     const lines: string[] = [];
-    let up = false;
+    let group = 0;
     const processor = new ShellProcessor({ killTimeoutInMs: 600_000, shutdownKillTimeoutInMs: 1_000, clock, baseEnv: { PATH: process.env.PATH } });
     const worker = new Worker({
       queue,
@@ -87,19 +87,31 @@ describe('Worker on a virtual clock', () => {
       receiveWaitInMs: 0,
       log: (line) => {
         lines.push(line);
-        if (line.endsWith(' up')) up = true;
+        const up = / up (\d+)$/.exec(line);
+        if (up) group = Number(up[1]);
       },
     });
     let summary: unknown;
     void worker.run().then((s) => (summary = s));
-    expect(await clock.advanceUntil(() => up, { withinMs: 0 })).toBe(true);
-    const stoppedAt = clock.now();
+    expect(await clock.advanceUntil(() => group > 0, { withinMs: 0 })).toBe(true);
+    const alive = () => {
+      try {
+        process.kill(-group, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
     void worker.stop();
-    // Within 11 virtual minutes: past the 600 s JOBQ_KILL_TIMEOUT, were it used.
-    expect(await clock.advanceUntil(() => summary !== undefined, { withinMs: 660_000 })).toBe(true);
-    // The SIGKILL goes out at 3 s; the lock renewals keep virtual time moving until the real child is reaped.
-    expect(clock.now() - stoppedAt).toBeGreaterThanOrEqual(3_000);
-    expect(clock.now() - stoppedAt).toBeLessThan(600_000);
+    // The grace ends at 2 s (SIGTERM, ignored); no SIGKILL before 3 s.
+    await clock.advance(2_999);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alive()).toBe(true);
+    expect(summary).toBeUndefined();
+    // At 3 s the group gets SIGKILL: the run ends without any more virtual time (not at 600 s, JOBQ_KILL_TIMEOUT).
+    await clock.advance(1);
+    expect(await clock.advanceUntil(() => summary !== undefined, { withinMs: 0, realWaitInMs: 30_000 })).toBe(true);
+    expect(alive()).toBe(false);
     expect(summary).toMatchObject({ processed: 1, abandoned: 1, succeeded: 0, failed: 0 });
     expect(lines.some((l) => l.includes('stopped by shutdown (stopped (killed after the grace period) (shutdown)); abandoning'))).toBe(true);
     expect(queue.counts()).toMatchObject({ messages: 1, visible: 1, held: 0 });
