@@ -5,7 +5,7 @@ import type { Worker, WorkerHealth } from '@jobq/worker';
 import { coordinatorHealth } from './commands/workflow/coordinator';
 import { workerHealth } from './commands/worker';
 import { UsageError } from './errors';
-import { healthFlags, LIVENESS_STALE_AFTER_IN_MS, serveHealth, type HealthSource } from './health';
+import { healthFlags, LIVENESS_STALE_AFTER_IN_MS, serveHealth, startHealth, type HealthSource } from './health';
 import { parsePort } from './metrics';
 import { runCli } from './test-helpers/cli';
 
@@ -54,6 +54,17 @@ describe('serveHealth', () => {
     } finally {
       await endpoint.close();
     }
+  });
+
+  it('without --health-port nothing listens', async () => {
+    const notes: string[] = [];
+    const source: HealthSource = { live: () => ({ ok: true, details: {} }), ready: () => ({ ok: true, details: {} }) };
+    expect(await startHealth({}, source, (line) => notes.push(line))).toBeNull();
+    expect(notes).toEqual([]);
+    const endpoint = await startHealth({ 'health-port': 0 }, source, (line) => notes.push(line));
+    expect(endpoint).not.toBeNull();
+    expect(notes).toEqual([`health: serving ${endpoint!.url}/livez and ${endpoint!.url}/readyz`]);
+    await endpoint!.close();
   });
 
   it('a taken port is an error naming it and the flag', async () => {
