@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
 import { taskStatus, taskState, isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import type { Worker } from '@jobq/worker';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import type { WorkflowSummary } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
@@ -162,6 +162,9 @@ export default class WorkflowRun extends JobqCommand {
             taskLines: (line) => out.task(queue, line),
             onConfigError: (error) => session.fail(error),
             instruments,
+            // Heartbeats as `jobq worker` writes them, so `jobq workers`, status and doctor see the run's workers.
+            heartbeatIntervalInMs: DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+            version: this.config.version,
           });
           cleanups.push(() => worker.stop(session.interrupted ? { gracePeriodInMs: 0 } : {}));
           session.watchWorker(worker, queue);
