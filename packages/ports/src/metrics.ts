@@ -96,7 +96,7 @@ export const METRICS = {
   jobq_storage_requests_total: {
     name: 'jobq_storage_requests_total',
     type: 'counter',
-    help: 'HTTP requests sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error)',
+    help: 'HTTP requests sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error); calls to Service Bus as service servicebus, by operation, ok or error',
     labels: ['service', 'method', 'status_class'],
   },
 } as const satisfies Record<string, MetricDefinition>;
