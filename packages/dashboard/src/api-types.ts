@@ -111,7 +111,7 @@ export interface ApiTaskNode {
   depth: number;
 }
 
-/** A node standing for several tasks. `id` is `group:N`. */
+/** A node standing for several tasks. `id` is `#N` (task names never hold `#`). */
 export interface ApiGroupNode {
   id: string;
   kind: 'group';
