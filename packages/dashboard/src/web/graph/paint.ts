@@ -1,0 +1,125 @@
+/**
+ * Drawing the graph on a canvas (above {@link SVG_NODE_LIMIT} visible nodes): only what is in
+ * view, labels only when zoomed in enough to read them. The SVG view draws the same shapes.
+ */
+import type { ApiGraphNode } from '../../api-types';
+import { DEFAULT_LAYOUT } from '../layout';
+import { STATE_STYLES, styleOf } from '../palette';
+import { groupSegments, nodeDisplayState, type GraphModel } from './model';
+import type { Viewport } from './viewport';
+
+const W = DEFAULT_LAYOUT.nodeWidth;
+const H = DEFAULT_LAYOUT.nodeHeight;
+/** Below this scale labels are not drawn (they would be under 5 px). */
+export const LABEL_MIN_SCALE = 0.4;
+/** Height of a group's status bar. */
+export const BAR_HEIGHT = 8;
+export const FONT = '13px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+
+/** The label cut to fit a node (about 7 px a character at 13 px). */
+export function fitLabel(text: string, max = 25): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** The text of a node: icon, name, and for a group its size. */
+export function nodeText(node: ApiGraphNode, hasWorkers: boolean): { icon: string; label: string } {
+  return { icon: styleOf(nodeDisplayState(node, hasWorkers)).icon, label: fitLabel(node.label) };
+}
+
+/** Bezier from the right edge of one node to the left edge of the next. */
+export function edgePath(x1: number, y1: number, x2: number, y2: number): string {
+  const sx = x1 + W;
+  const sy = y1 + H / 2;
+  const ty = y2 + H / 2;
+  const dx = Math.max(20, (x2 - sx) / 2);
+  return `M${sx} ${sy}C${sx + dx} ${sy} ${x2 - dx} ${ty} ${x2} ${ty}`;
+}
+
+export interface PaintInput {
+  model: GraphModel;
+  visible: Uint8Array;
+  view: Viewport;
+  /** CSS pixels of the canvas. */
+  width: number;
+  height: number;
+  dpr: number;
+  selected: number;
+}
+
+export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): void {
+  const { model, visible, view, width, height, dpr, selected } = input;
+  const { x, y } = model.layout;
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, width * dpr, height * dpr);
+  const k = view.k * dpr;
+  ctx.setTransform(k, 0, 0, k, -view.x * k, -view.y * k);
+  const left = view.x;
+  const top = view.y;
+  const right = view.x + width / view.k;
+  const bottom = view.y + height / view.k;
+
+  // Edges: one path, straight lines when zoomed out.
+  ctx.beginPath();
+  const curved = view.k >= LABEL_MIN_SCALE;
+  for (const [a, b] of model.edges) {
+    if (!visible[a] || !visible[b]) continue;
+    const x1 = x[a]! + W;
+    const y1 = y[a]! + H / 2;
+    const x2 = x[b]!;
+    const y2 = y[b]! + H / 2;
+    if (Math.max(x1, x2) < left || Math.min(x1, x2) > right || Math.max(y1, y2) < top || Math.min(y1, y2) > bottom) continue;
+    ctx.moveTo(x1, y1);
+    if (curved) {
+      const dx = Math.max(20, (x2 - x1) / 2);
+      ctx.bezierCurveTo(x1 + dx, y1, x2 - dx, y2, x2, y2);
+    } else {
+      ctx.lineTo(x2, y2);
+    }
+  }
+  ctx.strokeStyle = '#9a9a9a';
+  ctx.lineWidth = 1 / view.k;
+  ctx.stroke();
+
+  const labels = view.k >= LABEL_MIN_SCALE;
+  if (labels) {
+    ctx.font = FONT;
+    ctx.textBaseline = 'middle';
+  }
+  const nodes = model.graph.nodes;
+  for (let i = 0; i < nodes.length; i++) {
+    if (!visible[i]) continue;
+    const nx = x[i]!;
+    const ny = y[i]!;
+    if (nx > right || nx + W < left || ny > bottom || ny + H < top) continue;
+    const node = nodes[i]!;
+    const style = styleOf(nodeDisplayState(node, model.hasWorkers));
+    if (node.kind === 'task') {
+      ctx.fillStyle = style.fill;
+      ctx.fillRect(nx, ny, W, H);
+    } else {
+      ctx.fillStyle = '#ffffff';
+      ctx.fillRect(nx, ny, W, H);
+      let sx = nx;
+      const total = Math.max(1, node.size);
+      for (const seg of groupSegments(node.counts, node.on_worker, model.hasWorkers)) {
+        const w = (seg.count / total) * W;
+        ctx.fillStyle = STATE_STYLES[seg.state].fill;
+        ctx.fillRect(sx, ny + H - BAR_HEIGHT, w, BAR_HEIGHT);
+        sx += w;
+      }
+      ctx.strokeStyle = style.fill;
+      ctx.lineWidth = 2;
+      ctx.strokeRect(nx + 1, ny + 1, W - 2, H - 2);
+    }
+    if (i === selected) {
+      ctx.strokeStyle = '#000000';
+      ctx.lineWidth = Math.max(3, 2 / view.k);
+      ctx.strokeRect(nx - 3, ny - 3, W + 6, H + 6);
+    }
+    if (labels) {
+      const text = nodeText(node, model.hasWorkers);
+      ctx.fillStyle = node.kind === 'task' ? style.ink : '#1a1a1a';
+      ctx.fillText(`${text.icon} ${text.label}`, nx + 8, node.kind === 'task' ? ny + H / 2 : ny + (H - BAR_HEIGHT) / 2 + 1, W - 14);
+    }
+  }
+}
