@@ -25,7 +25,7 @@ export interface StateStyle {
 export const STATE_STYLES: Readonly<Record<DisplayState, StateStyle>> = {
   pending: { fill: '#e4e4e4', ink: '#1a1a1a', icon: '○', label: 'pending' },
   ready: { fill: '#a8d8f0', ink: '#1a1a1a', icon: '◌', label: 'ready' },
-  in_queue: { fill: '#f0e442', ink: '#1a1a1a', icon: '⧗', label: 'running: in queue' },
+  in_queue: { fill: '#f0e442', ink: '#1a1a1a', icon: '◷', label: 'running: in queue' },
   on_worker: { fill: '#0072b2', ink: '#ffffff', icon: '▶', label: 'running: on worker' },
   running: { fill: '#e69f00', ink: '#1a1a1a', icon: '▷', label: 'running' },
   completed: { fill: '#009e73', ink: '#ffffff', icon: '✓', label: 'completed' },

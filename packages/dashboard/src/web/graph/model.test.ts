@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ApiCounts, ApiGraph, ApiGroupNode, ApiTaskNode } from '../../api-types';
-import { applyDelta, buildModel, groupSegments, mergeTaskStates, nodeDisplayState, nodeMatches, nodeOfTask, taskDisplayState, visibleNodes } from './model';
+import { applyDelta, barSegments, buildModel, groupSegments, mergeTaskStates, nodeDisplayState, nodeMatches, nodeOfTask, taskDisplayState, visibleNodes } from './model';
 
 const zero: ApiCounts = { pending: 0, ready: 0, running: 0, completed: 0, failed: 0, upstream_failed: 0, skipped: 0, cancelled: 0 };
 const task = (id: string, status: ApiTaskNode['status'] = 'pending', queue = 'cpu', onWorker: boolean | null = null): ApiTaskNode => ({
@@ -65,6 +65,10 @@ describe('graph model', () => {
       { state: 'running', count: 3 },
       { state: 'completed', count: 5 },
     ]);
+  });
+
+  it('fills status bars with finished work first', () => {
+    expect(barSegments({ ...zero, pending: 1, running: 2, completed: 3, failed: 1 }, 1, true).map((s) => s.state)).toEqual(['completed', 'failed', 'on_worker', 'in_queue', 'pending']);
   });
 
   it('draws a group in its most telling state', () => {

@@ -73,6 +73,13 @@ export function groupSegments(counts: ApiCounts, onWorker: number, hasWorkers: b
   return out;
 }
 
+const BAR_ORDER: readonly DisplayState[] = ['completed', 'skipped', 'failed', 'upstream_failed', 'cancelled', 'on_worker', 'running', 'in_queue', 'ready', 'pending'];
+
+/** The segments of a status bar: finished work first (from the left), pending last. */
+export function barSegments(counts: ApiCounts, onWorker: number, hasWorkers: boolean): Array<{ state: DisplayState; count: number }> {
+  return groupSegments(counts, onWorker, hasWorkers).sort((a, b) => BAR_ORDER.indexOf(a.state) - BAR_ORDER.indexOf(b.state));
+}
+
 /** The state a node is drawn in: a task's own; a group's most telling one (failure first, then activity). */
 export function nodeDisplayState(node: ApiGraphNode, hasWorkers: boolean): DisplayState {
   if (node.kind === 'task') return taskDisplayState(node.status, node.on_worker, hasWorkers);

@@ -5,7 +5,7 @@
 import type { ApiGraphNode } from '../../api-types';
 import { DEFAULT_LAYOUT } from '../layout';
 import { STATE_STYLES, styleOf } from '../palette';
-import { groupSegments, nodeDisplayState, type GraphModel } from './model';
+import { barSegments, nodeDisplayState, type GraphModel } from './model';
 import type { Viewport } from './viewport';
 
 const W = DEFAULT_LAYOUT.nodeWidth;
@@ -101,7 +101,7 @@ export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): v
       ctx.fillRect(nx, ny, W, H);
       let sx = nx;
       const total = Math.max(1, node.size);
-      for (const seg of groupSegments(node.counts, node.on_worker, model.hasWorkers)) {
+      for (const seg of barSegments(node.counts, node.on_worker, model.hasWorkers)) {
         const w = (seg.count / total) * W;
         ctx.fillStyle = STATE_STYLES[seg.state].fill;
         ctx.fillRect(sx, ny + H - BAR_HEIGHT, w, BAR_HEIGHT);

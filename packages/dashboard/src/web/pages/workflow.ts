@@ -7,7 +7,7 @@ import type { ApiCounts, ApiDeltaEvent, ApiGraph, ApiTaskChange, ApiWorkflowDeta
 import { FetchError, getJson, workflowApi } from '../api';
 import { TaskDrawer } from '../drawer';
 import { duration, rateText } from '../format';
-import { applyDelta, buildModel, groupSegments, mergeTaskStates, nodeOfTask, TASKS_CLICK_THRESHOLD, visibleNodes, type GraphModel } from '../graph/model';
+import { applyDelta, barSegments, buildModel, groupSegments, mergeTaskStates, nodeOfTask, TASKS_CLICK_THRESHOLD, visibleNodes, type GraphModel } from '../graph/model';
 import { GraphView } from '../graph/view';
 import type { Viewport } from '../graph/viewport';
 import { GroupPanel } from '../group-panel';
@@ -29,7 +29,7 @@ function finished(counts: ApiCounts): number {
 /** The bar and counts of the header. */
 export function CountsBar(props: { counts: ApiCounts; width?: string }) {
   const all = Math.max(1, total(props.counts));
-  const segments = groupSegments(props.counts, 0, false);
+  const segments = barSegments(props.counts, 0, false);
   return html`<div class="bar" role="img" aria-label=${segments.map((s) => `${s.count} ${STATE_STYLES[s.state].label}`).join(', ') || 'no tasks'}>
     ${segments.map((s) => html`<span style=${`width:${(s.count / all) * 100}%;background:${STATE_STYLES[s.state].fill}`}></span>`)}
   </div>`;

@@ -1,0 +1,151 @@
+/**
+ * The dashboard in a real browser with 10 000-task workflows (a fan and a layered DAG) in an
+ * in-memory store: the rolled-up default view, every task on the canvas, a canvas click that opens
+ * the drawer, a status change that shows without a reload. Time budgets are bench figures; these
+ * tests allow ten times them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startDashboard, type ApiGraph, type Dashboard } from '@jobq/dashboard';
+import { MemoryWorkflowStore } from '@jobq/memory';
+import type { Browser, Page } from 'playwright-core';
+import { buildModel } from '../../../packages/dashboard/src/web/graph/model';
+import { chromiumOrSkip, guardedPage, launchChromium, paintedMs, screenshot, type PageGuard } from './browser';
+import { createWorkflow, fanDefinition, finishTasks, layeredDefinition } from './fixtures';
+
+const BUDGET = { defaultViewMs: 2_000, canvasMs: 2_000, panFramesMs: 1_000, statusChangeMs: 3_000 };
+const SLACK = 10;
+/** The fan has 10 002 tasks: over the 10 000 past which the `tasks` level waits for a click. */
+const FAN = 10_000;
+
+const chromiumPath = chromiumOrSkip();
+const maybe = chromiumPath ? describe : describe.skip;
+
+maybe('the dashboard with 10 000-task workflows in a browser', () => {
+  let store: MemoryWorkflowStore;
+  let dashboard: Dashboard;
+  let browser: Browser;
+  const guards: PageGuard[] = [];
+
+  beforeAll(async () => {
+    store = new MemoryWorkflowStore();
+    await createWorkflow(store, 'fan', fanDefinition(FAN));
+    await createWorkflow(store, 'layered', layeredDefinition(20, 500));
+    dashboard = await startDashboard({ store, port: 0, pollIntervalMs: 200 });
+    browser = await launchChromium(chromiumPath!);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await dashboard?.close();
+    // Every page of every test: nothing but 127.0.0.1, no CSP violation, no console error.
+    for (const g of guards) expect(g).toEqual({ external: [], cspViolations: [], consoleErrors: [] });
+  });
+
+  async function open(path: string): Promise<Page> {
+    const { page, guard } = await guardedPage(browser);
+    guards.push(guard);
+    await page.goto(new URL(path, dashboard.url).href);
+    return page;
+  }
+
+  /** Clicks the centre of a node drawn on the canvas, at a view the address sets (scale 1, node near the top left). */
+  async function openOnCanvas(workflow: string, level: string, task: string): Promise<Page> {
+    const graph = (await (await fetch(new URL(`/api/workflows/${workflow}/graph?level=${level}`, dashboard.url))).json()) as ApiGraph;
+    const model = buildModel(graph, false);
+    const i = model.index.get(task)!;
+    const x = model.layout.x[i]! - 100;
+    const y = model.layout.y[i]! - 100;
+    const page = await open(`/workflows/${workflow}?level=${level}&all=1&zoom=${x},${y},1`);
+    await paintedMs(page, 'canvas', BUDGET.canvasMs * SLACK);
+    const box = (await page.locator('.graph').boundingBox())!;
+    await page.mouse.click(box.x + 100 + 100, box.y + 100 + 20);
+    return page;
+  }
+
+  it('shows the 10 000-task fan rolled up by default, its names in the DOM', async () => {
+    const page = await open('/workflows/fan');
+    const ms = await paintedMs(page, 'svg', BUDGET.defaultViewMs * SLACK);
+    expect(ms).toBeLessThan(BUDGET.defaultViewMs * SLACK);
+    await expect(page.locator('.graph').getAttribute('data-mode')).resolves.toBe('svg');
+    const labels = await page.locator('.graph-svg .node').evaluateAll((nodes) => nodes.map((n) => n.textContent?.trim()));
+    expect(labels.length).toBeLessThan(10);
+    expect(labels.join(' ')).toContain('prep');
+    expect(labels.join(' ')).toContain(String(FAN));
+    await screenshot(page, 'dashboard-fan-rollup');
+    await page.close();
+  });
+
+  it('asks for a click before drawing all 10 002 tasks, then draws them on the canvas', async () => {
+    const page = await open('/workflows/fan?level=tasks');
+    const button = page.getByRole('button', { name: `show all ${FAN + 2} tasks` });
+    await button.waitFor();
+    await button.click();
+    const ms = await paintedMs(page, 'canvas', BUDGET.canvasMs * SLACK);
+    expect(ms).toBeGreaterThan(0);
+    await expect(page.locator('.graph').getAttribute('data-mode')).resolves.toBe('canvas');
+    // The canvas's nodes are in the DOM as text too.
+    await page.locator('.node-list button', { hasText: 'fan-09999' }).waitFor({ state: 'attached' });
+    // Ten pan frames.
+    const box = (await page.locator('.graph').boundingBox())!;
+    const started = Date.now();
+    await page.mouse.move(box.x + 400, box.y + 300);
+    await page.mouse.down();
+    for (let f = 1; f <= 10; f++) {
+      await page.mouse.move(box.x + 400 - f * 20, box.y + 300 - f * 30);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r(null))));
+    }
+    await page.mouse.up();
+    expect(Date.now() - started).toBeLessThan(BUDGET.panFramesMs * SLACK);
+    await screenshot(page, 'dashboard-fan-canvas');
+    await page.close();
+  });
+
+  it('opens the drawer of the task under a click on the canvas (and keeps it in the address)', async () => {
+    const page = await openOnCanvas('fan', 'tasks', 'fan-00042');
+    await expect(page.locator('.drawer .task-name').textContent()).resolves.toBe('fan-00042');
+    expect(new URL(page.url()).searchParams.get('task')).toBe('fan-00042');
+    await page.locator('.drawer dd', { hasText: 'gpu' }).waitFor();
+    await screenshot(page, 'dashboard-fan-drawer');
+    // A reload keeps the view: the level and the drawer.
+    await page.reload();
+    await expect(page.locator('.drawer .task-name').textContent()).resolves.toBe('fan-00042');
+    await page.close();
+  });
+
+  it('shows a status change without a reload, on the rollup and on the canvas', async () => {
+    const rollup = await open('/workflows/fan');
+    await paintedMs(rollup, 'svg', BUDGET.defaultViewMs * SLACK);
+    const prep = rollup.locator('.graph-svg .node', { hasText: 'prep' });
+    await expect(prep.getAttribute('aria-label')).resolves.toMatch(/prep: running/);
+    const canvas = await open('/workflows/layered?level=tasks');
+    await paintedMs(canvas, 'canvas', BUDGET.canvasMs * SLACK);
+    await canvas.locator('.node-list button', { hasText: 'l00-0007: running' }).waitFor({ state: 'attached' });
+
+    const changedAt = Date.now();
+    await finishTasks(store, 'fan', ['prep']);
+    await finishTasks(store, 'layered', ['l00-0007'], false);
+    await rollup.waitForFunction(() => /prep: completed/.test(document.querySelector('.graph-svg .node')?.getAttribute('aria-label') ?? ''), null, {
+      timeout: BUDGET.statusChangeMs * SLACK,
+    });
+    await canvas.locator('.node-list button', { hasText: 'l00-0007: failed' }).waitFor({ state: 'attached', timeout: BUDGET.statusChangeMs * SLACK });
+    expect(Date.now() - changedAt).toBeLessThan(BUDGET.statusChangeMs * SLACK);
+    await screenshot(rollup, 'dashboard-fan-live');
+    await screenshot(canvas, 'dashboard-layered-live');
+    await rollup.close();
+    await canvas.close();
+  });
+
+  it('shows the layered DAG by families and opens a canvas task', async () => {
+    const page = await open('/workflows/layered');
+    await paintedMs(page, 'svg', BUDGET.defaultViewMs * SLACK);
+    const count = await page.locator('.graph-svg .node').count();
+    expect(count).toBeGreaterThan(1);
+    expect(count).toBeLessThanOrEqual(2_000);
+    await screenshot(page, 'dashboard-layered-rollup');
+    await page.close();
+    const canvas = await openOnCanvas('layered', 'tasks', 'l10-0250');
+    await expect(canvas.locator('.drawer .task-name').textContent()).resolves.toBe('l10-0250');
+    await screenshot(canvas, 'dashboard-layered-drawer');
+    await canvas.close();
+  });
+});
