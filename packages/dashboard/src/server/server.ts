@@ -38,6 +38,8 @@ export interface Dashboard {
   url: string;
   host: string;
   port: number;
+  /** Open event streams, and workflows being polled for them. */
+  stats(): { streams: number; polled: number };
   /** Ends every event stream, stops polling and closes the server. */
   close(): Promise<void>;
 }
@@ -155,6 +157,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     url,
     host,
     port: boundPort,
+    stats: () => api.stats(),
     close(): Promise<void> {
       closed ??= (async () => {
         api.close();
