@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { DEFAULT_LAYOUT, HitGrid, layoutGraph } from './layout';
+import { DEFAULT_LAYOUT, HitGrid, layerRows, layoutGraph } from './layout';
 
 /** Edge crossings between adjacent layers (edges that span layers are left out). */
 function crossings(edges: Array<[number, number]>, layer: Int32Array, order: Int32Array): number {
@@ -95,17 +95,30 @@ describe('layoutGraph', () => {
     expect({ layers: l.layers, width: l.width, height: l.height }).toEqual({ layers: 0, width: 0, height: 0 });
   });
 
-  it('lays out a 10 000-task fan: one column of 10 000 under one parent', () => {
+  it('wraps the 10 000 of a fan into a block about as wide as tall, the source and sink mid-height', () => {
     const n = 10_000;
     const edges: Array<[number, number]> = [];
     for (let i = 1; i <= n; i++) edges.push([0, i], [i, n + 1]);
     const l = layoutGraph(n + 2, edges);
     expect(l.layers).toBe(3);
+    const rows = layerRows(n, DEFAULT_LAYOUT);
     const rowStep = DEFAULT_LAYOUT.nodeHeight + DEFAULT_LAYOUT.rowGap;
-    expect(l.height).toBe(n * rowStep - DEFAULT_LAYOUT.rowGap);
-    // Source and sink sit mid-height.
-    expect(l.y[0]).toBe(((n - 1) * rowStep) / 2);
+    const columns = Math.ceil(n / rows);
+    expect(l.height).toBe(rows * rowStep - DEFAULT_LAYOUT.rowGap);
+    const blockWidth = columns * (DEFAULT_LAYOUT.nodeWidth + DEFAULT_LAYOUT.columnGap);
+    expect(blockWidth / l.height).toBeGreaterThan(0.7);
+    expect(blockWidth / l.height).toBeLessThan(1.4);
+    expect(l.y[0]).toBe(((rows - 1) * rowStep) / 2);
     expect(l.y[n + 1]).toBe(l.y[0]);
+    // The sink sits right of the whole block.
+    expect(l.x[n + 1]).toBe(l.width - DEFAULT_LAYOUT.nodeWidth);
+    expect(Math.max(...Array.from(l.x.subarray(1, n + 1)))).toBeLessThan(l.x[n + 1]!);
+  });
+
+  it('keeps layers up to the wrap size in one column', () => {
+    expect(layerRows(200, DEFAULT_LAYOUT)).toBe(200);
+    expect(layerRows(201, DEFAULT_LAYOUT)).toBe(200);
+    expect(layerRows(0, DEFAULT_LAYOUT)).toBe(1);
   });
 
   it('never overlaps two nodes and keeps every edge pointing right (property)', () => {

@@ -18,9 +18,23 @@ export interface LayoutOptions {
   rowGap: number;
   /** Barycentre sweeps (alternating down and up). */
   sweeps: number;
+  /**
+   * A layer with more nodes than this is wrapped into several columns (about as wide as tall),
+   * so a fan of 10 000 is a block rather than a line half a million units long.
+   */
+  wrapAbove: number;
+  /** Horizontal space between the columns of a wrapped layer. */
+  columnGap: number;
 }
 
-export const DEFAULT_LAYOUT: LayoutOptions = { nodeWidth: 200, nodeHeight: 40, layerGap: 90, rowGap: 14, sweeps: 4 };
+export const DEFAULT_LAYOUT: LayoutOptions = { nodeWidth: 200, nodeHeight: 40, layerGap: 90, rowGap: 14, sweeps: 4, wrapAbove: 200, columnGap: 24 };
+
+/** Rows of a layer of `n` nodes: all of them up to `wrapAbove`, else a roughly square block. */
+export function layerRows(n: number, options: LayoutOptions): number {
+  if (n <= options.wrapAbove) return Math.max(1, n);
+  const rows = Math.ceil(Math.sqrt((n * (options.nodeWidth + options.columnGap)) / (options.nodeHeight + options.rowGap)));
+  return Math.max(options.wrapAbove, rows);
+}
 
 /** Where each node sits: index `i` is the i-th node of the input. */
 export interface Layout {
@@ -30,7 +44,7 @@ export interface Layout {
   y: Float64Array;
   /** The layer (0 = sources) of each node. */
   layer: Int32Array;
-  /** Position of each node within its layer, top to bottom. */
+  /** Position of each node within its layer (top to bottom, then the next column of a wrapped layer). */
   order: Int32Array;
   /** The number of layers. */
   layers: number;
@@ -89,19 +103,26 @@ export function layoutGraph(count: number, edges: ReadonlyArray<readonly [number
   }
 
   const rowStep = options.nodeHeight + options.rowGap;
-  const tallest = rows.reduce((m, r) => Math.max(m, r.length), 0);
+  const columnStep = options.nodeWidth + options.columnGap;
+  const rowsOf = rows.map((r) => layerRows(r.length, options));
+  const tallest = rowsOf.reduce((m, r) => Math.max(m, r), 0);
   const x = new Float64Array(count);
   const y = new Float64Array(count);
+  let left = 0;
   for (let l = 0; l < layers; l++) {
     const row = rows[l]!;
-    // Each layer is centred on the tallest one.
-    const offset = ((tallest - row.length) * rowStep) / 2;
+    const perColumn = rowsOf[l]!;
+    const columns = Math.ceil(row.length / perColumn);
     for (let k = 0; k < row.length; k++) {
-      x[row[k]!] = l * (options.nodeWidth + options.layerGap);
-      y[row[k]!] = offset + k * rowStep;
+      const column = Math.floor(k / perColumn);
+      const inColumn = column === columns - 1 ? row.length - column * perColumn : perColumn;
+      // Each column is centred on the tallest layer.
+      x[row[k]!] = left + column * columnStep;
+      y[row[k]!] = ((tallest - inColumn) * rowStep) / 2 + (k - column * perColumn) * rowStep;
     }
+    left += (columns - 1) * columnStep + options.nodeWidth + options.layerGap;
   }
-  const width = layers === 0 ? 0 : layers * options.nodeWidth + (layers - 1) * options.layerGap;
+  const width = layers === 0 ? 0 : left - options.layerGap;
   const height = tallest === 0 ? 0 : tallest * rowStep - options.rowGap;
   return { x, y, layer, order, layers, width, height };
 }

@@ -76,7 +76,8 @@ export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): v
       ctx.lineTo(x2, y2);
     }
   }
-  ctx.strokeStyle = '#9a9a9a';
+  // Zoomed out, thousands of edges would hide the nodes: they fade.
+  ctx.strokeStyle = curved ? '#9a9a9a' : 'rgba(110, 110, 110, 0.15)';
   ctx.lineWidth = 1 / view.k;
   ctx.stroke();
 

@@ -144,7 +144,8 @@ export function GraphView(props: GraphViewProps) {
   // A new graph (level change) fits again unless the address gave a view.
   const fittedFor = useRef<GraphModel | null>(null);
   if (size.width > 0 && fittedFor.current !== model) {
-    if (fittedFor.current !== null || view.current === null) view.current = fitView(model.layout.width, model.layout.height, size.width, size.height);
+    // SVG starts readable (labels at half size or more); the canvas shows as much as it can.
+    if (fittedFor.current !== null || view.current === null) view.current = fitView(model.layout.width, model.layout.height, size.width, size.height, 24, useCanvas ? 0.02 : 0.5);
     fittedFor.current = model;
   }
 

@@ -8,12 +8,16 @@ describe('viewport', () => {
     expect(toLayout(v, 500, 300)).toEqual({ x: 100, y: 20 });
   });
 
-  it('shrinks a wide layout to the width and a very tall one from its top', () => {
+  it('shrinks a wide layout to the width, and shows one too big at the smallest scale from its start', () => {
     const wide = fitView(10_000, 100, 1000, 600, 0);
     expect(wide.k).toBeCloseTo(0.1);
     const tall = fitView(800, 540_000, 1000, 600, 20, 0.02);
     expect(tall.k).toBe(0.02);
     expect(toLayout(tall, 0, 20).y).toBeCloseTo(0);
+    expect(toLayout(tall, 500, 0).x).toBeCloseTo(400);
+    const chain = fitView(5_800, 40, 1000, 600, 20, 0.5);
+    expect(chain.k).toBe(0.5);
+    expect(toLayout(chain, 20, 300)).toEqual({ x: 0, y: 20 });
   });
 
   it('zooms about the pointer and pans by screen pixels', () => {

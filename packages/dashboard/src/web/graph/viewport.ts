@@ -17,14 +17,13 @@ function clampScale(k: number): number {
 
 /**
  * The view that shows the whole layout in a `width`×`height` screen box (with `pad` pixels on
- * each side), never zoomed in past 1; a layout taller than `minScale` allows is shown from its top.
+ * each side), never zoomed in past 1 nor out past `minScale`; along an axis where the layout then
+ * does not fit, it is shown from its start (left, top), else centred.
  */
-export function fitView(layoutWidth: number, layoutHeight: number, width: number, height: number, pad = 24, minScale = 0.02): Viewport {
+export function fitView(layoutWidth: number, layoutHeight: number, width: number, height: number, pad = 24, minScale = MIN_SCALE): Viewport {
   const k = clampScale(Math.max(minScale, Math.min(1, (width - 2 * pad) / Math.max(1, layoutWidth), (height - 2 * pad) / Math.max(1, layoutHeight))));
-  const x = -(width / k - layoutWidth) / 2;
-  const fitsHeight = layoutHeight * k <= height - 2 * pad;
-  const y = fitsHeight ? -(height / k - layoutHeight) / 2 : -pad / k;
-  return { x, y, k };
+  const place = (layout: number, screen: number): number => (layout * k <= screen - 2 * pad ? -(screen / k - layout) / 2 : -pad / k);
+  return { x: place(layoutWidth, width), y: place(layoutHeight, height), k };
 }
 
 /** Zooms by `factor` keeping the layout point under the screen point (`sx`, `sy`) in place. */
