@@ -75,6 +75,42 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await page.close();
   });
 
+  it('lists the tasks of a group node on a click (virtualized) and opens one', async () => {
+    const page = await open('/workflows/fan');
+    await paintedMs(page, 'svg', BUDGET.defaultViewMs * SLACK);
+    await page.locator('.graph-svg .node-group').first().click();
+    const list = page.locator('.group-panel .vlist li');
+    await list.first().waitFor();
+    // A window of the 10 000, not all of them.
+    expect(await list.count()).toBeLessThan(100);
+    await page.locator('.group-panel .vlist').evaluate((el) => (el.scrollTop = 28 * 5000));
+    await page.locator('.group-panel button', { hasText: 'fan-05003' }).click();
+    await expect(page.locator('.drawer .task-name').textContent()).resolves.toBe('fan-05003');
+    await screenshot(page, 'dashboard-fan-group');
+    await page.close();
+  });
+
+  it('renders the list, the workers page and "not found" pages', async () => {
+    const list = await open('/');
+    await list.locator('.wf-table a', { hasText: 'fan-out' }).waitFor();
+    await expect(list.locator('.wf-table').textContent()).resolves.toContain('layered');
+    await screenshot(list, 'dashboard-list');
+    await list.locator('.wf-table a', { hasText: 'layered' }).click();
+    await list.waitForURL(/\/workflows\/layered$/);
+    await paintedMs(list, 'svg', BUDGET.defaultViewMs * SLACK);
+    await list.close();
+    const workers = await open('/workers');
+    await workers.locator('.workers-page h1').waitFor();
+    await workers.close();
+    // The one console error here is the API's 404, which the page turns into "not found".
+    const { page, guard } = await guardedPage(browser);
+    await page.goto(new URL('/workflows/no-such-workflow', dashboard.url).href);
+    await page.locator('.not-found h1', { hasText: 'not found' }).waitFor();
+    await expect(page.locator('.not-found').textContent()).resolves.toContain('workflow no-such-workflow does not exist');
+    expect(guard).toEqual({ external: [], cspViolations: [], consoleErrors: [expect.stringMatching(/404/)] });
+    await page.close();
+  });
+
   it('asks for a click before drawing all 10 002 tasks, then draws them on the canvas', async () => {
     const page = await open('/workflows/fan?level=tasks');
     const button = page.getByRole('button', { name: `show all ${FAN + 2} tasks` });
