@@ -3,9 +3,8 @@
  * (`JOBQ_CHROMIUM`, else `chromium` on PATH). Without one the tests print a skip line; with
  * `JOBQ_REQUIRE_BROWSER=1` (set by `.ci/run` once chromium is installed) a missing browser fails.
  */
-import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { REPO } from '../cli';
 
@@ -29,7 +28,7 @@ export const CHROMIUM_ARGS = [
 function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
-    return true;
+    return statSync(path).isFile();
   } catch {
     return false;
   }
@@ -40,11 +39,8 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env): string | nul
   const configured = env.JOBQ_CHROMIUM;
   if (configured) return executable(configured) ? configured : null;
   for (const name of ['chromium', 'chromium-browser']) {
-    try {
-      const path = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env }).trim();
-      if (path && executable(path)) return path;
-    } catch {
-      // not on PATH
+    for (const dir of (env.PATH ?? '').split(delimiter)) {
+      if (dir && executable(join(dir, name))) return join(dir, name);
     }
   }
   return null;
