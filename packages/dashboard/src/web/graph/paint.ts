@@ -46,7 +46,15 @@ export interface PaintInput {
   selected: number;
 }
 
-export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): void {
+/** Zoomed out (no labels), more edges than this in view are not drawn: they would only hide the nodes. */
+export const EDGE_LIMIT_ZOOMED_OUT = 2_000;
+
+/** What a paint left out, for the page to say. */
+export interface PaintResult {
+  edgesHidden: boolean;
+}
+
+export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): PaintResult {
   const { model, visible, view, width, height, dpr, selected } = input;
   const { x, y } = model.layout;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
@@ -57,58 +65,88 @@ export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): v
   const top = view.y;
   const right = view.x + width / view.k;
   const bottom = view.y + height / view.k;
+  const labels = view.k >= LABEL_MIN_SCALE;
 
-  // Edges: one path, straight lines when zoomed out.
-  ctx.beginPath();
-  const curved = view.k >= LABEL_MIN_SCALE;
-  for (const [a, b] of model.edges) {
+  // Edges in view: one path, curves when zoomed in, straight (and only a few) when zoomed out.
+  const inView: number[] = [];
+  for (let e = 0; e < model.edges.length; e++) {
+    const [a, b] = model.edges[e]!;
     if (!visible[a] || !visible[b]) continue;
     const x1 = x[a]! + W;
-    const y1 = y[a]! + H / 2;
     const x2 = x[b]!;
+    const y1 = y[a]! + H / 2;
     const y2 = y[b]! + H / 2;
     if (Math.max(x1, x2) < left || Math.min(x1, x2) > right || Math.max(y1, y2) < top || Math.min(y1, y2) > bottom) continue;
-    ctx.moveTo(x1, y1);
-    if (curved) {
-      const dx = Math.max(20, (x2 - x1) / 2);
-      ctx.bezierCurveTo(x1 + dx, y1, x2 - dx, y2, x2, y2);
-    } else {
-      ctx.lineTo(x2, y2);
+    inView.push(e);
+  }
+  const edgesHidden = !labels && inView.length > EDGE_LIMIT_ZOOMED_OUT;
+  if (!edgesHidden) {
+    ctx.beginPath();
+    for (const e of inView) {
+      const [a, b] = model.edges[e]!;
+      const x1 = x[a]! + W;
+      const y1 = y[a]! + H / 2;
+      const x2 = x[b]!;
+      const y2 = y[b]! + H / 2;
+      ctx.moveTo(x1, y1);
+      if (labels) {
+        const dx = Math.max(20, (x2 - x1) / 2);
+        ctx.bezierCurveTo(x1 + dx, y1, x2 - dx, y2, x2, y2);
+      } else {
+        ctx.lineTo(x2, y2);
+      }
     }
+    ctx.strokeStyle = labels ? '#9a9a9a' : 'rgba(110, 110, 110, 0.35)';
+    ctx.lineWidth = 1 / view.k;
+    ctx.stroke();
   }
-  // Zoomed out, thousands of edges would hide the nodes: they fade.
-  ctx.strokeStyle = curved ? '#9a9a9a' : 'rgba(110, 110, 110, 0.15)';
-  ctx.lineWidth = 1 / view.k;
-  ctx.stroke();
 
-  const labels = view.k >= LABEL_MIN_SCALE;
-  if (labels) {
-    ctx.font = FONT;
-    ctx.textBaseline = 'middle';
-  }
+  // Nodes: one path per fill colour (a few fills for 10 000 rectangles), then outlines and labels.
   const nodes = model.graph.nodes;
+  const shown: number[] = [];
+  const byFill = new Map<string, number[]>();
+  const bars: Array<{ i: number; fill: string; x: number; w: number }> = [];
   for (let i = 0; i < nodes.length; i++) {
     if (!visible[i]) continue;
     const nx = x[i]!;
     const ny = y[i]!;
     if (nx > right || nx + W < left || ny > bottom || ny + H < top) continue;
+    shown.push(i);
     const node = nodes[i]!;
-    const style = styleOf(nodeDisplayState(node, model.hasWorkers));
-    if (node.kind === 'task') {
-      ctx.fillStyle = style.fill;
-      ctx.fillRect(nx, ny, W, H);
-    } else {
-      ctx.fillStyle = '#ffffff';
-      ctx.fillRect(nx, ny, W, H);
+    const fill = node.kind === 'task' ? styleOf(nodeDisplayState(node, model.hasWorkers)).fill : '#ffffff';
+    const list = byFill.get(fill);
+    if (list) list.push(i);
+    else byFill.set(fill, [i]);
+    if (node.kind === 'group') {
       let sx = nx;
       const total = Math.max(1, node.size);
       for (const seg of barSegments(node.counts, node.on_worker, model.hasWorkers)) {
         const w = (seg.count / total) * W;
-        ctx.fillStyle = STATE_STYLES[seg.state].fill;
-        ctx.fillRect(sx, ny + H - BAR_HEIGHT, w, BAR_HEIGHT);
+        bars.push({ i, fill: STATE_STYLES[seg.state].fill, x: sx, w });
         sx += w;
       }
-      ctx.strokeStyle = style.fill;
+    }
+  }
+  for (const [fill, list] of byFill) {
+    ctx.beginPath();
+    for (const i of list) ctx.rect(x[i]!, y[i]!, W, H);
+    ctx.fillStyle = fill;
+    ctx.fill();
+  }
+  for (const bar of bars) {
+    ctx.fillStyle = bar.fill;
+    ctx.fillRect(bar.x, y[bar.i]! + H - BAR_HEIGHT, bar.w, BAR_HEIGHT);
+  }
+  if (labels) {
+    ctx.font = FONT;
+    ctx.textBaseline = 'middle';
+  }
+  for (const i of shown) {
+    const node = nodes[i]!;
+    const nx = x[i]!;
+    const ny = y[i]!;
+    if (node.kind === 'group') {
+      ctx.strokeStyle = styleOf(nodeDisplayState(node, model.hasWorkers)).fill;
       ctx.lineWidth = 2;
       ctx.strokeRect(nx + 1, ny + 1, W - 2, H - 2);
     }
@@ -118,9 +156,11 @@ export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): v
       ctx.strokeRect(nx - 3, ny - 3, W + 6, H + 6);
     }
     if (labels) {
+      const style = styleOf(nodeDisplayState(node, model.hasWorkers));
       const text = nodeText(node, model.hasWorkers);
       ctx.fillStyle = node.kind === 'task' ? style.ink : '#1a1a1a';
       ctx.fillText(`${text.icon} ${text.label}`, nx + 8, node.kind === 'task' ? ny + H / 2 : ny + (H - BAR_HEIGHT) / 2 + 1, W - 14);
     }
   }
+  return { edgesHidden };
 }

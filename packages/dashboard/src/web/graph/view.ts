@@ -100,22 +100,62 @@ function SvgGraph(props: GraphViewProps & { view: Viewport; gRef: { current: SVG
   </svg>`;
 }
 
-/** The names of the nodes the canvas draws, as buttons (rendered after the first paint). */
-function NodeList(props: { model: GraphModel; visible: Uint8Array; onSelect(node: number): void }) {
-  const [ready, setReady] = useState(false);
-  useEffect(() => {
-    const t = setTimeout(() => setReady(true), 50);
-    return () => clearTimeout(t);
-  }, []);
-  if (!ready) return null;
-  const items = [];
-  const nodes = props.model.graph.nodes;
-  for (let i = 0; i < nodes.length; i++) {
-    if (!props.visible[i]) continue;
-    const node = nodes[i]!;
-    items.push(html`<li key=${node.id}><button type="button" data-node=${i} onClick=${() => props.onSelect(i)}>${describe(node, props.model.hasWorkers)}</button></li>`);
+/** Nodes per chunk of the canvas's node list. */
+const LIST_CHUNK = 250;
+
+interface ListChunkProps {
+  model: GraphModel;
+  visible: Uint8Array;
+  start: number;
+  end: number;
+  onSelect: (node: number) => void;
+}
+
+/** A slice of the node list, redrawn only when one of its nodes changed (live updates replace node objects). */
+class ListChunk extends Component<ListChunkProps> {
+  override shouldComponentUpdate(next: ListChunkProps): boolean {
+    const p = this.props;
+    if (p.model !== next.model || p.start !== next.start || p.end !== next.end) return true;
+    for (let i = next.start; i < next.end; i++) {
+      if (p.visible[i] !== next.visible[i] || p.model.graph.nodes[i] !== this.seen[i - next.start]) return true;
+    }
+    return false;
   }
-  return html`<ul class="sr-only node-list" aria-label="nodes of the graph">${items}</ul>`;
+
+  private seen: unknown[] = [];
+
+  override render() {
+    const { model, visible, start, end, onSelect } = this.props;
+    const nodes = model.graph.nodes;
+    this.seen = nodes.slice(start, end);
+    const items = [];
+    for (let i = start; i < end; i++) {
+      if (!visible[i]) continue;
+      const node = nodes[i]!;
+      items.push(html`<li key=${node.id}><button type="button" data-node=${i} onClick=${() => onSelect(i)}>${describe(node, model.hasWorkers)}</button></li>`);
+    }
+    return html`<li class="chunk"><ul>${items}</ul></li>`;
+  }
+}
+
+/**
+ * The names of the nodes the canvas draws, as buttons: built a few chunks per task after the first
+ * paint (10 000 buttons at once would hold the page for a second), and laid out lazily.
+ */
+function NodeList(props: { model: GraphModel; visible: Uint8Array; onSelect: (node: number) => void }) {
+  const total = Math.ceil(props.model.graph.nodes.length / LIST_CHUNK);
+  const [shown, setShown] = useState(0);
+  useEffect(() => {
+    if (shown >= total) return;
+    const t = setTimeout(() => setShown((n) => Math.min(total, n + 4)), shown === 0 ? 50 : 0);
+    return () => clearTimeout(t);
+  }, [shown, total]);
+  const chunks = [];
+  for (let c = 0; c < shown; c++) {
+    const start = c * LIST_CHUNK;
+    chunks.push(html`<${ListChunk} key=${c} model=${props.model} visible=${props.visible} start=${start} end=${Math.min(props.model.graph.nodes.length, start + LIST_CHUNK)} onSelect=${props.onSelect} />`);
+  }
+  return html`<ul class="sr-only node-list" aria-label="nodes of the graph" aria-busy=${shown < total}>${chunks}</ul>`;
 }
 
 export function GraphView(props: GraphViewProps) {
@@ -128,6 +168,7 @@ export function GraphView(props: GraphViewProps) {
   const view = useRef<Viewport | null>(props.initialView);
   const [, rerender] = useState(0);
   const frame = useRef(0);
+  const note = useRef<HTMLSpanElement>(null);
   const settle = useRef<ReturnType<typeof setTimeout> | null>(null);
   const grid = useMemo(() => (useCanvas ? new HitGrid(model.layout, DEFAULT_LAYOUT) : null), [model, useCanvas]);
 
@@ -162,7 +203,8 @@ export function GraphView(props: GraphViewProps) {
         c.width = Math.round(size.width * dpr);
         c.height = Math.round(size.height * dpr);
       }
-      paintCanvas(ctx, { model, visible, view: v, width: size.width, height: size.height, dpr, selected });
+      const result = paintCanvas(ctx, { model, visible, view: v, width: size.width, height: size.height, dpr, selected });
+      if (note.current) note.current.textContent = result.edgesHidden ? 'edges hidden at this zoom: zoom in to see them' : '';
     } else {
       gRef.current?.setAttribute('transform', `matrix(${v.k},0,0,${v.k},${-v.x * v.k},${-v.y * v.k})`);
     }
@@ -266,11 +308,12 @@ export function GraphView(props: GraphViewProps) {
       <button type="button" onClick=${zoomButton(0.8)} aria-label="zoom out">−</button>
       <button type="button" onClick=${fit}>fit</button>
       <span class="graph-mode">${useCanvas ? `canvas, ${visibleCount} nodes` : `${visibleCount} nodes`}</span>
+      <span class="graph-mode" ref=${note} aria-live="polite"></span>
     </div>
     <div class=${`graph ${useCanvas ? 'graph-canvas' : ''}`} ref=${box} data-version=${version} data-mode=${useCanvas ? 'canvas' : 'svg'}
       onPointerDown=${onPointerDown} onPointerMove=${onPointerMove} onPointerUp=${onPointerUp} onKeyDown=${onKeyDown}>
       ${v && size.width > 0 ? (useCanvas ? html`<canvas ref=${canvas} style=${`width:${size.width}px;height:${size.height}px`} aria-hidden="true"></canvas>` : html`<${SvgGraph} ...${props} view=${v} gRef=${gRef} />`) : null}
     </div>
-    ${useCanvas ? html`<${NodeList} key=${model.graph.level} model=${model} visible=${visible} onSelect=${props.onSelect} version=${version} />` : null}
+    ${useCanvas ? html`<${NodeList} key=${model.graph.level} model=${model} visible=${visible} onSelect=${props.onSelect} />` : null}
   </div>`;
 }

@@ -100,7 +100,9 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
     setGraphError(null);
     getJson<ApiGraph>(workflowApi(id, 'graph', { level: view.level }), abort.signal).then(
       (graph) => {
+        performance.mark('jobq:graph:fetched');
         setModel(buildModel(graph, hasWorkers));
+        performance.mark('jobq:graph:laid-out');
         setOpenGroup(null);
       },
       (err: unknown) => {
