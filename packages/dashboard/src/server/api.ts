@@ -734,10 +734,11 @@ export class Api {
           write('error', null, { message: `the runtime of workflow "${workflowId}" is gone`, retry_in_ms: watch.nextDelayMs() } satisfies ApiStreamError);
           return;
         }
-        if (result.replaced || rt !== lastRuntime) {
+        // With heartbeats, a task can move from its queue onto a worker while the runtime stays put.
+        if (result.replaced || rt !== lastRuntime || this.workersCache !== null) {
           const replaced = result.replaced;
           if (replaced) lastGroups = new Map();
-          const delta = await build(rt, result.state.token, replaced ? null : result.changed);
+          const delta = await build(rt, result.state.token, replaced ? null : rt === lastRuntime ? [] : result.changed);
           lastRuntime = rt;
           if (replaced || delta.tasks.length > 0 || delta.groups.length > 0) {
             write(replaced ? 'snapshot' : 'delta', result.state.token, delta);
