@@ -22,7 +22,7 @@ import {
   type WorkflowRuntime,
   type WorkflowStatus,
 } from '@jobq/dag-core';
-import { isJobqError, workerState, type Clock, type WorkerRecord, type WorkflowSummary } from '@jobq/ports';
+import { isJobqError, workerState, type Clock, type TaskQueue, type WorkerRecord, type WorkflowSummary } from '@jobq/ports';
 import type {
   ApiAttempt,
   ApiCounts,
@@ -545,9 +545,21 @@ export class Api {
     let cached = this.explains.get(workflowId);
     if (!cached) {
       if (this.explains.size > 50) this.explains.clear();
-      const queues = this.options.queues ?? undefined;
+      const open = this.options.queues ?? undefined;
       cached = new Cached(this.clock, this.intervalMs, async () => {
-        const report = await client.explain(workflowId, queues ? { peekQueues: queues } : {});
+        // explain peeks the queues of the workflow's tasks: open them first (a queue that cannot be opened is not peeked).
+        const queues = new Map<string, TaskQueue>();
+        const runtime = (await this.watch(workflowId).current()).runtime;
+        if (open && runtime) {
+          const specs = [...new Set(runtime.definition.tasks.map((t) => taskQueue(runtime.definition, t)))];
+          await Promise.all(
+            specs.map(async (spec) => {
+              const queue = await Promise.resolve(open(spec)).catch(() => undefined);
+              if (queue) queues.set(spec, queue);
+            }),
+          );
+        }
+        const report = await client.explain(workflowId, open ? { peekQueues: (spec) => queues.get(spec) } : {});
         return new Map(report.tasks.map((t) => [t.name, t.reasons]));
       });
       this.explains.set(workflowId, cached);
@@ -722,10 +734,11 @@ export class Api {
           write('error', null, { message: `the runtime of workflow "${workflowId}" is gone`, retry_in_ms: watch.nextDelayMs() } satisfies ApiStreamError);
           return;
         }
-        if (result.replaced || rt !== lastRuntime) {
+        // With heartbeats, a task can move from its queue onto a worker while the runtime stays put.
+        if (result.replaced || rt !== lastRuntime || this.workersCache !== null) {
           const replaced = result.replaced;
           if (replaced) lastGroups = new Map();
-          const delta = await build(rt, result.state.token, replaced ? null : result.changed);
+          const delta = await build(rt, result.state.token, replaced ? null : rt === lastRuntime ? [] : result.changed);
           lastRuntime = rt;
           if (replaced || delta.tasks.length > 0 || delta.groups.length > 0) {
             write(replaced ? 'snapshot' : 'delta', result.state.token, delta);

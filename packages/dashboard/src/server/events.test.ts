@@ -94,6 +94,45 @@ describe('live updates (server-sent events)', () => {
     expect(loads()).toBe(after);
   });
 
+  it('a read a route makes between polls reaches the streams too', async () => {
+    await get(`${dashboard.url}api/workflows/fan`); // read at t0
+    await f.clock.advance(1_500);
+    const stream = await open('workflow=fan'); // uses that read; polls at t0 + 3.5 s
+    await stream.waitFor(1);
+    await until(() => dashboard.stats().streams === 1);
+    await f.finish('fan', 'root', {});
+    await f.clock.advance(1_000);
+    const base = loads();
+    await get(`${dashboard.url}api/workflows/fan/graph`); // t0 + 2.5 s: the read is too old, a new one
+    expect(loads()).toBe(base + 1);
+    const delta = (await stream.waitFor(2)).data as ApiDeltaEvent;
+    expect(delta.tasks[0]).toMatchObject({ name: 'root', status: 'completed' });
+    await f.clock.advance(1_000); // the poll at t0 + 3.5 s finds nothing new: no event
+    await f.finish('fan', 'leaf-002', {});
+    await f.clock.advance(2_000);
+    expect(((await stream.waitFor(3)).data as ApiDeltaEvent).tasks.map((t) => t.name)).toEqual(['leaf-002']);
+    expect(stream.events).toHaveLength(3);
+  });
+
+  it('tells when a running task moves from its queue onto a worker (heartbeats), the runtime unchanged', async () => {
+    const stream = await open('workflow=fan');
+    expect(((await stream.waitFor(1)).data as ApiDeltaEvent).tasks).toEqual([{ name: 'root', status: 'running', attempt_no: 1, on_worker: false, error: null }]);
+    await f.workers.beat({
+      workerId: 'h-1-a',
+      host: 'h',
+      pid: 1,
+      version: '0',
+      intervalInMs: 30_000,
+      stopping: false,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      queues: [],
+      running: [{ id: 'fan/root/1', since: '2026-01-01T00:00:00.000Z' }],
+      runningMore: 0,
+    });
+    await f.clock.advance(2_000);
+    expect(((await stream.waitFor(2)).data as ApiDeltaEvent).tasks).toEqual([{ name: 'root', status: 'running', attempt_no: 1, on_worker: true, error: null }]);
+  });
+
   it('answers a reconnect at the current token with an empty delta instead of a snapshot', async () => {
     const first = await open('workflow=fan');
     const snapshot = await first.waitFor(1);

@@ -14,8 +14,8 @@ export interface DashboardOptions {
   outputs?: OutputStore | null;
   /** Worker heartbeats; without it the workers page and the on-worker split hide. */
   workers?: WorkerRegistry | null;
-  /** The queue of a queue spec, for the explain reasons that peek queues. */
-  queues?: ((queueSpec: string) => TaskQueue | undefined) | null;
+  /** The queue of a queue spec (opened on demand), for the explain reasons that peek queues. */
+  queues?: ((queueSpec: string) => TaskQueue | Promise<TaskQueue> | undefined) | null;
   /** For `explain` reasons; without it the drawer shows none. */
   client?: WorkflowClient | null;
   /** A loopback name or address (default 127.0.0.1); any other is refused. */

@@ -108,7 +108,14 @@ export class RuntimeWatch {
     const state: RuntimeState = previous !== null && !replaced && previous.token === token ? { ...previous, readAt: now } : { runtime, token, readAt: now };
     this.state = state;
     if (runtime !== null) this.rate.add(now, doneCount(runtime));
-    return { state, changed, replaced };
+    const result = { state, changed, replaced };
+    // Every read goes to the streams, also one a route made between polls: none misses a change.
+    this.emit(result);
+    return result;
+  }
+
+  private emit(result: PollResult | Error): void {
+    for (const listener of [...this.listeners]) listener(result);
   }
 
   /** Number of event streams watching. */
@@ -142,17 +149,14 @@ export class RuntimeWatch {
       while (!controller.signal.aborted) {
         await this.clock.sleep(this.nextDelayMs(), controller.signal);
         if (controller.signal.aborted) return;
-        let result: PollResult | Error;
+        // A finished workflow is polled too: a retry or re-run request brings it back.
         try {
-          result = await this.poll();
+          await this.poll();
           this.failures = 0;
         } catch (error) {
           this.failures++;
-          result = error instanceof Error ? error : new Error(String(error));
+          if (!controller.signal.aborted) this.emit(error instanceof Error ? error : new Error(String(error)));
         }
-        if (controller.signal.aborted) return;
-        // A finished workflow is polled too: a retry or re-run request brings it back.
-        for (const listener of [...this.listeners]) listener(result);
       }
     };
     void run();
