@@ -136,6 +136,23 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await page.close();
   });
 
+  it('filters by name, state and queue from the address: few enough nodes go back to SVG', async () => {
+    const page = await open('/workflows/fan?level=tasks&all=1&name=fan-0004');
+    await paintedMs(page, 'svg', BUDGET.defaultViewMs * SLACK);
+    const names = await page.locator('.graph-svg .node text').allTextContents();
+    expect(names.map((n) => n.replace(/^\S+ /, '')).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `fan-0004${i}`));
+    await expect(page.locator('input[type=search]').inputValue()).resolves.toBe('fan-0004');
+    await page.close();
+    const running = await open('/workflows/fan?level=tasks&all=1&status=running&queue=cpu');
+    await paintedMs(running, 'svg', BUDGET.defaultViewMs * SLACK);
+    await expect(running.locator('.graph-svg .node').allTextContents()).resolves.toEqual([expect.stringContaining('prep')]);
+    // Typing in the name box filters after a pause and lands in the address.
+    await running.locator('input[type=search]').fill('join');
+    await running.waitForURL(/name=join/);
+    await expect(running.locator('.graph-mode').first().textContent()).resolves.toBe('0 nodes');
+    await running.close();
+  });
+
   it('opens the drawer of the task under a click on the canvas (and keeps it in the address)', async () => {
     const page = await openOnCanvas('fan', 'tasks', 'fan-00042');
     await expect(page.locator('.drawer .task-name').textContent()).resolves.toBe('fan-00042');

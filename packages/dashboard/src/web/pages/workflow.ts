@@ -231,7 +231,7 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
     ${needsClick
       ? html`<div class="click-through"><p>${detail.total} tasks: drawing every one of them takes a moment.</p><button type="button" onClick=${() => setView({ all: true }, false)}>show all ${detail.total} tasks</button></div>`
       : model && shown
-        ? html`<${GraphView} key=${model.graph.level} model=${model} visible=${shown.visible} visibleCount=${shown.count} version=${version} selected=${selected}
+        ? html`${shown.count === 0 ? html`<p class="banner banner-warn" role="status">No node matches the filters.</p>` : null}<${GraphView} key=${model.graph.level} model=${model} visible=${shown.visible} visibleCount=${shown.count} version=${version} selected=${selected}
             initialView=${view.zoom} onSelect=${onSelect} onViewChange=${onViewChange} />`
         : html`<p class="muted">loading the graph…</p>`}
     ${group && group.kind === 'group'
