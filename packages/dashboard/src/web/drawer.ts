@@ -5,7 +5,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiAttempt, ApiTaskDetail } from '../api-types';
 import { FetchError, getJson, getText } from './api';
-import { bytesText, timeText } from './format';
+import { bytesText, shellQuote, timeText } from './format';
 import { html } from './html';
 import { styleOf } from './palette';
 import { taskDisplayState } from './graph/model';
@@ -172,7 +172,9 @@ export function TaskDrawer(props: TaskDrawerProps) {
             ${d.output === null || d.output === undefined ? html`<p class="muted">none</p>` : html`<pre class="output">${valueText(d.output)}</pre>`}
             ${d.output_url ? html`<p><a href=${d.output_url} target="_blank" rel="noopener">raw output JSON</a></p>` : null}
             ${d.stash.length > 0
-              ? html`<ul class="stash">${d.stash.map((s) => html`<li><a href=${d.output_url ?? '#'} title=${s.blob}>${s.filename}</a> <span class="muted">${bytesText(s.size)}</span></li>`)}</ul>`
+              ? html`<p>stashed files:</p>
+                  <ul class="stash">${d.stash.map((s) => html`<li><code title=${s.blob}>${s.filename}</code> <span class="muted">${bytesText(s.size)}</span></li>`)}</ul>
+                  <${CopyLine} label="files" line=${`jobq workflow outputs ${shellQuote(d.workflow_id)} ${shellQuote(d.name)} --files ./${shellQuote(d.name.replace(/[^A-Za-z0-9._-]+/g, '_'))}`} />`
               : null}
           <//>
           <${Section} title=${`attempts (${d.attempts.length})`}>

@@ -39,7 +39,7 @@ export function GroupPanel(props: GroupPanelProps) {
     const style = styleOf(known ? taskDisplayState(known.status, known.on_worker, props.hasWorkers) : 'pending');
     rows.push(
       html`<li key=${name} style=${`top:${i * ROW_HEIGHT}px`}>
-        <button type="button" class="link" onClick=${() => props.onPick(name)}><span class="icon" style=${`color:${style.fill === '#ffffff' ? '#000' : style.fill}`} aria-label=${style.label}>${style.icon}</span> ${name}</button>
+        <button type="button" class="link" onClick=${() => props.onPick(name)}><span class="state-icon" style=${`background:${style.fill};color:${style.ink}`} aria-label=${style.label}>${style.icon}</span> ${name}</button>
       </li>`,
     );
   }
