@@ -188,6 +188,27 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await canvas.close();
   });
 
+  it('polls every 5 s once the event stream failed to reconnect twice, and still shows changes', async () => {
+    // Its own guard: the refused streams are console errors here by design.
+    const { page, guard } = await guardedPage(browser);
+    let streams = 0;
+    await page.route('**/api/events*', async (route) => {
+      streams++;
+      await route.abort('connectionrefused');
+    });
+    await page.goto(new URL('/workflows/layered?level=layers', dashboard.url).href);
+    await page.locator('.live-polling').waitFor({ timeout: 60_000 });
+    // The first try and two reconnects.
+    expect(streams).toBe(3);
+    await finishTasks(store, 'layered', ['l00-0001']);
+    await page.waitForFunction(() => /\b1 completed\b/.test(document.querySelector('.wf-head')?.textContent ?? ''), null, { timeout: 30_000 });
+    expect(streams).toBe(3);
+    expect(guard.external).toEqual([]);
+    expect(guard.cspViolations).toEqual([]);
+    expect(guard.consoleErrors.every((e) => /ERR_CONNECTION_REFUSED|ERR_FAILED/.test(e))).toBe(true);
+    await page.close();
+  });
+
   it('shows the layered DAG by families and opens a canvas task', async () => {
     const page = await open('/workflows/layered');
     await paintedMs(page, 'svg', BUDGET.defaultViewMs * SLACK);
