@@ -230,7 +230,7 @@ export interface ApiTaskDetail {
 
 // ---------------------------------------------------------------------------------------------
 // GET /api/workflows/ID/log?name=&attempt=&from=   → text/plain (the bytes from `from`, at most the last 64 KiB)
-// Headers: `X-Jobq-Log-Size` (bytes of the whole stored log), `X-Jobq-Log-Outcome` (live|succeeded|failed).
+// Headers: `X-Jobq-Log-Size` (bytes of the whole stored log), `X-Jobq-Log-From` (the offset of the first byte sent), `X-Jobq-Log-Outcome` (live|succeeded|failed|unknown).
 
 /** GET /api/workflows/ID/output?name=NAME → the output JSON itself (`null` when none). */
 export type ApiOutput = unknown;

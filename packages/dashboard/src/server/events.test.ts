@@ -22,7 +22,8 @@ describe('live updates (server-sent events)', () => {
     await client.opened;
     return client;
   };
-  const loads = (): number => f.counting.calls.load ?? 0;
+  /** Runtime reads: full loads and reads of what changed since a token. */
+  const loads = (): number => (f.counting.calls.load ?? 0) + (f.counting.calls.loadIfChanged ?? 0);
 
   beforeEach(async () => {
     f = new Fixture();
@@ -73,10 +74,13 @@ describe('live updates (server-sent events)', () => {
     await until(() => dashboard.stats().streams === 3);
     expect(dashboard.stats().polled).toBe(1);
     const base = loads();
+    const fullLoads = f.counting.calls.load ?? 0;
     for (let i = 1; i <= 5; i++) {
       await f.clock.advance(2_000);
       expect(loads()).toBe(base + i);
     }
+    // Nothing changed: each poll asked what changed since the token, and read no runtime.
+    expect(f.counting.calls.load ?? 0).toBe(fullLoads);
     await f.finish('fan', 'root', {});
     await f.clock.advance(2_000);
     await Promise.all(streams.map((s) => s.waitFor(2)));

@@ -59,8 +59,8 @@ export interface PollResult {
  * the poll interval, and while at least one event stream watches it, one read per interval is made
  * (docs: packages/dashboard/README.md#live-updates), whatever the number of streams.
  *
- * The store is asked through `load`, and what changed is told by the runtime's token: a read that
- * returns the same token changed nothing (`changedTasks` of `@jobq/dag-core` then finds no task).
+ * The store is asked what changed since the token of the last read (`loadIfChanged`, else `load`
+ * and a comparison of tokens); the tasks that changed are `changedTasks` of `@jobq/dag-core`.
  */
 export class RuntimeWatch {
   private state: RuntimeState | null = null;
@@ -93,9 +93,22 @@ export class RuntimeWatch {
   }
 
   private async read(): Promise<PollResult> {
-    const loaded = await this.store.load(this.workflowId);
-    const previous = this.state;
+    const before = this.state;
+    // With a token, ask the store what changed since (no bytes travel when nothing did).
+    const loaded =
+      before?.token != null && this.store.loadIfChanged
+        ? await this.store.loadIfChanged(this.workflowId, before.token)
+        : await this.store.load(this.workflowId);
     const now = this.clock.now();
+    if (loaded === 'unchanged') {
+      const state: RuntimeState = { ...before!, readAt: now };
+      this.state = state;
+      if (state.runtime !== null) this.rate.add(now, doneCount(state.runtime));
+      const result = { state, changed: [], replaced: false };
+      this.emit(result);
+      return result;
+    }
+    const previous = before;
     const runtime = loaded?.runtime ?? null;
     const token = loaded?.etag ?? null;
     const replaced = previous === null || (previous.runtime === null) !== (runtime === null) || (runtime !== null && previous.runtime !== null && previous.runtime.createdAt !== runtime.createdAt);
