@@ -7,16 +7,8 @@ import type { ApiGroupNode, ApiTaskChange } from '../api-types';
 import { html } from './html';
 import { STATE_STYLES, styleOf } from './palette';
 import { groupSegments, taskDisplayState } from './graph/model';
+import { ROW_HEIGHT, VIEW_ROWS, windowRows } from './vlist';
 
-const ROW_HEIGHT = 28;
-const VIEW_ROWS = 16;
-
-/** The rows to render for a scroll position: the visible ones and a few either side. */
-export function windowRows(scrollTop: number, total: number, rowHeight = ROW_HEIGHT, viewRows = VIEW_ROWS, overscan = 5): { first: number; last: number } {
-  const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
-  const last = Math.min(total, Math.ceil(scrollTop / rowHeight) + viewRows + overscan);
-  return { first, last };
-}
 
 export interface GroupPanelProps {
   node: ApiGroupNode;
