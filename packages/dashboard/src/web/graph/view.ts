@@ -243,6 +243,14 @@ export function GraphView(props: GraphViewProps) {
   };
   const onPointerMove = (e: PointerEvent): void => {
     const d = drag.current;
+    if (!d && useCanvas && view.current) {
+      // The canvas has no elements to hover: the node under the pointer names itself in the tooltip.
+      const rect = (e.currentTarget as HTMLElement).getBoundingClientRect();
+      const p = toLayout(view.current, e.clientX - rect.left, e.clientY - rect.top);
+      const hit = grid?.at(p.x, p.y, (i) => !visible[i]) ?? -1;
+      (e.currentTarget as HTMLElement).title = hit >= 0 ? describe(model.graph.nodes[hit]!, model.hasWorkers) : '';
+      return;
+    }
     if (!d || !view.current) return;
     const dx = e.clientX - d.x;
     const dy = e.clientY - d.y;
