@@ -1,7 +1,8 @@
 /**
  * The dashboard's web UI in the system chromium (playwright-core), against `startDashboard` on an
  * in-memory store: bundle size and esbuild time, browser launch, first paint of a 4-task workflow,
- * of a 10 000-task fan rolled up and of all its tasks on the canvas, 10 pan frames, the longest
+ * of a 10 000-task fan rolled up and of all its tasks on the canvas, 10 frames of a drag on the
+ * canvas (dispatched in the page, each to the next animation frame), the longest
  * main-thread task and the JS heap. A paint is the page's `jobq:painted:*` mark, from navigation.
  * Plain text on stdout; prints a skip line and exits 0 without chromium (JOBQ_CHROMIUM or PATH).
  *
@@ -75,7 +76,9 @@ async function newPage(browser: Browser): Promise<Page> {
 interface InPage {
   requestAnimationFrame(callback: () => void): number;
   __longest: number;
-  performance: { memory?: { usedJSHeapSize: number } };
+  performance: { now(): number; memory?: { usedJSHeapSize: number } };
+  document: { querySelector(selector: string): { getBoundingClientRect(): { x: number; y: number }; dispatchEvent(event: unknown): boolean } | null };
+  PointerEvent: new (type: string, init: Record<string, unknown>) => unknown;
 }
 
 const f = (n: number, digits = 0): string => n.toFixed(digits);
@@ -114,7 +117,7 @@ async function main(): Promise<void> {
   const heap: number[] = [];
   try {
     for (let r = 0; r < runs; r++) {
-      let t = performance.now();
+      const t = performance.now();
       const browser = await chromium.launch({ executablePath: path, args, headless: true });
       launches.push(performance.now() - t);
       try {
@@ -131,16 +134,27 @@ async function main(): Promise<void> {
         page = await newPage(browser);
         await page.goto(`${dashboard.url}workflows/fan?level=tasks&all=1`);
         canvas.push(await painted(page, 'canvas'));
-        const box = (await page.locator('.graph').boundingBox())!;
-        await page.mouse.move(box.x + 600, box.y + 300);
-        await page.mouse.down();
-        t = performance.now();
-        for (let i = 1; i <= 10; i++) {
-          await page.mouse.move(box.x + 600 - i * 25, box.y + 300 - i * 15);
-          await page.evaluate(() => new Promise((resolve) => (globalThis as unknown as InPage).requestAnimationFrame(() => resolve(null))));
-        }
-        pans.push(performance.now() - t);
-        await page.mouse.up();
+        // Ten frames of a drag, dispatched in the page, each waited to the next animation frame
+        // (once the node list beside the canvas is built).
+        await page.locator('.node-list[aria-busy=false]').waitFor({ state: 'attached', timeout: 60_000 });
+        pans.push(
+          await page.evaluate(async () => {
+            const w = globalThis as unknown as InPage;
+            const el = w.document.querySelector('.graph')!;
+            const r = el.getBoundingClientRect();
+            const send = (type: string, dx: number, dy: number): boolean =>
+              el.dispatchEvent(new w.PointerEvent(type, { clientX: r.x + 600 - dx, clientY: r.y + 300 - dy, button: 0, pointerId: 1, bubbles: true }));
+            send('pointerdown', 0, 0);
+            const started = w.performance.now();
+            for (let i = 1; i <= 10; i++) {
+              send('pointermove', i * 25, i * 15);
+              await new Promise((resolve) => w.requestAnimationFrame(() => resolve(null)));
+            }
+            const ms = w.performance.now() - started;
+            send('pointerup', 250, 150);
+            return ms;
+          }),
+        );
         longest.push(await page.evaluate(() => (globalThis as unknown as InPage).__longest));
         heap.push(await page.evaluate(() => (globalThis as unknown as InPage).performance.memory?.usedJSHeapSize ?? 0));
         await page.close();

@@ -255,7 +255,13 @@ export function GraphView(props: GraphViewProps) {
     const dx = e.clientX - d.x;
     const dy = e.clientY - d.y;
     if (!d.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
-    if (!d.moved) (e.currentTarget as HTMLElement).setPointerCapture(d.id);
+    if (!d.moved) {
+      try {
+        (e.currentTarget as HTMLElement).setPointerCapture(d.id);
+      } catch {
+        // a pointer the browser does not track (synthetic events): pan without capture
+      }
+    }
     d.moved = true;
     d.x = e.clientX;
     d.y = e.clientY;
