@@ -60,12 +60,12 @@ export async function createWorkflow(store: WorkflowStore, workflowId: string, d
 }
 
 /** Finishes running tasks of a stored workflow (success or failure), as a coordinator would, and saves it. */
-export async function finishTasks(store: WorkflowStore, workflowId: string, names: readonly string[], success = true): Promise<void> {
+export async function finishTasks(store: WorkflowStore, workflowId: string, names: readonly string[], success = true, output: unknown = { ok: true }): Promise<void> {
   const loaded = await store.load(workflowId);
   if (!loaded) throw new Error(`fixture: no workflow ${workflowId}`);
   let runtime = loaded.runtime;
   for (const taskName of names) {
-    runtime = reduce(runtime, { type: 'completion', now: T0, taskName, attemptNo: null, success, outputRef: success ? '{"ok":true}' : null, error: success ? null : 'fixture failure' }).runtime;
+    runtime = reduce(runtime, { type: 'completion', now: T0, taskName, attemptNo: null, success, outputRef: success ? JSON.stringify(output) : null, error: success ? null : 'fixture failure' }).runtime;
   }
   await store.save(runtime, loaded.etag);
   await store.writeIndexRow(runtime);

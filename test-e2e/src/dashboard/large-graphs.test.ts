@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startDashboard, type ApiGraph, type Dashboard } from '@jobq/dashboard';
-import { MemoryWorkflowStore } from '@jobq/memory';
+import { MemoryOutputStore, MemoryWorkflowStore } from '@jobq/memory';
 import type { Browser, Page } from 'playwright-core';
 import { buildModel } from '../../../packages/dashboard/src/web/graph/model';
 import { chromiumOrSkip, guardedPage, launchChromium, paintedMs, screenshot, type PageGuard } from './browser';
@@ -30,7 +30,7 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     store = new MemoryWorkflowStore();
     await createWorkflow(store, 'fan', fanDefinition(FAN));
     await createWorkflow(store, 'layered', layeredDefinition(20, 500));
-    dashboard = await startDashboard({ store, port: 0, pollIntervalMs: 200 });
+    dashboard = await startDashboard({ store, outputs: new MemoryOutputStore(), port: 0, pollIntervalMs: 200 });
     browser = await launchChromium(chromiumPath!);
   });
 
@@ -175,7 +175,8 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await canvas.locator('.node-list button', { hasText: 'l00-0007: running' }).waitFor({ state: 'attached' });
 
     const changedAt = Date.now();
-    await finishTasks(store, 'fan', ['prep']);
+    // Its output holds markup: the drawer shows it as text.
+    await finishTasks(store, 'fan', ['prep'], true, { note: '<img src=x onerror=alert(1)><b>bold</b>' });
     await finishTasks(store, 'layered', ['l00-0007'], false);
     await rollup.waitForFunction(() => /prep: completed/.test(document.querySelector('.graph-svg .node')?.getAttribute('aria-label') ?? ''), null, {
       timeout: BUDGET.statusChangeMs * SLACK,
@@ -183,6 +184,9 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await canvas.locator('.node-list button', { hasText: 'l00-0007: failed' }).waitFor({ state: 'attached', timeout: BUDGET.statusChangeMs * SLACK });
     expect(Date.now() - changedAt).toBeLessThan(BUDGET.statusChangeMs * SLACK);
     await screenshot(rollup, 'dashboard-fan-live');
+    await prep.click();
+    await rollup.locator('.drawer .output', { hasText: '<img src=x onerror=alert(1)><b>bold</b>' }).waitFor();
+    expect(await rollup.locator('.drawer img, .drawer b').count()).toBe(0);
     await screenshot(canvas, 'dashboard-layered-live');
     await rollup.close();
     await canvas.close();
