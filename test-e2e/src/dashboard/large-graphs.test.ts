@@ -165,6 +165,17 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     await page.close();
   });
 
+  it('opens a deep link to a task with the task centred and readable on the canvas', async () => {
+    const page = await open('/workflows/fan?level=tasks&all=1&task=fan-07777');
+    await paintedMs(page, 'canvas', BUDGET.canvasMs * SLACK);
+    await expect(page.locator('.drawer .task-name').textContent()).resolves.toBe('fan-07777');
+    const box = (await page.locator('.graph').boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await expect(page.locator('.graph').getAttribute('title')).resolves.toMatch(/^fan-07777: /);
+    await screenshot(page, 'dashboard-fan-deep-link');
+    await page.close();
+  });
+
   it('shows a status change without a reload, on the rollup and on the canvas', async () => {
     const rollup = await open('/workflows/fan');
     await paintedMs(rollup, 'svg', BUDGET.defaultViewMs * SLACK);

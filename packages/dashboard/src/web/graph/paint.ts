@@ -96,7 +96,8 @@ export function paintCanvas(ctx: CanvasRenderingContext2D, input: PaintInput): P
         ctx.lineTo(x2, y2);
       }
     }
-    ctx.strokeStyle = labels ? '#9a9a9a' : 'rgba(110, 110, 110, 0.35)';
+    // Many edges fade so the nodes stay readable.
+    ctx.strokeStyle = labels && inView.length <= EDGE_LIMIT_ZOOMED_OUT ? '#9a9a9a' : 'rgba(110, 110, 110, 0.3)';
     ctx.lineWidth = 1 / view.k;
     ctx.stroke();
   }

@@ -12,10 +12,12 @@ import { DEFAULT_LAYOUT, HitGrid } from '../layout';
 import { STATE_STYLES, styleOf } from '../palette';
 import { barSegments, groupSegments, nodeDisplayState, SVG_NODE_LIMIT, type GraphModel } from './model';
 import { BAR_HEIGHT, edgePath, nodeText, paintCanvas } from './paint';
-import { fitView, panBy, toLayout, zoomAt, type Viewport } from './viewport';
+import { centreOn, fitView, panBy, toLayout, zoomAt, type Viewport } from './viewport';
 
 const W = DEFAULT_LAYOUT.nodeWidth;
 const H = DEFAULT_LAYOUT.nodeHeight;
+/** The scale a page opened on a task shows it at, at least. */
+const FOCUS_SCALE = 0.6;
 
 export interface GraphViewProps {
   model: GraphModel;
@@ -186,7 +188,18 @@ export function GraphView(props: GraphViewProps) {
   const fittedFor = useRef<GraphModel | null>(null);
   if (size.width > 0 && fittedFor.current !== model) {
     // SVG starts readable (labels at half size or more); the canvas shows as much as it can.
-    if (fittedFor.current !== null || view.current === null) view.current = fitView(model.layout.width, model.layout.height, size.width, size.height, 24, useCanvas ? 0.02 : 0.5);
+    if (fittedFor.current !== null || view.current === null) {
+      let v = fitView(model.layout.width, model.layout.height, size.width, size.height, 24, useCanvas ? 0.02 : 0.5);
+      // A page opened on a task (`?task=`) shows that task readable, centred if it is out of view.
+      if (fittedFor.current === null && selected >= 0) {
+        const box = { x: model.layout.x[selected]!, y: model.layout.y[selected]!, w: W, h: H };
+        const shown = toLayout(v, 0, 0);
+        const end = toLayout(v, size.width, size.height);
+        const inView = box.x >= shown.x && box.y >= shown.y && box.x + box.w <= end.x && box.y + box.h <= end.y;
+        if (v.k < FOCUS_SCALE || !inView) v = centreOn({ ...v, k: Math.max(v.k, FOCUS_SCALE) }, box, size.width, size.height);
+      }
+      view.current = v;
+    }
     fittedFor.current = model;
   }
 
