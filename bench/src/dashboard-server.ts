@@ -94,7 +94,7 @@ async function graphs(): Promise<void> {
   const header = ['shape', 'tasks', 'level', 'nodes', 'cold ms', 'warm ms', 'KB', 'gzip KB'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  process.stdout.write(`\nDashboard graph endpoint (in-memory store, no gzip on the wire; gzip KB for reference)\n${line(header)}\n${rows.map(line).join('\n')}\n`);
+  process.stdout.write(`\nDashboard graph endpoint (in-memory store; KB as sent without Accept-Encoding, gzip KB as a browser gets it)\n${line(header)}\n${rows.map(line).join('\n')}\n`);
 }
 
 /** Lets sockets and timers of the server run (no wall-clock waits). */

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import type { TaskDefinition, WorkflowDefinition } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
@@ -179,6 +180,11 @@ describe('the dashboard API', () => {
     const tasks = json<ApiGraph>(await api('/api/workflows/fan/graph?level=tasks'));
     expect(tasks.nodes).toHaveLength(302);
     expect(tasks.edges).toHaveLength(600);
+    const zipped = await get(`${dashboard.url}api/workflows/fan/graph?level=tasks`, { headers: { 'Accept-Encoding': 'br, gzip' } });
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(JSON.parse(gunzipSync(zipped.raw).toString('utf8'))).toEqual(tasks);
+    expect(Number(zipped.headers['content-length'])).toBeLessThan(JSON.stringify(tasks).length / 5);
+    expect((await get(`${dashboard.url}api/workflows/fan/graph?level=tasks`, { headers: { 'Accept-Encoding': 'gzip;q=0' } })).headers['content-encoding']).toBeUndefined();
     for (const level of ['siblings', 'layers']) expect(json<ApiGraph>(await api(`/api/workflows/fan/graph?level=${level}`)).nodes).toHaveLength(3);
     const bad = await api('/api/workflows/fan/graph?level=all');
     expect(bad.status).toBe(400);

@@ -54,6 +54,8 @@ const MAX_CONDITION_PARENTS = 20;
 const MAX_LIST_PAGES = 10;
 const DEFAULT_LIST_LIMIT = 50;
 const MAX_LIST_LIMIT = 500;
+/** How long the workers' heartbeats are kept for every client (at least the poll interval). */
+const WORKERS_CACHE_MS = 10_000;
 /** A comment line on quiet event streams, so proxies and browsers keep them open. */
 const KEEPALIVE_MS = 15_000;
 
@@ -151,7 +153,8 @@ export class Api {
     this.clock = options.clock;
     this.intervalMs = options.pollIntervalMs ?? 2_000;
     const workers = options.workers;
-    this.workersCache = workers ? new Cached(this.clock, this.intervalMs, () => workers.list()) : null;
+    // Heartbeats come every 30 s by default: a read every 10 s (or interval) is fresh enough.
+    this.workersCache = workers ? new Cached(this.clock, Math.max(this.intervalMs, WORKERS_CACHE_MS), () => workers.list()) : null;
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams): Promise<void> {

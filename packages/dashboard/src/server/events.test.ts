@@ -133,6 +133,8 @@ describe('live updates (server-sent events)', () => {
       running: [{ id: 'fan/root/1', since: '2026-01-01T00:00:00.000Z' }],
       runningMore: 0,
     });
+    await f.clock.advance(8_000); // heartbeats are read every 10 s: nothing yet
+    expect(stream.events).toHaveLength(1);
     await f.clock.advance(2_000);
     expect(((await stream.waitFor(2)).data as ApiDeltaEvent).tasks).toEqual([{ name: 'root', status: 'running', attempt_no: 1, on_worker: true, error: null }]);
   });

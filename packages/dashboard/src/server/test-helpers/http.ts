@@ -5,6 +5,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The bytes as they came (a gzipped answer). */
+  raw: Buffer;
 }
 
 /** A raw request to the dashboard (any method, any Host header), read whole. */
@@ -16,7 +18,10 @@ export function get(url: string, options: { method?: string; host?: string; head
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: raw.toString('utf8'), raw });
+        });
         res.on('error', reject);
       },
     );
