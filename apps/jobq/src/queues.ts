@@ -3,6 +3,7 @@ import { JobqError, isJobqError, type OperationOptions, type OutgoingMessage, ty
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
+import { loadLocalStack } from './embedded';
 import type { CliConfig } from './config';
 import { UsageError } from './errors';
 import { queuesNamespace, serviceBusAccess, type ServiceBusAccess } from './servicebus-access';
@@ -112,7 +113,7 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
     // Loaded only here: commands that never reach Service Bus do not load its SDK.
     const { openServiceBusQueue } = await import('@jobq/queue-servicebus');
     const { access } = location;
-    const adminPolicies = access.adminEndpoint === null ? [] : [(await import('@jobq/local')).adminPolicy(access.adminEndpoint)];
+    const adminPolicies = access.adminEndpoint === null ? [] : [(await loadLocalStack()).adminPolicy(access.adminEndpoint)];
     const queue = await openServiceBusQueue({
       connection: access.connection,
       queueName: location.queueName,
