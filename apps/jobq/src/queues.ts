@@ -3,6 +3,7 @@ import { JobqError, isJobqError, type OperationOptions, type OutgoingMessage, ty
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
+import { withServiceBusCredential, withStorageCredential } from './credential';
 import { loadLocalStack } from './embedded';
 import type { CliConfig } from './config';
 import { UsageError } from './errors';
@@ -102,7 +103,7 @@ export function isDescribable(queue: TaskQueue): queue is DescribableQueue {
 export async function openQueueAt(location: QueueLocation, options: OpenQueueOptions): Promise<TaskQueue> {
   if (location.backend === 'storage') {
     return openStorageQueue({
-      connection: location.connection,
+      connection: withStorageCredential(location.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing: options.createIfMissing,
@@ -115,7 +116,7 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
     const { access } = location;
     const adminPolicies = access.adminEndpoint === null ? [] : [(await loadLocalStack()).adminPolicy(access.adminEndpoint)];
     const queue = await openServiceBusQueue({
-      connection: access.connection,
+      connection: withServiceBusCredential(access.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing,
