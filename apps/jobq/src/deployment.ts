@@ -103,7 +103,8 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   }
   const blobCounted = policies.blob.length > 0 ? { blobPolicies: policies.blob } : {};
   const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget, ...blobCounted });
-  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue });
+  const instruments = options.instruments ?? noopInstruments;
+  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue, instruments });
   const opened: TaskQueue[] = [completions];
   const pool = new Map<string, Promise<TaskQueue>>();
   const queue = (spec: string): Promise<TaskQueue> => {
@@ -115,7 +116,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     let pending = pool.get(location.key);
     if (!pending) {
-      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue });
+      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue, instruments });
       pending.then(
         (q) => opened.push(q),
         () => pool.delete(location.key),
@@ -128,7 +129,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   let registry: Promise<WorkerRegistry> | null = null;
   const openRegistry = (): Promise<WorkerRegistry> => {
     if (registry === null) {
-      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
+      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...(policies.table.length > 0 ? { tablePolicies: policies.table } : {}) });
       opening.catch(() => {
         registry = null;
       });

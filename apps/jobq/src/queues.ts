@@ -1,5 +1,5 @@
 import { SERVICE_BUS_MAX_MESSAGE_BYTES, parseQueueSpec } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { JobqError, isJobqError, type Instruments, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
@@ -83,6 +83,8 @@ export interface OpenQueueOptions {
   createIfMissing: boolean;
   /** Extra request policies of a Storage queue's client (the storage request metrics). */
   policies?: OpenStorageQueueOptions['policies'];
+  /** Where a Service Bus queue counts its calls to the broker (`jobq_storage_requests_total`, `service="servicebus"`). */
+  instruments?: Instruments;
 }
 
 /** A Service Bus queue as the CLI sees it: a task queue that can also describe itself (properties, dead-letter count). */
@@ -121,6 +123,7 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing,
       adminPolicies,
+      ...(options.instruments?.enabled ? { instruments: options.instruments } : {}),
     });
     closeWhenDone(() => queue.close());
     return queue;
