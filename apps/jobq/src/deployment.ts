@@ -5,6 +5,7 @@ import type { WorkflowPrefix } from '@jobq/worker';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';
+import { withStorageCredential } from './credential';
 import { UsageError } from './errors';
 import { checkServiceBusLockDuration, openQueueAt, queueLocation, storageConnection, type AccountConnection, type QueueLocation } from './queues';
 import { queuesNamespace } from './servicebus-access';
@@ -78,7 +79,8 @@ export function connectionFor(config: CliConfig, account: string): AccountConnec
 export async function openDeployment(config: CliConfig, options: DeploymentOptions = {}): Promise<Deployment> {
   const prefix = requirePrefix(config);
   const mapAllTo = options.mapAllAccounts ? prefix.account : null;
-  const account = (name: string): AccountConnection => connectionFor(config, mapAllTo ?? name);
+  // Every adapter that signs with a token gets the process's one credential (one token cache).
+  const account = (name: string): AccountConnection => withStorageCredential(connectionFor(config, mapAllTo ?? name));
   const locate = (spec: string): QueueLocation => queueLocation(config, spec, { defaultAccount: prefix.account, mapAllTo });
   const createIfMissing = options.createIfMissing ?? true;
   const completionLockDurationInMs = options.completionLockDurationInMs ?? Math.round(config.coordinator.visibilityTimeoutS.value * 1000);

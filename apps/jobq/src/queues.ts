@@ -3,6 +3,8 @@ import { JobqError, isJobqError, type Instruments, type OperationOptions, type O
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
+import { withServiceBusCredential, withStorageCredential } from './credential';
+import { loadLocalStack } from './embedded';
 import type { CliConfig } from './config';
 import { UsageError } from './errors';
 import { queuesNamespace, serviceBusAccess, type ServiceBusAccess } from './servicebus-access';
@@ -103,7 +105,7 @@ export function isDescribable(queue: TaskQueue): queue is DescribableQueue {
 export async function openQueueAt(location: QueueLocation, options: OpenQueueOptions): Promise<TaskQueue> {
   if (location.backend === 'storage') {
     return openStorageQueue({
-      connection: location.connection,
+      connection: withStorageCredential(location.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing: options.createIfMissing,
@@ -114,9 +116,9 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
     // Loaded only here: commands that never reach Service Bus do not load its SDK.
     const { openServiceBusQueue } = await import('@jobq/queue-servicebus');
     const { access } = location;
-    const adminPolicies = access.adminEndpoint === null ? [] : [(await import('@jobq/local')).adminPolicy(access.adminEndpoint)];
+    const adminPolicies = access.adminEndpoint === null ? [] : [(await loadLocalStack()).adminPolicy(access.adminEndpoint)];
     const queue = await openServiceBusQueue({
-      connection: access.connection,
+      connection: withServiceBusCredential(access.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing,

@@ -2,11 +2,11 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage, type ServiceBusEmulator } from '@jobq/local';
+import type { LocalStorage, ServiceBusEmulator } from '@jobq/local';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment, type Deployment } from '../deployment';
-import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
+import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, loadLocalStack, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
 import { DEFAULT_DASHBOARD_PORT, dashboardLine, dashboardPortFlag, startDeploymentDashboard } from '../dashboard';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
@@ -314,6 +314,7 @@ export default class Dev extends JobqCommand {
     process.on('SIGTERM', onSignal);
     const cleanups: Array<() => Promise<void>> = [];
     try {
+      const { startAzurite } = await loadLocalStack();
       if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
       try {

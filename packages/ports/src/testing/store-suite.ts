@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from './jest-globals';
 import { createRuntime, encodeRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { CoordinatorLease, PurgeResult, RerunRequest, TaskRow, WorkflowRequest, WorkflowStore, WorkflowSummary } from '../workflow-store';
