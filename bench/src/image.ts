@@ -1,5 +1,5 @@
 /**
- * The container processes (deploy/docker/README.md), with Azurite in a child process and the
+ * The container processes (deploy/README.md#images), with Azurite in a child process and the
  * built CLI (apps/jobq/bin/run.js) as the images run it (`NODE_ENV=production`):
  *   - cold start: `jobq --version` and `jobq worker --help`, median of N runs, ms;
  *   - idle RSS (VmRSS) of a worker and of a coordinator, once ready (/readyz 200) and idle 3 s;

@@ -6,7 +6,7 @@ import { validate } from 'dockerfile-utils';
 import { commandOf, deployCommand, DOCKERIGNORE_PATH, dockerfileText, effective, execForm, flagsOf, ignored, parseDockerfile, ROOT, stage } from './dockerfile';
 
 // deploy/docker/Dockerfile and .dockerignore, checked without Docker: dockerfile-utils' diagnostics
-// and rules on dockerfile-ast's tree (deploy/docker/README.md).
+// and rules on dockerfile-ast's tree (deploy/README.md#images).
 
 const text = dockerfileText();
 const dockerfile = parseDockerfile(text);

@@ -8,7 +8,7 @@ import { cleanEnv, runCli } from '../cli';
 import { uniquePrefix } from '../stack';
 import { deployImageRoot, imageEnv, probe, startImage, targetArgv, until, type ImageProcess, type ImageRoot } from './image-run';
 
-// The images' entrypoints without Docker (deploy/docker/README.md#checked-without-docker): one
+// The images' entrypoints without Docker (deploy/README.md#checked-without-docker): one
 // deploy by the Dockerfile's own command, shared by every case; each target's ENTRYPOINT + CMD run
 // from it, read-only, as uid 1000 through tini, against Azurite and the Service Bus emulator.
 // Short drain settings (grace 2 s, kill 1 s); every time bound is the documented one × 3.

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { commandOf, deployCommand, envOf, parseDockerfile, ROOT } from './dockerfile';
 
-// Runs the images' commands without Docker (deploy/docker/README.md#checked-without-docker): the
+// Runs the images' commands without Docker (deploy/README.md#checked-without-docker): the
 // Dockerfile's own deploy command into a temporary directory made read-only, then a target's
 // ENTRYPOINT + CMD with /app mapped onto it, as uid 1000 (setpriv) through tini, under Node 22.
 
