@@ -24,16 +24,14 @@ describe('startTracing', () => {
 
   it('loads nothing without the endpoint', async () => {
     const loaded: string[] = [];
-    expect(await startTracing({ serviceName: 'jobq', env: {}, load: async (name) => loaded.push(name) })).toBeNull();
+    expect(await startTracing({ serviceName: 'jobq', env: {}, load: (name) => Promise.resolve(loaded.push(name)) })).toBeNull();
     expect(loaded).toEqual([]);
   });
 
   it('with a package missing: one warning line, and the command runs untraced', async () => {
     const warnings: string[] = [];
-    const missing = async (name: string) => {
-      if (name === TRACING_PACKAGES[1]) throw Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' });
-      return {};
-    };
+    const missing = (name: string): Promise<unknown> =>
+      name === TRACING_PACKAGES[1] ? Promise.reject(Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' })) : Promise.resolve({});
     const handle = await startTracing({ serviceName: 'jobq', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }, warn: (l) => warnings.push(l), load: missing });
     expect(handle).toBeNull();
     expect(warnings).toHaveLength(1);
