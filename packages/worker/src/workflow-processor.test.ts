@@ -74,7 +74,9 @@ describe('WorkflowProcessor', () => {
   it('traced: gives the task TRACEPARENT and TRACESTATE, and the completion carries the context as a top-level key', async () => {
     const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' };
     const context = { ...workflowContext(task('wf-traced', 'echo', `printf '"%s %s"' "$TRACEPARENT" "$TRACESTATE" > "$JOBQ_OUTPUT_FILE"`)), trace };
-    expect(await processor().process(context)).toEqual({ kind: 'done' });
+    const p = processor();
+    expect(await p.process(context)).toEqual({ kind: 'done' });
+    await p.close();
     const [message] = await completions.receive({ maxMessages: 1, maxWaitTimeInMs: 0 });
     const decoded = decodeCoordinatorMessage(message!.body);
     expect(decoded).toMatchObject({ kind: 'completion', completion: { success: true, outputRef: `"${trace.traceparent} k=v"` }, trace });
