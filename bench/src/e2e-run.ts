@@ -6,9 +6,10 @@
  */
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { countingPolicy, openStorageQueue, type TransactionCounter } from '@jobq/queue-storage';
-import { openOutputStore, openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
-import type { TaskQueue } from '@jobq/ports';
+import { openOutputStore, openWorkerRegistry, openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from '@jobq/store-azure';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type RunShellOptions, type ShellResult } from '@jobq/worker';
+import { noopInstruments, type Instruments, type TaskQueue } from '@jobq/ports';
+import type { OpenStorageQueueOptions } from '@jobq/queue-storage';
 import { StoreTransactions } from './transactions';
 import { RequestTap, type StoragePolicies } from './storage-latency';
 
@@ -60,7 +61,18 @@ export interface EndToEndOptions {
   policies?: readonly StoragePolicies[];
   /** Another process's CPU time in ms (e.g. Azurite's), read at the start and the end of the run. */
   otherCpuMs?: () => number;
+  /** Lines each in-process no-op task prints (default 0: silent, so it leaves no task log). */
+  taskLines?: number;
+  /** The worker's heartbeat interval (default 30 s, as `jobq worker`); its registry's requests are counted apart. */
+  heartbeatIntervalInMs?: number;
+  /** Where the coordinator and the worker record their metrics (default nowhere), and `metricsPolicies` the requests. */
+  instruments?: Instruments;
+  /** Request policies recording into `instruments` (the CLI's `storageRequestPolicies`), on every client of the run. */
+  metricsPolicies?: { blob: BlobPolicy[]; table: TablePipelinePolicy[]; queue: QueuePolicy[] };
 }
+
+type BlobPolicy = NonNullable<OpenWorkflowStoreOptions['blobPolicies']>[number];
+type QueuePolicy = NonNullable<OpenStorageQueueOptions['policies']>[number];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const seconds = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e9;
@@ -89,7 +101,12 @@ export interface EndToEndResult {
   taskQueueTx: TransactionCounter | null;
   completionQueueTx: TransactionCounter | null;
   store: { blob: number; table: number };
+  /** Output store blobs: outputs and task logs. */
   outputsBlob: number;
+  /** Table requests of the worker heartbeat registry (`{PREFIX}Workers`) in the run. */
+  heartbeats: number;
+  /** The same over the worker's whole life: its first beat, the run, and the delete of its row at stop. */
+  heartbeatsLifetime: number;
   applied: number;
   saves: number;
   batches: number;
@@ -102,9 +119,13 @@ export interface EndToEndResult {
   coordinatorRoundTrips: number;
 }
 
-/** A task that does nothing, in-process: what the engine costs without process start-up. */
-const noOpCommand = (): Promise<ShellResult> =>
-  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+/** A task that does nothing (but print `lines` lines), in-process: what the engine costs without process start-up. */
+const noOpCommand =
+  (lines: number) =>
+  (options: RunShellOptions): Promise<ShellResult> => {
+    for (let i = 0; i < lines; i++) options.onLine?.('stdout', `line ${i + 1} of the task`);
+    return Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+  };
 
 /** End to end with a coordinator and an in-process worker; all their storage requests counted. */
 export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
@@ -112,6 +133,10 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
   const connection = { connectionString };
   const storeTx = new StoreTransactions();
   const outputsTx = new StoreTransactions();
+  const heartbeatTx = new StoreTransactions();
+  const coordinatorRegistryTx = new StoreTransactions();
+  const metrics = options.metricsPolicies ?? { blob: [], table: [], queue: [] };
+  const instruments = options.instruments ?? noopInstruments;
   // The coordinator has clients of its own (as in production, where it is a process of its own),
   // and only those carry the tap: first (outermost), so a request is in flight while it is delayed.
   const tap = new RequestTap();
@@ -121,12 +146,19 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     openWorkflowStore({
       connection,
       prefix,
-      blobPolicies: [storeTx.blobPolicy(), ...policies.map((p) => p.blob())],
-      tablePolicies: [storeTx.tablePolicy(), ...policies.map((p) => p.table())],
+      blobPolicies: [storeTx.blobPolicy(), ...metrics.blob, ...policies.map((p) => p.blob())],
+      tablePolicies: [storeTx.tablePolicy(), ...metrics.table, ...policies.map((p) => p.table())],
     });
   const store = await openStore(extra);
   const coordinatorStore = await openStore(coordinatorExtra);
-  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy(), ...extra.map((p) => p.blob())] });
+  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy(), ...metrics.blob, ...extra.map((p) => p.blob())] });
+  // The worker's heartbeats, counted apart: every table request of its registry. The coordinator
+  // has its own (it prunes old rows at start and hourly).
+  const openRegistry = (counter: StoreTransactions, policies: readonly StoragePolicies[]) =>
+    openWorkerRegistry({ connection, prefix, tablePolicies: [counter.tablePolicy(), ...metrics.table, ...policies.map((p) => p.table())] });
+  const registry = await openRegistry(heartbeatTx, extra);
+  const coordinatorRegistry = await openRegistry(coordinatorRegistryTx, coordinatorExtra);
+  heartbeatTx.reset(); // the table creation
   // An observer of its own (not counted): reads the index row at the end.
   const observer: AzureWorkflowStore = await openWorkflowStore({ connection, prefix, createIfMissing: false });
   const tq = countingPolicy();
@@ -136,7 +168,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     ? await options.openQueues(names)
     : await (async () => {
         const open = (queueName: string, counter: ReturnType<typeof countingPolicy>, policies: readonly StoragePolicies[]) =>
-          openStorageQueue({ connection, queueName, lockDurationInMs: 60_000, policies: [counter.policy, ...policies.map((p) => p.queue())] });
+          openStorageQueue({ connection, queueName, lockDurationInMs: 60_000, policies: [counter.policy, ...metrics.queue, ...policies.map((p) => p.queue())] });
         const completions = await open(names.completionQueue, cq, extra);
         const taskQueue = await open(names.taskQueue, tq, extra);
         return {
@@ -164,6 +196,10 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     maxIdleBackoffInMs: 100,
     gracePeriodInMs: 0,
     log: () => undefined,
+    taskLines: () => undefined,
+    instruments,
+    queueLabel: 'default',
+    heartbeat: { registry, intervalInMs: options.heartbeatIntervalInMs ?? DEFAULT_HEARTBEAT_INTERVAL_IN_MS, queueSpec: 'default', version: 'bench' },
     processors: [
       new WorkflowProcessor({
         outputs,
@@ -172,7 +208,7 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
         env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: connectionString },
         killTimeoutInMs: 2_000,
         completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        ...(subprocesses ? {} : { runCommand: noOpCommand }),
+        ...(subprocesses ? {} : { runCommand: noOpCommand(options.taskLines ?? 0) }),
       }),
       new ShellProcessor({ killTimeoutInMs: 2_000 }),
     ],
@@ -182,12 +218,14 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     store: coordinatorStore,
     completions: queues.coordinatorCompletions ?? completions,
     outputs,
+    workers: coordinatorRegistry,
     queues: (spec) => {
       if (spec !== 'default') throw new Error(`no queue ${spec}`);
       return coordinatorTasks;
     },
     options: {
       ...coordinatorOptions(logs),
+      instruments,
       log: (line: string) => {
         logs.push(line);
         if (/^workflow \S+: (completed|failed|cancelled)$/.test(line)) finishedLines++;
@@ -202,11 +240,15 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     log(`starting coordinator + worker (${slots} slots)`);
     running = worker.run();
     await coordinator.start();
+    // The worker's first beat (sent as it starts) is not part of the run; later ones are.
+    await waitUntil('the first heartbeat', () => heartbeatTx.table >= 1, 30_000);
     tq.counter.reset();
     cq.counter.reset();
     storeTx.reset();
     outputsTx.reset();
     tap.reset();
+    const heartbeats0 = heartbeatTx.table;
+    coordinatorRegistryTx.reset();
     await queues.startCounting?.();
     log('submitting');
     const other0 = options.otherCpuMs?.() ?? 0;
@@ -263,6 +305,8 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       completionQueueTx: options.openQueues ? null : { ...cq.counter, byMethod: { ...cq.counter.byMethod } },
       store: { blob: storeTx.blob, table: storeTx.table },
       outputsBlob: outputsTx.blob,
+      heartbeats: heartbeatTx.table - heartbeats0 + coordinatorRegistryTx.table,
+      heartbeatsLifetime: 0,
       applied: coordinator.counters.completionsApplied,
       saves: coordinator.counters.saves,
       batches: coordinator.counters.batches,
@@ -272,6 +316,10 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
       coordinatorRoundTrips,
     };
     if (logs.length > 0) log(`coordinator log lines: ${logs.length} (last: ${logs[logs.length - 1]})`);
+    // The worker's whole life: its first beat, the run, the delete of its row as it stops.
+    await worker.stop({ gracePeriodInMs: 0 });
+    await running;
+    result.heartbeatsLifetime = heartbeatTx.table;
     return result;
   } finally {
     await coordinator.stop().catch(() => undefined);

@@ -22,8 +22,8 @@ import type { ReceiveOptions, TaskQueue } from '@jobq/ports';
 import { openServiceBusQueue } from '@jobq/queue-servicebus';
 import { countingPolicy, openStorageQueue } from '@jobq/queue-storage';
 import { startServiceBusProcess, adminPolicy, type ServiceBusProcess } from '@jobq/servicebus-emulator';
-import { openOutputStore, openWorkflowStore } from '@jobq/store-azure';
-import { Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult, type WorkerOptions } from '@jobq/worker';
+import { openOutputStore, openWorkerRegistry, openWorkflowStore } from '@jobq/store-azure';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult, type WorkerOptions } from '@jobq/worker';
 import { billedOps, brokerOpsBetween } from './broker-ops';
 import { median, percentile } from './report';
 import { StoreTransactions } from './transactions';
@@ -58,13 +58,16 @@ const chainSource = (tag: string) => ({
 class Requests {
   readonly store = new StoreTransactions();
   readonly outputs = new StoreTransactions();
+  /** The heartbeat registry (`{PREFIX}Workers`): the worker's beats, the coordinator's prune. */
+  readonly heartbeats = new StoreTransactions();
   readonly queues = countingPolicy();
   get total(): number {
-    return this.store.total + this.outputs.total + this.queues.counter.total;
+    return this.store.total + this.outputs.total + this.heartbeats.total + this.queues.counter.total;
   }
   reset(): void {
     this.store.reset();
     this.outputs.reset();
+    this.heartbeats.reset();
     this.queues.counter.reset();
   }
 }
@@ -157,6 +160,8 @@ async function openPair(
   const count = { receives: 0 };
   const store = await openWorkflowStore({ connection, prefix, blobPolicies: [requests.store.blobPolicy()], tablePolicies: [requests.store.tablePolicy()] });
   const outputs = await openOutputStore({ connection, prefix, blobPolicies: [requests.outputs.blobPolicy()] });
+  // Heartbeats as `jobq worker` writes them (every 30 s), counted with the rest.
+  const registry = await openWorkerRegistry({ connection, prefix, tablePolicies: [requests.heartbeats.tablePolicy()] });
   const names = { completionQueue: store.names.completionQueue, taskQueue: `${prefix.toLowerCase()}-default` };
   const queues = await openQueues(names, requests, count);
   const w = new Worker({
@@ -164,6 +169,7 @@ async function openPair(
     numWorkers: SLOTS,
     gracePeriodInMs: 0,
     log: () => undefined,
+    heartbeat: { registry, intervalInMs: DEFAULT_HEARTBEAT_INTERVAL_IN_MS, queueSpec: 'default', version: 'bench' },
     ...worker,
     processors: [
       new WorkflowProcessor({
@@ -182,7 +188,7 @@ async function openPair(
     ],
   });
   const logs: string[] = [];
-  const c = new Coordinator({ store, completions: queues.completions, outputs, queues: () => queues.tasks, options: { ...coordinator, log: (line) => logs.push(line) } });
+  const c = new Coordinator({ store, completions: queues.completions, outputs, workers: registry, queues: () => queues.tasks, options: { ...coordinator, log: (line) => logs.push(line) } });
   const client = new WorkflowClient({ store, completions: queues.completions, outputsContainer: store.names.outputsContainer });
   const running = w.run();
   await c.start();

@@ -41,7 +41,7 @@ export async function endToEnd100k(): Promise<void> {
     const half = samples.find(([, applied]) => applied >= TASKS / 2)?.[0] ?? Number.NaN;
     const first = TASKS / 2 / half;
     const second = TASKS / 2 / (result.seconds - half);
-    const tx = (result.taskQueueTx?.total ?? 0) + (result.completionQueueTx?.total ?? 0) + result.store.blob + result.store.table + result.outputsBlob;
+    const tx = (result.taskQueueTx?.total ?? 0) + (result.completionQueueTx?.total ?? 0) + result.store.blob + result.store.table + result.outputsBlob + result.heartbeats;
     process.stdout.write(`\n100 000-task no-op workflow end to end (${SLOTS} worker slots, Azurite in a child process): status ${result.status}, ${result.seconds.toFixed(0)} s\n`);
     process.stdout.write(
       `${table(
@@ -52,6 +52,7 @@ export async function endToEnd100k(): Promise<void> {
           ['workflow store blobs', String(result.store.blob), (result.store.blob / TASKS).toFixed(2)],
           ['workflow store tables', String(result.store.table), (result.store.table / TASKS).toFixed(2)],
           ['output store blobs', String(result.outputsBlob), (result.outputsBlob / TASKS).toFixed(2)],
+          ['worker heartbeats', String(result.heartbeats), (result.heartbeats / TASKS).toFixed(2)],
           ['total', String(tx), (tx / TASKS).toFixed(2)],
         ],
       )}\n`,

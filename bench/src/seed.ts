@@ -12,6 +12,7 @@
  * Plain text tables on stdout, progress on stderr. bench/README.md lists what each side does per task.
  *
  *   6. 32 workflows of 100 tasks submitted at once (batches of several workflows in flight).
+ *  2c. the end-to-end run with each task printing one line (so each uploads one task log).
  * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one;
  * JOBQ_SEED_MODES=cpu or latency one mode; JOBQ_SEED_RUNS=N runs per mode)
  */
@@ -324,6 +325,9 @@ function clockTicks(): number {
   return ticks;
 }
 
+/** Every storage request of a run: queues, workflow store, output store (outputs and task logs), heartbeat registry. */
+const transactions = (r: EndToEndResult) => (r.taskQueueTx?.total ?? 0) + (r.completionQueueTx?.total ?? 0) + r.store.blob + r.store.table + r.outputsBlob + r.heartbeats;
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -396,6 +400,24 @@ async function main(): Promise<void> {
       }
     }
     const p2b = wanted('2b') ? await phase('2b end-to-end with subprocesses', () => e2e('SeedE2eShell', true, [], 'subprocesses')) : null;
+    // 2c. Each task prints one line, so each leaves one task log (one Put Blob): CPU-bound, `runs` runs.
+    const p2c: EndToEndResult[] = [];
+    if (wanted('2c')) {
+      for (let run = 1; run <= runs; run++) {
+        const r = await phase(`2c end-to-end, one line per task (run ${run})`, () =>
+          endToEnd({
+            connectionString: azurite.connectionString,
+            prefix: `SeedLine${run}`,
+            source: seedSource(),
+            slots: SLOTS,
+            taskLines: 1,
+            timeoutInMs: 300_000,
+            log: (line) => log(`2c: ${line}`),
+          }),
+        );
+        if (r && r.status === 'completed') p2c.push(r);
+      }
+    }
     // 6. Many workflows at once: batches of different workflows in flight together.
     const many: Array<{ label: string; rates: number[] }> = [
       { label: 'CPU-bound', rates: [] },
@@ -477,13 +499,14 @@ async function main(): Promise<void> {
     console.log('   worker, client, observer) and /proc/PID/stat utime+stime of the Azurite child, over the timed window, per task.\n');
 
     if (p2) {
-      const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
+      const tx = transactions(p2);
       const txRows = [
         ['task queue (coordinator sends; worker receives, renewals, deletes, idle polls)', String(p2.taskQueueTx?.total ?? 0), f((p2.taskQueueTx?.total ?? 0) / TASKS)],
         ['completion queue (submit wake-up; worker sends; coordinator receives, deletes, idle polls)', String(p2.completionQueueTx?.total ?? 0), f((p2.completionQueueTx?.total ?? 0) / TASKS)],
         ['workflow store blobs (runtime, lease, stats)', String(p2.store.blob), f(p2.store.blob / TASKS)],
         ['workflow store tables (index, task rows; worker cancel checks)', String(p2.store.table), f(p2.store.table / TASKS)],
-        ['output store blobs', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],
+        ['output store blobs (outputs, task logs: a silent task writes none)', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],
+        ['worker heartbeats (table {PREFIX}Workers: beats, the coordinator\'s prune)', String(p2.heartbeats), f(p2.heartbeats / TASKS)],
         ['total', String(tx), f(tx / TASKS)],
       ];
       console.log('4. Storage transactions during end-to-end run 2 (the CPU-bound median run; every request of the coordinator, the worker');
@@ -506,10 +529,28 @@ async function main(): Promise<void> {
     }
     console.log(`engine/ceiling ratio at ${f(latencyMs, 0)} ms storage latency: ${ratioOf(latencyMode)}`);
     if (p2) {
-      const tx = (p2.taskQueueTx?.total ?? 0) + (p2.completionQueueTx?.total ?? 0) + p2.store.blob + p2.store.table + p2.outputsBlob;
-      console.log(`storage transactions per task: ${f(tx / TASKS)}`);
+      const tx = transactions(p2);
+      console.log(`storage transactions per task: ${f(tx / TASKS)}${tx / TASKS > 4.5 ? ' (over the 4.5 goal)' : ''}`);
     } else {
       console.log(`storage transactions per task: ${nm}`);
+    }
+    if (wanted('2c')) {
+      const line = medianRun(p2c);
+      const silent = p2 ? transactions(p2) / TASKS : null;
+      const perTask = line ? transactions(line) / TASKS : null;
+      console.log(
+        `2c one line per task, tx/task: ${perTask === null ? nm : f(perTask)}` +
+          (perTask !== null && silent !== null ? ` (${f(perTask - silent, 2)} over silent; output store blobs ${f(line!.outputsBlob / TASKS)}/task)` : ''),
+      );
+    }
+    const beating = [...cpuMode.engine, ...latencyMode.engine, ...p2c];
+    if (beating.length > 0) {
+      console.log(
+        `heartbeats per run: ${spread(beating.map((r) => r.heartbeats))} (registry table requests in the timed window, interval 30 s; ` +
+          `over the worker's life, first beat and row delete included: ${spread(beating.map((r) => r.heartbeatsLifetime))})`,
+      );
+    } else {
+      console.log(`heartbeats per run: ${nm}`);
     }
     const tapped = [...cpuMode.engine, ...latencyMode.engine];
     if (tapped.length > 0) {

@@ -188,7 +188,8 @@ async function seedRun(backend: Backend, azuriteConnectionString: string, prefix
   return { result, ops, adminRequests };
 }
 
-const storeTx = (r: EndToEndResult) => r.store.blob + r.store.table + r.outputsBlob;
+/** Storage requests of the run besides its queues: workflow store, output store, heartbeat registry. */
+const storeTx = (r: EndToEndResult) => r.store.blob + r.store.table + r.outputsBlob + r.heartbeats;
 const queueTx = (r: EndToEndResult) => (r.taskQueueTx?.total ?? 0) + (r.completionQueueTx?.total ?? 0);
 
 async function seedRuns(backends: readonly Backend[], azurite: string): Promise<Map<Backend, E2eRun[]>> {

@@ -5,6 +5,7 @@ import type { WorkflowPrefix } from '@jobq/worker';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';
+import { withStorageCredential } from './credential';
 import { UsageError } from './errors';
 import { checkServiceBusLockDuration, openQueueAt, queueLocation, storageConnection, type AccountConnection, type QueueLocation } from './queues';
 import { queuesNamespace } from './servicebus-access';
@@ -78,7 +79,8 @@ export function connectionFor(config: CliConfig, account: string): AccountConnec
 export async function openDeployment(config: CliConfig, options: DeploymentOptions = {}): Promise<Deployment> {
   const prefix = requirePrefix(config);
   const mapAllTo = options.mapAllAccounts ? prefix.account : null;
-  const account = (name: string): AccountConnection => connectionFor(config, mapAllTo ?? name);
+  // Every adapter that signs with a token gets the process's one credential (one token cache).
+  const account = (name: string): AccountConnection => withStorageCredential(connectionFor(config, mapAllTo ?? name));
   const locate = (spec: string): QueueLocation => queueLocation(config, spec, { defaultAccount: prefix.account, mapAllTo });
   const createIfMissing = options.createIfMissing ?? true;
   const completionLockDurationInMs = options.completionLockDurationInMs ?? Math.round(config.coordinator.visibilityTimeoutS.value * 1000);
@@ -101,7 +103,8 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   }
   const blobCounted = policies.blob.length > 0 ? { blobPolicies: policies.blob } : {};
   const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget, ...blobCounted });
-  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue });
+  const instruments = options.instruments ?? noopInstruments;
+  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue, instruments });
   const opened: TaskQueue[] = [completions];
   const pool = new Map<string, Promise<TaskQueue>>();
   const queue = (spec: string): Promise<TaskQueue> => {
@@ -113,7 +116,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     let pending = pool.get(location.key);
     if (!pending) {
-      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue });
+      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue, instruments });
       pending.then(
         (q) => opened.push(q),
         () => pool.delete(location.key),
@@ -126,7 +129,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   let registry: Promise<WorkerRegistry> | null = null;
   const openRegistry = (): Promise<WorkerRegistry> => {
     if (registry === null) {
-      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing });
+      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...(policies.table.length > 0 ? { tablePolicies: policies.table } : {}) });
       opening.catch(() => {
         registry = null;
       });

@@ -1,8 +1,30 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { startLocalStack, startServiceBus, type LocalStorage, type ServiceBusEmulator, type ServiceBusOptions, type StartAzuriteOptions } from '@jobq/local';
+import type { LocalStorage, ServiceBusEmulator, ServiceBusOptions, StartAzuriteOptions } from '@jobq/local';
 import type { CliConfig } from './config';
+
+/** What `workflow run` and `jobq dev` say when `@jobq/local` is not installed. */
+export const EMBEDDED_STACK_MISSING = 'the embedded stack is not installed in this image';
+
+/**
+ * `@jobq/local` (Azurite and the local Service Bus broker), loaded only by the commands that start
+ * an embedded stack: it is an optional dependency of the CLI, left out of production images
+ * (`pnpm deploy --no-optional`, see deploy/README.md). Absent: a one-line error, exit 1.
+ */
+export async function loadLocalStack(): Promise<typeof import('@jobq/local')> {
+  try {
+    return await import('@jobq/local');
+  } catch (error) {
+    if (isMissingLocalStack(error)) throw new Error(`${EMBEDDED_STACK_MISSING} (@jobq/local, an optional dependency of @jobq/cli, is absent)`);
+    throw error;
+  }
+}
+
+function isMissingLocalStack(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'MODULE_NOT_FOUND' && typeof message === 'string' && message.includes("'@jobq/local'");
+}
 
 /** The prefix of the embedded stack. */
 export const EMBEDDED_ACCOUNT = 'devstoreaccount1';
@@ -45,7 +67,8 @@ export const LOCAL_BROKER_QUEUE_DEFAULTS = {
 };
 
 /** A local Service Bus broker on 127.0.0.1 (random ports by default), with its admin endpoint. Nothing is kept on disk. */
-export function startLocalServiceBus(options: { port?: number; adminPort?: number } = {}): Promise<ServiceBusEmulator> {
+export async function startLocalServiceBus(options: { port?: number; adminPort?: number } = {}): Promise<ServiceBusEmulator> {
+  const { startServiceBus } = await loadLocalStack();
   return startServiceBus(localServiceBusOptions(options));
 }
 
@@ -61,6 +84,7 @@ function localServiceBusOptions(options: { port?: number; adminPort?: number }):
  */
 export async function startEmbeddedStorage(base: CliConfig, options: EmbeddedStorageOptions = {}): Promise<EmbeddedStorage> {
   const sb = options.serviceBus;
+  const { startLocalStack } = await loadLocalStack();
   const stack = await startLocalStack({
     storage: options.storage ?? {},
     ...(sb ? { serviceBus: localServiceBusOptions(sb) } : {}),

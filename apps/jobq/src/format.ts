@@ -1,4 +1,4 @@
-import { TASK_STATUSES, type TaskStatus } from '@jobq/dag-core';
+import { TASK_STATUSES, layerOf, type TaskStatus } from '@jobq/dag-core';
 import type { TaskRow, WorkflowSummary } from '@jobq/ports';
 
 /** Per-status task counts, as on an index row or a runtime. */
@@ -156,10 +156,7 @@ export function duration(ms: number): string {
 }
 
 /** The layer of a task (the `--by-layer` rollup): its name without a trailing `-NNN` (3 or more digits, optional `_N`). */
-export function layerOf(taskName: string): string {
-  const layer = taskName.replace(/-\d{3,}(?:_\d+)?$/, '');
-  return layer === '' ? taskName : layer;
-}
+export { layerOf };
 
 /** One row of the `--by-layer` rollup. */
 export interface LayerRow {

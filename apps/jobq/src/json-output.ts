@@ -422,6 +422,15 @@ const dev = z.object({
   auto_workers: z.boolean().describe('--auto-workers: more queues get workers as tasks are routed to them'),
   servicebus: z.object({ connection_string: z.string(), admin_endpoint: z.string() }).optional(),
   env: z.record(z.string(), z.string()).describe('The environment variables another terminal needs'),
+  dashboard_url: z.string().optional().describe('--dashboard: the dashboard\'s URL'),
+});
+
+const dashboard = z.object({
+  url: z.string().describe('http://127.0.0.1:PORT/'),
+  host: z.string(),
+  port: count,
+  poll_interval_ms: count,
+  target: z.string().describe('ACCOUNT/PREFIX of the deployment shown'),
 });
 
 const messageMeta = {
@@ -477,6 +486,7 @@ const error = z.object({
 export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }> = {
   error: { command: 'any command with --json, when it fails', schema: error },
   'config-show': { command: 'config show --json', schema: configShow },
+  dashboard: { command: 'dashboard --json', schema: dashboard },
   dev: { command: 'dev --json', schema: dev },
   peek: { command: 'peek --json', schema: z.array(message) },
   pull: { command: 'pull', schema: message.nullable() },

@@ -11,6 +11,8 @@ export interface PlainQueueOptions {
   createIfMissing?: boolean;
   /** Extra request policies of a Storage queue's client (the storage request metrics). */
   policies?: OpenQueueOptions['policies'];
+  /** Where a Service Bus queue counts its calls to the broker (the storage request metrics). */
+  instruments?: OpenQueueOptions['instruments'];
 }
 
 /**
@@ -48,5 +50,5 @@ export async function openPlainQueue(config: CliConfig, spec: string, options: P
   const location = plainQueueLocation(config, spec);
   const lockDurationInMs = options.lockDurationInMs ?? 30_000;
   if (location.backend === 'servicebus') checkServiceBusLockDuration(lockDurationInMs, lockDurationFrom);
-  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true, ...(options.policies ? { policies: options.policies } : {}) });
+  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true, ...(options.policies ? { policies: options.policies } : {}), ...(options.instruments ? { instruments: options.instruments } : {}) });
 }

@@ -1,8 +1,10 @@
 import { SERVICE_BUS_MAX_MESSAGE_BYTES, parseQueueSpec } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import { JobqError, isJobqError, type Instruments, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
+import { withServiceBusCredential, withStorageCredential } from './credential';
+import { loadLocalStack } from './embedded';
 import type { CliConfig } from './config';
 import { UsageError } from './errors';
 import { queuesNamespace, serviceBusAccess, type ServiceBusAccess } from './servicebus-access';
@@ -81,6 +83,8 @@ export interface OpenQueueOptions {
   createIfMissing: boolean;
   /** Extra request policies of a Storage queue's client (the storage request metrics). */
   policies?: OpenStorageQueueOptions['policies'];
+  /** Where a Service Bus queue counts its calls to the broker (`jobq_storage_requests_total`, `service="servicebus"`). */
+  instruments?: Instruments;
 }
 
 /** A Service Bus queue as the CLI sees it: a task queue that can also describe itself (properties, dead-letter count). */
@@ -101,7 +105,7 @@ export function isDescribable(queue: TaskQueue): queue is DescribableQueue {
 export async function openQueueAt(location: QueueLocation, options: OpenQueueOptions): Promise<TaskQueue> {
   if (location.backend === 'storage') {
     return openStorageQueue({
-      connection: location.connection,
+      connection: withStorageCredential(location.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing: options.createIfMissing,
@@ -112,13 +116,14 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
     // Loaded only here: commands that never reach Service Bus do not load its SDK.
     const { openServiceBusQueue } = await import('@jobq/queue-servicebus');
     const { access } = location;
-    const adminPolicies = access.adminEndpoint === null ? [] : [(await import('@jobq/local')).adminPolicy(access.adminEndpoint)];
+    const adminPolicies = access.adminEndpoint === null ? [] : [(await loadLocalStack()).adminPolicy(access.adminEndpoint)];
     const queue = await openServiceBusQueue({
-      connection: access.connection,
+      connection: withServiceBusCredential(access.connection),
       queueName: location.queueName,
       lockDurationInMs: options.lockDurationInMs,
       createIfMissing,
       adminPolicies,
+      ...(options.instruments?.enabled ? { instruments: options.instruments } : {}),
     });
     closeWhenDone(() => queue.close());
     return queue;

@@ -196,3 +196,16 @@ export {
   type RuntimeParts,
   type SnapshotMeta,
 } from './runtime/snapshot-codec';
+
+export {
+  ROLLUP_AUTO_NODES_MAX,
+  ROLLUP_AUTO_TASKS_MAX,
+  ROLLUP_LEVELS,
+  autoRollupLevel,
+  layerOf,
+  rollupGraph,
+  rollupSizes,
+  type RollupGraph,
+  type RollupLevel,
+  type RollupNode,
+} from './graph/rollup';

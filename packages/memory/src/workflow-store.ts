@@ -359,6 +359,18 @@ export class MemoryWorkflowStore implements WorkflowStore {
     });
   }
 
+  loadIfChanged(workflowId: string, etag: string, options?: OperationOptions): Promise<LoadedRuntime | 'unchanged' | null> {
+    const stored = this.runtimes.get(workflowId);
+    if (stored !== undefined && stored.unreadable === null && stored.etag === etag) {
+      return run(() => {
+        checkAborted(options, `load workflow "${workflowId}"`);
+        this.calls.loads++;
+        return 'unchanged' as const;
+      });
+    }
+    return this.load(workflowId, options);
+  }
+
   save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult> {
     return run(() => {
       const id = runtime.workflowId;

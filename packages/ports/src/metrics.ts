@@ -58,7 +58,7 @@ export const METRICS = {
   jobq_worker_task_duration_seconds: {
     name: 'jobq_worker_task_duration_seconds',
     type: 'histogram',
-    help: 'Run time of the tasks a worker ran, by queue and outcome (done, failed, leave)',
+    help: 'Run time of the tasks a worker ran, by queue and outcome (done, failed, leave); a workflow task whose command failed is failed',
     labels: ['queue', 'outcome'],
     buckets: SECONDS_LONG,
   },
@@ -87,10 +87,16 @@ export const METRICS = {
     help: 'Failed receives of a worker, by queue and error code',
     labels: ['queue', 'code'],
   },
+  jobq_worker_task_log_upload_failures_total: {
+    name: 'jobq_worker_task_log_upload_failures_total',
+    type: 'counter',
+    help: 'Task-log uploads of a worker that failed (each only warned about; the task goes on), by queue',
+    labels: ['queue'],
+  },
   jobq_storage_requests_total: {
     name: 'jobq_storage_requests_total',
     type: 'counter',
-    help: 'HTTP requests sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error)',
+    help: 'HTTP requests sent to Azure Storage, by service (blob, table, queue), method and status class (2xx, 3xx, 4xx, 5xx, error); calls to Service Bus as service servicebus, by operation, ok or error',
     labels: ['service', 'method', 'status_class'],
   },
 } as const satisfies Record<string, MetricDefinition>;

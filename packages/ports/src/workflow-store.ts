@@ -314,6 +314,13 @@ export interface WorkflowStore {
    */
   load(workflowId: string, options?: OperationOptions): Promise<LoadedRuntime | null>;
   /**
+   * Like {@link load}, for a reader that holds the runtime read at `etag` (a token of `load` or
+   * `save`): `'unchanged'` when no save happened since, without reading the runtime (on Azure, a
+   * look at the head and log properties instead of their bytes); otherwise what `load` returns.
+   * Optional: without it, readers `load` and compare the ETag.
+   */
+  loadIfChanged?(workflowId: string, etag: string, options?: OperationOptions): Promise<LoadedRuntime | 'unchanged' | null>;
+  /**
    * Writes the runtime if it is still at `etag` (`conflict`, nothing written, otherwise), then
    * merges the changed task rows (none with `deferTaskRows`; plus `alsoTaskRows`), then the index
    * row: a reader that sees the index row of a save sees the task rows it wrote. When the runtime

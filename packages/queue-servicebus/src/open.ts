@@ -1,5 +1,5 @@
 import type { RetryOptions, ServiceBusAdministrationClient } from '@azure/service-bus';
-import { JobqError } from '@jobq/ports';
+import { JobqError, type Instruments } from '@jobq/ports';
 import { acquireClient, createAdminClient, describeConnection, type AdminPolicy, type ServiceBusConnection } from './connection';
 import { translateError } from './errors';
 import { isoDuration, parseIsoDuration } from './iso-duration';
@@ -29,6 +29,11 @@ export interface OpenServiceBusQueueOptions {
   operationTimeoutInMs?: number;
   /** The longest `receive` waits for more messages once the first is there (default 50 ms; shorter on a fast link, see the README). */
   batchFillWaitInMs?: number;
+  /**
+   * Where each call to the broker is counted, in `jobq_storage_requests_total` with
+   * `service="servicebus"` (docs/metrics.md; default nowhere).
+   */
+  instruments?: Instruments;
 }
 
 /** The settings of the queues jobq creates (see the README). */
@@ -138,6 +143,7 @@ export async function openServiceBusQueue(options: OpenServiceBusQueueOptions): 
     lockDurationInMs,
     operationTimeoutInMs,
     batchFillWaitInMs: options.batchFillWaitInMs ?? 50,
+    ...(options.instruments ? { instruments: options.instruments } : {}),
   });
   core.adminRefused = adminRefused;
   return new ServiceBusTaskQueue(core);

@@ -6,7 +6,7 @@ import { inspect } from 'node:util';
 import rhea from 'rhea';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
 import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core';
-import { isJobqError, type TaskQueue } from '@jobq/ports';
+import { isJobqError, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openClientCount, type AdminPolicy } from './connection';
 import { openServiceBusQueue, type OpenServiceBusQueueOptions } from './open';
@@ -554,5 +554,36 @@ describe('error translation', () => {
     const e = await failure(dead.send({ body: 'x' }));
     expect(e).toMatchObject({ code: 'unavailable', retryable: true });
     await dead.close();
+  });
+});
+
+describe('request metrics', () => {
+  it('counts each call to the broker in jobq_storage_requests_total (service servicebus, method the operation, ok or error)', async () => {
+    const counts = new Map<string, number>();
+    const instruments: Instruments = {
+      enabled: true,
+      inc: (name, labels, value = 1) => {
+        const key = `${name} ${JSON.stringify(labels)}`;
+        counts.set(key, (counts.get(key) ?? 0) + value);
+      },
+      observe: () => undefined,
+      set: () => undefined,
+    };
+    const queue = await open({ instruments });
+    await queue.send([{ body: 'a' }, { body: 'b' }]);
+    const got: ReceivedMessage[] = [];
+    while (got.length < 2) got.push(...(await queue.receive({ maxMessages: 2, maxWaitTimeInMs: 2_000 })));
+    await queue.renewLock(got[0]!);
+    for (const m of got) await queue.complete(m);
+    await queue.deleteQueue();
+    await queue.deleteQueue(); // gone: not-found from the broker, an error call (swallowed by deleteQueue)
+    const count = (method: string, status_class = 'ok') => counts.get(`jobq_storage_requests_total ${JSON.stringify({ service: 'servicebus', method, status_class })}`) ?? 0;
+    expect(count('send')).toBe(1); // one transfer of both messages (the batch is made locally)
+    expect(count('receive')).toBeGreaterThanOrEqual(1);
+    expect(count('renew_lock')).toBe(1);
+    expect(count('complete')).toBe(2);
+    expect(count('delete')).toBe(1);
+    expect(count('delete', 'error')).toBe(1);
+    expect([...counts.keys()].every((k) => k.startsWith('jobq_storage_requests_total {"service":"servicebus","method":'))).toBe(true);
   });
 });

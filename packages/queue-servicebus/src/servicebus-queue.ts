@@ -16,6 +16,7 @@ import {
   deadLetterBody,
   isJobqError,
   utf8ByteLength,
+  type Instruments,
   type OperationOptions,
   type OutgoingMessage,
   type PeekedMessage,
@@ -48,6 +49,8 @@ export interface ServiceBusTaskQueueSettings {
   operationTimeoutInMs: number;
   /** The longest `receive` waits for more messages once the first one is there (see {@link FillWait}). */
   batchFillWaitInMs: number;
+  /** Counts each call to the broker (`jobq_storage_requests_total`, `service="servicebus"`); default nowhere. */
+  instruments?: Instruments;
 }
 
 /** A queue's settings as the administration client reads them (times in ms; `Infinity` = never). */
@@ -235,14 +238,22 @@ export class ServiceBusTaskQueue implements TaskQueue {
     return this.core.maxMessageBytes;
   }
 
-  /** Runs one SDK call under the caller's signal, translating its errors. */
-  private async call<T>(operation: string, options: OperationOptions | undefined, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one SDK call under the caller's signal, translating its errors. Each call that reaches the
+   * SDK counts once in `jobq_storage_requests_total` (`method` the operation, `status_class` ok or
+   * error; docs/metrics.md), unless `counted` is false (a call that sends nothing to the broker).
+   */
+  private async call<T>(operation: string, options: OperationOptions | undefined, fn: () => Promise<T>, counted = true): Promise<T> {
     const caller = options?.abortSignal;
     if (caller?.aborted) throw new JobqError('aborted', `${operation} on Service Bus queue "${this.name}" was aborted by the caller`);
     if (this.core.closed) throw new JobqError('invalid-argument', `${operation} on Service Bus queue "${this.name}": the queue was closed`);
+    const instruments = counted ? this.core.settings.instruments : undefined;
     try {
-      return await fn();
+      const result = await fn();
+      instruments?.inc('jobq_storage_requests_total', { service: 'servicebus', method: operation.replace(/[ -]/g, '_'), status_class: 'ok' });
+      return result;
     } catch (error) {
+      instruments?.inc('jobq_storage_requests_total', { service: 'servicebus', method: operation.replace(/[ -]/g, '_'), status_class: 'error' });
       throw translateError(error, { operation, queue: this.name, callerAborted: caller?.aborted ?? false });
     }
   }
@@ -264,7 +275,8 @@ export class ServiceBusTaskQueue implements TaskQueue {
   }
 
   private async newBatch(options: OperationOptions | undefined): Promise<ServiceBusMessageBatch> {
-    const batch = await this.call('send', options, () => this.getSender().createMessageBatch(options?.abortSignal ? { abortSignal: options.abortSignal } : {}));
+    // Not counted: it sends no message (the link attaches on the first one).
+    const batch = await this.call('send', options, () => this.getSender().createMessageBatch(options?.abortSignal ? { abortSignal: options.abortSignal } : {}), false);
     if (this.core.linkMaxBytes === undefined || batch.maxSizeInBytes < this.core.linkMaxBytes) this.core.linkMaxBytes = batch.maxSizeInBytes;
     return batch;
   }

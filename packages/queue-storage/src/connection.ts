@@ -15,12 +15,22 @@ import { JobqError } from '@jobq/ports';
  * How to reach a storage account: a connection string (Azurite's `UseDevelopmentStorage=true`
  * included) with an account key, a SAS (`QueueEndpoint=…;SharedAccessSignature=…`) or only
  * endpoints (then a token credential: `credential`, or `DefaultAzureCredential`); or an account
- * name with a token credential (`DefaultAzureCredential` when none is given).
+ * name with a token credential (`DefaultAzureCredential` when none is given); or the queue service
+ * URL with a token credential. Without `credential` every client of the process shares one
+ * `DefaultAzureCredential`.
  */
 export type StorageConnection =
   | { connectionString: string; credential?: TokenCredential }
   | { accountName: string; credential?: TokenCredential }
   | { queueServiceUrl: string; credential: TokenCredential };
+
+let defaultCredential: TokenCredential | undefined;
+
+/** The one `DefaultAzureCredential` of the clients given none (one token cache). */
+function sharedDefaultCredential(): TokenCredential {
+  defaultCredential ??= new DefaultAzureCredential();
+  return defaultCredential;
+}
 
 /** Options of the HTTP pipeline under a queue service client. */
 export interface PipelineSettings {
@@ -92,14 +102,14 @@ export function createQueueServiceClient(connection: StorageConnection, settings
       pipeline = newPipeline(new StorageSharedKeyCredential(parsed.accountName, parsed.accountKey), options);
     } else if (!parsed.sas) {
       url = parsed.queueUrl;
-      pipeline = newPipeline(connection.credential ?? new DefaultAzureCredential(), options);
+      pipeline = newPipeline(connection.credential ?? sharedDefaultCredential(), options);
     } else {
       url = `${parsed.queueUrl}?${(parsed.sas ?? '').replace(/^\?/, '')}`;
       pipeline = newPipeline(new AnonymousCredential(), options);
     }
   } else if ('accountName' in connection) {
     url = queueServiceUrlFor(connection.accountName);
-    pipeline = newPipeline(connection.credential ?? new DefaultAzureCredential(), options);
+    pipeline = newPipeline(connection.credential ?? sharedDefaultCredential(), options);
   } else {
     url = connection.queueServiceUrl;
     pipeline = newPipeline(connection.credential, options);

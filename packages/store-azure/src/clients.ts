@@ -8,10 +8,15 @@ import { JobqError } from '@jobq/ports';
 /**
  * How to reach a storage account: a connection string (`UseDevelopmentStorage=true` and Azurite
  * strings included) with an account key, a SAS (`BlobEndpoint=…;TableEndpoint=…;SharedAccessSignature=…`)
- * or only endpoints (then a token credential: `credential`, or `DefaultAzureCredential`); or an
- * account name with a token credential (`DefaultAzureCredential` when none is given).
+ * or only endpoints (then a token credential: `credential`, or `DefaultAzureCredential`); an
+ * account name with a token credential (`DefaultAzureCredential` when none is given); or the blob
+ * and table service URLs with a token credential (as `@jobq/queue-storage`'s `queueServiceUrl`).
+ * Without `credential` every client of the process shares one `DefaultAzureCredential`.
  */
-export type StorageAccountConnection = { connectionString: string; credential?: TokenCredential } | { accountName: string; credential?: TokenCredential };
+export type StorageAccountConnection =
+  | { connectionString: string; credential?: TokenCredential }
+  | { accountName: string; credential?: TokenCredential }
+  | { blobServiceUrl: string; tableServiceUrl: string; credential: TokenCredential };
 
 /** Settings shared by every client the store makes. */
 export interface ClientSettings {
@@ -35,8 +40,39 @@ interface Account {
   credential: TokenCredential | undefined;
 }
 
+let defaultCredential: TokenCredential | undefined;
+
+/** The one `DefaultAzureCredential` of the clients given none (one token cache). */
+function sharedDefaultCredential(): TokenCredential {
+  defaultCredential ??= new DefaultAzureCredential();
+  return defaultCredential;
+}
+
+/** An `https://` (or `http://`, for an emulator) service URL without a trailing slash, or a config error naming `what`. */
+function serviceUrl(url: string, what: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new JobqError('invalid-config', `${what} is not a URL: "${url}"`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new JobqError('invalid-config', `${what} must be an http(s) URL, got "${parsed.protocol}"`);
+  if (parsed.search !== '') throw new JobqError('invalid-config', `${what} must not carry a query (a SAS goes in a connection string)`);
+  return url.replace(/\/+$/, '');
+}
+
 /** Reads a connection string's endpoints and credential. Errors never quote the string. */
 function parseAccount(connection: StorageAccountConnection): Account {
+  if ('blobServiceUrl' in connection) {
+    return {
+      blobUrl: serviceUrl(connection.blobServiceUrl, 'blobServiceUrl'),
+      tableUrl: serviceUrl(connection.tableServiceUrl, 'tableServiceUrl'),
+      accountName: undefined,
+      accountKey: undefined,
+      sas: undefined,
+      credential: connection.credential,
+    };
+  }
   if ('accountName' in connection) {
     if (!/^[a-z0-9]{3,24}$/.test(connection.accountName)) {
       throw new JobqError('invalid-config', `"${connection.accountName}" is not a storage account name (3–24 lowercase letters and digits)`);
@@ -47,7 +83,7 @@ function parseAccount(connection: StorageAccountConnection): Account {
       accountName: connection.accountName,
       accountKey: undefined,
       sas: undefined,
-      credential: connection.credential ?? new DefaultAzureCredential(),
+      credential: connection.credential ?? sharedDefaultCredential(),
     };
   }
   const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connection.connectionString) ? DEVELOPMENT_STORAGE : connection.connectionString;
@@ -68,7 +104,7 @@ function parseAccount(connection: StorageAccountConnection): Account {
   const sas = fields.get('sharedaccesssignature');
   if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
   // Endpoints without a key or a SAS: the endpoints with a token credential.
-  const credential = accountKey || sas ? undefined : (connection.credential ?? new DefaultAzureCredential());
+  const credential = accountKey || sas ? undefined : (connection.credential ?? sharedDefaultCredential());
   return { blobUrl: blobUrl.replace(/\/+$/, ''), tableUrl: tableUrl.replace(/\/+$/, ''), accountName, accountKey, sas, credential };
 }
 

@@ -229,6 +229,29 @@ export class RuntimeBlobs {
     }
   }
 
+  /**
+   * True when the runtime is still the one of `tokenText`: the head has the token's ETag and, for a
+   * format-2 runtime, the log its ETag and length (property reads only, no bytes). False when it
+   * cannot tell (a pending roll, an unknown log ETag, a token of another form).
+   */
+  async unchangedSince(workflowId: string, tokenText: string, options: OperationOptions | undefined): Promise<boolean> {
+    const token = decodeToken(workflowId, tokenText);
+    if (token === null) return false;
+    if (token.version === 1) return (await this.headEtag(workflowId, options)) === token.etag;
+    if (token.pending || token.logEtag === null) return false;
+    const logProperties = async (): Promise<{ etag: string | undefined; length: number | undefined } | null> => {
+      try {
+        const properties = await storeCall({ operation: `read workflow "${workflowId}"` }, this.timeout, options, (abortSignal) => this.appendBlob(token.log).getProperties({ abortSignal }));
+        return { etag: properties.etag, length: properties.contentLength };
+      } catch (error) {
+        if (isJobqError(error, 'not-found')) return null;
+        throw error;
+      }
+    };
+    const [headEtag, log] = await Promise.all([this.headEtag(workflowId, options), logProperties()]);
+    return headEtag === token.headEtag && log !== null && log.etag === token.logEtag && log.length === token.position;
+  }
+
   // ---- load ------------------------------------------------------------------------------------
 
   /**

@@ -11,6 +11,7 @@ import {
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
 import { storeNames } from './names';
+import type { TablePipelinePolicy } from './workflow-store';
 
 /** The one partition of the workers table. */
 const PARTITION = 'w';
@@ -36,6 +37,8 @@ export interface OpenWorkerRegistryOptions {
   /** Create the table when missing (default true). */
   createIfMissing?: boolean;
   operationTimeoutInMs?: number;
+  /** Extra policies of the table client, after its retry policy (each try is seen), e.g. a request counter. */
+  tablePolicies?: readonly TablePipelinePolicy[];
 }
 
 /**
@@ -155,7 +158,9 @@ export async function openWorkerRegistry(options: OpenWorkerRegistryOptions): Pr
   const names = storeNames(options.prefix);
   const timeout = options.operationTimeoutInMs ?? 10_000;
   const clients = accountClients(options.connection, { operationTimeoutInMs: timeout });
-  const registry = new AzureWorkerRegistry(clients.table(names.workersTable), timeout);
+  const table = clients.table(names.workersTable);
+  for (const policy of options.tablePolicies ?? []) table.pipeline.addPolicy(policy, { afterPhase: 'Retry' });
+  const registry = new AzureWorkerRegistry(table, timeout);
   if (options.createIfMissing ?? true) await registry.ensureExists();
   return registry;
 }

@@ -296,6 +296,12 @@ export class AzureWorkflowStore implements WorkflowStore {
     return loaded === null ? null : { runtime: loaded.runtime, etag: loaded.token };
   }
 
+  async loadIfChanged(workflowId: string, etag: string, options?: OperationOptions): Promise<LoadedRuntime | 'unchanged' | null> {
+    checkWorkflowId(workflowId);
+    if (await this.blobs.unchangedSince(workflowId, etag, options)) return 'unchanged';
+    return this.load(workflowId, options);
+  }
+
   async save(runtime: WorkflowRuntime, etag: string, options?: SaveOptions): Promise<SaveResult> {
     const id = runtime.workflowId;
     checkWorkflowId(id);

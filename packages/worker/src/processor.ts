@@ -1,5 +1,5 @@
 import type { Envelope, EnvelopeTrace } from '@jobq/dag-core';
-import type { ReceivedMessage } from '@jobq/ports';
+import type { Instruments, ReceivedMessage } from '@jobq/ports';
 
 /** What a processor is given for one delivery of a task message. */
 export interface TaskContext {
@@ -26,12 +26,20 @@ export interface TaskContext {
    * and the completion carries it. Absent without tracing.
    */
   readonly trace?: EnvelopeTrace;
+  /** Where the worker records its metrics (docs/metrics.md), for what only the processor sees (a failed task-log upload). */
+  readonly instruments?: Instruments;
+  /** The `queue` label of those metrics. */
+  readonly queueLabel?: string;
 }
 
 /** What the worker does with the message after the processor returns. */
 export type ProcessOutcome =
-  /** Delete the message: the task is done (for a workflow task: its completion was published). */
-  | { kind: 'done' }
+  /**
+   * Delete the message: the task is done (for a workflow task: its completion was published).
+   * `failed: true` when the task ran and failed all the same (a workflow task whose failure went
+   * to the coordinator as a completion): the message is deleted, and metrics say `failed`.
+   */
+  | { kind: 'done'; failed?: boolean }
   /** A plain task failed: deliver it again while `num_retries` allows, then dead-letter it. */
   | { kind: 'failed'; error: string }
   /** Do not settle the message: it is delivered again when its lock expires. */

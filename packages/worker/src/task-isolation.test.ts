@@ -135,9 +135,9 @@ function evalTask(cmd: string, extra: Partial<TaskMessageInput> = {}): TaskMessa
 async function runOne(p: WorkflowProcessor, input: TaskMessageInput): Promise<{ completion: Completion; lines: string[] }> {
   const context = workflowContext(input);
   const outcome = await p.process(context);
-  expect(outcome).toEqual({ kind: 'done' });
   const published = await drainCompletions(completions);
   expect(published).toHaveLength(1);
+  expect(outcome).toEqual(published[0]!.success ? { kind: 'done' } : { kind: 'done', failed: true });
   return { completion: published[0]!, lines: context.lines };
 }
 

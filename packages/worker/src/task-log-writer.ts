@@ -79,6 +79,8 @@ export interface AttemptLogOptions {
   /** When the command started (ISO-8601). */
   started: string;
   counters: TaskLogCounters;
+  /** Called for each failed upload, besides `counters.failures` (the worker's metric). */
+  onUploadFailure?: () => void;
   log: (line: string) => void;
 }
 
@@ -154,6 +156,7 @@ export class AttemptLog {
       if (outcome === null) counters.snapshots++;
     } catch (error) {
       counters.failures++;
+      this.options.onUploadFailure?.();
       const why = abort.signal.aborted ? `no answer within ${Math.round(settings.uploadTimeoutInMs / 1000)} s` : errorText(error);
       this.options.log(`warning: could not write the ${outcome === null ? 'live ' : ''}log of task "${taskName}" attempt ${attemptNo}: ${why}`);
     } finally {

@@ -73,7 +73,7 @@ describe('secrets in kwargs.env', () => {
       },
     };
     const context = workflowContext(input);
-    expect(await processor.process(context)).toEqual({ kind: 'done' });
+    expect(await processor.process(context)).toEqual({ kind: 'done', failed: true });
     expect(context.lines).toEqual(expect.arrayContaining(['token=***', 'url=https://user:***@example.com']));
     const [completion] = completions.sent;
     expect(completion).toMatchObject({ success: false, error: expect.stringMatching(/^the output file is not JSON: found "\*\*\*";/) });
@@ -89,7 +89,7 @@ describe('secrets in kwargs.env', () => {
     const { completions, processor } = workflow();
     const marker = join(dir, 'missing-ran');
     const context = workflowContext({ workflowId: 'wf-secret', taskName: 'db', attemptNo: 1, kwargs: { cmd: `touch '${marker}'`, env: { DB_PASSWORD: '${{ secrets.DB }}' } } });
-    expect(await processor.process(context)).toEqual({ kind: 'done' });
+    expect(await processor.process(context)).toEqual({ kind: 'done', failed: true });
     expect(completions.sent).toEqual([
       expect.objectContaining({
         success: false,

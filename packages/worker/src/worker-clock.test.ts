@@ -206,7 +206,7 @@ describe('WorkflowProcessor on a virtual clock', () => {
     let outcome: unknown;
     void processor.process(workflowContext({ workflowId: 'wf-clock', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } })).then((o) => (outcome = o));
     await clock.runUntil(() => outcome !== undefined, undefined, { withinMs: 31 * DAY });
-    expect(outcome).toEqual({ kind: 'done' });
+    expect(outcome).toEqual({ kind: 'done', failed: true });
     // Stopped by the poll 30 days after the start; sent after two failed sends and 1 s + 2 s of back-off.
     expect(clock.now() - ranAt).toBe(30 * DAY + 3_000);
     expect(completions.sendCalls).toBe(3);

@@ -503,7 +503,16 @@ export class Worker {
     this.runningIds.set(task, { id: envelope.id, since: new Date(this.clock.now()).toISOString() });
     if (this.stopping) this.armGrace(task);
     const renewer = this.startRenewer(message, task.controller, taskLog);
-    const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog, output, ...(trace === undefined ? {} : { trace }) };
+    const context: TaskContext = {
+      message,
+      envelope,
+      signal: task.controller.signal,
+      log: taskLog,
+      output,
+      instruments: this.instruments,
+      queueLabel: this.queueLabel,
+      ...(trace === undefined ? {} : { trace }),
+    };
     let outcome: ProcessOutcome;
     // Set when the delivery bound ends this message: it is dead-lettered with this reason.
     let givenUp: string | null = null;
@@ -523,7 +532,9 @@ export class Worker {
         } catch (error) {
           outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
         }
-        this.instruments.observe('jobq_worker_task_duration_seconds', { queue: this.queueLabel, outcome: outcome.kind }, Math.max(0, this.clock.now() - started) / 1000);
+        // A workflow task that failed is `done` for the message (its failure went out as a completion) but `failed` for the metric.
+        const measured = outcome.kind === 'done' && outcome.failed === true ? 'failed' : outcome.kind;
+        this.instruments.observe('jobq_worker_task_duration_seconds', { queue: this.queueLabel, outcome: measured }, Math.max(0, this.clock.now() - started) / 1000);
         // A task left at the last allowed delivery is not run again. (Not when we stopped it
         // ourselves: a lost lock or a shutdown is not the message's fault.)
         if (outcome.kind === 'leave' && message.deliveryCount >= this.maxDeliveries && !task.controller.signal.aborted && !this.stopping) {

@@ -171,7 +171,7 @@ describe('WorkflowProcessor: the log says what was sent', () => {
     });
     completions.failures = [new JobqError('message-too-large', 'the message is 70000 bytes; the limit is 65536')];
     const context = workflowContext(task('big', { cmd: 'true' }));
-    expect(await processor.process(context)).toEqual({ kind: 'done' });
+    expect(await processor.process(context)).toEqual({ kind: 'done', failed: true });
     expect(completions.sent).toEqual([expect.objectContaining({ success: false, outputRef: null, error: expect.stringMatching(/does not fit/) })]);
     const sentLines = context.lines.filter((line) => line.startsWith('completion sent'));
     expect(sentLines).toEqual([expect.stringMatching(/^completion sent: task "big" attempt 1 failed \(the completion carrying the output does not fit/)]);

@@ -148,7 +148,7 @@ describe('WorkflowProcessor', () => {
     });
     const cmd = `node -e 'require("fs").writeFileSync(process.env.JOBQ_OUTPUT_FILE, JSON.stringify("h".repeat(600 * 1024)))'`;
     const { outcome, published } = await runOne(processor({ outputs: down }), task('wf-down', 'huge', cmd));
-    expect(outcome).toEqual({ kind: 'done' });
+    expect(outcome).toEqual({ kind: 'done', failed: true });
     const c = only(published);
     expect(c.success).toBe(false);
     expect(c.outputRef).toBeNull();
@@ -157,7 +157,7 @@ describe('WorkflowProcessor', () => {
 
   it('invalid JSON output fails the attempt', async () => {
     const { outcome, published } = await runOne(processor(), task('wf-bad', 'a', `echo '{bad' > "$JOBQ_OUTPUT_FILE"`));
-    expect(outcome).toEqual({ kind: 'done' });
+    expect(outcome).toEqual({ kind: 'done', failed: true });
     const c = only(published);
     expect(c.success).toBe(false);
     expect(c.error).toBe('the output file is not JSON: found "{bad\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output');
@@ -307,7 +307,7 @@ describe('WorkflowProcessor', () => {
     await waitFor(() => ['a-up', 'b-up', 'c-up'].every((n) => existsSync(m(n))), 10_000, 'tasks to start');
     cancelled.add('wf-cancel');
     const outcomes = await Promise.all(running);
-    expect(outcomes).toEqual([{ kind: 'done' }, { kind: 'done' }, { kind: 'done' }]);
+    expect(outcomes).toEqual([{ kind: 'done', failed: true }, { kind: 'done', failed: true }, { kind: 'done' }]);
     const published = await drainCompletions(completions);
     const byTask = Object.fromEntries(published.map((c) => [c.taskName, c]));
     expect(byTask.a).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled', cancelled: true, startedAt: STARTED_AT });
@@ -317,7 +317,7 @@ describe('WorkflowProcessor', () => {
     expect(existsSync(m('b-survived'))).toBe(false);
 
     const late = await runOne(p, task('wf-cancel', 'd', `touch ${m('d-ran')}`));
-    expect(late.outcome).toEqual({ kind: 'done' });
+    expect(late.outcome).toEqual({ kind: 'done', failed: true });
     expect(only(late.published)).toMatchObject({ taskName: 'd', success: false, error: 'workflow cancelled', outputRef: null, cancelled: true, startedAt: null });
     expect(existsSync(m('d-ran'))).toBe(false);
   });

@@ -434,6 +434,7 @@ export class WorkflowProcessor implements Processor {
         worker: this.workerName,
         started: state.startedAt,
         counters: this.taskLogCounters,
+        onUploadFailure: () => context.instruments?.inc('jobq_worker_task_log_upload_failures_total', { queue: context.queueLabel ?? 'unknown' }),
         log: (line) => context.log(line),
       });
       state.log = attemptLog;
@@ -579,7 +580,7 @@ export class WorkflowProcessor implements Processor {
     if (sent.sent) {
       this.reported.add(context);
       context.log(`completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`);
-      return { kind: 'done' };
+      return sending.success ? { kind: 'done' } : { kind: 'done', failed: true };
     }
     if (sent.permanent) {
       // Refused, not lost (e.g. an expired SAS): a later delivery may succeed once that is fixed;

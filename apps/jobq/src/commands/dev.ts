@@ -2,11 +2,12 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
-import { startAzurite, type LocalStorage, type ServiceBusEmulator } from '@jobq/local';
+import type { LocalStorage, ServiceBusEmulator } from '@jobq/local';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment, type Deployment } from '../deployment';
-import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
+import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, loadLocalStack, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
+import { DEFAULT_DASHBOARD_PORT, dashboardLine, dashboardPortFlag, startDeploymentDashboard } from '../dashboard';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
 import { QueueWorkerPool } from '../queue-workers';
@@ -48,6 +49,8 @@ export interface DevReport {
   servicebus?: { connection_string: string; admin_endpoint: string };
   /** The environment another terminal (or process) needs to use the stack. */
   env: Record<string, string>;
+  /** `--dashboard`: the dashboard's URL; absent without it. */
+  dashboard_url?: string;
 }
 
 /**
@@ -232,6 +235,7 @@ export default class Dev extends JobqCommand {
     'the completion queue, bare queue names and every sb://NAMESPACE/NAME queue live on it, and the export lines include JOBQ_WORKFLOW_QUEUES=sb://local, ' +
     'JOBQ_SERVICEBUS_CONNECTION_STRING and JOBQ_SERVICEBUS_ADMIN_ENDPOINT (its key is the broker\'s fixed development key); ACCOUNT/NAME queues stay ' +
     'Storage Queues (outside workers: --queue devstoreaccount1/NAME). ' +
+    'With --dashboard the dashboard (jobq dashboard) runs over the stack too, on 127.0.0.1:8050 or --dashboard-port (0 picks a free one), and its URL is printed. ' +
     'A port that is already in use is an error (exit 1). The account key printed is Azurite\'s well-known public development key.';
   static override examples = [
     '<%= config.bin %> dev',
@@ -265,6 +269,8 @@ export default class Dev extends JobqCommand {
       default: false,
     }),
     json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
+    dashboard: Flags.boolean({ description: 'Also serve the dashboard (jobq dashboard) over the stack, on 127.0.0.1', default: false, helpGroup: 'DASHBOARD' }),
+    'dashboard-port': dashboardPortFlag,
     config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
     ...coordinatorFlags,
     ...metricsFlags,
@@ -310,6 +316,7 @@ export default class Dev extends JobqCommand {
     process.on('SIGTERM', onSignal);
     const cleanups: Array<() => Promise<void>> = [];
     try {
+      const { startAzurite } = await loadLocalStack();
       if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
       try {
@@ -397,6 +404,13 @@ export default class Dev extends JobqCommand {
         );
       }
 
+      let dashboardUrl: string | null = null;
+      if (flags.dashboard && signals === 0) {
+        const dashboard = await startDeploymentDashboard(deployment, { port: flags['dashboard-port'] ?? DEFAULT_DASHBOARD_PORT });
+        cleanups.push(() => dashboard.close());
+        dashboardUrl = dashboard.url;
+      }
+
       if (autoPool !== null && dataDir !== null && signals === 0) {
         // A restarted stack: tasks already waiting in a queue are not routed again, so the queues of
         // unfinished workflows get their workers now.
@@ -413,6 +427,7 @@ export default class Dev extends JobqCommand {
           this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
         }
         const report = devReport(storage, broker, ports, flags.coordinator, pool?.queues ?? [], workersPerQueue, dataDir, autoWorkers);
+        if (dashboardUrl !== null) report.dashboard_url = dashboardUrl;
         if (flags.json) {
           this.printJson(report);
           const sb = ports.servicebus === undefined ? '' : `, Service Bus ${ports.servicebus}, its admin ${ports.servicebus_admin}`;
@@ -420,6 +435,7 @@ export default class Dev extends JobqCommand {
         } else {
           process.stdout.write(readyText(report));
         }
+        if (dashboardUrl !== null) this.note(dashboardLine(dashboardUrl));
       }
       await woken;
     } finally {
@@ -503,6 +519,7 @@ function readyText(report: DevReport): string {
       : [`  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`]),
     `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
     `  workers      ${workersLine(report)}`,
+    ...(report.dashboard_url === undefined ? [] : [`  dashboard    ${report.dashboard_url}`]),
     '',
     'Use it from another terminal:',
     '',

@@ -2,6 +2,9 @@
 // processes against one in-process broker.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startServiceBus, type ServiceBusEmulator } from '@jobq/local';
+import type { Instruments } from '@jobq/ports';
+import { configFromFlags } from '../flags';
+import { openPlainQueue } from '../plain-queue';
 import { cleanEnv, runCli } from '../test-helpers/cli';
 
 let sb: ServiceBusEmulator;
@@ -68,5 +71,27 @@ describe('push, size, peek, pull and worker on sb://', () => {
       expect({ code: result.code, lines: result.stderr.trim().split('\n').length }).toEqual({ code: 2, lines: 1 });
       expect(result.stderr).toMatch(cases[i]!.says);
     });
+  });
+});
+
+describe('storage request metrics on sb://', () => {
+  it('counts the calls of a Service Bus queue opened by the CLI in jobq_storage_requests_total, as service servicebus', async () => {
+    const counted: string[] = [];
+    const instruments: Instruments = {
+      enabled: true,
+      inc: (name, labels) => void counted.push(`${name} ${Object.values(labels).join(' ')}`),
+      observe: () => undefined,
+      set: () => undefined,
+    };
+    const queue = await openPlainQueue(configFromFlags({}, env), freshQueue(), { instruments });
+    await queue.send({ body: 'x' });
+    const [message] = await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 });
+    await queue.complete(message!);
+    await queue.close();
+    expect(counted).toEqual([
+      'jobq_storage_requests_total servicebus send ok',
+      'jobq_storage_requests_total servicebus receive ok',
+      'jobq_storage_requests_total servicebus complete ok',
+    ]);
   });
 });

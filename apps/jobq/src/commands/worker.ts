@@ -146,7 +146,7 @@ export default class WorkerCommand extends JobqCommand {
           (worker.workerId === null ? ', no heartbeats' : `, heartbeat ${worker.workerId} every ${Math.round(heartbeatIntervalInMs / 100) / 10}s`),
       );
     } else {
-      const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue });
+      const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue, instruments });
       worker = new Worker({
         queue,
         numWorkers: flags['num-workers'],

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Coordinator } from '@jobq/coordinator';
 import type { WorkerRecord } from '@jobq/ports';
@@ -115,5 +117,33 @@ describe('worker heartbeats, jobq workers, placement and doctor (Azurite)', () =
     expect(await idle.exited).toBe(0);
     // A clean stop deletes the rows.
     expect(await deployment.workers.list()).toEqual([]);
+  });
+
+  it('the local workers of `jobq workflow run` write heartbeats: `jobq workers` lists them during the run, their rows go at the end', async () => {
+    const marker = join(storage.dir, 'run-hb-go');
+    const file = join(storage.dir, 'run-hb.yaml');
+    writeFileSync(file, `name: run-hb\ntasks:\n  - name: wait\n    queue: runhb\n    kwargs: {cmd: "while [ ! -f '${marker}' ]; do sleep 0.1; done"}\n`);
+    const child = spawn(process.execPath, [CLI, 'workflow', 'run', file, '--workers', '1'], { env: storage.env(prefix), cwd: storage.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    children.push(child);
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
+    child.stdin.end();
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      // The first beat goes out as the worker starts (the next one in 30 s).
+      const row = await waitFor('the run worker heartbeat', workerOn('runhb'));
+      expect(row.queues).toEqual([expect.objectContaining({ queue: 'runhb', slots: 1 })]);
+      const listed = await runCli(['workers', '--queue', 'runhb', '--json'], { env: storage.env(prefix) });
+      expect(listed.code).toBe(0);
+      const doc = JSON.parse(listed.stdout) as { workers: Array<{ worker_id: string; state: string; version: string }> };
+      expect(doc.workers).toEqual([expect.objectContaining({ worker_id: row.workerId, state: 'ok' })]);
+      expect(row.version).not.toBe('unknown');
+    } finally {
+      writeFileSync(marker, '');
+    }
+    expect(await exited).toBe(0);
+    expect(output).toMatch(/completed/);
+    expect(await workerOn('runhb')()).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from './jest-globals';
 import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { ReceivedMessage, TaskQueue } from '../task-queue';

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from './jest-globals';
 import { createRuntime, encodeRuntime, reduce, validateWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
 import type { CoordinatorLease, PurgeResult, RerunRequest, TaskRow, WorkflowRequest, WorkflowStore, WorkflowSummary } from '../workflow-store';
@@ -222,6 +222,26 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         const r2 = finish(r1, 'a', 3);
         const saved2 = await store.save(r2, saved.etag, { previous: r1 });
         expect((await store.load('wf-save'))?.etag).toBe(saved2.etag);
+      }, timeout);
+
+      it('loadIfChanged: unchanged at the current ETag (create, save or load), the runtime after a save, null when missing', async () => {
+        const store = await fresh();
+        if (!store.loadIfChanged) return;
+        const r0 = createRuntime(ABC, { workflowId: 'wf-since', now: at(1) });
+        const created = await store.create(r0, 'hash-1');
+        expect(await store.loadIfChanged('wf-since', created.etag)).toBe('unchanged');
+        const r1 = activate(r0, 2);
+        const saved = await store.save(r1, created.etag);
+        const changed = await store.loadIfChanged('wf-since', created.etag);
+        expect(changed).not.toBe('unchanged');
+        expect(changed).toEqual({ runtime: r1, etag: saved.etag });
+        expect(await store.loadIfChanged('wf-since', saved.etag)).toBe('unchanged');
+        const loaded = await store.load('wf-since');
+        expect(await store.loadIfChanged('wf-since', loaded!.etag)).toBe('unchanged');
+        const r2 = finish(r1, 'a', 3);
+        await store.save(r2, loaded!.etag, { previous: r1 });
+        expect(await store.loadIfChanged('wf-since', loaded!.etag)).toMatchObject({ runtime: r2 });
+        expect(await store.loadIfChanged('nope', saved.etag)).toBeNull();
       }, timeout);
 
       it('refuses a save with a stale ETag (conflict) and keeps the stored runtime', async () => {

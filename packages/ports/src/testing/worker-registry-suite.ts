@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from './jest-globals';
 import { randomUUID } from 'node:crypto';
 import { MAX_HEARTBEAT_RUNNING, workerState, type WorkerHeartbeat, type WorkerRegistry } from '../worker-registry';
 

@@ -4,6 +4,7 @@ import { openWorkflowStore } from '@jobq/store-azure';
 import { TASK_SOCKET_VARIABLE, cancelCheckFromStore, envValue, parseWorkflowPrefix, storageConnectionFor } from '@jobq/worker';
 import { configureTaskHelpers, isCancelled, type CancellationChecker } from '@jobq/worker/task';
 import { JobqCommand, errorLine } from '../../base';
+import { withStorageCredential } from '../../credential';
 import { ReportedFailure } from '../../errors';
 import { callHelper, requireTaskEnvironment } from './info';
 
@@ -23,7 +24,7 @@ export function cliCancellationChecker(offline: boolean, warn: (line: string) =>
     if (prefixText === null) return false;
     try {
       const prefix = parseWorkflowPrefix(prefixText);
-      const store = await openWorkflowStore({ connection: storageConnectionFor(prefix.account, env), prefix: prefix.prefix, createIfMissing: false });
+      const store = await openWorkflowStore({ connection: withStorageCredential(storageConnectionFor(prefix.account, env)), prefix: prefix.prefix, createIfMissing: false });
       return await cancelCheckFromStore(store)(workflowId);
     } catch (error) {
       warn(`jobq task is-cancelled: could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${errorLine(error)}`);

@@ -4,6 +4,7 @@ import { isJobqError, type CoordinatorStats } from '@jobq/ports';
 import { accountClients, translateStoreError } from '@jobq/store-azure';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
+import { workloadIdentityLine, workloadIdentityStatus } from '../../credential';
 import { openDeployment, type Deployment } from '../../deployment';
 import { ReportedFailure } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
@@ -55,8 +56,11 @@ function source(resolved: Resolved<unknown>): string {
   return resolved.from === null ? 'default' : resolved.source === 'file' ? `config file ${resolved.from}` : resolved.from;
 }
 
-/** Check 1: the configuration, with where each value came from (secrets masked). */
-function configCheck(config: CliConfig): DoctorCheck {
+/**
+ * Check 1: the configuration, with where each value came from (secrets masked), and whether the
+ * workload identity variables of `DefaultAzureCredential` are set (by name, never their values).
+ */
+export function configCheck(config: CliConfig, env: NodeJS.ProcessEnv = process.env): DoctorCheck {
   const prefix = config.prefix.value;
   if (prefix === null) {
     return {
@@ -74,10 +78,20 @@ function configCheck(config: CliConfig): DoctorCheck {
   if (namespace !== null) parts.push(`service bus access: ${serviceBusAccessLine(config, namespace)}`);
   parts.push(config.blobs.value === null ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs` : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`);
   if (config.file !== null) parts.push(`config file ${config.file}`);
+  const identity = workloadIdentityStatus(env);
+  parts.push(workloadIdentityLine(identity));
   const tuned = Object.values(config.coordinator).filter((r) => r.source !== 'default');
   if (tuned.length > 0) parts.push(`coordinator settings: ${tuned.map((r) => `${r.from}=${r.value}`).join(', ')}`);
   // A connection string that is configured but used for none of the accounts is almost always a mistake.
   const ignored = access.some((a) => a.note !== null) && !access.some((a) => a.uses === 'connection string');
+  if (!ignored && !identity.configured && identity.set.length > 0) {
+    return {
+      name: 'config',
+      status: 'warn',
+      message: parts.join('; '),
+      hint: `workload identity needs ${identity.missing.join(', ')} too: check the pod's service account (azure.workload.identity/client-id) and its azure.workload.identity/use label`,
+    };
+  }
   return ignored
     ? {
         name: 'config',
@@ -466,7 +480,7 @@ export default class WorkflowDoctor extends JobqCommand {
   static override summary = 'Check the deployment: configuration, storage, coordinator and stuck work';
   static override description =
     'Runs these checks in order and prints one line each (✔ ok, ⚠ warning, ✖ error) with a hint:\n' +
-    '  config             the prefix and where each setting comes from\n' +
+    '  config             the prefix, where each setting comes from, and whether workload identity is set (AZURE_* names)\n' +
     '  store              the workflow index answers (workflow counts)\n' +
     '  completion queue   the completion queue answers (message count)\n' +
     '  coordinator lease  a coordinator holds the lease\n' +

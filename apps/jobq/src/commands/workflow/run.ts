@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
 import { taskStatus, taskState, isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import type { Worker } from '@jobq/worker';
+import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import type { WorkflowSummary } from '@jobq/ports';
+import type { Dashboard } from '@jobq/dashboard';
 import { JobqCommand, errorLine } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
 import { openDeployment, type Deployment } from '../../deployment';
@@ -13,6 +14,7 @@ import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
 import { ProgressReporter, formatCounts } from '../../progress';
 import { RunOutput, countsWithWaiting, failureLines, taskEvents, waitingRetries, type Verbosity } from '../../run-output';
 import { queuesNamespace } from '../../servicebus-access';
+import { DEFAULT_DASHBOARD_PORT, dashboardLine, dashboardPortFlag, startDeploymentDashboard, workflowPageUrl } from '../../dashboard';
 import { metricsFlags, startMetrics } from '../../metrics';
 import { coordinatorOptions, createCoordinator, createWorker } from '../../services';
 import { skipLines, skippedTask, skipWarnings, type SkippedTask } from '../../skips';
@@ -67,6 +69,8 @@ export default class WorkflowRun extends JobqCommand {
     '(nothing of it is kept on disk). With storage configured, submits there and watches ' +
     '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
     'Ctrl-C cancels the workflow and stops everything. ' +
+    'With --dashboard the dashboard (jobq dashboard) serves the stack on 127.0.0.1:8050 or --dashboard-port (0 picks a free one) and "jobq: dashboard on URL" names the workflow\'s page; ' +
+    'with --linger it stays up after the workflow ends (the summary printed) until Ctrl-C, and the exit code is still the workflow\'s. ' +
     'On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator\'s and workers\' own lines ' +
     '(not the workers\' routine lines about each task: started, done, completion sent), and a summary listing the failed and skipped tasks with their reasons. ' +
     '--quiet keeps only the progress line, problems and the summary; --verbose adds every task event (dispatched, completed, failed, retrying, skipped) ' +
@@ -87,6 +91,14 @@ export default class WorkflowRun extends JobqCommand {
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
     ...paramFlags,
     json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
+    dashboard: Flags.boolean({ description: 'Serve the dashboard (jobq dashboard) while the workflow runs and print the workflow\'s URL', default: false, helpGroup: 'DASHBOARD' }),
+    'dashboard-port': dashboardPortFlag,
+    linger: Flags.boolean({
+      description: 'With --dashboard: keep the dashboard (and the embedded stack) up after the workflow ends, until Ctrl-C (the exit code is the workflow\'s)',
+      default: false,
+      dependsOn: ['dashboard'],
+      helpGroup: 'DASHBOARD',
+    }),
     quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
     verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' routine lines about each task', default: false }),
     ...metricsFlags,
@@ -115,6 +127,7 @@ export default class WorkflowRun extends JobqCommand {
     const session = new RunSession(progress, out);
     session.installSignalHandlers();
     let report: RunReport | null = null;
+    let printed = false;
     try {
       let config: CliConfig = baseConfig;
       // Tasks find `jobq` on their PATH (for `jobq task get-upstream …`), installed or not.
@@ -164,6 +177,9 @@ export default class WorkflowRun extends JobqCommand {
             taskLines: (line) => out.task(queue, line),
             onConfigError: (error) => session.fail(error),
             instruments,
+            // Heartbeats as `jobq worker` writes them, so `jobq workers`, status and doctor see the run's workers.
+            heartbeatIntervalInMs: DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+            version: this.config.version,
           });
           cleanups.push(() => worker.stop(session.interrupted ? { gracePeriodInMs: 0 } : {}));
           session.watchWorker(worker, queue);
@@ -174,11 +190,27 @@ export default class WorkflowRun extends JobqCommand {
       }
       session.checkInterrupted();
 
+      let dashboard: Dashboard | null = null;
+      if (flags.dashboard) {
+        dashboard = await startDeploymentDashboard(deployment, { port: flags['dashboard-port'] ?? DEFAULT_DASHBOARD_PORT });
+        const started = dashboard;
+        cleanups.push(() => started.close());
+      }
+      session.checkInterrupted();
+
       const submitted = await deployment.client.submit({ definition });
       out.info(`submitted workflow "${definition.name}" as ${submitted.workflowId} on ${deployment.target}`);
+      if (dashboard !== null) out.problem(dashboardLine(workflowPageUrl(dashboard, submitted.workflowId)));
       const runtime = await session.watch(deployment, submitted.workflowId, definition);
       progress.done();
       report = await buildReport(deployment, submitted.workflowId, definition, runtime, (line) => this.note(line));
+      if (dashboard !== null && flags.linger && !session.interrupted && session.failure === null) {
+        // The summary now: the dashboard (and what it reads) stays up until Ctrl-C.
+        this.printOutcome(report, flags.json);
+        printed = true;
+        this.note(`jobq: the dashboard stays up on ${workflowPageUrl(dashboard, submitted.workflowId)} until Ctrl-C (--linger)`);
+        await session.linger();
+      }
     } finally {
       progress.done();
       session.closing = true;
@@ -194,12 +226,17 @@ export default class WorkflowRun extends JobqCommand {
 
     if (session.failure !== null && report === null) throw session.failure;
     if (report === null) throw new ReportedFailure('the workflow did not finish');
-    if (flags.json) this.printJson(report);
+    if (!printed) this.printOutcome(report, flags.json);
+    if (session.failure !== null) this.note(`jobq: ${errorLine(session.failure)}`);
+    if (report.status !== 'completed' || session.interrupted || session.failure !== null) throw new ReportedFailure(`workflow ${report.status}`);
+  }
+
+  /** The `--json` document or the summary, and the warnings about skips. */
+  private printOutcome(report: RunReport, json: boolean): void {
+    if (json) this.printJson(report);
     else this.printSummary(report);
     // A skip for a missing field or an error is most likely a mistake: say so, --json or not.
     for (const line of skipWarnings(skippedOf(report))) this.note(line);
-    if (session.failure !== null) this.note(`jobq: ${errorLine(session.failure)}`);
-    if (report.status !== 'completed' || session.interrupted || session.failure !== null) throw new ReportedFailure(`workflow ${report.status}`);
   }
 
   private printSummary(report: RunReport): void {
@@ -230,7 +267,16 @@ class RunSession {
   private waiting = new Map<string, number>();
   private readonly wake = new AbortController();
   private signals = 0;
+  /** Set while `--linger` waits: the next signal ends the wait (it interrupts nothing). */
+  private endLinger: (() => void) | null = null;
   private readonly onSignal = (signal: NodeJS.Signals): void => {
+    if (this.endLinger !== null) {
+      this.out.problem(`${signal} received: stopping the dashboard`);
+      const end = this.endLinger;
+      this.endLinger = null;
+      end();
+      return;
+    }
     this.signals++;
     if (this.signals === 1) {
       this.out.problem(`${signal} received: cancelling the workflow and stopping (press Ctrl-C again to stop at once)`);
@@ -254,6 +300,11 @@ class RunSession {
   removeSignalHandlers(): void {
     process.off('SIGINT', this.onSignal);
     process.off('SIGTERM', this.onSignal);
+  }
+
+  /** Waits for Ctrl-C or SIGTERM (`--linger`), which then stop everything without changing the exit code. */
+  linger(): Promise<void> {
+    return new Promise((resolve) => (this.endLinger = resolve));
   }
 
   /** Records a fatal error of a local service and stops watching. */
