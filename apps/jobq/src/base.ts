@@ -1,9 +1,10 @@
 import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
 import { isJobqError } from '@jobq/ports';
-import { closeEverything } from './closing';
+import { closeEverything, closeWhenDone } from './closing';
 import { maskSecret } from './config';
 import { ReportedFailure, UsageError } from './errors';
 import { oneLine, parseErrorLine } from './parse-errors';
+import { serviceNameFor, startTracing, tracingWanted } from './tracing';
 
 /** oclif's FlagOutput and ArgOutput (not exported by @oclif/core). */
 type Output = { [name: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -41,9 +42,23 @@ export abstract class JobqCommand extends Command {
   /** False for a command whose `--json` flag is about its input (`task set-output`): its errors print no JSON. */
   static jsonOutput = true;
 
+  /**
+   * True for a command that runs work (submits, dispatches or runs tasks): with
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` set it registers the OpenTelemetry SDK (docs/observability.md#tracing).
+   */
+  static traced = false;
+
   /** `--json` as parsed (undefined until the flags are parsed). */
   private jsonFlag: boolean | undefined;
   private jsonPrinted = false;
+
+  protected override async init(): Promise<void> {
+    await super.init();
+    if (!(this.constructor as typeof JobqCommand).traced || !tracingWanted()) return;
+    const tracing = await startTracing({ serviceName: serviceNameFor(this.id), version: this.config.version });
+    // Flushed when the command ends, whatever way it ends.
+    if (tracing !== null) closeWhenDone(() => tracing.shutdown());
+  }
 
   protected override async parse<F extends Output, B extends Output, A extends Output>(
     options?: Interfaces.Input<F, B, A>,

@@ -102,7 +102,9 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     ...(options.receiveWaitInMs !== undefined ? { receiveWaitInMs: options.receiveWaitInMs } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.taskLines ? { taskLines: options.taskLines } : {}),
-    ...(options.instruments ? { instruments: options.instruments, queueLabel: options.queue } : {}),
+    // The queue spec labels its metrics and names its backend in the spans (`sb://` → Service Bus).
+    queueLabel: options.queue,
+    ...(options.instruments ? { instruments: options.instruments } : {}),
     ...(options.heartbeatIntervalInMs !== undefined && options.heartbeatIntervalInMs > 0
       ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown', workerId } }
       : {}),

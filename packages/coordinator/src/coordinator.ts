@@ -36,6 +36,8 @@ import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { RERUN_WAKEUP_SUFFIX } from './rerun-request';
 import { TaskRowWriter } from './task-rows';
+import { endSpan, remoteSpanContext, startProcessSpan } from './tracing';
+import type { Span } from '@opentelemetry/api';
 
 /** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */
 export interface CoordinatorOptions {
@@ -768,6 +770,8 @@ export class Coordinator {
     this.instruments.observe('jobq_coordinator_batch_messages', {}, messages.length);
     const groups = new Map<string, Group>();
     const poison: Array<{ message: ReceivedMessage; reason: string }> = [];
+    // Each completion's handling is a span under the worker's (docs/observability.md#tracing), ended once its group is done.
+    const spans = new Map<string, Span[]>();
     const now = this.nowIso();
     for (const message of messages) {
       const decoded = decodeCoordinatorMessage(message.body);
@@ -790,6 +794,16 @@ export class Coordinator {
         if (isRerunWakeup(message.body, workflowId)) group.reruns = true;
       } else {
         const c = decoded.completion;
+        const span = startProcessSpan(remoteSpanContext(decoded.trace?.traceparent, decoded.trace?.tracestate), this.completions.name, this.completions.name, {
+          'messaging.message.id': message.messageId,
+          'jobq.workflow.id': workflowId,
+          'jobq.task': c.taskName,
+          ...(c.attemptNo === null ? {} : { 'jobq.attempt': c.attemptNo }),
+          'jobq.success': c.success,
+        });
+        const list = spans.get(workflowId);
+        if (list) list.push(span);
+        else spans.set(workflowId, [span]);
         if (!c.success) group.failures = true;
         group.events.push({ type: 'completion', now, taskName: c.taskName, attemptNo: c.attemptNo, success: c.success, outputRef: c.outputRef, error: c.error });
       }
@@ -798,7 +812,9 @@ export class Coordinator {
     let unfolded = groups.size;
     if (unfolded === 0) foldedAll();
     const runs = [...groups].map(([workflowId, group]) =>
-      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll())),
+      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll())).finally(() => {
+        for (const span of spans.get(workflowId) ?? []) endSpan(span);
+      }),
     );
     // A re-run request's wake-up: its records are applied right after the group, in turn with it.
     for (const [workflowId, group] of groups) {

@@ -15,9 +15,13 @@ import {
   type FoldResult,
   type WorkflowEvent,
   type WorkflowRuntime,
+  type EnvelopeTrace,
+  withEnvelopeTrace,
 } from '@jobq/dag-core';
+import type { Context, Span } from '@opentelemetry/api';
 import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
+import { contextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from './tracing';
 
 /** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -344,7 +348,7 @@ export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, event
     const pushed =
       dispatches.length === 0
         ? PUSHED
-        : pushAll(ctx, start.workflowId, dispatches).then(
+        : pushAll(ctx, start, dispatches).then(
             async (failures): Promise<PushOutcome> => {
               const refused = failures.findIndex((f) => f !== null);
               if (refused < 0) return { kind: 'pushed' };
@@ -396,7 +400,7 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
         let end = i;
         while (effects[end + 1]?.type === 'dispatch') end++;
         const run = effects.slice(i, end + 1) as DispatchEffect[];
-        const failures = await pushAll(ctx, runtime.workflowId, run);
+        const failures = await pushAll(ctx, runtime, run);
         run.forEach((dispatch, k) => {
           const failure = failures[k];
           if (failure === null || failure === undefined) return;
@@ -421,10 +425,11 @@ async function performEffects(ctx: ApplyContext, start: WorkflowRuntime, initial
 /** Messages prepared (overflow blobs written) at once while carrying out a run of dispatch effects. */
 const PREPARE_CONCURRENCY = 32;
 
-/** A dispatch ready to send: its queue and its message (the overflow blob already written). */
+/** A dispatch ready to send: its queue and its message (the overflow blob already written), and its `send {queue}` span. */
 interface Prepared {
   queue: TaskQueue;
   message: OutgoingMessage;
+  span: Span;
 }
 
 /**
@@ -436,16 +441,38 @@ interface Prepared {
  * are fine, a save never records a dispatch that was not pushed). A send of several messages that
  * fails permanently may have sent some of them: each is then sent on its own, to learn which fail.
  */
-async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
+async function pushAll(ctx: ApplyContext, runtime: WorkflowRuntime, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
+  const workflowId = runtime.workflowId;
   const results: Array<string | null> = new Array<string | null>(dispatches.length).fill(null);
   const prepared: Array<Prepared | null> = new Array<Prepared | null>(dispatches.length).fill(null);
+  // Each dispatch's span is a child of the workflow's trace (docs/observability.md#tracing).
+  const parent = contextOf(remoteSpanContext(runtime.traceparent));
+  try {
+    return await pushPrepared(ctx, workflowId, parent, dispatches, results, prepared);
+  } catch (error) {
+    for (const p of prepared) if (p !== null) endSpan(p.span, error instanceof Error ? error.message : String(error));
+    prepared.fill(null);
+    throw error;
+  } finally {
+    prepared.forEach((p, k) => p !== null && endSpan(p.span, results[k]));
+  }
+}
+
+async function pushPrepared(
+  ctx: ApplyContext,
+  workflowId: string,
+  parent: Context,
+  dispatches: readonly DispatchEffect[],
+  results: Array<string | null>,
+  prepared: Array<Prepared | null>,
+): Promise<Array<string | null>> {
   let next = 0;
   const worker = async () => {
     while (next < dispatches.length) {
       const k = next++;
       const effect = dispatches[k]!;
       try {
-        prepared[k] = await prepare(ctx, workflowId, effect);
+        prepared[k] = await prepare(ctx, workflowId, parent, effect);
       } catch (error) {
         results[k] = pushFailed(ctx, workflowId, [effect], error);
       }
@@ -502,15 +529,45 @@ async function pushAll(ctx: ApplyContext, workflowId: string, dispatches: readon
  * send), so it lives as long after it is due as any message after its send: the lost-task sweep
  * counts from its due time.
  */
-async function prepare(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<Prepared> {
+async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, effect: DispatchEffect): Promise<Prepared> {
   const queue = await ctx.queues(effect.queue);
-  let body = effect.message;
-  if (messageByteLength(body) > queue.maxMessageBytes) body = await overflow(ctx, workflowId, effect);
+  const span = startSendSpan(parent, effect.queue, queue.name, {
+    'messaging.message.id': effect.messageId,
+    'jobq.workflow.id': workflowId,
+    'jobq.task': effect.taskName,
+    'jobq.attempt': effect.attemptNo,
+  });
+  try {
+    const message = await prepareMessage(ctx, workflowId, queue, effect, envelopeTraceOf(span));
+    return { queue, message, span };
+  } catch (error) {
+    endSpan(span, error instanceof Error ? error.message : String(error));
+    throw error;
+  }
+}
+
+/**
+ * The message of one dispatch, with the `traceparent` key when `trace` is given; its size counts
+ * the key. A message that does not fit with the key is sent without it: tracing never costs a
+ * dispatch.
+ */
+async function prepareMessage(ctx: ApplyContext, workflowId: string, queue: TaskQueue, effect: DispatchEffect, trace: EnvelopeTrace | undefined): Promise<OutgoingMessage> {
+  const traced = (text: string) => (trace === undefined ? text : withEnvelopeTrace(text, trace));
+  let body = traced(effect.message);
+  if (messageByteLength(body) > queue.maxMessageBytes) {
+    if (trace !== undefined && messageByteLength(effect.message) <= queue.maxMessageBytes) {
+      body = effect.message;
+    } else {
+      const moved = await overflow(ctx, workflowId, effect);
+      const movedTraced = traced(moved);
+      body = messageByteLength(movedTraced) <= queue.maxMessageBytes ? movedTraced : moved;
+    }
+  }
   const delay = effect.delayInMs ?? 0;
   const ttl = ctx.taskMessageTtlInMs;
-  if (delay <= 0) return { queue, message: { body, messageId: effect.messageId, ...(ttl === undefined ? {} : { timeToLiveInMs: ttl }) } };
+  if (delay <= 0) return { body, messageId: effect.messageId, ...(ttl === undefined ? {} : { timeToLiveInMs: ttl }) };
   const lifetime = ttl === Number.POSITIVE_INFINITY ? ttl : (ttl ?? DEFAULT_TASK_MESSAGE_TTL_MS) + delay;
-  return { queue, message: { body, messageId: effect.messageId, delayInMs: delay, timeToLiveInMs: lifetime } };
+  return { body, messageId: effect.messageId, delayInMs: delay, timeToLiveInMs: lifetime };
 }
 
 /** Records sent (or failed) task messages by queue in the metrics. */

@@ -15,6 +15,7 @@ import {
 } from '@jobq/ports';
 
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
+import { endSpan, startSubmitSpan, storedTraceparentOf } from './tracing';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -244,11 +245,21 @@ export class WorkflowClient {
       );
     }
     const { definition, warnings } = prepareDefinition(source, options.maxFanIn);
-    const runtime = createRuntime(definition, { workflowId, now: this.now().toISOString(), outputsContainer: this.outputsContainer });
-    const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
-    const result = await this.store.create(runtime, definitionHash(definition), op);
-    await this.wake(workflowId, undefined, op);
-    return { workflowId, created: result.created, warnings };
+    // The workflow's trace: this span, started and ended here, is the parent of every dispatch's
+    // span (docs/observability.md#tracing); a no-op without an OpenTelemetry SDK.
+    const span = startSubmitSpan(workflowId, definition.name, definition.tasks.length);
+    try {
+      const runtime = createRuntime(definition, { workflowId, now: this.now().toISOString(), outputsContainer: this.outputsContainer, traceparent: storedTraceparentOf(span) });
+      const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
+      const result = await this.store.create(runtime, definitionHash(definition), op);
+      await this.wake(workflowId, undefined, op);
+      span.setAttribute('jobq.workflow.created', result.created);
+      endSpan(span);
+      return { workflowId, created: result.created, warnings };
+    } catch (error) {
+      endSpan(span, error instanceof Error ? error.message : String(error));
+      throw error;
+    }
   }
 
   /** Submits many sources, at most `concurrency` at once; one bad item never rejects the call. Results are in input order. */

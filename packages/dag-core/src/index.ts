@@ -70,8 +70,8 @@ export type { SecretRef, SecretRefProblem, SecretRefScan, SecretResolution } fro
 export { SECRET_ENV_PREFIX, SECRET_NAME_PATTERN, findSecretRefs, resolveSecretRefs } from './wire/secret-refs';
 export { queueSafeByteLength, queueSafeText } from './wire/queue-safe';
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
-export type { Envelope, EnvelopeInput, EnvelopeVersion } from './wire/envelope';
-export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope } from './wire/envelope';
+export type { Envelope, EnvelopeInput, EnvelopeTrace, EnvelopeVersion } from './wire/envelope';
+export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope, withEnvelopeTrace } from './wire/envelope';
 export type { BlobLocation, CanonicalOutputPath, OutputRef } from './wire/output-ref';
 export {
   BLOB_REF_PREFIX,

@@ -76,3 +76,4 @@ export {
   type WorkerRunningTask,
   type WorkerState,
 } from './worker-registry';
+export { MAX_TRACESTATE_LENGTH, cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent, type TraceparentParts } from './trace-context';

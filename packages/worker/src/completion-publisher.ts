@@ -1,5 +1,5 @@
-import { type Completion, completionMessageId, encodeCompletion } from '@jobq/dag-core';
-import { isJobqError, type Clock, type TaskQueue } from '@jobq/ports';
+import { type Completion, type EnvelopeTrace, completionMessageId, encodeCompletion } from '@jobq/dag-core';
+import { isJobqError, messageByteLength, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 
 /** Exponential back-off between completion sends (docs/design.md#the-workflow-processor: 1 s → 60 s cap). */
@@ -23,6 +23,11 @@ export interface PublishCompletionOptions {
   sleep?: (ms: number) => Promise<void>;
   /** The clock of the back-off (default the real one). */
   clock?: Clock;
+  /**
+   * The sending span's trace context, sent as the envelope's top-level keys (docs/observability.md#tracing);
+   * left out when the completion would not fit the queue with it.
+   */
+  trace?: EnvelopeTrace;
 }
 
 /** What {@link publishCompletion} did. */
@@ -61,6 +66,10 @@ export async function publishCompletion(queue: TaskQueue, completion: Completion
   let messageId: string;
   try {
     body = encodeCompletion(completion);
+    if (options.trace !== undefined) {
+      const traced = encodeCompletion(completion, options.trace);
+      if (messageByteLength(traced) <= queue.maxMessageBytes) body = traced;
+    }
     messageId = completionMessageId(completion);
   } catch (error) {
     return { sent: false, attempts: 0, error: `cannot encode the completion: ${describe(error)}`, permanent: true, tooLarge: false };

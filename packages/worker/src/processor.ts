@@ -1,4 +1,4 @@
-import type { Envelope } from '@jobq/dag-core';
+import type { Envelope, EnvelopeTrace } from '@jobq/dag-core';
 import type { Instruments, ReceivedMessage } from '@jobq/ports';
 
 /** What a processor is given for one delivery of a task message. */
@@ -20,6 +20,12 @@ export interface TaskContext {
    * when a context has none.
    */
   output?(stream: 'stdout' | 'stderr', line: string): void;
+  /**
+   * The trace context of the worker's `process {queue}` span for this delivery, when it is recorded
+   * and sampled (docs/observability.md#tracing): the task gets it as `TRACEPARENT`/`TRACESTATE`,
+   * and the completion carries it. Absent without tracing.
+   */
+  readonly trace?: EnvelopeTrace;
   /** Where the worker records its metrics (docs/metrics.md), for what only the processor sees (a failed task-log upload). */
   readonly instruments?: Instruments;
   /** The `queue` label of those metrics. */

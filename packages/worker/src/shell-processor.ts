@@ -7,6 +7,7 @@ import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { SecretMasker } from './secrets';
 import { describeShellResult, runShell } from './subprocess';
 import { prepareTaskEnvironment } from './task-environment';
+import { setTraceEnvironment } from './tracing';
 
 /**
  * Reads `JOBQ_KILL_TIMEOUT` (seconds; a bare number, or with `ms`/`s`/`m`/`h`); unset or empty →
@@ -101,6 +102,7 @@ export class ShellProcessor implements Processor {
       const prepared = prepareTaskEnvironment(this.baseEnv(), kwargs.env);
       env = prepared.env;
       masker.add(prepared.secrets);
+      setTraceEnvironment(env, context.trace);
     } catch (error) {
       return failed(errorText(error));
     }

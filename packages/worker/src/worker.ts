@@ -1,4 +1,5 @@
-import { decodeEnvelope, decodeWorkflowTask, type Envelope } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core';
+import type { Attributes } from '@opentelemetry/api';
 import { clockTimeout, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { envValue } from './config';
 import { Backoff, sleep } from './backoff';
@@ -6,6 +7,7 @@ import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, typ
 import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, type WorkerHeartbeatOptions } from './heartbeat';
+import { endSpan, envelopeTraceOf, remoteSpanContext, startProcessSpan } from './tracing';
 
 /** Options of {@link Worker}. */
 export interface WorkerOptions {
@@ -144,6 +146,16 @@ async function sleepUntilFirst(clock: Clock, ms: number, signal: AbortSignal, ta
 
 /** How long a worker with fewer than half its slots free waits for more to free up before it receives. */
 const RECEIVE_GATHER_IN_MS = 20;
+
+/** The attributes of a delivery's span: the message, and the workflow task it runs when it is one. */
+function processAttributes(message: ReceivedMessage, envelope: Envelope): Attributes {
+  const attributes: Attributes = { 'messaging.message.id': envelope.id, 'messaging.message.delivery_count': message.deliveryCount };
+  const { __workflow_id: workflowId, __workflow_task: task, __attempt_no: attempt } = envelope.kwargs;
+  if (typeof workflowId === 'string') attributes['jobq.workflow.id'] = workflowId;
+  if (typeof task === 'string') attributes['jobq.task'] = task;
+  if (typeof attempt === 'number') attributes['jobq.attempt'] = attempt;
+  return attributes;
+}
 
 /**
  * The jobq pull loop. One receive loop fills `numWorkers` slots (each call asks for as many
@@ -487,7 +499,17 @@ export class Worker {
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason))) this.summary.deadLettered++;
       return;
     }
-    await this.runTask(message, envelope, processor, taskLog, output, release);
+    // The delivery's span: a child of the sender's, linked to it (docs/observability.md#tracing).
+    const span = startProcessSpan(remoteSpanContext(envelope.traceparent, envelope.tracestate), this.queueLabel, this.queue.name, processAttributes(message, envelope));
+    let error: string | null = null;
+    try {
+      error = await this.runTask(message, envelope, processor, taskLog, output, release, envelopeTraceOf(span));
+    } catch (thrown) {
+      error = errorText(thrown);
+      throw thrown;
+    } finally {
+      endSpan(span, error);
+    }
   }
 
   /** The worker's lines about a task and the lines the task prints: to `taskLines`, else to the log prefixed with the task id. */
@@ -513,13 +535,23 @@ export class Worker {
     taskLog: LogLine,
     output: (stream: 'stdout' | 'stderr', line: string) => void,
     release: () => void,
-  ): Promise<void> {
+    trace: EnvelopeTrace | undefined,
+  ): Promise<string | null> {
     const task: RunningTask = { controller: new AbortController() };
     this.tasks.add(task);
     this.runningIds.set(task, { id: envelope.id, since: new Date(this.clock.now()).toISOString() });
     if (this.stopping) this.armGrace(task);
     const renewer = this.startRenewer(message, task.controller, taskLog);
-    const context: TaskContext = { message, envelope, signal: task.controller.signal, log: taskLog, output, instruments: this.instruments, queueLabel: this.queueLabel };
+    const context: TaskContext = {
+      message,
+      envelope,
+      signal: task.controller.signal,
+      log: taskLog,
+      output,
+      instruments: this.instruments,
+      queueLabel: this.queueLabel,
+      ...(trace === undefined ? {} : { trace }),
+    };
     let outcome: ProcessOutcome;
     // Set when the delivery bound ends this message: it is dead-lettered with this reason.
     let givenUp: string | null = null;
@@ -571,31 +603,31 @@ export class Worker {
     if (renewer.lost || task.controller.signal.reason === 'lock-lost') {
       taskLog(`lock lost: outcome "${outcome.kind}" dropped; the message may already be with another worker`);
       this.summary.lockLost++;
-      return;
+      return 'lock lost';
     }
     if (givenUp !== null) {
       const reason = givenUp;
       taskLog(`${reason}; dead-lettering`);
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
-      return;
+      return reason;
     }
     if (outcome.kind === 'leave') {
       taskLog(`left for redelivery: ${outcome.reason}`);
       this.summary.left++;
-      return;
+      return null;
     }
     if (outcome.kind === 'failed' && task.controller.signal.reason === 'shutdown') {
       // Stopped by us, not failed on its own: give it back without spending a retry. (A task that
       // still returned `done` after the abort finished its work, so it is completed below.)
       taskLog(`stopped by shutdown (${outcome.error}); abandoning the message`);
       if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
-      return;
+      return null;
     }
     if (outcome.kind === 'done') {
       this.summary.succeeded++;
       taskLog('done');
       await this.settle(message, 'complete', () => this.queue.complete(message), taskLog);
-      return;
+      return null;
     }
     this.summary.failed++;
     if (message.deliveryCount <= envelope.numRetries && message.deliveryCount < this.maxDeliveries) {
@@ -606,6 +638,7 @@ export class Worker {
       const reason = message.deliveryCount <= envelope.numRetries ? oneLine(`${outcome.error} (the delivery limit ${this.maxDeliveries} was reached)`) : outcome.error;
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
     }
+    return outcome.error;
   }
 
   /**

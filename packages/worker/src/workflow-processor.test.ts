@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Completion, TaskMessageInput } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, decodeEnvelope, type Completion, type TaskMessageInput } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { VirtualClock, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
@@ -71,6 +71,18 @@ function only(published: Completion[]): Completion {
 }
 
 describe('WorkflowProcessor', () => {
+  it('traced: gives the task TRACEPARENT and TRACESTATE, and the completion carries the context as a top-level key', async () => {
+    const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' };
+    const context = { ...workflowContext(task('wf-traced', 'echo', `printf '"%s %s"' "$TRACEPARENT" "$TRACESTATE" > "$JOBQ_OUTPUT_FILE"`)), trace };
+    const p = processor();
+    expect(await p.process(context)).toEqual({ kind: 'done' });
+    await p.close();
+    const [message] = await completions.receive({ maxMessages: 1, maxWaitTimeInMs: 0 });
+    const decoded = decodeCoordinatorMessage(message!.body);
+    expect(decoded).toMatchObject({ kind: 'completion', completion: { success: true, outputRef: `"${trace.traceparent} k=v"` }, trace });
+    expect(Object.keys(decodeEnvelope(message!.body).ok ? (JSON.parse(message!.body) as object) : {})).toEqual(['version', 'reply_requested', 'kwargs', 'num_retries', 'id', 'traceparent', 'tracestate']);
+  });
+
   it('accepts only workflow kwargs', () => {
     const p = processor();
     expect(p.accepts({ __workflow_id: 'w', __workflow_task: 't', cmd: 'x' })).toBe(true);

@@ -27,6 +27,7 @@ import { describeShellResult, runShell, type RunShellOptions, type ShellResult }
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { SecretMasker } from './secrets';
 import { prepareTaskEnvironment } from './task-environment';
+import { setTraceEnvironment } from './tracing';
 import { storeTaskOutput } from './task-outputs';
 import { AttemptLog, defaultWorkerName, taskLogSettingsFromEnv, type TaskLogCounters, type TaskLogSettings } from './task-log-writer';
 import { SlotDirs } from './slot-dirs';
@@ -417,6 +418,7 @@ export class WorkflowProcessor implements Processor {
       // cancel flag is seen, so `isCancelled()` in the task needs no network) and the channel's
       // JOBQ_TASK_SOCKET and JOBQ_TASK_TOKEN: over whatever `kwargs.env` says.
       files.defineIn(env);
+      setTraceEnvironment(env, context.trace);
       if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
       else delete env.JOBQ_WORKFLOW_QUEUES;
       if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
@@ -463,7 +465,7 @@ export class WorkflowProcessor implements Processor {
       // any valid JSON output then succeeds, inline or in the attempt's blob.
       const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
       const fitsInline = (json: string): boolean =>
-        utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json })) <= this.options.completions.maxMessageBytes;
+        utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json }, context.trace)) <= this.options.completions.maxMessageBytes;
       // A command that was never given the output file has written no output.
       const outputFile = files.givenOutputFile;
       const stored =
@@ -565,7 +567,13 @@ export class WorkflowProcessor implements Processor {
 
   /** Publishes the completion; `done` once sent, `leave` when the attempts ran out. */
   private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
-    const options = { maxAttempts: this.completionSendMaxAttempts, backoff: this.completionBackoff, log: (line: string) => context.log(line), clock: this.clock };
+    const options = {
+      maxAttempts: this.completionSendMaxAttempts,
+      backoff: this.completionBackoff,
+      log: (line: string) => context.log(line),
+      clock: this.clock,
+      ...(context.trace === undefined ? {} : { trace: context.trace }),
+    };
     let sending = completion;
     let sent = await publishCompletion(this.options.completions, sending, options);
     if (!sent.sent && sent.tooLarge && completion.outputRef !== null) {

@@ -217,6 +217,8 @@ function portError(error: unknown, ports: DevPorts): Error | null {
 }
 
 export default class Dev extends JobqCommand {
+  static override traced = true;
+
   static override summary = 'Keep a local jobq stack running on fixed ports for other terminals';
   static override description =
     'Starts an in-memory Azurite (Blob, Queue and Table) on 127.0.0.1 at fixed ports (Azurite\'s usual 10000, 10001 and 10002 by default), ' +

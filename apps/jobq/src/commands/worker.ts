@@ -73,6 +73,8 @@ class MissingWorkflowConfig implements Processor {
 }
 
 export default class WorkerCommand extends JobqCommand {
+  static override traced = true;
+
   static override summary = 'Pull tasks from one queue and run them';
   static override description =
     'Pulls the queue given by --queue NAME|ACCOUNT/NAME|sb://NAMESPACE/NAME (or the shorthand: jobq ACCOUNT/QUEUE worker, jobq sb://NAMESPACE/QUEUE worker) and runs plain tasks ' +

@@ -20,11 +20,13 @@ export interface RunCliOptions {
   killAfterInMs?: number;
 }
 
-/** The environment of this process minus every jobq and Azure storage setting, so tests start clean. */
+/** The environment of this process minus every jobq, Azure storage and OpenTelemetry setting, so tests start clean. */
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (key.startsWith('JOBQ_') || key === 'AZURE_STORAGE_CONNECTION_STRING') continue;
+    // Nor tracing settings (docs/observability.md#tracing): a test that wants them passes them.
+    if (key.startsWith('OTEL_') || key === 'TRACEPARENT' || key === 'TRACESTATE') continue;
     env[key] = value;
   }
   return { ...env, ...extra };

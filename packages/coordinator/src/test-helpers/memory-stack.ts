@@ -166,6 +166,7 @@ export class SimulatedWorkflowProcessor implements Processor {
       backoff: { initialInMs: 20, maxInMs: 100 },
       clock: this.options.clock,
       log: (line) => context.log(line),
+      ...(context.trace === undefined ? {} : { trace: context.trace }),
     });
     if (sent.sent) return { kind: 'done' };
     return { kind: 'leave', reason: `the completion of task "${completion.taskName}" could not be sent after ${sent.attempts} attempt(s): ${sent.error}; the message is left for redelivery` };

@@ -13,6 +13,7 @@ import { parseWorkflow } from './parse';
 import { validateWorkflow } from './validate';
 import { sequentializeFanIn } from '../transform/fan-in';
 import { SERVICE_BUS_MAX_MESSAGE_BYTES, STORAGE_QUEUE_MAX_MESSAGE_BYTES, encodeTaskMessage, messageByteLength } from '../wire/task-message';
+import { withEnvelopeTrace } from '../wire/envelope';
 import type { Issue } from '../result';
 
 function issuesOf(value: unknown): Issue[] {
@@ -123,17 +124,20 @@ describe('the limits of the storage a definition meets', () => {
       return lo;
     }
 
-    it('is checked with the longest workflow id and a huge attempt number, and leaves little unused', () => {
+    it('is checked with the longest workflow id, a huge attempt number and the traceparent key, and leaves little unused', () => {
       const n = longestCmd((cmd) => [task('root', { kwargs: { cmd } })], STORAGE_QUEUE_MAX_MESSAGE_BYTES);
       const worst = (cmd: string) =>
         messageByteLength(
-          encodeTaskMessage({
-            workflowId: WORST_CASE_WORKFLOW_ID,
-            taskName: 'root',
-            attemptNo: WORST_CASE_ATTEMPT_NO,
-            timeoutS: Number.MAX_SAFE_INTEGER,
-            kwargs: { cmd },
-          }),
+          withEnvelopeTrace(
+            encodeTaskMessage({
+              workflowId: WORST_CASE_WORKFLOW_ID,
+              taskName: 'root',
+              attemptNo: WORST_CASE_ATTEMPT_NO,
+              timeoutS: Number.MAX_SAFE_INTEGER,
+              kwargs: { cmd },
+            }),
+            { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+          ),
         );
       expect(worst('x'.repeat(n))).toBeLessThanOrEqual(STORAGE_QUEUE_MAX_MESSAGE_BYTES);
       expect(worst('x'.repeat(n + 1))).toBeGreaterThan(STORAGE_QUEUE_MAX_MESSAGE_BYTES);

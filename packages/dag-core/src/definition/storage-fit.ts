@@ -1,3 +1,4 @@
+import { withEnvelopeTrace } from '../wire/envelope';
 import { SERVICE_BUS_MAX_MESSAGE_BYTES, STORAGE_QUEUE_MAX_MESSAGE_BYTES, encodeTaskMessage, messageByteLength } from '../wire/task-message';
 import { upstreamOverflowBlobPath } from '../wire/upstream-refs';
 import { MAX_WORKFLOW_QUEUES, WORST_CASE_ATTEMPT_NO, WORST_CASE_CONTAINER, WORST_CASE_WORKFLOW_ID } from './limits';
@@ -21,11 +22,15 @@ export function queueMessageLimit(spec: string): number {
   return parsed.ok && parsed.value.backend === 'servicebus' ? SERVICE_BUS_MAX_MESSAGE_BYTES : STORAGE_QUEUE_MAX_MESSAGE_BYTES;
 }
 
+/** A W3C `traceparent` (all of them have this length). */
+const WORST_CASE_TRACEPARENT = `00-${'f'.repeat(32)}-${'f'.repeat(16)}-01`;
+
 /**
  * The size of the largest task message the task can need, in the bytes the queue limits count:
  * the message with the longest workflow id, an attempt number of 2^53 − 1, a timeout and,
  * for a task with parents, the reference to the overflow blob in place of the upstream refs (the
- * coordinator moves refs that do not fit there, so that is the smallest form it can always send).
+ * coordinator moves refs that do not fit there, so that is the smallest form it can always send)
+ * and the top-level `traceparent` key a traced dispatch adds (docs/observability.md#tracing).
  * Null when the message cannot be encoded (the issues found elsewhere say why).
  */
 export function worstCaseTaskMessageBytes(task: { name: string; kwargs: Record<string, unknown>; hasParents: boolean }): number | null {
@@ -41,7 +46,7 @@ export function worstCaseTaskMessageBytes(task: { name: string; kwargs: Record<s
       kwargs: task.kwargs,
       ...(upstreamBlob === undefined ? {} : { upstreamBlob }),
     });
-    return messageByteLength(message);
+    return messageByteLength(withEnvelopeTrace(message, { traceparent: WORST_CASE_TRACEPARENT }));
   } catch {
     return null;
   }
@@ -53,10 +58,11 @@ export function worstCaseTaskMessageBytes(task: { name: string; kwargs: Record<s
  * the reserved kwargs (the name twice, JSON-escaped: at most 6 characters per character; ids,
  * numbers, keys and the container well under 1 000) and is then escaped once more into the
  * envelope, where no character takes more than 6 bytes (a `\uXXXX` escape, also for the
- * characters XML forbids); the id holds the name once more. A property test checks the bound.
+ * characters XML forbids); the id holds the name once more, and a `traceparent` key takes 72 bytes.
+ * A property test checks the bound.
  */
 export function taskMessageBytesBound(kwargsJsonLength: number, nameLength: number): number {
-  return 6 * (kwargsJsonLength + 12 * nameLength + 1_000) + 6 * nameLength + 1_000;
+  return 6 * (kwargsJsonLength + 12 * nameLength + 1_000) + 6 * nameLength + 1_100;
 }
 
 /** Whether a task's message can pass its queue's limit: the exact size when the bound says it might. */

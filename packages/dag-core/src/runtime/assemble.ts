@@ -38,6 +38,7 @@ const REPLACEABLE = new Set<string>([
   'deadlineAt',
   'cancelReason',
   'rerunsApplied',
+  'traceparent',
 ] satisfies Array<keyof ReplaceableFields>);
 
 /**

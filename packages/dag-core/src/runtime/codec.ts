@@ -47,6 +47,7 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
     ...(runtime.deadlineAt === null ? {} : { deadline_at: runtime.deadlineAt }),
     ...(runtime.cancelReason === null ? {} : { cancel_reason: runtime.cancelReason }),
     ...(runtime.rerunsApplied === null ? {} : { reruns_applied: runtime.rerunsApplied }),
+    ...(runtime.traceparent === null ? {} : { traceparent: runtime.traceparent }),
     outputs_container: runtime.outputsContainer,
     definition: toRawDefinition(runtime.definition),
     tasks,
@@ -101,6 +102,7 @@ export function decodeRuntimeJson(json: unknown): WorkflowRuntime {
   stored.deadline_at = json.deadline_at ?? null;
   stored.cancel_reason = json.cancel_reason ?? null;
   stored.reruns_applied = json.reruns_applied ?? null;
+  stored.traceparent = json.traceparent ?? null;
   decodeWorkflowFields(stored, fields, false, '', SUBJECT);
   return assembleRuntime({ workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT), definition: definition.value, ...(fields as StoredWorkflowFields) }, states);
 }

@@ -74,6 +74,7 @@ describe('runtime.tasks: a read-only view for tests and old callers', () => {
       'deadlineAt',
       'cancelReason',
       'rerunsApplied',
+      'traceparent',
       'tasks',
       'counts',
     ]);

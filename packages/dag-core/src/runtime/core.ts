@@ -135,6 +135,7 @@ export function makeRuntime(fields: RuntimeFields, counts: TaskCounts, core: Tas
     deadlineAt: fields.deadlineAt,
     cancelReason: fields.cancelReason,
     rerunsApplied: fields.rerunsApplied,
+    traceparent: fields.traceparent,
   } as WorkflowRuntime;
   Object.defineProperty(rt, 'tasks', TASKS_PROPERTY);
   rt.counts = counts;

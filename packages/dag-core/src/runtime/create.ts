@@ -10,6 +10,8 @@ export interface CreateRuntimeInit {
   now: string;
   /** Container of canonical output blobs (docs/design.md#outputs); lets messages name blob parents compactly. */
   outputsContainer?: string | null;
+  /** The W3C `traceparent` of the workflow's trace (docs/observability.md#tracing); none by default. */
+  traceparent?: string | null;
 }
 
 /** A task record with nothing of a run: `status`, attempts counted from `attemptNo` (a fresh retry budget). */
@@ -57,6 +59,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       deadlineAt: null,
       cancelReason: null,
       rerunsApplied: null,
+      traceparent: init.traceparent ?? null,
     },
     states,
   );

@@ -74,6 +74,7 @@ export class Draft {
       deadlineAt: base.deadlineAt,
       cancelReason: base.cancelReason,
       rerunsApplied: base.rerunsApplied,
+      traceparent: base.traceparent,
       counts: base.counts,
     };
   }

@@ -206,6 +206,7 @@ function plain(rt: WorkflowRuntime): ReferenceRuntime {
     deadlineAt: rt.deadlineAt,
     cancelReason: rt.cancelReason,
     rerunsApplied: rt.rerunsApplied,
+    traceparent: rt.traceparent,
     tasks: Object.fromEntries(tasksIn(rt)),
     counts: { ...rt.counts },
   };

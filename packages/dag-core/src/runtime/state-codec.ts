@@ -138,6 +138,7 @@ export interface StoredWorkflowFields {
   deadlineAt: string | null;
   cancelReason: string | null;
   rerunsApplied: readonly AppliedRerun[] | null;
+  traceparent: string | null;
 }
 
 /**
@@ -164,6 +165,7 @@ const WORKFLOW_FIELDS: readonly FieldSpec[] = [
   { key: 'deadlineAt', json: 'deadline_at', check: isNullableString, what: 'a timestamp or null', optional: true },
   { key: 'cancelReason', json: 'cancel_reason', check: isNullableString, what: 'a string or null', optional: true },
   { key: 'rerunsApplied', json: 'reruns_applied', check: isAppliedReruns, what: 'a list of {"id", "at"} or null', optional: true },
+  { key: 'traceparent', json: 'traceparent', check: isNullableString, what: 'a string or null', optional: true },
 ];
 
 const FIELD_BY_JSON = new Map(WORKFLOW_FIELDS.map((f) => [f.json, f]));
@@ -184,6 +186,7 @@ export function storedFieldsOf(runtime: StoredWorkflowFields): StoredWorkflowFie
     deadlineAt: runtime.deadlineAt,
     cancelReason: runtime.cancelReason,
     rerunsApplied: runtime.rerunsApplied,
+    traceparent: runtime.traceparent,
   };
 }
 

@@ -118,6 +118,12 @@ export interface WorkflowRuntime {
    */
   rerunsApplied: readonly AppliedRerun[] | null;
   /**
+   * The W3C `traceparent` of the workflow's trace (its submit span), stored at submit when the
+   * submitter traced it: the parent of every dispatch's span (docs/observability.md#tracing). Carried
+   * as given, never checked here; null when untraced.
+   */
+  traceparent: string | null;
+  /**
    * Task name → state, as a read-only record built on first read and cached per runtime object:
    * O(tasks), for tests and old callers only. Code on a hot path reads tasks through the accessors
    * (`taskState`, `taskStatus`, `tasksIn`, `changedTasks`), which cost O(1) per task they touch.

@@ -1,5 +1,5 @@
 import { type DecodeResult, decodeError, decodeOk } from './decode-result';
-import { decodeEnvelope, encodeEnvelope } from './envelope';
+import { decodeEnvelope, encodeEnvelope, type EnvelopeTrace } from './envelope';
 import { isValidTaskName, isValidWorkflowId } from './ids';
 import { describeValue, isPlainObject, isPositiveSafeInteger, own, parseJson, quoteShort } from './internal';
 
@@ -33,7 +33,8 @@ export interface Completion {
 
 /** What the coordinator finds on its completion queue. */
 export type CoordinatorMessage =
-  | { kind: 'completion'; completion: Completion }
+  /** `trace`: the envelope's top-level `traceparent`/`tracestate` as found (unchecked), when it has them. */
+  | { kind: 'completion'; completion: Completion; trace?: EnvelopeTrace }
   | { kind: 'wakeup'; workflowId: string }
   | { kind: 'poison'; reason: string };
 
@@ -93,15 +94,17 @@ export function encodeCompletionBody(c: Completion): string {
  *
  * The body is escaped twice more on the way (body string in kwargs, kwargs string in the
  * envelope), so an inline `output_ref` can take several times its own size: check the result
- * with `messageByteLength` against the queue limit.
+ * with `messageByteLength` against the queue limit. `trace`: the sending span's context, added as
+ * the envelope's top-level keys (never as a kwarg: a completion with another kwarg is poison).
  *
  * @throws RangeError on an invalid completion.
  */
-export function encodeCompletion(c: Completion): string {
+export function encodeCompletion(c: Completion, trace?: EnvelopeTrace): string {
   return encodeEnvelope({
     id: completionMessageId(c),
     kwargs: { [COMPLETION_BODY_KWARG]: encodeCompletionBody(c) },
     numRetries: 0,
+    ...(trace === undefined ? {} : { trace }),
   });
 }
 
@@ -193,7 +196,10 @@ export function decodeCoordinatorMessage(text: string): CoordinatorMessage {
       return { kind: 'poison', reason: `coordinator message: "${COMPLETION_BODY_KWARG}" must be a string of JSON, got ${describeValue(value)}` };
     }
     const body = decodeCompletionBody(value);
-    return body.ok ? { kind: 'completion', completion: body.value } : { kind: 'poison', reason: body.error };
+    if (!body.ok) return { kind: 'poison', reason: body.error };
+    const { traceparent, tracestate } = envelope.value;
+    if (traceparent === undefined) return { kind: 'completion', completion: body.value };
+    return { kind: 'completion', completion: body.value, trace: tracestate === undefined ? { traceparent } : { traceparent, tracestate } };
   }
   if (key === WAKEUP_KWARG) {
     if (!isValidWorkflowId(value)) {

@@ -24,6 +24,25 @@ export interface Envelope {
   numRetries: number;
   /** `reply_requested`; always false for a version-0 envelope. */
   replyRequested: boolean;
+  /**
+   * The top-level `traceparent` (W3C trace context of the span that sent the message), when the
+   * envelope has one as a string; carried as found, not checked (docs/observability.md#tracing).
+   */
+  traceparent?: string;
+  /** The top-level `tracestate`, when the envelope has one as a string (sent only with a `traceparent`). */
+  tracestate?: string;
+}
+
+/**
+ * The trace context a message carries in the top-level `traceparent` (and `tracestate`) keys of its
+ * envelope, after `id`: only on messages sent from a sampled span, so every other message is byte
+ * for byte what it was without tracing. Readers (jobq's and ai4s-jobq's) ignore unknown top-level
+ * keys; kwargs never carry it.
+ */
+export interface EnvelopeTrace {
+  traceparent: string;
+  /** Left out when empty. */
+  tracestate?: string;
 }
 
 /** What {@link encodeEnvelope} needs. */
@@ -36,6 +55,8 @@ export interface EnvelopeInput {
   numRetries: number;
   /** Defaults to false. */
   replyRequested?: boolean;
+  /** The trace context to add as top-level keys (see {@link EnvelopeTrace}); none when absent. */
+  trace?: EnvelopeTrace;
 }
 
 /**
@@ -59,19 +80,35 @@ export function encodeEnvelope(input: EnvelopeInput): string {
   if (!isPlainObject(input.kwargs)) {
     throw new RangeError(`envelope: "kwargs" must be a plain object, got ${describeValue(input.kwargs)}`);
   }
-  return JSON.stringify({
+  const text = JSON.stringify({
     version: ENVELOPE_VERSION,
     reply_requested: input.replyRequested ?? false,
     kwargs: JSON.stringify(input.kwargs),
     num_retries: input.numRetries,
     id: input.id,
   });
+  return input.trace === undefined ? text : withEnvelopeTrace(text, input.trace);
+}
+
+/**
+ * An envelope text (as {@link encodeEnvelope} writes it: one JSON object) with the top-level
+ * `traceparent` key, and `tracestate` when non-empty, added at its end: the same bytes as encoding
+ * it with `trace`. The text is not parsed (cheap on the dispatch path).
+ *
+ * @throws RangeError when `text` does not end with `}` or the traceparent is not a string.
+ */
+export function withEnvelopeTrace(text: string, trace: EnvelopeTrace): string {
+  if (!text.endsWith('}')) throw new RangeError('envelope: expected the text of a JSON object');
+  if (typeof trace.traceparent !== 'string') throw new RangeError(`envelope: "traceparent" must be a string, got ${describeValue(trace.traceparent)}`);
+  const state = typeof trace.tracestate === 'string' && trace.tracestate !== '' ? `,"tracestate":${JSON.stringify(trace.tracestate)}` : '';
+  return `${text.slice(0, -1)},"traceparent":${JSON.stringify(trace.traceparent)}${state}}`;
 }
 
 /**
  * Decodes a queue message body. Accepts version 1 (with a boolean `reply_requested`) and
  * version 0 (no `reply_requested`; it reads as false, as in Python, and is ignored if present).
- * Unknown extra keys (such as the `min_version` newer Python writers add) are ignored.
+ * Unknown extra keys (such as the `min_version` newer Python writers add) are ignored; a string
+ * `traceparent` or `tracestate` is returned as found (any other value of them is ignored).
  * Never throws; every problem comes back as a one-line error starting with `envelope:`.
  */
 export function decodeEnvelope(text: string): DecodeResult<Envelope> {
@@ -122,5 +159,10 @@ export function decodeEnvelope(text: string): DecodeResult<Envelope> {
     replyRequested = rr;
   }
 
-  return decodeOk({ version, id, kwargs, numRetries, replyRequested });
+  const envelope: Envelope = { version, id, kwargs, numRetries, replyRequested };
+  const traceparent = own(body, 'traceparent');
+  if (typeof traceparent === 'string') envelope.traceparent = traceparent;
+  const tracestate = own(body, 'tracestate');
+  if (typeof tracestate === 'string') envelope.tracestate = tracestate;
+  return decodeOk(envelope);
 }

@@ -28,6 +28,8 @@ export function coordinatorHealth(coordinator: Coordinator | null, now: () => nu
 }
 
 export default class WorkflowCoordinator extends JobqCommand {
+  static override traced = true;
+
   static override summary = 'Run the coordinator of the deployment until interrupted';
   static override description =
     'Takes the coordinator lease of the prefix (one coordinator per prefix), then folds task completions and wake-ups into the workflows, ' +

@@ -57,6 +57,8 @@ const FAILED_SHOWN = 20;
 const CANCEL_SETTLE_IN_MS = 5_000;
 
 export default class WorkflowRun extends JobqCommand {
+  static override traced = true;
+
   static override summary = 'Run a workflow file to the end and show its progress';
   static override description =
     'With no storage configured (no ACCOUNT/PREFIX positional or --prefix, no JOBQ_WORKFLOW_PREFIX, no connection.prefix in a config file), starts an embedded stack: ' +

@@ -22,6 +22,8 @@ function rootsText(definition: WorkflowDefinition): string {
 type Loaded = Extract<LoadedWorkflow, { ok: true }>;
 
 export default class WorkflowSubmit extends JobqCommand {
+  static override traced = true;
+
   static override summary = 'Submit workflow files to the deployment';
   static override description =
     'Reads, parses and validates every file first (YAML or JSON; with no FILES, one path per line is read from stdin), ' +

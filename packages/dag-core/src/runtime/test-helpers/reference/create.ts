@@ -55,6 +55,7 @@ export function createRuntime(definition: WorkflowDefinition, init: CreateRuntim
       deadlineAt: null,
       cancelReason: null,
       rerunsApplied: null,
+      traceparent: null,
     },
     states,
   );
