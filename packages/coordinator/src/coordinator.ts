@@ -36,7 +36,7 @@ import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { RERUN_WAKEUP_SUFFIX } from './rerun-request';
 import { TaskRowWriter } from './task-rows';
-import { endSpan, remoteSpanContext, startProcessSpan } from './tracing';
+import { endSpan, remoteSpanContext, startProcessSpan } from '@jobq/ports';
 import type { Span } from '@opentelemetry/api';
 
 /** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */

@@ -21,7 +21,7 @@ import {
 import type { Context, Span } from '@opentelemetry/api';
 import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
-import { contextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from './tracing';
+import { traceContextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -446,7 +446,7 @@ async function pushAll(ctx: ApplyContext, runtime: WorkflowRuntime, dispatches: 
   const results: Array<string | null> = new Array<string | null>(dispatches.length).fill(null);
   const prepared: Array<Prepared | null> = new Array<Prepared | null>(dispatches.length).fill(null);
   // Each dispatch's span is a child of the workflow's trace (docs/observability.md#tracing).
-  const parent = contextOf(remoteSpanContext(runtime.traceparent));
+  const parent = traceContextOf(remoteSpanContext(runtime.traceparent));
   try {
     return await pushPrepared(ctx, workflowId, parent, dispatches, results, prepared);
   } catch (error) {

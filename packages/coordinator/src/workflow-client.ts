@@ -15,7 +15,7 @@ import {
 } from '@jobq/ports';
 
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, startSubmitSpan, storedTraceparentOf } from './tracing';
+import { endSpan, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;

@@ -77,3 +77,15 @@ export {
   type WorkerState,
 } from './worker-registry';
 export { MAX_TRACESTATE_LENGTH, cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent, type TraceparentParts } from './trace-context';
+export {
+  endSpan,
+  envelopeTraceOf,
+  jobqTracer,
+  messagingAttributes,
+  remoteSpanContext,
+  startProcessSpan,
+  startSendSpan,
+  startSubmitSpan,
+  storedTraceparentOf,
+  traceContextOf,
+} from './tracing';

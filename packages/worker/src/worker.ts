@@ -7,7 +7,7 @@ import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, typ
 import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, type WorkerHeartbeatOptions } from './heartbeat';
-import { endSpan, envelopeTraceOf, remoteSpanContext, startProcessSpan } from './tracing';
+import { endSpan, envelopeTraceOf, remoteSpanContext, startProcessSpan } from '@jobq/ports';
 
 /** Options of {@link Worker}. */
 export interface WorkerOptions {

@@ -16,12 +16,12 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { EnvelopeTrace } from '@jobq/dag-core';
-import { cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent } from '@jobq/ports';
+import { cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent } from './trace-context';
 
 /*
- * The coordinator's and the client's spans (docs/observability.md#tracing), through the
- * OpenTelemetry API only: without a registered SDK every span is a no-op and nothing is added to
- * any message or runtime.
+ * jobq's spans (docs/observability.md#tracing), shared by the coordinator, its client and the
+ * worker, through the OpenTelemetry API only: without a registered SDK every span is a no-op and
+ * nothing is added to any message, runtime or task environment.
  */
 
 let version: string | undefined | null = null;
@@ -38,7 +38,7 @@ function packageVersion(): string | undefined {
 }
 
 /** The `jobq` tracer of the registered provider (a no-op one while none is). */
-export function tracer(): Tracer {
+export function jobqTracer(): Tracer {
   return trace.getTracer('jobq', packageVersion());
 }
 
@@ -59,7 +59,7 @@ export function remoteSpanContext(traceparent: string | null | undefined, traces
 }
 
 /** A context whose parent is `spanContext` (the root context without one). */
-export function contextOf(spanContext: SpanContext | undefined): Context {
+export function traceContextOf(spanContext: SpanContext | undefined): Context {
   return spanContext === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, spanContext);
 }
 
@@ -76,30 +76,36 @@ export function envelopeTraceOf(span: Span): EnvelopeTrace | undefined {
   return tracestate ? { traceparent, tracestate } : { traceparent };
 }
 
+/** The messaging attributes of a queue: `messaging.system` by its spec, `messaging.destination.name` its name. */
+export function messagingAttributes(queueSpec: string, queueName: string, operation: 'send' | 'process'): Attributes {
+  return { 'messaging.system': messagingSystemOf(queueSpec), 'messaging.destination.name': queueName, 'messaging.operation.type': operation };
+}
+
+/** Starts a CONSUMER `process {queue}` span: a child of the message's context, linked to it. */
+export function startProcessSpan(message: SpanContext | undefined, queueSpec: string, queueName: string, attributes: Attributes): Span {
+  const links: Link[] = message === undefined ? [] : [{ context: message }];
+  return jobqTracer().startSpan(
+    `process ${queueName}`,
+    { kind: SpanKind.CONSUMER, links, attributes: { ...messagingAttributes(queueSpec, queueName, 'process'), ...attributes } },
+    traceContextOf(message),
+  );
+}
+
+/** Ends a span, as an error with `error` (one line) when given. */
+export function endSpan(span: Span, error?: string | null): void {
+  if (error !== undefined && error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+  span.end();
+}
+
 /** The `traceparent` of a span to store (the workflow's trace), or null when it has no valid context (no SDK). */
 export function storedTraceparentOf(span: Span): string | null {
   const sc = span.spanContext();
   return isSpanContextValid(sc) ? formatTraceparent(sc) : null;
 }
 
-/** The messaging attributes of a queue: `messaging.system` by its spec, `messaging.destination.name` its name. */
-export function messagingAttributes(queueSpec: string, queueName: string, operation: 'send' | 'process'): Attributes {
-  return { 'messaging.system': messagingSystemOf(queueSpec), 'messaging.destination.name': queueName, 'messaging.operation.type': operation };
-}
-
 /** Starts a PRODUCER `send {queue}` span under `parent`. */
 export function startSendSpan(parent: Context, queueSpec: string, queueName: string, attributes: Attributes): Span {
-  return tracer().startSpan(`send ${queueName}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(queueSpec, queueName, 'send'), ...attributes } }, parent);
-}
-
-/** Starts a CONSUMER `process {queue}` span: a child of the message's context, linked to it. */
-export function startProcessSpan(message: SpanContext | undefined, queueSpec: string, queueName: string, attributes: Attributes): Span {
-  const links: Link[] = message === undefined ? [] : [{ context: message }];
-  return tracer().startSpan(
-    `process ${queueName}`,
-    { kind: SpanKind.CONSUMER, links, attributes: { ...messagingAttributes(queueSpec, queueName, 'process'), ...attributes } },
-    contextOf(message),
-  );
+  return jobqTracer().startSpan(`send ${queueName}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(queueSpec, queueName, 'send'), ...attributes } }, parent);
 }
 
 /**
@@ -107,11 +113,5 @@ export function startProcessSpan(message: SpanContext | undefined, queueSpec: st
  * context, stored in the runtime, makes the workflow one trace.
  */
 export function startSubmitSpan(workflowId: string, name: string, tasks: number): Span {
-  return tracer().startSpan(`submit ${name}`, { kind: SpanKind.PRODUCER, attributes: { 'jobq.workflow.id': workflowId, 'jobq.workflow.name': name, 'jobq.workflow.tasks': tasks } });
-}
-
-/** Ends a span, as an error with `error` (one line) when given. */
-export function endSpan(span: Span, error?: string | null): void {
-  if (error !== undefined && error !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
-  span.end();
+  return jobqTracer().startSpan(`submit ${name}`, { kind: SpanKind.PRODUCER, attributes: { 'jobq.workflow.id': workflowId, 'jobq.workflow.name': name, 'jobq.workflow.tasks': tasks } });
 }
