@@ -1,4 +1,4 @@
-import { taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { RateWindow, taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { parseDurationInMs } from '@jobq/worker';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 import { skipLines, skippedTasks } from './skips';
@@ -12,32 +12,7 @@ export function parseInterval(text: string): number | null {
   }
 }
 
-/** Finished tasks over a sliding window of time: the rate and the time left at that rate. */
-export class RateWindow {
-  private readonly samples: Array<{ at: number; done: number }> = [];
-
-  constructor(private readonly windowInMs = 60_000) {}
-
-  add(at: number, done: number): void {
-    this.samples.push({ at, done });
-    while (this.samples.length > 2 && at - this.samples[0]!.at > this.windowInMs) this.samples.shift();
-  }
-
-  /** Tasks finished per second over the window; null before two samples. */
-  rate(): number | null {
-    const first = this.samples[0];
-    const last = this.samples[this.samples.length - 1];
-    if (!first || !last || last.at <= first.at) return null;
-    return Math.max(0, (last.done - first.done) / ((last.at - first.at) / 1000));
-  }
-
-  /** Milliseconds left for `remaining` tasks at the current rate; null when unknown. */
-  etaMs(remaining: number): number | null {
-    const rate = this.rate();
-    if (remaining <= 0) return 0;
-    return rate === null || rate <= 0 ? null : (remaining / rate) * 1000;
-  }
-}
+export { RateWindow };
 
 /**
  * Running tasks in definition order, with how long ago each was dispatched; a retry sent with a

@@ -174,6 +174,7 @@ export {
 } from './runtime/types';
 export { createRuntime, emptyCounts, freshTask, type CreateRuntimeInit } from './runtime/create';
 export { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './runtime/access';
+export { RateWindow, doneCount } from './runtime/progress';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { planRerun, type RerunPlan } from './runtime/rerun';
