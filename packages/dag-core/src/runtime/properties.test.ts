@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { validateWorkflow } from '../definition/validate';
-import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
+import { canonicalOutputAttempt, decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
 import type { WorkflowDefinition } from '../definition/types';
 import {
   TASK_STATUSES,
@@ -833,10 +833,15 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
               const t = rt.tasks[p]!;
               if (t.status === 'skipped' || (t.status === 'completed' && t.outputRef === null)) (expected.n ??= []).push(p);
               else if (t.status !== 'completed') continue;
-              else if (rt.outputsContainer !== null && t.outputRef!.startsWith(`blob:${CONTAINER}/outputs/${WORKFLOW_ID}/${p}/${t.attemptNo}.json`)) {
-                ((expected.s ??= {}) as Record<string, string[]>)[String(t.attemptNo)] ??= [];
-                (expected.s as Record<string, string[]>)[String(t.attemptNo)]!.push(p);
-              } else (expected.i ??= {})[p] = t.outputRef!;
+              else {
+                // A canonical blob ref travels as the attempt that wrote it, which need not be the
+                // task's latest attempt (a late success of an earlier attempt is kept).
+                const attempt = rt.outputsContainer === null ? null : canonicalOutputAttempt(t.outputRef!, WORKFLOW_ID, p, CONTAINER);
+                if (attempt !== null) {
+                  ((expected.s ??= {}) as Record<string, string[]>)[String(attempt)] ??= [];
+                  (expected.s as Record<string, string[]>)[String(attempt)]!.push(p);
+                } else (expected.i ??= {})[p] = t.outputRef!;
+              }
             }
             expect({ task: d.taskName, upstream: info.value.upstream }).toEqual({ task: d.taskName, upstream: parents.length === 0 ? null : expected });
           }
