@@ -35,7 +35,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const p of started) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  for (const p of started) p.killGroup();
   await Promise.all(started.map((p) => p.exited));
   await Promise.all([storage?.stop(), sb?.stop()]);
   root?.cleanup();
@@ -87,7 +87,7 @@ async function workerDrain(name: string, environment: NodeJS.ProcessEnv, queue: 
     const pushed = await runCli(['push', '-q', queue, '-c', cmd], { env: environment });
     expect(pushed.code).toBe(0);
   };
-  await push(`id -u > ${marks}.ran`);
+  await push(`id -u > ${marks}.ran.tmp && mv ${marks}.ran.tmp ${marks}.ran`);
   await until('the task to run', () => Promise.resolve(existsSync(`${marks}.ran`)), 60_000);
   expect(readFileSync(`${marks}.ran`, 'utf8').trim()).toBe(root.setpriv ? '1000' : String(process.getuid?.()));
 

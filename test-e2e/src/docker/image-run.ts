@@ -102,6 +102,8 @@ export interface ImageProcess {
   waitFor(pattern: RegExp, timeoutInMs: number): Promise<RegExpMatchArray>;
   /** The health endpoint's base URL (after the `health: serving` line). */
   health(timeoutInMs: number): Promise<string>;
+  /** SIGKILL to its whole process group (teardown). */
+  killGroup(): void;
 }
 
 /** The target's ENV from the Dockerfile under `env`; tini is told to reap as a subreaper, since it is not PID 1 here. */
@@ -110,7 +112,16 @@ export function imageEnv(target: 'coordinator' | 'worker', env: NodeJS.ProcessEn
 }
 
 export function startImage(argv: readonly string[], env: NodeJS.ProcessEnv): ImageProcess {
-  const child = spawn(argv[0]!, argv.slice(1), { env, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group, so a teardown reaches the entrypoint's children too: killing tini alone
+  // leaves the node process it started holding the pipes open.
+  const child = spawn(argv[0]!, argv.slice(1), { env, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const killGroup = (): void => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
   let stderr = '';
   const listeners = new Set<() => void>();
   child.stdout.resume();
@@ -118,7 +129,7 @@ export function startImage(argv: readonly string[], env: NodeJS.ProcessEnv): Ima
     stderr += d;
     for (const l of listeners) l();
   });
-  const safety = setTimeout(() => child.kill('SIGKILL'), 240_000);
+  const safety = setTimeout(killGroup, 240_000);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
     child.on('close', (code, signal) => {
       clearTimeout(safety);
@@ -158,6 +169,7 @@ export function startImage(argv: readonly string[], env: NodeJS.ProcessEnv): Ima
     },
     exited,
     waitFor,
+    killGroup,
     health: async (timeoutInMs) => {
       const m = await waitFor(/health: serving http:\/\/[^:]+:(\d+)\/livez/, timeoutInMs);
       return `http://127.0.0.1:${m[1]}`;
