@@ -1,9 +1,9 @@
 /** `/`: the workflow list (index rows), filtered by status and name prefix, a page at a time. */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ApiWorkflowList } from '../../api-types';
-import { getJson } from '../api';
 import { timeText } from '../format';
 import { html } from '../html';
+import { usePolledJson } from '../polled';
 import { routeHref, workflowHref } from '../route';
 import type { Navigate } from './common';
 import { CountsBar, CountsLine } from './workflow';
@@ -14,35 +14,12 @@ const REFRESH_MS = 10_000;
 
 export function ListPage(props: { status: string; prefix: string; cursor: string | null; navigate: Navigate }) {
   const { status, prefix, cursor, navigate } = props;
-  const [list, setList] = useState<ApiWorkflowList | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const q = new URLSearchParams();
+  if (status) q.set('status', status);
+  if (prefix) q.set('prefix', prefix);
+  if (cursor) q.set('cursor', cursor);
+  const { data: list, error } = usePolledJson<ApiWorkflowList>(`/api/workflows${q.toString() ? `?${q.toString()}` : ''}`, REFRESH_MS);
   const [prefixInput, setPrefixInput] = useState(prefix);
-
-  useEffect(() => {
-    let stopped = false;
-    const q = new URLSearchParams();
-    if (status) q.set('status', status);
-    if (prefix) q.set('prefix', prefix);
-    if (cursor) q.set('cursor', cursor);
-    const read = (): void => {
-      getJson<ApiWorkflowList>(`/api/workflows${q.toString() ? `?${q.toString()}` : ''}`).then(
-        (l) => {
-          if (stopped) return;
-          setList(l);
-          setError(null);
-        },
-        (err: unknown) => {
-          if (!stopped) setError(err instanceof Error ? err.message : String(err));
-        },
-      );
-    };
-    read();
-    const timer = setInterval(read, REFRESH_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
-  }, [status, prefix, cursor]);
 
   const go = (patch: { status?: string; prefix?: string; cursor?: string | null }): void =>
     navigate(routeHref({ page: 'list', status, prefix, cursor: null, ...patch }));

@@ -1,37 +1,14 @@
 /** `/workers`: the workers' heartbeats (state, queues and slots, what each runs). */
-import { useEffect, useState } from 'preact/hooks';
 import type { ApiWorkers } from '../../api-types';
-import { getJson } from '../api';
 import { duration, timeText } from '../format';
 import { html } from '../html';
+import { usePolledJson } from '../polled';
 import { workflowHref } from '../route';
 
 const REFRESH_MS = 5_000;
 
 export function WorkersPage() {
-  const [data, setData] = useState<ApiWorkers | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    let stopped = false;
-    const read = (): void => {
-      getJson<ApiWorkers>('/api/workers').then(
-        (d) => {
-          if (stopped) return;
-          setData(d);
-          setError(null);
-        },
-        (err: unknown) => {
-          if (!stopped) setError(err instanceof Error ? err.message : String(err));
-        },
-      );
-    };
-    read();
-    const timer = setInterval(read, REFRESH_MS);
-    return () => {
-      stopped = true;
-      clearInterval(timer);
-    };
-  }, []);
+  const { data, error } = usePolledJson<ApiWorkers>('/api/workers', REFRESH_MS);
   return html`<main class="page workers-page">
     <h1>workers</h1>
     ${error ? html`<p class="banner banner-error" role="alert">${error}</p>` : null}
