@@ -89,3 +89,15 @@ export {
   storedTraceparentOf,
   traceContextOf,
 } from './tracing';
+export {
+  MEMBER_LIVE_FOR_MS,
+  SHARD_COUNTS,
+  SHARD_MANIFEST_VERSION,
+  type OwnershipStore,
+  type OwnershipView,
+  type ShardClaim,
+  type ShardCount,
+  type ShardManifest,
+  type ShardMember,
+  type ShardOwnership,
+} from './ownership';

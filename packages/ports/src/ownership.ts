@@ -1,0 +1,92 @@
+import type { OperationOptions } from './task-queue';
+import type { CoordinatorLease } from './workflow-store';
+
+/**
+ * Coordinator shards (docs/sharding.md): a deployment's workflows are split into a fixed number of
+ * shards, each with its own completion queue and lease; coordinators share the shards out among
+ * themselves through this port (blob leases and ETags on Azure).
+ */
+
+/** The shard counts a deployment may have: each divides the 16 index partitions. */
+export const SHARD_COUNTS = [1, 2, 4, 8, 16] as const;
+export type ShardCount = (typeof SHARD_COUNTS)[number];
+
+/** The manifest's format version this code writes and reads. */
+export const SHARD_MANIFEST_VERSION = 1;
+
+/** `_shards/manifest.json`; absent means one shard. */
+export interface ShardManifest {
+  readonly version: typeof SHARD_MANIFEST_VERSION;
+  readonly shards: ShardCount;
+}
+
+/** A member (coordinator) counts as live this long after its last heartbeat, by the store's clock. */
+export const MEMBER_LIVE_FOR_MS = 60_000;
+
+/** One shard as {@link OwnershipStore.list} sees it. */
+export interface ShardOwnership {
+  readonly index: number;
+  /** Whether its lease is held right now (by anyone). */
+  readonly leased: boolean;
+  /** The member that last claimed it (kept after a release or expiry; `leased` says whether it still holds it). */
+  readonly owner: string | null;
+  /** Number of claims so far: each claim sets it one higher. */
+  readonly epoch: number;
+}
+
+/** A coordinator that has heartbeated within {@link MEMBER_LIVE_FOR_MS}. */
+export interface ShardMember {
+  readonly id: string;
+  /** Its last heartbeat, by the store's clock. */
+  readonly lastSeen: Date;
+}
+
+/** Everything a balancer decides from, read at one time. */
+export interface OwnershipView {
+  readonly manifest: ShardManifest;
+  /** One per shard, by index. */
+  readonly shards: readonly ShardOwnership[];
+  /** Live members only. */
+  readonly members: readonly ShardMember[];
+  /** The store's time at the read (on Azure, the response's `Date`), so members' clocks never matter. */
+  readonly serverTime: Date;
+}
+
+/** A shard taken by {@link OwnershipStore.claim}: the lease renews itself until released or lost. */
+export interface ShardClaim {
+  readonly shard: number;
+  /** The epoch this claim wrote. */
+  readonly epoch: number;
+  readonly owner: string;
+  readonly lease: CoordinatorLease;
+}
+
+/** Shard manifest, shard leases and members of a deployment. Adapters pass `@jobq/ports/testing`'s ownership suite. */
+export interface OwnershipStore {
+  /** The manifest and its ETag; null when there is none (a one-shard deployment). `unsupported` for an unknown version. */
+  readManifest(options?: OperationOptions): Promise<{ manifest: ShardManifest; etag: string } | null>;
+  /** Creates the manifest (If-None-Match); when another creates it first, returns theirs. */
+  ensureManifest(shards: ShardCount, options?: OperationOptions): Promise<ShardManifest>;
+  /**
+   * Replaces the manifest with one of more shards, a multiple of the current count, if it is still
+   * at `etag` (`conflict` otherwise); `lease-held` while any shard lease is held; `invalid-argument`
+   * for a count that does not grow by a multiple.
+   */
+  growManifest(shards: ShardCount, etag: string, options?: OperationOptions): Promise<ShardManifest>;
+  /** The manifest (one shard when absent), every shard's ownership, the live members and the store's time. */
+  list(options?: OperationOptions): Promise<OwnershipView>;
+  /**
+   * Takes shard `shard`'s lease for `owner`, then writes owner and epoch + 1 under the lease on the
+   * ETag read with it. Null when another member won the race (the lease is held, or the write found
+   * a newer ETag); then nothing is held.
+   */
+  claim(shard: number, owner: string, options?: OperationOptions): Promise<ShardClaim | null>;
+  /** Gives up a shard this store holds (its lease); harmless when it holds none. */
+  release(shard: number): Promise<void>;
+  /** Breaks shard `shard`'s lease, whoever holds it (`break-lease --shard`). */
+  breakLease(shard: number, options?: OperationOptions): Promise<void>;
+  /** Records that `memberId` is alive now (`_shards/members/{id}.json` on Azure). */
+  heartbeat(memberId: string, options?: OperationOptions): Promise<void>;
+  /** Removes `memberId`'s record (a clean shutdown); harmless when absent. */
+  leave(memberId: string, options?: OperationOptions): Promise<void>;
+}
