@@ -23,6 +23,8 @@ import {
   type OutputStore,
   type ReceivedMessage,
   type RerunRequest,
+  type ShardClaim,
+  type ShardCount,
   type TaskQueue,
   type WorkflowFilter,
   type WorkflowRequest,
@@ -150,6 +152,21 @@ export interface CoordinatorInit {
   /** The worker heartbeats: rows silent for a day are deleted, at start and then once an hour (docs/design.md#worker-heartbeats). */
   workers?: WorkerRegistry;
   options?: CoordinatorOptions;
+  /**
+   * Bound to one shard of a sharded deployment (docs/sharding.md): a shard runner. Its lease is the
+   * claim's (taken by the balancer, not by {@link WorkflowStore.acquireLease}), `completions` is the
+   * shard's queue, its stats are the shard's document and its scans list only the shard's
+   * workflows. Absent: the whole prefix under `_coordinator.lock`, as a deployment without shards.
+   */
+  shard?: CoordinatorShard;
+}
+
+/** The shard a {@link Coordinator} runs (see {@link CoordinatorInit.shard}). */
+export interface CoordinatorShard {
+  readonly index: number;
+  readonly count: ShardCount;
+  /** The claim that took the shard's lease: the coordinator works while it holds, releases it on stop. */
+  readonly claim: ShardClaim;
 }
 
 /** Heartbeat rows older than this are pruned. */
@@ -393,6 +410,7 @@ export class Coordinator {
   private readonly workers: WorkerRegistry | undefined;
   private readonly store: WorkflowStore;
   private readonly completions: TaskQueue;
+  private readonly shard: CoordinatorShard | null;
   private readonly settings: Settings;
   private readonly clock: () => Date;
   private readonly time: Clock;
@@ -428,6 +446,7 @@ export class Coordinator {
     this.store = init.store;
     this.workers = init.workers;
     this.completions = init.completions;
+    this.shard = init.shard ?? null;
     this.settings = {
       batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
       receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
@@ -543,6 +562,7 @@ export class Coordinator {
 
   /** The lease, or null when `stop()` ended the wait for it. */
   private async acquireLease(): Promise<CoordinatorLease | null> {
+    if (this.shard !== null) return this.shard.claim.lease;
     let waiting = false;
     for (;;) {
       this.lastTickAt = this.time.now();
@@ -588,6 +608,7 @@ export class Coordinator {
       lastLoopAt: this.lastLoopAt,
       writtenAt: this.nowIso(),
       leaseId: this.lease?.leaseId ?? null,
+      ...(this.shard === null ? {} : { shard: this.shard.index, shards: this.shard.count, epoch: this.shard.claim.epoch, owner: this.shard.claim.owner }),
     };
   }
 
@@ -738,7 +759,7 @@ export class Coordinator {
     if (this.halt.signal.aborted) return;
     if (this.instruments.enabled) await this.sampleQueues();
     try {
-      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal });
+      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal, ...(this.shard === null ? {} : { shard: this.shard.index }) });
     } catch (error) {
       this.log(`writing stats failed: ${errorText(error)}`);
     }
@@ -984,6 +1005,11 @@ export class Coordinator {
     );
   }
 
+  /** What the store calls take to stay in this coordinator's shard: nothing without one. */
+  private shardFilter(): { shard?: { index: number; count: ShardCount } } {
+    return this.shard === null ? {} : { shard: { index: this.shard.index, count: this.shard.count } };
+  }
+
   /**
    * The index rows a filter finds, page by page: every scan asks only server-side filters (saved
    * status, times) paged by the store's continuation tokens, never the derived `pending` status,
@@ -994,6 +1020,7 @@ export class Coordinator {
     do {
       const page = await this.store.listWorkflows({
         ...filter,
+        ...this.shardFilter(),
         limit: this.settings.scanPageSize,
         abortSignal: this.halt.signal,
         ...(continuationToken === undefined ? {} : { continuationToken }),
@@ -1007,7 +1034,7 @@ export class Coordinator {
   private async *requests(): AsyncGenerator<WorkflowRequest> {
     let continuationToken: string | undefined;
     do {
-      const page = await this.store.listRequests({ limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      const page = await this.store.listRequests({ ...this.shardFilter(), limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
       for (const item of page.items) yield item;
       continuationToken = page.continuationToken ?? undefined;
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);
@@ -1018,6 +1045,7 @@ export class Coordinator {
     let continuationToken: string | undefined;
     do {
       const page = await this.store.listReruns({
+        ...(workflowId === undefined ? this.shardFilter() : {}),
         limit: this.settings.scanPageSize,
         abortSignal: this.halt.signal,
         ...(workflowId === undefined ? {} : { workflowId }),

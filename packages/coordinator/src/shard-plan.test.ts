@@ -96,8 +96,12 @@ describe('planShards (Event Hubs cases)', () => {
   });
 
   it('does not claim a shard it released itself within the last intervals', () => {
-    expect(planShards(view([null, 'a', null, 'a'], ['a']), 'a', [0]).claim).toEqual([2]);
-    expect(planShards(view([null, 'a', null, 'a'], ['a']), 'a', new Set([0, 2])).claim).toEqual([]);
+    // 8 shards, a and b (share 4 each): a released 0 and 2 for b, which has not claimed them yet.
+    const v = view([null, 'a', null, 'a', 'a', 'b', 'b', 'b'], ['a', 'b']);
+    expect(planShards(v, 'a', [0]).claim).toEqual([2]);
+    expect(planShards(v, 'a', new Set([0, 2])).claim).toEqual([]);
+    // With nobody else short (b left), a takes them back at once.
+    expect(planShards(view([null, 'a', null, 'a', 'a', null, null, null], ['a']), 'a', [0, 2]).claim).toHaveLength(5);
   });
 
   it('more members than shards: the first members by id get a shard, the others are standbys', () => {
@@ -107,6 +111,8 @@ describe('planShards (Event Hubs cases)', () => {
     expect(planShards(v, 'c')).toEqual({ claim: [], release: null, share: 0, held: 0 });
     // A standby that holds a shard keeps it: nobody is below floor(2/4) = 0.
     expect(planShards(view(['d', 'a'], ['a', 'b', 'c', 'd']), 'd')).toEqual({ claim: [], release: null, share: 0, held: 1 });
+    // One holding both (it was alone before the others came) gives one up.
+    expect(planShards(view(['d', 'd'], ['a', 'b', 'c', 'd']), 'd')).toEqual({ claim: [], release: 1, share: 0, held: 2 });
   });
 
   it('prefers a free shard it held last', () => {

@@ -41,7 +41,11 @@ export function shardShares(memberIds: readonly string[], shards: number): Map<s
  * - when it holds more than its share while some member holds fewer than floor(n/m), and the free
  *   shards do not cover those members' shortfall, it releases one shard, its highest index. Only as
  *   many members release as the shortfall needs (the most loaded first, then by id), so one round
- *   moves only what must move, and a release never takes a member below floor(n/m).
+ *   moves only what must move, and a release never takes a member below floor(n/m). A member
+ *   holding more than floor(n/m) + 1 also releases one when no shard is free (with more members
+ *   than shards, floor(n/m) is 0: nobody is ever below it).
+ *
+ * Balanced (nothing more moves): every shard is held and every member holds floor(n/m) or one more.
  *
  * It never takes a shard whose lease is held (a lease is never broken). The member itself counts as
  * live even when the view does not list it yet (its first heartbeat may not be visible).
@@ -66,6 +70,9 @@ export function planShards(view: OwnershipView, memberId: string, recentlyReleas
   const mine = holds.get(memberId) ?? [];
   const held = mine.length;
 
+  // A shard it released itself is left to the members it was released for: skipped while another
+  // member holds less than its share (alone, or with everyone served, it takes it back at once).
+  const othersShort = memberIds.some((id) => id !== memberId && (holds.get(id)?.length ?? 0) < (shares.get(id) ?? 0));
   const claim: number[] = [];
   if (held < share) {
     // Members claiming all at once (a fresh deployment) start where the shares before theirs end.
@@ -76,7 +83,7 @@ export function planShards(view: OwnershipView, memberId: string, recentlyReleas
     }
     start %= Math.max(1, n);
     const candidates = free
-      .filter((k) => !recent.has(k))
+      .filter((k) => !othersShort || !recent.has(k))
       .sort((a, b) => {
         const ownA = view.shards[a]?.owner === memberId ? 0 : 1;
         const ownB = view.shards[b]?.owner === memberId ? 0 : 1;
@@ -91,13 +98,13 @@ export function planShards(view: OwnershipView, memberId: string, recentlyReleas
     let shortfall = 0;
     for (const id of memberIds) shortfall += Math.max(0, floor - (holds.get(id)?.length ?? 0));
     const needed = shortfall - free.length;
-    if (needed > 0) {
-      // The members above their share, most loaded first: the first `needed` of them release one each.
-      const over = memberIds
-        .filter((id) => (holds.get(id)?.length ?? 0) > (shares.get(id) ?? 0))
-        .sort((a, b) => (holds.get(b)?.length ?? 0) - (holds.get(a)?.length ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
-      if (over.indexOf(memberId) < needed) release = Math.max(...mine);
-    }
+    // The members above their share, most loaded first: the first `needed` of them release one each.
+    const over = memberIds
+      .filter((id) => (holds.get(id)?.length ?? 0) > (shares.get(id) ?? 0))
+      .sort((a, b) => (holds.get(b)?.length ?? 0) - (holds.get(a)?.length ?? 0) || (a < b ? -1 : a > b ? 1 : 0));
+    // Holding two or more above floor(n/m) (more members than shards: floor 0), it sheds one even
+    // with nobody below floor, once no free shard is left: some member is below its share to take it.
+    if ((needed > 0 && over.indexOf(memberId) < needed) || (held > floor + 1 && free.length === 0)) release = Math.max(...mine);
   }
   return { claim, release, share, held };
 }

@@ -19,6 +19,7 @@ import {
   type AcquireLeaseOptions,
   type CoordinatorLease,
   type CoordinatorStats,
+  type CoordinatorStatsOptions,
   type CreateResult,
   type LoadedRuntime,
   type OperationOptions,
@@ -311,7 +312,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
   private nextEtag = 1;
   private nextLease = 1;
   private holder: MemoryLease | null = null;
-  private stats: string | null = null;
+  /** The stats documents by shard (0: `_coordinator.stats.json`). */
+  private readonly stats = new Map<number, string>();
 
   constructor(options: MemoryWorkflowStoreOptions = {}) {
     this.stateBlobs = options.stateBlobs ?? null;
@@ -787,18 +789,19 @@ export class MemoryWorkflowStore implements WorkflowStore {
     holder?.lose(new JobqError('lease-lost', `the coordinator lease was lost (${why}); stop writing`));
   }
 
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void> {
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {
     return run(() => {
       if (typeof stats !== 'object' || stats === null || Array.isArray(stats)) throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
       checkAborted(options, 'write the coordinator stats');
-      this.stats = JSON.stringify(stats);
+      this.stats.set(options?.shard ?? 0, JSON.stringify(stats));
     });
   }
 
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null> {
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null> {
     return run(() => {
       checkAborted(options, 'read the coordinator stats');
-      return this.stats === null ? null : (JSON.parse(this.stats) as CoordinatorStats);
+      const stats = this.stats.get(options?.shard ?? 0);
+      return stats === undefined ? null : (JSON.parse(stats) as CoordinatorStats);
     });
   }
 

@@ -10,6 +10,7 @@ export type {
   AcquireLeaseOptions,
   CoordinatorLease,
   CoordinatorStats,
+  CoordinatorStatsOptions,
   CreateResult,
   LoadedRuntime,
   SaveOptions,

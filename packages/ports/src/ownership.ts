@@ -59,6 +59,12 @@ export interface ShardClaim {
   readonly epoch: number;
   readonly owner: string;
   readonly lease: CoordinatorLease;
+  /**
+   * Stops renewing the lease without giving it up: it runs out within its duration, then `lease.lost`
+   * fires. For a runner stalled for half a lease: nobody takes the shard before the stalled runner's
+   * lease has run out. Without it, the balancer releases the lease instead.
+   */
+  stopRenewing?(): void;
 }
 
 /** Shard manifest, shard leases and members of a deployment. Adapters pass `@jobq/ports/testing`'s ownership suite. */

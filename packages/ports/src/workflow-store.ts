@@ -1,5 +1,6 @@
 import type { TaskStatus, WorkflowRuntime, WorkflowStatus } from '@jobq/dag-core';
 import type { JobqError } from './errors';
+import type { ShardCount } from './ownership';
 import type { OperationOptions } from './task-queue';
 
 /**
@@ -152,6 +153,11 @@ export interface WorkflowFilter extends OperationOptions {
   finishedBefore?: string;
   /** Newest `updatedAt` first (else in the store's key order). */
   recent?: boolean;
+  /**
+   * Only the workflows of shard `index` of `count` (docs/sharding.md): the index partitions p with
+   * p mod count = index. Absent: every workflow (a one-shard deployment).
+   */
+  shard?: { readonly index: number; readonly count: ShardCount };
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -213,6 +219,11 @@ export type NewRerunRequest = Omit<RerunRequest, 'etag'>;
 export interface RerunFilter extends OperationOptions {
   /** Only this workflow's (a range of keys: one query however many others wait). */
   workflowId?: string;
+  /**
+   * Only the workflows of shard `index` of `count` (docs/sharding.md): the index partitions p with
+   * p mod count = index. Absent: every workflow (a one-shard deployment).
+   */
+  shard?: { readonly index: number; readonly count: ShardCount };
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -232,6 +243,11 @@ export function isValidRerunRequestId(id: unknown): id is string {
 
 /** Which requests to list. */
 export interface RequestFilter extends OperationOptions {
+  /**
+   * Only the workflows of shard `index` of `count` (docs/sharding.md): the index partitions p with
+   * p mod count = index. Absent: every workflow (a one-shard deployment).
+   */
+  shard?: { readonly index: number; readonly count: ShardCount };
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -297,6 +313,15 @@ export interface AcquireLeaseOptions extends OperationOptions {
 
 /** The coordinator's counters as JSON (docs/design.md#the-coordinator: written every 10 s, read by `doctor`). */
 export type CoordinatorStats = Record<string, unknown>;
+
+/** Options of {@link WorkflowStore.writeCoordinatorStats} and {@link WorkflowStore.readCoordinatorStats}. */
+export interface CoordinatorStatsOptions extends OperationOptions {
+  /**
+   * The stats document of this shard's runner (docs/sharding.md#names): shard 0 (or none) is
+   * `_coordinator.stats.json`, shard k ≥ 1 `_shards/{k}.stats.json`.
+   */
+  shard?: number;
+}
 
 /** Runtime blobs with ETag compare-and-swap, plus the index and task rows derived from them. */
 export interface WorkflowStore {
@@ -407,8 +432,8 @@ export interface WorkflowStore {
   markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void>;
   /** Takes the coordinator lease and keeps renewing it; `lease-held` while someone else has it. */
   acquireLease(options?: AcquireLeaseOptions): Promise<CoordinatorLease>;
-  /** Replaces the coordinator's stats document. */
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void>;
-  /** The last stats document written, or null when there is none. */
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null>;
+  /** Replaces the coordinator's stats document (of `options.shard`: that shard's runner's). */
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void>;
+  /** The last stats document written (of `options.shard`), or null when there is none. */
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null>;
 }

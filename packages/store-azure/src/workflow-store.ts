@@ -7,6 +7,7 @@ import {
   type AcquireLeaseOptions,
   type CoordinatorLease,
   type CoordinatorStats,
+  type CoordinatorStatsOptions,
   type CreateResult,
   type LoadedRuntime,
   type SaveOptions,
@@ -638,12 +639,19 @@ export class AzureWorkflowStore implements WorkflowStore {
     );
   }
 
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void> {
-    return writeStats(this.container, this.names.statsBlob, stats, this.timeout, options);
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {
+    return writeStats(this.container, this.statsBlobOf(options?.shard), stats, this.timeout, options);
   }
 
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null> {
-    return readStats(this.container, this.names.statsBlob, this.timeout, options);
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null> {
+    return readStats(this.container, this.statsBlobOf(options?.shard), this.timeout, options);
+  }
+
+  /** Shard 0 (or none) keeps `_coordinator.stats.json`; shard k ≥ 1 has `_shards/{k}.stats.json` (docs/sharding.md#names). */
+  private statsBlobOf(shard: number | undefined): string {
+    if (shard === undefined || shard === 0) return this.names.statsBlob;
+    if (!Number.isSafeInteger(shard) || shard < 0 || shard > 15) throw new JobqError('invalid-argument', `a shard index is a whole number from 0 to 15, got ${String(shard)}`);
+    return `_shards/${shard}.stats.json`;
   }
 }
 

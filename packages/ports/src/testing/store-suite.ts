@@ -890,6 +890,16 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(await store.readCoordinatorStats()).toEqual({ ...stats, completions: 13 });
       }, timeout);
 
+      it('keeps a stats document per shard; shard 0 is the coordinator stats', async () => {
+        const store = await fresh();
+        await store.writeCoordinatorStats({ shard: 3 }, { shard: 3 });
+        expect(await store.readCoordinatorStats()).toBeNull();
+        expect(await store.readCoordinatorStats({ shard: 3 })).toEqual({ shard: 3 });
+        await store.writeCoordinatorStats({ shard: 0 }, { shard: 0 });
+        expect(await store.readCoordinatorStats()).toEqual({ shard: 0 });
+        expect(await store.readCoordinatorStats({ shard: 1 })).toBeNull();
+      }, timeout);
+
       it('writes stats while the lease is held', async () => {
         const store = await fresh();
         const lease = await store.acquireLease();
