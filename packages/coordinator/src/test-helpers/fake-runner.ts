@@ -30,6 +30,8 @@ export class FakeRunner implements ShardRunner {
     readonly shard: CoordinatorShard,
     private readonly clock: Clock,
     private readonly log: RunnerLog,
+    /** Virtual ms a stop takes (its batch finishing, its stats written) while it still works, before it releases. */
+    private readonly stopTakesMs = 0,
   ) {
     this.done = new Promise<void>((resolve, reject) => {
       this.finish = (error) => (error === undefined ? resolve() : reject(error));
@@ -66,6 +68,7 @@ export class FakeRunner implements ShardRunner {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    if (this.stopTakesMs > 0) await this.clock.sleep(this.stopTakesMs);
     this.log.live.get(this.member)?.delete(this);
     this.log.events.push(`stop ${this.index} ${this.member}`);
     await this.shard.claim.lease.release();

@@ -96,12 +96,15 @@ export interface FakeOwnershipOptions {
   shards?: ShardCount;
   /** How long a lease lasts after its renewals stop (default 60 s). */
   leaseDurationInMs?: number;
+  /** Virtual ms each call takes before it acts (default none): members' rounds then interleave. */
+  latencyInMs?: () => number;
 }
 
 /** The shared state of a deployment's shards; {@link storeFor} gives each member its store. */
 export class FakeOwnership {
   readonly clock: Clock;
   readonly leaseDurationInMs: number;
+  private readonly latencyInMs: (() => number) | null;
   /** Every successful claim, in order. */
   readonly claims: ClaimRecord[] = [];
   /** Calls by kind, over all members. */
@@ -118,6 +121,7 @@ export class FakeOwnership {
   constructor(options: FakeOwnershipOptions) {
     this.clock = options.clock;
     this.leaseDurationInMs = options.leaseDurationInMs ?? 60_000;
+    this.latencyInMs = options.latencyInMs ?? null;
     this.manifest = options.shards === undefined ? null : { version: SHARD_MANIFEST_VERSION, shards: options.shards };
     this.shards = this.fresh(this.manifest?.shards ?? 1);
   }
@@ -220,12 +224,16 @@ export class FakeOwnership {
         return Promise.resolve();
       },
     };
-    // A crashed member's calls never reach the store.
+    // Each call takes its latency, then acts at once; a crashed member's calls never reach the store.
     return new Proxy(store, {
       get: (target, key, receiver) => {
         const value: unknown = Reflect.get(target, key, receiver);
         if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => (this.dead.has(memberId) ? Promise.reject(new JobqError('unavailable', `${memberId} crashed`)) : (value as (...a: unknown[]) => unknown)(...args));
+        return async (...args: unknown[]) => {
+          if (this.latencyInMs !== null) await this.clock.sleep(this.latencyInMs());
+          if (this.dead.has(memberId)) throw new JobqError('unavailable', `${memberId} crashed`);
+          return (value as (...a: unknown[]) => unknown)(...args);
+        };
       },
     });
   }
