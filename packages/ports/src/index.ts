@@ -101,3 +101,14 @@ export {
   type ShardMember,
   type ShardOwnership,
 } from './ownership';
+export {
+  SHARD_MANIFEST_BLOB,
+  SHARD_MEMBERS_FOLDER,
+  SHARD_MEMBER_ID_PATTERN,
+  checkShardIndex,
+  checkShardMemberId,
+  shardCompletionQueue,
+  shardLockBlob,
+  shardMemberBlob,
+  shardStatsBlob,
+} from './shard-names';

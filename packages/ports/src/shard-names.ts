@@ -1,0 +1,61 @@
+import { JobqError } from './errors';
+import { SHARD_COUNTS } from './ownership';
+
+/**
+ * Storage names of coordinator shards (docs/sharding.md#names). Shard 0 keeps the names of a
+ * deployment without shards, so a coordinator that knows nothing of shards is fenced by shard 0's
+ * lease; shard k ≥ 1 has names of its own.
+ */
+
+/** The highest shard index a deployment can have (16 shards). */
+const MAX_SHARD_INDEX = Math.max(...SHARD_COUNTS) - 1;
+
+/** The manifest blob, in the workflows container: `{"version":1,"shards":n}`. */
+export const SHARD_MANIFEST_BLOB = '_shards/manifest.json';
+
+/** The folder of member records, in the workflows container. */
+export const SHARD_MEMBERS_FOLDER = '_shards/members/';
+
+/**
+ * A member (coordinator) id: 1–128 letters, digits, `.`, `_` and `-`, starting with a letter or
+ * digit (it is part of a blob name).
+ */
+export const SHARD_MEMBER_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** `invalid-argument` unless `shard` is a whole number from 0 to 15. */
+export function checkShardIndex(shard: number): void {
+  if (!Number.isSafeInteger(shard) || shard < 0 || shard > MAX_SHARD_INDEX) {
+    throw new JobqError('invalid-argument', `a shard index is a whole number from 0 to ${MAX_SHARD_INDEX}, got ${String(shard)}`);
+  }
+}
+
+/** `invalid-argument` unless `memberId` matches {@link SHARD_MEMBER_ID_PATTERN}. */
+export function checkShardMemberId(memberId: string): void {
+  if (typeof memberId !== 'string' || !SHARD_MEMBER_ID_PATTERN.test(memberId)) {
+    throw new JobqError('invalid-argument', `a member id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit, got ${JSON.stringify(memberId)}`);
+  }
+}
+
+/** The completion queue of shard `shard`: `base` for shard 0, `{base}-{k}` for shard k ≥ 1 (`base` is `{p}-workflow-completions`). */
+export function shardCompletionQueue(base: string, shard: number): string {
+  checkShardIndex(shard);
+  return shard === 0 ? base : `${base}-${shard}`;
+}
+
+/** The lease blob of shard `shard`: `_coordinator.lock` for shard 0, `_shards/{k}.lock` for k ≥ 1. */
+export function shardLockBlob(shard: number): string {
+  checkShardIndex(shard);
+  return shard === 0 ? '_coordinator.lock' : `_shards/${shard}.lock`;
+}
+
+/** The stats blob of shard `shard`: `_coordinator.stats.json` for shard 0, `_shards/{k}.stats.json` for k ≥ 1. */
+export function shardStatsBlob(shard: number): string {
+  checkShardIndex(shard);
+  return shard === 0 ? '_coordinator.stats.json' : `_shards/${shard}.stats.json`;
+}
+
+/** The record of member `memberId`: `_shards/members/{id}.json`. */
+export function shardMemberBlob(memberId: string): string {
+  checkShardMemberId(memberId);
+  return `${SHARD_MEMBERS_FOLDER}${memberId}.json`;
+}
