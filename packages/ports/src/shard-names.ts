@@ -1,5 +1,5 @@
 import { JobqError } from './errors';
-import { SHARD_COUNTS } from './ownership';
+import { SHARD_COUNTS, SHARD_MANIFEST_VERSION, type ShardCount, type ShardManifest } from './ownership';
 
 /**
  * Storage names of coordinator shards (docs/sharding.md#names). Shard 0 keeps the names of a
@@ -58,4 +58,30 @@ export function shardStatsBlob(shard: number): string {
 export function shardMemberBlob(memberId: string): string {
   checkShardMemberId(memberId);
   return `${SHARD_MEMBERS_FOLDER}${memberId}.json`;
+}
+
+/** `invalid-argument` unless `shards` is one of {@link SHARD_COUNTS}. */
+export function checkShardCount(shards: unknown): asserts shards is ShardCount {
+  if (!SHARD_COUNTS.includes(shards as ShardCount)) {
+    throw new JobqError('invalid-argument', `a shard count must be one of ${SHARD_COUNTS.join(', ')}, got ${String(shards)}`);
+  }
+}
+
+/** Reads a manifest's text: `unsupported` for an unknown version, `corrupt` for anything else it cannot read. */
+export function parseShardManifest(text: string): ShardManifest {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const j = (typeof json === 'object' && json !== null && !Array.isArray(json) ? json : null) as { version?: unknown; shards?: unknown } | null;
+  if (j === null || typeof j.version !== 'number') throw new JobqError('corrupt', 'the shard manifest _shards/manifest.json is not a JSON object with a version');
+  if (j.version !== SHARD_MANIFEST_VERSION) {
+    throw new JobqError('unsupported', `the shard manifest _shards/manifest.json has version ${j.version}; this jobq reads version ${SHARD_MANIFEST_VERSION}: upgrade it`);
+  }
+  if (!SHARD_COUNTS.includes(j.shards as ShardCount)) {
+    throw new JobqError('corrupt', `the shard manifest _shards/manifest.json names ${String(j.shards)} shards (one of ${SHARD_COUNTS.join(', ')} expected)`);
+  }
+  return { version: SHARD_MANIFEST_VERSION, shards: j.shards as ShardCount };
 }

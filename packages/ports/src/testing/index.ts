@@ -7,3 +7,4 @@ export { describeTaskQueueContract, type TaskQueueContractOptions, type TaskQueu
 export * from './store-suite';
 export * from './output-suite';
 export * from './worker-registry-suite';
+export * from './ownership-suite';
