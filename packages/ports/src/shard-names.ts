@@ -1,5 +1,6 @@
 import { JobqError } from './errors';
 import { SHARD_COUNTS, SHARD_MANIFEST_VERSION, type ShardCount, type ShardManifest } from './ownership';
+import type { ShardFilter } from './workflow-store';
 
 /**
  * Storage names of coordinator shards (docs/sharding.md#names). Shard 0 keeps the names of a
@@ -84,4 +85,12 @@ export function parseShardManifest(text: string): ShardManifest {
     throw new JobqError('corrupt', `the shard manifest _shards/manifest.json names ${String(j.shards)} shards (one of ${SHARD_COUNTS.join(', ')} expected)`);
   }
   return { version: SHARD_MANIFEST_VERSION, shards: j.shards as ShardCount };
+}
+
+/** `invalid-argument` unless `shard` is `{index, count}` with count one of {@link SHARD_COUNTS} and 0 ≤ index < count. */
+export function checkShardFilter(shard: ShardFilter): void {
+  const { index, count } = (typeof shard === 'object' && shard !== null ? shard : {}) as Partial<ShardFilter>;
+  if (!SHARD_COUNTS.includes(count as ShardCount) || !Number.isSafeInteger(index) || index! < 0 || index! >= count!) {
+    throw new JobqError('invalid-argument', `a shard filter is {index, count} with count one of ${SHARD_COUNTS.join(', ')} and index from 0 to count − 1, got ${JSON.stringify(shard)}`);
+  }
 }

@@ -8,3 +8,4 @@ export * from './store-suite';
 export * from './output-suite';
 export * from './worker-registry-suite';
 export * from './ownership-suite';
+export * from './store-shard-suite';
