@@ -22,6 +22,7 @@ export type {
   RequestFilter,
   RerunFilter,
   RerunRequest,
+  ShardFilter,
   TaskFilter,
   TaskRow,
   TaskRowsResult,
@@ -102,3 +103,17 @@ export {
   type ShardMember,
   type ShardOwnership,
 } from './ownership';
+export {
+  SHARD_MANIFEST_BLOB,
+  SHARD_MEMBERS_FOLDER,
+  SHARD_MEMBER_ID_PATTERN,
+  checkShardCount,
+  checkShardFilter,
+  checkShardIndex,
+  checkShardMemberId,
+  parseShardManifest,
+  shardCompletionQueue,
+  shardLockBlob,
+  shardMemberBlob,
+  shardStatsBlob,
+} from './shard-names';
