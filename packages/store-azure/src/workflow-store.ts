@@ -4,6 +4,7 @@ import { isTerminalWorkflowStatus, isValidWorkflowId, type WorkflowRuntime, type
 import {
   JobqError,
   isJobqError,
+  shardStatsBlob,
   type AcquireLeaseOptions,
   type CoordinatorLease,
   type CoordinatorStats,
@@ -649,9 +650,7 @@ export class AzureWorkflowStore implements WorkflowStore {
 
   /** Shard 0 (or none) keeps `_coordinator.stats.json`; shard k ≥ 1 has `_shards/{k}.stats.json` (docs/sharding.md#names). */
   private statsBlobOf(shard: number | undefined): string {
-    if (shard === undefined || shard === 0) return this.names.statsBlob;
-    if (!Number.isSafeInteger(shard) || shard < 0 || shard > 15) throw new JobqError('invalid-argument', `a shard index is a whole number from 0 to 15, got ${String(shard)}`);
-    return `_shards/${shard}.stats.json`;
+    return shard === undefined || shard === 0 ? this.names.statsBlob : shardStatsBlob(shard);
   }
 }
 
