@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { VirtualClock, type ShardCount } from '@jobq/ports';
+import { isJobqError, JobqError, VirtualClock, type ShardCount } from '@jobq/ports';
 import { ShardBalancer, type ShardBalancerOptions } from './shard-balancer';
 import { FakeRunner, runnerLog } from './test-helpers/fake-runner';
 import { crashableClock, FakeOwnership } from './test-helpers/ownership';
@@ -184,5 +184,28 @@ describe('ShardBalancer', () => {
     fail = false;
     await w.clock.runUntil(() => a.held().length === 2, undefined, { withinMs: 12_000 });
     await a.stop();
+  });
+
+  it('a list failing for a while is logged and tried again next round; a manifest of an unknown version stops it, shards released, run() rejecting', async () => {
+    const w = world(2);
+    const a = w.member('a');
+    await w.clock.advance(0);
+    expect(a.held()).toEqual([0, 1]);
+    w.ownership.listFault = () => new JobqError('unavailable', 'the service is down');
+    await w.clock.advance(25_000);
+    expect(a.held()).toEqual([0, 1]);
+    expect(w.logs.filter((l) => l.includes('balancing round failed: the service is down')).length).toBeGreaterThanOrEqual(2);
+    w.ownership.listFault = () => new JobqError('unsupported', 'the shard manifest has version 2; this jobq reads version 1');
+    const ended = a.run().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    let error: unknown;
+    void ended.then((e) => (error = e));
+    await w.clock.runUntil(() => error !== undefined, undefined, { withinMs: 12_000 });
+    expect(isJobqError(error, 'unsupported')).toBe(true);
+    expect(a.held()).toEqual([]);
+    expect([w.ownership.holderOf(0), w.ownership.holderOf(1)]).toEqual([null, null]);
+    expect(a.health().phase).toBe('stopped');
   });
 });

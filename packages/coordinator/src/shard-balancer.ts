@@ -102,6 +102,8 @@ export class ShardBalancer {
   private stopped: Promise<void> | null = null;
   private phase: ShardBalancerPhase = 'starting';
   private lastTickAt: number;
+  /** What ended the loop for good (a manifest this version cannot read), rethrown by `run()`. */
+  private fatal: Error | null = null;
 
   constructor(init: ShardBalancerInit) {
     const o = init.options ?? {};
@@ -136,11 +138,16 @@ export class ShardBalancer {
     this.loop = this.mainLoop();
   }
 
-  /** {@link start}, then waits until stopped. */
+  /**
+   * {@link start}, then waits until stopped. Rejects (after releasing everything) with the
+   * `unsupported` error of a shard manifest whose version this jobq cannot read.
+   */
   async run(): Promise<void> {
     if (this.loop === null) this.start();
     await this.loop;
+    if (this.fatal !== null) await this.stop();
     if (this.stopped) await this.stopped;
+    if (this.fatal !== null) throw this.fatal;
   }
 
   /** Ends the loop, stops every runner (each finishes its batch, writes its stats, releases its lease) and leaves. Harmless when called twice. */
@@ -167,6 +174,12 @@ export class ShardBalancer {
       try {
         await this.step();
       } catch (error) {
+        if (isJobqError(error, 'unsupported')) {
+          // A manifest written by a newer jobq: its shards cannot be known, so none is worked.
+          this.log(`stopping: ${errorText(error)}`);
+          this.fatal = error;
+          break;
+        }
         this.log(`balancing round failed: ${errorText(error)}`);
       }
       if (this.stopping.signal.aborted) break;

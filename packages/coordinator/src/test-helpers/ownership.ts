@@ -111,6 +111,8 @@ export class FakeOwnership {
   readonly calls = { list: 0, claim: 0, release: 0, heartbeat: 0, leave: 0 };
   /** When set and returning true, that claim loses its race (as a 409/412): nothing is taken. */
   claimFault: ((shard: number, owner: string) => boolean) | null = null;
+  /** When set and returning an error, `list()` rejects with it. */
+  listFault: (() => Error | null) | null = null;
   private manifest: ShardManifest | null;
   private manifestEtag = 1;
   private shards: ShardState[];
@@ -176,6 +178,8 @@ export class FakeOwnership {
       },
       list: () => {
         this.calls.list++;
+        const fault = this.listFault?.() ?? null;
+        if (fault !== null) return Promise.reject(fault);
         const now = this.clock.now();
         const view: OwnershipView = {
           manifest: this.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 },
