@@ -25,6 +25,7 @@ import {
   type RerunRequest,
   type ShardClaim,
   type ShardCount,
+  type ShardFilter,
   type TaskQueue,
   type WorkflowFilter,
   type WorkflowRequest,
@@ -1006,7 +1007,7 @@ export class Coordinator {
   }
 
   /** What the store calls take to stay in this coordinator's shard: nothing without one. */
-  private shardFilter(): { shard?: { index: number; count: ShardCount } } {
+  private shardFilter(): { shard?: ShardFilter } {
     return this.shard === null ? {} : { shard: { index: this.shard.index, count: this.shard.count } };
   }
 
