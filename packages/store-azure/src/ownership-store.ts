@@ -164,7 +164,8 @@ export class AzureOwnershipStore implements OwnershipStore {
       if (!isJobqError(error, 'lease-held')) throw error;
       throw new JobqError('lease-held', `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`);
     }
-    return () => client.releaseLease();
+    return () =>
+      storeCall({ operation: `give back shard ${k}'s lease after growing the shard manifest` }, this.timeout, undefined, (abortSignal) => client.releaseLease({ abortSignal }));
   }
 
   private async createLockBlob(k: number, options: OperationOptions | undefined): Promise<void> {
