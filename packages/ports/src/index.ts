@@ -9,6 +9,7 @@ export type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, 
 export type {
   AcquireLeaseOptions,
   CoordinatorLease,
+  CoordinatorLeaseState,
   CoordinatorStats,
   CreateResult,
   LoadedRuntime,
