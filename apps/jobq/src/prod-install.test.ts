@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, type CliResult } from './test-helpers/cli';
@@ -60,6 +61,10 @@ describe('the production install (--prod --no-optional)', () => {
     for (const folder of ['azurite', 'jest', '@jest', '@babel', '@jobq/local']) expect(existsSync(join(out, 'node_modules', folder))).toBe(false);
     // What the image runs is there: both queue backends, the store, metrics.
     expect(size.names).toEqual(expect.arrayContaining(['@azure/identity', '@azure/service-bus', '@azure/storage-queue', '@azure/data-tables', 'prom-client']));
+    // The task helpers (`jobq task …`), and the worker's deprecated `@jobq/worker/task` finds them.
+    expect(existsSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js'))).toBe(true);
+    const worker = realpathSync(join(out, 'node_modules', '@jobq', 'worker'));
+    expect(realpathSync(createRequire(join(worker, 'package.json')).resolve('@jobq/task'))).toBe(realpathSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js')));
   });
 
   it('runs --version and the worker help', async () => {
