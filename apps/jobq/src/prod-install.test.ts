@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, type CliResult } from './test-helpers/cli';
@@ -63,8 +62,9 @@ describe('the production install (--prod --no-optional)', () => {
     expect(size.names).toEqual(expect.arrayContaining(['@azure/identity', '@azure/service-bus', '@azure/storage-queue', '@azure/data-tables', 'prom-client']));
     // The task helpers (`jobq task …`), and the worker's deprecated `@jobq/worker/task` finds them.
     expect(existsSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js'))).toBe(true);
-    const worker = realpathSync(join(out, 'node_modules', '@jobq', 'worker'));
-    expect(realpathSync(createRequire(join(worker, 'package.json')).resolve('@jobq/task'))).toBe(realpathSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js')));
+    // Loaded by plain Node (jest would map the names onto the sources).
+    const shim = execFileSync(process.execPath, ['-e', "process.stdout.write(typeof require('@jobq/worker/task').setOutput)"], { cwd: out }).toString();
+    expect(shim).toBe('function');
   });
 
   it('runs --version and the worker help', async () => {
