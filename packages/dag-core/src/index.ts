@@ -210,3 +210,4 @@ export {
   type RollupLevel,
   type RollupNode,
 } from './graph/rollup';
+export { fnv1a32, indexPartitionOf, isShardCount, shardOf } from './shard/shard-of';

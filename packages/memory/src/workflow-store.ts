@@ -4,6 +4,7 @@ import {
   changedTasks,
   isTerminalWorkflowStatus,
   isValidWorkflowId,
+  shardOf,
   taskCount,
   taskQueue,
   taskState,
@@ -15,6 +16,7 @@ import {
 } from '@jobq/dag-core';
 import {
   JobqError,
+  checkShardFilter,
   isValidRerunRequestId,
   type AcquireLeaseOptions,
   type CoordinatorLease,
@@ -32,6 +34,7 @@ import {
   type RerunRequest,
   type SaveOptions,
   type SaveResult,
+  type ShardFilter,
   type TaskFilter,
   type TaskRow,
   type TaskRowsResult,
@@ -473,7 +476,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const shown = filter.status === undefined ? null : new Set(filter.status);
       const saved = filter.savedStatus === undefined ? null : new Set(filter.savedStatus);
       if (shown?.size === 0 || saved?.size === 0) return { items: [], continuationToken: null };
+      const inShard = shardTest(filter.shard);
       const wanted = (row: IndexRow): boolean =>
+        inShard(row.workflowId) &&
         (shown === null || shown.has(row.shown)) &&
         (saved === null || saved.has(row.saved)) &&
         (updatedBefore === undefined || compareTimes(row.updatedAt, updatedBefore) < 0) &&
@@ -523,8 +528,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const limit = pageLimit(filter.limit, DEFAULT_REQUEST_PAGE);
       const cursor = decodeCursor(filter.continuationToken, 'after', 1);
       checkAborted(filter, 'list workflow requests');
+      const inShard = shardTest(filter.shard);
       const items: WorkflowRequest[] = [];
       for (const workflowId of this.requestIds.after(cursor?.key[0])) {
+        if (!inShard(workflowId)) continue;
         if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
         const request = this.requests.get(workflowId)!;
         items.push({ workflowId, cancelRequestedAt: request.cancelRequestedAt, retryRequestedAt: request.retryRequestedAt, etag: request.etag });
@@ -571,10 +578,12 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const cursor = decodeCursor(filter.continuationToken, 'after', 1);
       if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
       checkAborted(filter, 'list re-run requests');
+      const inShard = shardTest(filter.shard);
       const prefix = filter.workflowId === undefined ? '' : `${filter.workflowId}~`;
       const items: RerunRequest[] = [];
       for (const key of this.rerunKeys.after(cursor?.key[0] ?? (prefix === '' ? undefined : prefix))) {
         if (!key.startsWith(prefix)) break;
+        if (!inShard(this.reruns.get(key)!.request.workflowId)) continue;
         if (items.length === limit) {
           const last = items[limit - 1]!;
           return { items, continuationToken: encodeCursor({ kind: 'after', key: [rerunKey(last.workflowId, last.requestId)] }) };
@@ -986,6 +995,13 @@ export class MemoryWorkflowStore implements WorkflowStore {
 }
 
 /** Runs `fn` so that a throw becomes a rejected promise, as callers of an async API expect. */
+/** Whether a workflow id is in the filter's shard (every id without one); `invalid-argument` for a shard filter that names no shard. */
+function shardTest(shard: ShardFilter | undefined): (workflowId: string) => boolean {
+  if (shard === undefined) return () => true;
+  checkShardFilter(shard);
+  return (workflowId) => shardOf(workflowId, shard.count) === shard.index;
+}
+
 function run<T>(fn: () => T): Promise<T> {
   return new Promise((resolve) => resolve(fn()));
 }

@@ -22,6 +22,7 @@ export type {
   RequestFilter,
   RerunFilter,
   RerunRequest,
+  ShardFilter,
   TaskFilter,
   TaskRow,
   TaskRowsResult,
@@ -114,3 +115,17 @@ export {
   statusOfCode as taskChannelStatus,
   type ChannelErrorBody as TaskChannelErrorBody,
 } from './task-channel';
+export {
+  SHARD_MANIFEST_BLOB,
+  SHARD_MEMBERS_FOLDER,
+  SHARD_MEMBER_ID_PATTERN,
+  checkShardCount,
+  checkShardFilter,
+  checkShardIndex,
+  checkShardMemberId,
+  parseShardManifest,
+  shardCompletionQueue,
+  shardLockBlob,
+  shardMemberBlob,
+  shardStatsBlob,
+} from './shard-names';

@@ -70,7 +70,8 @@ export interface OwnershipStore {
   /**
    * Replaces the manifest with one of more shards, a multiple of the current count, if it is still
    * at `etag` (`conflict` otherwise); `lease-held` while any shard lease is held; `invalid-argument`
-   * for a count that does not grow by a multiple.
+   * for a count that does not grow by a multiple. Without a manifest (one shard), `etag` is `''`
+   * and the manifest is created only if there still is none.
    */
   growManifest(shards: ShardCount, etag: string, options?: OperationOptions): Promise<ShardManifest>;
   /** The manifest (one shard when absent), every shard's ownership, the live members and the store's time. */

@@ -1,5 +1,6 @@
 import type { TaskStatus, WorkflowRuntime, WorkflowStatus } from '@jobq/dag-core';
 import type { JobqError } from './errors';
+import type { ShardCount } from './ownership';
 import type { OperationOptions } from './task-queue';
 
 /**
@@ -124,6 +125,15 @@ export interface Page<T> {
 }
 
 /**
+ * One shard's part of a listing (docs/sharding.md): the workflows whose `shardOf(id, count)`
+ * (`@jobq/dag-core`) is `index`, that is the index partitions p with p mod count = index.
+ */
+export interface ShardFilter {
+  readonly index: number;
+  readonly count: ShardCount;
+}
+
+/**
  * Which workflows to list. Every condition but `status` with `pending` in it and `recent` is a
  * query the store answers page by page (on Azure a server-side filter paged by the service's
  * continuation tokens), so a listing costs about one request per page of matches; `recent` and a
@@ -152,6 +162,8 @@ export interface WorkflowFilter extends OperationOptions {
   finishedBefore?: string;
   /** Newest `updatedAt` first (else in the store's key order). */
   recent?: boolean;
+  /** Only this shard's workflows: on Azure, queries of the shard's own index partitions only. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -213,6 +225,8 @@ export type NewRerunRequest = Omit<RerunRequest, 'etag'>;
 export interface RerunFilter extends OperationOptions {
   /** Only this workflow's (a range of keys: one query however many others wait). */
   workflowId?: string;
+  /** Only the requests of this shard's workflows. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -232,6 +246,8 @@ export function isValidRerunRequestId(id: unknown): id is string {
 
 /** Which requests to list. */
 export interface RequestFilter extends OperationOptions {
+  /** Only the requests of this shard's workflows. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;

@@ -1,7 +1,7 @@
 /**
  * `@jobq/store-azure`: jobq's workflow state on Azure Storage — runtimes (a head, a definition
  * written once, snapshots and append-blob logs: docs/runtime-format.md), the index and task
- * tables, the coordinator lease and stats, task outputs and stashed files.
+ * tables, the coordinator lease and stats, shard ownership (docs/sharding.md), task outputs and stashed files.
  * @packageDocumentation
  */
 export {
@@ -42,3 +42,4 @@ export {
 } from '@jobq/azure-pipeline';
 export { translateStoreError, type StoreErrorContext } from './errors';
 export { AzureWorkerRegistry, openWorkerRegistry, type OpenWorkerRegistryOptions } from './worker-registry';
+export { AzureOwnershipStore, openOwnershipStore, type OpenOwnershipStoreOptions } from './ownership-store';
