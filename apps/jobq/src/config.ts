@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/worker';
+import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/ports';
 import { parseAgeInMs } from './age';
 import { UsageError } from './errors';
 import { serviceBusNamespaceProblem } from './servicebus-access';

@@ -1,7 +1,7 @@
 import { JobqError, noopInstruments, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import { openOutputStore, openWorkerRegistry, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import type { WorkflowPrefix } from '@jobq/worker';
+import type { WorkflowPrefix } from '@jobq/ports';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';

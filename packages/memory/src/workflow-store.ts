@@ -20,6 +20,7 @@ import {
   isValidRerunRequestId,
   type AcquireLeaseOptions,
   type CoordinatorLease,
+  type CoordinatorLeaseState,
   type CoordinatorStats,
   type CoordinatorStatsOptions,
   type CreateResult,
@@ -317,6 +318,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
   private holder: MemoryLease | null = null;
   /** The stats documents by shard (0: `_coordinator.stats.json`). */
   private readonly stats = new Map<number, string>();
+  /** How the last holder's lease ended: released (`available`) or lost (`expired`, as an unrenewed blob lease). */
+  private leaseEnded: 'available' | 'expired' = 'available';
 
   constructor(options: MemoryWorkflowStoreOptions = {}) {
     this.stateBlobs = options.stateBlobs ?? null;
@@ -781,7 +784,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
         this.loseLease('the coordinator lease was broken by another coordinator');
       }
       const lease = new MemoryLease(`memory-lease-${this.nextLease++}`, (released) => {
-        if (this.holder === released) this.holder = null;
+        if (this.holder !== released) return;
+        this.holder = null;
+        this.leaseEnded = 'available';
       });
       this.holder = lease;
       return lease;
@@ -795,7 +800,16 @@ export class MemoryWorkflowStore implements WorkflowStore {
   loseLease(why = 'the coordinator lease could not be renewed'): void {
     const holder = this.holder;
     this.holder = null;
+    if (holder !== null) this.leaseEnded = 'expired';
     holder?.lose(new JobqError('lease-lost', `the coordinator lease was lost (${why}); stop writing`));
+  }
+
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null> {
+    return run(() => {
+      checkAborted(options, 'read the coordinator lease');
+      if (this.holder !== null) return { held: true, state: 'leased' as const };
+      return this.nextLease === 1 ? null : { held: false, state: this.leaseEnded };
+    });
   }
 
   writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {

@@ -9,6 +9,7 @@ export type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, 
 export type {
   AcquireLeaseOptions,
   CoordinatorLease,
+  CoordinatorLeaseState,
   CoordinatorStats,
   CoordinatorStatsOptions,
   CreateResult,
@@ -103,6 +104,18 @@ export {
   type ShardMember,
   type ShardOwnership,
 } from './ownership';
+export { envValue, parseWorkflowPrefix, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './deployment';
+export {
+  CHANNEL_ROUTES as TASK_CHANNEL_ROUTES,
+  MAX_JSON_REQUEST_BYTES as TASK_CHANNEL_MAX_JSON_BYTES,
+  MD5_HEADER as TASK_CHANNEL_MD5_HEADER,
+  TASK_SOCKET_VARIABLE,
+  TASK_TOKEN_VARIABLE,
+  errorFromAnswer as taskChannelError,
+  oneLine,
+  statusOfCode as taskChannelStatus,
+  type ChannelErrorBody as TaskChannelErrorBody,
+} from './task-channel';
 export {
   SHARD_MANIFEST_BLOB,
   SHARD_MEMBERS_FOLDER,

@@ -305,6 +305,16 @@ export interface CoordinatorLease {
   release(): Promise<void>;
 }
 
+/**
+ * The coordinator lease as a reader sees it ({@link WorkflowStore.leaseState}), for `doctor`: held
+ * (`leased`) or not, in the words of a blob lease (`available`, `expired`, `breaking`, `broken`).
+ */
+export interface CoordinatorLeaseState {
+  /** True while a coordinator holds the lease (`state` is `leased`). */
+  held: boolean;
+  state: 'leased' | 'available' | 'expired' | 'breaking' | 'broken';
+}
+
 /** Options of {@link WorkflowStore.acquireLease}. */
 export interface AcquireLeaseOptions extends OperationOptions {
   /** Break a lease held by someone else first (`--break-lease`). */
@@ -432,6 +442,11 @@ export interface WorkflowStore {
   markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void>;
   /** Takes the coordinator lease and keeps renewing it; `lease-held` while someone else has it. */
   acquireLease(options?: AcquireLeaseOptions): Promise<CoordinatorLease>;
+  /**
+   * Whether a coordinator holds the lease now, read without taking it; null when no coordinator
+   * has ever taken it on this prefix.
+   */
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null>;
   /** Replaces the coordinator's stats document (of `options.shard`: that shard's runner's). */
   writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void>;
   /** The last stats document written (of `options.shard`), or null when there is none. */

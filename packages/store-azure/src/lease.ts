@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BlobLeaseClient, ContainerClient } from '@azure/storage-blob';
-import { JobqError, isJobqError, type AcquireLeaseOptions, type CoordinatorLease } from '@jobq/ports';
+import { JobqError, isJobqError, type AcquireLeaseOptions, type CoordinatorLease, type CoordinatorLeaseState, type OperationOptions } from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 
 /**
@@ -179,4 +179,23 @@ export async function acquireCoordinatorLease(
     acquiredAt = await acquire();
   }
   return new BlobCoordinatorLease(client, settings, acquiredAt);
+}
+
+/** The state of the lease on `blobName`, read from the blob's properties; null when there is no lock blob. */
+export async function readCoordinatorLeaseState(
+  container: ContainerClient,
+  blobName: string,
+  timeoutInMs: number,
+  options?: OperationOptions,
+): Promise<CoordinatorLeaseState | null> {
+  try {
+    const properties = await storeCall({ operation: 'read the coordinator lease' }, timeoutInMs, options, (abortSignal) =>
+      container.getBlobClient(blobName).getProperties({ abortSignal }),
+    );
+    const state = properties.leaseState ?? 'available';
+    return { held: state === 'leased', state };
+  } catch (error) {
+    if (isJobqError(error, 'not-found')) return null;
+    throw error;
+  }
 }

@@ -7,6 +7,7 @@ import {
   shardStatsBlob,
   type AcquireLeaseOptions,
   type CoordinatorLease,
+  type CoordinatorLeaseState,
   type CoordinatorStats,
   type CoordinatorStatsOptions,
   type CreateResult,
@@ -33,7 +34,7 @@ import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
 import { CANCEL_REQUESTED, RETRY_REQUESTED, allOf, byRecent, corruptEntity, finishedBeforeFilter, indexEntity, indexStatus, statusFilter, summaryOf, updatedBeforeFilter } from './index-table';
 import { PROCESS_DEFINITION_CACHE, type DefinitionCache } from './definition-cache';
-import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
+import { acquireCoordinatorLease, checkLeaseSettings, readCoordinatorLeaseState } from './lease';
 import { purgeWorkflow } from './purge';
 import { deleteRequestRow, listRequestRows, writeRequestRow } from './request-rows';
 import { allRerunRows, checkRequestId, deleteRerunRow, insertRerunRow, listRerunRows } from './rerun-rows';
@@ -639,6 +640,10 @@ export class AzureWorkflowStore implements WorkflowStore {
       { durationInMs: this.settings.leaseDurationInMs, renewIntervalInMs: this.settings.renewIntervalInMs, operationTimeoutInMs: this.timeout },
       options,
     );
+  }
+
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null> {
+    return readCoordinatorLeaseState(this.container, this.names.leaseBlob, this.timeout, options);
   }
 
   writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {

@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
-import { JobqError, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
-import { envValue } from './config';
+import { JobqError, envValue, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
 import { parseDurationInMs } from './duration';
 import { errorText } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';

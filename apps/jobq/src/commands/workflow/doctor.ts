@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core';
 import { taskState, isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
 import { isJobqError, type CoordinatorStats } from '@jobq/ports';
-import { accountClients, translateStoreError } from '@jobq/store-azure';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
 import { workloadIdentityLine, workloadIdentityStatus } from '../../credential';
@@ -102,20 +101,6 @@ export function configCheck(config: CliConfig, env: NodeJS.ProcessEnv = process.
     : { name: 'config', status: 'ok', message: parts.join('; '), hint: null };
 }
 
-/** The state of the coordinator's lock blob: `leased` while a coordinator holds it; null when there is no lock blob. */
-async function leaseState(deployment: Deployment): Promise<string | null> {
-  const names = deployment.store.names;
-  const clients = accountClients(deployment.connectionFor(deployment.prefix.account), { operationTimeoutInMs: deployment.store.settings.operationTimeoutInMs });
-  try {
-    const properties = await clients.container(names.workflowsContainer).getBlobClient(names.leaseBlob).getProperties();
-    return properties.leaseState ?? 'available';
-  } catch (error) {
-    const e = translateStoreError(error, { operation: 'read the coordinator lease' });
-    if (e.code === 'not-found') return null;
-    throw e;
-  }
-}
-
 /** Runtimes of these workflows, a few at a time; workflows that cannot be read are counted, not fatal. */
 async function loadRuntimes(deployment: Deployment, ids: readonly string[]): Promise<{ runtimes: WorkflowRuntime[]; errors: string[] }> {
   const runtimes: WorkflowRuntime[] = [];
@@ -201,7 +186,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
   // Coordinator lease.
   let leaseHeld = false;
   try {
-    const state = await leaseState(deployment);
+    const state = (await deployment.store.leaseState())?.state ?? null;
     leaseHeld = state === 'leased';
     if (leaseHeld) {
       checks.push({ name: 'coordinator lease', status: 'ok', message: 'held by a running coordinator', hint: null });
