@@ -46,6 +46,7 @@ export {
 } from './task-log';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
+export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from './duration';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
 export {

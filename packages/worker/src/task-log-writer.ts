@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import { JobqError, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
+import { JobqError, parseDurationInMs, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
 import { envValue } from './config';
-import { parseDurationInMs } from './duration';
 import { errorText } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { DEFAULT_TASK_LOG_TAIL_BYTES, TaskLogBuffer } from './task-log-buffer';
