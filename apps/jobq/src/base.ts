@@ -2,6 +2,7 @@ import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
 import { isJobqError } from '@jobq/ports';
 import { closeEverything, closeWhenDone } from './closing';
 import { maskSecret } from './config';
+import { takeLegacyDurationFlags } from './duration-flags';
 import { ReportedFailure, UsageError } from './errors';
 import { oneLine, parseErrorLine } from './parse-errors';
 import { serviceNameFor, startTracing, tracingWanted } from './tracing';
@@ -65,6 +66,8 @@ export abstract class JobqCommand extends Command {
     argv?: string[],
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     const parsed = await super.parse(options, argv);
+    // Old spellings of duration flags (docs/cli.md#conventions): one warning line each, then read as the new flag.
+    for (const warning of takeLegacyDurationFlags(parsed.flags)) process.stderr.write(`jobq: warning: ${warning}\n`);
     this.jsonFlag = (parsed.flags as { json?: unknown }).json === true;
     return parsed;
   }

@@ -1,5 +1,5 @@
 import { RateWindow, taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { parseDurationInMs } from '@jobq/worker';
+import { parseDurationInMs } from '@jobq/ports';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 import { skipLines, skippedTasks } from './skips';
 
