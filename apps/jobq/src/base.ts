@@ -1,5 +1,5 @@
 import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
-import { isJobqError } from '@jobq/ports';
+import { errorMessage, isJobqError } from '@jobq/ports';
 import { closeEverything, closeWhenDone } from './closing';
 import { maskSecret } from './config';
 import { takeLegacyDurationFlags } from './duration-flags';
@@ -13,7 +13,7 @@ type Output = { [name: string]: any }; // eslint-disable-line @typescript-eslint
 /** One line for an error: its code when it is a jobq error, secrets masked. */
 export function errorLine(error: unknown): string {
   if (isJobqError(error)) return maskSecret(`${error.code}: ${error.message}`);
-  return maskSecret(oneLine(error instanceof Error ? error.message : String(error)));
+  return maskSecret(oneLine(errorMessage(error)));
 }
 
 /**
@@ -90,7 +90,7 @@ export abstract class JobqCommand extends Command {
   /** Exits with `exitCode` after the JSON error document, when one is wanted. */
   private fail(error: unknown, exitCode: number): never {
     if (this.jsonErrorWanted()) {
-      const message = maskSecret(oneLine(error instanceof Error ? error.message : String(error)));
+      const message = maskSecret(oneLine(errorMessage(error)));
       this.printJson({ error: { code: jsonErrorCode(error, exitCode), message } });
     }
     return this.exit(exitCode);

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { formatDuration, parseDurationInMs } from '@jobq/ports';
+import { errorMessage, formatDuration, parseDurationInMs } from '@jobq/ports';
 import { UsageError } from './errors';
 
 /**
@@ -11,7 +11,7 @@ export function durationMs(text: string, flag: string, minMs = 0): number {
   try {
     ms = parseDurationInMs(text, flag);
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
   if (ms < minMs) throw new UsageError(`${flag} must be at least ${formatDuration(minMs)}, got "${text}"`);
   return ms;
@@ -48,7 +48,8 @@ export function legacyDurationFlag(name: string, flag: string, unit: LegacyUnit,
     description: `Deprecated: use --${flag} (this one is in ${unit})`,
     parse: (input) => {
       const value = Number(input);
-      if (input.trim() === '' || !Number.isFinite(value) || value < 0) throw new UsageError(`--${name} expects a number of ${unit}, got "${input}" (use --${flag}, a duration)`);
+      if (input.trim() === '' || !Number.isFinite(value) || value < 0)
+        throw new UsageError(`--${name} expects a number of ${unit}, got "${input}" (use --${flag}, a duration)`);
       return Promise.resolve(value);
     },
   })();
@@ -66,7 +67,9 @@ export function takeLegacyDurationFlags(flags: Record<string, unknown>): string[
     const ms = Math.round(value * MS_PER[legacy.unit]);
     flags[legacy.flag] = legacy.toFlagValue(ms);
     delete flags[name];
-    warnings.push(`--${name} (${legacy.unit}) is deprecated and goes in the next minor version: use --${legacy.flag} ${value}${SUFFIX[legacy.unit]}`);
+    warnings.push(
+      `--${name} (${legacy.unit}) is deprecated and goes in the next minor version: use --${legacy.flag} ${value}${SUFFIX[legacy.unit]}`,
+    );
   }
   return warnings;
 }

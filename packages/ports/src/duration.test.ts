@@ -2,7 +2,9 @@ import { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from
 
 describe('parseDurationInMs', () => {
   it('reads seconds and the ms, s, m, h suffixes, including durations past 24.8 days', () => {
-    expect(['600', '500ms', '30s', '10m', '2h', '1.5'].map((t) => parseDurationInMs(t, 'X'))).toEqual([600_000, 500, 30_000, 600_000, 7_200_000, 1_500]);
+    expect(['600', '500ms', '30s', '10m', '2h', '1.5'].map((t) => parseDurationInMs(t, 'X'))).toEqual([
+      600_000, 500, 30_000, 600_000, 7_200_000, 1_500,
+    ]);
     expect(parseDurationInMs('720h', 'JOBQ_KILL_TIMEOUT')).toBe(30 * 24 * 3600 * 1000);
   });
 
@@ -30,7 +32,14 @@ describe('formatDuration', () => {
 describe('formatElapsed', () => {
   it('shows seconds below 2 minutes, minutes below 2 hours, then hours and two-digit minutes (rounded down)', () => {
     expect([0, -5, 45_400, 119_000, 179_999, 7_199_000, 7_200_000, 3 * 3_600_000 + 5 * 60_000 + 59_000].map(formatElapsed)).toEqual([
-      '0s', '0s', '45s', '119s', '3m', '119m', '2h00m', '3h05m',
+      '0s',
+      '0s',
+      '45s',
+      '119s',
+      '3m',
+      '119m',
+      '2h00m',
+      '3h05m',
     ]);
   });
 });

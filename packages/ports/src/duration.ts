@@ -17,7 +17,11 @@ export function isDurationText(text: string): boolean {
  */
 export function parseDurationInMs(text: string, name: string): number {
   const match = DURATION.exec(text.trim());
-  if (!match) throw new JobqError('invalid-config', `${name} must be a duration (a number of seconds, or with ms, s, m, h, d or w, e.g. 600, 30s, 10m), got "${text}"`);
+  if (!match)
+    throw new JobqError(
+      'invalid-config',
+      `${name} must be a duration (a number of seconds, or with ms, s, m, h, d or w, e.g. 600, 30s, 10m), got "${text}"`,
+    );
   const ms = Math.round(Number(match[1]) * (UNITS[(match[2] ?? 's').toLowerCase()] ?? 1_000));
   // Any length works (timers are chained past setTimeout's 24.8-day limit), but not beyond what a number holds exactly.
   if (!Number.isSafeInteger(ms)) throw new JobqError('invalid-config', `${name} is too long, got "${text}"`);

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { taskState, isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
-import { isJobqError, type CoordinatorStats } from '@jobq/ports';
+import { formatElapsed, isJobqError, listSome, type CoordinatorStats } from '@jobq/ports';
 import { accountClients, translateStoreError } from '@jobq/store-azure';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
@@ -33,20 +33,13 @@ const MAX_QUEUES = 20;
 const LOAD_CONCURRENCY = 8;
 const START_HINT = 'start one: jobq workflow coordinator (one per prefix)';
 
-/** `a, b, c (+N more)`. */
+/** `a, b, c and N more`. */
 function someNames(names: readonly string[]): string {
-  const shown = names.slice(0, NAMES_SHOWN).join(', ');
-  return names.length > NAMES_SHOWN ? `${shown} (+${names.length - NAMES_SHOWN} more)` : shown;
+  return listSome(names, NAMES_SHOWN);
 }
 
 /** Milliseconds as `45s`, `12m` or `3h05m`. */
-function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 120) return `${m}m`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
-}
+const age = formatElapsed;
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
