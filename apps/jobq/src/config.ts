@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { isStorageAccountName } from '@jobq/dag-core';
 import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/worker';
 import { durationMs } from './duration-flags';
 import { UsageError } from './errors';
@@ -221,7 +222,7 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
     if (queues.value.startsWith('sb://')) {
       const problem = serviceBusNamespaceProblem(queues.value.slice('sb://'.length));
       if (problem !== null) throw new UsageError(`${queues.from}: "${queues.value}" is not sb://NAMESPACE: ${problem}`);
-    } else if (!/^[a-z0-9]{3,24}$/.test(queues.value)) {
+    } else if (!isStorageAccountName(queues.value)) {
       throw new UsageError(`${queues.from}: "${queues.value}" must be a storage ACCOUNT or sb://NAMESPACE`);
     }
   }
