@@ -39,7 +39,7 @@ import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { RERUN_WAKEUP_SUFFIX } from './rerun-request';
 import { TaskRowWriter } from './task-rows';
-import { endSpan, remoteSpanContext, startProcessSpan } from '@jobq/ports';
+import { describeError, endSpan, remoteSpanContext, startProcessSpan } from '@jobq/ports';
 import type { Span } from '@opentelemetry/api';
 
 /** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */
@@ -312,11 +312,6 @@ interface RowResync {
   passes: number;
 }
 
-function errorText(error: unknown): string {
-  if (isJobqError(error)) return `${error.code}: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** True when `a` is a timestamp newer than `b` (or `b` is null). */
 function newer(a: string | null, b: string | null): boolean {
   if (a === null) return false;
@@ -551,7 +546,7 @@ export class Coordinator {
     const onLost = () => {
       const reason: unknown = lease.lost.reason;
       this.leaseLostError = reason instanceof Error ? reason : new JobqError('lease-lost', 'the coordinator lease was lost');
-      this.log(`lease lost: stopping at once (${errorText(this.leaseLostError)})`);
+      this.log(`lease lost: stopping at once (${describeError(this.leaseLostError)})`);
       this.halt.abort(this.leaseLostError);
       this.stopping.abort('lease lost');
     };
@@ -728,7 +723,7 @@ export class Coordinator {
       } catch (error) {
         if (this.stopping.signal.aborted) break;
         this.counters.receiveErrors++;
-        this.log(`receive failed: ${errorText(error)}`);
+        this.log(`receive failed: ${describeError(error)}`);
         await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
         continue;
       }
@@ -752,7 +747,7 @@ export class Coordinator {
     } catch (error) {
       if (this.halt.signal.aborted) return;
       this.counters.sweepErrors++;
-      this.log(`${what} failed: ${errorText(error)}`);
+      this.log(`${what} failed: ${describeError(error)}`);
     }
   }
 
@@ -762,7 +757,7 @@ export class Coordinator {
     try {
       await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal, ...(this.shard === null ? {} : { shard: this.shard.index }) });
     } catch (error) {
-      this.log(`writing stats failed: ${errorText(error)}`);
+      this.log(`writing stats failed: ${describeError(error)}`);
     }
   }
 
@@ -860,9 +855,9 @@ export class Coordinator {
     } catch (error) {
       if (this.halt.signal.aborted) return;
       this.counters.sweepErrors++;
-      this.log(`workflow ${workflowId} failed: ${errorText(error)}`);
+      this.log(`workflow ${workflowId} failed: ${describeError(error)}`);
       const outage = isJobqError(error) && (error.retryable || OUTAGE_CODES.has(error.code));
-      if (!outage) await this.boundDeliveries(group.messages, `processing workflow ${workflowId} failed: ${errorText(error)}`);
+      if (!outage) await this.boundDeliveries(group.messages, `processing workflow ${workflowId} failed: ${describeError(error)}`);
     }
   }
 
@@ -928,7 +923,7 @@ export class Coordinator {
         await saveRuntime(this.ctx, marked, outcome.etag, { base: outcome.runtime, cached: false, rowsKnown: false });
       } catch (error) {
         if (isJobqError(error, 'conflict')) return null;
-        this.log(`workflow ${workflowId}: could not save it as corrupt (${errorText(error)}); marking its index row`);
+        this.log(`workflow ${workflowId}: could not save it as corrupt (${describeError(error)}); marking its index row`);
         await this.store.markCorrupt(workflowId, outcome.reason, now, op);
       }
     } else {
@@ -955,7 +950,7 @@ export class Coordinator {
         } catch (error) {
           // Left in the queue: it comes back and meets the same fate.
           this.counters.ackErrors++;
-          this.log(`dead-lettering ${message.messageId} failed: ${errorText(error)}`);
+          this.log(`dead-lettering ${message.messageId} failed: ${describeError(error)}`);
         }
       }),
     );
@@ -971,12 +966,12 @@ export class Coordinator {
     try {
       await this.completions.deadLetter(message, reason, { abortSignal: this.halt.signal });
     } catch (error) {
-      this.log(`dead-lettering poison message ${message.messageId} failed (${errorText(error)}); deleting it`);
+      this.log(`dead-lettering poison message ${message.messageId} failed (${describeError(error)}); deleting it`);
       try {
         await this.completions.complete(message, { abortSignal: this.halt.signal });
       } catch (again) {
         this.counters.ackErrors++;
-        this.log(`deleting poison message ${message.messageId} failed: ${errorText(again)}`);
+        this.log(`deleting poison message ${message.messageId} failed: ${describeError(again)}`);
       }
     }
   }
@@ -1000,7 +995,7 @@ export class Coordinator {
         } catch (error) {
           // Redelivered and applied again idempotently.
           this.counters.ackErrors++;
-          this.log(`ack of ${message.messageId} failed: ${errorText(error)}`);
+          this.log(`ack of ${message.messageId} failed: ${describeError(error)}`);
         }
       }),
     );
@@ -1232,7 +1227,7 @@ export class Coordinator {
         if (this.halt.signal.aborted) throw error;
         state.failed = true;
         this.counters.sweepErrors++;
-        this.log(`workflow ${id}: writing its task rows again failed: ${errorText(error)}`);
+        this.log(`workflow ${id}: writing its task rows again failed: ${describeError(error)}`);
       }
     }
     return false;

@@ -15,7 +15,7 @@ import {
 } from '@jobq/ports';
 
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
+import { endSpan, formatElapsed, listSome, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -480,7 +480,7 @@ export class WorkflowClient {
         if (waitsForDelay(task, nowMs)) {
           const dueInMs = Date.parse(task.retryDueAt!) - nowMs;
           reasons.push(
-            `retry ${task.attemptNo - task.retryBase - 1} of ${def.numRetries} due at ${task.retryDueAt} (in ${formatAge(dueInMs)}; attempt ${task.attemptNo}): ` +
+            `retry ${task.attemptNo - task.retryBase - 1} of ${def.numRetries} due at ${task.retryDueAt} (in ${formatElapsed(dueInMs)}; attempt ${task.attemptNo}): ` +
               `its message waits in queue "${queue}" until then, holding no max_parallelism slot; last error: ${task.error ?? 'none recorded'}`,
           );
         } else if (since === null) {
@@ -488,10 +488,10 @@ export class WorkflowClient {
         } else {
           const ageMs = nowMs - Date.parse(since);
           const sent = task.retryDueAt === null ? `dispatched at ${since}` : `a retry due at ${since}`;
-          reasons.push(`${attempt}, ${sent} (${formatAge(ageMs)} ago; waiting in its queue or running on a worker)`);
+          reasons.push(`${attempt}, ${sent} (${formatElapsed(ageMs)} ago; waiting in its queue or running on a worker)`);
           if (ageMs > staleAfter) {
             reasons.push(
-              `stale: dispatched longer than ${formatAge(staleAfter)} ago; its message may be lost or its worker gone` +
+              `stale: dispatched longer than ${formatElapsed(staleAfter)} ago; its message may be lost or its worker gone` +
                 (timeout === null
                   ? ' — set timeout_s on the task (or default_task_timeout_s): workers stop it after that long, and the coordinator recovers a lost one'
                   : ` — with timeout_s ${timeout}s the coordinator declares it lost once its message has expired`),
@@ -528,9 +528,9 @@ export class WorkflowClient {
           const age = nowMs - oldest.enqueuedAt.getTime();
           entry.oldestMessageAgeMs = age;
           if (age > oldestAfter) {
-            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatAge(age)} old`);
+            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatElapsed(age)} old`);
           } else {
-            entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatAge(age)} old`);
+            entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatElapsed(age)} old`);
           }
         }
       } catch (error) {
@@ -661,17 +661,7 @@ function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | n
 }
 
 function names(list: readonly string[], statusOf: (name: string) => TaskStatus): string {
-  const shown = list.slice(0, MAX_NAMES_SHOWN).map((n) => `"${n}" (${statusOf(n)})`).join(', ');
-  return list.length > MAX_NAMES_SHOWN ? `${shown} and ${list.length - MAX_NAMES_SHOWN} more` : shown;
-}
-
-function formatAge(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 120) return `${m}m`;
-  const h = Math.floor(m / 60);
-  return `${h}h${m % 60 === 0 ? '' : `${m % 60}m`}`;
+  return listSome(list, MAX_NAMES_SHOWN, (n) => `"${n}" (${statusOf(n)})`);
 }
 
 function notFound(workflowId: string): JobqError {

@@ -22,6 +22,7 @@ export {
   KWARG_KEY_PATTERN,
   QUEUE_SPEC_PATTERN,
   TASK_NAME_PATTERN,
+  isStorageAccountName,
   parseQueueSpec,
   taskKeyLength,
   taskNameProblem,

@@ -49,6 +49,9 @@ export {
 } from './task-log';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
+export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from './duration';
+export { describeError, errorMessage, listSome } from './text';
+export { sleep, type SleepOptions } from './sleep';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
 export {
