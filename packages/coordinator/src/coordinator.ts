@@ -33,7 +33,7 @@ import {
   type WorkflowSummary,
   type WorkerRegistry,
 } from '@jobq/ports';
-import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type QueueResolver } from './effects';
+import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type EventOutcome, type QueueResolver } from './effects';
 import { Limit } from './limit';
 import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
@@ -506,10 +506,8 @@ export class Coordinator {
       ctx: this.ctx,
       plain: (workflowId, group, conflicts) => this.handleGroup(workflowId, group, conflicts),
       left: (workflowId, group, reason) => this.leave(workflowId, group.messages, reason, true),
-      settled: (_workflowId, group, effects) => {
-        for (const list of effects) {
-          this.countCompletions(list.some((e) => e.type === 'ignored') ? 'ignored' : 'applied');
-        }
+      settled: (_workflowId, group, events) => {
+        this.countOutcomes(events);
         this.ackInBackground(group.messages);
       },
     });
@@ -868,11 +866,9 @@ export class Coordinator {
     const readRequests = group.wakeup || group.failures;
     const summary = readRequests ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
     const now = this.nowIso();
-    let leading = 0;
     const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {
       const events: WorkflowEvent[] = summary ? requestEvents(summary, runtime, now) : [];
       if (group.wakeup) events.push({ type: 'activate', now });
-      leading = events.length;
       return [...events, ...group.events];
     }, { useCache: true, conflicts });
     if (outcome.kind === 'missing') {
@@ -893,10 +889,7 @@ export class Coordinator {
       await this.leave(workflowId, group.messages, outcome.reason, outcome.outage);
       return;
     }
-    this.countRequests(outcome, leading - (group.wakeup ? 1 : 0), group.wakeup);
-    for (const effects of outcome.effects.slice(leading)) {
-      this.countCompletions(effects.some((e) => e.type === 'ignored') ? 'ignored' : 'applied');
-    }
+    this.countOutcomes(outcome.events);
     await this.ack(group.messages);
   }
 
@@ -956,10 +949,29 @@ export class Coordinator {
     );
   }
 
-  private countRequests(outcome: Extract<ApplyOutcome, { kind: 'applied' }>, requests: number, activate: boolean): void {
-    const effects = outcome.effects;
-    for (let i = 0; i < requests; i++) if (!effects[i]?.some((e) => e.type === 'ignored')) this.counters.requestsApplied++;
-    if (activate && !effects[requests]?.some((e) => e.type === 'ignored')) this.counters.activations++;
+  /**
+   * Counts what the events of a saved batch came to: each completion applied or ignored, each
+   * request (cancel, retry, re-run) and activation the reducer did not ignore.
+   */
+  private countOutcomes(events: readonly EventOutcome[]): void {
+    for (const { event, effects } of events) {
+      const ignored = effects.some((e) => e.type === 'ignored');
+      switch (event.type) {
+        case 'completion':
+          this.countCompletions(ignored ? 'ignored' : 'applied');
+          break;
+        case 'activate':
+          if (!ignored) this.counters.activations++;
+          break;
+        case 'cancel':
+        case 'retry':
+        case 'rerun':
+          if (!ignored) this.counters.requestsApplied++;
+          break;
+        default:
+          break;
+      }
+    }
   }
 
   private async dropPoison(message: ReceivedMessage, reason: string): Promise<void> {
@@ -1139,12 +1151,7 @@ export class Coordinator {
       return;
     }
     const now = this.nowIso();
-    let leading = 0;
-    const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {
-      const events = rerunEvents(summary, records, runtime, now);
-      leading = events.length;
-      return events;
-    });
+    const outcome = await applyEvents(this.ctx, workflowId, (runtime) => rerunEvents(summary, records, runtime, now));
     if (outcome.kind === 'missing') return clear(records);
     if (outcome.kind === 'corrupt') {
       if ((await this.setAside(workflowId, outcome)) !== null) await clear(records);
@@ -1154,7 +1161,7 @@ export class Coordinator {
       this.log(`workflow ${workflowId}: ${outcome.reason}; its re-run requests will be tried again`);
       return;
     }
-    this.countRequests(outcome, leading, false);
+    this.countOutcomes(outcome.events);
     if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
     const runtime = outcome.runtime;
     if (runtime.status === 'corrupt') return clear(records);
@@ -1168,17 +1175,13 @@ export class Coordinator {
    */
   private async applyRequests(summary: WorkflowSummary): Promise<{ kind: 'applied'; runtime: WorkflowRuntime } | { kind: 'missing' | 'retry-later' } | { kind: 'corrupt'; handled: boolean }> {
     const now = this.nowIso();
-    let requests = 0;
-    let activate = false;
     const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
       const events = requestEvents(summary, runtime, now);
-      requests = events.length;
-      activate = !runtime.activated;
-      if (activate) events.push({ type: 'activate', now });
+      if (!runtime.activated) events.push({ type: 'activate', now });
       return events;
     });
     if (outcome.kind === 'applied') {
-      this.countRequests(outcome, requests, activate);
+      this.countOutcomes(outcome.events);
       if (!outcome.saved) await this.repairRows(summary, outcome.runtime);
       return { kind: 'applied', runtime: outcome.runtime };
     }

@@ -1,8 +1,6 @@
 import {
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
-  decodeEnvelope,
-  decodeWorkflowTask,
   encodeTaskMessage,
   foldEvents,
   isTerminalWorkflowStatus,
@@ -12,7 +10,6 @@ import {
   type DispatchEffect,
   type Effect,
   type FetchConditionInputsEffect,
-  type FoldResult,
   type WorkflowEvent,
   type WorkflowRuntime,
   type EnvelopeTrace,
@@ -167,10 +164,21 @@ export interface ApplyCounters {
   rowsErrors: number;
 }
 
+/** One event of a batch with the effects the reducer gave it (an `ignored` effect: it changed nothing). */
+export interface EventOutcome {
+  event: WorkflowEvent;
+  effects: Effect[];
+}
+
+/** Each event of `events` with its effects (`effects[i]` are event i's, as {@link foldEvents} gives them). */
+function eventOutcomes(events: readonly WorkflowEvent[], effects: readonly Effect[][]): EventOutcome[] {
+  return events.map((event, i) => ({ event, effects: effects[i] ?? [] }));
+}
+
 /** The outcome of {@link applyEvents}. */
 export type ApplyOutcome =
-  /** The runtime was saved (or nothing changed): the messages may be acked. `effects[i]` are event i's effects. */
-  | { kind: 'applied'; saved: boolean; runtime: WorkflowRuntime; effects: Effect[][] }
+  /** The runtime was saved (or nothing changed): the messages may be acked. `events`: what each event came to. */
+  | { kind: 'applied'; saved: boolean; runtime: WorkflowRuntime; events: EventOutcome[] }
   /** No runtime for this id. */
   | { kind: 'missing' }
   /**
@@ -234,11 +242,12 @@ export async function applyEvents(
     const { runtime: start, etag } = loaded;
     if (start.corruptReason !== null) return { kind: 'corrupt', reason: start.corruptReason, runtime: start, etag, already: true };
     let runtime: WorkflowRuntime;
-    let folded: FoldResult;
+    let outcomes: EventOutcome[];
     try {
       const list = pure('choosing the events', () => events(start));
-      if (list.length === 0) return { kind: 'applied', saved: false, runtime: start, effects: [] };
-      folded = pure('the reducer', () => foldEvents(start, list));
+      if (list.length === 0) return { kind: 'applied', saved: false, runtime: start, events: [] };
+      const folded = pure('the reducer', () => foldEvents(start, list));
+      outcomes = eventOutcomes(list, folded.effects);
       runtime = await performEffects(ctx, folded.runtime, folded.effects.flat());
     } catch (error) {
       ctx.cache?.delete(workflowId);
@@ -249,7 +258,7 @@ export async function applyEvents(
     if (runtime === start) {
       // Nothing changed. On a cached runtime, confirm against the blob before the messages are acked.
       if (cached) continue;
-      return { kind: 'applied', saved: false, runtime, effects: folded.effects };
+      return { kind: 'applied', saved: false, runtime, events: outcomes };
     }
     if (ctx.signal.aborted) return { kind: 'retry-later', reason: 'stopped before the flush', outage: true };
     try {
@@ -257,7 +266,7 @@ export async function applyEvents(
       // ctx.rows): after a read from storage (a restart, a 412), every task row is written,
       // repairing rows a crashed writer lost.
       await commit(ctx, runtime, loaded, { cached: cached !== undefined, rowsKnown: !loaded.runtime.activated });
-      return { kind: 'applied', saved: true, runtime, effects: folded.effects };
+      return { kind: 'applied', saved: true, runtime, events: outcomes };
     } catch (error) {
       ctx.cache?.delete(workflowId);
       if (!isJobqError(error, 'conflict')) throw error;
@@ -313,10 +322,10 @@ export type PushOutcome =
 /** The outcome of {@link foldAhead}. */
 export type FoldAheadOutcome =
   /**
-   * `runtime` is `start` itself when the events changed nothing; `effects[i]` are event i's
-   * effects; `pushed` settles once the task messages it dispatches are sent (it never rejects).
+   * `runtime` is `start` itself when the events changed nothing; `events`: what each event came
+   * to; `pushed` settles once the task messages it dispatches are sent (it never rejects).
    */
-  | { kind: 'folded'; runtime: WorkflowRuntime; effects: Effect[][]; pushed: Promise<PushOutcome> }
+  | { kind: 'folded'; runtime: WorkflowRuntime; events: EventOutcome[]; pushed: Promise<PushOutcome> }
   /** A transient read failure: nothing to save, the messages wait for their redelivery (as {@link applyEvents} would leave them). */
   | { kind: 'retry-later'; reason: string }
   /** The reducer threw: the events need {@link applyEvents}, from the stored runtime. */
@@ -335,10 +344,11 @@ export const PUSHED: Promise<PushOutcome> = Promise.resolve({ kind: 'pushed' });
 export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, events: readonly WorkflowEvent[]): Promise<FoldAheadOutcome> {
   try {
     const folded = pure('the reducer', () => foldEvents(start, [...events]));
+    const outcomes = eventOutcomes(events, folded.effects);
     const effects = folded.effects.flat();
     if (effects.some((e) => e.type === 'fetch-condition-inputs')) {
       const runtime = await performEffects(ctx, folded.runtime, effects);
-      return { kind: 'folded', runtime, effects: folded.effects, pushed: PUSHED };
+      return { kind: 'folded', runtime, events: outcomes, pushed: PUSHED };
     }
     const dispatches: DispatchEffect[] = [];
     for (const effect of effects) {
@@ -363,7 +373,7 @@ export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, event
             const reason = error instanceof Error ? error.message : String(error);
             return error instanceof RetryLater ? { kind: 'retry-later', reason } : { kind: 'diverged', reason };
           });
-    return { kind: 'folded', runtime: folded.runtime, effects: folded.effects, pushed };
+    return { kind: 'folded', runtime: folded.runtime, events: outcomes, pushed };
   } catch (error) {
     if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
     if (error instanceof Unprocessable) return { kind: 'failed', reason: error.message };
@@ -443,12 +453,15 @@ interface Prepared {
  */
 async function pushAll(ctx: ApplyContext, runtime: WorkflowRuntime, dispatches: readonly DispatchEffect[]): Promise<Array<string | null>> {
   const workflowId = runtime.workflowId;
+  // Each message is encoded once, here; one that does not encode makes the workflow unprocessable,
+  // as a reducer that threw would.
+  const texts = pure('encoding the task messages', () => dispatches.map((effect) => encodeTaskMessage(effect.message)));
   const results: Array<string | null> = new Array<string | null>(dispatches.length).fill(null);
   const prepared: Array<Prepared | null> = new Array<Prepared | null>(dispatches.length).fill(null);
   // Each dispatch's span is a child of the workflow's trace (docs/observability.md#tracing).
   const parent = traceContextOf(remoteSpanContext(runtime.traceparent));
   try {
-    return await pushPrepared(ctx, workflowId, parent, dispatches, results, prepared);
+    return await pushPrepared(ctx, workflowId, parent, dispatches, texts, results, prepared);
   } catch (error) {
     for (const p of prepared) if (p !== null) endSpan(p.span, error instanceof Error ? error.message : String(error));
     prepared.fill(null);
@@ -463,6 +476,7 @@ async function pushPrepared(
   workflowId: string,
   parent: Context,
   dispatches: readonly DispatchEffect[],
+  texts: readonly string[],
   results: Array<string | null>,
   prepared: Array<Prepared | null>,
 ): Promise<Array<string | null>> {
@@ -472,7 +486,7 @@ async function pushPrepared(
       const k = next++;
       const effect = dispatches[k]!;
       try {
-        prepared[k] = await prepare(ctx, workflowId, parent, effect);
+        prepared[k] = await prepare(ctx, workflowId, parent, effect, texts[k]!);
       } catch (error) {
         results[k] = pushFailed(ctx, workflowId, [effect], error);
       }
@@ -524,12 +538,12 @@ async function pushPrepared(
 }
 
 /**
- * The queue and the message of one dispatch; a message too large goes through its overflow blob. A
+ * The queue and the message of one dispatch (`text`: its encoded message); a message too large goes through its overflow blob. A
  * delayed retry is sent with its delay and a time to live longer by as much (both count from the
  * send), so it lives as long after it is due as any message after its send: the lost-task sweep
  * counts from its due time.
  */
-async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, effect: DispatchEffect): Promise<Prepared> {
+async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, effect: DispatchEffect, text: string): Promise<Prepared> {
   const queue = await ctx.queues(effect.queue);
   const span = startSendSpan(parent, effect.queue, queue.name, {
     'messaging.message.id': effect.messageId,
@@ -538,7 +552,7 @@ async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, e
     'jobq.attempt': effect.attemptNo,
   });
   try {
-    const message = await prepareMessage(ctx, workflowId, queue, effect, envelopeTraceOf(span));
+    const message = await prepareMessage(ctx, workflowId, queue, effect, text, envelopeTraceOf(span));
     return { queue, message, span };
   } catch (error) {
     endSpan(span, error instanceof Error ? error.message : String(error));
@@ -551,14 +565,21 @@ async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, e
  * the key. A message that does not fit with the key is sent without it: tracing never costs a
  * dispatch.
  */
-async function prepareMessage(ctx: ApplyContext, workflowId: string, queue: TaskQueue, effect: DispatchEffect, trace: EnvelopeTrace | undefined): Promise<OutgoingMessage> {
-  const traced = (text: string) => (trace === undefined ? text : withEnvelopeTrace(text, trace));
-  let body = traced(effect.message);
+async function prepareMessage(
+  ctx: ApplyContext,
+  workflowId: string,
+  queue: TaskQueue,
+  effect: DispatchEffect,
+  text: string,
+  trace: EnvelopeTrace | undefined,
+): Promise<OutgoingMessage> {
+  const traced = (plain: string) => (trace === undefined ? plain : withEnvelopeTrace(plain, trace));
+  let body = traced(text);
   if (messageByteLength(body) > queue.maxMessageBytes) {
-    if (trace !== undefined && messageByteLength(effect.message) <= queue.maxMessageBytes) {
-      body = effect.message;
+    if (trace !== undefined && messageByteLength(text) <= queue.maxMessageBytes) {
+      body = text;
     } else {
-      const moved = await overflow(ctx, workflowId, effect);
+      const moved = await overflow(ctx, workflowId, effect, text);
       const movedTraced = traced(moved);
       body = messageByteLength(movedTraced) <= queue.maxMessageBytes ? movedTraced : moved;
     }
@@ -590,26 +611,18 @@ function pushFailed(ctx: ApplyContext, workflowId: string, effects: readonly Dis
   return text;
 }
 
-/** Moves the compact upstream refs to the overflow blob and re-encodes the message with `__upstream_outputs_blob`. */
-async function overflow(ctx: ApplyContext, workflowId: string, effect: DispatchEffect): Promise<string> {
-  const envelope = decodeEnvelope(effect.message);
-  if (!envelope.ok) throw new JobqError('internal', `dispatch message does not decode: ${envelope.error}`);
-  const info = decodeWorkflowTask(envelope.value.kwargs);
-  if (!info.ok) throw new JobqError('internal', `dispatch message does not decode: ${info.error}`);
-  const task = info.value;
-  if (task === null || task.upstream === null) {
-    throw new JobqError('message-too-large', `the task message is ${messageByteLength(effect.message)} bytes without upstream refs to move out`);
+/**
+ * Moves the compact upstream refs to the overflow blob and encodes the message with
+ * `__upstream_outputs_blob` instead (`text`: the message encoded inline, too large).
+ */
+async function overflow(ctx: ApplyContext, workflowId: string, effect: DispatchEffect, text: string): Promise<string> {
+  const { upstream, ...rest } = effect.message;
+  if (upstream === undefined) {
+    throw new JobqError('message-too-large', `the task message is ${messageByteLength(text)} bytes without upstream refs to move out`);
   }
-  const location = await ctx.outputs.putUpstreamOverflow(workflowId, task.taskName, task.attemptNo, task.upstream, { abortSignal: ctx.signal });
+  const location = await ctx.outputs.putUpstreamOverflow(workflowId, rest.taskName, rest.attemptNo, upstream, { abortSignal: ctx.signal });
   ctx.counters.overflowBlobs++;
-  return encodeTaskMessage({
-    workflowId: task.workflowId,
-    taskName: task.taskName,
-    attemptNo: task.attemptNo,
-    kwargs: task.userKwargs,
-    upstreamBlob: location,
-    timeoutS: task.timeoutS,
-  });
+  return encodeTaskMessage({ ...rest, upstreamBlob: location });
 }
 
 /** Reads each parent output a condition waits for; read errors are reported per parent. */

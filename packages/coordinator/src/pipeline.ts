@@ -1,6 +1,6 @@
-import type { Effect, WorkflowEvent, WorkflowRuntime } from '@jobq/dag-core';
+import type { WorkflowEvent, WorkflowRuntime } from '@jobq/dag-core';
 import { isJobqError } from '@jobq/ports';
-import { commit, foldAhead, PUSHED, type ApplyContext, type PushOutcome } from './effects';
+import { commit, foldAhead, PUSHED, type ApplyContext, type EventOutcome, type PushOutcome } from './effects';
 
 /**
  * One workflow's batches, as the coordinator's loop hands them to the {@link WorkflowPipeline}: the
@@ -21,8 +21,8 @@ export interface PipelineHooks<G> {
   plain(workflowId: string, group: G, conflicts: number): Promise<void>;
   /** A transient push or read failure while folding ahead: the group's messages are left for their redelivery. */
   left(workflowId: string, group: G, reason: string): Promise<void>;
-  /** The group's events are in a saved runtime: count them (`effects[i]` are event i's) and ack its messages. */
-  settled(workflowId: string, group: G, effects: Effect[][]): void;
+  /** The group's events are in a saved runtime: count what each came to and ack its messages. */
+  settled(workflowId: string, group: G, events: readonly EventOutcome[]): void;
 }
 
 /**
@@ -204,7 +204,7 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
       const stored = own.runtime !== undefined && base !== null ? await this.save(id, own.runtime, base) : null;
       if (stored !== null && stored !== 'conflict') {
         // Saved with the refused attempts failed, as the plain path would have.
-        this.hooks.settled(id, group, result.effects);
+        this.hooks.settled(id, group, result.events);
         return;
       }
       ctx.log(`workflow ${id}: ${own.reason}; applying the batch from the stored runtime`);
@@ -218,7 +218,7 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
       // Already stored: by a save of a later state that held it, or unchanged. Unchanged on a
       // runtime only found in the cache, it is checked against the blob first (the plain path).
       if (result.runtime === head.runtime && mine.seq === saved.seq && !saved.confirmed) await this.hooks.plain(id, group, 0);
-      else this.hooks.settled(id, group, result.effects);
+      else this.hooks.settled(id, group, result.events);
       return;
     }
     // The newest state whose messages (and those of all before it) are all sent: this one at least.
@@ -241,7 +241,7 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
     }
     lane.saved = { ...target, etag: stored.etag, confirmed: true };
     lane.pending = lane.pending.filter((state) => state.seq > target.seq);
-    this.hooks.settled(id, group, result.effects);
+    this.hooks.settled(id, group, result.events);
   }
 
   /**

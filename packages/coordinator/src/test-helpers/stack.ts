@@ -1,20 +1,24 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import type { TaskQueue } from '@jobq/ports';
+import type { TaskQueue, WorkflowStore } from '@jobq/ports';
 import { openServiceBusQueue } from '@jobq/queue-servicebus';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore } from '@jobq/worker';
+import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary, type WorkflowProcessorOptions } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
+import { taskNameOf, WrappedQueue } from './wrappers';
 
 // The end-to-end harness shared by the coordinator's test files: in-process Azurite, real queues
 // (Storage Queues, or Service Bus queues on the in-process broker of @jobq/servicebus-emulator) and
-// Azure stores, real workers running subprocesses, a WorkflowClient and a Coordinator.
+// Azure stores, real workers running subprocesses, a WorkflowClient and a Coordinator. Every port
+// handed to the coordinator and the workers can be wrapped (./wrappers) to inject failures; the
+// failure tests open their stacks through ./failure-harness, with shorter locks.
 
 /** Where a stack's completion and task queues live; the stores and outputs are always on Azurite. */
 export type QueueBackend = 'storage' | 'servicebus';
@@ -91,86 +95,242 @@ export async function openTestQueue(h: Harness, backend: QueueBackend, queueName
   return queue;
 }
 
-let stacks = 0;
-
 /** Options of {@link openStack}. */
 export interface StackOptions {
+  /** Where the completion and task queues live (default `storage`); the stores stay on Azurite. */
+  queues?: QueueBackend;
   workers?: number;
   coordinator?: CoordinatorOptions;
   /** Start the coordinator at once (default true). */
   start?: boolean;
-  /** Where the completion and task queues live (default `storage`). */
-  queues?: QueueBackend;
+  /** Lock of the completion queue as the coordinator receives it (default 5 000 ms). */
+  completionLockInMs?: number;
+  /** Lock of the task queue as the workers receive it (default 5 000 ms). */
+  taskLockInMs?: number;
+  /** Wraps the store the coordinator writes through. */
+  coordinatorStore?: (store: AzureWorkflowStore) => WorkflowStore;
+  /** Wraps the completion queue the coordinator receives from. */
+  coordinatorCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the task queue the coordinator pushes to. */
+  coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the completion queue the workers send to. */
+  workerCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** WorkflowProcessor `completionSendMaxAttempts` (default 5). */
+  completionSendMaxAttempts?: number;
+  /**
+   * Renew the coordinator lease this often (the lease then lasts 15 s, the shortest a blob lease
+   * can): a broken lease is noticed within this time. Default: the store's (60 s, renewed every 15 s).
+   */
+  leaseRenewIntervalInMs?: number;
+  /** Cancel-flag poll of the workers (default 200 ms). */
+  workerCancelPollIntervalInMs?: number;
+  /** How the workers' workflow processor runs commands (default: bash, as in production). */
+  runCommand?: WorkflowProcessorOptions['runCommand'];
+}
+
+/** Ports of one coordinator that differ from the stack's (see {@link Stack.newCoordinator}). */
+export interface CoordinatorPorts {
+  /** Wraps the store this coordinator writes through (instead of the stack's `coordinatorStore`). */
+  store?: (store: AzureWorkflowStore) => WorkflowStore;
+  /** Wraps the completion queue this coordinator receives from (instead of the stack's `coordinatorCompletions`). */
+  completions?: (queue: TaskQueue) => TaskQueue;
+}
+
+/** One running {@link Worker} of a stack. */
+export interface WorkerHandle {
+  readonly worker: Worker;
+  /** Settles when `run()` does. */
+  readonly done: Promise<WorkerSummary>;
+  /** Stops it (default: at once, running tasks aborted and their messages given back) and waits for `run()`. */
+  stop(gracePeriodInMs?: number): Promise<WorkerSummary>;
+}
+
+/** A worker of a stack running in a child process (see ./worker-process.cjs). */
+export interface WorkerProcess {
+  readonly pid: number;
+  /** Its log lines so far. */
+  readonly lines: string[];
+  /** SIGKILL: the process settles nothing more and its locks run out. Resolves once it has exited. */
+  kill(): Promise<void>;
 }
 
 /** One prefix's worth of engine: stores, queues, a worker, a client and a coordinator. */
 export interface Stack {
   prefix: string;
+  queues: QueueBackend;
   store: AzureWorkflowStore;
   outputs: AzureOutputStore;
-  completions: TaskQueue;
+  completions: TestQueue;
+  taskQueue: TestQueue;
   client: WorkflowClient;
   coordinator: Coordinator;
   logs: string[];
   workerLogs: string[];
-  /** Another coordinator on the same prefix (not started). */
-  newCoordinator(options?: CoordinatorOptions): Coordinator;
+  /** Task messages the coordinator pushed (each send of each message), by task name. */
+  pushed: Map<string, number>;
+  /** The worker started with the stack. */
+  worker: WorkerHandle;
+  /** A second coordinator on the same ports (after `coordinator.stop()`, or with `breakLease`); `ports` overrides some of them. */
+  newCoordinator(options?: CoordinatorOptions, ports?: CoordinatorPorts): Coordinator;
+  /** Starts another worker on the stack's task queue (stopped after the test). */
+  startWorker(numWorkers?: number): WorkerHandle;
+  /** Starts a worker on the stack's queues in a child process, from the built packages; resolves once it receives (killed after the test). */
+  spawnWorker(numWorkers?: number): Promise<WorkerProcess>;
   submit(definition: object, options?: SubmitOptions): Promise<string>;
-  /** Runs a definition (as JSON) to a terminal status; returns the final runtime. */
   run(definition: object, options?: SubmitOptions, timeoutInMs?: number): Promise<WorkflowRuntime>;
   waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs?: number): Promise<WorkflowRuntime>;
 }
+
+/** Waits until `until()` holds, polling; throws `describe()` after the deadline. */
+export async function waitUntil(until: () => boolean | Promise<boolean>, describe: () => string, timeoutInMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutInMs;
+  while (!(await until())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${describe()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `promise`, or a rejection naming `what` after `timeoutInMs`. */
+async function waitUntilSettled<T>(promise: Promise<T>, timeoutInMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutInMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let stacks = 0;
 
 /** A fresh prefix with its queues, stores, a running worker and a coordinator; torn down after the test. */
 export async function openStack(h: Harness, options: StackOptions = {}): Promise<Stack> {
   stacks++;
   const prefix = `St${process.pid}x${Date.now().toString(36)}x${stacks}`;
   const connection = { connectionString: h.azurite.connectionString };
-  const openQueue = (queueName: string) => openTestQueue(h, options.queues ?? 'storage', queueName, 5_000);
-  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000 });
+  const queues = options.queues ?? 'storage';
+  const openQueue = (queueName: string, lockDurationInMs: number) => openTestQueue(h, queues, queueName, lockDurationInMs);
+  const lease = options.leaseRenewIntervalInMs === undefined ? {} : { leaseDurationInMs: 15_000, renewIntervalInMs: options.leaseRenewIntervalInMs };
+  const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000, ...lease });
   h.dispose(() => store.deleteStorage());
   const outputs = await openOutputStore({ connection, prefix });
-  const completions = await openQueue(store.names.completionQueue);
-  const defaultQueue = await openQueue(`${prefix.toLowerCase()}-default`);
+  const completions = await openQueue(store.names.completionQueue, options.completionLockInMs ?? 5_000);
+  const taskQueue = await openQueue(`${prefix.toLowerCase()}-default`, options.taskLockInMs ?? 5_000);
   const logs: string[] = [];
   const workerLogs: string[] = [];
+  const pushed = new Map<string, number>();
   const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
 
-  const worker = new Worker({
-    queue: defaultQueue,
-    numWorkers: options.workers ?? 4,
-    receiveWaitInMs: 50,
-    maxIdleBackoffInMs: 100,
-    gracePeriodInMs: 0,
-    log: (line) => workerLogs.push(line),
-    processors: [
-      new WorkflowProcessor({
-        outputs,
-        completions,
-        isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
-        killTimeoutInMs: 2_000,
-        completionBackoff: { initialInMs: 20, maxInMs: 100 },
-        cancelPollIntervalInMs: 200,
-        cancelPollJitter: 0,
-      }),
-      new ShellProcessor({ killTimeoutInMs: 2_000 }),
-    ],
-  });
-  const running = worker.run();
-  h.dispose(async () => {
-    await worker.stop({ gracePeriodInMs: 0 });
-    await running;
-  });
+  const workerCompletions = options.workerCompletions ? options.workerCompletions(completions) : completions;
+  const startWorker = (numWorkers = options.workers ?? 4): WorkerHandle => {
+    const worker = new Worker({
+      queue: taskQueue,
+      numWorkers,
+      receiveWaitInMs: 50,
+      maxIdleBackoffInMs: 100,
+      gracePeriodInMs: 0,
+      log: (line) => workerLogs.push(line),
+      processors: [
+        new WorkflowProcessor({
+          outputs,
+          completions: workerCompletions,
+          isCancelled: cancelCheckFromStore(store),
+          env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
+          killTimeoutInMs: 2_000,
+          completionBackoff: { initialInMs: 20, maxInMs: 100 },
+          completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
+          cancelPollIntervalInMs: options.workerCancelPollIntervalInMs ?? 200,
+          cancelPollJitter: 0,
+          ...(options.runCommand ? { runCommand: options.runCommand } : {}),
+        }),
+        new ShellProcessor({ killTimeoutInMs: 2_000 }),
+      ],
+    });
+    const done = worker.run();
+    // Observed here so that a rejection is never unhandled; callers await `done` or `stop()`.
+    void done.catch(() => undefined);
+    const handle: WorkerHandle = {
+      worker,
+      done,
+      stop: async (gracePeriodInMs = 0) => {
+        await worker.stop({ gracePeriodInMs });
+        return done;
+      },
+    };
+    h.dispose(async () => {
+      await handle.stop();
+    });
+    return handle;
+  };
+  const worker = startWorker();
 
-  const newCoordinator = (coordinatorOptions: CoordinatorOptions = options.coordinator ?? {}): Coordinator => {
+  const spawnWorker = async (numWorkers = 1): Promise<WorkerProcess> => {
+    const sb = queues === 'servicebus' ? await h.serviceBus() : null;
+    const config = {
+      queues,
+      prefix,
+      storageConnectionString: h.azurite.connectionString,
+      serviceBusConnectionString: sb?.connectionString,
+      serviceBusAdminEndpoint: sb?.adminEndpoint,
+      completionQueue: completions.name,
+      taskQueue: taskQueue.name,
+      lockDurationInMs: options.taskLockInMs ?? 5_000,
+      numWorkers,
+    };
+    const child = spawn(process.execPath, [join(__dirname, 'worker-process.cjs')], {
+      env: { ...process.env, JOBQ_TEST_WORKER_CONFIG: JSON.stringify(config) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let stderr = '';
+    let pending = '';
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        pending += chunk;
+        const complete = pending.split('\n');
+        pending = complete.pop() ?? '';
+        for (const line of complete) {
+          if (line === 'ready') resolve();
+          else lines.push(line);
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`the worker process ended before it was ready (${code ?? signal}; are the packages built?): ${stderr.trim()}`)),
+      );
+    });
+    const kill = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    };
+    h.dispose(kill);
+    await waitUntilSettled(ready, 20_000, 'the worker process to start');
+    return { pid: child.pid!, lines, kill };
+  };
+
+  const counting = new WrappedQueue(taskQueue, {
+    send: async (messages, send) => {
+      await send();
+      for (const m of messages) {
+        const name = taskNameOf(m.body) ?? '?';
+        pushed.set(name, (pushed.get(name) ?? 0) + 1);
+      }
+    },
+  });
+  const coordinatorTasks = options.coordinatorTasks ? options.coordinatorTasks(counting) : counting;
+  const coordinatorStore = options.coordinatorStore ? options.coordinatorStore(store) : store;
+  const coordinatorCompletions = options.coordinatorCompletions ? options.coordinatorCompletions(completions) : completions;
+  const newCoordinator = (extra: CoordinatorOptions = {}, ports: CoordinatorPorts = {}) => {
     const coordinator = new Coordinator({
-      store,
-      completions,
+      store: ports.store ? ports.store(store) : coordinatorStore,
+      completions: ports.completions ? ports.completions(completions) : coordinatorCompletions,
       outputs,
       queues: (spec) => {
         if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
-        return defaultQueue;
+        return coordinatorTasks;
       },
       options: {
         receiveWaitInMs: 100,
@@ -178,7 +338,8 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
         cancelPollIntervalInMs: 200,
         statsIntervalInMs: 500,
         log: (line) => logs.push(line),
-        ...coordinatorOptions,
+        ...options.coordinator,
+        ...extra,
       },
     });
     h.dispose(() => coordinator.stop());
@@ -188,16 +349,17 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
   if (options.start ?? true) await coordinator.start();
 
   const waitFor = async (workflowId: string, until: (runtime: WorkflowRuntime) => boolean, timeoutInMs = 20_000) => {
-    const deadline = Date.now() + timeoutInMs;
-    for (;;) {
-      const loaded = await store.load(workflowId);
-      if (loaded && until(loaded.runtime)) return loaded.runtime;
-      if (Date.now() > deadline) {
-        const tasks = loaded ? Object.entries(loaded.runtime.tasks).filter(([, t]) => t.status !== 'completed') : [];
-        throw new Error(`timed out waiting for ${workflowId}: ${JSON.stringify(tasks.slice(0, 20))}\n${logs.join('\n')}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    let last: WorkflowRuntime | undefined;
+    await waitUntil(
+      async () => {
+        last = (await store.load(workflowId))?.runtime;
+        return last !== undefined && until(last);
+      },
+      () => `${workflowId}: ${JSON.stringify(last?.tasks)}\n${logs.join('\n')}`,
+      timeoutInMs,
+    );
+    if (!last) throw new Error('unreachable');
+    return last;
   };
   const submit = async (definition: object, submitOptions: SubmitOptions = {}) => {
     const { workflowId } = await client.submit({ text: JSON.stringify(definition), filename: 'flow.json' }, submitOptions);
@@ -205,5 +367,5 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
   };
   const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
-  return { prefix, store, outputs, completions, client, coordinator, logs, workerLogs, newCoordinator, submit, run, waitFor };
+  return { prefix, queues, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, spawnWorker, submit, run, waitFor };
 }

@@ -1,5 +1,5 @@
-// A worker of a failure-harness stack in a process of its own, so that a test can SIGKILL it
-// mid-task (see `Stack.spawnWorker` in ./failure-harness.ts). It runs the built packages (dist), as
+// A worker of a test stack in a process of its own, so that a test can SIGKILL it
+// mid-task (see `Stack.spawnWorker` in ./stack.ts). It runs the built packages (dist), as
 // `jobq worker` does. Its settings come as JSON in JOBQ_TEST_WORKER_CONFIG; it prints `ready` once
 // its queues are open and its worker runs, then one line per worker log line.
 'use strict';

@@ -14,7 +14,7 @@ import type {
   WorkflowStore,
 } from '@jobq/ports';
 
-// Seams for failure injection, shared by the Azurite harness (failure-harness.ts) and the in-memory
+// Seams for failure injection, shared by the Azurite harness (stack.ts) and the in-memory
 // one (memory-stack.ts): every port handed to the coordinator and the worker can be wrapped.
 
 /** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */

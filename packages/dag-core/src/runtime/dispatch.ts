@@ -1,6 +1,6 @@
 import { taskQueue, taskTimeoutS } from '../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../wire/upstream-refs';
-import { encodeTaskMessage, taskMessageId } from '../wire/task-message';
+import { taskMessageId, type TaskMessageInput } from '../wire/task-message';
 import { M_DELAYED_RUNNING, S_READY, isDelayedRunning } from './core';
 import { transition, type Step } from './step';
 import { addMs, epochMs } from './time';
@@ -95,7 +95,7 @@ function dispatchEffect(step: Step, position: number, attemptNo: number): Dispat
 }
 
 /** The task message of docs/design.md#task-message, with the outputs of the real parents that completed or were skipped. */
-export function taskMessage(step: Step, position: number, attemptNo: number): string {
+export function taskMessage(step: Step, position: number, attemptNo: number): TaskMessageInput {
   const rt = step.d.runtime;
   const def = step.index.tasks[position]!;
   const parents = step.index.realParents(position);
@@ -109,14 +109,14 @@ export function taskMessage(step: Step, position: number, attemptNo: number): st
     }
     upstream = rt.outputsContainer !== null ? compactUpstreamRefs(rt.workflowId, finished, rt.outputsContainer) : keepRefs(finished);
   }
-  return encodeTaskMessage({
+  return {
     workflowId: rt.workflowId,
     taskName: def.name,
     attemptNo,
     kwargs: def.kwargs,
     timeoutS: taskTimeoutS(rt.definition, def),
     ...(upstream === undefined ? {} : { upstream }),
-  });
+  };
 }
 
 /** Without a known outputs container no ref can be shortened: every ref travels as written. */

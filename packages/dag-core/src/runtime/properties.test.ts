@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { validateWorkflow } from '../definition/validate';
-import { canonicalOutputAttempt, decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
+import { canonicalOutputAttempt, encodeTaskMessage, taskMessageId, type CompactUpstreamRefs } from '../index';
 import type { WorkflowDefinition } from '../definition/types';
 import {
   TASK_STATUSES,
@@ -819,13 +819,13 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
         for (const { result } of trace.steps) {
           const rt = result.runtime;
           for (const d of dispatches(result.effects)) {
-            const envelope = decodeEnvelope(d.message);
-            if (!envelope.ok) throw new Error(envelope.error);
-            expect(envelope.value).toMatchObject({ id: d.messageId, numRetries: 0 });
-            const info = decodeWorkflowTask(envelope.value.kwargs);
-            if (!info.ok || info.value === null) throw new Error(`not a workflow task: ${d.message}`);
-            expect(info.value).toMatchObject({ workflowId: WORKFLOW_ID, taskName: d.taskName, attemptNo: d.attemptNo, upstreamBlob: null });
-            expect(info.value.userKwargs).toEqual({ cmd: `echo ${d.taskName}` });
+            const message = d.message;
+            expect(taskMessageId(message.workflowId, message.taskName, message.attemptNo)).toBe(d.messageId);
+            expect(message).toMatchObject({ workflowId: WORKFLOW_ID, taskName: d.taskName, attemptNo: d.attemptNo });
+            expect(message.upstreamBlob).toBeUndefined();
+            expect(message.kwargs).toEqual({ cmd: `echo ${d.taskName}` });
+            // The coordinator encodes it (with `num_retries` 0): it must encode.
+            expect(() => encodeTaskMessage(message)).not.toThrow();
             const parents = deps.get(d.taskName)!;
             // Only parents that completed or were skipped appear; failed or unfinished ones do not.
             const expected: CompactUpstreamRefs = {};
@@ -843,7 +843,7 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
                 } else (expected.i ??= {})[p] = t.outputRef!;
               }
             }
-            expect({ task: d.taskName, upstream: info.value.upstream }).toEqual({ task: d.taskName, upstream: parents.length === 0 ? null : expected });
+            expect({ task: d.taskName, upstream: message.upstream ?? null }).toEqual({ task: d.taskName, upstream: parents.length === 0 ? null : expected });
           }
         }
       }),

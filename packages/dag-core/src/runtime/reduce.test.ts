@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeEnvelope, decodeWorkflowTask, type CompactUpstreamRefs } from '../index';
+import { encodeTaskMessage, type CompactUpstreamRefs } from '../index';
 import { decodeRuntime, encodeRuntime } from './codec';
 import { createRuntime } from './create';
 import { foldEvents, reduce } from './reduce';
@@ -9,11 +9,7 @@ import type { DispatchEffect } from './types';
 const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
 
 function upstreamOf(effect: DispatchEffect): CompactUpstreamRefs | null {
-  const envelope = decodeEnvelope(effect.message);
-  if (!envelope.ok) throw new Error(envelope.error);
-  const info = decodeWorkflowTask(envelope.value.kwargs);
-  if (!info.ok || !info.value) throw new Error('not a workflow task');
-  return info.value.upstream;
+  return effect.message.upstream ?? null;
 }
 
 describe('createRuntime', () => {
@@ -563,9 +559,7 @@ describe('lost tasks (timeouts are enforced by workers)', () => {
     const h = new Harness(definition([{ name: 'a', timeout_s: 60 }, { name: 'b' }], { default_task_timeout_s: 5 }));
     const timeouts = h.activate().effects.map((e) => {
       if (e.type !== 'dispatch') return null;
-      const envelope = decodeEnvelope(e.message);
-      const info = envelope.ok ? decodeWorkflowTask(envelope.value.kwargs) : null;
-      return info?.ok ? info.value?.timeoutS : 'undecodable';
+      return e.message.timeoutS;
     });
     expect(timeouts).toEqual([60, 5]);
   });
@@ -675,8 +669,7 @@ describe('task messages (docs/design.md#task-message)', () => {
     h.fail('f');
     h.succeed('a', '{"go":false}');
     const dispatch = h.last?.effects.find((e): e is DispatchEffect => e.type === 'dispatch');
-    const envelope = decodeEnvelope(dispatch!.message);
-    expect(envelope.ok && envelope.value.kwargs).toMatchObject({ cmd: 'echo c', env: { X: '1' }, __workflow_id: 'wf1', __workflow_task: 'c', __attempt_no: 1 });
+    expect(dispatch!.message).toMatchObject({ kwargs: { cmd: 'echo c', env: { X: '1' } }, workflowId: 'wf1', taskName: 'c', attemptNo: 1 });
     expect(upstreamOf(dispatch!)).toEqual({ i: { a: '{"go":false}' }, n: ['b'] });
   });
 
@@ -696,7 +689,7 @@ describe('task messages (docs/design.md#task-message)', () => {
     const folded = foldEvents(h.runtime, completions);
     const dispatch = folded.effects.flat().find((e): e is DispatchEffect => e.type === 'dispatch');
     expect(dispatch?.taskName).toBe('reduce');
-    expect(new TextEncoder().encode(dispatch!.message).length).toBeLessThan(65_536);
+    expect(new TextEncoder().encode(encodeTaskMessage(dispatch!.message)).length).toBeLessThan(65_536);
     expect(upstreamOf(dispatch!)?.s).toEqual({ '1': parents.map((p) => p.name) });
   });
 });

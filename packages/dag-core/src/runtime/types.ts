@@ -1,4 +1,5 @@
 import type { WorkflowDefinition } from '../definition/types';
+import type { TaskMessageInput } from '../wire/task-message';
 
 /** Status of one task (docs/workflow-language.md#statuses). The last five are terminal. */
 export type TaskStatus = 'pending' | 'ready' | 'running' | 'completed' | 'failed' | 'upstream_failed' | 'skipped' | 'cancelled';
@@ -264,8 +265,11 @@ export interface DispatchEffect {
   queue: string;
   /** The new attempt (1 on first dispatch). */
   attemptNo: number;
-  /** The envelope text to send (docs/design.md#task-message). */
-  message: string;
+  /**
+   * The task message to send (docs/design.md#task-message), as `encodeTaskMessage` takes it:
+   * the coordinator encodes it once, inline or with the upstream refs moved to an overflow blob.
+   */
+  message: TaskMessageInput;
   /** The message id inside the envelope, `{workflow_id}/{task}/{attempt}`. */
   messageId: string;
   /**

@@ -1,6 +1,6 @@
 import { taskQueue, taskTimeoutS, type TaskDefinition } from '../../../definition/types';
 import { compactUpstreamRefs, type CompactUpstreamRefs } from '../../../wire/upstream-refs';
-import { encodeTaskMessage, taskMessageId } from '../../../wire/task-message';
+import { taskMessageId, type TaskMessageInput } from '../../../wire/task-message';
 import { epochMs } from '../../time';
 import { transition, type Step } from './step';
 import type { DispatchEffect } from './types';
@@ -44,7 +44,7 @@ export function dispatchEffect(step: Step, def: TaskDefinition, attemptNo: numbe
 }
 
 /** The task message, with the outputs of the real parents that completed or were skipped. */
-export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number): string {
+export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number): TaskMessageInput {
   const rt = step.d.runtime;
   const parents = step.index.realParents(def.name);
   let upstream: CompactUpstreamRefs | undefined;
@@ -57,14 +57,14 @@ export function taskMessage(step: Step, def: TaskDefinition, attemptNo: number):
     }
     upstream = rt.outputsContainer !== null ? compactUpstreamRefs(rt.workflowId, finished, rt.outputsContainer) : keepRefs(finished);
   }
-  return encodeTaskMessage({
+  return {
     workflowId: rt.workflowId,
     taskName: def.name,
     attemptNo,
     kwargs: def.kwargs,
     timeoutS: taskTimeoutS(rt.definition, def),
     ...(upstream === undefined ? {} : { upstream }),
-  });
+  };
 }
 
 /** Without a known outputs container no ref can be shortened: every ref travels as written. */
