@@ -26,7 +26,7 @@ const memoryAdapterRestrictions = {
   patterns: [
     { group: ['@azure/*', '@azure-rest/*'], message: '@jobq/memory keeps everything in memory: no Azure SDK.' },
     {
-      group: ['@jobq/*', '!@jobq/ports', '!@jobq/ports/testing', '!@jobq/dag-core'],
+      group: ['@jobq/*', '!@jobq/ports', '!@jobq/ports/testing', '!@jobq/dag-core', '!@jobq/dag-core/wire'],
       message: '@jobq/memory is an adapter: it may use @jobq/ports and @jobq/dag-core only.',
     },
   ],

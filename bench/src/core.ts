@@ -527,7 +527,9 @@ function fastForward(p: Prepared, k: number): { rt: WorkflowRuntime; queue: Fifo
   blob.tasks = tasks;
   blob.status = 'running';
   if (k > 0) blob.updated_at = T_RUN;
-  return { rt: decodeRuntime(JSON.stringify(blob)), queue };
+  const decoded = decodeRuntime(JSON.stringify(blob));
+  if (!decoded.ok) throw new Error(decoded.error);
+  return { rt: decoded.value, queue };
 }
 
 /** At 1k: the fast-forwarded state equals, byte for byte, the one `reduce` reaches. */

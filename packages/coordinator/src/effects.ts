@@ -1,12 +1,8 @@
 import {
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
-  decodeEnvelope,
-  decodeWorkflowTask,
-  encodeTaskMessage,
   foldEvents,
   isTerminalWorkflowStatus,
-  messageByteLength,
   reduce,
   taskCount,
   type DispatchEffect,
@@ -15,9 +11,15 @@ import {
   type FoldResult,
   type WorkflowEvent,
   type WorkflowRuntime,
+} from '@jobq/dag-core';
+import {
+  decodeEnvelope,
+  decodeWorkflowTask,
+  encodeTaskMessage,
+  messageByteLength,
   type EnvelopeTrace,
   withEnvelopeTrace,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import type { Context, Span } from '@opentelemetry/api';
 import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';

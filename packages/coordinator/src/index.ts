@@ -38,5 +38,5 @@ export {
   type CoordinatorPhase,
   type CoordinatorOptions,
 } from './coordinator';
-export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type QueueResolver } from './effects';
+export type { QueueResolver } from './effects';
 export { finishedWorkflows, purgeWorkflow, type PurgeWorkflowOptions, type WorkflowPurge } from './purge';

@@ -1,4 +1,4 @@
-import { type Completion, type EnvelopeTrace, completionMessageId, encodeCompletion } from '@jobq/dag-core';
+import { completionMessageId, encodeCompletion, type Completion, type EnvelopeTrace } from '@jobq/dag-core/wire';
 import { isJobqError, messageByteLength, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 

@@ -16,7 +16,7 @@ import {
   parseStashMarker,
   STASH_BLOB_PREFIX,
   type StashMarker,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { JobqError, isJobqError, type OperationOptions, type OutputStore } from '@jobq/ports';
 import { errorText } from './log';
 import {

@@ -8,7 +8,7 @@ import {
   parseOutputRef,
   type FoundStashMarker,
   type StashMarkerJson,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { JobqError, type OperationOptions } from '@jobq/ports';
 import { envValue } from '../config';
 import { fileExists, helperEnv, injectedCancellationChecker, outputStore, readJsonFile, requireTaskEnv, taskIdentity } from './context';

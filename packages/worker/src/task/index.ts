@@ -28,5 +28,5 @@ export {
   type StashFileOptions,
 } from './helpers';
 export { StashedFile } from './stashed-file';
-export type { StashMarker, StashMarkerJson } from '@jobq/dag-core';
+export type { StashMarker, StashMarkerJson } from '@jobq/dag-core/wire';
 export { configureTaskHelpers, type CancellationChecker, type TaskHelpersOptions } from './context';
