@@ -5,6 +5,7 @@ module.exports = {
   ...preset,
   moduleNameMapper: {
     '^@jobq/ports/testing$': '<rootDir>/../../packages/ports/src/testing',
+    '^@jobq/dag-core/wire$': '<rootDir>/../../packages/dag-core/src/wire',
     '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$': '<rootDir>/../../packages/$1/src',
   },
 };

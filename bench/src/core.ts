@@ -9,7 +9,6 @@ import {
   createRuntime,
   decodeRuntime,
   encodeRuntime,
-  encodeTaskMessage,
   foldEvents,
   isMergeNode,
   reduce,
@@ -22,6 +21,7 @@ import {
   type WorkflowDefinition,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
+import { encodeTaskMessage } from '@jobq/dag-core/wire';
 import { Session } from 'node:inspector';
 import { layeredRaw, OUTPUTS_CONTAINER, T_ACTIVATE, T_CREATE, T_RUN, wideRaw, WORKFLOW_ID } from './shapes';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -542,7 +542,9 @@ function fastForward(p: Prepared, k: number): { rt: WorkflowRuntime; queue: Fifo
   blob.tasks = tasks;
   blob.status = 'running';
   if (k > 0) blob.updated_at = T_RUN;
-  return { rt: decodeRuntime(JSON.stringify(blob)), queue };
+  const decoded = decodeRuntime(JSON.stringify(blob));
+  if (!decoded.ok) throw new Error(decoded.error);
+  return { rt: decoded.value, queue };
 }
 
 /** At 1k: the fast-forwarded state equals, byte for byte, the one `reduce` reaches. */

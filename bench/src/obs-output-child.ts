@@ -5,7 +5,7 @@
  * this process's own CPU time and peak RSS (`process.resourceUsage()`: the worker only, not the
  * task's processes) and the stored task log's size as one JSON line on stdout.
  */
-import { encodeTaskMessage } from '@jobq/dag-core';
+import { encodeTaskMessage } from '@jobq/dag-core/wire';
 import { MemoryOutputStore, MemoryTaskQueue } from '@jobq/memory';
 import { Worker, WorkflowProcessor } from '@jobq/worker';
 

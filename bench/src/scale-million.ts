@@ -5,7 +5,8 @@
  * coordinator takes them. Prints completions/s and peak RSS, and checks that nothing was lost: the
  * final runtime has every task completed, each at attempt 1.
  */
-import { decodeEnvelope, decodeWorkflowTask, encodeCompletion, tasksIn, validateWorkflow } from '@jobq/dag-core';
+import { tasksIn, validateWorkflow } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, encodeCompletion } from '@jobq/dag-core/wire';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { progress } from './report';

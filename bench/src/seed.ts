@@ -16,7 +16,8 @@
  * Usage: node dist/seed.js   (JOBQ_SEED_PHASES=2 runs only the listed phases, e.g. to profile one;
  * JOBQ_SEED_MODES=cpu or latency one mode; JOBQ_SEED_RUNS=N runs per mode)
  */
-import { createRuntime, decodeEnvelope, encodeCompletion, encodeRuntime, parseTaskMessageId, validateWorkflow, type WorkflowDefinition } from '@jobq/dag-core';
+import { createRuntime, encodeRuntime, validateWorkflow, type WorkflowDefinition } from '@jobq/dag-core';
+import { decodeEnvelope, encodeCompletion, parseTaskMessageId } from '@jobq/dag-core/wire';
 import { Coordinator, WorkflowClient, definitionHash } from '@jobq/coordinator';
 import { startAzuriteProcess } from '@jobq/local';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';

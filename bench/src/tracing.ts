@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
 import { AlwaysOffSampler, BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
-import { decodeEnvelope, encodeTaskMessage, withEnvelopeTrace } from '@jobq/dag-core';
+import { decodeEnvelope, encodeTaskMessage, withEnvelopeTrace } from '@jobq/dag-core/wire';
 import { formatTraceparent, parseTraceparent } from '@jobq/ports';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';

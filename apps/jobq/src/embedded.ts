@@ -14,7 +14,8 @@ export const EMBEDDED_STACK_MISSING = 'the embedded stack is not installed in th
  */
 export async function loadLocalStack(): Promise<typeof import('@jobq/local')> {
   try {
-    return await import('@jobq/local');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
+    return await Promise.resolve().then(() => require('@jobq/local') as typeof import('@jobq/local'));
   } catch (error) {
     if (isMissingLocalStack(error)) throw new Error(`${EMBEDDED_STACK_MISSING} (@jobq/local, an optional dependency of @jobq/cli, is absent)`);
     throw error;

@@ -92,7 +92,8 @@ export interface MetricsFlagValues {
  */
 export async function startMetrics(flags: MetricsFlagValues, note: (line: string) => void): Promise<Instruments> {
   if (flags['metrics-port'] === undefined) return noopInstruments;
-  const { serveMetrics } = await import('./prometheus');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
+  const { serveMetrics } = require('./prometheus') as typeof import('./prometheus');
   const endpoint = await serveMetrics(flags['metrics-port'], flags['metrics-host'] ?? '127.0.0.1', note);
   closeWhenDone(() => endpoint.close());
   note(`metrics: serving ${endpoint.url}`);

@@ -1,4 +1,5 @@
-import { SERVICE_BUS_MAX_MESSAGE_BYTES, parseQueueSpec } from '@jobq/dag-core';
+import { parseQueueSpec } from '@jobq/dag-core';
+import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core/wire';
 import { JobqError, isJobqError, type Instruments, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
@@ -114,7 +115,8 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
   }
   const open = async (createIfMissing: boolean): Promise<DescribableQueue> => {
     // Loaded only here: commands that never reach Service Bus do not load its SDK.
-    const { openServiceBusQueue } = await import('@jobq/queue-servicebus');
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
+    const { openServiceBusQueue } = require('@jobq/queue-servicebus') as typeof import('@jobq/queue-servicebus');
     const { access } = location;
     const adminPolicies = access.adminEndpoint === null ? [] : [(await loadLocalStack()).adminPolicy(access.adminEndpoint)];
     const queue = await openServiceBusQueue({

@@ -74,7 +74,10 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
   const env = options.env ?? process.env;
   if (!tracingWanted(env)) return null;
   const warn = options.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const load = options.load ?? ((name: string) => import(name) as Promise<unknown>);
+  // A CommonJS require, lazily: an import() would load the ECMAScript builds of the SDK, beside the
+  // CommonJS @opentelemetry/api the rest of the process uses.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const load = options.load ?? ((name: string) => Promise.resolve().then(() => require(name) as unknown));
   try {
     const [node, otlp, resources] = (await Promise.all(TRACING_PACKAGES.map((name) => load(name)))) as [SdkTraceNode, ExporterOtlpHttp, Resources];
     const attributes: Record<string, string> = { 'service.name': options.serviceName };

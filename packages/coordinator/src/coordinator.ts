@@ -3,13 +3,12 @@ import {
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
   deadlinePassed,
-  decodeCoordinatorMessage,
-  decodeEnvelope,
   isTerminalWorkflowStatus,
   reduce,
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, decodeEnvelope } from '@jobq/dag-core/wire';
 import {
   isJobqError,
   JobqError,

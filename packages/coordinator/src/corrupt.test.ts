@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeCompletion, taskState, withTaskStates } from '@jobq/dag-core';
+import { taskState, withTaskStates } from '@jobq/dag-core';
+import { encodeCompletion } from '@jobq/dag-core/wire';
 import { isJobqError } from '@jobq/ports';
 import { accountClients } from '@jobq/store-azure';
 import { failureStack, useHarness, waitUntil, type Stack } from './test-helpers/failure-harness';

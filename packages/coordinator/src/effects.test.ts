@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { createRuntime, decodeEnvelope, decodeWorkflowTask, parseWorkflow, type WorkflowRuntime } from '@jobq/dag-core';
+import { createRuntime, parseWorkflow, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask } from '@jobq/dag-core/wire';
 import { JobqError, type OutputStore, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { applyEvents, RuntimeCache, type ApplyContext } from './effects';

@@ -1,10 +1,8 @@
 import {
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
-  encodeTaskMessage,
   foldEvents,
   isTerminalWorkflowStatus,
-  messageByteLength,
   reduce,
   taskCount,
   type DispatchEffect,
@@ -12,9 +10,15 @@ import {
   type FetchConditionInputsEffect,
   type WorkflowEvent,
   type WorkflowRuntime,
+} from '@jobq/dag-core';
+import {
+  decodeEnvelope,
+  decodeWorkflowTask,
+  encodeTaskMessage,
+  messageByteLength,
   type EnvelopeTrace,
   withEnvelopeTrace,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import type { Context, Span } from '@opentelemetry/api';
 import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeCoordinatorMessage, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
 import { isJobqError, JobqError, VirtualClock, type CoordinatorLease, type WorkflowFilter, type WorkflowStore } from '@jobq/ports';
 import { WorkflowClient } from './index';
 import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';

@@ -51,5 +51,5 @@ export {
   type ShardRunnerFactory,
 } from './shard-balancer';
 export { planShards, shardShares, type ShardPlan } from './shard-plan';
-export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type EventOutcome, type QueueResolver } from './effects';
+export type { QueueResolver } from './effects';
 export { finishedWorkflows, purgeWorkflow, type PurgeWorkflowOptions, type WorkflowPurge } from './purge';

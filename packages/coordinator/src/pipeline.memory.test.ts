@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeCoordinatorMessage, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
 import { JobqError, type SaveResult } from '@jobq/ports';
 import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';
 import { outcome, taskNameOf, wrapStore, WrappedQueue } from './test-helpers/wrappers';

@@ -1,9 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   createRuntime,
-  decodeCoordinatorMessage,
-  encodeCompletion,
-  encodeEnvelope,
   isTerminalWorkflowStatus,
   parseWorkflow,
   reduce,
@@ -12,6 +9,7 @@ import {
   type WorkflowDefinition,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, encodeCompletion, encodeEnvelope } from '@jobq/dag-core/wire';
 import { JobqError } from '@jobq/ports';
 import { runShell } from '@jobq/worker';
 import { MAX_PIPELINE_DEPTH, type Coordinator, type CoordinatorCounters } from './index';

@@ -1,7 +1,8 @@
 import { afterAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { SpanKind, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { decodeCoordinatorMessage, decodeEnvelope, withEnvelopeTrace, withTaskStates } from '@jobq/dag-core';
+import { withTaskStates } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, decodeEnvelope, withEnvelopeTrace } from '@jobq/dag-core/wire';
 import { formatTraceparent, messageByteLength, type OutgoingMessage, type TaskQueue } from '@jobq/ports';
 import { useMemoryStacks } from './test-helpers/memory-stack';
 import { WrappedQueue } from './test-helpers/wrappers';

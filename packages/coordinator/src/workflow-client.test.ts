@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { decodeCoordinatorMessage, mergeNodeName, parseWorkflow, reduce, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import { mergeNodeName, parseWorkflow, reduce, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError, type WorkflowStore } from '@jobq/ports';
 import { openStorageQueue, type StorageTaskQueue } from '@jobq/queue-storage';

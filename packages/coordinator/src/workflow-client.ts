@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, encodeDefinition, encodeWakeup, isMergeNode, planRerun, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
+import { createRuntime, isMergeNode, planRerun, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
+import { encodeDefinition, encodeWakeup } from '@jobq/dag-core/wire';
 import {
   JobqError,
   isJobqError,
@@ -51,7 +52,7 @@ export function definitionHash(definition: WorkflowDefinition): string {
 }
 
 /** JSON with object keys sorted at every level (moved to `@jobq/dag-core`; re-exported here). */
-export { canonicalJson } from '@jobq/dag-core';
+export { canonicalJson } from '@jobq/dag-core/wire';
 
 /** What to submit: a workflow file's text, or a definition already in hand. */
 export type SubmitSource = { text: string; filename?: string } | { definition: WorkflowDefinition };

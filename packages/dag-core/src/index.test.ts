@@ -1,10 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import * as core from './index';
+import * as wire from './wire/index';
 
 describe('the package index', () => {
-  it('exports the wire codecs by name', () => {
+  it('exports the wire codecs by name from @jobq/dag-core/wire, and not from the main entry', () => {
     const names = [
-      'decodeError', 'decodeOk', 'utf8ByteLength', 'queueSafeText', 'queueSafeByteLength', 'WORKFLOW_ID_PATTERN', 'isValidTaskName', 'isValidWorkflowId',
+      'decodeError', 'decodeOk', 'utf8ByteLength', 'queueSafeText', 'queueSafeByteLength',
       'ENVELOPE_VERSION', 'decodeEnvelope', 'encodeEnvelope',
       'BLOB_REF_PREFIX', 'INLINE_FALLBACK_MAX_BYTES', 'INLINE_OUTPUT_MAX_BYTES', 'blobOutputRef', 'canonicalOutputBlobPath',
       'decodeInlineOutput', 'isBase64Md5', 'isCanonicalOutputRef', 'isValidContainerName', 'parseBlobLocation', 'parseOutputRef',
@@ -20,18 +21,27 @@ describe('the package index', () => {
       'encodeCompletion', 'encodeCompletionBody', 'encodeWakeup',
       'SECRET_ENV_PREFIX', 'SECRET_NAME_PATTERN', 'findSecretRefs', 'resolveSecretRefs',
     ];
-    for (const name of names) expect(core).toHaveProperty(name);
+    for (const name of names) expect(wire).toHaveProperty(name);
+    for (const name of names) expect(core).not.toHaveProperty(name);
   });
 
   it('exports the API the other packages build on', () => {
     const names = [
       'parseWorkflow', 'validateWorkflow', 'workflowJsonSchema', 'compileCondition', 'evaluateCondition',
       'sequentializeFanIn', 'realUpstreamTasks', 'createRuntime', 'freshTask', 'reduce', 'foldEvents', 'encodeRuntime', 'decodeRuntime',
-      'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
-      'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson', 'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
+      'taskQueue', 'taskTimeoutS', 'toRawDefinition', 'taskState', 'taskStatus', 'tasksIn', 'taskCount', 'changedTasks', 'taskKeyLength',
       'assembleRuntime', 'withTaskStates', 'parseParamsFile', 'matrixTaskName', 'conditionLiteral',
     ];
     for (const name of names) expect(typeof (core as Record<string, unknown>)[name]).toBe('function');
+    for (const name of ['WORKFLOW_ID_PATTERN', 'isValidTaskName', 'isValidWorkflowId']) expect(core).toHaveProperty(name);
+  });
+
+  it('exports the storage codecs the adapters build on from @jobq/dag-core/wire', () => {
+    const names = [
+      'RuntimeDecodeError', 'canonicalJson', 'encodeDefinition', 'decodeDefinition', 'encodeSnapshot', 'decodeSnapshot', 'assembleParts',
+      'encodeDeltaRecord', 'encodeRollRecord', 'decodeLogRecords', 'applyDeltaRecord', 'decodeRuntimeJson',
+    ];
+    for (const name of names) expect(typeof (wire as Record<string, unknown>)[name]).toBe('function');
   });
 
   it('exports every definition limit as a number', () => {

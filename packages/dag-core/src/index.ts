@@ -1,11 +1,12 @@
 /**
  * `@jobq/dag-core`: the pure core of jobq. Definitions, validation and JSON Schema; the condition
  * language; DAG transforms; the reducer that moves a workflow forward; wire codecs. No Node
- * modules, no Azure, no clock, no randomness: time and ids arrive as arguments.
+ * modules, no Azure, no clock, no randomness: time and ids arrive as arguments. The message and
+ * storage formats that only adapters and services need are in `@jobq/dag-core/wire`.
  * @packageDocumentation
  */
 
-export type { Issue, Result } from './result';
+export type { Failed, Issue, IssuesFailed, Result, WithWarnings } from './result';
 export { closestName, editDistance, type ClosestNameOptions } from './suggest';
 
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
@@ -65,80 +66,7 @@ export {
 export { mergeNodeName, realUpstreamTasks, sequentializeFanIn } from './transform/fan-in';
 
 export type { DecodeResult } from './wire/decode-result';
-export { decodeError, decodeOk } from './wire/decode-result';
-export { utf8ByteLength } from './wire/utf8';
-export type { SecretRef, SecretRefProblem, SecretRefScan, SecretResolution } from './wire/secret-refs';
-export { SECRET_ENV_PREFIX, SECRET_NAME_PATTERN, findSecretRefs, resolveSecretRefs } from './wire/secret-refs';
-export { queueSafeByteLength, queueSafeText } from './wire/queue-safe';
 export { WORKFLOW_ID_PATTERN, isValidTaskName, isValidWorkflowId } from './wire/ids';
-export type { Envelope, EnvelopeInput, EnvelopeTrace, EnvelopeVersion } from './wire/envelope';
-export { ENVELOPE_VERSION, decodeEnvelope, encodeEnvelope, withEnvelopeTrace } from './wire/envelope';
-export type { BlobLocation, CanonicalOutputPath, OutputRef } from './wire/output-ref';
-export {
-  BLOB_REF_PREFIX,
-  INLINE_FALLBACK_MAX_BYTES,
-  INLINE_OUTPUT_MAX_BYTES,
-  OUTPUT_BLOB_PREFIX,
-  blobOutputRef,
-  canonicalOutputAttempt,
-  canonicalOutputBlobPath,
-  decodeInlineOutput,
-  isBase64Md5,
-  isCanonicalOutputRef,
-  isValidContainerName,
-  legacyOutputBlobPath,
-  parseBlobLocation,
-  parseCanonicalOutputPath,
-  parseOutputRef,
-} from './wire/output-ref';
-export type { CanonicalParentsByAttempt, CompactUpstreamRefs, UpstreamParent } from './wire/upstream-refs';
-export {
-  compactUpstreamRefs,
-  decodeCompactUpstreamRefs,
-  decodeUpstreamOverflow,
-  encodeUpstreamOverflow,
-  expandUpstreamRefs,
-  upstreamOverflowBlobPath,
-} from './wire/upstream-refs';
-export type { TaskMessageIdParts, TaskMessageInput, WorkflowTaskInfo } from './wire/task-message';
-export {
-  ATTEMPT_NO_KWARG,
-  SERVICE_BUS_MAX_MESSAGE_BYTES,
-  STORAGE_QUEUE_MAX_MESSAGE_BYTES,
-  UPSTREAM_BLOB_KWARG,
-  UPSTREAM_COMPACT_KWARG,
-  WORKFLOW_ID_KWARG,
-  WORKFLOW_TASK_KWARG,
-  WORKFLOW_TIMEOUT_KWARG,
-  decodeWorkflowTask,
-  encodeTaskMessage,
-  isReservedKwarg,
-  messageByteLength,
-  parseTaskMessageId,
-  taskMessageId,
-} from './wire/task-message';
-export type { FoundStashMarker, StashMarker, StashMarkerJson } from './wire/stash-marker';
-export {
-  STASH_BLOB_PREFIX,
-  STASH_MARKER_KEY,
-  findStashMarkers,
-  isPlainFileName,
-  isStashMarkerLike,
-  makeStashMarker,
-  parseStashMarker,
-  stashBlobName,
-} from './wire/stash-marker';
-export type { Completion, CoordinatorMessage } from './wire/completion';
-export {
-  COMPLETION_BODY_KWARG,
-  WAKEUP_KWARG,
-  completionMessageId,
-  decodeCompletionBody,
-  decodeCoordinatorMessage,
-  encodeCompletion,
-  encodeCompletionBody,
-  encodeWakeup,
-} from './wire/completion';
 
 export {
   DEFAULT_LOST_TASK_GRACE_MS,
@@ -181,23 +109,7 @@ export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/r
 export { planRerun, type RerunPlan } from './runtime/rerun';
 export { policyVerdict } from './runtime/settle';
 export { workflowStatus } from './runtime/status';
-export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';
-export { canonicalJson, decodeDefinition, encodeDefinition } from './runtime/definition-codec';
-export type { StoredWorkflowFields } from './runtime/state-codec';
-export {
-  STATE_FORMAT_VERSION,
-  applyDeltaRecord,
-  assembleParts,
-  decodeLogRecords,
-  decodeSnapshot,
-  encodeDeltaRecord,
-  encodeRollRecord,
-  encodeSnapshot,
-  type LogRecord,
-  type RollTarget,
-  type RuntimeParts,
-  type SnapshotMeta,
-} from './runtime/snapshot-codec';
+export { RUNTIME_FORMAT_VERSION, decodeRuntime, encodeRuntime } from './runtime/codec';
 
 export {
   ROLLUP_AUTO_NODES_MAX,

@@ -171,25 +171,17 @@ export async function startAzurite(options: StartAzuriteOptions = {}): Promise<L
 
   // Loaded on first use: Azurite takes most of a second to load, and the child-process mode and
   // the rest of the package do not need it in this process.
-  const [
-    { default: BlobServer },
-    { default: BlobConfiguration },
-    { default: QueueServer },
-    { default: QueueConfiguration },
-    { default: TableServer },
-    { default: TableConfiguration },
-    { MemoryExtentChunkStore },
-    { AzuriteTelemetryClient },
-  ] = await Promise.all([
-    import('azurite/dist/src/blob/BlobServer'),
-    import('azurite/dist/src/blob/BlobConfiguration'),
-    import('azurite/dist/src/queue/QueueServer'),
-    import('azurite/dist/src/queue/QueueConfiguration'),
-    import('azurite/dist/src/table/TableServer'),
-    import('azurite/dist/src/table/TableConfiguration'),
-    import('azurite/dist/src/common/persistence/MemoryExtentStore'),
-    import('azurite/dist/src/common/Telemetry'),
-  ]);
+  // CommonJS requires, as an import() would load these modules as ECMAScript (and fail on the paths).
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { default: BlobServer } = require('azurite/dist/src/blob/BlobServer') as typeof import('azurite/dist/src/blob/BlobServer');
+  const { default: BlobConfiguration } = require('azurite/dist/src/blob/BlobConfiguration') as typeof import('azurite/dist/src/blob/BlobConfiguration');
+  const { default: QueueServer } = require('azurite/dist/src/queue/QueueServer') as typeof import('azurite/dist/src/queue/QueueServer');
+  const { default: QueueConfiguration } = require('azurite/dist/src/queue/QueueConfiguration') as typeof import('azurite/dist/src/queue/QueueConfiguration');
+  const { default: TableServer } = require('azurite/dist/src/table/TableServer') as typeof import('azurite/dist/src/table/TableServer');
+  const { default: TableConfiguration } = require('azurite/dist/src/table/TableConfiguration') as typeof import('azurite/dist/src/table/TableConfiguration');
+  const { MemoryExtentChunkStore } = require('azurite/dist/src/common/persistence/MemoryExtentStore') as typeof import('azurite/dist/src/common/persistence/MemoryExtentStore');
+  const { AzuriteTelemetryClient } = require('azurite/dist/src/common/Telemetry') as typeof import('azurite/dist/src/common/Telemetry');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   // Only Azurite's command line creates the Application Insights clients, so nothing is sent
   // anyway; this also turns the per-request hook into a no-op.
   AzuriteTelemetryClient.enableTelemetry = false;

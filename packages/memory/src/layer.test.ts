@@ -44,6 +44,7 @@ const cases: Array<[code: string, forbidden: boolean]> = [
   ["export { realClock as clock } from '@jobq/ports';", false],
   ["export { describeTaskQueueContract } from '@jobq/ports/testing';", false],
   ["export { taskState } from '@jobq/dag-core';", false],
+  ["export { decodeEnvelope } from '@jobq/dag-core/wire';", false],
   ["export { createHash } from 'node:crypto';", false],
 ];
 

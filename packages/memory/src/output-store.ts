@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { isValidWorkflowId } from '@jobq/dag-core';
 import {
   BLOB_REF_PREFIX,
   INLINE_FALLBACK_MAX_BYTES,
@@ -13,7 +14,6 @@ import {
   encodeUpstreamOverflow,
   isBase64Md5,
   isValidContainerName,
-  isValidWorkflowId,
   parseBlobLocation,
   parseOutputRef,
   stashBlobName,
@@ -21,7 +21,7 @@ import {
   utf8ByteLength,
   type CompactUpstreamRefs,
   type StashMarker,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import {
   JobqError,
   TASK_LOG_FOLDER,

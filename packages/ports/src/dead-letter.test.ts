@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { decodeEnvelope, encodeEnvelope, messageByteLength } from '@jobq/dag-core';
+import { decodeEnvelope, encodeEnvelope, messageByteLength } from '@jobq/dag-core/wire';
 import { deadLetterBody } from './dead-letter';
 
 const LIMIT = 64 * 1024;

@@ -1,4 +1,4 @@
-import { messageByteLength } from '@jobq/dag-core';
+import { messageByteLength } from '@jobq/dag-core/wire';
 
 /** The top-level key of a dead-letter copy that says why the message was dead-lettered. */
 export const DEAD_LETTER_REASON_KEY = 'dead_letter_reason';

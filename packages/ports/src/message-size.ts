@@ -1,4 +1,4 @@
-import { messageByteLength, queueSafeText, utf8ByteLength } from '@jobq/dag-core';
+import { messageByteLength, queueSafeText, utf8ByteLength } from '@jobq/dag-core/wire';
 import { JobqError } from './errors';
 import type { OutgoingMessage } from './task-queue';
 

@@ -1,4 +1,4 @@
-import type { CompactUpstreamRefs, StashMarker } from '@jobq/dag-core';
+import type { CompactUpstreamRefs, StashMarker } from '@jobq/dag-core/wire';
 import type { TaskLogStore } from './task-log';
 import type { OperationOptions } from './task-queue';
 

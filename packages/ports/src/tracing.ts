@@ -15,7 +15,7 @@ import {
   type SpanContext,
   type Tracer,
 } from '@opentelemetry/api';
-import type { EnvelopeTrace } from '@jobq/dag-core';
+import type { EnvelopeTrace } from '@jobq/dag-core/wire';
 import { cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent } from './trace-context';
 
 /*

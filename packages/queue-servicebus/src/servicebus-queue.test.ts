@@ -5,7 +5,7 @@ import { getEventListeners } from 'node:events';
 import { inspect } from 'node:util';
 import rhea from 'rhea';
 import { ServiceBusAdministrationClient, ServiceBusClient } from '@azure/service-bus';
-import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core';
+import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core/wire';
 import { isJobqError, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openClientCount, type AdminPolicy } from './connection';

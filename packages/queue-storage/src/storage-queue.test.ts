@@ -10,10 +10,11 @@ import {
   StorageSharedKeyCredential,
   generateAccountSASQueryParameters,
 } from '@azure/storage-queue';
-import { decodeEnvelope } from '@jobq/dag-core';
+import { decodeEnvelope } from '@jobq/dag-core/wire';
 import { isJobqError, queueSafeText } from '@jobq/ports';
 import { describeTaskQueueContract } from '@jobq/ports/testing';
 import { createQueueServiceClient, parseConnectionString } from './connection';
+import { countingPolicy } from './counting-policy';
 import { openStorageQueue } from './open';
 import { sendMessageTimes, type StorageTaskQueue } from './storage-queue';
 
@@ -290,7 +291,6 @@ describe('failures', () => {
 
 describe('countingPolicy', () => {
   it('counts every request the client sends, by method', async () => {
-    const { countingPolicy } = await import('./counting-policy');
     const { policy, counter } = countingPolicy();
     const queue = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: uniqueName('counted'), policies: [policy] });
     counter.reset();

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { encodeDefinition, type WorkflowDefinition } from '@jobq/dag-core';
+import { type WorkflowDefinition } from '@jobq/dag-core';
+import { encodeDefinition } from '@jobq/dag-core/wire';
 
 /** The hash of each definition object whose stored bytes were hashed (or verified against a hash). */
 const HASHES = new WeakMap<WorkflowDefinition, string>();

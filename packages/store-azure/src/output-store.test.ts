@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { AZURITE_ACCOUNT_KEY, startAzurite, type LocalStorage } from '@jobq/local';
-import { expandUpstreamRefs } from '@jobq/dag-core';
+import { expandUpstreamRefs } from '@jobq/dag-core/wire';
 import { isJobqError } from '@jobq/ports';
 import { describeOutputStoreContract } from '@jobq/ports/testing';
 import { verifyContent } from './output-blob';

@@ -10,7 +10,7 @@ import {
   utf8ByteLength,
   type CompactUpstreamRefs,
   type StashMarker,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import {
   JobqError,
   errorMessage,

@@ -4,7 +4,7 @@ import {
   parseBlobLocation,
   upstreamOverflowBlobPath,
   type CompactUpstreamRefs,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { errorMessage, JobqError } from '@jobq/ports';
 import type { CallOptions } from './errors';
 import { checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobIo, type BlobTarget } from './output-blob';

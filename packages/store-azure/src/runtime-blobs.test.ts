@@ -7,11 +7,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
+import { TableClient } from '@azure/data-tables';
 import { BlobServiceClient, type ContainerClient, type WebResource } from '@azure/storage-blob';
 import {
-  canonicalJson,
   createRuntime,
-  encodeDefinition,
   foldEvents,
   sequentializeFanIn,
   taskState,
@@ -22,9 +21,11 @@ import {
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
+import { canonicalJson, encodeDefinition } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError } from '@jobq/ports';
 import { DefinitionCache } from './definition-cache';
+import { indexPartition } from './names';
 import { blobFaults, kindOf, type BlobRequestKind } from './test-helpers/blob-faults';
 import { randomPrefix } from './test-helpers/contract-fixtures';
 import { openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions } from './workflow-store';
@@ -631,8 +632,7 @@ describe('deleting and cleaning up blobs', () => {
     const store = await open();
     const first = await started(store, 'wf');
     await store.save(step(first.r1, done('a', 3)), first.e1); // generation 2
-    const index = (await import('@azure/data-tables')).TableClient.fromConnectionString(azurite.connectionString, store.names.indexTable, { allowInsecureConnection: true });
-    const { indexPartition } = await import('./names');
+    const index = TableClient.fromConnectionString(azurite.connectionString, store.names.indexTable, { allowInsecureConnection: true });
     await index.deleteEntity(indexPartition('wf'), 'wf');
     const replacement = createRuntime(wide(3), { workflowId: 'wf', now: at(9) });
     const created = await store.create(replacement, 'h2');
@@ -647,7 +647,6 @@ describe('deleting and cleaning up blobs', () => {
 
   it('leaves no runtime blob behind when a create cannot write its rows', async () => {
     const store = await open();
-    const { TableClient } = await import('@azure/data-tables');
     await TableClient.fromConnectionString(azurite.connectionString, store.names.tasksTable, { allowInsecureConnection: true }).deleteTable();
     const error = await caught(store.create(createRuntime(ABCD, { workflowId: 'half', now: at(1) }), 'h'));
     expect(error.message).toMatch(/nothing of it was kept$/);

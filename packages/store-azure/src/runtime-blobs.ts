@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AppendBlobClient, BlockBlobClient, ContainerClient } from '@azure/storage-blob';
+import { type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
 import {
   RuntimeDecodeError,
   applyDeltaRecord,
@@ -11,9 +12,7 @@ import {
   encodeDeltaRecord,
   encodeRollRecord,
   encodeSnapshot,
-  type WorkflowDefinition,
-  type WorkflowRuntime,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { JobqError, isJobqError, type OperationOptions } from '@jobq/ports';
 import { definitionHashOf, encodedDefinition, sha256Hex, type DefinitionCache } from './definition-cache';
 import { ClientCache } from './client-cache';
@@ -264,13 +263,11 @@ export class RuntimeBlobs {
       if (read === null) return null;
       const content = decodeHeadContent(workflowId, read.bytes.toString('utf8'));
       if (content.version === 1) {
-        try {
-          const runtime = decodeRuntimeJson(content.json);
-          if (runtime.workflowId !== workflowId) throw new RuntimeDecodeError(`it holds workflow "${runtime.workflowId}"`);
-          return { runtime, token: encodeToken({ version: 1, etag: read.etag }) };
-        } catch (error) {
-          throw this.decodeFailure(workflowId, error);
-        }
+        const decoded = decodeRuntimeJson(content.json);
+        if (!decoded.ok) throw corrupt(workflowId, decoded.error.slice(0, 300));
+        const runtime = decoded.value;
+        if (runtime.workflowId !== workflowId) throw this.decodeFailure(workflowId, new RuntimeDecodeError(`it holds workflow "${runtime.workflowId}"`));
+        return { runtime, token: encodeToken({ version: 1, etag: read.etag }) };
       }
       try {
         return await this.loadGeneration(content.head, read.etag, options);

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { isBase64Md5, stashBlobName, STASH_BLOB_PREFIX, type StashMarker } from '@jobq/dag-core';
+import { isBase64Md5, stashBlobName, STASH_BLOB_PREFIX, type StashMarker } from '@jobq/dag-core/wire';
 import { errorMessage, isJobqError, JobqError } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
 import {

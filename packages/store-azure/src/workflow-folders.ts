@@ -1,5 +1,6 @@
 import type { ContainerClient } from '@azure/storage-blob';
-import { OUTPUT_BLOB_PREFIX, STASH_BLOB_PREFIX, isValidWorkflowId } from '@jobq/dag-core';
+import { isValidWorkflowId } from '@jobq/dag-core';
+import { OUTPUT_BLOB_PREFIX, STASH_BLOB_PREFIX } from '@jobq/dag-core/wire';
 import { JobqError, isJobqError } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
 import { definitionFolder, stateFolder, upstreamFolder } from './runtime-layout';

@@ -5,7 +5,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { makeStashMarker, parseStashMarker, type StashMarker } from '@jobq/dag-core';
+import { makeStashMarker, parseStashMarker, type StashMarker } from '@jobq/dag-core/wire';
 import {
   JobqError,
   TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,

@@ -8,7 +8,7 @@ import {
   parseOutputRef,
   type FoundStashMarker,
   type StashMarkerJson,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { JobqError, envValue, type OperationOptions } from '@jobq/ports';
 import { fileExists, helperEnv, injectedCancellationChecker, outputStore, readJsonFile, requireTaskEnv, taskIdentity } from './context';
 import { StashedFile } from './stashed-file';

@@ -28,7 +28,7 @@ export {
   type StashFileOptions,
 } from './helpers';
 export { StashedFile } from './stashed-file';
-export type { StashMarker, StashMarkerJson } from '@jobq/dag-core';
+export type { StashMarker, StashMarkerJson } from '@jobq/dag-core/wire';
 export { configureTaskHelpers, type CancellationChecker, type TaskHelpersOptions } from './context';
 /** The client side of the worker's task channel (the helpers use it inside a worker; exported for the worker's tests). */
 export { TaskChannelClient, type TaskStorage } from './channel-client';

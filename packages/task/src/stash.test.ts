@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { canonicalOutputBlobPath, blobOutputRef, makeStashMarker, parseOutputRef } from '@jobq/dag-core';
+import { canonicalOutputBlobPath, blobOutputRef, makeStashMarker, parseOutputRef } from '@jobq/dag-core/wire';
 import { isJobqError } from '@jobq/ports';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
 import {

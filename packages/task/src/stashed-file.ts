@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { makeStashMarker, type StashMarker, type StashMarkerJson } from '@jobq/dag-core';
+import { makeStashMarker, type StashMarker, type StashMarkerJson } from '@jobq/dag-core/wire';
 import type { OperationOptions, OutputStore } from '@jobq/ports';
 import type { TaskStorage } from './channel-client';
 import { outputStore } from './context';

@@ -1,4 +1,4 @@
-import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core/wire';
 import { JobqError, type OutgoingMessage, type TaskQueue } from '@jobq/ports';
 import { backoffDelay, publishCompletion } from './completion-publisher';
 

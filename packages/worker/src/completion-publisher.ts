@@ -1,4 +1,4 @@
-import { type Completion, type EnvelopeTrace, completionMessageId, encodeCompletion } from '@jobq/dag-core';
+import { type Completion, type EnvelopeTrace, completionMessageId, encodeCompletion } from '@jobq/dag-core/wire';
 import { errorMessage, isJobqError, messageByteLength, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 

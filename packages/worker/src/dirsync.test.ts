@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeEnvelope } from '@jobq/dag-core';
+import { decodeEnvelope } from '@jobq/dag-core/wire';
 import type { ReceivedMessage } from '@jobq/ports';
 import { parseDirsyncDestination, startDirsync } from './dirsync';
 import type { TaskContext } from './processor';

@@ -1,4 +1,4 @@
-import type { Envelope, EnvelopeTrace } from '@jobq/dag-core';
+import type { Envelope, EnvelopeTrace } from '@jobq/dag-core/wire';
 import type { Instruments, ReceivedMessage } from '@jobq/ports';
 
 /** What a processor is given for one delivery of a task message. */

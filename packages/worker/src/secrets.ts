@@ -1,4 +1,4 @@
-import { resolveSecretRefs, SECRET_ENV_PREFIX } from '@jobq/dag-core';
+import { resolveSecretRefs, SECRET_ENV_PREFIX } from '@jobq/dag-core/wire';
 import { JobqError } from '@jobq/ports';
 
 /** Values shorter than this are not masked: masking `a` or `on` would garble every log line. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeEnvelope } from '@jobq/dag-core';
+import { decodeEnvelope } from '@jobq/dag-core/wire';
 import type { ReceivedMessage } from '@jobq/ports';
 import type { TaskContext } from './processor';
 import { killTimeoutFromEnv, ShellProcessor } from './shell-processor';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
+import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { runShell, type RunShellOptions, type ShellResult } from './subprocess';
 import { memoryWorkflowProcessor } from './test-helpers/memory-workflow';

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeStashMarker, type StashMarker } from '@jobq/dag-core';
+import { makeStashMarker, type StashMarker } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError, type JobqError } from '@jobq/ports';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';

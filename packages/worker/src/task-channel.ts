@@ -16,7 +16,7 @@ import {
   parseStashMarker,
   STASH_BLOB_PREFIX,
   type StashMarker,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import {
   JobqError,
   TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,

@@ -1,4 +1,4 @@
-import { SECRET_ENV_PREFIX } from '@jobq/dag-core';
+import { SECRET_ENV_PREFIX } from '@jobq/dag-core/wire';
 import { JobqError } from '@jobq/ports';
 import { resolveTaskSecrets } from './secrets';
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeStashMarker, type Completion, type StashMarker, type TaskMessageInput } from '@jobq/dag-core';
+import { makeStashMarker, type Completion, type StashMarker, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import type { TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';

@@ -1,7 +1,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeEnvelope, encodeTaskMessage, parseWorkflow, type TaskMessageInput } from '@jobq/dag-core';
+import { parseWorkflow } from '@jobq/dag-core';
+import { decodeEnvelope, encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core/wire';
 import type { ReceivedMessage } from '@jobq/ports';
 import type { TaskContext } from './processor';
 import { ShellProcessor } from './shell-processor';

@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
 import { SpanKind, trace } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { decodeCoordinatorMessage, encodeCompletion, encodeEnvelope, type Completion } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, encodeCompletion, encodeEnvelope, type Completion } from '@jobq/dag-core/wire';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { formatTraceparent, messageByteLength, VirtualClock } from '@jobq/ports';
 import { publishCompletion } from './completion-publisher';

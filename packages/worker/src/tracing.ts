@@ -1,4 +1,4 @@
-import type { EnvelopeTrace } from '@jobq/dag-core';
+import type { EnvelopeTrace } from '@jobq/dag-core/wire';
 
 /**
  * Gives a task the trace context of its attempt: `TRACEPARENT` (and `TRACESTATE`, removed when

@@ -1,4 +1,4 @@
-import { expandUpstreamRefs, type WorkflowTaskInfo } from '@jobq/dag-core';
+import { expandUpstreamRefs, type WorkflowTaskInfo } from '@jobq/dag-core/wire';
 import type { OperationOptions, OutputStore } from '@jobq/ports';
 
 /**

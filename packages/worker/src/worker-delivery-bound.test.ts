@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
+import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { JobqError, VirtualClock, type TaskQueue } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import type { Processor, TaskContext } from './processor';

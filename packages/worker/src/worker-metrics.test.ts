@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeTaskMessage } from '@jobq/dag-core';
+import { encodeTaskMessage } from '@jobq/dag-core/wire';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { JobqError, VirtualClock, type Instruments } from '@jobq/ports';
 import type { Processor } from './processor';

@@ -1,4 +1,4 @@
-import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core/wire';
 import type { Attributes } from '@opentelemetry/api';
 import { clockTimeout, envValue, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { Backoff, sleep } from './backoff';

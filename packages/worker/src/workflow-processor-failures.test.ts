@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core';
+import { encodeTaskMessage, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { JobqError, VirtualClock } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { memoryOutputs, memoryWorkflowProcessor } from './test-helpers/memory-workflow';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { TaskMessageInput } from '@jobq/dag-core';
+import type { TaskMessageInput } from '@jobq/dag-core/wire';
 import { JobqError } from '@jobq/ports';
 import type { ProcessOutcome } from './processor';
 import type { RunShellOptions, ShellResult } from './subprocess';

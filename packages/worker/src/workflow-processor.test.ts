@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeCoordinatorMessage, decodeEnvelope, type Completion, type TaskMessageInput } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, decodeEnvelope, type Completion, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { VirtualClock, type TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';

@@ -1,15 +1,15 @@
 import { stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { isMergeNode } from '@jobq/dag-core';
 import {
-  type Completion,
   decodeWorkflowTask,
   encodeCompletion,
   INLINE_OUTPUT_MAX_BYTES,
-  isMergeNode,
   messageByteLength,
   utf8ByteLength,
+  type Completion,
   type WorkflowTaskInfo,
-} from '@jobq/dag-core';
+} from '@jobq/dag-core/wire';
 import { JobqError, envValue, isJobqError, parseDurationInMs, realClock, workflowEnvironment, type Clock, type OutputStore, type TaskQueue, type WorkflowEnvironment } from '@jobq/ports';
 import { AttemptFiles } from './attempt-files';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';

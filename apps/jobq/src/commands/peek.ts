@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { decodeEnvelope } from '@jobq/dag-core';
+import { decodeEnvelope } from '@jobq/dag-core/wire';
 import type { PeekedMessage, ReceivedMessage } from '@jobq/ports';
 import { JobqCommand } from '../base';
 import { chooseQueue, openQueueFromFlags, queueDisplayName, queueFlags } from './push';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Flags } from '@oclif/core';
-import { encodeEnvelope } from '@jobq/dag-core';
+import { encodeEnvelope } from '@jobq/dag-core/wire';
 import type { TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../base';
 import { resolveConfig } from '../config';

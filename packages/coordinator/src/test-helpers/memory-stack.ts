@@ -1,13 +1,6 @@
 import { afterEach } from '@jest/globals';
-import {
-  decodeWorkflowTask,
-  expandUpstreamRefs,
-  isMergeNode,
-  isTerminalWorkflowStatus,
-  type Completion,
-  type WorkflowRuntime,
-  type WorkflowTaskInfo,
-} from '@jobq/dag-core';
+import { isMergeNode, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeWorkflowTask, expandUpstreamRefs, type Completion, type WorkflowTaskInfo } from '@jobq/dag-core/wire';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
 import { Worker, cancelCheckFromStore, publishCompletion, type ProcessOutcome, type Processor, type TaskContext, type WorkerSummary } from '@jobq/worker';

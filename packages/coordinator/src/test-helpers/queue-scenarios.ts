@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeCoordinatorMessage, encodeEnvelope, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, encodeEnvelope } from '@jobq/dag-core/wire';
 import { JobqError, type TaskQueue } from '@jobq/ports';
 import { countRun, failureStack, outcome, waitUntil, WrappedQueue, type Harness, type QueueBackend, type Stack, type StackOptions } from './failure-harness';
 

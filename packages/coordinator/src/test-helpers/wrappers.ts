@@ -1,4 +1,5 @@
-import { decodeEnvelope, decodeWorkflowTask, type WorkflowRuntime } from '@jobq/dag-core';
+import { type WorkflowRuntime } from '@jobq/dag-core';
+import { decodeEnvelope, decodeWorkflowTask } from '@jobq/dag-core/wire';
 import type {
   AcquireLeaseOptions,
   CoordinatorLease,

@@ -2,6 +2,7 @@
  * Evaluation of compiled conditions: Python semantics over JSON values, with SQL's
  * three-valued logic where a null meets an ordering or `in` (docs/conditions.md).
  */
+import type { Failed, Result } from '../result';
 import type { CompiledCondition } from './compile';
 import { explain, joinFacts, MAX_FACTS, NO_FACTS, oneFact, UNKNOWN, type Fact, type Facts, type NullOrigin, type Operand, type Truth } from './explain';
 import { matchingNames } from './glob';
@@ -17,9 +18,7 @@ import type { Binding } from './render';
  * field missing from an output; for a true one they are `''` and false.
  * An evaluation error (a type error between non-null values) gives `ok: false` and its message.
  */
-export type ConditionEvaluation =
-  | { ok: true; value: boolean; truth: Truth; explanation: string; missingField: boolean }
-  | { ok: false; error: string };
+export type ConditionEvaluation = Result<boolean, Failed, { truth: Truth; explanation: string; missingField: boolean }>;
 
 /** Options of {@link evaluateCondition}. */
 export interface EvaluateConditionOptions {

@@ -1,3 +1,4 @@
+import type { Result } from '../result';
 import { describeValue, quoteShort } from '../wire/internal';
 import { MAX_MATRIX_AXIS_PRODUCT, MAX_MATRIX_TASKS } from './limits';
 import { taskNameProblem } from './names';
@@ -119,7 +120,7 @@ function matches(combination: ReadonlyMap<string, ParamValue>, entry: ReadonlyMa
 }
 
 /** The outcome of {@link expandMatrix}. */
-export type MatrixResult = { ok: true; value: ExpandedMatrix; warnings: RawIssue[] } | { ok: false; issues: RawIssue[] };
+export type MatrixResult = Result<ExpandedMatrix, { issues: RawIssue[] }, { warnings: RawIssue[] }>;
 
 /**
  * Expands the `matrix` of task `base` (at path `at`): the product of the axes (the first axis

@@ -3,6 +3,7 @@
  * functions that say in words why a name is refused (so the validator's messages are useful).
  */
 
+import type { Failed, Result } from '../result';
 import { MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH } from './limits';
 
 /** Prefix shared by every name the engine itself generates; users may not start a task name with it. */
@@ -93,7 +94,7 @@ export type QueueSpec =
   | { backend: 'servicebus'; namespace: string; name: string };
 
 /** Parses a queue spec, or returns why it is not one. */
-export function parseQueueSpec(spec: string): { ok: true; value: QueueSpec } | { ok: false; error: string } {
+export function parseQueueSpec(spec: string): Result<QueueSpec, Failed, object> {
   if (spec.startsWith('sb://')) {
     const rest = spec.slice('sb://'.length);
     const slash = rest.indexOf('/');

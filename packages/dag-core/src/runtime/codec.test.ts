@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { sequentializeFanIn } from '../transform/fan-in';
-import { RuntimeDecodeError, decodeRuntime, encodeRuntime } from './codec';
-import { Harness, definition } from './test-helpers/build';
+import { decodeRuntime, encodeRuntime } from './codec';
+import { Harness, decodedRuntime, definition } from './test-helpers/build';
 
 function sample() {
   const base = definition([{ name: 'a', num_retries: 1 }, { name: 'b' }, { name: 'c' }, { name: 'prep/x', depends_on: ['a', 'b', 'c'], condition: 'inputs.a.ok' }], { max_parallelism: 5, default_task_timeout_s: 30 });
@@ -16,7 +16,7 @@ function sample() {
 describe('encodeRuntime / decodeRuntime', () => {
   it('round-trips a runtime with outputs, errors, attempts, timestamps and a cancel', () => {
     const rt = sample();
-    expect(decodeRuntime(encodeRuntime(rt))).toEqual(rt);
+    expect(decodedRuntime(encodeRuntime(rt))).toEqual(rt);
   });
 
   it('round-trips merge nodes and gates', () => {
@@ -25,7 +25,7 @@ describe('encodeRuntime / decodeRuntime', () => {
     const h = new Harness(t.value);
     h.activate();
     h.succeed('l0');
-    expect(decodeRuntime(encodeRuntime(h.runtime))).toEqual(h.runtime);
+    expect(decodedRuntime(encodeRuntime(h.runtime))).toEqual(h.runtime);
   });
 
   it('writes versioned snake_case JSON and leaves initial task fields out', () => {
@@ -41,27 +41,28 @@ describe('encodeRuntime / decodeRuntime', () => {
     ['not an object', '[1]', /not a JSON object/],
     ['an unknown version', JSON.stringify({ version: 2 }), /unknown format version 2/],
     ['no version', JSON.stringify({ workflow_id: 'x' }), /unknown format version undefined/],
-  ])('rejects %s with a clear error', (_what, text, pattern) => {
-    expect(() => decodeRuntime(text)).toThrow(RuntimeDecodeError);
-    expect(() => decodeRuntime(text)).toThrow(pattern);
+  ])('returns %s as a clear one-line error, never throwing', (_what, text, pattern) => {
+    const result = decodeRuntime(text);
+    expect(result).toEqual({ ok: false, error: expect.stringMatching(/^runtime blob: /) });
+    expect(result).toEqual({ ok: false, error: expect.stringMatching(pattern) });
   });
 
   it('rejects a blob whose tasks do not match its definition, or whose fields are malformed', () => {
     const json = JSON.parse(encodeRuntime(sample())) as { tasks: Record<string, unknown>; status: unknown; definition: { tasks: unknown[] } };
     const missing = structuredClone(json);
     delete missing.tasks.b;
-    expect(() => decodeRuntime(JSON.stringify(missing))).toThrow('task "b" of the definition has no state');
+    expect(() => decodedRuntime(JSON.stringify(missing))).toThrow('task "b" of the definition has no state');
     const extra = structuredClone(json);
     extra.tasks.zz = { status: 'pending' };
-    expect(() => decodeRuntime(JSON.stringify(extra))).toThrow('belong to no task');
+    expect(() => decodedRuntime(JSON.stringify(extra))).toThrow('belong to no task');
     const badStatus = structuredClone(json);
     badStatus.tasks.a = { status: 'exploded' };
-    expect(() => decodeRuntime(JSON.stringify(badStatus))).toThrow('tasks["a"]."status" must be a task status');
+    expect(() => decodedRuntime(JSON.stringify(badStatus))).toThrow('tasks["a"]."status" must be a task status');
     const badWorkflow = structuredClone(json);
     badWorkflow.status = 'sleeping';
-    expect(() => decodeRuntime(JSON.stringify(badWorkflow))).toThrow('"status" must be a workflow status');
+    expect(() => decodedRuntime(JSON.stringify(badWorkflow))).toThrow('"status" must be a workflow status');
     const badDefinition = structuredClone(json);
     badDefinition.definition.tasks = [];
-    expect(() => decodeRuntime(JSON.stringify(badDefinition))).toThrow(/invalid definition: tasks/);
+    expect(() => decodedRuntime(JSON.stringify(badDefinition))).toThrow(/invalid definition: tasks/);
   });
 });

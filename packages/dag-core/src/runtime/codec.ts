@@ -1,6 +1,7 @@
 import { toRawDefinition } from '../definition/convert';
 import { validateWith } from '../definition/validate';
 import { tasksIn } from './access';
+import { decodeError, decodeOk, type DecodeResult } from '../wire/decode-result';
 import { assembleRuntime } from './assemble';
 import {
   RuntimeDecodeError,
@@ -60,22 +61,31 @@ const SUBJECT = 'runtime blob';
 const V1_FIELD_KEYS = ['status', 'activated', 'cancel_requested', 'cancel_applied_at', 'retry_applied_at', 'created_at', 'updated_at', 'finished_at', 'outputs_container'];
 
 /**
- * Reads a runtime written by {@link encodeRuntime}. Throws a {@link RuntimeDecodeError} with a
- * clear message for an unknown version, bad JSON, a malformed field, an invalid definition, or
- * tasks that do not match the definition.
+ * Reads a runtime written by {@link encodeRuntime}. Never throws on bad input: an unknown version,
+ * bad JSON, a malformed field, an invalid definition, or tasks that do not match the definition
+ * give `{ ok: false, error }`, with `error` one line saying what is wrong and where
+ * (`runtime blob: tasks["a"]."status" must be a task status, got …`).
  */
-export function decodeRuntime(text: string): WorkflowRuntime {
+export function decodeRuntime(text: string): DecodeResult<WorkflowRuntime> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new RuntimeDecodeError(`not JSON (${error instanceof Error ? error.message : String(error)})`);
+    return decodeError(new RuntimeDecodeError(`not JSON (${error instanceof Error ? error.message : String(error)})`, SUBJECT).message);
   }
   return decodeRuntimeJson(json);
 }
 
 /** {@link decodeRuntime} of a document already parsed. */
-export function decodeRuntimeJson(json: unknown): WorkflowRuntime {
+export function decodeRuntimeJson(json: unknown): DecodeResult<WorkflowRuntime> {
+  try {
+    return decodeOk(readRuntimeJson(json));
+  } catch (error) {
+    return decodeError(error instanceof RuntimeDecodeError ? error.message : `${SUBJECT}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function readRuntimeJson(json: unknown): WorkflowRuntime {
   if (!isRecord(json)) throw new RuntimeDecodeError('not a JSON object');
   if (json.version !== RUNTIME_FORMAT_VERSION) {
     throw new RuntimeDecodeError(`unknown format version ${JSON.stringify(json.version)} (this jobq reads version ${RUNTIME_FORMAT_VERSION}; is a newer jobq writing this prefix?)`);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { changedTasks, taskState, tasksIn } from './access';
 import { assembleRuntime, withTaskStates } from './assemble';
-import { decodeRuntime, encodeRuntime } from './codec';
+import { encodeRuntime } from './codec';
 import { SEGMENT_SHIFT, checkCore, chunkOf, coreOf } from './core';
 import { createRuntime } from './create';
 import { useLayout } from './graph-index';
 import { foldEvents, reduce } from './reduce';
-import { Harness, at, definition } from './test-helpers/build';
+import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import type { CompletionEvent, TaskRuntime, WorkflowRuntime } from './types';
 
 const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
@@ -52,7 +52,7 @@ describe('runtime.tasks: a read-only view for tests and old callers', () => {
     const rt = h.runtime;
     const rebuilt = assembleRuntime(rt, [...tasksIn(rt)].map(([, state]) => ({ ...state })));
     expect(rebuilt).toEqual(rt);
-    expect(decodeRuntime(encodeRuntime(rt))).toEqual(rt);
+    expect(decodedRuntime(encodeRuntime(rt))).toEqual(rt);
     const { definition: _definition, tasks: _tasks, counts: _counts, ...fields } = rt;
     expect(withTaskStates(createRuntime(diamond, { workflowId: 'wf1', now: at(0), outputsContainer: 'test-outputs' }), tasksIn(rt), fields)).toEqual(rt);
     const other = withTaskStates(rt, [['d', { ...taskState(rt, 'd')!, error: 'x' }]]);

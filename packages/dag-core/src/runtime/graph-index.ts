@@ -1,3 +1,4 @@
+import type { Failed, Result } from '../result';
 import { compileCondition, type CompiledCondition } from '../condition';
 import { isMergeNode } from '../definition/semantics';
 import { taskTimeoutS, type TaskDefinition, type WorkflowDefinition } from '../definition/types';
@@ -59,7 +60,7 @@ export interface GraphIndex {
   readonly sinks: readonly number[];
   /** Task states are kept in chunks of `1 << chunkShift` tasks. */
   readonly chunkShift: number;
-  condition(task: TaskDefinition): { ok: true; value: CompiledCondition } | { ok: false; error: string };
+  condition(task: TaskDefinition): Result<CompiledCondition, Failed, object>;
   /** The real parents (merge nodes replaced by what they merge) of the task at `position`, by position. */
   realParents(position: number): readonly number[];
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeRuntime, encodeRuntime } from './codec';
+import { encodeRuntime } from './codec';
 import { reduce } from './reduce';
 import { policyVerdict } from './settle';
-import { Harness, at, definition } from './test-helpers/build';
+import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import type { DepPolicy } from '../definition/types';
 import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
@@ -64,7 +64,7 @@ describe('dependency policies through reduce', () => {
           const json = JSON.parse(encodeRuntime(base.runtime)) as { tasks: Record<string, { status: string }> };
           json.tasks.p1!.status = o1;
           json.tasks.p2!.status = o2;
-          const runtime = decodeRuntime(JSON.stringify(json));
+          const runtime = decodedRuntime(JSON.stringify(json));
           const { runtime: after } = reduce(runtime, {
             type: 'completion',
             now: at(5),

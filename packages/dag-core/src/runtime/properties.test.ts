@@ -5,12 +5,11 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { validateWorkflow } from '../definition/validate';
-import { canonicalOutputAttempt, encodeTaskMessage, taskMessageId, type CompactUpstreamRefs } from '../index';
+import { canonicalOutputAttempt, encodeTaskMessage, taskMessageId, type CompactUpstreamRefs } from '../wire/index';
 import type { WorkflowDefinition } from '../definition/types';
 import {
   TASK_STATUSES,
   createRuntime,
-  decodeRuntime,
   encodeRuntime,
   foldEvents,
   isBlocking,
@@ -27,6 +26,7 @@ import {
   type WorkflowRuntime,
   type WorkflowStatus,
 } from '../index';
+import { decodedRuntime } from './test-helpers/build';
 
 // ---------------------------------------------------------------------------------------------
 // Generators
@@ -662,13 +662,13 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
     );
   });
 
-  it('(f) decodeRuntime(encodeRuntime(r)) equals r for every runtime reached', () => {
+  it('(f) decodedRuntime(encodeRuntime(r)) equals r for every runtime reached', () => {
     fc.assert(
       fc.property(runArb(CHAOS, 30), (run) => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
         const seen = new Set<WorkflowRuntime>([trace.initial]);
         for (const s of trace.steps) seen.add(s.result.runtime);
-        for (const rt of seen) expect(decodeRuntime(encodeRuntime(rt))).toEqual(rt);
+        for (const rt of seen) expect(decodedRuntime(encodeRuntime(rt))).toEqual(rt);
       }),
       { numRuns: 50 },
     );

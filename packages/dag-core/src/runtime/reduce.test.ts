@@ -1,9 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { encodeTaskMessage, type CompactUpstreamRefs } from '../index';
-import { decodeRuntime, encodeRuntime } from './codec';
+import { encodeTaskMessage, type CompactUpstreamRefs } from '../wire/index';
+import { sequentializeFanIn } from '../transform/fan-in';
+import { encodeRuntime } from './codec';
 import { createRuntime } from './create';
 import { foldEvents, reduce } from './reduce';
-import { Harness, at, definition } from './test-helpers/build';
+import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import type { DispatchEffect } from './types';
 
 const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
@@ -501,7 +502,7 @@ describe('corrupt workflows', () => {
     for (const event of [{ type: 'activate' }, { type: 'retry' }, { type: 'cancel' }, { type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null }] as const) {
       expect(h.send(event).effects).toEqual([{ type: 'ignored', reason: 'the workflow is corrupt (reduce threw: RangeError): it takes no more events' }]);
     }
-    expect(decodeRuntime(encodeRuntime(h.runtime))).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError' });
+    expect(decodedRuntime(encodeRuntime(h.runtime))).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError' });
   });
 });
 
@@ -580,7 +581,7 @@ describe('lost tasks (timeouts are enforced by workers)', () => {
     const a = old.tasks.a!;
     a.started_at = a.dispatched_at;
     delete a.dispatched_at;
-    expect(decodeRuntime(JSON.stringify(old)).tasks.a).toMatchObject({ dispatchedAt: at(1), startedAt: null });
+    expect(decodedRuntime(JSON.stringify(old)).tasks.a).toMatchObject({ dispatchedAt: at(1), startedAt: null });
   });
 });
 
@@ -612,8 +613,7 @@ describe('workflow status (docs/workflow-language.md#workflow-status-and-result_
 });
 
 describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () => {
-  it('completes merge nodes without dispatching them, honours gates, and sends the real parents to the target', async () => {
-    const { sequentializeFanIn } = await import('../transform/fan-in');
+  it('completes merge nodes without dispatching them, honours gates, and sends the real parents to the target', () => {
     const base = definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'l3' }, { name: 'join', depends_on: ['l0', 'l1', 'l2', 'l3'] }]);
     const t = sequentializeFanIn(base, 2);
     if (!t.ok) throw new Error('transform failed');
@@ -633,8 +633,7 @@ describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () =>
     expect(h.effects.some((e) => e.type === 'dispatch' && e.taskName.startsWith('__merge_'))).toBe(false);
   });
 
-  it('keeps the dependencies of the fan-in target in the definition once it was dispatched (the stored definition sees them)', async () => {
-    const { sequentializeFanIn } = await import('../transform/fan-in');
+  it('keeps the dependencies of the fan-in target in the definition once it was dispatched (the stored definition sees them)', () => {
     const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);
@@ -645,11 +644,10 @@ describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () =>
     expect(h.dispatched()).toEqual(['join']);
     const join = h.runtime.definition.tasks.find((d) => d.name === 'join');
     expect(join?.dependsOn).toEqual(['__merge_join_1']);
-    expect(decodeRuntime(encodeRuntime(h.runtime)).definition.tasks.find((d) => d.name === 'join')?.dependsOn).toEqual(['__merge_join_1']);
+    expect(decodedRuntime(encodeRuntime(h.runtime)).definition.tasks.find((d) => d.name === 'join')?.dependsOn).toEqual(['__merge_join_1']);
   });
 
-  it('fails a gated batch when the gate fails', async () => {
-    const { sequentializeFanIn } = await import('../transform/fan-in');
+  it('fails a gated batch when the gate fails', () => {
     const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);

@@ -5,12 +5,12 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { taskState, tasksIn } from './access';
-import { decodeRuntime, encodeRuntime } from './codec';
+import { encodeRuntime } from './codec';
 import { createRuntime } from './create';
 import { encodeDefinition, decodeDefinition } from './definition-codec';
 import { deadlinePassed, foldEvents, reduce } from './reduce';
 import { applyDeltaRecord, assembleParts, decodeLogRecords, decodeSnapshot, encodeDeltaRecord, encodeSnapshot } from './snapshot-codec';
-import { Harness, at, definition } from './test-helpers/build';
+import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import { epochMs } from './time';
 import type { DispatchEffect, Effect, WorkflowEvent, WorkflowRuntime } from './types';
 
@@ -105,7 +105,7 @@ describe('a retry with a delay', () => {
     const before = h.runtime;
     h.fail('a');
     const rt = h.runtime;
-    expect(taskState(decodeRuntime(encodeRuntime(rt)), 'a')!.retryDueAt).toBe(at(12));
+    expect(taskState(decodedRuntime(encodeRuntime(rt)), 'a')!.retryDueAt).toBe(at(12));
     const meta = { definitionHash: 'a'.repeat(64), generation: 1 };
     const snapshot = encodeSnapshot(rt, meta);
     expect(snapshot).toContain('"retry_due_at":"2026-01-01T00:00:12.000Z"');
@@ -144,7 +144,7 @@ describe('the workflow deadline (timeout_s)', () => {
     // a's worker is stopped by the cancel and reports it.
     h.send({ type: 'completion', taskName: 'a', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
     expect(h.runtime).toMatchObject({ status: 'cancelled', cancelReason: reason });
-    expect(decodeRuntime(encodeRuntime(h.runtime))).toMatchObject({ deadlineAt: at(61), cancelReason: reason });
+    expect(decodedRuntime(encodeRuntime(h.runtime))).toMatchObject({ deadlineAt: at(61), cancelReason: reason });
   });
 
   it('cancels a workflow with nothing running too, and a retry lifts it with a fresh deadline', () => {

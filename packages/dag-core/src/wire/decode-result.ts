@@ -1,9 +1,12 @@
+import type { Failed, Result } from '../result';
+
 /**
- * The outcome of a wire decoder. Decoders in this folder never throw on bad input: they
- * return `{ ok: false, error }` where `error` is one readable line saying what is wrong
- * (for example `completion body: "attempt_no" must be an integer ≥ 1 or null, got the string "2"`).
+ * The outcome of a wire decoder: a {@link Result} whose failure is one line. Decoders in this folder
+ * never throw on bad input: they return `{ ok: false, error }` where `error` is one readable line
+ * saying what is wrong (for example
+ * `completion body: "attempt_no" must be an integer ≥ 1 or null, got the string "2"`).
  */
-export type DecodeResult<T> = { ok: true; value: T } | { ok: false; error: string };
+export type DecodeResult<T> = Result<T, Failed, object>;
 
 /** Builds a successful {@link DecodeResult}. */
 export function decodeOk<T>(value: T): DecodeResult<T> {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { decodeRuntime, encodeRuntime } from '../runtime/codec';
+import { encodeRuntime } from '../runtime/codec';
 import { createRuntime } from '../runtime/create';
 import { assembleParts, decodeLogRecords, decodeSnapshot, encodeDeltaRecord, encodeSnapshot, applyDeltaRecord } from '../runtime/snapshot-codec';
-import { definition } from '../runtime/test-helpers/build';
+import { decodedRuntime, definition } from '../runtime/test-helpers/build';
 import { withTaskStates } from '../runtime/assemble';
 import { type Completion, decodeCoordinatorMessage, encodeCompletion } from './completion';
 import { decodeEnvelope, encodeEnvelope, withEnvelopeTrace } from './envelope';
@@ -55,9 +55,9 @@ describe("a runtime's traceparent", () => {
     const plain = createRuntime(def, { workflowId: 'wf1', now: '2026-01-01T00:00:00.000Z' });
     expect(traced.traceparent).toBe(TP);
     expect(plain.traceparent).toBeNull();
-    expect(decodeRuntime(encodeRuntime(traced))).toEqual(traced);
+    expect(decodedRuntime(encodeRuntime(traced))).toEqual(traced);
     expect(encodeRuntime(plain)).not.toContain('traceparent');
-    expect(decodeRuntime(encodeRuntime(plain)).traceparent).toBeNull();
+    expect(decodedRuntime(encodeRuntime(plain)).traceparent).toBeNull();
 
     const meta = { workflowId: 'wf1', definitionHash: 'a'.repeat(64), generation: 1 };
     const snapshot = encodeSnapshot(traced, meta);

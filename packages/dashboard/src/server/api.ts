@@ -4,11 +4,9 @@ import {
   WORKFLOW_STATUSES,
   autoRollupLevel,
   compileCondition,
-  findStashMarkers,
   isBlocking,
   isSatisfying,
   isValidWorkflowId,
-  parseTaskMessageId,
   policyVerdict,
   rollupGraph,
   rollupSizes,
@@ -22,6 +20,7 @@ import {
   type WorkflowRuntime,
   type WorkflowStatus,
 } from '@jobq/dag-core';
+import { findStashMarkers, parseTaskMessageId } from '@jobq/dag-core/wire';
 import { isJobqError, workerState, type Clock, type TaskQueue, type WorkerRecord, type WorkflowSummary } from '@jobq/ports';
 import type {
   ApiAttempt,

@@ -3,7 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeStashMarker, parseStashMarker, type CompactUpstreamRefs, type StashMarker } from '@jobq/dag-core';
+import { makeStashMarker, parseStashMarker, type CompactUpstreamRefs, type StashMarker } from '@jobq/dag-core/wire';
 import { isJobqError } from '../errors';
 import type { OutputStore } from '../output-store';
 import type { TaskLogMetadata } from '../task-log';

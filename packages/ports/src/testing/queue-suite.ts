@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from './jest-globals';
-import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core';
+import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core/wire';
 import { isJobqError } from '../errors';
 import { sleep } from '../sleep';
 import type { ReceivedMessage, TaskQueue } from '../task-queue';

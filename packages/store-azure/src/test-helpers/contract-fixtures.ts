@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { TableClient } from '@azure/data-tables';
 import { BlobServiceClient, RestError, type RequestPolicy, type RequestPolicyFactory } from '@azure/storage-blob';
-import { parseOutputRef, type StashMarker } from '@jobq/dag-core';
+import { parseOutputRef, type StashMarker } from '@jobq/dag-core/wire';
 import type { OutputStoreFixture, WorkflowStoreFixture } from '@jobq/ports/testing';
 import { indexPartition } from '../names';
 import { openOutputStore, type AzureOutputStore, type OutputStoreOptions } from '../output-store';

@@ -1,4 +1,4 @@
-import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core/wire';
 import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult, type TaskLogMetadata } from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from '../workflow-processor';

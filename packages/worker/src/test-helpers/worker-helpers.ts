@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeEnvelope } from '@jobq/dag-core';
+import { encodeEnvelope } from '@jobq/dag-core/wire';
 import { JobqError, realClock, type Clock, type OperationOptions, type ReceiveOptions, type ReceivedMessage, type TaskQueue, type VirtualClock } from '@jobq/ports';
 import type { Worker, WorkerSummary } from '../worker';
 

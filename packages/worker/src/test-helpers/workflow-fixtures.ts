@@ -1,4 +1,4 @@
-import { decodeCoordinatorMessage, decodeEnvelope, encodeTaskMessage, type Completion, type TaskMessageInput } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, decodeEnvelope, encodeTaskMessage, type Completion, type TaskMessageInput } from '@jobq/dag-core/wire';
 import { JobqError, type OutgoingMessage, type OperationOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import type { TaskContext } from '../processor';
 

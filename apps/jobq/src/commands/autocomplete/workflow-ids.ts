@@ -13,8 +13,10 @@ async function workflowIds(config: CliConfig, signal: AbortSignal): Promise<stri
   if (prefix === null) return [];
   // Loaded here, not at the top: the storage SDKs take most of a second to load, which a shell
   // without a configured deployment should not wait for.
-  const { openWorkflowStore } = await import('@jobq/store-azure');
-  const { connectionFor } = await import('../../deployment');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
+  const { openWorkflowStore } = require('@jobq/store-azure') as typeof import('@jobq/store-azure');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
+  const { connectionFor } = require('../../deployment') as typeof import('../../deployment');
   const store = await openWorkflowStore({ connection: connectionFor(config, prefix.account), prefix: prefix.prefix, createIfMissing: false });
   const page = await store.listWorkflows({ limit: MAX_IDS, abortSignal: signal });
   return page.items.map((w) => w.workflowId);

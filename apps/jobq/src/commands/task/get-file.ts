@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Args } from '@oclif/core';
-import { parseStashMarker } from '@jobq/dag-core';
+import { parseStashMarker } from '@jobq/dag-core/wire';
 import { envValue } from '@jobq/ports';
 import { StashedFile, getFile } from '@jobq/task';
 import { JobqCommand } from '../../base';

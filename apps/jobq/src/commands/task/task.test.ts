@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAzurite, type LocalStorage } from '@jobq/local';
-import { decodeCoordinatorMessage, encodeTaskMessage, type Completion } from '@jobq/dag-core';
+import { decodeCoordinatorMessage, encodeTaskMessage, type Completion } from '@jobq/dag-core/wire';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
 import { Worker, WorkflowProcessor, startTaskChannel, type TaskChannel } from '@jobq/worker';
 import { resolveConfig } from '../../config';

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Args, Flags } from '@oclif/core';
-import { closestName, findStashMarkers, isMergeNode, taskState, type TaskRuntime, type WorkflowRuntime } from '@jobq/dag-core';
+import { closestName, isMergeNode, taskState, type TaskRuntime, type WorkflowRuntime } from '@jobq/dag-core';
+import { findStashMarkers } from '@jobq/dag-core/wire';
 import { JobqError, isJobqError } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { openDeployment, type Deployment } from '../../deployment';

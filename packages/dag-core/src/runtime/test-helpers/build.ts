@@ -1,5 +1,6 @@
 import { validateWorkflow } from '../../definition/validate';
 import type { WorkflowDefinition } from '../../definition/types';
+import { decodeRuntime } from '../codec';
 import { createRuntime } from '../create';
 import { reduce } from '../reduce';
 import type { Effect, ReduceResult, WorkflowEvent, WorkflowRuntime } from '../types';
@@ -12,6 +13,13 @@ export function definition(tasks: ReadonlyArray<Record<string, unknown>>, extra:
 }
 
 /** Second `n` of 2026-01-01 as an ISO timestamp. */
+/** The runtime {@link decodeRuntime} reads from `text`; throws its one-line error when it reads none. */
+export function decodedRuntime(text: string): WorkflowRuntime {
+  const result = decodeRuntime(text);
+  if (!result.ok) throw new Error(result.error);
+  return result.value;
+}
+
 export function at(n: number): string {
   const seconds = String(n % 60).padStart(2, '0');
   const minutes = String(Math.floor(n / 60) % 60).padStart(2, '0');
