@@ -178,7 +178,22 @@ export { RateWindow, doneCount } from './runtime/progress';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { planRerun, type RerunPlan } from './runtime/rerun';
-export { policyVerdict } from './runtime/settle';
+export { policyVerdict, type Verdict } from './runtime/settle';
+export { isNewer, pendingRequests, type PendingRequests, type RequestTimes } from './runtime/time';
+export {
+  explainRuntime,
+  waitsForDelay,
+  type DependencyState,
+  type ParallelismUse,
+  type PendingCause,
+  type PendingTaskExplanation,
+  type ReadyHold,
+  type ReadyTaskExplanation,
+  type RunningTaskExplanation,
+  type RuntimeExplanation,
+  type TaskExplanation,
+  type WorkflowExplanation,
+} from './runtime/explain';
 export { workflowStatus } from './runtime/status';
 export { RUNTIME_FORMAT_VERSION, RuntimeDecodeError, decodeRuntime, decodeRuntimeJson, encodeRuntime } from './runtime/codec';
 export { canonicalJson, decodeDefinition, encodeDefinition } from './runtime/definition-codec';
