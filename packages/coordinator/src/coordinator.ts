@@ -5,6 +5,7 @@ import {
   deadlinePassed,
   decodeCoordinatorMessage,
   decodeEnvelope,
+  isNewer as newer,
   isTerminalWorkflowStatus,
   reduce,
   type WorkflowEvent,
@@ -297,16 +298,6 @@ interface RowResync {
 function errorText(error: unknown): string {
   if (isJobqError(error)) return `${error.code}: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/** True when `a` is a timestamp newer than `b` (or `b` is null). */
-function newer(a: string | null, b: string | null): boolean {
-  if (a === null) return false;
-  if (b === null) return true;
-  const ta = Date.parse(a);
-  const tb = Date.parse(b);
-  if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
-  return ta > tb;
 }
 
 /** The later of two timestamps (null counts as none). */
