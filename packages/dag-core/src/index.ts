@@ -181,6 +181,7 @@ export { planRerun, type RerunPlan } from './runtime/rerun';
 export { policyVerdict, type Verdict } from './runtime/settle';
 export { isNewer, pendingRequests, type PendingRequests, type RequestTimes } from './runtime/time';
 export {
+  dependencyState,
   explainRuntime,
   waitsForDelay,
   type DependencyState,

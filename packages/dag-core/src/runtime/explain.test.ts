@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { sequentializeFanIn } from '../transform/fan-in';
 import { taskState } from './access';
 import { withTaskStates } from './assemble';
-import { explainRuntime, type TaskExplanation } from './explain';
+import { dependencyState, explainRuntime, type TaskExplanation } from './explain';
 import { Harness, at, definition } from './test-helpers/build';
 
 function task(tasks: TaskExplanation[], name: string): TaskExplanation {
@@ -92,6 +92,17 @@ describe('explainRuntime (through the reducer)', () => {
     const lost = withTaskStates(h.runtime, [['a', { ...a, status: 'completed', completedAt: at(3) }]]);
     expect(task(explainRuntime(h.runtime, at(4)).tasks, 'b')).toMatchObject({ status: 'ready', heldBy: 'max_parallelism' });
     expect(task(explainRuntime(lost, at(4)).tasks, 'b')).toMatchObject({ status: 'ready', heldBy: null, readyAhead: 0 });
+  });
+
+  it('gives the dependency verdict of any task, finished or not (dependencyState)', () => {
+    const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a', 'b'], dep_policy: 'any' }]));
+    h.activate();
+    h.fail('a');
+    expect(dependencyState(h.runtime, 'c')).toEqual({ policy: 'any', total: 2, satisfied: 0, blocking: ['a'], unmet: ['b'], verdict: 'wait' });
+    h.succeed('b');
+    h.succeed('c');
+    expect(dependencyState(h.runtime, 'c')).toMatchObject({ satisfied: 1, verdict: 'ready' });
+    expect(dependencyState(h.runtime, 'nope')).toBeUndefined();
   });
 
   it('reads no clock: the same runtime and time give the same explanation', () => {

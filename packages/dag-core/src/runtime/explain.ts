@@ -1,4 +1,4 @@
-import { taskQueue, taskTimeoutS, type DepPolicy } from '../definition/types';
+import { taskQueue, taskTimeoutS, type DepPolicy, type TaskDefinition } from '../definition/types';
 import { taskState, tasksIn } from './access';
 import { policyVerdict, type Verdict } from './settle';
 import { epochMs } from './time';
@@ -117,6 +117,24 @@ export interface RunningTaskExplanation extends TaskBase {
 /** Why one unfinished task is where it is. */
 export type TaskExplanation = PendingTaskExplanation | ReadyTaskExplanation | RunningTaskExplanation;
 
+/** What the dependencies of `def` say in `runtime` (its gates aside): its dep_policy's verdict and who decides it. */
+function dependencyStateOf(runtime: WorkflowRuntime, def: TaskDefinition): DependencyState {
+  const statuses = def.dependsOn.map((p) => taskState(runtime, p)?.status ?? 'pending');
+  const satisfied = statuses.filter(isSatisfying).length;
+  const blocking = def.dependsOn.filter((_, i) => isBlocking(statuses[i]!));
+  const unmet = def.dependsOn.filter((_, i) => !isSatisfying(statuses[i]!) && !isBlocking(statuses[i]!));
+  return { policy: def.depPolicy, total: def.dependsOn.length, satisfied, blocking, unmet, verdict: policyVerdict(def.depPolicy, def.dependsOn.length, satisfied, blocking.length) };
+}
+
+/**
+ * What the dependencies of task `name` say now, whatever its status (the rule a pending task is
+ * settled by); undefined when the definition has no such task.
+ */
+export function dependencyState(runtime: WorkflowRuntime, name: string): DependencyState | undefined {
+  const def = runtime.definition.tasks.find((t) => t.name === name);
+  return def === undefined ? undefined : dependencyStateOf(runtime, def);
+}
+
 /** A running retry whose delay has not ended at `nowMs`: its queue has not delivered it yet (the reducer's rule). */
 export function waitsForDelay(task: TaskRuntime, nowMs: number): boolean {
   return task.status === 'running' && task.retryDueAt !== null && epochMs(task.retryDueAt) > nowMs;
@@ -145,14 +163,11 @@ export function explainRuntime(runtime: WorkflowRuntime, now: string): RuntimeEx
     const base = { name: def.name, queue: taskQueue(definition, def), attemptNo: task.attemptNo };
     if (task.status === 'pending') {
       const unmetGates = (def.gates ?? []).filter((g) => !isSatisfying(statusOf(g)));
-      const satisfied = def.dependsOn.filter((p) => isSatisfying(statusOf(p))).length;
-      const blocking = def.dependsOn.filter((p) => isBlocking(statusOf(p)));
-      const unmet = def.dependsOn.filter((p) => !isSatisfying(statusOf(p)) && !isBlocking(statusOf(p)));
-      const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, satisfied, blocking.length);
+      const dependencies = dependencyStateOf(runtime, def);
       const cause: PendingCause =
-        verdict === 'wait'
+        dependencies.verdict === 'wait'
           ? 'dependencies'
-          : verdict === 'blocked'
+          : dependencies.verdict === 'blocked'
             ? 'blocked'
             : task.awaitingInputs
               ? 'inputs'
@@ -168,7 +183,7 @@ export function explainRuntime(runtime: WorkflowRuntime, now: string): RuntimeEx
         status: 'pending',
         cancelRequested: runtime.cancelRequested,
         unmetGates,
-        dependencies: { policy: def.depPolicy, total: def.dependsOn.length, satisfied, blocking, unmet, verdict },
+        dependencies,
         hasCondition: def.condition !== null,
         cause,
       });

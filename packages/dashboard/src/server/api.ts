@@ -4,12 +4,11 @@ import {
   WORKFLOW_STATUSES,
   autoRollupLevel,
   compileCondition,
+  dependencyState,
   findStashMarkers,
-  isBlocking,
   isSatisfying,
   isValidWorkflowId,
   parseTaskMessageId,
-  policyVerdict,
   rollupGraph,
   rollupSizes,
   taskQueue,
@@ -429,8 +428,7 @@ export class Api {
     const statusOf = (n: string): TaskStatus => taskState(runtime, n)?.status ?? 'pending';
 
     const dependencies = [...def.dependsOn.map((n) => ({ name: n, status: statusOf(n), gate: false })), ...(def.gates ?? []).map((n) => ({ name: n, status: statusOf(n), gate: true }))];
-    const deps = def.dependsOn.map(statusOf);
-    const verdict = policyVerdict(def.depPolicy, deps.length, deps.filter(isSatisfying).length, deps.filter(isBlocking).length);
+    const verdict = dependencyState(runtime, name)!.verdict;
     const dependents = definition.tasks.filter((t) => t.dependsOn.includes(name) || (t.gates ?? []).includes(name)).map((t) => t.name);
 
     const outputs = this.options.outputs ?? null;
