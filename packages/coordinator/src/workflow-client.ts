@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, encodeDefinition, encodeWakeup, explainRuntime, isMergeNode, pendingRequests, planRerun, isTerminalWorkflowStatus, parseWorkflow, sequentializeFanIn, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import { createRuntime, encodeDefinition, encodeWakeup, explainRuntime, pendingRequests, planRerun, isTerminalWorkflowStatus, parseWorkflow, sequentializeFanIn, WORKFLOW_ID_PATTERN, validateDefinition, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -506,16 +506,11 @@ function prepareDefinition(source: SubmitSource, maxFanIn: number | undefined): 
   let warnings: Issue[];
   if ('definition' in source) {
     filename = '<definition>';
-    if (source.definition.tasks.some((t) => isMergeNode(t.name, t.kwargs))) {
-      // Already transformed by sequentializeFanIn, which validated it (the user schema refuses merge nodes).
-      definition = source.definition;
-      warnings = [];
-    } else {
-      const checked = validateWorkflow(toRawDefinition(source.definition));
-      if (!checked.ok) throw new WorkflowValidationError(checked.issues, filename);
-      definition = checked.value;
-      warnings = checked.warnings;
-    }
+    // A definition the fan-in transform made is checked with the engine's own rules; any other with a user's.
+    const checked = validateDefinition(source.definition);
+    if (!checked.ok) throw new WorkflowValidationError(checked.issues, filename);
+    definition = checked.value;
+    warnings = checked.warnings;
   } else {
     filename = source.filename ?? '<input>';
     const parsed = parseWorkflow(source.text, source.filename === undefined ? {} : { filename: source.filename });

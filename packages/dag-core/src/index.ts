@@ -11,7 +11,7 @@ export { closestName, editDistance, type ClosestNameOptions } from './suggest';
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';
 export { parseParamsFile, parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
-export { validateWorkflow, type ValidateWorkflowOptions } from './definition/validate';
+export { validateDefinition, validateWorkflow, type ValidateWorkflowOptions } from './definition/validate';
 export { PARAM_ENV_PREFIX, type ParamOverrides, type ParamType, type ParamValue } from './definition/params';
 export { MATRIX_ENV_PREFIX, matrixTaskName } from './definition/matrix';
 export { workflowJsonSchema } from './definition/schema';
