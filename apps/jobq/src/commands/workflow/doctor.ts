@@ -177,7 +177,7 @@ interface CheckContext {
 }
 
 /** What the runtimes of the active workflows show, or why they could not be listed. */
-type ActiveWork =
+export type ActiveWork =
   | {
       ok: true;
       /** `in 3 active workflows`, with how many were left out or could not be read. */
@@ -428,7 +428,7 @@ function checkedQueues(dispatched: Map<string, number>): string[] {
  * (`@jobq/dag-core`): tasks running longer than `staleRunningMs`, ready tasks nothing holds back in
  * a runtime unchanged for `staleReadyMs`, and the queues work was dispatched to.
  */
-async function readActiveWork(deployment: Deployment, settings: DoctorSettings, active: number, now: number): Promise<ActiveWork> {
+export async function readActiveWork(deployment: Deployment, settings: DoctorSettings, active: number, now: number): Promise<ActiveWork> {
   let runtimes: WorkflowRuntime[];
   let scope: string;
   try {
