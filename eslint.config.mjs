@@ -1,36 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-
-/** Modules that do I/O or reach Azure: the pure core may not import them. */
-const NODE_BUILTINS = [
-  'assert', 'async_hooks', 'buffer', 'child_process', 'cluster', 'console', 'constants', 'crypto', 'dgram',
-  'diagnostics_channel', 'dns', 'domain', 'events', 'fs', 'fs/promises', 'http', 'http2', 'https', 'inspector',
-  'module', 'net', 'os', 'path', 'perf_hooks', 'process', 'punycode', 'querystring', 'readline', 'repl',
-  'stream', 'string_decoder', 'sys', 'timers', 'tls', 'trace_events', 'tty', 'url', 'util', 'v8', 'vm',
-  'wasi', 'worker_threads', 'zlib', 'dns/promises', 'path/posix', 'path/win32', 'readline/promises',
-  'stream/promises', 'stream/web', 'timers/promises', 'util/types',
-];
-
-const pureCoreRestrictions = {
-  // Exact names for the bare built-ins: a pattern like `path` would also catch `./path`.
-  paths: NODE_BUILTINS.map((name) => ({ name, message: '@jobq/dag-core is pure: no Node modules.' })),
-  patterns: [
-    { group: ['node:*'], message: '@jobq/dag-core is pure: no Node modules (time and ids arrive in events).' },
-    { group: ['@azure/*', '@azure-rest/*'], message: '@jobq/dag-core is pure: no Azure SDK.' },
-  ],
-};
-
-/** The in-memory adapters (adapter layer): @jobq/ports and @jobq/dag-core only, no Azure SDK, no other service. */
-const memoryAdapterRestrictions = {
-  patterns: [
-    { group: ['@azure/*', '@azure-rest/*'], message: '@jobq/memory keeps everything in memory: no Azure SDK.' },
-    {
-      group: ['@jobq/*', '!@jobq/ports', '!@jobq/ports/testing', '!@jobq/dag-core'],
-      message: '@jobq/memory is an adapter: it may use @jobq/ports and @jobq/dag-core only.',
-    },
-  ],
-};
+import { layerConfigs } from './scripts/layers.mjs';
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -47,12 +18,13 @@ export default tseslint.config(
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true, allowNullish: true }],
     },
   },
+  // What each package may import, from the table of scripts/layers.mjs (docs/architecture.md).
+  ...layerConfigs(),
   {
-    // The pure core: no Node modules, no Azure, no clock, no randomness (tests may use anything).
+    // The pure core: beyond its imports (above), no process, no clock, no randomness (tests may use anything).
     files: ['packages/dag-core/src/**/*.ts'],
     ignores: ['packages/dag-core/src/**/*.test.ts'],
     rules: {
-      'no-restricted-imports': ['error', pureCoreRestrictions],
       'no-restricted-globals': [
         'error',
         { name: 'process', message: '@jobq/dag-core is pure: no process.' },
@@ -74,13 +46,6 @@ export default tseslint.config(
         { selector: "CallExpression[callee.name='Function'], NewExpression[callee.name='Function']", message: 'never build code from strings.' },
         { selector: 'ImportExpression', message: '@jobq/dag-core is pure: no dynamic imports.' },
       ],
-    },
-  },
-  {
-    // The in-memory adapters, tests included: no Azure SDK, no other jobq package than ports and dag-core.
-    files: ['packages/memory/src/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', memoryAdapterRestrictions],
     },
   },
   {

@@ -13,7 +13,7 @@ module.exports = function jobqJestConfig(overrides = {}) {
     moduleNameMapper: {
       '^@jobq/ports/testing$': '<rootDir>/../ports/src/testing',
       '^@jobq/azure-pipeline/testing$': '<rootDir>/../azure-pipeline/src/testing',
-      '^@jobq/(dag-core|ports|memory|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|worker|coordinator|dashboard)$': '<rootDir>/../$1/src',
+      '^@jobq/(dag-core|ports|memory|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$': '<rootDir>/../$1/src',
     },
     ...overrides,
   };

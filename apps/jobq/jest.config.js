@@ -5,6 +5,6 @@ module.exports = {
   ...preset,
   moduleNameMapper: {
     '^@jobq/ports/testing$': '<rootDir>/../../packages/ports/src/testing',
-    '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|worker|coordinator|dashboard)$': '<rootDir>/../../packages/$1/src',
+    '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$': '<rootDir>/../../packages/$1/src',
   },
 };

@@ -3,24 +3,24 @@
 //
 //   node examples/node-script/task.js generate|square|sum   (only inside a workflow task)
 //
-// The helpers of `@jobq/worker/task` read the environment the worker gives each task
+// The helpers of `@jobq/task` read the environment the worker gives each task
 // ($JOBQ_OUTPUT_FILE, $JOBQ_WORKFLOW_UPSTREAM_REFS, …): setOutput() writes this task's output,
 // getUpstreamOutput(name) reads a parent's.
 'use strict';
 const path = require('node:path');
 
-// In a project that depends on @jobq/worker, a plain require finds the helpers. In this
+// In a project that depends on @jobq/task, a plain require finds the helpers. In this
 // repository (a pnpm workspace) the root has no node_modules/@jobq, so they are resolved from the
-// CLI's package (apps/jobq), which depends on @jobq/worker. Like the CLI itself, that needs the
+// CLI's package (apps/jobq), which depends on @jobq/task. Like the CLI itself, that needs the
 // workspace built (`pnpm build`).
 function loadTaskHelpers() {
   try {
-    return require('@jobq/worker/task');
+    return require('@jobq/task');
   } catch (error) {
     if (error.code !== 'MODULE_NOT_FOUND') throw error;
   }
   const cli = path.join(__dirname, '..', '..', 'apps', 'jobq');
-  return require(require.resolve('@jobq/worker/task', { paths: [cli] }));
+  return require(require.resolve('@jobq/task', { paths: [cli] }));
 }
 
 const { getUpstreamOutput, setOutput } = loadTaskHelpers();

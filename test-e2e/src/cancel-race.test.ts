@@ -21,7 +21,7 @@ it('a cancel the worker sees before the coordinator does still ends the workflow
   const pidFile = join(dir.path, 'pid');
   const file = join(dir.path, 'wf.json');
   await writeFile(file, JSON.stringify({ name: 'cancel-race', default_queue: d.queue, tasks: [{ name: 'long', kwargs: { cmd: `echo $$ > '${pidFile}'; sleep 60` } }] }));
-  const coordinator = procs.start(['workflow', 'coordinator', '--cancel-poll-interval-s', '20', '--idle-sleep', '0.2'], { env: d.env() });
+  const coordinator = procs.start(['workflow', 'coordinator', '--cancel-poll-interval', '20s', '--idle-sleep', '200ms'], { env: d.env() });
   const worker = procs.start(workerArgs(d.queue), { env: d.env({ JOBQ_CANCEL_POLL_INTERVAL: '1', JOBQ_KILL_TIMEOUT: '2' }) });
   try {
     const id = (await runCli(['workflow', 'submit', file], { env: d.env() })).stdout.trim();

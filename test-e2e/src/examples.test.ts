@@ -168,7 +168,7 @@ describe('examples through `jobq workflow run --json` (embedded stack)', () => {
     expect(task(report, 'checksum').output).toEqual({ ok: true });
   });
 
-  it('node-script/workflow.yaml: Node tasks pass outputs with the @jobq/worker/task helpers (run from the repo root)', async () => {
+  it('node-script/workflow.yaml: Node tasks pass outputs with the @jobq/task helpers (run from the repo root)', async () => {
     const { code, report } = await run('examples/node-script/workflow.yaml');
     expect(code).toBe(0);
     expect(report.status).toBe('completed');

@@ -89,7 +89,7 @@ export class ProcessGroup {
 
 /** `jobq workflow coordinator` with short sleeps (the completion visibility timeout short too, so redeliveries come soon). */
 export function coordinatorArgs(extra: readonly string[] = []): string[] {
-  return ['workflow', 'coordinator', '--idle-sleep', '0.2', '--visibility-timeout-s', '5', ...extra];
+  return ['workflow', 'coordinator', '--idle-sleep', '200ms', '--visibility-timeout', '5s', ...extra];
 }
 
 /** `jobq worker` on `queue` with a short empty-queue back-off. */

@@ -1,7 +1,8 @@
 import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
-import { isJobqError } from '@jobq/ports';
+import { errorMessage, isJobqError } from '@jobq/ports';
 import { closeEverything, closeWhenDone } from './closing';
 import { maskSecret } from './config';
+import { takeLegacyDurationFlags } from './duration-flags';
 import { ReportedFailure, UsageError } from './errors';
 import { oneLine, parseErrorLine } from './parse-errors';
 import { serviceNameFor, startTracing, tracingWanted } from './tracing';
@@ -12,7 +13,7 @@ type Output = { [name: string]: any }; // eslint-disable-line @typescript-eslint
 /** One line for an error: its code when it is a jobq error, secrets masked. */
 export function errorLine(error: unknown): string {
   if (isJobqError(error)) return maskSecret(`${error.code}: ${error.message}`);
-  return maskSecret(oneLine(error instanceof Error ? error.message : String(error)));
+  return maskSecret(oneLine(errorMessage(error)));
 }
 
 /**
@@ -65,6 +66,8 @@ export abstract class JobqCommand extends Command {
     argv?: string[],
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
     const parsed = await super.parse(options, argv);
+    // Old spellings of duration flags (docs/cli.md#conventions): one warning line each, then read as the new flag.
+    for (const warning of takeLegacyDurationFlags(parsed.flags)) process.stderr.write(`jobq: warning: ${warning}\n`);
     this.jsonFlag = (parsed.flags as { json?: unknown }).json === true;
     return parsed;
   }
@@ -87,7 +90,7 @@ export abstract class JobqCommand extends Command {
   /** Exits with `exitCode` after the JSON error document, when one is wanted. */
   private fail(error: unknown, exitCode: number): never {
     if (this.jsonErrorWanted()) {
-      const message = maskSecret(oneLine(error instanceof Error ? error.message : String(error)));
+      const message = maskSecret(oneLine(errorMessage(error)));
       this.printJson({ error: { code: jsonErrorCode(error, exitCode), message } });
     }
     return this.exit(exitCode);

@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/worker';
-import { parseAgeInMs } from './age';
+import { isStorageAccountName } from '@jobq/dag-core';
+import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/ports';
+import { durationMs } from './duration-flags';
 import { UsageError } from './errors';
 import { serviceBusNamespaceProblem } from './servicebus-access';
 
@@ -21,27 +22,35 @@ export interface Resolved<T> {
 /** The coordinator settings (docs/azure.md#configuration): flag name, environment variable, file key, default. */
 export const COORDINATOR_SETTINGS = [
   { key: 'batchSize', description: 'Completion messages taken per receive', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
-  { key: 'visibilityTimeoutS', description: 'Seconds a received completion stays hidden before redelivery', flag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
+  { key: 'visibilityTimeoutS', description: 'How long a received completion stays hidden before redelivery', flag: 'visibility-timeout', legacyFlag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
   { key: 'pipelineDepth', description: 'Completion batches received and folded at once: the next is received, folded and its tasks sent while earlier ones are saved; up to 8× as many may wait for their save (1 = one at a time)', flag: 'pipeline-depth', env: 'JOBQ_COORDINATOR_PIPELINE_DEPTH', file: 'pipeline_depth', default: 8, integer: true, min: 1, max: 16 },
-  { key: 'idleSleepS', description: 'Seconds to sleep after a receive error', flag: 'idle-sleep', env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
-  { key: 'cancelPollIntervalS', description: 'Seconds between scans for cancel/retry requests whose wake-up was lost and never-activated workflows', flag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
+  { key: 'idleSleepS', description: 'Sleep after a receive error', flag: 'idle-sleep', time: true, env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
+  { key: 'cancelPollIntervalS', description: 'Time between scans for cancel/retry requests whose wake-up was lost and never-activated workflows', flag: 'cancel-poll-interval', legacyFlag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
   { key: 'flushRetryLimit', description: 'Re-reads after a 412 on the flush before the messages are left for redelivery', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
-  { key: 'readySweepIntervalS', description: 'Seconds between ready-repair sweeps', flag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
-  { key: 'readyRepairThresholdS', description: 'Seconds a runtime must be unchanged before ready-repair re-dispatches its ready tasks', flag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
-  { key: 'timeoutSweepIntervalS', description: 'Seconds between lost-task sweeps', flag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
-  { key: 'taskMessageTtlS', description: 'Seconds a task message lives in its queue (0 = never expires); a running task with timeout_s counts as lost this long + timeout_s + 15 min after its dispatch', flag: 'task-message-ttl-s', env: 'JOBQ_TASK_MESSAGE_TTL_S', file: 'task_message_ttl_s', default: 7 * 86_400, integer: false, min: 0, max: 365 * 86_400 },
+  { key: 'readySweepIntervalS', description: 'Time between ready-repair sweeps', flag: 'ready-sweep-interval', legacyFlag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
+  { key: 'readyRepairThresholdS', description: 'How long a runtime must be unchanged before ready-repair re-dispatches its ready tasks', flag: 'ready-repair-threshold', legacyFlag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
+  { key: 'timeoutSweepIntervalS', description: 'Time between lost-task sweeps', flag: 'timeout-sweep-interval', legacyFlag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
+  { key: 'taskMessageTtlS', description: 'How long a task message lives in its queue (0 = never expires); a running task with timeout_s counts as lost this long + timeout_s + 15 min after its dispatch', flag: 'task-message-ttl', legacyFlag: 'task-message-ttl-s', env: 'JOBQ_TASK_MESSAGE_TTL_S', file: 'task_message_ttl_s', default: 7 * 86_400, integer: false, min: 0, max: 365 * 86_400 },
   { key: 'maxDeliveries', description: 'Deliveries of a completion or wake-up that cannot be applied before it goes to the dead-letter queue (storage outages do not count)', flag: 'max-deliveries', env: 'JOBQ_MAX_DELIVERIES', file: 'max_deliveries', default: 20, integer: true, min: 1, max: 1_000 },
   { key: 'retentionS', description: 'Purge finished workflows (outputs included) this long after they finished: a duration such as 30d or 12h, or seconds; 0 keeps them', flag: 'retention', env: 'JOBQ_COORDINATOR_RETENTION', file: 'retention', default: 0, integer: false, min: 0, max: 100 * 365 * 86_400, duration: true },
 ] as const;
 
-/** True for the settings given as a duration (`30d`, `12h`, or seconds); their value is in seconds. */
+/**
+ * True for the settings whose flag takes a duration (docs/cli.md#conventions: `30s`, `10m`, or seconds); their value is
+ * in seconds. The old `-s` spellings of their flags (`legacyFlag`) stay as deprecated aliases for one minor version.
+ */
+export function isTimeSetting(setting: (typeof COORDINATOR_SETTINGS)[number]): boolean {
+  return 'time' in setting || 'legacyFlag' in setting || isDurationSetting(setting);
+}
+
+/** True for the settings also given as a duration in the environment and the config file (`30d`, `12h`, or seconds), shown as one. */
 export function isDurationSetting(setting: (typeof COORDINATOR_SETTINGS)[number]): boolean {
   return 'duration' in setting && setting.duration;
 }
 
 /** A setting's text (flag or environment variable) as its number: seconds for a duration setting. */
 export function parseSettingText(text: string, setting: (typeof COORDINATOR_SETTINGS)[number], where: string): number {
-  if (isDurationSetting(setting)) return parseAgeInMs(text, where) / 1000;
+  if (isDurationSetting(setting)) return durationMs(text, where) / 1000;
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value)) throw new UsageError(`${where}: "${text}" is not a number`);
   return value;
@@ -213,7 +222,7 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
     if (queues.value.startsWith('sb://')) {
       const problem = serviceBusNamespaceProblem(queues.value.slice('sb://'.length));
       if (problem !== null) throw new UsageError(`${queues.from}: "${queues.value}" is not sb://NAMESPACE: ${problem}`);
-    } else if (!/^[a-z0-9]{3,24}$/.test(queues.value)) {
+    } else if (!isStorageAccountName(queues.value)) {
       throw new UsageError(`${queues.from}: "${queues.value}" must be a storage ACCOUNT or sb://NAMESPACE`);
     }
   }

@@ -1,5 +1,5 @@
 import type { TokenCredential } from '@azure/core-auth';
-import { describeConnectionString } from '@jobq/worker';
+import { describeConnectionString } from '@jobq/azure-pipeline';
 
 let shared: TokenCredential | null = null;
 

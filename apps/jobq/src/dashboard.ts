@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Flags } from '@oclif/core';
 import { isLoopbackHost, startDashboard, type Dashboard } from '@jobq/dashboard';
-import { isJobqError } from '@jobq/ports';
-import { parseDurationInMs } from '@jobq/worker';
+import { isJobqError, parseDurationInMs } from '@jobq/ports';
 import type { Deployment } from './deployment';
 import { UsageError } from './errors';
 

@@ -1,7 +1,7 @@
 import { JobqError, noopInstruments, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import { openOutputStore, openWorkerRegistry, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import type { WorkflowPrefix } from '@jobq/worker';
+import type { WorkflowPrefix } from '@jobq/ports';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';
@@ -21,7 +21,7 @@ export interface DeploymentOptions {
   mapAllAccounts?: boolean;
   /** Lock (visibility) duration of the task queues opened here (default 30 s). */
   lockDurationInMs?: number;
-  /** Lock duration of the completion queue (default: the configured `--visibility-timeout-s`). */
+  /** Lock duration of the completion queue (default: the configured `--visibility-timeout`). */
   completionLockDurationInMs?: number;
   /** Create containers, tables and queues when missing (default true). */
   createIfMissing?: boolean;
@@ -91,7 +91,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   // Located before anything is opened: a bad setting is a usage error, whatever the command.
   const completionsSpec = completionSpec(storeNames(prefix.prefix).completionQueue);
   const completionsLocation = locate(completionsSpec);
-  if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout-s)');
+  if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout)');
 
   const policies = storageRequestPolicies(options.instruments ?? noopInstruments);
   const counted = policies.blob.length > 0 ? { blobPolicies: policies.blob, tablePolicies: policies.table } : {};

@@ -1,6 +1,8 @@
 import { Flags } from '@oclif/core';
+import { formatDuration } from '@jobq/ports';
 import { UsageError } from './errors';
-import { COORDINATOR_SETTINGS, parseSettingText, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
+import { COORDINATOR_SETTINGS, isDurationSetting, isTimeSetting, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
+import { durationMs, legacyDurationFlag } from './duration-flags';
 
 /** The flags every command that reaches storage takes (docs/cli.md#conventions; the positional ACCOUNT/PREFIX becomes --prefix). */
 export const configFlags = {
@@ -13,20 +15,31 @@ export const configFlags = {
   config: Flags.string({ description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
 };
 
-/** The coordinator flags (docs/azure.md#configuration; flag → env → config file → default, resolved by {@link configFromFlags}). */
+/** A coordinator setting's default as its flag takes it: a duration (`1m`) for a time setting. */
+function defaultText(s: (typeof COORDINATOR_SETTINGS)[number]): string {
+  return isTimeSetting(s) && s.default > 0 ? formatDuration(Math.round(s.default * 1000)) : String(s.default);
+}
+
+/**
+ * The coordinator flags (docs/azure.md#configuration; flag → env → config file → default, resolved by {@link configFromFlags}).
+ * A time setting's flag takes a duration (docs/cli.md#conventions); its old `-s` spelling is a deprecated alias in seconds.
+ */
 export const coordinatorFlags = Object.fromEntries(
-  COORDINATOR_SETTINGS.map((s) => [
-    s.flag,
-    Flags.custom<number>({
-      description: `${s.description} (default ${s.default}) [env: ${s.env}]`,
-      helpGroup: 'COORDINATOR',
-      parse: (input) => {
-        if ('duration' in s) return Promise.resolve(parseSettingText(input, s, `--${s.flag}`));
-        const value = Number(input);
-        if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
-        return Promise.resolve(value);
-      },
-    })(),
+  COORDINATOR_SETTINGS.flatMap((s) => [
+    [
+      s.flag,
+      Flags.custom<number>({
+        description: `${s.description} (${isTimeSetting(s) && !isDurationSetting(s) ? 'a duration; ' : ''}default ${defaultText(s)}) [env: ${s.env}]`,
+        helpGroup: 'COORDINATOR',
+        parse: (input) => {
+          if (isTimeSetting(s)) return Promise.resolve(durationMs(input, `--${s.flag}`) / 1000);
+          const value = Number(input);
+          if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
+          return Promise.resolve(value);
+        },
+      })(),
+    ],
+    ...('legacyFlag' in s ? [[s.legacyFlag, legacyDurationFlag(s.legacyFlag, s.flag, 'seconds', (ms) => ms / 1000)]] : []),
   ]),
 ) as Record<(typeof COORDINATOR_SETTINGS)[number]['flag'], ReturnType<ReturnType<typeof Flags.custom<number>>>>;
 

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Flags } from '@oclif/core';
+import { errorMessage } from '@jobq/ports';
 import { closeWhenDone } from './closing';
 import { parsePort } from './metrics';
 
@@ -59,7 +60,7 @@ export async function serveHealth(port: number, source: HealthSource, host = '0.
     try {
       answer = probe();
     } catch (error) {
-      answer = { ok: false, details: { error: error instanceof Error ? error.message : String(error) } };
+      answer = { ok: false, details: { error: errorMessage(error) } };
     }
     response
       .writeHead(answer.ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' })

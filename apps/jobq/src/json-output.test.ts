@@ -119,7 +119,7 @@ describe('every --json document matches its schema', () => {
       runCli(['workflow', 'tasks', 'mixed-1', '--json'], { env }),
       runCli(['workflow', 'explain', 'mixed-1', '--json'], { env }),
       runCli(['workflow', 'explain', 'mixed-1', '--task', 'skip-me', '--json'], { env }),
-      runCli(['workflow', 'explain', 'waiting-1', '--json', '--oldest-message-min', '0'], { env }),
+      runCli(['workflow', 'explain', 'waiting-1', '--json', '--oldest-message', '0'], { env }),
       runCli(['workflow', 'explain', 'waiting-1', '--task', 'a', '--json'], { env }),
       runCli(['workflow', 'doctor', '--json'], { env }),
       runCli(['config', 'show', '--json', '--batch-size', '4'], { env }),

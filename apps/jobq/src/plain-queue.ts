@@ -1,5 +1,5 @@
 import type { TaskQueue } from '@jobq/ports';
-import { describeConnectionString } from '@jobq/worker';
+import { describeConnectionString } from '@jobq/azure-pipeline';
 import type { CliConfig } from './config';
 import { checkServiceBusLockDuration, openQueueAt, queueLocation, type OpenQueueOptions, type QueueLocation } from './queues';
 

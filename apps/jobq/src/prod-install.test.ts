@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,6 +60,11 @@ describe('the production install (--prod --no-optional)', () => {
     for (const folder of ['azurite', 'jest', '@jest', '@babel', '@jobq/local']) expect(existsSync(join(out, 'node_modules', folder))).toBe(false);
     // What the image runs is there: both queue backends, the store, metrics.
     expect(size.names).toEqual(expect.arrayContaining(['@azure/identity', '@azure/service-bus', '@azure/storage-queue', '@azure/data-tables', 'prom-client']));
+    // The task helpers (`jobq task …`), and the worker's deprecated `@jobq/worker/task` finds them.
+    expect(existsSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js'))).toBe(true);
+    // Loaded by plain Node (jest would map the names onto the sources).
+    const shim = execFileSync(process.execPath, ['-e', "process.stdout.write(typeof require('@jobq/worker/task').setOutput)"], { cwd: out }).toString();
+    expect(shim).toBe('function');
   });
 
   it('runs --version and the worker help', async () => {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BoundedLabel, METRICS, type Instruments, type MetricDefinition, type MetricName } from '@jobq/ports';
+import { BoundedLabel, errorMessage, METRICS, type Instruments, type MetricDefinition, type MetricName } from '@jobq/ports';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 // The Prometheus side of the metrics (docs/metrics.md), loaded only when
@@ -54,7 +54,7 @@ export class PrometheusInstruments implements Instruments {
       record();
     } catch (error) {
       // A metric error never stops a process: reported once.
-      if (!this.warned) this.warn(`metrics: recording failed (${error instanceof Error ? error.message : String(error)}); later failures are not reported`);
+      if (!this.warned) this.warn(`metrics: recording failed (${errorMessage(error)}); later failures are not reported`);
       this.warned = true;
     }
   }
@@ -79,7 +79,7 @@ export async function serveMetrics(port: number, host: string, warn: (line: stri
     }
     instruments.scrape().then(
       (text) => response.writeHead(200, { 'content-type': instruments.registry.contentType }).end(text),
-      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${error instanceof Error ? error.message : String(error)}\n`),
+      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`${errorMessage(error)}\n`),
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -1,3 +1,4 @@
+import { errorMessage } from '@jobq/ports';
 import type { CliConfig } from './config';
 import { UsageError } from './errors';
 
@@ -117,6 +118,6 @@ export function serviceBusAccessLine(config: CliConfig, namespace: string): stri
   try {
     return `sb://${namespace}: ${serviceBusAccess(config, namespace).description}`;
   } catch (error) {
-    return `sb://${namespace}: ${error instanceof Error ? error.message : String(error)}`;
+    return `sb://${namespace}: ${errorMessage(error)}`;
   }
 }

@@ -1,6 +1,5 @@
-import type { TaskQueue } from '@jobq/ports';
+import { formatDuration, type TaskQueue } from '@jobq/ports';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
-import { formatAge } from './age';
 import { errorLine } from './base';
 import { isDescribable } from './queues';
 
@@ -34,9 +33,9 @@ function assess(spec: string, d: ServiceBusQueueDescription, completions: boolea
   if (p === null) {
     facts.push('settings not readable (needs the Azure Service Bus Data Owner role, or JOBQ_SERVICEBUS_ADMIN_ENDPOINT for a local broker), counted by peeking');
   } else {
-    facts.push(`LockDuration ${formatAge(p.lockDurationInMs)}`);
+    facts.push(`LockDuration ${formatDuration(p.lockDurationInMs)}`);
     if (p.lockDurationInMs < SHORT_LOCK_MS) {
-      warnings.push(`LockDuration ${formatAge(p.lockDurationInMs)} is short`);
+      warnings.push(`LockDuration ${formatDuration(p.lockDurationInMs)} is short`);
       hints.push(`${spec}: with locks under ${SHORT_LOCK_MS / 1000}s a pause of a ${completions ? 'coordinator' : 'worker'} (GC, network) loses them and the message is delivered again; LockDuration can be raised on the queue (5s–5m)`);
     }
     facts.push(`MaxDeliveryCount ${p.maxDeliveryCount}`);
@@ -50,10 +49,10 @@ function assess(spec: string, d: ServiceBusQueueDescription, completions: boolea
     }
     facts.push(
       p.requiresDuplicateDetection
-        ? `duplicate detection ${p.duplicateDetectionHistoryTimeWindowInMs === null ? 'on' : formatAge(p.duplicateDetectionHistoryTimeWindowInMs)}`
+        ? `duplicate detection ${p.duplicateDetectionHistoryTimeWindowInMs === null ? 'on' : formatDuration(p.duplicateDetectionHistoryTimeWindowInMs)}`
         : 'duplicate detection off (an optimisation only: repeats are still delivered and ignored; it can only be chosen when a queue is created, not on Basic)',
     );
-    if (Number.isFinite(p.defaultMessageTimeToLiveInMs)) facts.push(`messages expire after ${formatAge(p.defaultMessageTimeToLiveInMs)}`);
+    if (Number.isFinite(p.defaultMessageTimeToLiveInMs)) facts.push(`messages expire after ${formatDuration(p.defaultMessageTimeToLiveInMs)}`);
   }
   facts.push(`${d.activeMessageCount} message${d.activeMessageCount === 1 ? '' : 's'}`);
   facts.push(`dead-letter ${d.deadLetterMessageCount}`);

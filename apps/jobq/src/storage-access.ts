@@ -1,4 +1,4 @@
-import { chooseStorageConnection, describeConnectionString, type ConnectionStringCandidate, type StorageConnectionChoice } from '@jobq/worker';
+import { chooseStorageConnection, describeConnectionString, type ConnectionStringCandidate, type StorageConnectionChoice } from '@jobq/azure-pipeline';
 import type { CliConfig } from './config';
 
 /** How the commands reach one storage account, as `config show` and `workflow doctor` report it. Never holds a secret. */

@@ -1,5 +1,5 @@
 import { isTerminalTaskStatus, taskState, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import type { OutputStore, TaskLogRead } from '@jobq/ports';
+import { errorMessage, type OutputStore, type TaskLogRead } from '@jobq/ports';
 import { TASK_LOG_HEAD_BYTES } from '@jobq/worker';
 
 /**
@@ -32,7 +32,7 @@ export async function failedTaskTails(
         if (read === null || read.notModified) return { taskName: name, attemptNo, lines: null };
         return { taskName: name, attemptNo, lines: lastLines(Buffer.from(read.bytes).toString('utf8'), options.lines) };
       } catch (error) {
-        return { taskName: name, attemptNo, lines: null, error: error instanceof Error ? error.message : String(error) };
+        return { taskName: name, attemptNo, lines: null, error: errorMessage(error) };
       }
     }),
   );

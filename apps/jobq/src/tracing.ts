@@ -1,3 +1,4 @@
+import { errorMessage } from '@jobq/ports';
 /**
  * Optional tracing (docs/observability.md#tracing): when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, the
  * commands that run work (`worker`, `workflow coordinator`, `workflow run`, `workflow submit`,
@@ -86,7 +87,7 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
         try {
           await provider.shutdown();
         } catch (error) {
-          warn(`jobq: exporting the last spans failed: ${error instanceof Error ? error.message : String(error)}`);
+          warn(`jobq: exporting the last spans failed: ${errorMessage(error)}`);
         }
       },
     };

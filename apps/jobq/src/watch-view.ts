@@ -1,5 +1,5 @@
 import { RateWindow, taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { parseDurationInMs } from '@jobq/worker';
+import { listSome, parseDurationInMs } from '@jobq/ports';
 import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 import { skipLines, skippedTasks } from './skips';
 
@@ -91,8 +91,7 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
   if (!isTerminalWorkflowStatus(runtime.status)) lines.push(`rate ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`);
   const running = runningTasks(runtime, options.now);
   if (running.length > 0) {
-    const shown = running.slice(0, options.runningShown).map(runningText);
-    lines.push(`running: ${shown.join(', ')}${running.length > shown.length ? `, +${running.length - shown.length} more` : ''}`);
+    lines.push(`running: ${listSome(running, options.runningShown, runningText)}`);
     for (const r of running.slice(0, options.runningShown)) {
       const placed = options.placements?.get(r.name);
       if (placed !== undefined) lines.push(`  ${r.name}: ${placed}`);

@@ -24,6 +24,9 @@ import {
   type OutputStore,
   type ReceivedMessage,
   type RerunRequest,
+  type ShardClaim,
+  type ShardCount,
+  type ShardFilter,
   type TaskQueue,
   type WorkflowFilter,
   type WorkflowRequest,
@@ -37,7 +40,7 @@ import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
 import { RERUN_WAKEUP_SUFFIX } from './rerun-request';
 import { TaskRowWriter } from './task-rows';
-import { endSpan, remoteSpanContext, startProcessSpan } from '@jobq/ports';
+import { describeError, endSpan, remoteSpanContext, startProcessSpan } from '@jobq/ports';
 import type { Span } from '@opentelemetry/api';
 
 /** Tunables of the {@link Coordinator} (docs/design.md#the-coordinator; defaults there). */
@@ -151,6 +154,21 @@ export interface CoordinatorInit {
   /** The worker heartbeats: rows silent for a day are deleted, at start and then once an hour (docs/design.md#worker-heartbeats). */
   workers?: WorkerRegistry;
   options?: CoordinatorOptions;
+  /**
+   * Bound to one shard of a sharded deployment (docs/sharding.md): a shard runner. Its lease is the
+   * claim's (taken by the balancer, not by {@link WorkflowStore.acquireLease}), `completions` is the
+   * shard's queue, its stats are the shard's document and its scans list only the shard's
+   * workflows. Absent: the whole prefix under `_coordinator.lock`, as a deployment without shards.
+   */
+  shard?: CoordinatorShard;
+}
+
+/** The shard a {@link Coordinator} runs (see {@link CoordinatorInit.shard}). */
+export interface CoordinatorShard {
+  readonly index: number;
+  readonly count: ShardCount;
+  /** The claim that took the shard's lease: the coordinator works while it holds, releases it on stop. */
+  readonly claim: ShardClaim;
 }
 
 /** Heartbeat rows older than this are pruned. */
@@ -295,11 +313,6 @@ interface RowResync {
   passes: number;
 }
 
-function errorText(error: unknown): string {
-  if (isJobqError(error)) return `${error.code}: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The later of two timestamps (null counts as none). */
 function latest(a: string | null, b: string | null): string | null {
   return newer(b, a) ? b : a;
@@ -384,6 +397,7 @@ export class Coordinator {
   private readonly workers: WorkerRegistry | undefined;
   private readonly store: WorkflowStore;
   private readonly completions: TaskQueue;
+  private readonly shard: CoordinatorShard | null;
   private readonly settings: Settings;
   private readonly clock: () => Date;
   private readonly time: Clock;
@@ -419,6 +433,7 @@ export class Coordinator {
     this.store = init.store;
     this.workers = init.workers;
     this.completions = init.completions;
+    this.shard = init.shard ?? null;
     this.settings = {
       batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
       receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
@@ -522,7 +537,7 @@ export class Coordinator {
     const onLost = () => {
       const reason: unknown = lease.lost.reason;
       this.leaseLostError = reason instanceof Error ? reason : new JobqError('lease-lost', 'the coordinator lease was lost');
-      this.log(`lease lost: stopping at once (${errorText(this.leaseLostError)})`);
+      this.log(`lease lost: stopping at once (${describeError(this.leaseLostError)})`);
       this.halt.abort(this.leaseLostError);
       this.stopping.abort('lease lost');
     };
@@ -534,6 +549,7 @@ export class Coordinator {
 
   /** The lease, or null when `stop()` ended the wait for it. */
   private async acquireLease(): Promise<CoordinatorLease | null> {
+    if (this.shard !== null) return this.shard.claim.lease;
     let waiting = false;
     for (;;) {
       this.lastTickAt = this.time.now();
@@ -579,6 +595,7 @@ export class Coordinator {
       lastLoopAt: this.lastLoopAt,
       writtenAt: this.nowIso(),
       leaseId: this.lease?.leaseId ?? null,
+      ...(this.shard === null ? {} : { shard: this.shard.index, shards: this.shard.count, epoch: this.shard.claim.epoch, owner: this.shard.claim.owner }),
     };
   }
 
@@ -697,7 +714,7 @@ export class Coordinator {
       } catch (error) {
         if (this.stopping.signal.aborted) break;
         this.counters.receiveErrors++;
-        this.log(`receive failed: ${errorText(error)}`);
+        this.log(`receive failed: ${describeError(error)}`);
         await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
         continue;
       }
@@ -721,7 +738,7 @@ export class Coordinator {
     } catch (error) {
       if (this.halt.signal.aborted) return;
       this.counters.sweepErrors++;
-      this.log(`${what} failed: ${errorText(error)}`);
+      this.log(`${what} failed: ${describeError(error)}`);
     }
   }
 
@@ -729,9 +746,9 @@ export class Coordinator {
     if (this.halt.signal.aborted) return;
     if (this.instruments.enabled) await this.sampleQueues();
     try {
-      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal });
+      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal, ...(this.shard === null ? {} : { shard: this.shard.index }) });
     } catch (error) {
-      this.log(`writing stats failed: ${errorText(error)}`);
+      this.log(`writing stats failed: ${describeError(error)}`);
     }
   }
 
@@ -829,9 +846,9 @@ export class Coordinator {
     } catch (error) {
       if (this.halt.signal.aborted) return;
       this.counters.sweepErrors++;
-      this.log(`workflow ${workflowId} failed: ${errorText(error)}`);
+      this.log(`workflow ${workflowId} failed: ${describeError(error)}`);
       const outage = isJobqError(error) && (error.retryable || OUTAGE_CODES.has(error.code));
-      if (!outage) await this.boundDeliveries(group.messages, `processing workflow ${workflowId} failed: ${errorText(error)}`);
+      if (!outage) await this.boundDeliveries(group.messages, `processing workflow ${workflowId} failed: ${describeError(error)}`);
     }
   }
 
@@ -897,7 +914,7 @@ export class Coordinator {
         await saveRuntime(this.ctx, marked, outcome.etag, { base: outcome.runtime, cached: false, rowsKnown: false });
       } catch (error) {
         if (isJobqError(error, 'conflict')) return null;
-        this.log(`workflow ${workflowId}: could not save it as corrupt (${errorText(error)}); marking its index row`);
+        this.log(`workflow ${workflowId}: could not save it as corrupt (${describeError(error)}); marking its index row`);
         await this.store.markCorrupt(workflowId, outcome.reason, now, op);
       }
     } else {
@@ -924,7 +941,7 @@ export class Coordinator {
         } catch (error) {
           // Left in the queue: it comes back and meets the same fate.
           this.counters.ackErrors++;
-          this.log(`dead-lettering ${message.messageId} failed: ${errorText(error)}`);
+          this.log(`dead-lettering ${message.messageId} failed: ${describeError(error)}`);
         }
       }),
     );
@@ -940,12 +957,12 @@ export class Coordinator {
     try {
       await this.completions.deadLetter(message, reason, { abortSignal: this.halt.signal });
     } catch (error) {
-      this.log(`dead-lettering poison message ${message.messageId} failed (${errorText(error)}); deleting it`);
+      this.log(`dead-lettering poison message ${message.messageId} failed (${describeError(error)}); deleting it`);
       try {
         await this.completions.complete(message, { abortSignal: this.halt.signal });
       } catch (again) {
         this.counters.ackErrors++;
-        this.log(`deleting poison message ${message.messageId} failed: ${errorText(again)}`);
+        this.log(`deleting poison message ${message.messageId} failed: ${describeError(again)}`);
       }
     }
   }
@@ -969,10 +986,15 @@ export class Coordinator {
         } catch (error) {
           // Redelivered and applied again idempotently.
           this.counters.ackErrors++;
-          this.log(`ack of ${message.messageId} failed: ${errorText(error)}`);
+          this.log(`ack of ${message.messageId} failed: ${describeError(error)}`);
         }
       }),
     );
+  }
+
+  /** What the store calls take to stay in this coordinator's shard: nothing without one. */
+  private shardFilter(): { shard?: ShardFilter } {
+    return this.shard === null ? {} : { shard: { index: this.shard.index, count: this.shard.count } };
   }
 
   /**
@@ -985,6 +1007,7 @@ export class Coordinator {
     do {
       const page = await this.store.listWorkflows({
         ...filter,
+        ...this.shardFilter(),
         limit: this.settings.scanPageSize,
         abortSignal: this.halt.signal,
         ...(continuationToken === undefined ? {} : { continuationToken }),
@@ -998,7 +1021,7 @@ export class Coordinator {
   private async *requests(): AsyncGenerator<WorkflowRequest> {
     let continuationToken: string | undefined;
     do {
-      const page = await this.store.listRequests({ limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      const page = await this.store.listRequests({ ...this.shardFilter(), limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
       for (const item of page.items) yield item;
       continuationToken = page.continuationToken ?? undefined;
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);
@@ -1009,6 +1032,7 @@ export class Coordinator {
     let continuationToken: string | undefined;
     do {
       const page = await this.store.listReruns({
+        ...(workflowId === undefined ? this.shardFilter() : {}),
         limit: this.settings.scanPageSize,
         abortSignal: this.halt.signal,
         ...(workflowId === undefined ? {} : { workflowId }),
@@ -1194,7 +1218,7 @@ export class Coordinator {
         if (this.halt.signal.aborted) throw error;
         state.failed = true;
         this.counters.sweepErrors++;
-        this.log(`workflow ${id}: writing its task rows again failed: ${errorText(error)}`);
+        this.log(`workflow ${id}: writing its task rows again failed: ${describeError(error)}`);
       }
     }
     return false;

@@ -1,4 +1,13 @@
-import { taskStatus, type PendingRequests, type RunningTaskExplanation, type TaskExplanation, type TaskStatus, type WorkflowExplanation, type WorkflowRuntime } from '@jobq/dag-core';
+import { formatElapsed, listSome } from '@jobq/ports';
+import {
+  taskStatus,
+  type PendingRequests,
+  type RunningTaskExplanation,
+  type TaskExplanation,
+  type TaskStatus,
+  type WorkflowExplanation,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 
 /**
  * The words of `jobq workflow explain` for an explanation of `explainRuntime` (`@jobq/dag-core`),
@@ -16,20 +25,26 @@ export function workflowReasons(w: WorkflowExplanation, index: IndexRequests): s
   const reasons: string[] = [];
   if (w.cancelReason !== null) reasons.push(`cancelled by the coordinator: ${w.cancelReason}`);
   else if (w.deadline !== null) {
-    reasons.push(`deadline at ${w.deadline.at} (timeout_s ${w.deadline.timeoutS}): the coordinator cancels the workflow if it is still running then`);
+    reasons.push(
+      `deadline at ${w.deadline.at} (timeout_s ${w.deadline.timeoutS}): the coordinator cancels the workflow if it is still running then`,
+    );
   }
   if (index === null) reasons.push('no index row: the submit did not finish (resubmit with the same --id to repair)');
   if (index !== null && index.retry) {
     reasons.push(`retry requested at ${index.retryRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
   }
-  if (index !== null && index.cancel) reasons.push(`cancel requested at ${index.cancelRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
+  if (index !== null && index.cancel)
+    reasons.push(`cancel requested at ${index.cancelRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
   if (w.corruptReason !== null) {
-    reasons.push(`workflow is corrupt: ${w.corruptReason}; the coordinator set it aside (its messages go to the dead-letter queue) until it is purged`);
+    reasons.push(
+      `workflow is corrupt: ${w.corruptReason}; the coordinator set it aside (its messages go to the dead-letter queue) until it is purged`,
+    );
   } else if (w.terminal) reasons.push(`workflow is ${w.status}: nothing is waiting`);
   else if (!w.activated) reasons.push('not yet activated: the coordinator has not processed its wake-up (is a coordinator running?)');
   const limit = w.maxParallelism;
   if (limit !== null) {
-    const delayed = limit.waitingRetries > 0 ? ` (${limit.waitingRetries} of them retries waiting for their delay, which hold no slot)` : '';
+    const delayed =
+      limit.waitingRetries > 0 ? ` (${limit.waitingRetries} of them retries waiting for their delay, which hold no slot)` : '';
     reasons.push(`max_parallelism ${limit.limit}: ${limit.running} running${delayed}, ${limit.ready} ready`);
   }
   return reasons;
@@ -52,16 +67,22 @@ export function taskReasons(t: TaskExplanation, ctx: TaskReasonContext): string[
   if (t.status === 'pending') {
     if (t.cancelRequested) reasons.push('cancel requested: it will be cancelled, not run');
     if (t.unmetGates.length > 0) {
-      reasons.push(`waiting for gate${t.unmetGates.length > 1 ? 's' : ''} ${names(t.unmetGates, statusOf)} (the previous batch of a split fan-in)`);
+      reasons.push(
+        `waiting for gate${t.unmetGates.length > 1 ? 's' : ''} ${names(t.unmetGates, statusOf)} (the previous batch of a split fan-in)`,
+      );
     }
     const d = t.dependencies;
     const policy = `dep_policy ${d.policy}`;
     switch (t.cause) {
       case 'dependencies':
-        reasons.push(`${policy}: ${d.satisfied} of ${d.total} dependencies satisfied${d.blocking.length > 0 ? `, ${d.blocking.length} failed` : ''}; waiting for ${names(d.unmet, statusOf)}`);
+        reasons.push(
+          `${policy}: ${d.satisfied} of ${d.total} dependencies satisfied${d.blocking.length > 0 ? `, ${d.blocking.length} failed` : ''}; waiting for ${names(d.unmet, statusOf)}`,
+        );
         break;
       case 'blocked':
-        reasons.push(`${policy}: blocked by ${names(d.blocking, statusOf)}; it becomes upstream_failed when the coordinator next settles it`);
+        reasons.push(
+          `${policy}: blocked by ${names(d.blocking, statusOf)}; it becomes upstream_failed when the coordinator next settles it`,
+        );
         break;
       case 'inputs':
         reasons.push('dependencies met; its condition waits for parent outputs being read from blobs');
@@ -81,14 +102,17 @@ export function taskReasons(t: TaskExplanation, ctx: TaskReasonContext): string[
   } else if (t.status === 'ready') {
     if (t.heldBy === 'cancel') reasons.push('cancel requested: it will not be dispatched');
     else if (ctx.cancelNotApplied) reasons.push('cancel requested (not yet applied by the coordinator): it will not be dispatched');
-    else if (t.heldBy === 'activation') reasons.push('workflow not yet activated: the coordinator dispatches it when it processes the wake-up (is a coordinator running?)');
+    else if (t.heldBy === 'activation')
+      reasons.push('workflow not yet activated: the coordinator dispatches it when it processes the wake-up (is a coordinator running?)');
     else if (t.heldBy === 'max_parallelism') {
       const holding = ctx.w.maxParallelism!.holding;
       reasons.push(
         `held by max_parallelism ${ctx.w.maxParallelism!.limit}: ${holding} task${holding === 1 ? '' : 's'} running; ${t.readyAhead} ready task${t.readyAhead === 1 ? '' : 's'} ahead of it`,
       );
     } else {
-      reasons.push('ready and not held back: it should be dispatched with the next coordinator step (ready-repair dispatches it if the runtime stays unchanged)');
+      reasons.push(
+        'ready and not held back: it should be dispatched with the next coordinator step (ready-repair dispatches it if the runtime stays unchanged)',
+      );
     }
   } else {
     reasons.push(...runningReasons(t, ctx.staleAfterMs));
@@ -101,16 +125,16 @@ function runningReasons(t: RunningTaskExplanation, staleAfterMs: number): string
   const attempt = `attempt ${t.attemptNo} (num_retries ${t.numRetries}) on queue "${t.queue}"`;
   if (t.waitingUntil !== null) {
     return [
-      `retry ${t.retryNo} of ${t.numRetries} due at ${t.waitingUntil} (in ${formatAge(t.dueInMs ?? 0)}; attempt ${t.attemptNo}): ` +
+      `retry ${t.retryNo} of ${t.numRetries} due at ${t.waitingUntil} (in ${formatElapsed(t.dueInMs ?? 0)}; attempt ${t.attemptNo}): ` +
         `its message waits in queue "${t.queue}" until then, holding no max_parallelism slot; last error: ${t.lastError ?? 'none recorded'}`,
     ];
   }
   if (t.since === null || t.ageMs === null) return [`${attempt}, dispatch time unknown`];
   const sent = t.sinceIsDue ? `a retry due at ${t.since}` : `dispatched at ${t.since}`;
-  const reasons = [`${attempt}, ${sent} (${formatAge(t.ageMs)} ago; waiting in its queue or running on a worker)`];
+  const reasons = [`${attempt}, ${sent} (${formatElapsed(t.ageMs)} ago; waiting in its queue or running on a worker)`];
   if (t.ageMs > staleAfterMs) {
     reasons.push(
-      `stale: dispatched longer than ${formatAge(staleAfterMs)} ago; its message may be lost or its worker gone` +
+      `stale: dispatched longer than ${formatElapsed(staleAfterMs)} ago; its message may be lost or its worker gone` +
         (t.timeoutS === null
           ? ' — set timeout_s on the task (or default_task_timeout_s): workers stop it after that long, and the coordinator recovers a lost one'
           : ` — with timeout_s ${t.timeoutS}s the coordinator declares it lost once its message has expired`),
@@ -120,19 +144,5 @@ function runningReasons(t: RunningTaskExplanation, staleAfterMs: number): string
 }
 
 function names(list: readonly string[], statusOf: (name: string) => TaskStatus): string {
-  const shown = list
-    .slice(0, MAX_NAMES_SHOWN)
-    .map((n) => `"${n}" (${statusOf(n)})`)
-    .join(', ');
-  return list.length > MAX_NAMES_SHOWN ? `${shown} and ${list.length - MAX_NAMES_SHOWN} more` : shown;
-}
-
-/** Milliseconds as `45s`, `12m` or `3h5m`. */
-export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 120) return `${m}m`;
-  const h = Math.floor(m / 60);
-  return `${h}h${m % 60 === 0 ? '' : `${m % 60}m`}`;
+  return listSome(list, MAX_NAMES_SHOWN, (n) => `"${n}" (${statusOf(n)})`);
 }

@@ -37,6 +37,19 @@ export {
   type CoordinatorInit,
   type CoordinatorPhase,
   type CoordinatorOptions,
+  type CoordinatorShard,
 } from './coordinator';
+export {
+  SHARD_BALANCER_DEFAULTS,
+  ShardBalancer,
+  coordinatorRunners,
+  type CoordinatorRunnersInit,
+  type ShardBalancerInit,
+  type ShardBalancerOptions,
+  type ShardBalancerPhase,
+  type ShardRunner,
+  type ShardRunnerFactory,
+} from './shard-balancer';
+export { planShards, shardShares, type ShardPlan } from './shard-plan';
 export { applyEvents, RuntimeCache, type ApplyContext, type ApplyCounters, type ApplyOutcome, type CachedRuntime, type QueueResolver } from './effects';
 export { finishedWorkflows, purgeWorkflow, type PurgeWorkflowOptions, type WorkflowPurge } from './purge';

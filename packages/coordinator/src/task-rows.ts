@@ -1,5 +1,5 @@
 import type { WorkflowRuntime } from '@jobq/dag-core';
-import { isJobqError, type Clock, type WorkflowStore } from '@jobq/ports';
+import { describeError, errorMessage, isJobqError, type Clock, type WorkflowStore } from '@jobq/ports';
 
 /** Settings of a {@link TaskRowWriter}. */
 export interface TaskRowWriterSettings {
@@ -225,7 +225,7 @@ export class TaskRowWriter {
       else this.arm();
     };
     this.flushing = this.write(batch).then(done, (error: unknown) => {
-      this.settings.log(`writing task rows failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.settings.log(`writing task rows failed: ${errorMessage(error)}`);
       done(true);
     });
   }
@@ -246,7 +246,7 @@ export class TaskRowWriter {
           if (result.error !== null) reason = result.error.message;
         } catch (error) {
           left = [...names];
-          reason = isJobqError(error) ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+          reason = describeError(error);
         }
         this.settings.counters.rowFlushes++;
         if (left.length === 0 || this.settings.signal.aborted) continue;

@@ -14,9 +14,9 @@ import {
   type WorkflowSummary,
 } from '@jobq/ports';
 
-import { formatAge, taskReasons, workflowReasons as workflowReasonsOf } from './explain-reasons';
+import { taskReasons, workflowReasons as workflowReasonsOf } from './explain-reasons';
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
+import { endSpan, formatElapsed, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -459,9 +459,9 @@ export class WorkflowClient {
           const age = nowMs - oldest.enqueuedAt.getTime();
           entry.oldestMessageAgeMs = age;
           if (age > oldestAfter) {
-            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatAge(age)} old`);
+            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatElapsed(age)} old`);
           } else {
-            entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatAge(age)} old`);
+            entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatElapsed(age)} old`);
           }
         }
       } catch (error) {

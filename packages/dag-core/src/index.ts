@@ -22,6 +22,7 @@ export {
   KWARG_KEY_PATTERN,
   QUEUE_SPEC_PATTERN,
   TASK_NAME_PATTERN,
+  isStorageAccountName,
   parseQueueSpec,
   taskKeyLength,
   taskNameProblem,
@@ -226,3 +227,4 @@ export {
   type RollupLevel,
   type RollupNode,
 } from './graph/rollup';
+export { fnv1a32, indexPartitionOf, isShardCount, shardOf } from './shard/shard-of';

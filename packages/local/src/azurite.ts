@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type ServerBase from 'azurite/dist/src/common/ServerBase';
 import { canConnect, findFreePorts, LOOPBACK } from './net';
 
@@ -356,10 +357,6 @@ class ChildExitedError extends Error {}
 
 function azuriteCli(): string {
   return require.resolve('azurite/dist/src/azurite.js');
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**

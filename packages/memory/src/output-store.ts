@@ -25,6 +25,7 @@ import {
 import {
   JobqError,
   TASK_LOG_FOLDER,
+  errorMessage,
   isJobqError,
   parseTaskLogName,
   taskLogBlobPath,
@@ -128,7 +129,7 @@ function decodeUtf8(bytes: Uint8Array, where: string): string {
 function localError(what: string, error: unknown): JobqError {
   if (isJobqError(error)) return error;
   const code = (error as { code?: unknown }).code;
-  const label = typeof code === 'string' ? code : error instanceof Error ? error.message : String(error);
+  const label = typeof code === 'string' ? code : errorMessage(error);
   return new JobqError('invalid-argument', `cannot ${what}: ${label}`, { cause: error });
 }
 
@@ -178,7 +179,7 @@ export class MemoryOutputStore implements OutputStore {
       try {
         JSON.parse(json);
       } catch (error) {
-        throw new JobqError('invalid-argument', `${what} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+        throw new JobqError('invalid-argument', `${what} is not valid JSON: ${errorMessage(error)}`);
       }
       checkAborted(options);
       const bytes = utf8ByteLength(json);
@@ -240,7 +241,7 @@ export class MemoryOutputStore implements OutputStore {
       try {
         return JSON.parse(text) as unknown;
       } catch (error) {
-        throw new JobqError('corrupt', `${where} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+        throw new JobqError('corrupt', `${where} is not valid JSON: ${errorMessage(error)}`);
       }
     });
   }
@@ -308,7 +309,7 @@ export class MemoryOutputStore implements OutputStore {
       try {
         path = upstreamOverflowBlobPath(workflowId, taskName, attemptNo);
       } catch (error) {
-        throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
+        throw new JobqError('invalid-argument', errorMessage(error));
       }
       checkBlobPath(path, `upstream overflow of task "${taskName}"`);
       checkAborted(options);
@@ -499,7 +500,7 @@ export class MemoryOutputStore implements OutputStore {
     try {
       path = canonicalOutputBlobPath(workflowId, taskName, attemptNo);
     } catch (error) {
-      throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
+      throw new JobqError('invalid-argument', errorMessage(error));
     }
     checkBlobPath(path, `output of task "${taskName}"`);
     return path;

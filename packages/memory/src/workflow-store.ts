@@ -4,6 +4,7 @@ import {
   changedTasks,
   isTerminalWorkflowStatus,
   isValidWorkflowId,
+  shardOf,
   taskCount,
   taskQueue,
   taskState,
@@ -15,10 +16,13 @@ import {
 } from '@jobq/dag-core';
 import {
   JobqError,
+  checkShardFilter,
   isValidRerunRequestId,
   type AcquireLeaseOptions,
   type CoordinatorLease,
+  type CoordinatorLeaseState,
   type CoordinatorStats,
+  type CoordinatorStatsOptions,
   type CreateResult,
   type LoadedRuntime,
   type OperationOptions,
@@ -31,6 +35,7 @@ import {
   type RerunRequest,
   type SaveOptions,
   type SaveResult,
+  type ShardFilter,
   type TaskFilter,
   type TaskRow,
   type TaskRowsResult,
@@ -311,7 +316,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
   private nextEtag = 1;
   private nextLease = 1;
   private holder: MemoryLease | null = null;
-  private stats: string | null = null;
+  /** The stats documents by shard (0: `_coordinator.stats.json`). */
+  private readonly stats = new Map<number, string>();
+  /** How the last holder's lease ended: released (`available`) or lost (`expired`, as an unrenewed blob lease). */
+  private leaseEnded: 'available' | 'expired' = 'available';
 
   constructor(options: MemoryWorkflowStoreOptions = {}) {
     this.stateBlobs = options.stateBlobs ?? null;
@@ -470,7 +478,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const shown = filter.status === undefined ? null : new Set(filter.status);
       const saved = filter.savedStatus === undefined ? null : new Set(filter.savedStatus);
       if (shown?.size === 0 || saved?.size === 0) return { items: [], continuationToken: null };
+      const inShard = shardTest(filter.shard);
       const wanted = (row: IndexRow): boolean =>
+        inShard(row.workflowId) &&
         (shown === null || shown.has(row.shown)) &&
         (saved === null || saved.has(row.saved)) &&
         (updatedBefore === undefined || compareTimes(row.updatedAt, updatedBefore) < 0) &&
@@ -520,8 +530,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const limit = pageLimit(filter.limit, DEFAULT_REQUEST_PAGE);
       const cursor = decodeCursor(filter.continuationToken, 'after', 1);
       checkAborted(filter, 'list workflow requests');
+      const inShard = shardTest(filter.shard);
       const items: WorkflowRequest[] = [];
       for (const workflowId of this.requestIds.after(cursor?.key[0])) {
+        if (!inShard(workflowId)) continue;
         if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
         const request = this.requests.get(workflowId)!;
         items.push({ workflowId, cancelRequestedAt: request.cancelRequestedAt, retryRequestedAt: request.retryRequestedAt, etag: request.etag });
@@ -568,10 +580,12 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const cursor = decodeCursor(filter.continuationToken, 'after', 1);
       if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
       checkAborted(filter, 'list re-run requests');
+      const inShard = shardTest(filter.shard);
       const prefix = filter.workflowId === undefined ? '' : `${filter.workflowId}~`;
       const items: RerunRequest[] = [];
       for (const key of this.rerunKeys.after(cursor?.key[0] ?? (prefix === '' ? undefined : prefix))) {
         if (!key.startsWith(prefix)) break;
+        if (!inShard(this.reruns.get(key)!.request.workflowId)) continue;
         if (items.length === limit) {
           const last = items[limit - 1]!;
           return { items, continuationToken: encodeCursor({ kind: 'after', key: [rerunKey(last.workflowId, last.requestId)] }) };
@@ -770,7 +784,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
         this.loseLease('the coordinator lease was broken by another coordinator');
       }
       const lease = new MemoryLease(`memory-lease-${this.nextLease++}`, (released) => {
-        if (this.holder === released) this.holder = null;
+        if (this.holder !== released) return;
+        this.holder = null;
+        this.leaseEnded = 'available';
       });
       this.holder = lease;
       return lease;
@@ -784,21 +800,31 @@ export class MemoryWorkflowStore implements WorkflowStore {
   loseLease(why = 'the coordinator lease could not be renewed'): void {
     const holder = this.holder;
     this.holder = null;
+    if (holder !== null) this.leaseEnded = 'expired';
     holder?.lose(new JobqError('lease-lost', `the coordinator lease was lost (${why}); stop writing`));
   }
 
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void> {
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null> {
     return run(() => {
-      if (typeof stats !== 'object' || stats === null || Array.isArray(stats)) throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
-      checkAborted(options, 'write the coordinator stats');
-      this.stats = JSON.stringify(stats);
+      checkAborted(options, 'read the coordinator lease');
+      if (this.holder !== null) return { held: true, state: 'leased' as const };
+      return this.nextLease === 1 ? null : { held: false, state: this.leaseEnded };
     });
   }
 
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null> {
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {
+    return run(() => {
+      if (typeof stats !== 'object' || stats === null || Array.isArray(stats)) throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
+      checkAborted(options, 'write the coordinator stats');
+      this.stats.set(options?.shard ?? 0, JSON.stringify(stats));
+    });
+  }
+
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null> {
     return run(() => {
       checkAborted(options, 'read the coordinator stats');
-      return this.stats === null ? null : (JSON.parse(this.stats) as CoordinatorStats);
+      const stats = this.stats.get(options?.shard ?? 0);
+      return stats === undefined ? null : (JSON.parse(stats) as CoordinatorStats);
     });
   }
 
@@ -972,6 +998,13 @@ export class MemoryWorkflowStore implements WorkflowStore {
 }
 
 /** Runs `fn` so that a throw becomes a rejected promise, as callers of an async API expect. */
+/** Whether a workflow id is in the filter's shard (every id without one); `invalid-argument` for a shard filter that names no shard. */
+function shardTest(shard: ShardFilter | undefined): (workflowId: string) => boolean {
+  if (shard === undefined) return () => true;
+  checkShardFilter(shard);
+  return (workflowId) => shardOf(workflowId, shard.count) === shard.index;
+}
+
 function run<T>(fn: () => T): Promise<T> {
   return new Promise((resolve) => resolve(fn()));
 }

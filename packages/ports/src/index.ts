@@ -9,7 +9,9 @@ export type { OperationOptions, OutgoingMessage, PeekedMessage, ReceiveOptions, 
 export type {
   AcquireLeaseOptions,
   CoordinatorLease,
+  CoordinatorLeaseState,
   CoordinatorStats,
+  CoordinatorStatsOptions,
   CreateResult,
   LoadedRuntime,
   SaveOptions,
@@ -21,6 +23,7 @@ export type {
   RequestFilter,
   RerunFilter,
   RerunRequest,
+  ShardFilter,
   TaskFilter,
   TaskRow,
   TaskRowsResult,
@@ -46,6 +49,9 @@ export {
 } from './task-log';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
+export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from './duration';
+export { describeError, errorMessage, listSome } from './text';
+export { sleep, type SleepOptions } from './sleep';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
 export {
@@ -101,3 +107,29 @@ export {
   type ShardMember,
   type ShardOwnership,
 } from './ownership';
+export { envValue, parseWorkflowPrefix, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './deployment';
+export {
+  CHANNEL_ROUTES as TASK_CHANNEL_ROUTES,
+  MAX_JSON_REQUEST_BYTES as TASK_CHANNEL_MAX_JSON_BYTES,
+  MD5_HEADER as TASK_CHANNEL_MD5_HEADER,
+  TASK_SOCKET_VARIABLE,
+  TASK_TOKEN_VARIABLE,
+  errorFromAnswer as taskChannelError,
+  oneLine,
+  statusOfCode as taskChannelStatus,
+  type ChannelErrorBody as TaskChannelErrorBody,
+} from './task-channel';
+export {
+  SHARD_MANIFEST_BLOB,
+  SHARD_MEMBERS_FOLDER,
+  SHARD_MEMBER_ID_PATTERN,
+  checkShardCount,
+  checkShardFilter,
+  checkShardIndex,
+  checkShardMemberId,
+  parseShardManifest,
+  shardCompletionQueue,
+  shardLockBlob,
+  shardMemberBlob,
+  shardStatsBlob,
+} from './shard-names';

@@ -59,6 +59,12 @@ export interface ShardClaim {
   readonly epoch: number;
   readonly owner: string;
   readonly lease: CoordinatorLease;
+  /**
+   * Stops renewing the lease without giving it up: it runs out within its duration, then `lease.lost`
+   * fires. For a runner stalled for half a lease: nobody takes the shard before the stalled runner's
+   * lease has run out. Without it, the balancer releases the lease instead.
+   */
+  stopRenewing?(): void;
 }
 
 /** Shard manifest, shard leases and members of a deployment. Adapters pass `@jobq/ports/testing`'s ownership suite. */
@@ -70,7 +76,8 @@ export interface OwnershipStore {
   /**
    * Replaces the manifest with one of more shards, a multiple of the current count, if it is still
    * at `etag` (`conflict` otherwise); `lease-held` while any shard lease is held; `invalid-argument`
-   * for a count that does not grow by a multiple.
+   * for a count that does not grow by a multiple. Without a manifest (one shard), `etag` is `''`
+   * and the manifest is created only if there still is none.
    */
   growManifest(shards: ShardCount, etag: string, options?: OperationOptions): Promise<ShardManifest>;
   /** The manifest (one shard when absent), every shard's ownership, the live members and the store's time. */

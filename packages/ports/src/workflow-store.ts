@@ -1,5 +1,6 @@
 import type { TaskStatus, WorkflowRuntime, WorkflowStatus } from '@jobq/dag-core';
 import type { JobqError } from './errors';
+import type { ShardCount } from './ownership';
 import type { OperationOptions } from './task-queue';
 
 /**
@@ -124,6 +125,15 @@ export interface Page<T> {
 }
 
 /**
+ * One shard's part of a listing (docs/sharding.md): the workflows whose `shardOf(id, count)`
+ * (`@jobq/dag-core`) is `index`, that is the index partitions p with p mod count = index.
+ */
+export interface ShardFilter {
+  readonly index: number;
+  readonly count: ShardCount;
+}
+
+/**
  * Which workflows to list. Every condition but `status` with `pending` in it and `recent` is a
  * query the store answers page by page (on Azure a server-side filter paged by the service's
  * continuation tokens), so a listing costs about one request per page of matches; `recent` and a
@@ -152,6 +162,8 @@ export interface WorkflowFilter extends OperationOptions {
   finishedBefore?: string;
   /** Newest `updatedAt` first (else in the store's key order). */
   recent?: boolean;
+  /** Only this shard's workflows: on Azure, queries of the shard's own index partitions only. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -213,6 +225,8 @@ export type NewRerunRequest = Omit<RerunRequest, 'etag'>;
 export interface RerunFilter extends OperationOptions {
   /** Only this workflow's (a range of keys: one query however many others wait). */
   workflowId?: string;
+  /** Only the requests of this shard's workflows. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -232,6 +246,8 @@ export function isValidRerunRequestId(id: unknown): id is string {
 
 /** Which requests to list. */
 export interface RequestFilter extends OperationOptions {
+  /** Only the requests of this shard's workflows. */
+  shard?: ShardFilter;
   /** Page size (at most this many items). */
   limit?: number;
   continuationToken?: string;
@@ -289,6 +305,16 @@ export interface CoordinatorLease {
   release(): Promise<void>;
 }
 
+/**
+ * The coordinator lease as a reader sees it ({@link WorkflowStore.leaseState}), for `doctor`: held
+ * (`leased`) or not, in the words of a blob lease (`available`, `expired`, `breaking`, `broken`).
+ */
+export interface CoordinatorLeaseState {
+  /** True while a coordinator holds the lease (`state` is `leased`). */
+  held: boolean;
+  state: 'leased' | 'available' | 'expired' | 'breaking' | 'broken';
+}
+
 /** Options of {@link WorkflowStore.acquireLease}. */
 export interface AcquireLeaseOptions extends OperationOptions {
   /** Break a lease held by someone else first (`--break-lease`). */
@@ -297,6 +323,15 @@ export interface AcquireLeaseOptions extends OperationOptions {
 
 /** The coordinator's counters as JSON (docs/design.md#the-coordinator: written every 10 s, read by `doctor`). */
 export type CoordinatorStats = Record<string, unknown>;
+
+/** Options of {@link WorkflowStore.writeCoordinatorStats} and {@link WorkflowStore.readCoordinatorStats}. */
+export interface CoordinatorStatsOptions extends OperationOptions {
+  /**
+   * The stats document of this shard's runner (docs/sharding.md#names): shard 0 (or none) is
+   * `_coordinator.stats.json`, shard k ≥ 1 `_shards/{k}.stats.json`.
+   */
+  shard?: number;
+}
 
 /** Runtime blobs with ETag compare-and-swap, plus the index and task rows derived from them. */
 export interface WorkflowStore {
@@ -407,8 +442,13 @@ export interface WorkflowStore {
   markCorrupt(workflowId: string, reason: string, at: string, options?: OperationOptions): Promise<void>;
   /** Takes the coordinator lease and keeps renewing it; `lease-held` while someone else has it. */
   acquireLease(options?: AcquireLeaseOptions): Promise<CoordinatorLease>;
-  /** Replaces the coordinator's stats document. */
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void>;
-  /** The last stats document written, or null when there is none. */
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null>;
+  /**
+   * Whether a coordinator holds the lease now, read without taking it; null when no coordinator
+   * has ever taken it on this prefix.
+   */
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null>;
+  /** Replaces the coordinator's stats document (of `options.shard`: that shard's runner's). */
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void>;
+  /** The last stats document written (of `options.shard`), or null when there is none. */
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null>;
 }

@@ -15,6 +15,7 @@ import {
   assertValidTimeToLive,
   deadLetterBody,
   isJobqError,
+  sleep,
   utf8ByteLength,
   type Instruments,
   type OperationOptions,
@@ -183,10 +184,6 @@ export function deadLetterReasonText(reason: string | undefined, description: st
   if (!reason) return description;
   const head = reason.endsWith('…') ? reason.slice(0, -1) : reason;
   return description.startsWith(head) ? description : `${reason}: ${description}`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**

@@ -8,7 +8,7 @@ import {
   type RequestPolicyFactory,
   type StorageRetryOptions,
 } from '@azure/storage-queue';
-import { azureSdkTracing, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
+import { azureSdkTracing, connectionStringFields, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
 import { JobqError } from '@jobq/ports';
 
 /**
@@ -39,10 +39,6 @@ export interface PipelineSettings {
   policies?: readonly RequestPolicyFactory[];
 }
 
-/** Azurite's well-known development account (public, documented by Microsoft). */
-const DEVELOPMENT_STORAGE =
-  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;';
-
 interface ParsedConnectionString {
   queueUrl: string;
   accountName: string | undefined;
@@ -55,12 +51,7 @@ interface ParsedConnectionString {
  * SharedAccessSignature the client uses a token credential on the endpoint. Errors never quote the string.
  */
 export function parseConnectionString(connectionString: string): ParsedConnectionString {
-  const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connectionString) ? DEVELOPMENT_STORAGE : connectionString;
-  const fields = new Map<string, string>();
-  for (const part of text.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
-  }
+  const fields = connectionStringFields(connectionString);
   const accountName = fields.get('accountname');
   const accountKey = fields.get('accountkey');
   const sas = fields.get('sharedaccesssignature');

@@ -6,6 +6,7 @@ import {
   assertValidTimeToLive,
   deadLetterBody,
   queueSafeText,
+  sleep,
   type OperationOptions,
   type OutgoingMessage,
   type PeekedMessage,
@@ -80,18 +81,6 @@ export function sendMessageTimes(queue: string, message: OutgoingMessage): { vis
   }
   if (messageTimeToLive === undefined) return { visibilityTimeout };
   return { visibilityTimeout, messageTimeToLive: messageTimeToLive === -1 ? -1 : Math.max(messageTimeToLive, visibilityTimeout + 1) };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, AzureNamedKeyCredential, AzureSASCredential } from '@azure/data-tables';
 import { DefaultAzureCredential } from '@azure/identity';
-import { azureSdkTracing, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
+import { azureSdkTracing, connectionStringFields, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
 import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential, newPipeline, type ContainerClient, type RequestPolicyFactory } from '@azure/storage-blob';
 import { JobqError } from '@jobq/ports';
 
@@ -25,11 +25,6 @@ export interface ClientSettings {
   /** Extra blob pipeline policies (e.g. a transaction counter); the SDK runs them before its retries. */
   blobPolicies?: readonly RequestPolicyFactory[];
 }
-
-/** Azurite's well-known development account (public, documented by Microsoft). */
-const DEVELOPMENT_STORAGE =
-  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
-  'BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;';
 
 interface Account {
   blobUrl: string;
@@ -86,12 +81,7 @@ function parseAccount(connection: StorageAccountConnection): Account {
       credential: connection.credential ?? sharedDefaultCredential(),
     };
   }
-  const text = /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connection.connectionString) ? DEVELOPMENT_STORAGE : connection.connectionString;
-  const fields = new Map<string, string>();
-  for (const part of text.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
-  }
+  const fields = connectionStringFields(connection.connectionString);
   const accountName = fields.get('accountname');
   const protocol = fields.get('defaultendpointsprotocol') ?? 'https';
   const suffix = fields.get('endpointsuffix') ?? 'core.windows.net';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BlobLeaseClient, ContainerClient } from '@azure/storage-blob';
-import { JobqError, isJobqError, type AcquireLeaseOptions, type CoordinatorLease } from '@jobq/ports';
+import { JobqError, isJobqError, sleep, type AcquireLeaseOptions, type CoordinatorLease, type CoordinatorLeaseState, type OperationOptions } from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 
 /**
@@ -28,24 +28,6 @@ export function checkLeaseSettings(settings: LeaseSettings): void {
   if (!Number.isFinite(renewIntervalInMs) || renewIntervalInMs < 100 || renewIntervalInMs >= durationInMs) {
     throw new JobqError('invalid-config', `renewIntervalInMs must be at least 100 and below the lease duration (${durationInMs}), got ${renewIntervalInMs}`);
   }
-}
-
-/** Waits `ms` (on an unref'd timer: a lease alone does not keep the process alive) or until `signal` fires. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    timer.unref();
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** A held coordinator lease that renews itself until released or lost. */
@@ -99,7 +81,8 @@ class BlobCoordinatorLease implements CoordinatorLease {
     const { durationInMs, renewIntervalInMs, operationTimeoutInMs } = this.settings;
     let renewedAt = acquiredAt;
     while (!stop.aborted) {
-      await pause(renewIntervalInMs, stop);
+      // An unref'd timer: a lease alone does not keep the process alive.
+      await sleep(renewIntervalInMs, stop, { unref: true });
       if (stop.aborted) return;
       // A renewal that answers after the lease ran out is worthless: bound the call by what is left.
       const left = renewedAt + durationInMs - Date.now();
@@ -179,4 +162,23 @@ export async function acquireCoordinatorLease(
     acquiredAt = await acquire();
   }
   return new BlobCoordinatorLease(client, settings, acquiredAt);
+}
+
+/** The state of the lease on `blobName`, read from the blob's properties; null when there is no lock blob. */
+export async function readCoordinatorLeaseState(
+  container: ContainerClient,
+  blobName: string,
+  timeoutInMs: number,
+  options?: OperationOptions,
+): Promise<CoordinatorLeaseState | null> {
+  try {
+    const properties = await storeCall({ operation: 'read the coordinator lease' }, timeoutInMs, options, (abortSignal) =>
+      container.getBlobClient(blobName).getProperties({ abortSignal }),
+    );
+    const state = properties.leaseState ?? 'available';
+    return { held: state === 'leased', state };
+  } catch (error) {
+    if (isJobqError(error, 'not-found')) return null;
+    throw error;
+  }
 }

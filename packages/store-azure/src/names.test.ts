@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { shardOf } from '@jobq/dag-core';
 import { decodeTaskRowKey, encodeTaskRowKey, indexPartition, prefixRangeEnd, storeNames } from './names';
 
 describe('storeNames', () => {
@@ -59,5 +60,14 @@ describe('indexPartition', () => {
     const buckets = new Set(Array.from({ length: 400 }, (_, i) => indexPartition(`wf-${i}`)));
     expect([...buckets].sort()).toEqual('0123456789abcdef'.split(''));
     expect(indexPartition('abc')).toBe(indexPartition('abc'));
+    expect(['wf-1', 'wf-2', 'A.b_c-9', 'x'.repeat(128)].map(indexPartition)).toEqual(['2', 'f', '0', '5']);
+  });
+
+  it('puts a workflow in shard indexPartition mod n (docs/sharding.md)', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/), fc.constantFrom(1, 2, 4, 8, 16), (id, n) => {
+        expect(shardOf(id, n)).toBe(parseInt(indexPartition(id), 16) % n);
+      }),
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { indexPartitionOf } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 
 /** A prefix makes legal container, table and queue names (docs/design.md#names), `-failed` suffixes included. */
@@ -69,12 +70,10 @@ export function prefixRangeEnd(prefix: string): string {
   return `${prefix}\uffff`;
 }
 
-/** The index PartitionKey of a workflow: one of 16 buckets (`0`–`f`) by an FNV-1a hash of its id. */
+/**
+ * The index PartitionKey of a workflow: one of 16 buckets (`0`–`f`) by an FNV-1a hash of its id
+ * (`@jobq/dag-core`'s `indexPartitionOf`, which also places the workflow in its shard: docs/sharding.md).
+ */
 export function indexPartition(workflowId: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < workflowId.length; i++) {
-    hash ^= workflowId.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return (hash & 0xf).toString(16);
+  return indexPartitionOf(workflowId).toString(16);
 }

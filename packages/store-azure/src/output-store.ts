@@ -13,6 +13,7 @@ import {
 } from '@jobq/dag-core';
 import {
   JobqError,
+  errorMessage,
   isJobqError,
   type JobqErrorCode,
   type OperationOptions,
@@ -180,7 +181,7 @@ export class AzureOutputStore implements OutputStore {
     try {
       JSON.parse(json);
     } catch (error) {
-      throw new JobqError('invalid-argument', `${what} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JobqError('invalid-argument', `${what} is not valid JSON: ${errorMessage(error)}`);
     }
     const bytes = utf8ByteLength(json);
     // Asked once: an output it refuses goes to the blob, and never inline, even when the upload fails.
@@ -252,7 +253,7 @@ export class AzureOutputStore implements OutputStore {
     try {
       return JSON.parse(text) as unknown;
     } catch (error) {
-      throw new JobqError('corrupt', `${where} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JobqError('corrupt', `${where} is not valid JSON: ${errorMessage(error)}`);
     }
   }
 
@@ -315,7 +316,7 @@ export class AzureOutputStore implements OutputStore {
     try {
       path = canonicalOutputBlobPath(workflowId, taskName, attemptNo);
     } catch (error) {
-      throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
+      throw new JobqError('invalid-argument', errorMessage(error));
     }
     checkBlobPath(path, `output of task "${taskName}"`);
     return path;

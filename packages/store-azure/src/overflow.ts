@@ -5,7 +5,7 @@ import {
   upstreamOverflowBlobPath,
   type CompactUpstreamRefs,
 } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
+import { errorMessage, JobqError } from '@jobq/ports';
 import type { CallOptions } from './errors';
 import { checkBlobPath, decodeUtf8, describeBlob, md5Base64, verifyContent, type BlobIo, type BlobTarget } from './output-blob';
 
@@ -29,7 +29,7 @@ export async function putOverflow(
   try {
     path = upstreamOverflowBlobPath(workflowId, taskName, attemptNo);
   } catch (error) {
-    throw new JobqError('invalid-argument', error instanceof Error ? error.message : String(error));
+    throw new JobqError('invalid-argument', errorMessage(error));
   }
   checkBlobPath(path, `upstream overflow of task "${taskName}"`);
   const bytes = Buffer.from(encodeUpstreamOverflow(compact), 'utf8');

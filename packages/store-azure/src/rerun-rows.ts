@@ -1,6 +1,7 @@
 import { odata, type TableClient, type TableEntityResult } from '@azure/data-tables';
 import { JobqError, isJobqError, isValidRerunRequestId, type NewRerunRequest, type OperationOptions, type Page, type RerunFilter, type RerunRequest } from '@jobq/ports';
 import { storeCall } from './errors';
+import { shardTest } from './shard-paging';
 import { pageLimit, tablePage, tableScan } from './workflow-paging';
 
 /**
@@ -69,8 +70,14 @@ function rerunFilter(workflowId: string | undefined): string {
 /** The re-run rows (of one workflow with `filter.workflowId`), in key order, paged by the service. No index table: none. */
 export async function listRerunRows(index: TableClient, filter: RerunFilter, timeoutInMs: number): Promise<Page<RerunRequest>> {
   const limit = pageLimit(filter.limit, DEFAULT_RERUN_PAGE);
+  // All shards' re-run requests share the partition: a shard's listing keeps its own (docs/sharding.md).
+  const inShard = shardTest(filter.shard);
+  const mine = (row: TableEntityResult<Record<string, unknown>>): RerunRequest | null => {
+    const rerun = rerunOf(row);
+    return rerun !== null && inShard(rerun.workflowId) ? rerun : null;
+  };
   try {
-    return await tablePage(index, { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) }, limit, filter.continuationToken, rerunOf, timeoutInMs, filter);
+    return await tablePage(index, { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) }, limit, filter.continuationToken, mine, timeoutInMs, filter);
   } catch (error) {
     if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
     throw error;

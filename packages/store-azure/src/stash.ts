@@ -4,7 +4,7 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { isBase64Md5, stashBlobName, STASH_BLOB_PREFIX, type StashMarker } from '@jobq/dag-core';
-import { JobqError, isJobqError } from '@jobq/ports';
+import { errorMessage, isJobqError, JobqError } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
 import {
   UPLOAD_BLOCK_BYTES,
@@ -98,7 +98,7 @@ async function localStat(path: string): Promise<{ size: number; mtimeMs: number 
 function localError(what: string, error: unknown): JobqError {
   if (isJobqError(error)) return error;
   const code = (error as { code?: unknown }).code;
-  const label = typeof code === 'string' ? code : error instanceof Error ? error.message : String(error);
+  const label = typeof code === 'string' ? code : errorMessage(error);
   return new JobqError('invalid-argument', `cannot ${what}: ${label}`, { cause: error });
 }
 

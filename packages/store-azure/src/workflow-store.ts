@@ -4,9 +4,12 @@ import { isTerminalWorkflowStatus, isValidWorkflowId, type WorkflowRuntime, type
 import {
   JobqError,
   isJobqError,
+  shardStatsBlob,
   type AcquireLeaseOptions,
   type CoordinatorLease,
+  type CoordinatorLeaseState,
   type CoordinatorStats,
+  type CoordinatorStatsOptions,
   type CreateResult,
   type LoadedRuntime,
   type SaveOptions,
@@ -31,11 +34,12 @@ import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
 import { CANCEL_REQUESTED, RETRY_REQUESTED, allOf, byRecent, corruptEntity, finishedBeforeFilter, indexEntity, indexStatus, statusFilter, summaryOf, updatedBeforeFilter } from './index-table';
 import { PROCESS_DEFINITION_CACHE, type DefinitionCache } from './definition-cache';
-import { acquireCoordinatorLease, checkLeaseSettings } from './lease';
+import { acquireCoordinatorLease, checkLeaseSettings, readCoordinatorLeaseState } from './lease';
 import { purgeWorkflow } from './purge';
 import { deleteRequestRow, listRequestRows, writeRequestRow } from './request-rows';
 import { allRerunRows, checkRequestId, deleteRerunRow, insertRerunRow, listRerunRows } from './rerun-rows';
 import { storeNames, indexPartition, type StoreNames } from './names';
+import { partitionedTablePage, partitionedTableScan, shardPartitions } from './shard-paging';
 import { MAX_APPEND_BLOCK_BYTES, RuntimeBlobs, type InitialBlobs } from './runtime-blobs';
 import { readStats, writeStats } from './stats';
 import { deleteAllTaskRows, deleteForeignTaskRows, taskQueryFilter, taskRowOf, writeTaskRows } from './task-table';
@@ -437,27 +441,27 @@ export class AzureWorkflowStore implements WorkflowStore {
       filter.finishedBefore === undefined ? undefined : finishedBeforeFilter(filter.finishedBefore),
     ];
     const operation = 'list workflows';
+    // A shard's listing queries its own index partitions only (docs/sharding.md).
+    const partitions = filter.shard === undefined ? null : shardPartitions(filter.shard);
     try {
       if (filter.recent || derivedPending) {
         decodeCursor(filter.continuationToken, 'offset'); // a bad token fails before the scan
         const serverFilter = allOf([...conditions, derivedPending ? undefined : statusFilter(statuses)]);
-        const rows = await tableScan(this.index, { operation, filter: serverFilter }, this.timeout, filter);
+        const rows =
+          partitions === null
+            ? await tableScan(this.index, { operation, filter: serverFilter }, this.timeout, filter)
+            : await partitionedTableScan(this.index, { operation, filter: serverFilter }, partitions, this.timeout, filter);
         const summaries = rows.map(summaryOf).filter(wanted);
         if (filter.recent) summaries.sort(byRecent);
         return offsetPage(summaries, limit, filter.continuationToken);
       }
-      return await tablePage(
-        this.index,
-        { operation, filter: allOf([...conditions, statusFilter(statuses)]) },
-        limit,
-        filter.continuationToken,
-        (row) => {
-          const summary = summaryOf(row);
-          return wanted(summary) ? summary : null;
-        },
-        this.timeout,
-        filter,
-      );
+      const query = { operation, filter: allOf([...conditions, statusFilter(statuses)]) };
+      const map = (row: TableEntityResult<Record<string, unknown>>): WorkflowSummary | null => {
+        const summary = summaryOf(row);
+        return wanted(summary) ? summary : null;
+      };
+      if (partitions !== null) return await partitionedTablePage(this.index, query, partitions, limit, filter.continuationToken, map, this.timeout, filter);
+      return await tablePage(this.index, query, limit, filter.continuationToken, map, this.timeout, filter);
     } catch (error) {
       // No index table (a prefix never used, opened without createIfMissing): no workflows.
       if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
@@ -638,12 +642,21 @@ export class AzureWorkflowStore implements WorkflowStore {
     );
   }
 
-  writeCoordinatorStats(stats: CoordinatorStats, options?: OperationOptions): Promise<void> {
-    return writeStats(this.container, this.names.statsBlob, stats, this.timeout, options);
+  leaseState(options?: OperationOptions): Promise<CoordinatorLeaseState | null> {
+    return readCoordinatorLeaseState(this.container, this.names.leaseBlob, this.timeout, options);
   }
 
-  readCoordinatorStats(options?: OperationOptions): Promise<CoordinatorStats | null> {
-    return readStats(this.container, this.names.statsBlob, this.timeout, options);
+  writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {
+    return writeStats(this.container, this.statsBlobOf(options?.shard), stats, this.timeout, options);
+  }
+
+  readCoordinatorStats(options?: CoordinatorStatsOptions): Promise<CoordinatorStats | null> {
+    return readStats(this.container, this.statsBlobOf(options?.shard), this.timeout, options);
+  }
+
+  /** Shard 0 (or none) keeps `_coordinator.stats.json`; shard k ≥ 1 has `_shards/{k}.stats.json` (docs/sharding.md#names). */
+  private statsBlobOf(shard: number | undefined): string {
+    return shard === undefined || shard === 0 ? this.names.statsBlob : shardStatsBlob(shard);
   }
 }
 

@@ -1,10 +1,9 @@
 import { closeSync, fchownSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { JobqError, isJobqError } from '@jobq/ports';
+import { JobqError, TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE, isJobqError } from '@jobq/ports';
 import { errorText } from './log';
 import type { Slot } from './slot-dirs';
 import { openTaskChannel, type TaskChannel, type TaskChannelStore } from './task-channel';
-import { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from './task-channel-protocol';
 import type { TaskUser } from './task-user';
 
 /** Options of {@link AttemptFiles}. */

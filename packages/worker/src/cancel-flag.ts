@@ -1,5 +1,5 @@
 import { isNewer } from '@jobq/dag-core';
-import type { WorkflowStore } from '@jobq/ports';
+import { errorMessage, type WorkflowStore } from '@jobq/ports';
 
 /** Options of {@link CancelFlagCache}. */
 export interface CancelFlagCacheOptions {
@@ -82,7 +82,7 @@ export class CancelFlagCache {
     try {
       cancelled = await this.check(workflowId);
     } catch (error) {
-      this.log(`could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${error instanceof Error ? error.message : String(error)}`);
+      this.log(`could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${errorMessage(error)}`);
       return false;
     }
     this.entries.set(workflowId, { cancelled, expiresAt: this.now() + jittered(this.ttlInMs, this.jitter, this.random) });

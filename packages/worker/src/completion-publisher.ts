@@ -1,5 +1,5 @@
 import { type Completion, type EnvelopeTrace, completionMessageId, encodeCompletion } from '@jobq/dag-core';
-import { isJobqError, messageByteLength, type Clock, type TaskQueue } from '@jobq/ports';
+import { errorMessage, isJobqError, messageByteLength, type Clock, type TaskQueue } from '@jobq/ports';
 import { sleep as sleepFor } from './backoff';
 
 /** Exponential back-off between completion sends (docs/design.md#the-workflow-processor: 1 s → 60 s cap). */
@@ -46,7 +46,7 @@ export function backoffDelay(attempt: number, backoff: BackoffSettings): number 
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { copyFile, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { isStorageAccountName } from '@jobq/dag-core';
 import { JobqError } from '@jobq/ports';
 import { errorText, type LogLine } from './log';
 import type { Clock } from '@jobq/ports';
@@ -20,7 +21,6 @@ export type BlobDirsyncDestination = Extract<DirsyncDestination, { kind: 'blob' 
  */
 export type DirsyncUploader = (relativePath: string, absolutePath: string, destination: BlobDirsyncDestination) => Promise<void>;
 
-const ACCOUNT = /^[a-z0-9]{3,24}$/;
 const CONTAINER = /^(?:\$root|[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62})$/;
 
 /**
@@ -36,7 +36,7 @@ export function parseDirsyncDestination(text: string, cwd: string = process.cwd(
   }
   const parts = text.split('/');
   const [account, container, ...rest] = parts;
-  if (account !== undefined && container !== undefined && ACCOUNT.test(account) && CONTAINER.test(container)) {
+  if (account !== undefined && container !== undefined && isStorageAccountName(account) && CONTAINER.test(container)) {
     return { kind: 'blob', account, container, path: rest.filter((p) => p !== '').join('/'), text };
   }
   return { kind: 'local', path: resolve(cwd, text) };

@@ -1,7 +1,7 @@
 /**
  * `@jobq/worker`: the jobq worker (docs/design.md#workers). A pull loop over a `TaskQueue` with lock renewal and
  * graceful shutdown, the shell and workflow processors, and the pieces an app composes them from.
- * Adapters are handed in by the app. Task helpers for workflow scripts are in `@jobq/worker/task`.
+ * Adapters are handed in by the app. Task helpers for workflow scripts are in `@jobq/task`.
  * @packageDocumentation
  */
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
@@ -36,26 +36,14 @@ export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type Di
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 export { MAX_TIMER_DELAY_IN_MS, setLongTimeout, type LongTimer } from './long-timer';
 export { startTaskChannel, type TaskChannel, type TaskChannelOptions, type TaskChannelStore } from './task-channel';
-export { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from './task-channel-protocol';
+export { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from '@jobq/ports';
 export { checkTaskUser, taskUserFromEnv, type TaskUser } from './task-user';
 export { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
-export {
-  CONNECTION_STRING_VARIABLES,
-  chooseStorageConnection,
-  connectionStringCandidates,
-  describeConnectionString,
-  envValue,
-  parseWorkflowPrefix,
-  storageConnectionFor,
-  workflowEnvironment,
-  type ConnectionStringCandidate,
-  type ConnectionStringCredential,
-  type ConnectionStringInfo,
-  type StorageConnectionChoice,
-  type StorageConnectionSource,
-  type WorkflowEnvironment,
-  type WorkflowPrefix,
-} from './config';
+/**
+ * Deprecated here, kept until the next minor version: they moved to `@jobq/ports` (how to reach a
+ * storage account moved to `@jobq/store-azure`: `storageConnectionFor`, `chooseStorageConnection`, …).
+ */
+export { envValue, parseWorkflowPrefix, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from '@jobq/ports';
 export { prefixedLog, stderrLog, type LogLine, type TaskLine, type TaskLineSink, type TaskRef } from './log';
 export { DEFAULT_TASK_LOG_TAIL_BYTES, TASK_LOG_HEAD_BYTES, TaskLogBuffer } from './task-log-buffer';
 export {

@@ -27,18 +27,5 @@ export interface TaskLine {
 /** A sink for {@link TaskLine}s (see `WorkerOptions.taskLines`). */
 export type TaskLineSink = (line: TaskLine) => void;
 
-/** A one-line description of an error, for logs and failure reasons (never throws). */
-export function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  // Errors from another realm (a vm context, a worker thread) are not `instanceof Error` here.
-  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
-    const { message, name } = error as { message: string; name?: unknown };
-    return message || (typeof name === 'string' ? name : 'error');
-  }
-  if (typeof error === 'string') return error;
-  try {
-    return JSON.stringify(error) ?? String(error);
-  } catch {
-    return String(error);
-  }
-}
+/** A one-line description of an error, for logs and failure reasons (never throws): `errorMessage` of `@jobq/ports`. */
+export { errorMessage as errorText } from '@jobq/ports';

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
-import type { Clock } from '@jobq/ports';
-import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+import { parseDurationInMs, type Clock } from '@jobq/ports';
+import { DEFAULT_KILL_TIMEOUT_IN_MS } from './duration';
 import { startDirsync, type DirsyncSession, type DirsyncUploader } from './dirsync';
 import { errorText } from './log';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';

@@ -1,6 +1,6 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import type { Clock } from '@jobq/ports';
+import { errorMessage, type Clock } from '@jobq/ports';
 import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Options of {@link runShell}. */
@@ -86,7 +86,7 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
     } catch (error) {
       // Node checks the arguments before starting anything and throws (e.g. a NUL byte in the
       // command, the cwd or the environment): that is a start failure like any other.
-      result.spawnError = `could not start bash: ${error instanceof Error ? error.message : String(error)}`;
+      result.spawnError = `could not start bash: ${errorMessage(error)}`;
       resolve(result);
       return;
     }

@@ -8,8 +8,8 @@ import { makeStashMarker, type StashMarker } from '@jobq/dag-core';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError, type JobqError } from '@jobq/ports';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
-import { TaskChannelClient } from './task/channel-client';
-import { StashedFile, configureTaskHelpers, getFile, getUpstreamOutput, getUpstreamOutputs, stashFile } from './task/index';
+import { TaskChannelClient } from '@jobq/task';
+import { StashedFile, configureTaskHelpers, getFile, getUpstreamOutput, getUpstreamOutputs, stashFile } from '@jobq/task';
 import { startTaskChannel, type TaskChannel } from './task-channel';
 
 const PREFIX = `Chan${process.pid}`;

@@ -17,18 +17,21 @@ import {
   STASH_BLOB_PREFIX,
   type StashMarker,
 } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OperationOptions, type OutputStore } from '@jobq/ports';
-import { errorText } from './log';
 import {
-  CHANNEL_ROUTES,
-  MAX_JSON_REQUEST_BYTES,
-  MD5_HEADER,
+  JobqError,
+  TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,
+  TASK_CHANNEL_MD5_HEADER as MD5_HEADER,
+  TASK_CHANNEL_ROUTES as CHANNEL_ROUTES,
   TASK_SOCKET_VARIABLE,
   TASK_TOKEN_VARIABLE,
+  isJobqError,
   oneLine,
-  statusOfCode,
-  type ChannelErrorBody,
-} from './task-channel-protocol';
+  taskChannelStatus as statusOfCode,
+  type OperationOptions,
+  type OutputStore,
+  type TaskChannelErrorBody as ChannelErrorBody,
+} from '@jobq/ports';
+import { errorText } from './log';
 import type { TaskUser } from './task-user';
 
 /** What the channel needs of the output store. */
@@ -118,7 +121,7 @@ function socketLocation(dir: string): { path: string; ownDir: string | null } {
  * parents' outputs, files stashed in those outputs (of its own workflow), and files stashed for
  * its own workflow and task. Anything else is refused (403); a missing or wrong token is 401.
  * Setting the output and checking for cancellation stay local files. See
- * `task-channel-protocol.ts` for the requests.
+ * `@jobq/ports` (`task-channel.ts`) for the requests.
  */
 export function startTaskChannel(options: TaskChannelOptions): Promise<TaskChannel> {
   return new Promise((resolve) => resolve(openTaskChannel(options)));

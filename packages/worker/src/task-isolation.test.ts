@@ -9,7 +9,7 @@ import type { TaskQueue } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { openOutputStore, type AzureOutputStore } from '@jobq/store-azure';
 import type { RunShellOptions, ShellResult } from './subprocess';
-import { configureTaskHelpers, getFile, getUpstreamOutput } from './task/index';
+import { configureTaskHelpers, getFile, getUpstreamOutput } from '@jobq/task';
 import { drainCompletions, workflowContext } from './test-helpers/workflow-fixtures';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from './workflow-processor';
 

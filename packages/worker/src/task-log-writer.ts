@@ -1,7 +1,5 @@
 import { hostname } from 'node:os';
-import { JobqError, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
-import { envValue } from './config';
-import { parseDurationInMs } from './duration';
+import { JobqError, envValue, parseDurationInMs, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
 import { errorText } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { DEFAULT_TASK_LOG_TAIL_BYTES, TaskLogBuffer } from './task-log-buffer';

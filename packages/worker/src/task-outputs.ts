@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
-import type { OutputStore, PutOutputOptions, PutOutputResult } from '@jobq/ports';
+import { errorMessage, type OutputStore, type PutOutputOptions, type PutOutputResult } from '@jobq/ports';
 
 /** How much of a file that is not JSON the error quotes. */
 const QUOTED_CHARACTERS = 40;
@@ -63,7 +63,7 @@ async function readOutputFile(path: string, ownerUid: number | undefined): Promi
 
 function describeReadError(error: unknown): string {
   if ((error as NodeJS.ErrnoException).code === 'ELOOP') return 'it is a symbolic link; write the output into the file itself (e.g. jobq task set-output)';
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 /**
@@ -99,7 +99,7 @@ export async function storeTaskOutput(
     if (result.adopted) log(`attempt ${attemptNo} of task "${taskName}" already has a stored output (an earlier delivery wrote it): that output is reported, this one dropped`);
     return { ok: true, result };
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     const aborted = operation.abortSignal?.aborted === true;
     return { ok: false, error: `could not store the output: ${message}`, aborted };
   }

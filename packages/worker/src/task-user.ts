@@ -1,5 +1,4 @@
-import { JobqError } from '@jobq/ports';
-import { envValue } from './config';
+import { JobqError, envValue } from '@jobq/ports';
 
 /**
  * The OS user and group workflow tasks run as, when not the worker's own. A task running as the

@@ -1,7 +1,6 @@
 import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core';
 import type { Attributes } from '@opentelemetry/api';
-import { clockTimeout, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
-import { envValue } from './config';
+import { clockTimeout, envValue, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';

@@ -10,7 +10,7 @@ import {
   utf8ByteLength,
   type WorkflowTaskInfo,
 } from '@jobq/dag-core';
-import { JobqError, isJobqError, realClock, type Clock, type OutputStore, type TaskQueue } from '@jobq/ports';
+import { JobqError, envValue, isJobqError, parseDurationInMs, realClock, workflowEnvironment, type Clock, type OutputStore, type TaskQueue, type WorkflowEnvironment } from '@jobq/ports';
 import { AttemptFiles } from './attempt-files';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
 import {
@@ -19,8 +19,7 @@ import {
   DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS,
   publishCompletion,
 } from './completion-publisher';
-import { envValue, workflowEnvironment, type WorkflowEnvironment } from './config';
-import { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
+import { DEFAULT_KILL_TIMEOUT_IN_MS } from './duration';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';

@@ -4,6 +4,7 @@ import { Flags } from '@oclif/core';
 import { parseQueueSpec } from '@jobq/dag-core';
 import type { LocalStorage, ServiceBusEmulator } from '@jobq/local';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
+import { errorMessage } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment, type Deployment } from '../deployment';
 import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, loadLocalStack, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
@@ -127,7 +128,7 @@ function fsReason(error: unknown): string {
     case 'ENOSPC':
       return 'no space left on the device';
     default:
-      return code ?? (error instanceof Error ? error.message : String(error));
+      return code ?? errorMessage(error);
   }
 }
 

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { JobqCommand } from '../base';
 import { ReportedFailure, UsageError } from '../errors';
 import { messageDocument } from './peek';
-import { durationFlag } from '../io';
+import { durationMs } from '../duration-flags';
 import { chooseQueue, openQueueFromFlags, queueDisplayName, queueFlags } from './push';
 
 export default class Pull extends JobqCommand {
@@ -29,8 +29,8 @@ export default class Pull extends JobqCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Pull);
-    const lockDurationInMs = durationFlag(flags['visibility-timeout'], '--visibility-timeout');
-    const waitInMs = durationFlag(flags.wait, '--wait');
+    const lockDurationInMs = durationMs(flags['visibility-timeout'], '--visibility-timeout');
+    const waitInMs = durationMs(flags.wait, '--wait');
     if (lockDurationInMs < 1_000 || lockDurationInMs > 7 * 24 * 3600 * 1000) {
       throw new UsageError(`--visibility-timeout must be between 1 s and 7 days, got "${flags['visibility-timeout']}"`);
     }

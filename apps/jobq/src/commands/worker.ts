@@ -6,7 +6,7 @@ import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
 import { UsageError } from '../errors';
 import { localWorkerEnvironment } from '../embedded';
-import { durationFlag } from '../io';
+import { durationMs } from '../duration-flags';
 import { configFlags, configFromFlags } from '../flags';
 import { openPlainQueue, plainQueueLocation } from '../plain-queue';
 import { checkServiceBusLockDuration } from '../queues';
@@ -46,7 +46,7 @@ const DEFAULT_MAX_IDLE_BACKOFF = '30s';
 
 /** A duration flag (docs/design.md#the-worker-loop: a bare number is seconds; `ms`, `s`, `m`, `h`) in ms, or a usage error. */
 function duration(text: string | undefined, name: string): number | undefined {
-  return text === undefined ? undefined : durationFlag(text, name);
+  return text === undefined ? undefined : durationMs(text, name);
 }
 
 /**
@@ -126,11 +126,11 @@ export default class WorkerCommand extends JobqCommand {
     }
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
     const heartbeatText = flags['heartbeat-interval']?.trim();
-    const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationFlag(heartbeatText, '--heartbeat-interval');
+    const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationMs(heartbeatText, '--heartbeat-interval');
     const graceText = flags['shutdown-grace']?.trim();
-    const gracePeriodInMs = durationFlag(graceText === undefined || graceText === '' ? DEFAULT_SHUTDOWN_GRACE : graceText, '--shutdown-grace');
+    const gracePeriodInMs = durationMs(graceText === undefined || graceText === '' ? DEFAULT_SHUTDOWN_GRACE : graceText, '--shutdown-grace');
     const killText = flags['shutdown-kill-timeout']?.trim();
-    const shutdownKillTimeoutInMs = durationFlag(killText === undefined || killText === '' ? DEFAULT_SHUTDOWN_KILL_TIMEOUT : killText, '--shutdown-kill-timeout');
+    const shutdownKillTimeoutInMs = durationMs(killText === undefined || killText === '' ? DEFAULT_SHUTDOWN_KILL_TIMEOUT : killText, '--shutdown-kill-timeout');
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
     // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.

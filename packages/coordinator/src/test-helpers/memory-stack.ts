@@ -11,7 +11,7 @@ import {
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
 import { Worker, cancelCheckFromStore, publishCompletion, type ProcessOutcome, type Processor, type TaskContext, type WorkerSummary } from '@jobq/worker';
-import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
+import { Coordinator, WorkflowClient, type CoordinatorOptions, type CoordinatorShard, type SubmitOptions } from '../index';
 import { taskNameOf, WrappedQueue } from './wrappers';
 
 // The in-memory harness of the coordinator's logic tests: the memory store, output store and queues,
@@ -210,6 +210,8 @@ export interface MemoryStackOptions {
 export interface MemoryCoordinatorPorts {
   store?: (store: MemoryWorkflowStore) => WorkflowStore;
   completions?: (queue: TaskQueue) => TaskQueue;
+  /** Runs as this shard's runner (its lease from the claim). */
+  shard?: CoordinatorShard;
 }
 
 /** One running {@link Worker} of a stack. */
@@ -331,6 +333,7 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
       completions: ports.completions ? ports.completions(completions) : coordinatorCompletions,
       outputs,
       ...(options.workerRegistry ? { workers: options.workerRegistry } : {}),
+      ...(ports.shard ? { shard: ports.shard } : {}),
       queues: (spec) => {
         if (spec !== 'default') throw new Error(`no queue for spec "${spec}"`);
         return coordinatorTasks;

@@ -117,6 +117,7 @@ export function wrapStore(
     markCorrupt: (id, reason, at, options) => store.markCorrupt(id, reason, at, options),
     acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),
     writeCoordinatorStats: (stats, options) => store.writeCoordinatorStats(stats, options),
+    leaseState: (options) => store.leaseState(options),
     readCoordinatorStats: (options) => store.readCoordinatorStats(options),
   };
 }

@@ -78,6 +78,11 @@ const STORAGE_ACCOUNT_RE = new RegExp(`^${STORAGE_ACCOUNT}$`);
 const SB_NAMESPACE_RE = new RegExp(`^${SB_NAMESPACE}$`);
 const SB_QUEUE_RE = new RegExp(`^${SB_QUEUE}$`);
 
+/** True for a valid storage account name: 3–24 lowercase letters and digits (the one check of every package). */
+export function isStorageAccountName(name: string): boolean {
+  return STORAGE_ACCOUNT_RE.test(name);
+}
+
 const STORAGE_QUEUE_RULE =
   'a Storage Queue name has 3–56 lowercase letters, digits and single hyphens, starting and ending with a letter or digit';
 

@@ -16,8 +16,19 @@ describe('explainRuntime (through the reducer)', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }]));
     const before = explainRuntime(h.runtime, at(1));
     expect(before.workflow).toMatchObject({ status: 'pending', activated: false, terminal: false, maxParallelism: null, deadline: null });
-    expect(task(before.tasks, 'a')).toEqual({ name: 'a', queue: 'default', attemptNo: 0, status: 'ready', heldBy: 'activation', readyAhead: 0 });
-    expect(task(before.tasks, 'b')).toMatchObject({ status: 'pending', cause: 'dependencies', dependencies: { policy: 'all', total: 1, satisfied: 0, blocking: [], unmet: ['a'], verdict: 'wait' } });
+    expect(task(before.tasks, 'a')).toEqual({
+      name: 'a',
+      queue: 'default',
+      attemptNo: 0,
+      status: 'ready',
+      heldBy: 'activation',
+      readyAhead: 0,
+    });
+    expect(task(before.tasks, 'b')).toMatchObject({
+      status: 'pending',
+      cause: 'dependencies',
+      dependencies: { policy: 'all', total: 1, satisfied: 0, blocking: [], unmet: ['a'], verdict: 'wait' },
+    });
 
     h.activate();
     h.succeed('a');
@@ -29,25 +40,41 @@ describe('explainRuntime (through the reducer)', () => {
     h.activate();
     h.fail('a');
     const c = task(explainRuntime(h.runtime, at(10)).tasks, 'c');
-    expect(c).toMatchObject({ status: 'pending', cause: 'dependencies', dependencies: { policy: 'all_settled', total: 2, satisfied: 0, blocking: ['a'], unmet: ['x'], verdict: 'wait' } });
+    expect(c).toMatchObject({
+      status: 'pending',
+      cause: 'dependencies',
+      dependencies: { policy: 'all_settled', total: 2, satisfied: 0, blocking: ['a'], unmet: ['x'], verdict: 'wait' },
+    });
   });
 
   it('names the gates of a split fan-in that hold a task', () => {
-    const split = sequentializeFanIn(definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'sink', depends_on: ['p1', 'p2', 'p3'] }]), 2);
+    const split = sequentializeFanIn(
+      definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'sink', depends_on: ['p1', 'p2', 'p3'] }]),
+      2,
+    );
     if (!split.ok) throw new Error('split failed');
     const h = new Harness(split.value);
     h.activate();
     const gated = explainRuntime(h.runtime, at(5)).tasks.filter((t) => t.status === 'pending' && t.unmetGates.length > 0);
     expect(gated.length).toBeGreaterThan(0);
-    for (const t of gated) if (t.status === 'pending') expect(t.unmetGates.every((g) => split.value.tasks.some((d) => d.name === g))).toBe(true);
+    for (const t of gated)
+      if (t.status === 'pending') expect(t.unmetGates.every((g) => split.value.tasks.some((d) => d.name === g))).toBe(true);
   });
 
   it('sees a condition waiting for parent outputs read from blobs', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b', depends_on: ['a'], condition: 'inputs.a.ok' }]));
     h.activate();
-    expect(task(explainRuntime(h.runtime, at(3)).tasks, 'b')).toMatchObject({ status: 'pending', hasCondition: true, cause: 'dependencies' });
+    expect(task(explainRuntime(h.runtime, at(3)).tasks, 'b')).toMatchObject({
+      status: 'pending',
+      hasCondition: true,
+      cause: 'dependencies',
+    });
     h.succeed('a', 'blob:test-outputs/outputs/wf1/a/1.json');
-    expect(task(explainRuntime(h.runtime, at(4)).tasks, 'b')).toMatchObject({ status: 'pending', cause: 'inputs', dependencies: { satisfied: 1, verdict: 'ready' } });
+    expect(task(explainRuntime(h.runtime, at(4)).tasks, 'b')).toMatchObject({
+      status: 'pending',
+      cause: 'inputs',
+      dependencies: { satisfied: 1, verdict: 'ready' },
+    });
   });
 
   it('holds ready tasks by max_parallelism, counting the ready tasks ahead, and running tasks by age', () => {
@@ -55,19 +82,38 @@ describe('explainRuntime (through the reducer)', () => {
     h.activate(); // at(1): a dispatched
     const report = explainRuntime(h.runtime, at(61));
     expect(report.workflow.maxParallelism).toEqual({ limit: 1, running: 1, waitingRetries: 0, holding: 1, ready: 2 });
-    expect(task(report.tasks, 'a')).toMatchObject({ status: 'running', attemptNo: 1, since: at(1), sinceIsDue: false, ageMs: 60_000, timeoutS: 600, waitingUntil: null, retryNo: 0 });
+    expect(task(report.tasks, 'a')).toMatchObject({
+      status: 'running',
+      attemptNo: 1,
+      since: at(1),
+      sinceIsDue: false,
+      ageMs: 60_000,
+      timeoutS: 600,
+      waitingUntil: null,
+      retryNo: 0,
+    });
     expect(task(report.tasks, 'b')).toMatchObject({ status: 'ready', heldBy: 'max_parallelism', readyAhead: 0 });
     expect(task(report.tasks, 'c')).toMatchObject({ status: 'ready', heldBy: 'max_parallelism', readyAhead: 1 });
   });
 
   it('counts a retry waiting for its delay as holding no slot, and its age from its due time once due', () => {
-    const h = new Harness(definition([{ name: 'a', num_retries: 1, retry_delay_s: 10 }, { name: 'b' }, { name: 'c' }], { max_parallelism: 2 }));
+    const h = new Harness(
+      definition([{ name: 'a', num_retries: 1, retry_delay_s: 10 }, { name: 'b' }, { name: 'c' }], { max_parallelism: 2 }),
+    );
     h.activate(); // at(1): a and b dispatched
     h.fail('a'); // at(2): a's retry due at(12)
     // c took the slot a's waiting retry does not hold.
     const waiting = explainRuntime(h.runtime, at(5));
     expect(waiting.workflow.maxParallelism).toEqual({ limit: 2, running: 3, waitingRetries: 1, holding: 2, ready: 0 });
-    expect(task(waiting.tasks, 'a')).toMatchObject({ status: 'running', attemptNo: 2, retryNo: 1, waitingUntil: at(12), dueInMs: 7_000, ageMs: null, lastError: 'exit code 1' });
+    expect(task(waiting.tasks, 'a')).toMatchObject({
+      status: 'running',
+      attemptNo: 2,
+      retryNo: 1,
+      waitingUntil: at(12),
+      dueInMs: 7_000,
+      ageMs: null,
+      lastError: 'exit code 1',
+    });
     expect(task(waiting.tasks, 'c')).toMatchObject({ status: 'running', waitingUntil: null });
     const due = explainRuntime(h.runtime, at(20));
     expect(due.workflow.maxParallelism).toMatchObject({ waitingRetries: 0, holding: 3 });
@@ -98,7 +144,14 @@ describe('explainRuntime (through the reducer)', () => {
     const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a', 'b'], dep_policy: 'any' }]));
     h.activate();
     h.fail('a');
-    expect(dependencyState(h.runtime, 'c')).toEqual({ policy: 'any', total: 2, satisfied: 0, blocking: ['a'], unmet: ['b'], verdict: 'wait' });
+    expect(dependencyState(h.runtime, 'c')).toEqual({
+      policy: 'any',
+      total: 2,
+      satisfied: 0,
+      blocking: ['a'],
+      unmet: ['b'],
+      verdict: 'wait',
+    });
     h.succeed('b');
     h.succeed('c');
     expect(dependencyState(h.runtime, 'c')).toMatchObject({ satisfied: 1, verdict: 'ready' });

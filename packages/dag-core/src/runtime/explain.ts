@@ -2,7 +2,16 @@ import { taskQueue, taskTimeoutS, type DepPolicy, type TaskDefinition } from '..
 import { taskState, tasksIn } from './access';
 import { policyVerdict, type Verdict } from './settle';
 import { epochMs } from './time';
-import { isBlocking, isSatisfying, isTerminalTaskStatus, isTerminalWorkflowStatus, type TaskRuntime, type TaskStatus, type WorkflowRuntime, type WorkflowStatus } from './types';
+import {
+  isBlocking,
+  isSatisfying,
+  isTerminalTaskStatus,
+  isTerminalWorkflowStatus,
+  type TaskRuntime,
+  type TaskStatus,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from './types';
 
 /**
  * Why a runtime is where it is, as data: the rules the reducer applies (docs/design.md#how-a-workflow-moves)
@@ -123,7 +132,14 @@ function dependencyStateOf(runtime: WorkflowRuntime, def: TaskDefinition): Depen
   const satisfied = statuses.filter(isSatisfying).length;
   const blocking = def.dependsOn.filter((_, i) => isBlocking(statuses[i]!));
   const unmet = def.dependsOn.filter((_, i) => !isSatisfying(statuses[i]!) && !isBlocking(statuses[i]!));
-  return { policy: def.depPolicy, total: def.dependsOn.length, satisfied, blocking, unmet, verdict: policyVerdict(def.depPolicy, def.dependsOn.length, satisfied, blocking.length) };
+  return {
+    policy: def.depPolicy,
+    total: def.dependsOn.length,
+    satisfied,
+    blocking,
+    unmet,
+    verdict: policyVerdict(def.depPolicy, def.dependsOn.length, satisfied, blocking.length),
+  };
 }
 
 /**
@@ -188,7 +204,13 @@ export function explainRuntime(runtime: WorkflowRuntime, now: string): RuntimeEx
         cause,
       });
     } else if (task.status === 'ready') {
-      const heldBy: ReadyHold = runtime.cancelRequested ? 'cancel' : !runtime.activated ? 'activation' : limit !== null && holding >= limit ? 'max_parallelism' : null;
+      const heldBy: ReadyHold = runtime.cancelRequested
+        ? 'cancel'
+        : !runtime.activated
+          ? 'activation'
+          : limit !== null && holding >= limit
+            ? 'max_parallelism'
+            : null;
       tasks.push({ ...base, status: 'ready', heldBy, readyAhead });
       readyAhead++;
     } else {
@@ -219,8 +241,10 @@ export function explainRuntime(runtime: WorkflowRuntime, now: string): RuntimeEx
       corruptReason: runtime.corruptReason,
       cancelRequested: runtime.cancelRequested,
       cancelReason: engineCancel ? runtime.cancelReason : null,
-      deadline: !engineCancel && runtime.deadlineAt !== null && !terminal ? { at: runtime.deadlineAt, timeoutS: definition.timeoutS } : null,
-      maxParallelism: limit === null ? null : { limit, running: runtime.counts.running, waitingRetries, holding, ready: runtime.counts.ready },
+      deadline:
+        !engineCancel && runtime.deadlineAt !== null && !terminal ? { at: runtime.deadlineAt, timeoutS: definition.timeoutS } : null,
+      maxParallelism:
+        limit === null ? null : { limit, running: runtime.counts.running, waitingRetries, holding, ready: runtime.counts.ready },
     },
     tasks,
   };

@@ -26,9 +26,16 @@ describe('pendingRequests', () => {
   it('is a cancel newer than the applied one and than the last retry request', () => {
     expect(pendingRequests(none)).toEqual({ cancel: false, retry: false });
     expect(pendingRequests({ ...none, cancelRequestedAt: '2026-01-01T00:00:02Z' })).toEqual({ cancel: true, retry: false });
-    expect(pendingRequests({ ...none, cancelRequestedAt: '2026-01-01T00:00:02Z', cancelAppliedAt: '2026-01-01T00:00:02Z' }).cancel).toBe(false);
+    expect(pendingRequests({ ...none, cancelRequestedAt: '2026-01-01T00:00:02Z', cancelAppliedAt: '2026-01-01T00:00:02Z' }).cancel).toBe(
+      false,
+    );
     // A later retry request overtakes the cancel.
-    expect(pendingRequests({ ...none, cancelRequestedAt: '2026-01-01T00:00:02Z', retryRequestedAt: '2026-01-01T00:00:03Z' })).toEqual({ cancel: false, retry: true });
-    expect(pendingRequests({ ...none, retryRequestedAt: '2026-01-01T00:00:03Z', retryAppliedAt: '2026-01-01T00:00:03Z' }).retry).toBe(false);
+    expect(pendingRequests({ ...none, cancelRequestedAt: '2026-01-01T00:00:02Z', retryRequestedAt: '2026-01-01T00:00:03Z' })).toEqual({
+      cancel: false,
+      retry: true,
+    });
+    expect(pendingRequests({ ...none, retryRequestedAt: '2026-01-01T00:00:03Z', retryAppliedAt: '2026-01-01T00:00:03Z' }).retry).toBe(
+      false,
+    );
   });
 });

@@ -7,3 +7,5 @@ export { describeTaskQueueContract, type TaskQueueContractOptions, type TaskQueu
 export * from './store-suite';
 export * from './output-suite';
 export * from './worker-registry-suite';
+export * from './ownership-suite';
+export * from './store-shard-suite';

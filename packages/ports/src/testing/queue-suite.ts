@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from './jest-globals';
 import { decodeEnvelope, encodeEnvelope } from '@jobq/dag-core';
 import { isJobqError } from '../errors';
+import { sleep } from '../sleep';
 import type { ReceivedMessage, TaskQueue } from '../task-queue';
 
 /** A fresh, empty queue for one test, and how to dispose of it. */
@@ -19,10 +20,6 @@ export interface TaskQueueContractOptions {
    * than 1 s of the delay is left.
    */
   delayInMs?: number;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Receives until `count` messages arrived or `withinMs` passed. */

@@ -880,6 +880,24 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         await second.release();
       }, timeout);
 
+      it('reports the lease state without taking it: none before the first holder, held, then free', async () => {
+        const store = await fresh();
+        expect(await store.leaseState()).toBeNull();
+        const first = await store.acquireLease();
+        leases.push(first);
+        expect(await store.leaseState()).toEqual({ held: true, state: 'leased' });
+        // Reading it took nothing: the holder still holds it.
+        expect(first.lost.aborted).toBe(false);
+        expect(await codeOf(store.acquireLease())).toBe('lease-held');
+        await first.release();
+        expect(await store.leaseState()).toEqual({ held: false, state: 'available' });
+        const second = await store.acquireLease({ breakExisting: true });
+        leases.push(second);
+        expect(await store.leaseState()).toEqual({ held: true, state: 'leased' });
+        await second.release();
+        expect((await store.leaseState())?.held).toBe(false);
+      }, timeout);
+
       it('round-trips the coordinator stats', async () => {
         const store = await fresh();
         expect(await store.readCoordinatorStats()).toBeNull();
@@ -888,6 +906,16 @@ export function describeWorkflowStoreContract(label: string, open: () => Promise
         expect(await store.readCoordinatorStats()).toEqual(stats);
         await store.writeCoordinatorStats({ ...stats, completions: 13 });
         expect(await store.readCoordinatorStats()).toEqual({ ...stats, completions: 13 });
+      }, timeout);
+
+      it('keeps a stats document per shard; shard 0 is the coordinator stats', async () => {
+        const store = await fresh();
+        await store.writeCoordinatorStats({ shard: 3 }, { shard: 3 });
+        expect(await store.readCoordinatorStats()).toBeNull();
+        expect(await store.readCoordinatorStats({ shard: 3 })).toEqual({ shard: 3 });
+        await store.writeCoordinatorStats({ shard: 0 }, { shard: 0 });
+        expect(await store.readCoordinatorStats()).toEqual({ shard: 0 });
+        expect(await store.readCoordinatorStats({ shard: 1 })).toBeNull();
       }, timeout);
 
       it('writes stats while the lease is held', async () => {

@@ -95,7 +95,7 @@ describe('jobq autocomplete SHELL', () => {
 describe('jobq autocomplete workflow-ids', () => {
   it('prints the ids of the configured deployment', async () => {
     // A long limit: a loaded machine may take seconds to load the SDKs (the default 1.5 s is for a shell).
-    const result = await runCli(['autocomplete', 'workflow-ids', '--timeout-ms', '60000'], { env: storage.env(prefix), cwd: dir });
+    const result = await runCli(['autocomplete', 'workflow-ids', '--timeout', '60s'], { env: storage.env(prefix), cwd: dir });
     expect(result).toEqual({ code: 0, stdout: `${id}\n`, stderr: '' });
   });
 
@@ -104,9 +104,12 @@ describe('jobq autocomplete workflow-ids', () => {
     const env = cleanEnv({ JOBQ_STORAGE_CONNECTION_STRING: silentConnectionString(), AZURE_STORAGE_CONNECTION_STRING: silentConnectionString() });
     const result = await runCli(['autocomplete', 'workflow-ids'], { env, cwd: dir });
     expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
+    // The old spelling of --timeout (milliseconds) still works, with one warning line.
+    const old = await runCli(['autocomplete', 'workflow-ids', '--timeout-ms', '300'], { env, cwd: dir });
+    expect(old).toEqual({ code: 0, stdout: '', stderr: 'jobq: warning: --timeout-ms (milliseconds) is deprecated and goes in the next minor version: use --timeout 300ms\n' });
     expect(accepted.length).toBe(before);
     // The same storage with a prefix configured is asked, and its silence ends in nothing printed, exit 0.
-    const configured = await runCli(['autocomplete', 'workflow-ids', '--timeout-ms', '300'], { env: { ...env, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Silent' }, cwd: dir });
+    const configured = await runCli(['autocomplete', 'workflow-ids', '--timeout', '300ms'], { env: { ...env, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Silent' }, cwd: dir });
     expect(configured).toEqual({ code: 0, stdout: '', stderr: '' });
     expect(accepted.length).toBeGreaterThan(before);
   });

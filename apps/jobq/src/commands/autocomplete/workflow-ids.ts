@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { JobqCommand } from '../../base';
 import { storageConfigured, type CliConfig } from '../../config';
+import { durationMs, legacyDurationFlag } from '../../duration-flags';
 import { configFlags, configFromFlags } from '../../flags';
 
 /** At most this many ids (one page of the index). */
@@ -22,14 +23,15 @@ async function workflowIds(config: CliConfig, signal: AbortSignal): Promise<stri
 /**
  * The shell completion of workflow ids (docs/cli.md#shell-completion): prints the ids of the configured
  * deployment's index, one a line. Completion must stay quick and quiet: with no deployment configured
- * it reads nothing at all, and after --timeout-ms, or on any error, it prints nothing and exits 0.
+ * it reads nothing at all, and after --timeout, or on any error, it prints nothing and exits 0.
  */
 export default class AutocompleteWorkflowIds extends JobqCommand {
   static override hidden = true;
   static override summary = 'Print the workflow ids of the configured deployment, for shell completion';
   static override flags = {
     ...configFlags,
-    'timeout-ms': Flags.integer({ description: 'Give up (printing nothing) after this long', default: 1500, min: 1 }),
+    timeout: Flags.string({ description: 'Give up (printing nothing) after this long (a duration, at least 1ms)', default: '1500ms' }),
+    'timeout-ms': legacyDurationFlag('timeout-ms', 'timeout', 'milliseconds'),
   };
 
   async run(): Promise<void> {
@@ -41,7 +43,7 @@ export default class AutocompleteWorkflowIds extends JobqCommand {
       return;
     }
     if (!storageConfigured(config)) return;
-    const signal = AbortSignal.timeout(flags['timeout-ms']);
+    const signal = AbortSignal.timeout(durationMs(flags.timeout, '--timeout', 1));
     const timedOut = new Promise<string[]>((resolve) => signal.addEventListener('abort', () => resolve([]), { once: true }));
     const ids = await Promise.race([workflowIds(config, signal).catch(() => []), timedOut]);
     if (ids.length > 0) process.stdout.write(`${ids.join('\n')}\n`);

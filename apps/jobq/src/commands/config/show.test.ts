@@ -100,6 +100,32 @@ describe('jobq config show', () => {
     expect(result.stdout).toMatch(/idle-sleep\s+0\.5\s+default/);
   });
 
+  it('takes durations for the coordinator time settings; the old -s spellings are deprecated aliases in seconds', async () => {
+    const settingsOf = (stdout: string) => (JSON.parse(stdout) as { settings: Record<string, Shown> }).settings;
+    const current = await runCli(['config', 'show', '--json', '--visibility-timeout', '2m', '--idle-sleep', '250ms'], { env: cleanEnv(), cwd: dir });
+    expect(current.code).toBe(0);
+    expect(current.stderr).toBe('');
+    expect(settingsOf(current.stdout).visibility_timeout_s).toEqual({ value: 120, source: 'flag', from: '--visibility-timeout' });
+    expect(settingsOf(current.stdout).idle_sleep_s).toEqual({ value: 0.25, source: 'flag', from: '--idle-sleep' });
+
+    const old = await runCli(['config', 'show', '--json', '--visibility-timeout-s', '90', '--task-message-ttl-s', '3600'], { env: cleanEnv(), cwd: dir });
+    expect(old.code).toBe(0);
+    expect(old.stderr.split('\n').filter((l) => l !== '')).toEqual([
+      'jobq: warning: --visibility-timeout-s (seconds) is deprecated and goes in the next minor version: use --visibility-timeout 90s',
+      'jobq: warning: --task-message-ttl-s (seconds) is deprecated and goes in the next minor version: use --task-message-ttl 3600s',
+    ]);
+    expect(settingsOf(old.stdout).visibility_timeout_s).toEqual({ value: 90, source: 'flag', from: '--visibility-timeout' });
+    expect(settingsOf(old.stdout).task_message_ttl_s).toEqual({ value: 3600, source: 'flag', from: '--task-message-ttl' });
+
+    const both = await runCli(['config', 'show', '--visibility-timeout-s', '90', '--visibility-timeout', '1m'], { env: cleanEnv(), cwd: dir });
+    expect(both.code).toBe(2);
+    expect(both.stderr.trim().split('\n')).toHaveLength(1);
+    expect(both.stderr).toContain('--visibility-timeout');
+    const bad = await runCli(['config', 'show', '--visibility-timeout', 'soon'], { env: cleanEnv(), cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toMatch(/^jobq: .*--visibility-timeout must be a duration .*got "soon"/);
+  });
+
   it('exits 2 with one line for an unknown config key or a missing --config', async () => {
     const unknown = await runCli(['config', 'show', '--config', join(dir, 'bad.yaml')], { env: cleanEnv(), cwd: dir });
     expect(unknown.code).toBe(2);

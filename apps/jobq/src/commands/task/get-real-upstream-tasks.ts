@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { getRealUpstreamTasks } from '@jobq/worker/task';
+import { getRealUpstreamTasks } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { callHelper, requireTaskEnvironment, writeJsonLine } from './info';
 

@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { getUpstreamOutputs } from '@jobq/worker/task';
+import { getUpstreamOutputs } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { callHelper, requireTaskEnvironment, writeJsonLine } from './info';
 

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { getUpstreamOutput } from '@jobq/worker/task';
+import { getUpstreamOutput } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
 import { callHelper, requireTaskEnvironment, writeJsonLine } from './info';

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { JobqError, isJobqError } from '@jobq/ports';
-import { envValue } from '@jobq/worker';
+import { envValue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
 

@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { openWorkflowStore } from '@jobq/store-azure';
-import { TASK_SOCKET_VARIABLE, cancelCheckFromStore, envValue, parseWorkflowPrefix, storageConnectionFor } from '@jobq/worker';
-import { configureTaskHelpers, isCancelled, type CancellationChecker } from '@jobq/worker/task';
+import { TASK_SOCKET_VARIABLE, envValue, parseWorkflowPrefix } from '@jobq/ports';
+import { openWorkflowStore, storageConnectionFor } from '@jobq/store-azure';
+import { configureTaskHelpers, isCancelled, type CancellationChecker } from '@jobq/task';
+import { cancelCheckFromStore } from '@jobq/worker';
 import { JobqCommand, errorLine } from '../../base';
 import { withStorageCredential } from '../../credential';
 import { ReportedFailure } from '../../errors';

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { setOutput } from '@jobq/worker/task';
+import { setOutput } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
 import { readStdin } from '../../io';

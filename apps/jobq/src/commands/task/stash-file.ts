@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { stashFile } from '@jobq/worker/task';
+import { stashFile } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
 import { callHelper, requireTaskEnvironment, writeJsonLine } from './info';

@@ -68,6 +68,9 @@ describe('jobq workflow coordinator', () => {
     expect(coordinator.stderr()).toContain('batch-size=32 (default)');
     expect(coordinator.stderr()).toContain('idle-sleep=0.2 (flag --idle-sleep)');
     expect(coordinator.stderr()).toContain('retention=30d (flag --retention)');
+    // The old spelling of --cancel-poll-interval (seconds) still works, with one warning line.
+    expect(coordinator.stderr()).toContain('jobq: warning: --cancel-poll-interval-s (seconds) is deprecated and goes in the next minor version: use --cancel-poll-interval 0.2s\n');
+    expect(coordinator.stderr()).toContain('cancel-poll-interval=0.2 (flag --cancel-poll-interval)');
 
     const second = await runCli(['workflow', 'coordinator'], { env });
     expect(second.code).toBe(1);

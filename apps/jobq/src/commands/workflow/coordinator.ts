@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
+import { formatDuration } from '@jobq/ports';
 import { JobqCommand } from '../../base';
-import { formatAge } from '../../age';
 import { COORDINATOR_SETTINGS, isDurationSetting } from '../../config';
 import { openDeployment } from '../../deployment';
 import { configFlags, configFromFlags, coordinatorFlags } from '../../flags';
@@ -115,7 +115,7 @@ export default class WorkflowCoordinator extends JobqCommand {
     this.note(`Coordinator for ${deployment.target} (task queues on ${queues}, completions in ${deployment.completions.name}, outputs in ${deployment.outputs.outputsContainer})`);
     const settings = COORDINATOR_SETTINGS.map((s) => {
       const r = config.coordinator[s.key];
-      const value = isDurationSetting(s) ? (r.value === 0 ? 'off' : formatAge(Math.round(r.value * 1000))) : r.value;
+      const value = isDurationSetting(s) ? (r.value === 0 ? 'off' : formatDuration(Math.round(r.value * 1000))) : r.value;
       return `${s.flag}=${value} (${r.source === 'default' ? 'default' : `${r.source} ${r.from ?? ''}`.trim()})`;
     });
     this.note(`Settings: ${settings.join(', ')}`);

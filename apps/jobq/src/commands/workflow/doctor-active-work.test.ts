@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { createRuntime, reduce, taskState, validateWorkflow, withTaskStates, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  createRuntime,
+  reduce,
+  taskState,
+  validateWorkflow,
+  withTaskStates,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import type { Deployment } from '../../deployment';
 import { readActiveWork, type DoctorSettings } from './doctor';
 
@@ -24,7 +32,14 @@ function deploymentOf(runtimes: WorkflowRuntime[]): Deployment {
   } as unknown as Deployment;
 }
 
-const settings: DoctorSettings = { stalePendingMs: MINUTE, staleRunningMs: 30 * MINUTE, staleReadyMs: 10 * MINUTE, staleStatsMs: MINUTE, staleQueueMs: MINUTE, maxWorkflows: 50 };
+const settings: DoctorSettings = {
+  stalePendingMs: MINUTE,
+  staleRunningMs: 30 * MINUTE,
+  staleReadyMs: 10 * MINUTE,
+  staleStatsMs: MINUTE,
+  staleQueueMs: MINUTE,
+  maxWorkflows: 50,
+};
 
 describe('doctor: running and ready tasks of the active workflows (explainRuntime)', () => {
   it('flags a long-running task and a ready task nothing holds back, not one max_parallelism holds', async () => {

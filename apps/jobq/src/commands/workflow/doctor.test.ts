@@ -44,8 +44,10 @@ afterAll(async () => {
 
 describe('jobq workflow doctor', () => {
   it('without a coordinator: the lease is an error, stale pending workflows a warning, exit 1', async () => {
+    // The old spelling of --stale-pending (in seconds) still works, with one warning line.
     const result = await runCli(['workflow', 'doctor', '--stale-pending-sec', '0'], { env: storage.env(idle) });
     expect(result.code).toBe(1);
+    expect(result.stderr).toContain('jobq: warning: --stale-pending-sec (seconds) is deprecated and goes in the next minor version: use --stale-pending 0s\n');
     expect(result.stdout).toMatch(/✔ config\s+devstoreaccount1\//);
     expect(result.stdout).toMatch(/✔ store\s+1 workflow/);
     expect(result.stdout).toMatch(/✖ coordinator lease/);
@@ -55,7 +57,7 @@ describe('jobq workflow doctor', () => {
   });
 
   it('prints one JSON document { ok, checks, summary } with --json, secrets masked', async () => {
-    const result = await runCli(['workflow', 'doctor', '--json', '--stale-pending-sec', '0'], { env: storage.env(idle) });
+    const result = await runCli(['workflow', 'doctor', '--json', '--stale-pending', '0s'], { env: storage.env(idle) });
     expect(result.code).toBe(1);
     const doc = JSON.parse(result.stdout) as DoctorDoc;
     expect(doc.ok).toBe(false);
@@ -100,15 +102,17 @@ describe('jobq workflow doctor', () => {
   it('flags a task queue no worker takes from (doctor and explain)', async () => {
     await servedDeployment.client.submit({ text: `default_queue: nobody\n${TWO_TASKS}`, filename: 'two.yaml' }, { id: 'unserved-1' });
     await waitFor('the dispatch of "a"', async () => (await servedDeployment.client.status('unserved-1'))?.counts.running === 1);
-    const doctor = await runCli(['workflow', 'doctor', '--stale-queue-min', '0'], { env: storage.env(served) });
+    const doctor = await runCli(['workflow', 'doctor', '--stale-queue', '0'], { env: storage.env(served) });
     // No heartbeat names the queue and its message waits: an error at once (docs/design.md#placement).
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toMatch(/⚠ task queues\s+no worker seems to take messages from nobody/);
     expect(doctor.stdout).toMatch(/✖ workers\s+no worker has read queue nobody in the last 2 min/);
     expect(doctor.stdout).toContain('jobq worker -q nobody');
 
+    // The old spelling of --oldest-message (in minutes) still works, with one warning line.
     const explain = await runCli(['workflow', 'explain', 'unserved-1', '--oldest-message-min', '0'], { env: storage.env(served) });
     expect(explain.code).toBe(0);
+    expect(explain.stderr).toContain('jobq: warning: --oldest-message-min (minutes) is deprecated and goes in the next minor version: use --oldest-message 0m\n');
     expect(explain.stdout).toMatch(/Status\s+running/);
     expect(explain.stdout).toMatch(/a\s+running\s+queue nobody\s+attempt 1/);
     expect(explain.stdout).toContain('waiting for "a" (running)');

@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core';
 import { explainRuntime, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
-import { isJobqError, type CoordinatorStats } from '@jobq/ports';
-import { accountClients, translateStoreError } from '@jobq/store-azure';
+import { formatElapsed, isJobqError, listSome, type CoordinatorStats } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
 import { workloadIdentityLine, workloadIdentityStatus } from '../../credential';
@@ -12,7 +11,7 @@ import { collectWorkflows } from '../../listing';
 import { queuesNamespace, serviceBusAccessLine } from '../../servicebus-access';
 import { checkServiceBusQueues, type ServiceBusQueueToCheck } from '../../servicebus-doctor';
 import { storageAccess, storageAccessLine } from '../../storage-access';
-import { durationFlag } from '../../io';
+import { durationMs, legacyDurationFlag } from '../../duration-flags';
 import { DEFAULT_WORKER_STALE_IN_MS, workersCheck } from '../../worker-doctor';
 
 /** The outcome of one check. */
@@ -33,20 +32,13 @@ const MAX_QUEUES = 20;
 const LOAD_CONCURRENCY = 8;
 const START_HINT = 'start one: jobq workflow coordinator (one per prefix)';
 
-/** `a, b, c (+N more)`. */
+/** `a, b, c and N more`. */
 function someNames(names: readonly string[]): string {
-  const shown = names.slice(0, NAMES_SHOWN).join(', ');
-  return names.length > NAMES_SHOWN ? `${shown} (+${names.length - NAMES_SHOWN} more)` : shown;
+  return listSome(names, NAMES_SHOWN);
 }
 
 /** Milliseconds as `45s`, `12m` or `3h05m`. */
-function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 120) return `${m}m`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
-}
+const age = formatElapsed;
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -100,20 +92,6 @@ export function configCheck(config: CliConfig, env: NodeJS.ProcessEnv = process.
         hint: "the connection string is for another account: fix its AccountName or endpoints, or the prefix's account",
       }
     : { name: 'config', status: 'ok', message: parts.join('; '), hint: null };
-}
-
-/** The state of the coordinator's lock blob: `leased` while a coordinator holds it; null when there is no lock blob. */
-async function leaseState(deployment: Deployment): Promise<string | null> {
-  const names = deployment.store.names;
-  const clients = accountClients(deployment.connectionFor(deployment.prefix.account), { operationTimeoutInMs: deployment.store.settings.operationTimeoutInMs });
-  try {
-    const properties = await clients.container(names.workflowsContainer).getBlobClient(names.leaseBlob).getProperties();
-    return properties.leaseState ?? 'available';
-  } catch (error) {
-    const e = translateStoreError(error, { operation: 'read the coordinator lease' });
-    if (e.code === 'not-found') return null;
-    throw e;
-  }
 }
 
 /** Runtimes of these workflows, a few at a time; workflows that cannot be read are counted, not fatal. */
@@ -245,7 +223,7 @@ const CHECKS: Check[] = [
     name: 'coordinator lease',
     run: async (ctx) => {
       try {
-        const state = await leaseState(ctx.deployment);
+        const state = (await ctx.deployment.store.leaseState())?.state ?? null;
         ctx.leaseHeld = state === 'leased';
         if (ctx.leaseHeld) return { name: 'coordinator lease', status: 'ok', message: 'held by a running coordinator', hint: null };
         const why = state === null ? 'no coordinator has ever run on this prefix' : `nobody holds it (lease ${state})`;
@@ -586,40 +564,45 @@ export default class WorkflowDoctor extends JobqCommand {
     '  coordinator stats  its stats were written recently\n' +
     '  poison messages    completions it could not read (from the stats)\n' +
     '  corrupt workflows  set aside by the coordinator, with the reason\n' +
-    '  pending workflows  pending longer than --stale-pending-sec\n' +
-    '  running tasks      running longer than --stale-running-min\n' +
-    '  ready tasks        ready, not dispatched for --stale-ready-min\n' +
-    '  task queues        their sizes; oldest message older than --stale-queue-min\n' +
+    '  pending workflows  pending longer than --stale-pending\n' +
+    '  running tasks      running longer than --stale-running\n' +
+    '  ready tasks        ready, not dispatched for --stale-ready\n' +
+    '  task queues        their sizes; oldest message older than --stale-queue\n' +
     '  service bus queues LockDuration, MaxDeliveryCount (< 100 warns), duplicate detection and dead-letter counts\n' +
     '                     of the Service Bus queues among these (only when the queues are on Service Bus)\n' +
     'The last three read the runtimes of at most --max-workflows active workflows. No lease while workflows are active is an ' +
     'error, otherwise a warning. Secrets are masked. Nothing is created or changed. Exits 1 when any check is an error; warnings never fail.';
   static override examples = [
     '<%= config.bin %> workflow doctor',
-    '<%= config.bin %> workflow myaccount/MyProject doctor --stale-pending-sec 30',
+    '<%= config.bin %> workflow myaccount/MyProject doctor --stale-pending 30s',
     '<%= config.bin %> workflow doctor --json',
   ];
   static override flags = {
     ...configFlags,
-    'stale-pending-sec': Flags.integer({ description: 'Warn about workflows pending longer than this', default: 120, min: 0 }),
-    'stale-running-min': Flags.integer({ description: 'Warn about tasks running longer than this', default: 60, min: 0 }),
-    'stale-ready-min': Flags.integer({ description: 'Warn about ready tasks not dispatched for longer than this', default: 60, min: 0 }),
-    'stale-stats-sec': Flags.integer({ description: 'Coordinator stats older than this are stale', default: 60, min: 1 }),
-    'stale-queue-min': Flags.integer({ description: 'Warn about a task queue whose oldest message is older than this (no worker)', default: 5, min: 0 }),
+    'stale-pending': Flags.string({ description: 'Warn about workflows pending longer than this (a duration)', default: '2m' }),
+    'stale-running': Flags.string({ description: 'Warn about tasks running longer than this (a duration)', default: '60m' }),
+    'stale-ready': Flags.string({ description: 'Warn about ready tasks not dispatched for longer than this (a duration)', default: '60m' }),
+    'stale-stats': Flags.string({ description: 'Coordinator stats older than this are stale (a duration, at least 1s)', default: '60s' }),
+    'stale-queue': Flags.string({ description: 'Warn about a task queue whose oldest message is older than this (no worker; a duration)', default: '5m' }),
     'worker-stale': Flags.string({ description: 'A worker heartbeat older than this does not count: a queue with waiting messages that no fresher heartbeat names is an error', default: '2m' }),
     'max-workflows': Flags.integer({ description: 'Read the runtimes of at most this many active workflows', default: 50, min: 1 }),
     json: Flags.boolean({ description: 'Print one JSON document: { ok, target, checks: [{ name, status, message, hint }], summary }', default: false }),
+    'stale-pending-sec': legacyDurationFlag('stale-pending-sec', 'stale-pending', 'seconds'),
+    'stale-running-min': legacyDurationFlag('stale-running-min', 'stale-running', 'minutes'),
+    'stale-ready-min': legacyDurationFlag('stale-ready-min', 'stale-ready', 'minutes'),
+    'stale-stats-sec': legacyDurationFlag('stale-stats-sec', 'stale-stats', 'seconds'),
+    'stale-queue-min': legacyDurationFlag('stale-queue-min', 'stale-queue', 'minutes'),
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(WorkflowDoctor);
     const { target, checks } = await runDoctor(() => configFromFlags(flags), {
-      stalePendingMs: flags['stale-pending-sec'] * 1000,
-      staleRunningMs: flags['stale-running-min'] * 60_000,
-      staleReadyMs: flags['stale-ready-min'] * 60_000,
-      staleStatsMs: flags['stale-stats-sec'] * 1000,
-      staleQueueMs: flags['stale-queue-min'] * 60_000,
-      workerStaleMs: durationFlag(flags['worker-stale'], '--worker-stale'),
+      stalePendingMs: durationMs(flags['stale-pending'], '--stale-pending'),
+      staleRunningMs: durationMs(flags['stale-running'], '--stale-running'),
+      staleReadyMs: durationMs(flags['stale-ready'], '--stale-ready'),
+      staleStatsMs: durationMs(flags['stale-stats'], '--stale-stats', 1_000),
+      staleQueueMs: durationMs(flags['stale-queue'], '--stale-queue'),
+      workerStaleMs: durationMs(flags['worker-stale'], '--worker-stale'),
       maxWorkflows: flags['max-workflows'],
     });
     const summary = { ok: 0, warn: 0, fail: 0 };

@@ -5,6 +5,7 @@ import { JobqError, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { paramsLine } from '../../params';
 import { openDeployment, type Deployment } from '../../deployment';
+import { durationMs, legacyDurationFlag } from '../../duration-flags';
 import { configFlags, configFromFlags } from '../../flags';
 import { countsLine, truncate } from '../../format';
 import { workflowNotFound } from '../../listing';
@@ -214,8 +215,8 @@ export default class WorkflowExplain extends JobqCommand {
   static override description =
     'Reads the workflow\'s runtime and says, for every unfinished task, why it is where it is: the dependencies it still waits for ' +
     '(and its dep_policy), a condition and the parent outputs it reads, max_parallelism holding it back, the workflow not yet ' +
-    'activated by a coordinator, a cancel request, or a task running for longer than --stale-running-min (its message may be lost). ' +
-    'The task queues in use are peeked: an oldest message older than --oldest-message-min means no worker is taking them. ' +
+    'activated by a coordinator, a cancel request, or a task running for longer than --stale-running (its message may be lost). ' +
+    'The task queues in use are peeked: an oldest message older than --oldest-message means no worker is taking them. ' +
     'Skipped tasks are listed with the reason each was skipped (the references its condition read and their values). ' +
     'With --task, only that task, finished or not (a finished one says how it ended: its error, why it was skipped with the condition and its inputs, ' +
     'the failed dependencies). Nothing is changed. Exits 1 when the workflow or the task does not exist.';
@@ -228,8 +229,10 @@ export default class WorkflowExplain extends JobqCommand {
   static override flags = {
     ...configFlags,
     task: Flags.string({ description: 'Explain only this task' }),
-    'stale-running-min': Flags.integer({ description: 'Flag tasks running for longer than this', default: 60, min: 0 }),
-    'oldest-message-min': Flags.integer({ description: 'Flag a queue whose oldest visible message is older than this', default: 5, min: 0 }),
+    'stale-running': Flags.string({ description: 'Flag tasks running for longer than this (a duration)', default: '60m' }),
+    'oldest-message': Flags.string({ description: 'Flag a queue whose oldest visible message is older than this (a duration)', default: '5m' }),
+    'stale-running-min': legacyDurationFlag('stale-running-min', 'stale-running', 'minutes'),
+    'oldest-message-min': legacyDurationFlag('oldest-message-min', 'oldest-message', 'minutes'),
     limit: Flags.integer({ description: 'Unfinished and skipped tasks shown in text (0 = all; --json always has all)', default: 20, min: 0 }),
     json: Flags.boolean({ description: 'Print one JSON document: the workflow, its unfinished tasks (or the one --task) and the queues', default: false }),
   };
@@ -246,8 +249,8 @@ export default class WorkflowExplain extends JobqCommand {
     }
     const queues = await openQueues(deployment, runtime);
     const report = await deployment.client.explain(args.id, {
-      staleRunningAfterMs: flags['stale-running-min'] * 60_000,
-      oldestMessageAfterMs: flags['oldest-message-min'] * 60_000,
+      staleRunningAfterMs: durationMs(flags['stale-running'], '--stale-running'),
+      oldestMessageAfterMs: durationMs(flags['oldest-message'], '--oldest-message'),
       peekQueues: (spec) => queues.get(spec),
     });
     // explain read the runtime again: prefer its view of the task, which may have moved on.

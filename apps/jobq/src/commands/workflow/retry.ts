@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { JobqError } from '@jobq/ports';
+import { JobqError, listSome } from '@jobq/ports';
 import { JobqCommand } from '../../base';
 import { openDeployment, type Deployment } from '../../deployment';
 import { UsageError } from '../../errors';
@@ -56,7 +56,7 @@ export default class WorkflowRetry extends JobqCommand {
       if (result.reason === 'corrupt') throw new JobqError('corrupt', result.message);
       throw new UsageError(`--task ${task}: ${result.message}`);
     }
-    const shown = result.tasks.slice(0, NAMES_SHOWN).join(', ') + (result.tasks.length > NAMES_SHOWN ? ` and ${result.tasks.length - NAMES_SHOWN} more` : '');
+    const shown = listSome(result.tasks, NAMES_SHOWN);
     const message = `Re-run of task "${task}"${downstream ? ' and what depends on it' : ''} requested for workflow ${workflowId} in ${deployment.target}: the coordinator runs ${shown} again.`;
     if (json) {
       this.printJson({

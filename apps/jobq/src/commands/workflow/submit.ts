@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { SUBMIT_ID_PATTERN, type SubmitManyResult } from '@jobq/coordinator';
 import type { WorkflowDefinition } from '@jobq/dag-core';
+import { listSome } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { openDeployment } from '../../deployment';
 import { ReportedFailure, UsageError } from '../../errors';
@@ -12,11 +13,10 @@ import { paramFlags, paramOverrides } from '../../params';
 import { printDiagnostics } from '../../diagnostics';
 import { loadWorkflowFile, type LoadedWorkflow } from '../../workflow-file';
 
-/** `R root: a, b, c, +K more` */
+/** `R roots: a, b, c and K more` */
 function rootsText(definition: WorkflowDefinition): string {
   const roots = definition.tasks.filter((t) => t.dependsOn.length === 0 && (t.gates ?? []).length === 0).map((t) => t.name);
-  const shown = roots.slice(0, 3).join(', ');
-  return `${roots.length} root${roots.length === 1 ? '' : 's'}: ${shown}${roots.length > 3 ? `, +${roots.length - 3} more` : ''}`;
+  return `${roots.length} root${roots.length === 1 ? '' : 's'}: ${listSome(roots, 3)}`;
 }
 
 type Loaded = Extract<LoadedWorkflow, { ok: true }>;

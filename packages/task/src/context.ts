@@ -1,7 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { JobqError, type OutputStore } from '@jobq/ports';
-import { envValue, storageConnectionFor, workflowEnvironment } from '../config';
-import { TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE } from '../task-channel-protocol';
+import { JobqError, TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE, envValue, workflowEnvironment, type OutputStore } from '@jobq/ports';
 import { TaskChannelClient, type TaskStorage } from './channel-client';
 
 /**
@@ -15,7 +13,7 @@ export interface TaskHelpersOptions {
   /**
    * The output store to read upstream blob outputs and stashed files from (and stash files to).
    * Default: inside a worker, the worker's task channel (`JOBQ_TASK_SOCKET`); outside one, a store
-   * built lazily, on first use, from the environment with `@jobq/store-azure`.
+   * built on first use from the environment with `@jobq/store-azure`.
    */
   outputs?: OutputStore;
   /** The environment to read the `JOBQ_*` variables from. Default: `process.env` (read at each call). */
@@ -96,35 +94,18 @@ export async function fileExists(path: string): Promise<boolean> {
   }
 }
 
-type StoreAzureModule = typeof import('@jobq/store-azure');
-
-/** Loads `@jobq/store-azure` only when a helper needs storage (it is an optional peer of the worker). */
-function loadStoreAzure(): StoreAzureModule {
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return require('@jobq/store-azure') as StoreAzureModule;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes('@jobq/store-azure')) {
-      throw new JobqError(
-        'invalid-config',
-        'the jobq task helpers need the package @jobq/store-azure to read blob outputs and stashed files: install it next to @jobq/worker, or inject a store with configureTaskHelpers({ outputs })',
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-}
-
-function buildDefaultStore(env: NodeJS.ProcessEnv): Promise<OutputStore> {
-  return Promise.resolve().then(() => {
-    const workflow = workflowEnvironment(env);
-    const storeAzure = loadStoreAzure();
-    const blobs = workflow.blobs === null ? null : storeAzure.parseWorkflowBlobs(workflow.blobs);
-    return storeAzure.openOutputStore({
-      connection: storageConnectionFor(workflow.prefix.account, env),
-      prefix: workflow.prefix.prefix,
-      ...(blobs ? { outputs: { connection: storageConnectionFor(blobs.account, env), container: blobs.container } } : {}),
-    });
+/**
+ * Opens the output store of the environment's deployment. `@jobq/store-azure` (and the Azure SDK
+ * under it) is loaded only here, on first use: inside a worker the helpers never need it.
+ */
+async function buildDefaultStore(env: NodeJS.ProcessEnv): Promise<OutputStore> {
+  const workflow = workflowEnvironment(env);
+  const storeAzure = await import('@jobq/store-azure');
+  const blobs = workflow.blobs === null ? null : storeAzure.parseWorkflowBlobs(workflow.blobs);
+  return storeAzure.openOutputStore({
+    connection: storeAzure.storageConnectionFor(workflow.prefix.account, env),
+    prefix: workflow.prefix.prefix,
+    ...(blobs ? { outputs: { connection: storeAzure.storageConnectionFor(blobs.account, env), container: blobs.container } } : {}),
   });
 }
 

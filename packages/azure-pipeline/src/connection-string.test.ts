@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { chooseStorageConnection, describeConnectionString, storageConnectionFor } from './config';
+import { chooseStorageConnection, describeConnectionString, storageConnectionFor } from './connection-string';
 
 const SAS = 'sv=2024-08-04&ss=bqt&srt=sco&sp=rwdlacup&se=2030-01-01T00%3A00%3A00Z&sig=c2lnbmF0dXJl';
 const AZURE_SAS =

@@ -6,8 +6,15 @@ import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { makeStashMarker, parseStashMarker, type StashMarker } from '@jobq/dag-core';
-import { JobqError, isJobqError, type OperationOptions, type OutputStore } from '@jobq/ports';
-import { CHANNEL_ROUTES, MAX_JSON_REQUEST_BYTES, errorFromAnswer } from '../task-channel-protocol';
+import {
+  JobqError,
+  TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,
+  TASK_CHANNEL_ROUTES as CHANNEL_ROUTES,
+  isJobqError,
+  taskChannelError as errorFromAnswer,
+  type OperationOptions,
+  type OutputStore,
+} from '@jobq/ports';
 
 /** What the task helpers need of storage: the output store, or the worker's task channel. */
 export type TaskStorage = Pick<OutputStore, 'getOutput' | 'getFile' | 'downloadFileTo' | 'putFileFromPath'>;

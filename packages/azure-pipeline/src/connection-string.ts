@@ -1,55 +1,23 @@
-import { JobqError } from '@jobq/ports';
+import { envValue } from '@jobq/ports';
 
-/** `ACCOUNT/PREFIX` of a deployment (docs/design.md#names). */
-export interface WorkflowPrefix {
-  account: string;
-  prefix: string;
-}
-
-/** What the workflow processor and the task helpers read from the environment (docs/design.md#the-workflow-processor, docs/design.md#queues-and-backends). */
-export interface WorkflowEnvironment {
-  prefix: WorkflowPrefix;
-  /** `JOBQ_WORKFLOW_QUEUES`: `ACCOUNT` or `sb://NAMESPACE`; null when unset. */
-  queues: string | null;
-  /** `JOBQ_WORKFLOW_BLOBS`: `ACCOUNT/CONTAINER`; null when unset. */
-  blobs: string | null;
-}
-
-/** An environment variable, with empty counting as unset (docs/design.md#names). */
-export function envValue(env: NodeJS.ProcessEnv, name: string): string | null {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? null : value.trim();
-}
-
-/** Parses `ACCOUNT/PREFIX`; a clear `invalid-config` error otherwise. */
-export function parseWorkflowPrefix(text: string, source = 'JOBQ_WORKFLOW_PREFIX'): WorkflowPrefix {
-  const match = /^([a-z0-9]{3,24})\/([A-Za-z][A-Za-z0-9]{0,31})$/.exec(text);
-  if (!match) {
-    throw new JobqError(
-      'invalid-config',
-      `${source} must be ACCOUNT/PREFIX (a storage account name, "/", then a letter and up to 31 letters or digits), got "${text}"`,
-    );
-  }
-  return { account: match[1]!, prefix: match[2]! };
-}
-
-/**
- * Reads the workflow settings a workflow task needs. Without `JOBQ_WORKFLOW_PREFIX` this is a clear
- * `invalid-config` error (the worker then exits and leaves the message).
- */
-export function workflowEnvironment(env: NodeJS.ProcessEnv): WorkflowEnvironment {
-  const prefix = envValue(env, 'JOBQ_WORKFLOW_PREFIX');
-  if (prefix === null) {
-    throw new JobqError('invalid-config', 'JOBQ_WORKFLOW_PREFIX is not set: a worker that runs workflow tasks needs ACCOUNT/PREFIX of the deployment');
-  }
-  return { prefix: parseWorkflowPrefix(prefix), queues: envValue(env, 'JOBQ_WORKFLOW_QUEUES'), blobs: envValue(env, 'JOBQ_WORKFLOW_BLOBS') };
-}
+// Storage connection strings, read in one place for every adapter (`@jobq/store-azure`,
+// `@jobq/queue-storage`), and how an account is reached (see this package's README).
 
 /** The environment variables a storage connection string is read from, in this order. */
 export const CONNECTION_STRING_VARIABLES = ['JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'] as const;
 
 /** The account Azurite serves (`UseDevelopmentStorage=true`). */
 const DEVELOPMENT_ACCOUNT = 'devstoreaccount1';
+
+/** What `UseDevelopmentStorage=true` stands for: Azurite's well-known development account (public, documented by Microsoft). */
+const DEVELOPMENT_STORAGE =
+  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
+  'BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;';
+
+/** True for Azurite's shorthand `UseDevelopmentStorage=true`. */
+function isDevelopmentStorage(text: string): boolean {
+  return /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(text);
+}
 
 /** What a connection string authenticates with: an account key, a SAS, or nothing (endpoints only: a token credential). */
 export type ConnectionStringCredential = 'account key' | 'SAS' | 'none';
@@ -65,9 +33,15 @@ export interface ConnectionStringInfo {
   credential: ConnectionStringCredential;
 }
 
-function connectionStringFields(text: string): Map<string, string> {
+/**
+ * The `Key=Value` fields of a connection string, keys lowercased (`accountname`, `blobendpoint`,
+ * `sharedaccesssignature`, …), values trimmed; `UseDevelopmentStorage=true` reads as Azurite's
+ * development account with its default endpoints. Never throws; errors built from the fields must
+ * not quote them.
+ */
+export function connectionStringFields(text: string): Map<string, string> {
   const fields = new Map<string, string>();
-  for (const part of text.split(';')) {
+  for (const part of (isDevelopmentStorage(text) ? DEVELOPMENT_STORAGE : text).split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0) fields.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
   }
@@ -90,7 +64,7 @@ function endpointAccount(endpoint: string): string | null {
 
 /** Reads the account and the kind of credential of a connection string. Never throws, never keeps the secret. */
 export function describeConnectionString(text: string): ConnectionStringInfo {
-  if (/^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(text)) return { account: DEVELOPMENT_ACCOUNT, credential: 'account key' };
+  if (isDevelopmentStorage(text)) return { account: DEVELOPMENT_ACCOUNT, credential: 'account key' };
   const fields = connectionStringFields(text);
   const credential: ConnectionStringCredential = fields.get('accountkey') ? 'account key' : fields.get('sharedaccesssignature') ? 'SAS' : 'none';
   const named = fields.get('accountname');

@@ -9,8 +9,7 @@ import {
   type FoundStashMarker,
   type StashMarkerJson,
 } from '@jobq/dag-core';
-import { JobqError, type OperationOptions } from '@jobq/ports';
-import { envValue } from '../config';
+import { JobqError, envValue, type OperationOptions } from '@jobq/ports';
 import { fileExists, helperEnv, injectedCancellationChecker, outputStore, readJsonFile, requireTaskEnv, taskIdentity } from './context';
 import { StashedFile } from './stashed-file';
 

@@ -1,8 +1,9 @@
-import { JOBQ_ERROR_CODES, JobqError, type JobqErrorCode } from '@jobq/ports';
+import { JOBQ_ERROR_CODES, JobqError, type JobqErrorCode } from './errors';
 
 /**
- * The wire of the task channel: HTTP/1.1 over the Unix socket named by `JOBQ_TASK_SOCKET`, every
- * request carrying `Authorization: Bearer $JOBQ_TASK_TOKEN`.
+ * The wire of the task channel between a worker (`@jobq/worker` serves it) and the processes of its
+ * workflow tasks (`@jobq/task` is its client): HTTP/1.1 over the Unix socket named by
+ * `JOBQ_TASK_SOCKET`, every request carrying `Authorization: Bearer $JOBQ_TASK_TOKEN`.
  *
  * - `POST /v1/output` `{"ref": "<output ref>"}` → `{"value": <the output>}`: the ref must be one of
  *   this attempt's upstream refs (a direct parent's output); blob refs are downloaded and md5-checked.

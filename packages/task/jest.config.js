@@ -1,0 +1,1 @@
+module.exports = require('../../jest.preset.js')({ testTimeout: 60_000 });
