@@ -3,6 +3,7 @@ import {
   DEFAULT_TASK_MESSAGE_TTL_MS,
   changedTasks,
   deadlinePassed,
+  isNewer as newer,
   isTerminalWorkflowStatus,
   reduce,
   type WorkflowEvent,
@@ -309,16 +310,6 @@ interface RowResync {
   done: Set<string>;
   failed: boolean;
   passes: number;
-}
-
-/** True when `a` is a timestamp newer than `b` (or `b` is null). */
-function newer(a: string | null, b: string | null): boolean {
-  if (a === null) return false;
-  if (b === null) return true;
-  const ta = Date.parse(a);
-  const tb = Date.parse(b);
-  if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
-  return ta > tb;
 }
 
 /** The later of two timestamps (null counts as none). */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mergeNodeName, parseWorkflow, reduce, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import { mergeNodeName, parseWorkflow, reduce, sequentializeFanIn, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
 import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { isJobqError, type WorkflowStore } from '@jobq/ports';
@@ -174,6 +174,24 @@ describe('WorkflowClient (Azurite)', () => {
     const refused = await caught(client.submit({ text: FAN_IN.replace('depends_on: [a, b, c]', 'depends_on: [a, b, c], dep_policy: any'), filename: 'f.yaml' }, { maxFanIn: 2 }));
     expect(refused).toBeInstanceOf(WorkflowValidationError);
     expect((refused as WorkflowValidationError).issues[0]?.code).toBe('bad-fan-in');
+  });
+
+  it('validates a definition in hand, one with merge nodes too: an invalid DAG is refused with a clear error, writing nothing', async () => {
+    const { client, completions } = await setup();
+    const parsed = parseWorkflow(FAN_IN, { filename: 'fan.yaml' });
+    if (!parsed.ok) throw new Error('invalid test definition');
+    const split = sequentializeFanIn(parsed.value, 2);
+    if (!split.ok) throw new Error('split failed');
+    // What the fan-in transform made passes the engine's own rules.
+    expect((await client.submit({ definition: split.value }, { id: 'split-ok' })).created).toBe(true);
+    // A library caller's DAG with a merge node is no longer taken as already checked.
+    const cyclic = { ...split.value, tasks: split.value.tasks.map((t) => (t.name === 'a' ? { ...t, dependsOn: ['d'] } : t)) };
+    const refused = await caught(client.submit({ definition: cyclic }, { id: 'split-cyclic' }));
+    expect(refused).toBeInstanceOf(WorkflowValidationError);
+    expect((refused as WorkflowValidationError).issues.map((i) => i.code)).toContain('cycle');
+    expect((refused as Error).message).toMatch(/^<definition>: tasks\[\d+\]\.depends_on: cycle: dependency cycle: /);
+    expect(await client.status('split-cyclic')).toBeNull();
+    expect(await wakeups(completions)).toEqual(['split-ok']);
   });
 
   it('submitMany keeps input order, reports each item, and survives a bad one', async () => {

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, isMergeNode, planRerun, isSatisfying, isBlocking, isTerminalTaskStatus, isTerminalWorkflowStatus, parseWorkflow, policyVerdict, sequentializeFanIn, taskQueue, taskTimeoutS, toRawDefinition, WORKFLOW_ID_PATTERN, validateWorkflow, type Issue, type TaskCounts, type TaskRuntime, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState, taskStatus, tasksIn } from '@jobq/dag-core';
+import { createRuntime, explainRuntime, pendingRequests, planRerun, isTerminalWorkflowStatus, parseWorkflow, sequentializeFanIn, WORKFLOW_ID_PATTERN, validateDefinition, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
 import { encodeDefinition, encodeWakeup } from '@jobq/dag-core/wire';
 import {
   JobqError,
@@ -15,8 +15,9 @@ import {
   type WorkflowSummary,
 } from '@jobq/ports';
 
+import { taskReasons, workflowReasons as workflowReasonsOf } from './explain-reasons';
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, formatElapsed, listSome, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
+import { endSpan, formatElapsed, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -405,13 +406,16 @@ export class WorkflowClient {
     }
     if (loaded === null) throw notFound(workflowId);
     const runtime = loaded.runtime;
-    const nowMs = this.now().getTime();
+    const now = this.now();
+    const nowMs = now.getTime();
     const staleAfter = options.staleRunningAfterMs ?? 3_600_000;
     const oldestAfter = options.oldestMessageAfterMs ?? 300_000;
     const definition = runtime.definition;
 
-    const cancelNotApplied = summary !== null && cancelPending(summary);
-    const workflowReasons = describeWorkflow(runtime, summary, cancelNotApplied, nowMs);
+    const explained = explainRuntime(runtime, now.toISOString());
+    const pending = summary === null ? null : pendingRequests(summary);
+    const cancelNotApplied = pending !== null && pending.cancel;
+    const workflowReasons = workflowReasonsOf(explained.workflow, pending === null || summary === null ? null : { ...pending, cancelRequestedAt: summary.cancelRequestedAt, retryRequestedAt: summary.retryRequestedAt });
     // Re-run requests recorded and not yet applied (the first page is plenty to say so).
     const applied = new Set((runtime.rerunsApplied ?? []).map((r) => r.id));
     for (const r of (await this.store.listReruns({ workflowId, limit: MAX_NAMES_SHOWN, ...op })).items) {
@@ -421,87 +425,14 @@ export class WorkflowClient {
 
     const tasks: ExplainedTask[] = [];
     const perQueue = new Map<string, { ready: number; running: number }>();
-    let readyBefore = 0;
-    // Retries still waiting for their delay hold no max_parallelism slot.
-    const waitingRetries = [...tasksIn(runtime)].filter(([, t]) => waitsForDelay(t, nowMs)).length;
-    const holdingSlots = runtime.counts.running - waitingRetries;
-    for (const def of definition.tasks) {
-      const task = taskState(runtime, def.name);
-      if (!task || isTerminalTaskStatus(task.status)) continue;
-      const queue = taskQueue(definition, def);
-      const usage = perQueue.get(queue) ?? { ready: 0, running: 0 };
-      perQueue.set(queue, usage);
-      const reasons: string[] = [];
-      const statusOf = (name: string): TaskStatus => taskStatus(runtime, name);
-
-      if (task.status === 'pending') {
-        if (runtime.cancelRequested) reasons.push('cancel requested: it will be cancelled, not run');
-        const unmetGates = (def.gates ?? []).filter((g) => !isSatisfying(statusOf(g)));
-        if (unmetGates.length > 0) {
-          reasons.push(`waiting for gate${unmetGates.length > 1 ? 's' : ''} ${names(unmetGates, statusOf)} (the previous batch of a split fan-in)`);
-        }
-        const n = def.dependsOn.length;
-        const satisfied = def.dependsOn.filter((p) => isSatisfying(statusOf(p))).length;
-        const blocking = def.dependsOn.filter((p) => isBlocking(statusOf(p)));
-        const unmet = def.dependsOn.filter((p) => !isSatisfying(statusOf(p)) && !isBlocking(statusOf(p)));
-        const verdict = policyVerdict(def.depPolicy, n, satisfied, blocking.length);
-        const policy = `dep_policy ${def.depPolicy}`;
-        if (verdict === 'wait') {
-          reasons.push(
-            `${policy}: ${satisfied} of ${n} dependencies satisfied${blocking.length > 0 ? `, ${blocking.length} failed` : ''}; waiting for ${names(unmet, statusOf)}`,
-          );
-        } else if (verdict === 'blocked') {
-          reasons.push(`${policy}: blocked by ${names(blocking, statusOf)}; it becomes upstream_failed when the coordinator next settles it`);
-        } else if (task.awaitingInputs) {
-          reasons.push('dependencies met; its condition waits for parent outputs being read from blobs');
-        } else if (unmetGates.length === 0) {
-          if (!runtime.activated) reasons.push('workflow not yet activated by the coordinator (is a coordinator running?)');
-          else if (def.condition !== null) reasons.push('dependencies met; its condition is not evaluated yet (the coordinator has not processed the last completion)');
-          else reasons.push('dependencies met; the coordinator has not settled it yet (a completion or wake-up not yet processed?)');
-        }
-      } else if (task.status === 'ready') {
-        usage.ready++;
-        if (runtime.cancelRequested) reasons.push('cancel requested: it will not be dispatched');
-        else if (cancelNotApplied) reasons.push('cancel requested (not yet applied by the coordinator): it will not be dispatched');
-        else if (!runtime.activated) reasons.push('workflow not yet activated: the coordinator dispatches it when it processes the wake-up (is a coordinator running?)');
-        else if (definition.maxParallelism !== null && holdingSlots >= definition.maxParallelism) {
-          reasons.push(
-            `held by max_parallelism ${definition.maxParallelism}: ${holdingSlots} task${holdingSlots === 1 ? '' : 's'} running; ${readyBefore} ready task${readyBefore === 1 ? '' : 's'} ahead of it`,
-          );
-        } else {
-          reasons.push('ready and not held back: it should be dispatched with the next coordinator step (ready-repair dispatches it if the runtime stays unchanged)');
-        }
-        readyBefore++;
-      } else if (task.status === 'running') {
-        usage.running++;
-        const timeout = taskTimeoutS(definition, def);
-        const attempt = `attempt ${task.attemptNo} (num_retries ${def.numRetries}) on queue "${queue}"`;
-        // A delayed retry is counted from its due time: before it, no worker can have it.
-        const since = task.retryDueAt ?? task.dispatchedAt;
-        if (waitsForDelay(task, nowMs)) {
-          const dueInMs = Date.parse(task.retryDueAt!) - nowMs;
-          reasons.push(
-            `retry ${task.attemptNo - task.retryBase - 1} of ${def.numRetries} due at ${task.retryDueAt} (in ${formatElapsed(dueInMs)}; attempt ${task.attemptNo}): ` +
-              `its message waits in queue "${queue}" until then, holding no max_parallelism slot; last error: ${task.error ?? 'none recorded'}`,
-          );
-        } else if (since === null) {
-          reasons.push(`${attempt}, dispatch time unknown`);
-        } else {
-          const ageMs = nowMs - Date.parse(since);
-          const sent = task.retryDueAt === null ? `dispatched at ${since}` : `a retry due at ${since}`;
-          reasons.push(`${attempt}, ${sent} (${formatElapsed(ageMs)} ago; waiting in its queue or running on a worker)`);
-          if (ageMs > staleAfter) {
-            reasons.push(
-              `stale: dispatched longer than ${formatElapsed(staleAfter)} ago; its message may be lost or its worker gone` +
-                (timeout === null
-                  ? ' — set timeout_s on the task (or default_task_timeout_s): workers stop it after that long, and the coordinator recovers a lost one'
-                  : ` — with timeout_s ${timeout}s the coordinator declares it lost once its message has expired`),
-            );
-          }
-        }
-        if (runtime.cancelRequested || cancelNotApplied) reasons.push('cancel requested: its worker should stop it');
-      }
-      tasks.push({ name: def.name, status: task.status, queue, attemptNo: task.attemptNo, reasons, retry_due_at: waitsForDelay(task, nowMs) ? task.retryDueAt : null });
+    const context = { runtime, w: explained.workflow, cancelNotApplied, staleAfterMs: staleAfter };
+    for (const task of explained.tasks) {
+      const usage = perQueue.get(task.queue) ?? { ready: 0, running: 0 };
+      perQueue.set(task.queue, usage);
+      if (task.status === 'ready') usage.ready++;
+      else if (task.status === 'running') usage.running++;
+      const retryDueAt = task.status === 'running' ? task.waitingUntil : null;
+      tasks.push({ name: task.name, status: task.status, queue: task.queue, attemptNo: task.attemptNo, reasons: taskReasons(task, context), retry_due_at: retryDueAt });
     }
 
     const queues: ExplainedQueue[] = [];
@@ -576,16 +507,11 @@ function prepareDefinition(source: SubmitSource, maxFanIn: number | undefined): 
   let warnings: Issue[];
   if ('definition' in source) {
     filename = '<definition>';
-    if (source.definition.tasks.some((t) => isMergeNode(t.name, t.kwargs))) {
-      // Already transformed by sequentializeFanIn, which validated it (the user schema refuses merge nodes).
-      definition = source.definition;
-      warnings = [];
-    } else {
-      const checked = validateWorkflow(toRawDefinition(source.definition));
-      if (!checked.ok) throw new WorkflowValidationError(checked.issues, filename);
-      definition = checked.value;
-      warnings = checked.warnings;
-    }
+    // A definition the fan-in transform made is checked with the engine's own rules; any other with a user's.
+    const checked = validateDefinition(source.definition);
+    if (!checked.ok) throw new WorkflowValidationError(checked.issues, filename);
+    definition = checked.value;
+    warnings = checked.warnings;
   } else {
     filename = source.filename ?? '<input>';
     const parsed = parseWorkflow(source.text, source.filename === undefined ? {} : { filename: source.filename });
@@ -618,51 +544,14 @@ function retryable(counts: TaskCounts): boolean {
   return counts.failed + counts.upstream_failed + counts.cancelled > 0;
 }
 
-function newer(a: string | null, b: string | null): boolean {
-  if (a === null) return false;
-  return b === null || Date.parse(a) > Date.parse(b);
-}
-
 /** A cancel request recorded and not yet applied, and not overtaken by a retry request. */
 function cancelPending(summary: WorkflowSummary): boolean {
-  return newer(summary.cancelRequestedAt, summary.cancelAppliedAt) && newer(summary.cancelRequestedAt, summary.retryRequestedAt);
+  return pendingRequests(summary).cancel;
 }
 
 /** Why a corrupt workflow cannot be cancelled, retried or explained. */
 function corruptMessage(workflowId: string, summary: WorkflowSummary, what: string): string {
   return `workflow "${workflowId}" is corrupt${summary.error ? ` (${summary.error.replace(/^corrupt: /, '')})` : ''}: the coordinator set it aside, so it cannot be ${what}; submit the workflow again under a new id`;
-}
-
-/** A running retry whose delay has not ended at `nowMs`: its queue has not delivered it yet. */
-function waitsForDelay(task: TaskRuntime, nowMs: number): boolean {
-  return task.status === 'running' && task.retryDueAt !== null && Date.parse(task.retryDueAt) > nowMs;
-}
-
-function describeWorkflow(runtime: WorkflowRuntime, summary: WorkflowSummary | null, cancelNotApplied: boolean, nowMs: number): string[] {
-  const reasons: string[] = [];
-  if (runtime.cancelReason !== null && runtime.cancelRequested) reasons.push(`cancelled by the coordinator: ${runtime.cancelReason}`);
-  else if (runtime.deadlineAt !== null && !isTerminalWorkflowStatus(runtime.status)) {
-    reasons.push(`deadline at ${runtime.deadlineAt} (timeout_s ${runtime.definition.timeoutS}): the coordinator cancels the workflow if it is still running then`);
-  }
-  if (summary === null) reasons.push('no index row: the submit did not finish (resubmit with the same --id to repair)');
-  if (summary !== null && newer(summary.retryRequestedAt, summary.retryAppliedAt)) {
-    reasons.push(`retry requested at ${summary.retryRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
-  }
-  if (cancelNotApplied) reasons.push(`cancel requested at ${summary?.cancelRequestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
-  if (runtime.corruptReason !== null) {
-    reasons.push(`workflow is corrupt: ${runtime.corruptReason}; the coordinator set it aside (its messages go to the dead-letter queue) until it is purged`);
-  } else if (isTerminalWorkflowStatus(runtime.status)) reasons.push(`workflow is ${runtime.status}: nothing is waiting`);
-  else if (!runtime.activated) reasons.push('not yet activated: the coordinator has not processed its wake-up (is a coordinator running?)');
-  if (runtime.definition.maxParallelism !== null) {
-    const waiting = [...tasksIn(runtime)].filter(([, t]) => waitsForDelay(t, nowMs)).length;
-    const delayed = waiting > 0 ? ` (${waiting} of them retries waiting for their delay, which hold no slot)` : '';
-    reasons.push(`max_parallelism ${runtime.definition.maxParallelism}: ${runtime.counts.running} running${delayed}, ${runtime.counts.ready} ready`);
-  }
-  return reasons;
-}
-
-function names(list: readonly string[], statusOf: (name: string) => TaskStatus): string {
-  return listSome(list, MAX_NAMES_SHOWN, (n) => `"${n}" (${statusOf(n)})`);
 }
 
 function notFound(workflowId: string): JobqError {

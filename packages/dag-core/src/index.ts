@@ -12,7 +12,7 @@ export { closestName, editDistance, type ClosestNameOptions } from './suggest';
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';
 export { parseParamsFile, parseWorkflow, type ParseWorkflowOptions } from './definition/parse';
-export { validateWorkflow, type ValidateWorkflowOptions } from './definition/validate';
+export { validateDefinition, validateWorkflow, type ValidateWorkflowOptions } from './definition/validate';
 export { PARAM_ENV_PREFIX, type ParamOverrides, type ParamType, type ParamValue } from './definition/params';
 export { MATRIX_ENV_PREFIX, matrixTaskName } from './definition/matrix';
 export { workflowJsonSchema } from './definition/schema';
@@ -107,7 +107,23 @@ export { RateWindow, doneCount } from './runtime/progress';
 export { assembleRuntime, withTaskStates, type ReplaceableFields, type RuntimeFields } from './runtime/assemble';
 export { deadlinePassed, foldEvents, reduce, type FoldResult } from './runtime/reduce';
 export { planRerun, type RerunPlan } from './runtime/rerun';
-export { policyVerdict } from './runtime/settle';
+export { policyVerdict, type Verdict } from './runtime/settle';
+export { isNewer, pendingRequests, type PendingRequests, type RequestTimes } from './runtime/time';
+export {
+  dependencyState,
+  explainRuntime,
+  waitsForDelay,
+  type DependencyState,
+  type ParallelismUse,
+  type PendingCause,
+  type PendingTaskExplanation,
+  type ReadyHold,
+  type ReadyTaskExplanation,
+  type RunningTaskExplanation,
+  type RuntimeExplanation,
+  type TaskExplanation,
+  type WorkflowExplanation,
+} from './runtime/explain';
 export { workflowStatus } from './runtime/status';
 export { RUNTIME_FORMAT_VERSION, decodeRuntime, encodeRuntime } from './runtime/codec';
 

@@ -1,3 +1,4 @@
+import { isNewer } from '@jobq/dag-core';
 import { errorMessage, type WorkflowStore } from '@jobq/ports';
 
 /** Options of {@link CancelFlagCache}. */
@@ -103,12 +104,7 @@ export function cancelCheckFromStore(store: Pick<WorkflowStore, 'getWorkflow'>):
 
 /** docs/design.md#cancel-and-retry-requests: a cancel request counts when it is newer than the last retry request (or there is none). */
 export function isCancelRequested(cancelRequestedAt: string | null, retryRequestedAt: string | null): boolean {
-  if (cancelRequestedAt === null) return false;
-  if (retryRequestedAt === null) return true;
-  const cancelAt = Date.parse(cancelRequestedAt);
-  const retryAt = Date.parse(retryRequestedAt);
-  if (Number.isNaN(cancelAt) || Number.isNaN(retryAt)) return cancelRequestedAt > retryRequestedAt;
-  return cancelAt > retryAt;
+  return isNewer(cancelRequestedAt, retryRequestedAt);
 }
 
 /** Whether a workflow has an index row in this store: the `isKnownWorkflow` check of the workflow processor. */

@@ -125,6 +125,30 @@ interface AttemptState {
   exitCode?: number | null;
 }
 
+/** Publishes an attempt's completion (see {@link WorkflowProcessor}); `cancelled` when a cancel the worker saw caused the failure. */
+type Finish = (success: boolean, outputRef: string | null, error: string | null, cancelled?: boolean) => Promise<ProcessOutcome>;
+
+/** What an attempt runs: its command, environment (secrets resolved), working directory and parents' output refs. */
+interface PreparedAttempt {
+  cmd: string;
+  env: NodeJS.ProcessEnv;
+  cwd: string | undefined;
+  upstreamRefs: Record<string, string | null>;
+}
+
+/** The attempt prepared, or how it ended before its command ran. */
+type Prepared = ({ ok: true } & PreparedAttempt) | { ok: false; outcome: ProcessOutcome };
+
+/** How the command ended: its result, whether a cancel stopped it, and its time limit. */
+interface RanCommand {
+  result: ShellResult;
+  cancelled: boolean;
+  timeoutInMs: number | null;
+}
+
+/** The command ran, or how the attempt ended before it could. */
+type Ran = ({ ok: true } & RanCommand) | { ok: false; outcome: ProcessOutcome };
+
 /** Why `path` cannot be a task's working directory (one line), or null when it can. */
 async function directoryProblem(path: string): Promise<string | null> {
   const quoted = JSON.stringify(path);
@@ -321,12 +345,43 @@ export class WorkflowProcessor implements Processor {
     }
   }
 
-  /** One attempt of a decoded workflow task: everything after the checks that may leave the message unseen. */
+  /**
+   * One attempt of a decoded workflow task, everything after the checks that may leave the message
+   * unseen: {@link prepare} (what to run), {@link run} (the command in a slot), {@link conclude}
+   * (its output and completion).
+   */
   private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, state: AttemptState): Promise<ProcessOutcome> {
-    const kwargs = context.envelope.kwargs;
-    const { masker } = state;
-    /** Publishes this attempt's completion; `cancelled` when a cancel the worker saw caused the failure. */
-    const finish = async (success: boolean, outputRef: string | null, error: string | null, cancelled = false) => {
+    const finish = this.finisher(context, info, state);
+    const prepared = await this.prepare(context, info, state, finish);
+    if (!prepared.ok) return prepared.outcome;
+
+    // The slot's directory (see slot-dirs.ts) holds the task's files and the socket of its channel,
+    // the task's only way to storage: its parents' outputs and its own files, through the worker.
+    const slot = this.slots.acquire();
+    const files = new AttemptFiles({
+      slot,
+      workflowId: info.workflowId,
+      taskName: info.taskName,
+      attemptNo: info.attemptNo,
+      upstreamRefs: prepared.upstreamRefs,
+      outputs: this.options.outputs,
+      taskUser: this.taskUser,
+      log: (line) => context.log(line),
+    });
+    try {
+      const ran = await this.run(context, info, config, state, prepared, files, finish);
+      if (!ran.ok) return ran.outcome;
+      return await this.conclude(context, info, state, ran, files, finish);
+    } finally {
+      state.log?.stop();
+      await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorText(error)}`));
+      await this.slots.release(slot);
+    }
+  }
+
+  /** Publishes this attempt's completion; `cancelled` when a cancel the worker saw caused the failure. */
+  private finisher(context: TaskContext, info: WorkflowTaskInfo, state: AttemptState): Finish {
+    return async (success, outputRef, error, cancelled = false) => {
       // The log goes before the completion: whoever sees the task ended can read it.
       const log = state.log;
       state.log = undefined;
@@ -337,155 +392,159 @@ export class WorkflowProcessor implements Processor {
         attemptNo: info.attemptNo,
         success,
         outputRef,
-        error: error === null ? null : masker.mask(error),
+        error: error === null ? null : state.masker.mask(error),
         ...(state.startedAt !== undefined ? { startedAt: state.startedAt } : {}),
         ...(cancelled ? { cancelled } : {}),
       });
     };
+  }
 
+  /**
+   * What the attempt runs, or how it ends without running anything: a merge node completes, a
+   * cancelled workflow's task is not started, a bad `cmd`, `env` or `cwd` fails it, and the parents'
+   * output refs are read (an outage leaves the message for another delivery).
+   */
+  private async prepare(context: TaskContext, info: WorkflowTaskInfo, state: AttemptState, finish: Finish): Promise<Prepared> {
+    const kwargs = context.envelope.kwargs;
+    const end = async (outcome: Promise<ProcessOutcome> | ProcessOutcome): Promise<Prepared> => ({ ok: false, outcome: await outcome });
     if (isMergeNode(info.taskName, kwargs)) {
       context.log(`merge node "${info.taskName}": completed without running anything`);
-      return finish(true, null, null);
+      return end(finish(true, null, null));
     }
     if (await this.cancelFlags.isCancelled(info.workflowId)) {
       context.log(`workflow "${info.workflowId}" is cancelled: task "${info.taskName}" is not started`);
-      return finish(false, null, WORKFLOW_CANCELLED, true);
+      return end(finish(false, null, WORKFLOW_CANCELLED, true));
     }
-    if (context.signal.aborted) return { kind: 'leave', reason: `not started: ${String(context.signal.reason)}` };
+    if (context.signal.aborted) return end({ kind: 'leave', reason: `not started: ${String(context.signal.reason)}` });
 
     const cmd = info.userKwargs.cmd;
-    if (typeof cmd !== 'string' || cmd.trim() === '') return finish(false, null, 'kwargs.cmd is missing: nothing to run');
-    if (cmd.includes('\0')) return finish(false, null, 'kwargs.cmd contains a NUL byte, which no command line can hold');
-    let base: NodeJS.ProcessEnv;
+    if (typeof cmd !== 'string' || cmd.trim() === '') return end(finish(false, null, 'kwargs.cmd is missing: nothing to run'));
+    if (cmd.includes('\0')) return end(finish(false, null, 'kwargs.cmd contains a NUL byte, which no command line can hold'));
+    let env: NodeJS.ProcessEnv;
     try {
       const prepared = prepareTaskEnvironment(this.env, info.userKwargs.env);
-      base = prepared.env;
-      masker.add(prepared.secrets);
+      env = prepared.env;
+      state.masker.add(prepared.secrets);
     } catch (error) {
       context.log(`task "${info.taskName}" failed: ${errorText(error)}`);
-      return finish(false, null, errorText(error));
+      return end(finish(false, null, errorText(error)));
     }
     const cwd = info.userKwargs.cwd;
-    if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return finish(false, null, 'kwargs.cwd must be a string');
+    if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return end(finish(false, null, 'kwargs.cwd must be a string'));
     const cwdProblem = typeof cwd === 'string' && cwd !== '' ? await directoryProblem(cwd) : null;
     if (cwdProblem !== null) {
       context.log(`task "${info.taskName}" failed: ${cwdProblem}`);
-      return finish(false, null, cwdProblem);
+      return end(finish(false, null, cwdProblem));
     }
 
-    let refs: Record<string, string | null>;
+    let upstreamRefs: Record<string, string | null>;
     try {
-      refs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
+      upstreamRefs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
     } catch (error) {
       const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
       context.log(message);
-      if (context.signal.aborted || !isJobqError(error) || error.retryable) return { kind: 'leave', reason: message };
-      return finish(false, null, message);
+      if (context.signal.aborted || !isJobqError(error) || error.retryable) return end({ kind: 'leave', reason: message });
+      return end(finish(false, null, message));
     }
+    return { ok: true, cmd, env, cwd: typeof cwd === 'string' && cwd !== '' ? cwd : undefined, upstreamRefs };
+  }
 
-    // The slot's directory (see slot-dirs.ts) holds the task's files and the socket of its channel,
-    // the task's only way to storage: its parents' outputs and its own files, through the worker.
-    const slot = this.slots.acquire();
-    const files = new AttemptFiles({
-      slot,
+  /** Runs the prepared command in its slot with the workflow variables, its log kept, until it ends, times out or is stopped. */
+  private async run(
+    context: TaskContext,
+    info: WorkflowTaskInfo,
+    config: WorkflowEnvironment,
+    state: AttemptState,
+    prepared: PreparedAttempt,
+    files: AttemptFiles,
+    finish: Finish,
+  ): Promise<Ran> {
+    if (this.options.runCommand === undefined) {
+      // A subprocess reads every variable as it starts: make the files now, and fail clearly.
+      try {
+        files.prepareAll();
+      } catch (error) {
+        context.log(errorText(error));
+        return { ok: false, outcome: await finish(false, null, errorText(error)) };
+      }
+    }
+    const env: NodeJS.ProcessEnv = {
+      ...prepared.env,
+      JOBQ_WORKFLOW_ID: info.workflowId,
+      JOBQ_WORKFLOW_TASK: info.taskName,
+      JOBQ_WORKFLOW_ATTEMPT: String(info.attemptNo),
+      JOBQ_WORKFLOW_PREFIX: `${config.prefix.account}/${config.prefix.prefix}`,
+    };
+    // JOBQ_OUTPUT_FILE, JOBQ_WORKFLOW_UPSTREAM_REFS, JOBQ_WORKFLOW_CANCEL_FILE (made when the
+    // cancel flag is seen, so `isCancelled()` in the task needs no network) and the channel's
+    // JOBQ_TASK_SOCKET and JOBQ_TASK_TOKEN: over whatever `kwargs.env` says.
+    files.defineIn(env);
+    setTraceEnvironment(env, context.trace);
+    if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
+    else delete env.JOBQ_WORKFLOW_QUEUES;
+    if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
+    else delete env.JOBQ_WORKFLOW_BLOBS;
+
+    const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
+    state.startedAt = (this.options.now ?? (() => new Date(this.clock.now())))().toISOString();
+    const attemptLog = new AttemptLog({
+      outputs: this.options.outputs,
       workflowId: info.workflowId,
       taskName: info.taskName,
       attemptNo: info.attemptNo,
-      upstreamRefs: refs,
-      outputs: this.options.outputs,
-      taskUser: this.taskUser,
+      settings: this.taskLogSettings,
+      clock: this.clock,
+      worker: this.workerName,
+      started: state.startedAt,
+      counters: this.taskLogCounters,
+      onUploadFailure: () => context.instruments?.inc('jobq_worker_task_log_upload_failures_total', { queue: context.queueLabel ?? 'unknown' }),
       log: (line) => context.log(line),
     });
-    try {
-      if (this.options.runCommand === undefined) {
-        // A subprocess reads every variable as it starts: make the files now, and fail clearly.
-        try {
-          files.prepareAll();
-        } catch (error) {
-          context.log(errorText(error));
-          return await finish(false, null, errorText(error));
-        }
-      }
-      const env: NodeJS.ProcessEnv = {
-        ...base,
-        JOBQ_WORKFLOW_ID: info.workflowId,
-        JOBQ_WORKFLOW_TASK: info.taskName,
-        JOBQ_WORKFLOW_ATTEMPT: String(info.attemptNo),
-        JOBQ_WORKFLOW_PREFIX: `${config.prefix.account}/${config.prefix.prefix}`,
-      };
-      // JOBQ_OUTPUT_FILE, JOBQ_WORKFLOW_UPSTREAM_REFS, JOBQ_WORKFLOW_CANCEL_FILE (made when the
-      // cancel flag is seen, so `isCancelled()` in the task needs no network) and the channel's
-      // JOBQ_TASK_SOCKET and JOBQ_TASK_TOKEN: over whatever `kwargs.env` says.
-      files.defineIn(env);
-      setTraceEnvironment(env, context.trace);
-      if (config.queues !== null) env.JOBQ_WORKFLOW_QUEUES = config.queues;
-      else delete env.JOBQ_WORKFLOW_QUEUES;
-      if (config.blobs !== null) env.JOBQ_WORKFLOW_BLOBS = config.blobs;
-      else delete env.JOBQ_WORKFLOW_BLOBS;
+    state.log = attemptLog;
+    const { result, cancelled } = await this.runWithCancel(context, info, prepared.cmd, env, files, prepared.cwd, timeoutInMs, (line) => attemptLog.line(state.masker.mask(line)));
+    state.exitCode = result.exitCode;
+    await files.commandEnded(); // the attempt's process is gone: nothing may use the channel any more
+    return { ok: true, result, cancelled, timeoutInMs };
+  }
 
-      const timeoutInMs = info.timeoutS === null ? null : info.timeoutS * 1000;
-      state.startedAt = (this.options.now ?? (() => new Date(this.clock.now())))().toISOString();
-      const attemptLog = new AttemptLog({
-        outputs: this.options.outputs,
-        workflowId: info.workflowId,
-        taskName: info.taskName,
-        attemptNo: info.attemptNo,
-        settings: this.taskLogSettings,
-        clock: this.clock,
-        worker: this.workerName,
-        started: state.startedAt,
-        counters: this.taskLogCounters,
-        onUploadFailure: () => context.instruments?.inc('jobq_worker_task_log_upload_failures_total', { queue: context.queueLabel ?? 'unknown' }),
-        log: (line) => context.log(line),
-      });
-      state.log = attemptLog;
-      const run = await this.runWithCancel(context, info, cmd, env, files, typeof cwd === 'string' && cwd !== '' ? cwd : undefined, timeoutInMs, (line) =>
-        attemptLog.line(masker.mask(line)),
-      );
-      const { result, cancelled } = run;
-      state.exitCode = result.exitCode;
-      await files.commandEnded(); // the attempt's process is gone: nothing may use the channel any more
-
-      if (result.stopped && !result.timedOut) {
-        if (cancelled) return await finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
-        // The worker's drain: this attempt did not finish; the worker abandons the message (no
-        // retry spent), so another worker takes it at once rather than when the lock ends.
-        if (context.signal.reason === 'shutdown') return { kind: 'failed', error: 'stopped: shutdown' };
-        // Lock lost: this attempt did not finish; leave the message for another delivery.
-        return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
-      }
-      if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
-        const error = describeShellResult(result, timeoutInMs);
-        context.log(`task "${info.taskName}" failed: ${error}`);
-        return await finish(false, null, error);
-      }
-      // Inline only when the completion carrying the output fits the completion queue as it is
-      // really sent (the output is escaped twice more on the way, and the queue escapes more):
-      // any valid JSON output then succeeds, inline or in the attempt's blob.
-      const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
-      const fitsInline = (json: string): boolean =>
-        utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json }, context.trace)) <= this.options.completions.maxMessageBytes;
-      // A command that was never given the output file has written no output.
-      const outputFile = files.givenOutputFile;
-      const stored =
-        outputFile === null
-          ? ({ ok: true, result: { ref: null, placement: 'none', bytes: 0 } } as const)
-          : await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
-              abortSignal: context.signal,
-              ownerUid: this.taskUser?.uid,
-              fitsInline,
-            });
-      if (!stored.ok) {
-        if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
-        context.log(`task "${info.taskName}" failed: ${stored.error}`);
-        return await finish(false, null, stored.error);
-      }
-      return await finish(true, stored.result.ref, null);
-    } finally {
-      state.log?.stop();
-      await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorText(error)}`));
-      await this.slots.release(slot);
+  /** How the command ended becomes the attempt's completion: stopped, failed, or its output stored and the task completed. */
+  private async conclude(context: TaskContext, info: WorkflowTaskInfo, state: AttemptState, ran: RanCommand, files: AttemptFiles, finish: Finish): Promise<ProcessOutcome> {
+    const { result, cancelled, timeoutInMs } = ran;
+    if (result.stopped && !result.timedOut) {
+      if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
+      // The worker's drain: this attempt did not finish; the worker abandons the message (no
+      // retry spent), so another worker takes it at once rather than when the lock ends.
+      if (context.signal.reason === 'shutdown') return { kind: 'failed', error: 'stopped: shutdown' };
+      // Lock lost: this attempt did not finish; leave the message for another delivery.
+      return { kind: 'leave', reason: `stopped: ${String(context.signal.reason)}` };
     }
+    if (result.spawnError !== null || result.timedOut || result.exitCode !== 0) {
+      const error = describeShellResult(result, timeoutInMs);
+      context.log(`task "${info.taskName}" failed: ${error}`);
+      return finish(false, null, error);
+    }
+    // Inline only when the completion carrying the output fits the completion queue as it is
+    // really sent (the output is escaped twice more on the way, and the queue escapes more):
+    // any valid JSON output then succeeds, inline or in the attempt's blob.
+    const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
+    const fitsInline = (json: string): boolean =>
+      utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json }, context.trace)) <= this.options.completions.maxMessageBytes;
+    // A command that was never given the output file has written no output.
+    const outputFile = files.givenOutputFile;
+    const stored =
+      outputFile === null
+        ? ({ ok: true, result: { ref: null, placement: 'none', bytes: 0 } } as const)
+        : await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
+            abortSignal: context.signal,
+            ownerUid: this.taskUser?.uid,
+            fitsInline,
+          });
+    if (!stored.ok) {
+      if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
+      context.log(`task "${info.taskName}" failed: ${stored.error}`);
+      return finish(false, null, stored.error);
+    }
+    return finish(true, stored.result.ref, null);
   }
 
   /**

@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseWorkflow } from './parse';
-import { validateWorkflow } from './validate';
+import { validateDefinition, validateWorkflow } from './validate';
+import { sequentializeFanIn } from '../transform/fan-in';
+import type { WorkflowDefinition } from './types';
 import type { Issue } from '../result';
 
 function issuesOf(value: unknown): Issue[] {
@@ -280,5 +282,39 @@ describe('parseWorkflow', () => {
   it('treats an empty file as a definition that is not an object', () => {
     const result = parseWorkflow('', { filename: 'w.yaml' });
     expect(!result.ok && result.issues[0]?.code).toBe('not-an-object');
+  });
+});
+
+describe('validateDefinition (a definition in hand, before submit)', () => {
+  const user = (): WorkflowDefinition => {
+    const r = validateWorkflow({ name: 'w', tasks: [{ name: 'p1', kwargs: { cmd: 'x' } }, { name: 'p2', kwargs: { cmd: 'x' } }, { name: 'p3', kwargs: { cmd: 'x' } }, { name: 'sink', depends_on: ['p1', 'p2', 'p3'], kwargs: { cmd: 'x' } }] });
+    if (!r.ok) throw new Error('invalid test definition');
+    return r.value;
+  };
+
+  it("checks a user's definition with the user rules", () => {
+    expect(validateDefinition(user())).toMatchObject({ ok: true });
+    const bad = { ...user(), tasks: user().tasks.map((t) => (t.name === 'sink' ? { ...t, dependsOn: ['p1', 'nope'] } : t)) };
+    const checked = validateDefinition(bad);
+    expect(checked.ok).toBe(false);
+    if (!checked.ok) expect(checked.issues[0]).toMatchObject({ code: 'unknown-dependency', path: 'tasks[3].depends_on[1]' });
+  });
+
+  it('checks a definition the fan-in transform made with the engine rules, and refuses one changed into an invalid DAG', () => {
+    const split = sequentializeFanIn(user(), 2);
+    if (!split.ok) throw new Error('split failed');
+    expect(validateDefinition(split.value)).toMatchObject({ ok: true, value: split.value });
+    // A cycle through a merge node: no longer "already checked".
+    const first = split.value.tasks[0]!.name;
+    const merge = split.value.tasks.find((t) => t.name.startsWith('__'))!;
+    const cyclic = { ...split.value, tasks: split.value.tasks.map((t) => (t.name === first ? { ...t, dependsOn: [merge.name] } : t)) };
+    const checked = validateDefinition(cyclic);
+    expect(checked.ok).toBe(false);
+    if (!checked.ok) expect(checked.issues.map((i) => i.code)).toContain('cycle');
+  });
+
+  it('answers a value that is not a definition with an issue, never a throw', () => {
+    const checked = validateDefinition({ name: 'w' } as unknown as WorkflowDefinition);
+    expect(checked.ok).toBe(false);
   });
 });

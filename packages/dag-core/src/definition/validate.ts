@@ -4,8 +4,8 @@ import type { ParamOverrides } from './params';
 import { formatPath, type PathSegment } from './path';
 import type { RawIssue } from './raw-issue';
 import { internalDefinitionSchema, userDefinitionSchema } from './schema';
-import { checkSemantics } from './semantics';
-import { fromRaw } from './convert';
+import { checkSemantics, isMergeNode } from './semantics';
+import { fromRaw, toRawDefinition } from './convert';
 import { MAX_DEFINITION_DEPTH } from './limits';
 import { taskNameProblem } from './names';
 import { fromZodIssues } from './zod-issues';
@@ -162,4 +162,22 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
  */
 export function validateWorkflow(value: unknown, options: ValidateWorkflowOptions = {}): Result<WorkflowDefinition> {
   return validateWith(value, options.params === undefined ? {} : { params: options.params });
+}
+
+/**
+ * Validates a definition in hand (camelCase: what {@link validateWorkflow} returns, or one built in
+ * code) before it is submitted: with a user's rules, or, when it holds the merge nodes of
+ * `sequentializeFanIn`, with the engine's own rules (those a stored definition is read with). One
+ * path for both: nothing reaches a runtime unchecked. Never throws.
+ */
+export function validateDefinition(definition: WorkflowDefinition): Result<WorkflowDefinition> {
+  let raw: Record<string, unknown>;
+  let internal: boolean;
+  try {
+    internal = definition.tasks.some((t) => isMergeNode(t.name, t.kwargs));
+    raw = toRawDefinition(definition);
+  } catch (error) {
+    return { ok: false, issues: [{ code: 'type', path: '', message: `not a workflow definition: ${error instanceof Error ? error.message : String(error)}` }] };
+  }
+  return internal ? validateWith(raw, { internal: true }) : validateWorkflow(raw);
 }

@@ -5,7 +5,7 @@ import { C_DEP_BLOCKING, C_DEP_SATISFIED, C_GATE_BLOCKING, C_GATE_SATISFIED } fr
 import { transition, type Step } from './step';
 import { isBlocking, isSatisfying, type TaskStatus } from './types';
 
-type Verdict = 'ready' | 'blocked' | 'wait';
+export type Verdict = 'ready' | 'blocked' | 'wait';
 
 /**
  * docs/workflow-language.md#dependency-policies: n dependencies, s satisfying, b blocking. The failure test comes first. A task

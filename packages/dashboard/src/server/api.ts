@@ -4,10 +4,9 @@ import {
   WORKFLOW_STATUSES,
   autoRollupLevel,
   compileCondition,
-  isBlocking,
+  dependencyState,
   isSatisfying,
   isValidWorkflowId,
-  policyVerdict,
   rollupGraph,
   rollupSizes,
   taskQueue,
@@ -428,8 +427,7 @@ export class Api {
     const statusOf = (n: string): TaskStatus => taskState(runtime, n)?.status ?? 'pending';
 
     const dependencies = [...def.dependsOn.map((n) => ({ name: n, status: statusOf(n), gate: false })), ...(def.gates ?? []).map((n) => ({ name: n, status: statusOf(n), gate: true }))];
-    const deps = def.dependsOn.map(statusOf);
-    const verdict = policyVerdict(def.depPolicy, deps.length, deps.filter(isSatisfying).length, deps.filter(isBlocking).length);
+    const verdict = dependencyState(runtime, name)!.verdict;
     const dependents = definition.tasks.filter((t) => t.dependsOn.includes(name) || (t.gates ?? []).includes(name)).map((t) => t.name);
 
     const outputs = this.options.outputs ?? null;

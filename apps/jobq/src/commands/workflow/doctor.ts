@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { taskState, isTerminalTaskStatus, taskQueue, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import { explainRuntime, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
 import { formatElapsed, isJobqError, listSome, type CoordinatorStats } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
@@ -135,159 +135,278 @@ export interface DoctorSettings {
   maxWorkflows: number;
 }
 
-/** Checks 2 onwards, against an opened deployment; each check is added to `checks` as soon as it is known. */
-async function deploymentChecks(deployment: Deployment, settings: DoctorSettings, checks: DoctorCheck[]): Promise<void> {
-  const now = Date.now();
-  const target = deployment.target;
+/** What the checks after `config` share: the opened deployment, the settings, and what earlier checks found. */
+interface CheckContext {
+  deployment: Deployment;
+  settings: DoctorSettings;
+  /** Milliseconds since the epoch when the run began. */
+  now: number;
+  /** Workflows by status (the `store` check); the run stops when they cannot be counted. */
+  counts: Record<WorkflowStatus, number>;
+  total: number;
+  /** Workflows pending, running or cancelling. */
+  active: number;
+  /** A coordinator holds the lease (the `coordinator lease` check). */
+  leaseHeld: boolean;
+  /** The coordinator's stats (the `coordinator stats` check); null when none could be read. */
+  stats: CoordinatorStats | null;
+  /** The runtimes of the active workflows, read once for the checks that need them. */
+  activeWork: () => Promise<ActiveWork>;
+}
 
-  // Store: the index answers.
+/** What the runtimes of the active workflows show, or why they could not be listed. */
+export type ActiveWork =
+  | {
+      ok: true;
+      /** `in 3 active workflows`, with how many were left out or could not be read. */
+      scope: string;
+      longRunning: string[];
+      stuckReady: string[];
+      /** Queue spec → tasks dispatched to it (running, or ready in an activated workflow). */
+      dispatched: Map<string, number>;
+    }
+  | { ok: false; message: string };
+
+/** One check of the deployment: its lines (none when it does not apply). */
+interface Check {
+  /** The name its lines carry. */
+  name: string;
+  run: (ctx: CheckContext) => Promise<DoctorCheck | DoctorCheck[] | null> | DoctorCheck | null;
+}
+
+/** The store check, first: the index answers (workflow counts); without them no other check runs. */
+async function storeCheck(deployment: Deployment): Promise<{ check: DoctorCheck; counts: Record<WorkflowStatus, number> | null }> {
+  const target = deployment.target;
   let counts: Record<WorkflowStatus, number>;
   try {
     counts = await deployment.store.countWorkflows();
   } catch (error) {
     const missing = isJobqError(error, 'not-found');
-    checks.push({
-      name: 'store',
-      status: 'fail',
-      message: missing ? `the workflow index of ${target} does not exist: nothing was ever submitted to this prefix` : `cannot list workflows in ${target}: ${errorLine(error)}`,
-      hint: missing
-        ? 'check the prefix (it is case-sensitive for tables); submitting a workflow or starting a coordinator creates the storage'
-        : 'check the account name, the credential (az login, or the connection string) and network access to the storage account',
-    });
-    return;
+    return {
+      check: {
+        name: 'store',
+        status: 'fail',
+        message: missing ? `the workflow index of ${target} does not exist: nothing was ever submitted to this prefix` : `cannot list workflows in ${target}: ${errorLine(error)}`,
+        hint: missing
+          ? 'check the prefix (it is case-sensitive for tables); submitting a workflow or starting a coordinator creates the storage'
+          : 'check the account name, the credential (az login, or the connection string) and network access to the storage account',
+      },
+      counts: null,
+    };
   }
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   const byStatus = (Object.entries(counts) as Array<[WorkflowStatus, number]>).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${n}`);
-  checks.push({ name: 'store', status: 'ok', message: `${plural(total, 'workflow')} in ${target}${byStatus.length > 0 ? ` (${byStatus.join(', ')})` : ''}`, hint: null });
-  const active = ACTIVE.reduce((n, s) => n + counts[s], 0);
+  return { check: { name: 'store', status: 'ok', message: `${plural(total, 'workflow')} in ${target}${byStatus.length > 0 ? ` (${byStatus.join(', ')})` : ''}`, hint: null }, counts };
+}
 
-  // Completion queue.
-  const queueName = deployment.completions.name;
-  try {
-    const messages = await deployment.completions.approximateMessageCount();
-    checks.push({ name: 'completion queue', status: 'ok', message: `${queueName}: about ${plural(messages, 'message')} waiting`, hint: null });
-  } catch (error) {
-    const missing = isJobqError(error, 'not-found');
-    checks.push({
-      name: 'completion queue',
-      status: missing && total === 0 ? 'warn' : 'fail',
-      message: missing ? `${queueName} does not exist${total === 0 ? ' yet: nothing was submitted and no coordinator has run on this prefix' : ''}` : `cannot read ${queueName}: ${errorLine(error)}`,
-      hint: missing ? 'submitting a workflow or starting a coordinator creates it' : 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
-    });
-  }
-
-  // Coordinator lease.
-  let leaseHeld = false;
-  try {
-    const state = (await deployment.store.leaseState())?.state ?? null;
-    leaseHeld = state === 'leased';
-    if (leaseHeld) {
-      checks.push({ name: 'coordinator lease', status: 'ok', message: 'held by a running coordinator', hint: null });
-    } else {
-      const why = state === null ? 'no coordinator has ever run on this prefix' : `nobody holds it (lease ${state})`;
-      checks.push({
-        name: 'coordinator lease',
-        status: active > 0 ? 'fail' : 'warn',
-        message: `${why}${active > 0 ? `, and ${plural(active, 'workflow')} ${active === 1 ? 'is' : 'are'} active` : ''}`,
-        hint: START_HINT,
-      });
-    }
-  } catch (error) {
-    checks.push({ name: 'coordinator lease', status: 'fail', message: `cannot read the coordinator lease: ${errorLine(error)}`, hint: 'check the credential and network access to the blob service' });
-  }
-
-  // Coordinator stats.
-  let stats: CoordinatorStats | null = null;
-  try {
-    stats = await deployment.store.readCoordinatorStats();
-    const writtenAt = stats !== null && typeof stats.writtenAt === 'string' ? Date.parse(stats.writtenAt) : NaN;
-    if (stats === null) {
-      checks.push({
-        name: 'coordinator stats',
-        status: 'warn',
-        message: leaseHeld ? 'the coordinator holding the lease has written no stats yet' : 'no stats were ever written: no coordinator has run on this prefix',
-        hint: leaseHeld ? 'run doctor again in a few seconds' : START_HINT,
-      });
-    } else if (!Number.isFinite(writtenAt)) {
-      checks.push({ name: 'coordinator stats', status: 'warn', message: 'the stats document has no writtenAt time', hint: 'a coordinator of another version may be running' });
-    } else {
-      const statsAge = now - writtenAt;
-      const summary = `${statNumber(stats, 'completionsApplied')} completions applied, ${statNumber(stats, 'pushes')} tasks pushed, ${statNumber(stats, 'batches')} batches since ${statText(stats, 'startedAt')}`;
-      if (statsAge <= settings.staleStatsMs) {
-        checks.push({ name: 'coordinator stats', status: 'ok', message: `written ${age(statsAge)} ago: ${summary}`, hint: null });
-      } else if (leaseHeld) {
-        checks.push({
-          name: 'coordinator stats',
-          status: 'fail',
-          message: `the coordinator holds the lease but last wrote its stats ${age(statsAge)} ago (at ${statText(stats, 'writtenAt')})`,
-          hint: 'it may be stuck or cut off from storage: check its log, restart it (jobq workflow coordinator --break-lease)',
-        });
-      } else {
-        checks.push({
+/** The checks after `store`, in the order they print (the command's description lists them). */
+const CHECKS: Check[] = [
+  {
+    name: 'completion queue',
+    run: async ({ deployment, total }) => {
+      const queueName = deployment.completions.name;
+      try {
+        const messages = await deployment.completions.approximateMessageCount();
+        return { name: 'completion queue', status: 'ok', message: `${queueName}: about ${plural(messages, 'message')} waiting`, hint: null };
+      } catch (error) {
+        const missing = isJobqError(error, 'not-found');
+        return {
+          name: 'completion queue',
+          status: missing && total === 0 ? 'warn' : 'fail',
+          message: missing ? `${queueName} does not exist${total === 0 ? ' yet: nothing was submitted and no coordinator has run on this prefix' : ''}` : `cannot read ${queueName}: ${errorLine(error)}`,
+          hint: missing ? 'submitting a workflow or starting a coordinator creates it' : 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
+        };
+      }
+    },
+  },
+  {
+    name: 'coordinator lease',
+    run: async (ctx) => {
+      try {
+        const state = (await ctx.deployment.store.leaseState())?.state ?? null;
+        ctx.leaseHeld = state === 'leased';
+        if (ctx.leaseHeld) return { name: 'coordinator lease', status: 'ok', message: 'held by a running coordinator', hint: null };
+        const why = state === null ? 'no coordinator has ever run on this prefix' : `nobody holds it (lease ${state})`;
+        const active = ctx.active;
+        return {
+          name: 'coordinator lease',
+          status: active > 0 ? 'fail' : 'warn',
+          message: `${why}${active > 0 ? `, and ${plural(active, 'workflow')} ${active === 1 ? 'is' : 'are'} active` : ''}`,
+          hint: START_HINT,
+        };
+      } catch (error) {
+        return { name: 'coordinator lease', status: 'fail', message: `cannot read the coordinator lease: ${errorLine(error)}`, hint: 'check the credential and network access to the blob service' };
+      }
+    },
+  },
+  {
+    name: 'coordinator stats',
+    run: async (ctx) => {
+      const { leaseHeld, settings } = ctx;
+      try {
+        const stats = await ctx.deployment.store.readCoordinatorStats();
+        ctx.stats = stats;
+        const writtenAt = stats !== null && typeof stats.writtenAt === 'string' ? Date.parse(stats.writtenAt) : NaN;
+        if (stats === null) {
+          return {
+            name: 'coordinator stats',
+            status: 'warn',
+            message: leaseHeld ? 'the coordinator holding the lease has written no stats yet' : 'no stats were ever written: no coordinator has run on this prefix',
+            hint: leaseHeld ? 'run doctor again in a few seconds' : START_HINT,
+          };
+        }
+        if (!Number.isFinite(writtenAt)) {
+          return { name: 'coordinator stats', status: 'warn', message: 'the stats document has no writtenAt time', hint: 'a coordinator of another version may be running' };
+        }
+        const statsAge = ctx.now - writtenAt;
+        const summary = `${statNumber(stats, 'completionsApplied')} completions applied, ${statNumber(stats, 'pushes')} tasks pushed, ${statNumber(stats, 'batches')} batches since ${statText(stats, 'startedAt')}`;
+        if (statsAge <= settings.staleStatsMs) return { name: 'coordinator stats', status: 'ok', message: `written ${age(statsAge)} ago: ${summary}`, hint: null };
+        if (leaseHeld) {
+          return {
+            name: 'coordinator stats',
+            status: 'fail',
+            message: `the coordinator holds the lease but last wrote its stats ${age(statsAge)} ago (at ${statText(stats, 'writtenAt')})`,
+            hint: 'it may be stuck or cut off from storage: check its log, restart it (jobq workflow coordinator --break-lease)',
+          };
+        }
+        return {
           name: 'coordinator stats',
           status: 'warn',
           message: `last written ${age(statsAge)} ago (at ${statText(stats, 'writtenAt')}): no coordinator is running`,
           hint: START_HINT,
-        });
+        };
+      } catch (error) {
+        return { name: 'coordinator stats', status: 'warn', message: `cannot read the coordinator stats: ${errorLine(error)}`, hint: 'the stats blob may be damaged; a running coordinator rewrites it every 10 s' };
       }
-    }
-  } catch (error) {
-    checks.push({ name: 'coordinator stats', status: 'warn', message: `cannot read the coordinator stats: ${errorLine(error)}`, hint: 'the stats blob may be damaged; a running coordinator rewrites it every 10 s' });
-  }
-
-  // Poison messages, from the stats.
-  if (stats !== null) {
-    const poison = statNumber(stats, 'poison');
-    checks.push(
-      poison > 0
+    },
+  },
+  {
+    // From the stats: only when there are some.
+    name: 'poison messages',
+    run: ({ deployment, stats }) => {
+      if (stats === null) return null;
+      const poison = statNumber(stats, 'poison');
+      return poison > 0
         ? {
             name: 'poison messages',
             status: 'warn',
-            message: `${plural(poison, 'poison message')} on ${queueName} deleted since the coordinator started (${statText(stats, 'startedAt')})`,
+            message: `${plural(poison, 'poison message')} on ${deployment.completions.name} deleted since the coordinator started (${statText(stats, 'startedAt')})`,
             hint: 'something writes messages the coordinator cannot read to the completion queue: check the coordinator log and the versions of the workers',
           }
-        : { name: 'poison messages', status: 'ok', message: 'none since the coordinator started', hint: null },
-    );
-  }
-
-  // Corrupt workflows: set aside by the coordinator, with their reasons.
-  if (counts.corrupt > 0) {
-    try {
-      const corrupt = await collectWorkflows(deployment.client, { status: ['corrupt'] }, 10_000);
-      const shown = corrupt.items.slice(0, 3).map((w) => `${w.workflowId} (${(w.error ?? 'no reason recorded').replace(/^corrupt: /, '')})`);
-      checks.push({
-        name: 'corrupt workflows',
-        status: 'fail',
-        message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt: ${shown.join('; ')}${counts.corrupt > 3 ? `; and ${counts.corrupt - 3} more` : ''}`,
-        hint: 'the coordinator cannot process them and moves their messages to the dead-letter queue; submit them again under new ids (jobq workflow list --status corrupt)',
-      });
-    } catch (error) {
-      checks.push({ name: 'corrupt workflows', status: 'fail', message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt (cannot list them: ${errorLine(error)})`, hint: null });
-    }
-  } else {
-    checks.push({ name: 'corrupt workflows', status: 'ok', message: 'none', hint: null });
-  }
-
-  // Stale pending workflows (index rows: pending, updated long ago).
-  try {
-    const pending = await collectWorkflows(deployment.client, { status: ['pending'] }, 10_000);
-    const stale = pending.items.filter((w) => now - Date.parse(w.updatedAt) >= settings.stalePendingMs);
-    const limit = `${Math.round(settings.stalePendingMs / 1000)}s`;
-    checks.push(
-      stale.length > 0
+        : { name: 'poison messages', status: 'ok', message: 'none since the coordinator started', hint: null };
+    },
+  },
+  {
+    // Set aside by the coordinator, with their reasons.
+    name: 'corrupt workflows',
+    run: async ({ deployment, counts }) => {
+      if (counts.corrupt === 0) return { name: 'corrupt workflows', status: 'ok', message: 'none', hint: null };
+      try {
+        const corrupt = await collectWorkflows(deployment.client, { status: ['corrupt'] }, 10_000);
+        const shown = corrupt.items.slice(0, 3).map((w) => `${w.workflowId} (${(w.error ?? 'no reason recorded').replace(/^corrupt: /, '')})`);
+        return {
+          name: 'corrupt workflows',
+          status: 'fail',
+          message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt: ${shown.join('; ')}${counts.corrupt > 3 ? `; and ${counts.corrupt - 3} more` : ''}`,
+          hint: 'the coordinator cannot process them and moves their messages to the dead-letter queue; submit them again under new ids (jobq workflow list --status corrupt)',
+        };
+      } catch (error) {
+        return { name: 'corrupt workflows', status: 'fail', message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt (cannot list them: ${errorLine(error)})`, hint: null };
+      }
+    },
+  },
+  {
+    // Index rows pending, updated long ago.
+    name: 'pending workflows',
+    run: async ({ deployment, settings, now, leaseHeld }) => {
+      try {
+        const pending = await collectWorkflows(deployment.client, { status: ['pending'] }, 10_000);
+        const stale = pending.items.filter((w) => now - Date.parse(w.updatedAt) >= settings.stalePendingMs);
+        const limit = `${Math.round(settings.stalePendingMs / 1000)}s`;
+        return stale.length > 0
+          ? {
+              name: 'pending workflows',
+              status: 'warn',
+              message: `${plural(stale.length, 'workflow')} pending for more than ${limit}: ${someNames(stale.map((w) => w.workflowId))}: no coordinator is activating workflows`,
+              hint: leaseHeld ? 'the coordinator holds the lease but does not activate them: check its log for errors' : START_HINT,
+            }
+          : { name: 'pending workflows', status: 'ok', message: `none pending for more than ${limit}${pending.items.length > 0 ? ` (${pending.items.length} pending)` : ''}`, hint: null };
+      } catch (error) {
+        return { name: 'pending workflows', status: 'warn', message: `cannot list pending workflows: ${errorLine(error)}`, hint: null };
+      }
+    },
+  },
+  {
+    name: 'running tasks',
+    run: async (ctx) => {
+      const work = await ctx.activeWork();
+      if (!work.ok) return { name: 'running tasks', status: 'warn', message: work.message, hint: null };
+      const runningLimit = age(ctx.settings.staleRunningMs);
+      return work.longRunning.length > 0
         ? {
-            name: 'pending workflows',
+            name: 'running tasks',
             status: 'warn',
-            message: `${plural(stale.length, 'workflow')} pending for more than ${limit}: ${someNames(stale.map((w) => w.workflowId))}: no coordinator is activating workflows`,
-            hint: leaseHeld ? 'the coordinator holds the lease but does not activate them: check its log for errors' : START_HINT,
+            message: `${plural(work.longRunning.length, 'task')} running for more than ${runningLimit} ${work.scope}: ${someNames(work.longRunning)}`,
+            hint: 'a lost message or a dead worker leaves a task running: only timeout_s recovers it; see jobq workflow explain ID --task NAME',
           }
-        : { name: 'pending workflows', status: 'ok', message: `none pending for more than ${limit}${pending.items.length > 0 ? ` (${pending.items.length} pending)` : ''}`, hint: null },
-    );
-  } catch (error) {
-    checks.push({ name: 'pending workflows', status: 'warn', message: `cannot list pending workflows: ${errorLine(error)}`, hint: null });
-  }
+        : { name: 'running tasks', status: 'ok', message: `none running for more than ${runningLimit} ${work.scope}`, hint: null };
+    },
+  },
+  {
+    name: 'ready tasks',
+    run: async (ctx) => {
+      const work = await ctx.activeWork();
+      if (!work.ok) return { name: 'ready tasks', status: 'warn', message: work.message, hint: null };
+      const readyLimit = age(ctx.settings.staleReadyMs);
+      return work.stuckReady.length > 0
+        ? {
+            name: 'ready tasks',
+            status: 'warn',
+            message: `${plural(work.stuckReady.length, 'task')} ready and not dispatched for more than ${readyLimit} ${work.scope}: ${someNames(work.stuckReady)}`,
+            hint: ctx.leaseHeld
+              ? 'the coordinator should dispatch them (ready-repair runs every --ready-sweep-interval-s): check its log'
+              : `no coordinator is running: ${START_HINT}`,
+          }
+        : { name: 'ready tasks', status: 'ok', message: `none stuck for more than ${readyLimit} ${work.scope}`, hint: null };
+    },
+  },
+  {
+    name: 'task queues',
+    run: async (ctx) => {
+      const work = await ctx.activeWork();
+      if (!work.ok) return { name: 'task queues', status: 'warn', message: work.message, hint: null };
+      return queuesCheck(ctx.deployment, work.dispatched, ctx.settings.staleQueueMs, ctx.now);
+    },
+  },
+  {
+    // Skipped when the active workflows cannot be listed.
+    name: 'workers',
+    run: async (ctx) => {
+      const work = await ctx.activeWork();
+      if (!work.ok) return null;
+      return workersCheck(ctx.deployment, checkedQueues(work.dispatched), ctx.settings.workerStaleMs ?? DEFAULT_WORKER_STALE_IN_MS);
+    },
+  },
+  {
+    name: 'service bus queues',
+    run: async (ctx) => {
+      const work = await ctx.activeWork();
+      return serviceBusQueuesCheck(ctx.deployment, work.ok ? checkedQueues(work.dispatched) : []);
+    },
+  },
+];
 
-  // Long-running and stuck ready tasks: the runtimes of active workflows, at most maxWorkflows of them.
+/** The task queue specs the queue checks look at: the first {@link MAX_QUEUES}, sorted. */
+function checkedQueues(dispatched: Map<string, number>): string[] {
+  return [...dispatched.keys()].sort().slice(0, MAX_QUEUES);
+}
+
+/**
+ * The runtimes of the active workflows (at most `maxWorkflows`), read through `explainRuntime`
+ * (`@jobq/dag-core`): tasks running longer than `staleRunningMs`, ready tasks nothing holds back in
+ * a runtime unchanged for `staleReadyMs`, and the queues work was dispatched to.
+ */
+export async function readActiveWork(deployment: Deployment, settings: DoctorSettings, active: number, now: number): Promise<ActiveWork> {
   let runtimes: WorkflowRuntime[];
   let scope: string;
   try {
@@ -302,72 +421,52 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
       : `in ${plural(listed.items.length, 'active workflow')}`;
     if (loaded.errors.length > 0) scope += `; ${loaded.errors.length} could not be read (${someNames(loaded.errors)})`;
   } catch (error) {
-    const message = `cannot list active workflows: ${errorLine(error)}`;
-    checks.push(
-      { name: 'running tasks', status: 'warn', message, hint: null },
-      { name: 'ready tasks', status: 'warn', message, hint: null },
-      { name: 'task queues', status: 'warn', message, hint: null },
-    );
-    await serviceBusQueuesCheck(deployment, [], checks);
-    return;
+    return { ok: false, message: `cannot list active workflows: ${errorLine(error)}` };
   }
-
   const longRunning: string[] = [];
   const stuckReady: string[] = [];
-  /** Queue spec → tasks dispatched to it (running, or ready in an activated workflow). */
   const dispatched = new Map<string, number>();
+  const at = new Date(now).toISOString();
   for (const runtime of runtimes) {
-    const definition = runtime.definition;
     const stillForMs = now - Date.parse(runtime.updatedAt);
-    const heldBack = runtime.cancelRequested || (definition.maxParallelism !== null && runtime.counts.running >= definition.maxParallelism);
-    for (const def of definition.tasks) {
-      const task = taskState(runtime, def.name);
-      if (!task || isTerminalTaskStatus(task.status)) continue;
-      if (task.status === 'running' || (task.status === 'ready' && runtime.activated)) {
-        const spec = taskQueue(definition, def);
-        dispatched.set(spec, (dispatched.get(spec) ?? 0) + 1);
-      }
+    for (const task of explainRuntime(runtime, at).tasks) {
+      if (task.status === 'running' || (task.status === 'ready' && runtime.activated)) dispatched.set(task.queue, (dispatched.get(task.queue) ?? 0) + 1);
       // A retry sent with a delay counts from when it is due.
-      const since = task.retryDueAt ?? task.dispatchedAt;
-      if (task.status === 'running' && since !== null && now - Date.parse(since) >= settings.staleRunningMs) {
-        longRunning.push(`${runtime.workflowId}/${def.name} (${age(now - Date.parse(since))})`);
-      }
-      if (task.status === 'ready' && runtime.activated && !heldBack && stillForMs >= settings.staleReadyMs) {
-        stuckReady.push(`${runtime.workflowId}/${def.name} (${age(stillForMs)})`);
-      }
+      if (task.status === 'running' && task.ageMs !== null && task.ageMs >= settings.staleRunningMs) longRunning.push(`${runtime.workflowId}/${task.name} (${age(task.ageMs)})`);
+      if (task.status === 'ready' && task.heldBy === null && stillForMs >= settings.staleReadyMs) stuckReady.push(`${runtime.workflowId}/${task.name} (${age(stillForMs)})`);
     }
   }
-  const runningLimit = age(settings.staleRunningMs);
-  checks.push(
-    longRunning.length > 0
-      ? {
-          name: 'running tasks',
-          status: 'warn',
-          message: `${plural(longRunning.length, 'task')} running for more than ${runningLimit} ${scope}: ${someNames(longRunning)}`,
-          hint: 'a lost message or a dead worker leaves a task running: only timeout_s recovers it; see jobq workflow explain ID --task NAME',
-        }
-      : { name: 'running tasks', status: 'ok', message: `none running for more than ${runningLimit} ${scope}`, hint: null },
-  );
-  const readyLimit = age(settings.staleReadyMs);
-  checks.push(
-    stuckReady.length > 0
-      ? {
-          name: 'ready tasks',
-          status: 'warn',
-          message: `${plural(stuckReady.length, 'task')} ready and not dispatched for more than ${readyLimit} ${scope}: ${someNames(stuckReady)}`,
-          hint: leaseHeld
-            ? 'the coordinator should dispatch them (ready-repair runs every --ready-sweep-interval-s): check its log'
-            : `no coordinator is running: ${START_HINT}`,
-        }
-      : { name: 'ready tasks', status: 'ok', message: `none stuck for more than ${readyLimit} ${scope}`, hint: null },
-  );
-  checks.push(await queuesCheck(deployment, dispatched, settings.staleQueueMs, now));
-  checks.push(await workersCheck(deployment, [...dispatched.keys()].sort().slice(0, MAX_QUEUES), settings.workerStaleMs ?? DEFAULT_WORKER_STALE_IN_MS));
-  await serviceBusQueuesCheck(deployment, [...dispatched.keys()].sort().slice(0, MAX_QUEUES), checks);
+  return { ok: true, scope, longRunning, stuckReady, dispatched };
 }
 
-/** The Service Bus queues among the completion queue and these task queue specs: settings and dead-letter counts. */
-async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly string[], checks: DoctorCheck[]): Promise<void> {
+/** Checks 2 onwards, against an opened deployment; each check is added to `checks` as soon as it is known. */
+async function deploymentChecks(deployment: Deployment, settings: DoctorSettings, checks: DoctorCheck[]): Promise<void> {
+  const now = Date.now();
+  const store = await storeCheck(deployment);
+  checks.push(store.check);
+  const counts = store.counts;
+  if (counts === null) return;
+  const active = ACTIVE.reduce((n, s) => n + counts[s], 0);
+  let work: Promise<ActiveWork> | undefined;
+  const ctx: CheckContext = {
+    deployment,
+    settings,
+    now,
+    counts,
+    total: Object.values(counts).reduce((a, b) => a + b, 0),
+    active,
+    leaseHeld: false,
+    stats: null,
+    activeWork: () => (work ??= readActiveWork(deployment, settings, active, now)),
+  };
+  for (const check of CHECKS) {
+    const result = await check.run(ctx);
+    if (result !== null) checks.push(...(Array.isArray(result) ? result : [result]));
+  }
+}
+
+/** The Service Bus queues among the completion queue and these task queue specs: settings and dead-letter counts; null when none is on Service Bus. */
+async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly string[]): Promise<DoctorCheck | null> {
   const queues: ServiceBusQueueToCheck[] = [{ spec: deployment.completionsSpec, queue: deployment.completions, completions: true }];
   const seen = new Set<string>([deployment.locate(deployment.completionsSpec).key]);
   for (const spec of specs) {
@@ -381,7 +480,7 @@ async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly str
     }
   }
   const check = await checkServiceBusQueues(queues);
-  if (check !== null) checks.push({ name: 'service bus queues', ...check });
+  return check === null ? null : { name: 'service bus queues', ...check };
 }
 
 /** The task queues the active workflows use: their sizes, and whether their oldest message waits too long (no worker). */
