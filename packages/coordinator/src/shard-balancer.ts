@@ -235,8 +235,8 @@ export class ShardBalancer {
 
   /**
    * A runner silent for `stallAfterInMs` stops having its lease renewed: it runs out, the runner
-   * halts (its writes fail from then on), and the shard goes to whoever claims it after the expiry.
-   * Without `stopRenewing` on the claim, the runner is stopped and the lease released.
+   * halts (its writes fail from then on; the claim fires `lost` once the lease can have run out),
+   * and the shard goes to whoever claims it after the expiry.
    */
   private checkStalls(): void {
     const now = this.clock.now();
@@ -246,12 +246,7 @@ export class ShardBalancer {
       if (silentFor < this.settings.stallAfterInMs) continue;
       held.stalled = true;
       this.log(`shard ${shard}: its runner has not gone round for ${silentFor} ms: no longer renewing its lease`);
-      if (held.claim.stopRenewing) held.claim.stopRenewing();
-      else {
-        // No way to let it run out: the runner is told to stop (it ends when it wakes) and the lease is released.
-        void held.runner.stop().catch(() => undefined);
-        void held.claim.lease.release().catch(() => undefined);
-      }
+      held.claim.stopRenewing();
     }
   }
 

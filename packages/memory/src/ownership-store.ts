@@ -18,12 +18,15 @@ import {
   type ShardMember,
 } from '@jobq/ports';
 
-/** A held shard lease: it expires only when its holder stops renewing (see {@link MemoryOwnershipStore.crash}). */
+/** A held shard lease: it expires only when its holder stops renewing (its claim's `stopRenewing`, or {@link MemoryOwnershipStore.crash}). */
 class MemoryShardLease implements CoordinatorLease {
   private readonly controller = new AbortController();
+  /** Fires when the lease ends (lost or released): cancels the expiry timer of {@link stopRenewing}. */
+  private readonly ending = new AbortController();
   /** Store time after which the lease is free; `Infinity` while its holder renews it. */
   expiresAt = Number.POSITIVE_INFINITY;
   ended = false;
+  private stopped = false;
 
   constructor(
     readonly leaseId: string,
@@ -38,12 +41,28 @@ class MemoryShardLease implements CoordinatorLease {
   lose(why: string): void {
     if (this.ended) return;
     this.ended = true;
+    this.ending.abort();
     this.controller.abort(new JobqError('lease-lost', `the shard lease was lost (${why}); stop writing`));
+  }
+
+  /**
+   * Its holder stops renewing it: it runs out `durationInMs` of store time from now (or sooner, if
+   * it was to already), and `lost` fires then, whether or not anyone reads the shard.
+   */
+  stopRenewing(durationInMs: number, expire: () => void): void {
+    if (this.ended || this.stopped) return;
+    this.stopped = true;
+    const clock = this.holder.deployment.clock;
+    this.expiresAt = Math.min(this.expiresAt, clock.now() + durationInMs);
+    void clock.sleep(this.expiresAt - clock.now(), this.ending.signal).then(() => {
+      if (!this.ended) expire();
+    });
   }
 
   release(): Promise<void> {
     if (!this.ended) {
       this.ended = true;
+      this.ending.abort();
       this.onRelease(this);
     }
     return Promise.resolve();
@@ -224,7 +243,12 @@ export class MemoryOwnershipStore implements OwnershipStore {
       state.owner = owner;
       state.epoch++;
       this.held.set(shard, lease);
-      return { shard, epoch: state.epoch, owner, lease };
+      const expire = (): void => {
+        // The lease ran out: the shard is free, and its holder is told (heldLease drops it as expired).
+        this.deployment.heldLease(shard);
+        if (this.held.get(shard) === lease) this.held.delete(shard);
+      };
+      return { shard, epoch: state.epoch, owner, lease, stopRenewing: () => lease.stopRenewing(this.leaseDurationInMs, expire) };
     });
   }
 

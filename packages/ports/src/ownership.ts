@@ -60,11 +60,12 @@ export interface ShardClaim {
   readonly owner: string;
   readonly lease: CoordinatorLease;
   /**
-   * Stops renewing the lease without giving it up: it runs out within its duration, then `lease.lost`
-   * fires. For a runner stalled for half a lease: nobody takes the shard before the stalled runner's
-   * lease has run out. Without it, the balancer releases the lease instead.
+   * Stops renewing the lease without giving it up: it runs out within its duration (counted from
+   * its last renewal), then `lease.lost` fires (a `lease-lost` error), even when nobody reads the
+   * shard. For a runner stalled for half a lease: nobody takes the shard before the stalled
+   * runner's lease has run out, and the runner is told it lost it. Harmless once released or lost.
    */
-  stopRenewing?(): void;
+  stopRenewing(): void;
 }
 
 /** Shard manifest, shard leases and members of a deployment. Adapters pass `@jobq/ports/testing`'s ownership suite. */

@@ -30,11 +30,45 @@ export function checkLeaseSettings(settings: LeaseSettings): void {
   }
 }
 
+/**
+ * Waits `ms` on an unref'd global `setTimeout` (a lease alone does not keep the process alive), or
+ * until `signal` fires. Not `sleep` from `node:timers/promises`: the lease's run-out wait is tested
+ * on jest's fake timers, which control the global timers only.
+ */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A held lease that renews itself until released, lost, or told to stop renewing. */
+export interface RenewedLease extends CoordinatorLease {
+  /**
+   * Stops the renewals without giving the lease up: `lost` fires `durationInMs` after the last
+   * successful renewal (when the lease can have run out), unless it is released or lost first.
+   */
+  stopRenewing(): void;
+}
+
 /** A held coordinator lease that renews itself until released or lost. */
-class BlobCoordinatorLease implements CoordinatorLease {
+class BlobCoordinatorLease implements RenewedLease {
   readonly leaseId: string;
   private readonly lostController = new AbortController();
+  /** Aborted by {@link release}: ends the renewals and the wait for the expiry. */
   private readonly stopController = new AbortController();
+  /** Aborted by {@link stopRenewing} (and {@link release}): no renewal starts after it. */
+  private readonly renewController = new AbortController();
   /** The renewal loop; it never rejects, and {@link release} waits for it. */
   private readonly renewing: Promise<void>;
   private releasing: Promise<void> | undefined;
@@ -57,7 +91,12 @@ class BlobCoordinatorLease implements CoordinatorLease {
     return this.releasing;
   }
 
+  stopRenewing(): void {
+    this.renewController.abort();
+  }
+
   private async stopAndRelease(): Promise<void> {
+    this.renewController.abort();
     this.stopController.abort();
     await this.renewing;
     if (this.lost.aborted) return;
@@ -74,16 +113,18 @@ class BlobCoordinatorLease implements CoordinatorLease {
   /**
    * Renews every `renewIntervalInMs`. The service saying the lease is not ours (broken, taken,
    * blob gone) loses it at once; a transient failure is tried again at the next tick, unless that
-   * tick would come too late to save the lease.
+   * tick would come too late to save the lease. After {@link stopRenewing} (a renewal under way
+   * finishes), it waits until the lease can have run out, then fires `lost`.
    */
   private async renewLoop(acquiredAt: number): Promise<void> {
     const stop = this.stopController.signal;
+    const renew = this.renewController.signal;
     const { durationInMs, renewIntervalInMs, operationTimeoutInMs } = this.settings;
     let renewedAt = acquiredAt;
-    while (!stop.aborted) {
+    while (!renew.aborted) {
       // An unref'd timer: a lease alone does not keep the process alive.
-      await sleep(renewIntervalInMs, stop, { unref: true });
-      if (stop.aborted) return;
+      await sleep(renewIntervalInMs, renew, { unref: true });
+      if (renew.aborted) break;
       // A renewal that answers after the lease ran out is worthless: bound the call by what is left.
       const left = renewedAt + durationInMs - Date.now();
       try {
@@ -105,6 +146,11 @@ class BlobCoordinatorLease implements CoordinatorLease {
         }
       }
     }
+    if (stop.aborted) return;
+    // Renewals stopped, the lease kept: the service lets it run out within `durationInMs` of the last renewal.
+    await pause(renewedAt + durationInMs - Date.now(), stop);
+    if (stop.aborted) return;
+    this.lostController.abort(new JobqError('lease-lost', 'the coordinator lease ran out: it was no longer renewed; stop writing'));
   }
 }
 
@@ -118,7 +164,7 @@ export async function acquireCoordinatorLease(
   blobName: string,
   settings: LeaseSettings,
   options: AcquireLeaseOptions = {},
-): Promise<CoordinatorLease> {
+): Promise<RenewedLease> {
   const blob = container.getBlockBlobClient(blobName);
   const client = blob.getBlobLeaseClient(randomUUID());
   const call: CallOptions = options.abortSignal ? { abortSignal: options.abortSignal } : {};

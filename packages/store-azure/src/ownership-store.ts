@@ -24,7 +24,7 @@ import {
 } from '@jobq/ports';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
-import { acquireCoordinatorLease, checkLeaseSettings, type LeaseSettings } from './lease';
+import { acquireCoordinatorLease, checkLeaseSettings, type LeaseSettings, type RenewedLease } from './lease';
 import { storeNames } from './names';
 
 /** Options of {@link openOwnershipStore}. */
@@ -64,7 +64,8 @@ function epochOf(metadata: Record<string, string> | undefined): number {
  * metadata holds `owner` and `epoch`, written by a claim under its lease If-Match the ETag it read,
  * and one blob per member, `_shards/members/{id}.json`, whose Last-Modified is its last heartbeat.
  * Member ages are reckoned against the `Date` of the listing's response: only the service's clock
- * counts. Held leases renew themselves as the coordinator lease does (lease.ts).
+ * counts. Held leases renew themselves as the coordinator lease does (lease.ts), until released or
+ * told to stop renewing (then `lost` fires once they can have run out).
  */
 export class AzureOwnershipStore implements OwnershipStore {
   private readonly held = new Map<number, CoordinatorLease>();
@@ -216,7 +217,7 @@ export class AzureOwnershipStore implements OwnershipStore {
     checkShardIndex(shard);
     checkShardMemberId(owner);
     const name = shardLockBlob(shard);
-    let lease: CoordinatorLease;
+    let lease: RenewedLease;
     try {
       lease = await acquireCoordinatorLease(this.container, name, this.settings, options);
     } catch (error) {
@@ -240,7 +241,7 @@ export class AzureOwnershipStore implements OwnershipStore {
     }
     this.held.get(shard)?.release().catch(() => undefined);
     this.held.set(shard, lease);
-    return { shard, epoch, owner, lease };
+    return { shard, epoch, owner, lease, stopRenewing: () => lease.stopRenewing() };
   }
 
   async release(shard: number): Promise<void> {

@@ -238,6 +238,48 @@ export function describeOwnershipStoreContract(label: string, open: () => Promis
     );
 
     it(
+      'lets a claim that stopped renewing run out after the lease duration, and tells its holder then (lost fires unread)',
+      async () => {
+        const f = await fresh();
+        if (f.advance === undefined || f.leaseDurationInMs === undefined) return; // on Azure: its adapter's own tests
+        const b = await f.another();
+        const claim = held(await f.store.claim(0, 'member-a'));
+        expect(claim).not.toBeNull();
+        claim!.stopRenewing();
+        claim!.stopRenewing(); // twice: harmless
+        await f.advance(f.leaseDurationInMs - 1_000);
+        expect(claim!.lease.lost.aborted).toBe(false);
+        expect(await b.claim(0, 'member-b')).toBeNull();
+        await f.advance(1_000);
+        // Nobody read shard 0 since: the expiry alone fires it.
+        expect(claim!.lease.lost.aborted).toBe(true);
+        expect(isJobqError(claim!.lease.lost.reason, 'lease-lost')).toBe(true);
+        expect((await b.list()).shards[0]).toEqual({ index: 0, leased: false, owner: 'member-a', epoch: 1 });
+        expect(held(await b.claim(0, 'member-b'))).toMatchObject({ epoch: 2, owner: 'member-b' });
+        await f.store.release(0); // its lease is gone: harmless, and the new holder keeps it
+        expect((await b.list()).shards[0]).toEqual({ index: 0, leased: true, owner: 'member-b', epoch: 2 });
+      },
+      timeout,
+    );
+
+    it(
+      'releases a claim that stopped renewing at once when it is released, and never fires its lost then',
+      async () => {
+        const f = await fresh();
+        const b = await f.another();
+        await f.store.ensureManifest(2);
+        const claim = held(await f.store.claim(1, 'member-a'));
+        expect(claim).not.toBeNull();
+        claim!.stopRenewing();
+        await f.store.release(1);
+        expect((await b.list()).shards[1]).toMatchObject({ leased: false, owner: 'member-a', epoch: 1 });
+        if (f.advance !== undefined && f.leaseDurationInMs !== undefined) await f.advance(f.leaseDurationInMs * 2);
+        expect(claim!.lease.lost.aborted).toBe(false);
+      },
+      timeout,
+    );
+
+    it(
       'keeps a healthy holder\'s lease however long it holds it',
       async () => {
         const f = await fresh();
