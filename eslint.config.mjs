@@ -43,7 +43,10 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: '@jobq/dag-core is pure: no clock (new Date()).' },
-        { selector: "CallExpression[callee.name='Function'], NewExpression[callee.name='Function']", message: 'never build code from strings.' },
+        {
+          selector: "CallExpression[callee.name='Function'], NewExpression[callee.name='Function']",
+          message: 'never build code from strings.',
+        },
         { selector: 'ImportExpression', message: '@jobq/dag-core is pure: no dynamic imports.' },
       ],
     },

@@ -14,7 +14,8 @@ module.exports = function jobqJestConfig(overrides = {}) {
       '^@jobq/ports/testing$': '<rootDir>/../ports/src/testing',
       '^@jobq/dag-core/wire$': '<rootDir>/../dag-core/src/wire',
       '^@jobq/azure-pipeline/testing$': '<rootDir>/../azure-pipeline/src/testing',
-      '^@jobq/(dag-core|ports|memory|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$': '<rootDir>/../$1/src',
+      '^@jobq/(dag-core|ports|memory|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$':
+        '<rootDir>/../$1/src',
     },
     ...overrides,
   };

@@ -4,6 +4,9 @@ const preset = require('../jest.preset.js')({ testTimeout: 60_000 });
 module.exports = {
   ...preset,
   moduleNameMapper: Object.fromEntries(
-    Object.entries(preset.moduleNameMapper).map(([pattern, target]) => [pattern, target.replace('<rootDir>/../', '<rootDir>/../packages/')]),
+    Object.entries(preset.moduleNameMapper).map(([pattern, target]) => [
+      pattern,
+      target.replace('<rootDir>/../', '<rootDir>/../packages/'),
+    ]),
   ),
 };

@@ -47,14 +47,14 @@ const lines = [
   '    ]',
   '    kwargs:',
   '      cmd: |',
-  '        jobq task get-real-upstream-tasks | node -e \'',
+  "        jobq task get-real-upstream-tasks | node -e '",
   '          let s = "";',
   '          process.stdin.on("data", (d) => (s += d)).on("end", () => {',
   '            const points = JSON.parse(s).filter((name) => name.startsWith("point-")).length;',
   '            console.log(`${points} points done`);',
   '            require("fs").writeFileSync(process.env.JOBQ_OUTPUT_FILE, JSON.stringify({ points }));',
   '          });',
-  '        \'',
+  "        '",
   '',
 ];
 const target = join(dir, file);

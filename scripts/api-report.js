@@ -30,7 +30,15 @@ function workspaceFolders() {
   const text = fs.readFileSync(path.join(root, 'pnpm-workspace.yaml'), 'utf8');
   const block = /^packages:\n((?:\s+-\s+.+\n?)+)/m.exec(text);
   if (!block) throw new Error('pnpm-workspace.yaml: no "packages:" list');
-  const globs = block[1].split('\n').map((line) => line.replace(/^\s+-\s+/, '').replace(/["']/g, '').trim()).filter(Boolean);
+  const globs = block[1]
+    .split('\n')
+    .map((line) =>
+      line
+        .replace(/^\s+-\s+/, '')
+        .replace(/["']/g, '')
+        .trim(),
+    )
+    .filter(Boolean);
   const folders = [];
   for (const glob of globs) {
     if (glob.endsWith('/*')) {
@@ -144,7 +152,8 @@ try {
     });
   });
   // One TypeScript program for every entry point (the compiler options are the same): the slow part.
-  const compilerState = configs.length === 0 ? undefined : CompilerState.create(configs[0], { additionalEntryPoints: jobs.map((job) => job.entry.dts) });
+  const compilerState =
+    configs.length === 0 ? undefined : CompilerState.create(configs[0], { additionalEntryPoints: jobs.map((job) => job.entry.dts) });
   jobs.forEach((job, i) => {
     const errors = [];
     const result = Extractor.invoke(configs[i], {
@@ -172,7 +181,14 @@ try {
 
 if (problems.length > 0) {
   for (const problem of problems) console.error(`api report: ${problem}`);
-  if (mode === '--check') console.error(`api report: run \`${UPDATE_COMMAND}\` and commit the etc/*.api.md files it writes (review the diff: it is the change to the public API)`);
+  if (mode === '--check')
+    console.error(
+      `api report: run \`${UPDATE_COMMAND}\` and commit the etc/*.api.md files it writes (review the diff: it is the change to the public API)`,
+    );
   process.exit(1);
 }
-console.log(mode === '--update' ? `api report: ${checked} entry points, ${written} report(s) written` : `api report: ${checked} entry points, all reports up to date`);
+console.log(
+  mode === '--update'
+    ? `api report: ${checked} entry points, ${written} report(s) written`
+    : `api report: ${checked} entry points, all reports up to date`,
+);

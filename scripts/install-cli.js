@@ -48,7 +48,7 @@ function run(command, args) {
 function npmGlobalPrefix() {
   const result = spawnSync('npm', ['prefix', '-g'], { encoding: 'utf8', shell: process.platform === 'win32' });
   const prefix = result.status === 0 ? result.stdout.trim() : '';
-  if (prefix === '') fail('could not read npm\'s global prefix (npm prefix -g): pass --prefix DIR');
+  if (prefix === '') fail("could not read npm's global prefix (npm prefix -g): pass --prefix DIR");
   return prefix;
 }
 
@@ -75,7 +75,15 @@ if (!existsSync(join(root, 'apps', 'jobq', 'oclif.manifest.json'))) fail('apps/j
 // pnpm 10 deploys a workspace package with its workspace dependencies injected (copied); the
 // workspace itself keeps linking them, so the setting is given to this one command only.
 rmSync(staging, { recursive: true, force: true });
-run('pnpm', ['--config.inject-workspace-packages=true', '--filter', '@jobq/cli', 'deploy', '--prod', ...(options.offline ? ['--offline'] : []), staging]);
+run('pnpm', [
+  '--config.inject-workspace-packages=true',
+  '--filter',
+  '@jobq/cli',
+  'deploy',
+  '--prod',
+  ...(options.offline ? ['--offline'] : []),
+  staging,
+]);
 rmSync(target, { recursive: true, force: true });
 renameSync(staging, target);
 

@@ -21,7 +21,8 @@ function deployArgs(out, { optional = false } = {}) {
 function deployCli(out, options = {}) {
   const result = spawnSync('pnpm', deployArgs(out, options), { cwd: root, encoding: 'utf8', env: { ...process.env, CI: 'true' } });
   if (result.error) throw result.error;
-  if (result.status !== 0) throw new Error(`pnpm deploy exited ${result.status}: ${(result.stderr || result.stdout).trim().split('\n').slice(-5).join(' | ')}`);
+  if (result.status !== 0)
+    throw new Error(`pnpm deploy exited ${result.status}: ${(result.stderr || result.stdout).trim().split('\n').slice(-5).join(' | ')}`);
 }
 
 /**
@@ -46,7 +47,9 @@ function measureDeploy(out) {
   };
   walk(out);
   const store = join(out, 'node_modules', '.pnpm');
-  const folders = readdirSync(store, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'node_modules').map((e) => e.name);
+  const folders = readdirSync(store, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== 'node_modules')
+    .map((e) => e.name);
   // `@scope+name@version…` → `@scope/name`, `name@version…` → `name`.
   const names = [...new Set(folders.map((f) => f.replace(/^(@?[^@]+)@.*$/, '$1').replace(/^@([^+]+)\+/, '@$1/')))].sort();
   return { bytes, packages: folders.length, names };

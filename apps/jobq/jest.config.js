@@ -6,6 +6,7 @@ module.exports = {
   moduleNameMapper: {
     '^@jobq/ports/testing$': '<rootDir>/../../packages/ports/src/testing',
     '^@jobq/dag-core/wire$': '<rootDir>/../../packages/dag-core/src/wire',
-    '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$': '<rootDir>/../../packages/$1/src',
+    '^@jobq/(dag-core|ports|local|azure-pipeline|queue-storage|queue-servicebus|servicebus-emulator|store-azure|task|worker|coordinator|dashboard)$':
+      '<rootDir>/../../packages/$1/src',
   },
 };

@@ -70,7 +70,8 @@ function parseArgs(): { sizes: number[]; shapes: Shape[] } {
     else if (key === '--shapes') shapes = value.split(',').map((s) => s.trim()) as Shape[];
     else throw new Error(`unknown argument ${arg}`);
   }
-  for (const n of sizes) if (!Number.isInteger(n) || n < 4 * LAYER_WIDTH) throw new Error(`bad size ${n} (need an integer ≥ ${4 * LAYER_WIDTH})`);
+  for (const n of sizes)
+    if (!Number.isInteger(n) || n < 4 * LAYER_WIDTH) throw new Error(`bad size ${n} (need an integer ≥ ${4 * LAYER_WIDTH})`);
   for (const s of shapes) if (!ALL_SHAPES.includes(s)) throw new Error(`unknown shape ${s} (known: ${ALL_SHAPES.join(', ')})`);
   return { sizes, shapes };
 }
@@ -246,7 +247,19 @@ function prepare(shape: Shape, n: number): Prepared {
 
   const queue = new Fifo();
   applyEffects(activated.effects, queue);
-  return { shape, n, definition, info: defInfo(definition), buildMs, validateMs, transformMs, createMs, activateMs, activated: activated.runtime, queue };
+  return {
+    shape,
+    n,
+    definition,
+    info: defInfo(definition),
+    buildMs,
+    validateMs,
+    transformMs,
+    createMs,
+    activateMs,
+    activated: activated.runtime,
+    queue,
+  };
 }
 
 /**
@@ -348,7 +361,15 @@ function sampleSingle(start: WorkflowRuntime, startQueue: Fifo, info: DefInfo, m
   const whole = Math.floor(events.length / BATCH) * BATCH;
   events.length = eventNs.length = settleLookups.length = scanLookups.length = whole;
   const midIndex = Math.max(1, Math.round((boundaries.length - 1) / 2));
-  return { events, eventNs, mid: boundaries[Math.min(midIndex, boundaries.length - 1)]!, final: rt, settleLookups, scanLookups, dispatched };
+  return {
+    events,
+    eventNs,
+    mid: boundaries[Math.min(midIndex, boundaries.length - 1)]!,
+    final: rt,
+    settleLookups,
+    scanLookups,
+    dispatched,
+  };
 }
 
 function countCompletedMerges(rt: WorkflowRuntime, info: DefInfo): number {
@@ -530,7 +551,11 @@ function fastForward(p: Prepared, k: number): { rt: WorkflowRuntime; queue: Fifo
       queue.push(d);
     }
   }
-  const blob = JSON.parse(encodeRuntime(p.activated)) as { status: string; updated_at: string; tasks: Record<string, Record<string, unknown>> };
+  const blob = JSON.parse(encodeRuntime(p.activated)) as {
+    status: string;
+    updated_at: string;
+    tasks: Record<string, Record<string, unknown>>;
+  };
   const tasks: Record<string, Record<string, unknown>> = {};
   for (const t of definition.tasks) {
     const s = state.get(t.name)!;
@@ -555,7 +580,8 @@ function checkFastForward(shape: Shape, n: number): void {
   const real = drive(p.activated, queue, k);
   const ff = fastForward(p, k);
   if (encodeRuntime(real) !== encodeRuntime(ff.rt)) throw new Error(`fast-forward check failed for ${shape} ${n}: runtime differs`);
-  if (JSON.stringify(queue.toArray()) !== JSON.stringify(ff.queue.toArray())) throw new Error(`fast-forward check failed for ${shape} ${n}: queue differs`);
+  if (JSON.stringify(queue.toArray()) !== JSON.stringify(ff.queue.toArray()))
+    throw new Error(`fast-forward check failed for ${shape} ${n}: queue differs`);
   // Finish the run (more warm-up) and check it ends well.
   const end = drive(real, queue, Number.POSITIVE_INFINITY);
   if (end.status !== 'completed') throw new Error(`${shape} ${n}: workflow ended ${end.status}`);
@@ -606,7 +632,11 @@ function post<T>(session: Session, method: string, params: object = {}): Promise
 }
 
 /** Replays a prefix of `events` (about PROFILE_BUDGET_MS) under the CPU profiler; share of time per stage. */
-async function profileReplay(start: WorkflowRuntime, events: readonly CompletionEvent[], meanUs: number): Promise<{ events: number; share: Record<Stage, number> }> {
+async function profileReplay(
+  start: WorkflowRuntime,
+  events: readonly CompletionEvent[],
+  meanUs: number,
+): Promise<{ events: number; share: Record<Stage, number> }> {
   const count = Math.max(1, Math.min(events.length, Math.ceil((PROFILE_BUDGET_MS * 1000) / meanUs)));
   const session = new Session();
   session.connect();
@@ -799,8 +829,13 @@ async function runCase(shape: Shape, n: number): Promise<Result> {
 type Align = 'l' | 'r';
 function table(headers: string[], rows: string[][], align?: Align[]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const cell = (text: string, i: number) => ((align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'l' ? text.padEnd(widths[i]!) : text.padStart(widths[i]!));
-  const line = (cells: string[]) => cells.map((c, i) => cell(c, i)).join('  ').trimEnd();
+  const cell = (text: string, i: number) =>
+    (align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'l' ? text.padEnd(widths[i]!) : text.padStart(widths[i]!);
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => cell(c, i))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -867,7 +902,23 @@ function report(results: readonly Result[], totalS: number): void {
   out.push('2. Completions through reduce (sample starts right after the warm-up; for wide: leaves after root completed)');
   out.push(
     table(
-      ['shape', 'tasks', 'warm-up', 'sampled', 'alone compl/s', 'alone µs/compl', 'p50 µs', 'p99 µs', 'batch32 compl/s', 'ms / batch32', 'batch32 µs/compl', 'encode ms', 'decode ms', 'blob bytes', 'MiB'],
+      [
+        'shape',
+        'tasks',
+        'warm-up',
+        'sampled',
+        'alone compl/s',
+        'alone µs/compl',
+        'p50 µs',
+        'p99 µs',
+        'batch32 compl/s',
+        'ms / batch32',
+        'batch32 µs/compl',
+        'encode ms',
+        'decode ms',
+        'blob bytes',
+        'MiB',
+      ],
       results.map((r) => [
         r.shape,
         size(r.n),
@@ -887,17 +938,27 @@ function report(results: readonly Result[], totalS: number): void {
       ]),
     ),
   );
-  out.push('   encode/decode: one runtime at the batch boundary nearest the middle of the sample (median of repeats below 50k tasks, one run above).');
+  out.push(
+    '   encode/decode: one runtime at the batch boundary nearest the middle of the sample (median of repeats below 50k tasks, one run above).',
+  );
   out.push('');
 
-  out.push('3. Scaling of the per-completion cost (µs per completion; a flat reducer gives ~1x, O(n) per event gives ~100x from 1k to 100k)');
+  out.push(
+    '3. Scaling of the per-completion cost (µs per completion; a flat reducer gives ~1x, O(n) per event gives ~100x from 1k to 100k)',
+  );
   const shapes = [...new Set(results.map((r) => r.shape))];
   const sizes = [...new Set(results.map((r) => r.n))].sort((a, b) => a - b);
   const smallest = sizes[0]!;
   const largest = sizes[sizes.length - 1]!;
   out.push(
     table(
-      ['shape', ...sizes.map((n) => `alone ${size(n)}`), ...sizes.map((n) => `batch32 ${size(n)}`), `alone ${size(largest)}/${size(smallest)}`, `batch32 ${size(largest)}/${size(smallest)}`],
+      [
+        'shape',
+        ...sizes.map((n) => `alone ${size(n)}`),
+        ...sizes.map((n) => `batch32 ${size(n)}`),
+        `alone ${size(largest)}/${size(smallest)}`,
+        `batch32 ${size(largest)}/${size(smallest)}`,
+      ],
       shapes.map((shape) => {
         const by = (n: number) => results.find((r) => r.shape === shape && r.n === n);
         const lo = by(smallest);
@@ -915,7 +976,13 @@ function report(results: readonly Result[], totalS: number): void {
   out.push('3b. The same with the fastest pass of each case (least disturbed by other processes on a shared machine)');
   out.push(
     table(
-      ['shape', ...sizes.map((n) => `alone ${size(n)}`), ...sizes.map((n) => `batch32 ${size(n)}`), `alone ${size(largest)}/${size(smallest)}`, `batch32 ${size(largest)}/${size(smallest)}`],
+      [
+        'shape',
+        ...sizes.map((n) => `alone ${size(n)}`),
+        ...sizes.map((n) => `batch32 ${size(n)}`),
+        `alone ${size(largest)}/${size(smallest)}`,
+        `batch32 ${size(largest)}/${size(smallest)}`,
+      ],
       shapes.map((shape) => {
         const by = (n: number) => results.find((r) => r.shape === shape && r.n === n);
         const lo = by(smallest);
@@ -932,7 +999,7 @@ function report(results: readonly Result[], totalS: number): void {
   );
   out.push('');
 
-  out.push('4. Where a completion\'s time goes');
+  out.push("4. Where a completion's time goes");
   out.push('4a. CPU profile of a replay of the first sampled completions (share of profiled time; µs = share x alone µs/compl)');
   out.push(
     table(
@@ -942,7 +1009,9 @@ function report(results: readonly Result[], totalS: number): void {
         size(r.n),
         String(r.profile.events),
         t(r.single.meanUs),
-        ...STAGES.filter((st) => st !== 'harness').map((st) => `${pct(r.profile.share[st], 1)} ${t(r.profile.share[st] * r.single.meanUs).padStart(7)}`),
+        ...STAGES.filter((st) => st !== 'harness').map(
+          (st) => `${pct(r.profile.share[st], 1)} ${t(r.profile.share[st] * r.single.meanUs).padStart(7)}`,
+        ),
         pct(r.profile.share.harness, 1),
       ]),
     ),
@@ -958,7 +1027,19 @@ function report(results: readonly Result[], totalS: number): void {
   out.push('4b. Micro-measures at the sample midpoint');
   out.push(
     table(
-      ['shape', 'tasks', 'µs/compl', 'copy+write µs', 'copy share', '{...tasks} µs', 'Map copy µs', 'settle lookups/compl', 'scan lookups/compl', 'ns/lookup', 'GC pauses µs/compl'],
+      [
+        'shape',
+        'tasks',
+        'µs/compl',
+        'copy+write µs',
+        'copy share',
+        '{...tasks} µs',
+        'Map copy µs',
+        'settle lookups/compl',
+        'scan lookups/compl',
+        'ns/lookup',
+        'GC pauses µs/compl',
+      ],
       results.map((r) => [
         r.shape,
         size(r.n),
@@ -979,17 +1060,32 @@ function report(results: readonly Result[], totalS: number): void {
       '   copy+write: spread runtime.tasks, replace one task record, feed the result to the next round: what Draft.setTask does once per call.',
       '   {...tasks}: a plain spread repeated on one unchanged object. Below ~1020 keys V8 keeps the map in fast-properties mode and can clone',
       '     it almost for free, but the reducer writes into every copy, which is far dearer (see copy+write); above, both are hash-table copies.',
-      '   Map copy: new Map(sameEntries), for comparison. settle lookups: parents re-read per completion (the sink\'s n-2 in `wide`).',
+      "   Map copy: new Map(sameEntries), for comparison. settle lookups: parents re-read per completion (the sink's n-2 in `wide`).",
       '   scan lookups: tasks the dispatch round walks per completion (definition order, up to the last newly ready task).',
       '   ns/lookup: hasOwnProperty + status read over all tasks in definition order. GC pauses: observed during the "alone" sample.',
     ].join('\n'),
   );
   out.push('');
 
-  out.push('5. Late in the run: state fast-forwarded to 50 % of the completions (model of the FIFO run written as a runtime blob and read by decodeRuntime; checked byte-for-byte against reduce at 1k)');
+  out.push(
+    '5. Late in the run: state fast-forwarded to 50 % of the completions (model of the FIFO run written as a runtime blob and read by decodeRuntime; checked byte-for-byte against reduce at 1k)',
+  );
   out.push(
     table(
-      ['shape', 'tasks', 'completed', 'sampled', 'µs/compl', 'vs early', 'settle lookups/evt', 'dispatch-scan lookups/evt', 'encode ms', 'decode ms', 'blob bytes', 'MiB'],
+      [
+        'shape',
+        'tasks',
+        'completed',
+        'sampled',
+        'µs/compl',
+        'vs early',
+        'settle lookups/evt',
+        'dispatch-scan lookups/evt',
+        'encode ms',
+        'decode ms',
+        'blob bytes',
+        'MiB',
+      ],
       results.map((r) => [
         r.shape,
         size(r.n),

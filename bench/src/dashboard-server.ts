@@ -84,7 +84,16 @@ async function graphs(): Promise<void> {
           const warm: number[] = [];
           for (let i = 0; i < 3; i++) warm.push((await get(url)).ms);
           const doc = JSON.parse(cold.body.toString('utf8')) as { level: string; nodes: unknown[] };
-          rows.push([shape, String(n), level === 'auto' ? `auto→${doc.level}` : level, String(doc.nodes.length), cold.ms.toFixed(0), median(warm).toFixed(0), kb(cold.body.length), kb(gzipSync(cold.body).length)]);
+          rows.push([
+            shape,
+            String(n),
+            level === 'auto' ? `auto→${doc.level}` : level,
+            String(doc.nodes.length),
+            cold.ms.toFixed(0),
+            median(warm).toFixed(0),
+            kb(cold.body.length),
+            kb(gzipSync(cold.body).length),
+          ]);
         }
       } finally {
         await dashboard.close();
@@ -94,7 +103,9 @@ async function graphs(): Promise<void> {
   const header = ['shape', 'tasks', 'level', 'nodes', 'cold ms', 'warm ms', 'KB', 'gzip KB'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  process.stdout.write(`\nDashboard graph endpoint (in-memory store; KB as sent without Accept-Encoding, gzip KB as a browser gets it)\n${line(header)}\n${rows.map(line).join('\n')}\n`);
+  process.stdout.write(
+    `\nDashboard graph endpoint (in-memory store; KB as sent without Accept-Encoding, gzip KB as a browser gets it)\n${line(header)}\n${rows.map(line).join('\n')}\n`,
+  );
 }
 
 /** Lets sockets and timers of the server run (no wall-clock waits). */
@@ -111,7 +122,14 @@ async function requestsPerMinute(): Promise<void> {
   await memory.create(runtime, definitionHash(definition));
   const { store, calls } = counted(memory);
   const workers = new MemoryWorkerRegistry({ clock });
-  const dashboard = await startDashboard({ store, outputs: new MemoryOutputStore(), workers, clock, webRoot: __dirname, pollIntervalMs: 2_000 });
+  const dashboard = await startDashboard({
+    store,
+    outputs: new MemoryOutputStore(),
+    workers,
+    clock,
+    webRoot: __dirname,
+    pollIntervalMs: 2_000,
+  });
   const lines: string[] = [];
   const total = (): number => Object.values(calls).reduce((a, b) => a + b, 0);
   try {
@@ -133,7 +151,9 @@ async function requestsPerMinute(): Promise<void> {
         await clock.advance(1_000);
         await settle();
       }
-      lines.push(`workflow page, ${tabs} tab(s): ${total() - before} workflow-store requests and ${workers.calls.list - workersBefore} worker-registry lists in the first minute (${JSON.stringify(calls)})`);
+      lines.push(
+        `workflow page, ${tabs} tab(s): ${total() - before} workflow-store requests and ${workers.calls.list - workersBefore} worker-registry lists in the first minute (${JSON.stringify(calls)})`,
+      );
       for (const req of streams) req.destroy();
       await settle();
       for (const key of Object.keys(calls)) delete calls[key];
@@ -154,7 +174,9 @@ async function requestsPerMinute(): Promise<void> {
   } finally {
     await dashboard.close();
   }
-  process.stdout.write(`\nDashboard storage requests per minute (poll interval 2 s, list cached 10 s; layered 10k workflow)\n${lines.join('\n')}\n`);
+  process.stdout.write(
+    `\nDashboard storage requests per minute (poll interval 2 s, list cached 10 s; layered 10k workflow)\n${lines.join('\n')}\n`,
+  );
 }
 
 async function main(): Promise<void> {

@@ -28,7 +28,12 @@ const FAN = 10_000;
 const T0 = '2026-01-01T00:00:00.000Z';
 
 function findChromium(): string | null {
-  const candidates = process.env.JOBQ_CHROMIUM ? [process.env.JOBQ_CHROMIUM] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'chromium'));
+  const candidates = process.env.JOBQ_CHROMIUM
+    ? [process.env.JOBQ_CHROMIUM]
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, 'chromium'));
   for (const path of candidates) {
     try {
       accessSync(path, constants.X_OK);
@@ -41,7 +46,9 @@ function findChromium(): string | null {
 }
 
 function definition(name: string, tasks: Array<{ name: string; depends_on?: string[] }>): WorkflowDefinition {
-  const parsed = parseWorkflow(JSON.stringify({ name, tasks: tasks.map((t) => ({ ...t, kwargs: { cmd: 'true' } })) }), { filename: `${name}.json` });
+  const parsed = parseWorkflow(JSON.stringify({ name, tasks: tasks.map((t) => ({ ...t, kwargs: { cmd: 'true' } })) }), {
+    filename: `${name}.json`,
+  });
   if (!parsed.ok) throw new Error(`bench fixture ${name}: ${JSON.stringify(parsed.issues.slice(0, 2))}`);
   return parsed.value;
 }
@@ -77,7 +84,9 @@ interface InPage {
   requestAnimationFrame(callback: () => void): number;
   __longest: number;
   performance: { now(): number; memory?: { usedJSHeapSize: number } };
-  document: { querySelector(selector: string): { getBoundingClientRect(): { x: number; y: number }; dispatchEvent(event: unknown): boolean } | null };
+  document: {
+    querySelector(selector: string): { getBoundingClientRect(): { x: number; y: number }; dispatchEvent(event: unknown): boolean } | null;
+  };
   PointerEvent: new (type: string, init: Record<string, unknown>) => unknown;
 }
 
@@ -85,14 +94,23 @@ const f = (n: number, digits = 0): string => n.toFixed(digits);
 
 async function main(): Promise<void> {
   const root = join(dirname(require.resolve('@jobq/dashboard/package.json')));
-  const load = (): string => loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = (): string =>
+    loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
   process.stdout.write('jobq dashboard web benchmark: the web UI in headless chromium against startDashboard on an in-memory store\n');
   process.stdout.write(`load average (1/5/15 min) at start: ${load()}\n`);
 
   // The bundle, built again for the time.
   execFileSync(process.execPath, [join(root, 'scripts', 'build-web.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const bundle = JSON.parse(readFileSync(join(root, 'dist', 'web', 'bundle.json'), 'utf8')) as { raw_bytes: number; gzip_bytes: number; esbuild_ms: number };
-  process.stdout.write(`dashboard bundle KB (raw / gzip): ${f(bundle.raw_bytes / 1024, 1)} / ${f(bundle.gzip_bytes / 1024, 1)} (budget 80 KB gzip)\n`);
+  const bundle = JSON.parse(readFileSync(join(root, 'dist', 'web', 'bundle.json'), 'utf8')) as {
+    raw_bytes: number;
+    gzip_bytes: number;
+    esbuild_ms: number;
+  };
+  process.stdout.write(
+    `dashboard bundle KB (raw / gzip): ${f(bundle.raw_bytes / 1024, 1)} / ${f(bundle.gzip_bytes / 1024, 1)} (budget 80 KB gzip)\n`,
+  );
   process.stdout.write(`dashboard esbuild ms: ${bundle.esbuild_ms}\n`);
 
   const path = findChromium();
@@ -101,11 +119,30 @@ async function main(): Promise<void> {
     return;
   }
   const store = new MemoryWorkflowStore();
-  await create(store, 'diamond', definition('diamond', [{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]));
-  const fan = [{ name: 'prep' }, ...Array.from({ length: FAN - 2 }, (_, i) => ({ name: `fan-${String(i).padStart(5, '0')}`, depends_on: ['prep'] }))];
+  await create(
+    store,
+    'diamond',
+    definition('diamond', [
+      { name: 'a' },
+      { name: 'b', depends_on: ['a'] },
+      { name: 'c', depends_on: ['a'] },
+      { name: 'd', depends_on: ['b', 'c'] },
+    ]),
+  );
+  const fan = [
+    { name: 'prep' },
+    ...Array.from({ length: FAN - 2 }, (_, i) => ({ name: `fan-${String(i).padStart(5, '0')}`, depends_on: ['prep'] })),
+  ];
   await create(store, 'fan', definition('fan', [...fan, { name: 'join', depends_on: fan.slice(1).map((t) => t.name) }]));
   const dashboard = await startDashboard({ store, port: 0 });
-  const args = ['--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+  const args = [
+    '--headless',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+  ];
   if (process.getuid?.() === 0) args.push('--no-sandbox');
 
   const launches: number[] = [];
@@ -143,7 +180,9 @@ async function main(): Promise<void> {
             const el = w.document.querySelector('.graph')!;
             const r = el.getBoundingClientRect();
             const send = (type: string, dx: number, dy: number): boolean =>
-              el.dispatchEvent(new w.PointerEvent(type, { clientX: r.x + 600 - dx, clientY: r.y + 300 - dy, button: 0, pointerId: 1, bubbles: true }));
+              el.dispatchEvent(
+                new w.PointerEvent(type, { clientX: r.x + 600 - dx, clientY: r.y + 300 - dy, button: 0, pointerId: 1, bubbles: true }),
+              );
             send('pointerdown', 0, 0);
             const started = w.performance.now();
             for (let i = 1; i <= 10; i++) {
@@ -166,7 +205,9 @@ async function main(): Promise<void> {
     await dashboard.close();
   }
   const line = (label: string, values: number[], unit = 'ms'): void => {
-    process.stdout.write(`${label} ${unit} (median of ${values.length}; min / max): ${f(median(values))} (${f(Math.min(...values))} / ${f(Math.max(...values))})\n`);
+    process.stdout.write(
+      `${label} ${unit} (median of ${values.length}; min / max): ${f(median(values))} (${f(Math.min(...values))} / ${f(Math.max(...values))})\n`,
+    );
   };
   line('dashboard browser launch', launches);
   line('dashboard first paint, 4-task workflow', small);

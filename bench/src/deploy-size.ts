@@ -18,7 +18,10 @@ const { deployCli, measureDeploy } = require('../../scripts/prod-deploy.js') as 
 };
 
 const progress = (message: string) => process.stderr.write(`[deploy bench] ${message}\n`);
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 
 function measure(optional: boolean): { mb: number; packages: number; seconds: number; heavy: string[] } {
   const dir = mkdtempSync(join(tmpdir(), 'jobq-deploy-bench-'));
@@ -40,6 +43,10 @@ progress(`load ${load()}`);
 const before = measure(true);
 const after = measure(false);
 process.stdout.write('\n## Production install (pnpm --filter @jobq/cli --prod deploy --legacy)\n\n');
-process.stdout.write(`deploy with optional deps MB / package folders: ${before.mb.toFixed(1)} / ${before.packages} (azurite, jest, @babel, @jobq/local: ${before.heavy.length} folders; ${before.seconds.toFixed(1)} s)\n`);
-process.stdout.write(`deploy --no-optional MB / package folders: ${after.mb.toFixed(1)} / ${after.packages} (azurite, jest, @babel, @jobq/local: ${after.heavy.length} folders; ${after.seconds.toFixed(1)} s)\n`);
+process.stdout.write(
+  `deploy with optional deps MB / package folders: ${before.mb.toFixed(1)} / ${before.packages} (azurite, jest, @babel, @jobq/local: ${before.heavy.length} folders; ${before.seconds.toFixed(1)} s)\n`,
+);
+process.stdout.write(
+  `deploy --no-optional MB / package folders: ${after.mb.toFixed(1)} / ${after.packages} (azurite, jest, @babel, @jobq/local: ${after.heavy.length} folders; ${after.seconds.toFixed(1)} s)\n`,
+);
 process.stdout.write(`load average (1/5/15 min): ${load()}\n`);

@@ -6,8 +6,23 @@
  */
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { countingPolicy, openStorageQueue, type TransactionCounter } from '@jobq/queue-storage';
-import { openOutputStore, openWorkerRegistry, openWorkflowStore, type AzureWorkflowStore, type OpenWorkflowStoreOptions, type TablePipelinePolicy } from '@jobq/store-azure';
-import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type RunShellOptions, type ShellResult } from '@jobq/worker';
+import {
+  openOutputStore,
+  openWorkerRegistry,
+  openWorkflowStore,
+  type AzureWorkflowStore,
+  type OpenWorkflowStoreOptions,
+  type TablePipelinePolicy,
+} from '@jobq/store-azure';
+import {
+  DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+  ShellProcessor,
+  Worker,
+  WorkflowProcessor,
+  cancelCheckFromStore,
+  type RunShellOptions,
+  type ShellResult,
+} from '@jobq/worker';
 import { noopInstruments, type Instruments, type TaskQueue } from '@jobq/ports';
 import type { OpenStorageQueueOptions } from '@jobq/queue-storage';
 import { StoreTransactions } from './transactions';
@@ -151,7 +166,11 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     });
   const store = await openStore(extra);
   const coordinatorStore = await openStore(coordinatorExtra);
-  const outputs = await openOutputStore({ connection, prefix, blobPolicies: [outputsTx.blobPolicy(), ...metrics.blob, ...extra.map((p) => p.blob())] });
+  const outputs = await openOutputStore({
+    connection,
+    prefix,
+    blobPolicies: [outputsTx.blobPolicy(), ...metrics.blob, ...extra.map((p) => p.blob())],
+  });
   // The worker's heartbeats, counted apart: every table request of its registry. The coordinator
   // has its own (it prunes old rows at start and hourly).
   const openRegistry = (counter: StoreTransactions, policies: readonly StoragePolicies[]) =>
@@ -168,7 +187,12 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     ? await options.openQueues(names)
     : await (async () => {
         const open = (queueName: string, counter: ReturnType<typeof countingPolicy>, policies: readonly StoragePolicies[]) =>
-          openStorageQueue({ connection, queueName, lockDurationInMs: 60_000, policies: [counter.policy, ...metrics.queue, ...policies.map((p) => p.queue())] });
+          openStorageQueue({
+            connection,
+            queueName,
+            lockDurationInMs: 60_000,
+            policies: [counter.policy, ...metrics.queue, ...policies.map((p) => p.queue())],
+          });
         const completions = await open(names.completionQueue, cq, extra);
         const taskQueue = await open(names.taskQueue, tq, extra);
         return {
@@ -199,7 +223,12 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     taskLines: () => undefined,
     instruments,
     queueLabel: 'default',
-    heartbeat: { registry, intervalInMs: options.heartbeatIntervalInMs ?? DEFAULT_HEARTBEAT_INTERVAL_IN_MS, queueSpec: 'default', version: 'bench' },
+    heartbeat: {
+      registry,
+      intervalInMs: options.heartbeatIntervalInMs ?? DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+      queueSpec: 'default',
+      version: 'bench',
+    },
     processors: [
       new WorkflowProcessor({
         outputs,
@@ -256,7 +285,9 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     const t0 = process.hrtime.bigint();
     const sources = Array.isArray(options.source) ? (options.source as readonly object[]) : [options.source];
     const submitOptions = options.maxFanIn === undefined ? {} : { maxFanIn: options.maxFanIn };
-    const workflowIds = (await Promise.all(sources.map((source) => client.submit({ text: JSON.stringify(source), filename: 'workflow.json' }, submitOptions)))).map((r) => r.workflowId);
+    const workflowIds = (
+      await Promise.all(sources.map((source) => client.submit({ text: JSON.stringify(source), filename: 'workflow.json' }, submitOptions)))
+    ).map((r) => r.workflowId);
     const open = new Set(workflowIds);
     let status = 'pending';
     let lastLog = Date.now();
@@ -291,7 +322,8 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     );
     // And every completion deleted (the ceiling deletes all of its own before it ends).
     const observed = queues.observedCompletions;
-    if (observed) await waitUntil('every completion deleted', async () => (await observed.approximateMessageCount()) === 0, options.timeoutInMs, 5);
+    if (observed)
+      await waitUntil('every completion deleted', async () => (await observed.approximateMessageCount()) === 0, options.timeoutInMs, 5);
     const s = seconds(t0);
     const cpu = process.cpuUsage(cpu0);
     const otherCpuMs = options.otherCpuMs ? options.otherCpuMs() - other0 : null;
@@ -329,4 +361,3 @@ export async function endToEnd(options: EndToEndOptions): Promise<EndToEndResult
     await store.deleteStorage().catch(() => undefined);
   }
 }
-

@@ -23,7 +23,14 @@ import { openServiceBusQueue } from '@jobq/queue-servicebus';
 import { countingPolicy, openStorageQueue } from '@jobq/queue-storage';
 import { startServiceBusProcess, adminPolicy, type ServiceBusProcess } from '@jobq/servicebus-emulator';
 import { openOutputStore, openWorkerRegistry, openWorkflowStore } from '@jobq/store-azure';
-import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult, type WorkerOptions } from '@jobq/worker';
+import {
+  DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+  Worker,
+  WorkflowProcessor,
+  cancelCheckFromStore,
+  type ShellResult,
+  type WorkerOptions,
+} from '@jobq/worker';
 import { billedOps, brokerOpsBetween } from './broker-ops';
 import { median, percentile } from './report';
 import { StoreTransactions } from './transactions';
@@ -47,11 +54,18 @@ for (const arg of process.argv.slice(2)) {
 const progress = (message: string) => process.stderr.write(`[hop bench] ${message}\n`);
 const f = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 
 const chainSource = (tag: string) => ({
   name: `hop-${tag}`,
-  tasks: Array.from({ length: CHAIN }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: `: t${i}` }, ...(i > 0 ? { depends_on: [`t${i - 1}`] } : {}) })),
+  tasks: Array.from({ length: CHAIN }, (_, i) => ({
+    name: `t${i}`,
+    kwargs: { cmd: `: t${i}` },
+    ...(i > 0 ? { depends_on: [`t${i - 1}`] } : {}),
+  })),
 });
 
 /** Every storage request of one coordinator + worker pair (queues on Storage, or the store alone). */
@@ -88,14 +102,24 @@ interface Queues {
   dispose(): Promise<void>;
 }
 
-type OpenQueues = (names: { completionQueue: string; taskQueue: string }, requests: Requests, count: { receives: number }) => Promise<Queues>;
+type OpenQueues = (
+  names: { completionQueue: string; taskQueue: string },
+  requests: Requests,
+  count: { receives: number },
+) => Promise<Queues>;
 
 const storageQueues =
   (connectionString: string): OpenQueues =>
   async (names, requests, count) => {
     const connection = { connectionString };
-    const completions = countReceives(await openStorageQueue({ connection, queueName: names.completionQueue, policies: [requests.queues.policy] }), count);
-    const tasks = countReceives(await openStorageQueue({ connection, queueName: names.taskQueue, policies: [requests.queues.policy] }), count);
+    const completions = countReceives(
+      await openStorageQueue({ connection, queueName: names.completionQueue, policies: [requests.queues.policy] }),
+      count,
+    );
+    const tasks = countReceives(
+      await openStorageQueue({ connection, queueName: names.taskQueue, policies: [requests.queues.policy] }),
+      count,
+    );
     return {
       completions,
       tasks,
@@ -133,7 +157,8 @@ const serviceBusQueues =
     };
   };
 
-const noOp = (): Promise<ShellResult> => Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+const noOp = (): Promise<ShellResult> =>
+  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
 
 interface Pair {
   coordinator: Coordinator;
@@ -158,7 +183,12 @@ async function openPair(
   const connection = { connectionString };
   const requests = new Requests();
   const count = { receives: 0 };
-  const store = await openWorkflowStore({ connection, prefix, blobPolicies: [requests.store.blobPolicy()], tablePolicies: [requests.store.tablePolicy()] });
+  const store = await openWorkflowStore({
+    connection,
+    prefix,
+    blobPolicies: [requests.store.blobPolicy()],
+    tablePolicies: [requests.store.tablePolicy()],
+  });
   const outputs = await openOutputStore({ connection, prefix, blobPolicies: [requests.outputs.blobPolicy()] });
   // Heartbeats as `jobq worker` writes them (every 30 s), counted with the rest.
   const registry = await openWorkerRegistry({ connection, prefix, tablePolicies: [requests.heartbeats.tablePolicy()] });
@@ -188,7 +218,14 @@ async function openPair(
     ],
   });
   const logs: string[] = [];
-  const c = new Coordinator({ store, completions: queues.completions, outputs, workers: registry, queues: () => queues.tasks, options: { ...coordinator, log: (line) => logs.push(line) } });
+  const c = new Coordinator({
+    store,
+    completions: queues.completions,
+    outputs,
+    workers: registry,
+    queues: () => queues.tasks,
+    options: { ...coordinator, log: (line) => logs.push(line) },
+  });
   const client = new WorkflowClient({ store, completions: queues.completions, outputsContainer: store.names.outputsContainer });
   const running = w.run();
   await c.start();
@@ -224,8 +261,13 @@ async function waitFinished(pair: Pair, workflowId: string, timeoutInMs: number)
 async function hops(label: string, connectionString: string, openQueues: OpenQueues): Promise<number[]> {
   const starts = new Map<string, number>();
   const ends = new Map<string, number>();
-  const pair = await openPair(connectionString, `hop${label}${Date.now().toString(36)}`, openQueues, { maxIdleBackoffInMs: 1_000 }, {}, (command, phase) =>
-    (phase === 'start' ? starts : ends).set(command, performance.now()),
+  const pair = await openPair(
+    connectionString,
+    `hop${label}${Date.now().toString(36)}`,
+    openQueues,
+    { maxIdleBackoffInMs: 1_000 },
+    {},
+    (command, phase) => (phase === 'start' ? starts : ends).set(command, performance.now()),
   );
   const all: number[] = [];
   try {
@@ -261,7 +303,10 @@ interface Idle {
 async function idle(label: string, connectionString: string, openQueues: OpenQueues, broker: ServiceBusProcess | null): Promise<Idle> {
   const pair = await openPair(connectionString, `idle${label}${Date.now().toString(36)}`, openQueues, {}, {}, () => undefined);
   try {
-    const { workflowId } = await pair.client.submit({ text: JSON.stringify({ name: 'idle', tasks: [{ name: 'only', kwargs: { cmd: 'true' } }] }), filename: 'idle.json' });
+    const { workflowId } = await pair.client.submit({
+      text: JSON.stringify({ name: 'idle', tasks: [{ name: 'only', kwargs: { cmd: 'true' } }] }),
+      filename: 'idle.json',
+    });
     await waitFinished(pair, workflowId, 60_000);
     await sleep(3_000); // past the fast polling that follows activity
     pair.requests.reset();
@@ -286,10 +331,15 @@ async function idle(label: string, connectionString: string, openQueues: OpenQue
 async function main(): Promise<void> {
   const loadAtStart = load();
   progress('starting Azurite and the Service Bus emulator in child processes');
-  const [azurite, sb] = await Promise.all([startAzuriteProcess(), backends.has('servicebus') ? startServiceBusProcess() : Promise.resolve(null)]);
+  const [azurite, sb] = await Promise.all([
+    startAzuriteProcess(),
+    backends.has('servicebus') ? startServiceBusProcess() : Promise.resolve(null),
+  ]);
   try {
     process.stdout.write('jobq hop latency benchmark: a chain of no-op tasks, coordinator + 2-slot worker at library level\n');
-    process.stdout.write(`node ${process.version}; Azurite 3.35.0 (patched) and the Service Bus emulator each in a child process; ${chains} chains of ${CHAIN} tasks (${chains * (CHAIN - 1)} hops)\n`);
+    process.stdout.write(
+      `node ${process.version}; Azurite 3.35.0 (patched) and the Service Bus emulator each in a child process; ${chains} chains of ${CHAIN} tasks (${chains * (CHAIN - 1)} hops)\n`,
+    );
     process.stdout.write(`load average (1/5/15 min) at start: ${loadAtStart}\n`);
     const per = (n: number, s: number) => (n * 60) / s;
     if (backends.has('storage')) {
@@ -297,7 +347,9 @@ async function main(): Promise<void> {
       process.stdout.write(`hop latency p50/p90 ms: ${f(median(h), 1)} / ${f(percentile(h, 90), 1)}\n`);
       progress(`idle coordinator + worker on Storage Queues for ${idleSeconds} s`);
       const i = await idle('sq', azurite.connectionString, storageQueues(azurite.connectionString), null);
-      process.stdout.write(`idle storage transactions per minute: ${f(per(i.storage, i.seconds))} (one coordinator + one worker at their defaults; of them queue requests ${f(per(i.queue, i.seconds))}/min, from ${f(per(i.receives, i.seconds))} receive calls/min)\n`);
+      process.stdout.write(
+        `idle storage transactions per minute: ${f(per(i.storage, i.seconds))} (one coordinator + one worker at their defaults; of them queue requests ${f(per(i.queue, i.seconds))}/min, from ${f(per(i.receives, i.seconds))} receive calls/min)\n`,
+      );
     }
     if (sb) {
       const h = await hops('sb', azurite.connectionString, serviceBusQueues(sb));

@@ -31,7 +31,10 @@ for (const arg of process.argv.slice(2)) {
 }
 
 const progress = (message: string) => process.stderr.write(`[image bench] ${message}\n`);
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const f = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
@@ -111,7 +114,8 @@ async function main(): Promise<void> {
   const storage: AzuriteProcess = await startAzuriteProcess();
   const results: string[] = [];
   try {
-    const env = (prefix: string) => baseEnv({ JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString, JOBQ_WORKFLOW_PREFIX: `${storage.accountName}/${prefix}` });
+    const env = (prefix: string) =>
+      baseEnv({ JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString, JOBQ_WORKFLOW_PREFIX: `${storage.accountName}/${prefix}` });
     const drain = ['--shutdown-grace', '2s', '--shutdown-kill-timeout', '1s'];
 
     progress('idle worker: RSS and SIGTERM to exit');
@@ -126,7 +130,10 @@ async function main(): Promise<void> {
     const busy = start(['worker', '--queue', 'benchbusy', ...drain], env('BenchImgB'));
     const burl = await busy.url;
     await until('the busy worker ready', async () => (await readyz(burl)) !== null);
-    const push = spawnSync(process.execPath, [CLI, 'push', '-q', 'benchbusy', '-c', 'sleep 300'], { env: env('BenchImgB'), encoding: 'utf8' });
+    const push = spawnSync(process.execPath, [CLI, 'push', '-q', 'benchbusy', '-c', 'sleep 300'], {
+      env: env('BenchImgB'),
+      encoding: 'utf8',
+    });
     if (push.status !== 0) throw new Error(`push failed: ${push.stderr}`);
     await until('the task to start', () => Promise.resolve(/started \(shell/.test(busy.stderr())));
     const busyWorkerStop = await stopMs(busy);
@@ -181,6 +188,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`image bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`image bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -24,7 +24,16 @@ async function main(): Promise<void> {
     env: { ...process.env, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/BenchOutput' },
     killTimeoutInMs: 2_000,
   });
-  const worker = new Worker({ queue, numWorkers: 1, idleTimeoutInMs: 300, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, taskLines: () => undefined, processors: [processor] });
+  const worker = new Worker({
+    queue,
+    numWorkers: 1,
+    idleTimeoutInMs: 300,
+    receiveWaitInMs: 50,
+    maxIdleBackoffInMs: 100,
+    log: () => undefined,
+    taskLines: () => undefined,
+    processors: [processor],
+  });
   const t0 = process.hrtime.bigint();
   await worker.run();
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;

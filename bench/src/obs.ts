@@ -31,7 +31,10 @@ function log(line: string): void {
 }
 
 const f = (n: number, digits = 2) => n.toFixed(digits);
-const loadAverage = () => loadavg().map((x) => f(x)).join(' / ');
+const loadAverage = () =>
+  loadavg()
+    .map((x) => f(x))
+    .join(' / ');
 
 interface OutputRun {
   bytes: number;
@@ -52,14 +55,19 @@ async function output(bytes: number): Promise<void> {
   log(`output: a silent task, then one writing ${bytes} bytes, each through a worker in a child process`);
   const silent = await outputChild(0);
   const loud = await outputChild(bytes);
-  console.log(`Task output through a real worker (child process; CPU and peak RSS of the worker process only, from process.resourceUsage())`);
+  console.log(
+    `Task output through a real worker (child process; CPU and peak RSS of the worker process only, from process.resourceUsage())`,
+  );
   console.log(`  silent task:       ${f(silent.cpuSeconds)} s CPU, ${f(silent.maxRssMiB, 0)} MiB max RSS, ${f(silent.seconds)} s`);
-  console.log(`  ${f(bytes / 1e6, 0)} MB of output:  ${f(loud.cpuSeconds)} s CPU, ${f(loud.maxRssMiB, 0)} MiB max RSS, ${f(loud.seconds)} s; log stored ${loud.logStoredBytes} bytes of ${loud.logPrintedBytes} printed`);
+  console.log(
+    `  ${f(bytes / 1e6, 0)} MB of output:  ${f(loud.cpuSeconds)} s CPU, ${f(loud.maxRssMiB, 0)} MiB max RSS, ${f(loud.seconds)} s; log stored ${loud.logStoredBytes} bytes of ${loud.logPrintedBytes} printed`,
+  );
   console.log(
     `worker CPU and RSS for 100 MB of output: ${f(loud.cpuSeconds)} s CPU, ${f(loud.maxRssMiB, 0)} MiB max RSS ` +
       `(silent task: ${f(silent.cpuSeconds)} s, ${f(silent.maxRssMiB, 0)} MiB; ${f((loud.cpuSeconds * 1e9) / Math.max(1, bytes), 1)} ns CPU per byte)`,
   );
-  if (loud.completions !== 1 || silent.completions !== 1) console.log(`  (warning: completions sent: ${silent.completions} and ${loud.completions}, expected 1 each)`);
+  if (loud.completions !== 1 || silent.completions !== 1)
+    console.log(`  (warning: completions sent: ${silent.completions} and ${loud.completions}, expected 1 each)`);
 }
 
 /** The diamond of the examples: a → b, c → d. */
@@ -101,8 +109,12 @@ async function metrics(workflows: number, scrapes: number): Promise<void> {
     }
     const series = body.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
     const jobq = series.filter((l) => l.startsWith('jobq_'));
-    console.log(`\nPrometheus endpoint after ${workflows} workflows (${workflows * 4} tasks, run ${result.status}): ${series.length} samples (${jobq.length} jobq_*), ${body.length} bytes per scrape`);
-    console.log(`/metrics ms: ${f(median(times))} (median of ${scrapes} scrapes; p90 ${f(percentile(times, 90))}, max ${f(Math.max(...times))})`);
+    console.log(
+      `\nPrometheus endpoint after ${workflows} workflows (${workflows * 4} tasks, run ${result.status}): ${series.length} samples (${jobq.length} jobq_*), ${body.length} bytes per scrape`,
+    );
+    console.log(
+      `/metrics ms: ${f(median(times))} (median of ${scrapes} scrapes; p90 ${f(percentile(times, 90))}, max ${f(Math.max(...times))})`,
+    );
   } finally {
     await endpoint.close();
     await azurite.stop();

@@ -25,7 +25,9 @@ export interface ProfileSummary {
 }
 
 function post<T>(session: Session, method: string, params?: object): Promise<T> {
-  return new Promise((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result as T))));
+  return new Promise((resolve, reject) =>
+    session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result as T))),
+  );
 }
 
 /** Runs `work` under the profiler and sums its samples (see the module comment). */
@@ -63,7 +65,13 @@ export function summarize(profile: Profile): ProfileSummary {
     else if (frame.functionName === '(idle)') name = 'idle';
     else {
       const m = /packages\/([a-z-]+)\/dist\//.exec(frame.url) ?? /bench\/(dist)\//.exec(frame.url);
-      if (m) name = m[1] === 'dist' ? 'bench harness (ceiling loops, observer)' : m[1] === 'azure-pipeline' ? 'Azure SDK request pipeline (below @jobq/azure-pipeline)' : `@jobq/${m[1]}`;
+      if (m)
+        name =
+          m[1] === 'dist'
+            ? 'bench harness (ceiling loops, observer)'
+            : m[1] === 'azure-pipeline'
+              ? 'Azure SDK request pipeline (below @jobq/azure-pipeline)'
+              : `@jobq/${m[1]}`;
       else {
         const up = parent.get(id);
         name = up === undefined ? 'no jobq frame (event loop, HTTP between calls, timers)' : bucket(up);

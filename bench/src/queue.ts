@@ -54,7 +54,9 @@ async function transactions(queue: StorageTaskQueue, counter: TransactionCounter
     await fn();
     rows.push([what, String(per), String(counter.total), f(counter.total / per)]);
   };
-  const bodies = Array.from({ length: n }, (_, i) => ({ body: JSON.stringify({ version: 1, id: `m${i}`, kwargs: '{"cmd":"true"}', num_retries: 0 }) }));
+  const bodies = Array.from({ length: n }, (_, i) => ({
+    body: JSON.stringify({ version: 1, id: `m${i}`, kwargs: '{"cmd":"true"}', num_retries: 0 }),
+  }));
   await measure('send (batch of 320)', n, () => queue.send(bodies));
   const held: Awaited<ReturnType<StorageTaskQueue['receive']>> = [];
   await measure('receive (32 per call)', n, async () => {
@@ -80,7 +82,9 @@ async function main(): Promise<void> {
     const rows: string[][] = [];
     for (const receivers of [1, 4]) {
       const queue = await openStorageQueue({ connection, queueName: `bench-throughput-${receivers}`, lockDurationInMs: 60_000 });
-      const bodies = Array.from({ length: messages }, (_, i) => ({ body: JSON.stringify({ version: 1, id: `t${i}`, kwargs: '{"cmd":"true"}', num_retries: 0 }) }));
+      const bodies = Array.from({ length: messages }, (_, i) => ({
+        body: JSON.stringify({ version: 1, id: `t${i}`, kwargs: '{"cmd":"true"}', num_retries: 0 }),
+      }));
       log(`sending ${messages} messages (16 in flight)`);
       let t0 = process.hrtime.bigint();
       await queue.send(bodies);

@@ -16,7 +16,11 @@ function source(): object {
   const leaves = Array.from({ length: TASKS - 2 }, (_, i) => `leaf-${String(i).padStart(6, '0')}`);
   return {
     name: 'scale-100k',
-    tasks: [{ name: 'root', kwargs: { cmd: ':' } }, ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })), { name: 'sink', depends_on: leaves, kwargs: { cmd: ':' } }],
+    tasks: [
+      { name: 'root', kwargs: { cmd: ':' } },
+      ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })),
+      { name: 'sink', depends_on: leaves, kwargs: { cmd: ':' } },
+    ],
   };
 }
 
@@ -41,8 +45,16 @@ export async function endToEnd100k(): Promise<void> {
     const half = samples.find(([, applied]) => applied >= TASKS / 2)?.[0] ?? Number.NaN;
     const first = TASKS / 2 / half;
     const second = TASKS / 2 / (result.seconds - half);
-    const tx = (result.taskQueueTx?.total ?? 0) + (result.completionQueueTx?.total ?? 0) + result.store.blob + result.store.table + result.outputsBlob + result.heartbeats;
-    process.stdout.write(`\n100 000-task no-op workflow end to end (${SLOTS} worker slots, Azurite in a child process): status ${result.status}, ${result.seconds.toFixed(0)} s\n`);
+    const tx =
+      (result.taskQueueTx?.total ?? 0) +
+      (result.completionQueueTx?.total ?? 0) +
+      result.store.blob +
+      result.store.table +
+      result.outputsBlob +
+      result.heartbeats;
+    process.stdout.write(
+      `\n100 000-task no-op workflow end to end (${SLOTS} worker slots, Azurite in a child process): status ${result.status}, ${result.seconds.toFixed(0)} s\n`,
+    );
     process.stdout.write(
       `${table(
         ['where', 'transactions', 'per task'],
@@ -57,7 +69,9 @@ export async function endToEnd100k(): Promise<void> {
         ],
       )}\n`,
     );
-    process.stdout.write(`100k end to end: ${first.toFixed(0)} completions/s first half, ${second.toFixed(0)} second half (ratio ${(second / first).toFixed(2)}); ${result.saves} saves\n`);
+    process.stdout.write(
+      `100k end to end: ${first.toFixed(0)} completions/s first half, ${second.toFixed(0)} second half (ratio ${(second / first).toFixed(2)}); ${result.saves} saves\n`,
+    );
     process.stdout.write(`storage transactions per silent task at 100k: ${(tx / TASKS).toFixed(2)}\n`);
   } finally {
     await azurite.stop();

@@ -48,7 +48,15 @@ interface FlushCase {
   loadMs: number;
 }
 
-const completion = (taskName: string): CompletionEvent => ({ type: 'completion', now: T_RUN, taskName, attemptNo: 1, success: true, outputRef: '{"ok":true}', error: null });
+const completion = (taskName: string): CompletionEvent => ({
+  type: 'completion',
+  now: T_RUN,
+  taskName,
+  attemptNo: 1,
+  success: true,
+  outputRef: '{"ok":true}',
+  error: null,
+});
 
 async function flushCase(connectionString: string, n: number): Promise<FlushCase> {
   const counter = new WriteBytes();
@@ -110,11 +118,15 @@ export async function flushBytes(): Promise<void> {
       median(c.cpuMs).toFixed(1),
       c.loadMs.toFixed(0),
     ]);
-    process.stdout.write(`\nSaves of a batch of 32 completions (wide workflow, ${BATCHES} batches; bytes of blob writes per save; snapshots apart)\n`);
+    process.stdout.write(
+      `\nSaves of a batch of 32 completions (wide workflow, ${BATCHES} batches; bytes of blob writes per save; snapshots apart)\n`,
+    );
     process.stdout.write(`${table(['workflow', 'median bytes', 'max bytes', 'snapshot bytes (all)', 'CPU ms/batch', 'load ms'], rows)}\n`);
     const large = cases.find((c) => c.n === 100_000)!;
     process.stdout.write(`flush bytes per batch at 100k tasks: ${Math.round(median(large.bytes))}\n`);
-    process.stdout.write(`coordinator CPU ms per batch of 32: ${median(cases[0]!.cpuMs).toFixed(1)} at 1k, ${median(large.cpuMs).toFixed(1)} at 100k\n`);
+    process.stdout.write(
+      `coordinator CPU ms per batch of 32: ${median(cases[0]!.cpuMs).toFixed(1)} at 1k, ${median(large.cpuMs).toFixed(1)} at 100k\n`,
+    );
   } finally {
     await azurite.stop();
   }

@@ -17,7 +17,11 @@ function definition() {
   const leaves = Array.from({ length: TASKS - 2 }, (_, i) => `leaf-${i}`);
   const raw = {
     name: 'million',
-    tasks: [{ name: 'root', kwargs: { cmd: ':' } }, ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })), { name: 'sink', depends_on: leaves, kwargs: { cmd: ':' } }],
+    tasks: [
+      { name: 'root', kwargs: { cmd: ':' } },
+      ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })),
+      { name: 'sink', depends_on: leaves, kwargs: { cmd: ':' } },
+    ],
   };
   const valid = validateWorkflow(raw);
   if (!valid.ok) throw new Error(JSON.stringify(valid.issues.slice(0, 3)));
@@ -87,7 +91,9 @@ export async function millionTaskRun(): Promise<void> {
       if (performance.now() - lastLog > 10_000) {
         lastLog = performance.now();
         const applied = coordinator.counters.completionsApplied;
-        progress(`million: ${applied} completions applied, ${(applied / ((lastLog - t0) / 1000)).toFixed(0)}/s, RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`);
+        progress(
+          `million: ${applied} completions applied, ${(applied / ((lastLog - t0) / 1000)).toFixed(0)}/s, RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -111,6 +117,8 @@ export async function millionTaskRun(): Promise<void> {
       `\n1M-task run (${TASKS} tasks + ${loaded!.runtime.definition.tasks.length - TASKS} merge nodes, in-memory adapters): status ${loaded!.runtime.status}; ` +
         `${applied} completions applied in ${runS.toFixed(1)} s (submit ${submitS.toFixed(1)} s); every task completed once: ${wrong === 0 ? 'yes' : `NO (${wrong} not)`} (${completedOnce} checked)\n`,
     );
-    process.stdout.write(`1M-task coordinator run: ${(applied / runS).toFixed(0)} completions/s, peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB\n`);
+    process.stdout.write(
+      `1M-task coordinator run: ${(applied / runS).toFixed(0)} completions/s, peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB\n`,
+    );
   }
 }

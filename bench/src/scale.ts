@@ -27,7 +27,15 @@ function collect(): void {
 }
 
 const sizeLabel = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
-const completion = (taskName: string): CompletionEvent => ({ type: 'completion', now: T_RUN, taskName, attemptNo: 1, success: true, outputRef: OUTPUT_REF, error: null });
+const completion = (taskName: string): CompletionEvent => ({
+  type: 'completion',
+  now: T_RUN,
+  taskName,
+  attemptNo: 1,
+  success: true,
+  outputRef: OUTPUT_REF,
+  error: null,
+});
 
 // ---------------------------------------------------------------------------------------------
 // 1. Reducer scaling
@@ -105,7 +113,15 @@ function reducerCase(shape: Shape, n: number): ReducerCase {
   });
   if (last.status !== 'completed') throw new Error(`bench bug: ${shape} at ${n}: a replay ended ${last.status}`);
   const perCompletion = (ms: number) => (ms * 1000) / events.length;
-  return { shape, n, setupMs, aloneUs: perCompletion(alone.ms), batchUs: perCompletion(batch.ms), completions: events.length, passes: Math.min(alone.passes, batch.passes) };
+  return {
+    shape,
+    n,
+    setupMs,
+    aloneUs: perCompletion(alone.ms),
+    batchUs: perCompletion(batch.ms),
+    completions: events.length,
+    passes: Math.min(alone.passes, batch.passes),
+  };
 }
 
 function reducerScaling(): void {
@@ -118,7 +134,15 @@ function reducerScaling(): void {
     }
   }
   cases.sort((a, b) => SHAPES.indexOf(a.shape) - SHAPES.indexOf(b.shape) || a.n - b.n);
-  const rows = cases.map((c) => [c.shape, sizeLabel(c.n), c.aloneUs.toFixed(2), c.batchUs.toFixed(2), String(c.completions), String(c.passes), (c.setupMs / 1000).toFixed(1)]);
+  const rows = cases.map((c) => [
+    c.shape,
+    sizeLabel(c.n),
+    c.aloneUs.toFixed(2),
+    c.batchUs.toFixed(2),
+    String(c.completions),
+    String(c.passes),
+    (c.setupMs / 1000).toFixed(1),
+  ]);
   process.stdout.write(`\nReducer: µs per completion over a whole run (activation to the end, FIFO; median of timed passes)\n`);
   process.stdout.write(`${table(['shape', 'tasks', 'alone µs', 'batch32 µs', 'completions', 'passes', 'setup s'], rows)}\n`);
   const ratios: string[][] = [];

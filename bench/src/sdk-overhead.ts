@@ -21,7 +21,12 @@ import { accountClients } from '@jobq/store-azure';
 const N = Number(process.env.JOBQ_SDK_BENCH_N ?? 2000);
 const ROUNDS = 5;
 const IN_FLIGHT = 8;
-const BODY = Buffer.from(JSON.stringify({ workflow: 'wf-0123456789abcdef', tasks: Array.from({ length: 20 }, (_, i) => ({ name: `leaves/leaf-${i}`, state: 'done', attempt: 1 })) }));
+const BODY = Buffer.from(
+  JSON.stringify({
+    workflow: 'wf-0123456789abcdef',
+    tasks: Array.from({ length: 20 }, (_, i) => ({ name: `leaves/leaf-${i}`, state: 'done', attempt: 1 })),
+  }),
+);
 const MESSAGE = JSON.stringify({ v: 1, id: 'wf-0123456789abcdef/leaves/leaf-0001/1', kind: 'completion', exit_code: 0, outputs: {} });
 
 type Setup = 'sdk' | 'jobq';
@@ -33,7 +38,10 @@ function log(line: string): void {
 
 const f = (n: number, digits = 1) => n.toFixed(digits);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 
 function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -42,7 +50,12 @@ function table(headers: string[], rows: string[][]): string {
 }
 
 /** Opens the clients of one set-up (the environment variable is read when clients are made). */
-async function open(setup: Setup, connectionString: string, names: { container: string; table: string; queue: string }, createIfMissing = true) {
+async function open(
+  setup: Setup,
+  connectionString: string,
+  names: { container: string; table: string; queue: string },
+  createIfMissing = true,
+) {
   if (setup === 'sdk') process.env.JOBQ_AZURE_SDK_TRACING = 'on';
   try {
     const clients = accountClients({ connectionString }, { operationTimeoutInMs: 30_000 });
@@ -61,7 +74,8 @@ function operations(setup: Setup, o: Opened): Record<string, (i: number) => Prom
   const blob = (i: number) => (setup === 'sdk' ? o.container.getBlockBlobClient(`wf-0123456789abcdef/runtime-${i % 4}.log`) : reused);
   return {
     'blob upload (2 KB)': (i) => blob(i).upload(BODY, BODY.length),
-    'task-row merge': (i) => o.table.upsertEntity({ partitionKey: 'wf-0123456789abcdef', rowKey: `leaf-${i % 100}`, state: 'done', attempt: 1 }, 'Merge'),
+    'task-row merge': (i) =>
+      o.table.upsertEntity({ partitionKey: 'wf-0123456789abcdef', rowKey: `leaf-${i % 100}`, state: 'done', attempt: 1 }, 'Merge'),
     'queue send': () => o.queue.send({ body: MESSAGE }),
   };
 }
@@ -70,15 +84,20 @@ function operations(setup: Setup, o: Opened): Record<string, (i: number) => Prom
 async function cpuPerCall(op: (i: number) => Promise<unknown>, count: number): Promise<number> {
   let next = 0;
   const start = process.cpuUsage();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < count) await op(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < count) await op(next++);
+    }),
+  );
   const used = process.cpuUsage(start);
   return (used.user + used.system) / count;
 }
 
 /** Alternating rounds of every operation of every set-up; median µs per call. */
-async function measure(ops: Record<Setup, Record<string, (i: number) => Promise<unknown>>>, perRound: number): Promise<Map<string, Record<Setup, number>>> {
+async function measure(
+  ops: Record<Setup, Record<string, (i: number) => Promise<unknown>>>,
+  perRound: number,
+): Promise<Map<string, Record<Setup, number>>> {
   const samples = new Map<string, Record<Setup, number[]>>();
   for (const setup of SETUPS) for (const op of Object.values(ops[setup])) await cpuPerCall(op, Math.min(200, perRound)); // warm-up
   for (let round = 0; round < ROUNDS; round++) {
@@ -116,7 +135,7 @@ function cannedAnswer(status: number, body?: string): Policy & { last: unknown }
     ['etag', '"0x8DC0000000000"'],
     ['last-modified', 'Mon, 01 Dec 2026 13:00:00 GMT'],
     ['date', 'Mon, 01 Dec 2026 13:00:00 GMT'],
-    ...(body ? [['content-type', 'application/xml']] as [string, string][] : []),
+    ...(body ? ([['content-type', 'application/xml']] as [string, string][]) : []),
   ]);
   const answer: Policy & { last: unknown } = {
     name: 'cannedAnswer',
@@ -172,11 +191,16 @@ async function policyCost(policy: Policy, request: unknown, count = 50_000): Pro
 const policyNamed = (pipeline: CorePipeline, name: string) => pipeline.getOrderedPolicies().find((p) => p.name === name)!;
 
 async function main(): Promise<void> {
-  console.log(`Azure SDK overhead per request (client process CPU, µs; median of ${ROUNDS} alternating rounds; load average at start ${load()})`);
-  console.log('sdk = the SDK as it comes (tracing policy on, a blob client per call); jobq = jobq clients (tracing gated, blob client reused)\n');
+  console.log(
+    `Azure SDK overhead per request (client process CPU, µs; median of ${ROUNDS} alternating rounds; load average at start ${load()})`,
+  );
+  console.log(
+    'sdk = the SDK as it comes (tracing policy on, a blob client per call); jobq = jobq clients (tracing gated, blob client reused)\n',
+  );
 
   // Part 1: no network. The connection string names unreachable endpoints: nothing is sent.
-  const offline = 'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
+  const offline =
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;' +
     'BlobEndpoint=http://127.0.0.1:9/devstoreaccount1;QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;TableEndpoint=http://127.0.0.1:9/devstoreaccount1;';
   const names = { container: 'sdkbench', table: 'sdkbench', queue: 'sdkbench' };
   const local: Record<Setup, Opened> = { sdk: await open('sdk', offline, names, false), jobq: await open('jobq', offline, names, false) };
@@ -196,8 +220,21 @@ async function main(): Promise<void> {
     ['Shared Key signing (blob PUT)', f(await policyCost(policyNamed(sdkBlob, 'storageSharedKeyCredentialPolicy'), blobRequest), 2)],
     ['Shared Key Lite signing (table)', f(await policyCost(policyNamed(sdkTable, 'tablesNamedKeyCredentialPolicy'), rowRequest), 2)],
     ['tracing policy, no-op instrumenter (blob PUT)', f(await policyCost(policyNamed(sdkBlob, 'tracingPolicy'), blobRequest), 2)],
-    ['gated tracing policy, no provider (blob PUT)', f(await policyCost(policyNamed(storagePipeline(local.jobq.clients.blobService), 'tracingPolicy'), blobRequest), 2)],
-    ['a new blob client (getBlockBlobClient)', f(await policyCost({ name: 'x', sendRequest: () => Promise.resolve(local.sdk.container.getBlockBlobClient('wf/runtime.log')) }, null, 20_000), 2)],
+    [
+      'gated tracing policy, no provider (blob PUT)',
+      f(await policyCost(policyNamed(storagePipeline(local.jobq.clients.blobService), 'tracingPolicy'), blobRequest), 2),
+    ],
+    [
+      'a new blob client (getBlockBlobClient)',
+      f(
+        await policyCost(
+          { name: 'x', sendRequest: () => Promise.resolve(local.sdk.container.getBlockBlobClient('wf/runtime.log')) },
+          null,
+          20_000,
+        ),
+        2,
+      ),
+    ],
   ];
   console.log('\nOne step alone, µs per call (a policy includes ~0.1 µs of calling it)');
   console.log(table(['step', 'µs'], rows2));
@@ -215,8 +252,15 @@ async function main(): Promise<void> {
     log(`part 2: ${N} calls per operation and set-up, ${IN_FLIGHT} in flight`);
     const loadBefore = load();
     const azureRows = await measure({ sdk: operations('sdk', live.sdk), jobq: operations('jobq', live.jobq) }, Math.ceil(N / ROUNDS));
-    console.log(`\nPart 2: against Azurite 3.35.0 (child process), ${N} calls per operation and set-up; load average ${loadBefore} → ${load()}`);
-    console.log(table(['operation', 'sdk µs', 'jobq µs', 'saved µs', 'saved %'], [...azureRows].map(([name, r]) => [name, f(r.sdk), f(r.jobq), f(r.sdk - r.jobq), f((100 * (r.sdk - r.jobq)) / r.sdk)])));
+    console.log(
+      `\nPart 2: against Azurite 3.35.0 (child process), ${N} calls per operation and set-up; load average ${loadBefore} → ${load()}`,
+    );
+    console.log(
+      table(
+        ['operation', 'sdk µs', 'jobq µs', 'saved µs', 'saved %'],
+        [...azureRows].map(([name, r]) => [name, f(r.sdk), f(r.jobq), f(r.sdk - r.jobq), f((100 * (r.sdk - r.jobq)) / r.sdk)]),
+      ),
+    );
   } finally {
     await azurite.stop();
   }

@@ -40,12 +40,18 @@ const SMALL_TASKS = 100;
 /** root → 98 leaves → terminal: a seed shape of 100 tasks. */
 function smallSource(): object {
   const leaves = Array.from({ length: SMALL_TASKS - 2 }, (_, i) => `leaf-${i}`);
-  return { name: 'small', tasks: [{ name: 'root', kwargs: { cmd: ':' } }, ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })), { name: 'terminal', depends_on: leaves, kwargs: { cmd: ':' } }] };
+  return {
+    name: 'small',
+    tasks: [
+      { name: 'root', kwargs: { cmd: ':' } },
+      ...leaves.map((name) => ({ name, depends_on: ['root'], kwargs: { cmd: ':' } })),
+      { name: 'terminal', depends_on: leaves, kwargs: { cmd: ':' } },
+    ],
+  };
 }
 
 /** Tasks in flight at once: the engine worker's slots, and the ceiling's worker loop's receive size. */
 const SLOTS = 32;
-
 
 function log(line: string): void {
   process.stderr.write(`[seed bench] ${line}\n`);
@@ -57,7 +63,8 @@ function table(headers: string[], rows: string[][]): string {
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-const f = (n: number, digits = 2) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false });
+const f = (n: number, digits = 2) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false });
 
 function seedDefinition(): WorkflowDefinition {
   const result = validateWorkflow(seedSource());
@@ -86,8 +93,6 @@ function watchSends(queue: StorageTaskQueue, onSend: (taskName: string) => void)
   });
 }
 
-
-
 interface Phase1Result {
   seconds: number;
   cpuMs: number;
@@ -106,7 +111,18 @@ async function coordinatorOnly(connectionString: string): Promise<Phase1Result> 
   const watched = watchSends(taskQueue, (name) => sent.add(name));
   const logs: string[] = [];
   const make = () =>
-    new Coordinator({ store, completions, outputs, queues: (spec) => (spec === 'default' ? watched : (() => { throw new Error(`no queue ${spec}`); })()), options: coordinatorOptions(logs) });
+    new Coordinator({
+      store,
+      completions,
+      outputs,
+      queues: (spec) =>
+        spec === 'default'
+          ? watched
+          : (() => {
+              throw new Error(`no queue ${spec}`);
+            })(),
+      options: coordinatorOptions(logs),
+    });
   try {
     const client = new WorkflowClient({ store, completions, outputsContainer: store.names.outputsContainer });
     const first = make();
@@ -115,13 +131,17 @@ async function coordinatorOnly(connectionString: string): Promise<Phase1Result> 
     const { workflowId } = await client.submit({ text: JSON.stringify(seedSource()), filename: 'seed.json' });
     await waitUntil('root dispatched', () => sent.has('root'), 60_000);
     log('1: root dispatched; completing it');
-    await completions.send({ body: encodeCompletion({ workflowId, taskName: 'root', success: true, attemptNo: 1, outputRef: null, error: null }) });
+    await completions.send({
+      body: encodeCompletion({ workflowId, taskName: 'root', success: true, attemptNo: 1, outputRef: null, error: null }),
+    });
     await waitUntil('998 leaves dispatched', () => sent.size >= 1 + LEAVES, 60_000);
     log('1: 998 leaves dispatched; stopping the coordinator');
     await first.stop();
     log('1: pre-queueing 998 leaf completions');
     await completions.send(
-      Array.from({ length: LEAVES }, (_, i) => ({ body: encodeCompletion({ workflowId, taskName: leafName(i), success: true, attemptNo: 1, outputRef: null, error: null }) })),
+      Array.from({ length: LEAVES }, (_, i) => ({
+        body: encodeCompletion({ workflowId, taskName: leafName(i), success: true, attemptNo: 1, outputRef: null, error: null }),
+      })),
     );
     const queued = await completions.approximateMessageCount();
     log(`1: ${queued} messages queued; starting a fresh coordinator`);
@@ -176,8 +196,18 @@ async function ceiling(connectionString: string, settings: RunSettings): Promise
     return send();
   });
   const extra = [counter, ...settings.policies];
-  const tasks = await openStorageQueue({ connection, queueName: 'seedceil-tasks', lockDurationInMs: 60_000, policies: extra.map((p) => p.queue()) });
-  const dones = await openStorageQueue({ connection, queueName: 'seedceil-completions', lockDurationInMs: 60_000, policies: extra.map((p) => p.queue()) });
+  const tasks = await openStorageQueue({
+    connection,
+    queueName: 'seedceil-tasks',
+    lockDurationInMs: 60_000,
+    policies: extra.map((p) => p.queue()),
+  });
+  const dones = await openStorageQueue({
+    connection,
+    queueName: 'seedceil-completions',
+    lockDurationInMs: 60_000,
+    policies: extra.map((p) => p.queue()),
+  });
   const clients = accountClients(connection, { operationTimeoutInMs: 30_000, blobPolicies: extra.map((p) => p.blob()) });
   const container = clients.container('seedceil');
   await container.createIfNotExists();
@@ -195,7 +225,8 @@ async function ceiling(connectionString: string, settings: RunSettings): Promise
   let blobWrites = 0;
   try {
     const taskBody = (i: number) => JSON.stringify({ version: 1, id: `ceiling/${leafName(i)}/1`, kwargs: '{"cmd":":"}', num_retries: 0 });
-    const doneBody = (i: number) => encodeCompletion({ workflowId: 'ceiling', taskName: leafName(i), success: true, attemptNo: 1, outputRef: null, error: null });
+    const doneBody = (i: number) =>
+      encodeCompletion({ workflowId: 'ceiling', taskName: leafName(i), success: true, attemptNo: 1, outputRef: null, error: null });
     const wakeBody = 'wake-up';
     log('3: ceiling loop, 1 000 tasks');
     requests = 0;
@@ -275,23 +306,50 @@ async function ceiling(connectionString: string, settings: RunSettings): Promise
 async function whereTheCpuGoes(connectionString: string, azuriteCpu: (() => number) | undefined): Promise<void> {
   log('profiling one CPU-bound run of each side');
   const engine = await phase('profile engine', () =>
-    profiled(() => endToEnd({ connectionString, prefix: 'SeedProf', source: seedSource(), slots: SLOTS, timeoutInMs: 300_000, log: () => undefined, ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) })),
+    profiled(() =>
+      endToEnd({
+        connectionString,
+        prefix: 'SeedProf',
+        source: seedSource(),
+        slots: SLOTS,
+        timeoutInMs: 300_000,
+        log: () => undefined,
+        ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}),
+      }),
+    ),
   );
-  const bare = await phase('profile ceiling', () => profiled(() => ceiling(connectionString, { policies: [], ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) })));
+  const bare = await phase('profile ceiling', () =>
+    profiled(() => ceiling(connectionString, { policies: [], ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) })),
+  );
   if (!engine || !bare) return;
   const perTask = (ms: number) => ms / TASKS;
   const names = [...new Set([...engine.summary.buckets, ...bare.summary.buckets].map((b) => b.name))];
   const of = (s: ProfileSummary, name: string) => perTask(s.buckets.find((b) => b.name === name)?.ms ?? 0);
   const rows = names.map((name) => ({ name, engine: of(engine.summary, name), ceiling: of(bare.summary, name) }));
-  const az = { name: 'Azurite (child process, /proc)', engine: perTask(engine.result.otherCpuMs ?? 0), ceiling: perTask(bare.result.otherCpuMs ?? 0) };
+  const az = {
+    name: 'Azurite (child process, /proc)',
+    engine: perTask(engine.result.otherCpuMs ?? 0),
+    ceiling: perTask(bare.result.otherCpuMs ?? 0),
+  };
   const all = [...rows, az].sort((a, b) => b.engine - b.ceiling - (a.engine - a.ceiling));
-  console.log('\nWhere the CPU goes (printed when the CPU-bound ratio is between 0.6 and 0.8): one more CPU-bound run of each side, this process');
+  console.log(
+    '\nWhere the CPU goes (printed when the CPU-bound ratio is between 0.6 and 0.8): one more CPU-bound run of each side, this process',
+  );
   console.log('under the profiler (each sample charged to the nearest jobq package on its stack, so SDK work under a jobq call counts');
   console.log('to that package), and Azurite from /proc; CPU ms per task, largest gap first:');
-  console.log(table(['where', 'engine', 'ceiling', 'gap'], all.map((r) => [r.name, f(r.engine), f(r.ceiling), f(r.engine - r.ceiling)])));
-  console.log(`   run time: engine ${f(engine.result.seconds)} s, ceiling ${f(bare.result.seconds)} s (profiled; slower than the timed runs)`);
+  console.log(
+    table(
+      ['where', 'engine', 'ceiling', 'gap'],
+      all.map((r) => [r.name, f(r.engine), f(r.ceiling), f(r.engine - r.ceiling)]),
+    ),
+  );
+  console.log(
+    `   run time: engine ${f(engine.result.seconds)} s, ceiling ${f(bare.result.seconds)} s (profiled; slower than the timed runs)`,
+  );
   const top = all.filter((r) => r.engine - r.ceiling > 0.05).slice(0, 3);
-  console.log(`what would move it next: ${top.map((r) => `${r.name} (+${f(r.engine - r.ceiling)} ms/task)`).join(', ') || 'nothing stands out'}`);
+  console.log(
+    `what would move it next: ${top.map((r) => `${r.name} (+${f(r.engine - r.ceiling)} ms/task)`).join(', ') || 'nothing stands out'}`,
+  );
 }
 
 async function phase<T>(name: string, run: () => Promise<T>): Promise<T | null> {
@@ -327,7 +385,8 @@ function clockTicks(): number {
 }
 
 /** Every storage request of a run: queues, workflow store, output store (outputs and task logs), heartbeat registry. */
-const transactions = (r: EndToEndResult) => (r.taskQueueTx?.total ?? 0) + (r.completionQueueTx?.total ?? 0) + r.store.blob + r.store.table + r.outputsBlob + r.heartbeats;
+const transactions = (r: EndToEndResult) =>
+  (r.taskQueueTx?.total ?? 0) + (r.completionQueueTx?.total ?? 0) + r.store.blob + r.store.table + r.outputsBlob + r.heartbeats;
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -335,10 +394,13 @@ const median = (xs: number[]) => {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 /** `median (min–max)` of `xs`. */
-const spread = (xs: number[], digits = 0) => (xs.length === 0 ? 'not measured' : `${f(median(xs), digits)} (${f(Math.min(...xs), digits)}–${f(Math.max(...xs), digits)})`);
+const spread = (xs: number[], digits = 0) =>
+  xs.length === 0 ? 'not measured' : `${f(median(xs), digits)} (${f(Math.min(...xs), digits)}–${f(Math.max(...xs), digits)})`;
 
 function loadAverage(): string {
-  return loadavg().map((x) => f(x)).join(' / ');
+  return loadavg()
+    .map((x) => f(x))
+    .join(' / ');
 }
 
 interface ModeRuns {
@@ -395,7 +457,9 @@ async function main(): Promise<void> {
           if (r && r.status === 'completed') mode.engine.push(r);
         }
         if (wanted('3')) {
-          const r = await phase(`3 ceiling (${mode.label}, run ${run})`, () => ceiling(azurite.connectionString, { policies, ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) }));
+          const r = await phase(`3 ceiling (${mode.label}, run ${run})`, () =>
+            ceiling(azurite.connectionString, { policies, ...(azuriteCpu ? { otherCpuMs: azuriteCpu } : {}) }),
+          );
           if (r) mode.ceiling.push(r);
         }
       }
@@ -459,30 +523,57 @@ async function main(): Promise<void> {
       p1 ? `${f(p1.cpuMs / LEAVES, 3)} CPU ms/completion (${p1.applied} applied)` : nm,
     ]);
     const e2eRate = p2 ? TASKS / p2.seconds : null;
-    rows.push([`2. end to end (${TASKS} no-op tasks, ${SLOTS} worker slots; median run)`, p2 ? f(p2.seconds) : nm, e2eRate !== null ? f(e2eRate, 0) : nm, p2 ? `${p2.saves} saves, ${p2.batches} batches` : nm]);
+    rows.push([
+      `2. end to end (${TASKS} no-op tasks, ${SLOTS} worker slots; median run)`,
+      p2 ? f(p2.seconds) : nm,
+      e2eRate !== null ? f(e2eRate, 0) : nm,
+      p2 ? `${p2.saves} saves, ${p2.batches} batches` : nm,
+    ]);
     const shellRate = p2b && p2b.status === 'completed' ? TASKS / p2b.seconds : null;
-    rows.push([`2b. same, each task a bash -c : subprocess`, p2b ? f(p2b.seconds) : nm, shellRate !== null ? f(shellRate, 0) : nm, p2b ? `status ${p2b.status}; ${p2b.saves} saves, ${p2b.batches} batches` : nm]);
+    rows.push([
+      `2b. same, each task a bash -c : subprocess`,
+      p2b ? f(p2b.seconds) : nm,
+      shellRate !== null ? f(shellRate, 0) : nm,
+      p2b ? `status ${p2b.status}; ${p2b.saves} saves, ${p2b.batches} batches` : nm,
+    ]);
     const ceilRate = p3 ? TASKS / p3.seconds : null;
-    rows.push([`3. ceiling (no engine, ${TASKS} tasks; median run)`, p3 ? f(p3.seconds) : nm, ceilRate !== null ? f(ceilRate, 0) : nm, p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB, ${f(p3.requests / TASKS)} requests/task` : nm]);
+    rows.push([
+      `3. ceiling (no engine, ${TASKS} tasks; median run)`,
+      p3 ? f(p3.seconds) : nm,
+      ceilRate !== null ? f(ceilRate, 0) : nm,
+      p3 ? `${p3.blobWrites} blob writes of ${f(p3.blobBytes / 1024, 0)} KiB, ${f(p3.requests / TASKS)} requests/task` : nm,
+    ]);
 
     console.log('jobq seed benchmark: root → 998 leaves → terminal (1 000 tasks), against Azurite in a child process');
-    console.log(`node ${process.version}; runs 2 and 3: ${WARM_UP_PAIRS} untimed warm-up pairs, then ${runs} each per mode, interleaved; load average (1/5/15 min) at start ${loadAtStart}, at end ${loadAtEnd}.\n`);
+    console.log(
+      `node ${process.version}; runs 2 and 3: ${WARM_UP_PAIRS} untimed warm-up pairs, then ${runs} each per mode, interleaved; load average (1/5/15 min) at start ${loadAtStart}, at end ${loadAtEnd}.\n`,
+    );
     console.log(table(['run', 'seconds', 'completions/s', 'notes'], rows));
     console.log('   1: from a fresh coordinator start (lease, first index scan) to the terminal task sent; CPU = process.cpuUsage()');
     console.log('      delta over that window / 998, the whole process (coordinator plus its in-process SDK clients).');
-    console.log('   2: from the submit (coordinator and worker started before) to the index row reading "completed" (read once the coordinator logs the end)');
+    console.log(
+      '   2: from the submit (coordinator and worker started before) to the index row reading "completed" (read once the coordinator logs the end)',
+    );
     console.log('      and the completion queue empty (every completion deleted, as the ceiling deletes its own before it ends);');
     console.log('      the workflow processor runs each task with an in-process command runner that exits 0 at once.');
     console.log('  2b: the same with the default runner: every task is a real `bash -c :` process (start-up ~10 ms of CPU each).');
-    console.log(`   3: the submit as the engine's (the store's create: runtime blobs, task rows, index row; a wake-up); 1 000 task sends; one "worker" of ${SLOTS} slots receives for its free slots`);
-    console.log('      and each task deletes its message + sends a completion; one loop receives 32 completions, writes the runtime-sized blob with If-Match');
+    console.log(
+      `   3: the submit as the engine's (the store's create: runtime blobs, task rows, index row; a wake-up); 1 000 task sends; one "worker" of ${SLOTS} slots receives for its free slots`,
+    );
+    console.log(
+      '      and each task deletes its message + sends a completion; one loop receives 32 completions, writes the runtime-sized blob with If-Match',
+    );
     console.log('      once per batch, deletes them; then one index-row write. See bench/README.md for both sides per task.\n');
 
     const rate = (s: number) => TASKS / s;
     const modeRows = modes.map((m) => {
       const pairs = Math.min(m.engine.length, m.ceiling.length);
       const ratios = Array.from({ length: pairs }, (_, i) => m.ceiling[i]!.seconds / m.engine[i]!.seconds);
-      const perTask = (xs: number[]) => spread(xs.map((x) => x / TASKS), 2);
+      const perTask = (xs: number[]) =>
+        spread(
+          xs.map((x) => x / TASKS),
+          2,
+        );
       return [
         m.label,
         spread(m.engine.map((r) => rate(r.seconds))),
@@ -493,25 +584,53 @@ async function main(): Promise<void> {
       ];
     });
     console.log(`5. Engine against ceiling, ${runs} run(s) per mode: median (min–max)`);
-    console.log(table(['mode', 'engine completions/s', 'ceiling completions/s', 'paired ratio', 'bench CPU ms/task engine / ceiling', 'Azurite CPU ms/task engine / ceiling'], modeRows));
-    console.log(`   latency: every storage request of the coordinator, worker, client and ceiling held ${f(latencyMs / 2, 1)} ms before it is sent and`);
-    console.log(`   ${f(latencyMs / 2, 1)} ms after its answer (async timers; concurrent requests overlap); ${LATENCY_VARIABLE} sets the total (default 20).`);
+    console.log(
+      table(
+        [
+          'mode',
+          'engine completions/s',
+          'ceiling completions/s',
+          'paired ratio',
+          'bench CPU ms/task engine / ceiling',
+          'Azurite CPU ms/task engine / ceiling',
+        ],
+        modeRows,
+      ),
+    );
+    console.log(
+      `   latency: every storage request of the coordinator, worker, client and ceiling held ${f(latencyMs / 2, 1)} ms before it is sent and`,
+    );
+    console.log(
+      `   ${f(latencyMs / 2, 1)} ms after its answer (async timers; concurrent requests overlap); ${LATENCY_VARIABLE} sets the total (default 20).`,
+    );
     console.log('   Ratios below: median engine rate over median ceiling rate. CPU: process.cpuUsage() of the bench process (coordinator,');
     console.log('   worker, client, observer) and /proc/PID/stat utime+stime of the Azurite child, over the timed window, per task.\n');
 
     if (p2) {
       const tx = transactions(p2);
       const txRows = [
-        ['task queue (coordinator sends; worker receives, renewals, deletes, idle polls)', String(p2.taskQueueTx?.total ?? 0), f((p2.taskQueueTx?.total ?? 0) / TASKS)],
-        ['completion queue (submit wake-up; worker sends; coordinator receives, deletes, idle polls)', String(p2.completionQueueTx?.total ?? 0), f((p2.completionQueueTx?.total ?? 0) / TASKS)],
+        [
+          'task queue (coordinator sends; worker receives, renewals, deletes, idle polls)',
+          String(p2.taskQueueTx?.total ?? 0),
+          f((p2.taskQueueTx?.total ?? 0) / TASKS),
+        ],
+        [
+          'completion queue (submit wake-up; worker sends; coordinator receives, deletes, idle polls)',
+          String(p2.completionQueueTx?.total ?? 0),
+          f((p2.completionQueueTx?.total ?? 0) / TASKS),
+        ],
         ['workflow store blobs (runtime, lease, stats)', String(p2.store.blob), f(p2.store.blob / TASKS)],
         ['workflow store tables (index, task rows; worker cancel checks)', String(p2.store.table), f(p2.store.table / TASKS)],
         ['output store blobs (outputs, task logs: a silent task writes none)', String(p2.outputsBlob), f(p2.outputsBlob / TASKS)],
-        ['worker heartbeats (table {PREFIX}Workers: beats, the coordinator\'s prune)', String(p2.heartbeats), f(p2.heartbeats / TASKS)],
+        ["worker heartbeats (table {PREFIX}Workers: beats, the coordinator's prune)", String(p2.heartbeats), f(p2.heartbeats / TASKS)],
         ['total', String(tx), f(tx / TASKS)],
       ];
-      console.log('4. Storage transactions during end-to-end run 2 (the CPU-bound median run; every request of the coordinator, the worker');
-      console.log('   and the client, which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:');
+      console.log(
+        '4. Storage transactions during end-to-end run 2 (the CPU-bound median run; every request of the coordinator, the worker',
+      );
+      console.log(
+        '   and the client, which all use the counted adapters handed in here; the shell tasks (":") touch no storage; not included:',
+      );
       console.log('   opening the queues and stores before the run, the uncounted observer reading the index row at the end,');
       console.log('   and queue-SDK retries (the queue counting policy sits before the retry policy; no faults here).');
       console.log(table(['where', 'transactions', 'per task'], txRows));
@@ -520,9 +639,14 @@ async function main(): Promise<void> {
       console.log('4. Storage transactions: not measured\n');
     }
     const ratioOf = (m: ModeRuns) =>
-      m.engine.length > 0 && m.ceiling.length > 0 ? f(median(m.engine.map((r) => rate(r.seconds))) / median(m.ceiling.map((r) => rate(r.seconds)))) : nm;
+      m.engine.length > 0 && m.ceiling.length > 0
+        ? f(median(m.engine.map((r) => rate(r.seconds))) / median(m.ceiling.map((r) => rate(r.seconds))))
+        : nm;
     console.log(`engine/ceiling ratio: ${ratioOf(cpuMode)}`);
-    const cpuRatio = cpuMode.engine.length > 0 && cpuMode.ceiling.length > 0 ? median(cpuMode.engine.map((r) => rate(r.seconds))) / median(cpuMode.ceiling.map((r) => rate(r.seconds))) : null;
+    const cpuRatio =
+      cpuMode.engine.length > 0 && cpuMode.ceiling.length > 0
+        ? median(cpuMode.engine.map((r) => rate(r.seconds))) / median(cpuMode.ceiling.map((r) => rate(r.seconds)))
+        : null;
     // JOBQ_SEED_PROFILE=1 profiles whatever the ratio, 0 never.
     const profile = process.env.JOBQ_SEED_PROFILE;
     if (profile === '1' || (profile !== '0' && cpuRatio !== null && cpuRatio >= 0.6 && cpuRatio < 0.8)) {
@@ -541,7 +665,9 @@ async function main(): Promise<void> {
       const perTask = line ? transactions(line) / TASKS : null;
       console.log(
         `2c one line per task, tx/task: ${perTask === null ? nm : f(perTask)}` +
-          (perTask !== null && silent !== null ? ` (${f(perTask - silent, 2)} over silent; output store blobs ${f(line!.outputsBlob / TASKS)}/task)` : ''),
+          (perTask !== null && silent !== null
+            ? ` (${f(perTask - silent, 2)} over silent; output store blobs ${f(line!.outputsBlob / TASKS)}/task)`
+            : ''),
       );
     }
     const beating = [...cpuMode.engine, ...latencyMode.engine, ...p2c];
@@ -556,17 +682,32 @@ async function main(): Promise<void> {
     const tapped = [...cpuMode.engine, ...latencyMode.engine];
     if (tapped.length > 0) {
       const perBatch = (r: EndToEndResult, n: number) => n / Math.max(1, r.batches);
-      console.log(`coordinator round trips per batch: ${spread(tapped.map((r) => perBatch(r, r.coordinatorRoundTrips)), 2)}`);
+      console.log(
+        `coordinator round trips per batch: ${spread(
+          tapped.map((r) => perBatch(r, r.coordinatorRoundTrips)),
+          2,
+        )}`,
+      );
       console.log(`   (storage requests the coordinator waited for one after another, its timers included, over its completion batches;`);
-      console.log(`   requests per batch ${spread(tapped.map((r) => perBatch(r, r.coordinatorRequests)), 1)}; batches per run ${spread(tapped.map((r) => r.batches))}; all runs of both modes)`);
+      console.log(
+        `   requests per batch ${spread(
+          tapped.map((r) => perBatch(r, r.coordinatorRequests)),
+          1,
+        )}; batches per run ${spread(tapped.map((r) => r.batches))}; all runs of both modes)`,
+      );
     } else {
       console.log(`coordinator round trips per batch: ${nm}`);
     }
     for (const mode of many) {
       if (!wanted('6')) break;
-      console.log(`${MANY_WORKFLOWS} concurrent ${SMALL_TASKS}-task workflows, ${mode.label}: ${mode.rates.length === 0 ? nm : `${spread(mode.rates)} completions/s`}`);
+      console.log(
+        `${MANY_WORKFLOWS} concurrent ${SMALL_TASKS}-task workflows, ${mode.label}: ${mode.rates.length === 0 ? nm : `${spread(mode.rates)} completions/s`}`,
+      );
     }
-    if (wanted('6')) console.log(`   (root → ${SMALL_TASKS - 2} leaves → terminal each, all submitted at once; one coordinator, one worker of ${SLOTS} slots; median (min–max) of ${runs})`);
+    if (wanted('6'))
+      console.log(
+        `   (root → ${SMALL_TASKS - 2} leaves → terminal each, all submitted at once; one coordinator, one worker of ${SLOTS} slots; median (min–max) of ${runs})`,
+      );
     console.log(`\nTotal seed bench time ${f((Date.now() - started) / 1000, 1)} s.`);
   } finally {
     await azurite.stop();

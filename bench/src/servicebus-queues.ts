@@ -51,10 +51,16 @@ function progress(message: string): void {
   process.stderr.write(`[sb queues bench] ${message}\n`);
 }
 
-const f = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false }) : 'n/a');
+const f = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits, useGrouping: false })
+    : 'n/a';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const ms = (t0: number) => performance.now() - t0;
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 
 /** Counts the administration client's HTTP requests (queue properties, counts, create, delete). */
 class AdminRequests {
@@ -97,7 +103,13 @@ function serviceBusBackend(label: string, connectionString: string, namePrefix: 
   const policies = broker?.adminEndpoint ? [adminPolicy(broker.adminEndpoint), admin.policy] : [admin.policy];
   const queueName = (name: string) => `${namePrefix}${name}`;
   const openNamed = async (fullName: string): Promise<BenchQueue> => {
-    const queue = await openServiceBusQueue({ connection: { connectionString }, queueName: fullName, lockDurationInMs: 60_000, createIfMissing: true, adminPolicies: policies });
+    const queue = await openServiceBusQueue({
+      connection: { connectionString },
+      queueName: fullName,
+      lockDurationInMs: 60_000,
+      createIfMissing: true,
+      adminPolicies: policies,
+    });
     const deleteQueue = queue.deleteQueue.bind(queue);
     // Deleting also closes: the queue holds a share of the pooled client.
     return Object.assign(queue, {
@@ -137,7 +149,15 @@ function serviceBusBackend(label: string, connectionString: string, namePrefix: 
         stopCounting: async () => {
           const adminRequests = admin.count;
           const after = broker ? await broker.stats() : undefined;
-          const none: BrokerOps = { transfers: NaN, deliveries: NaN, dispositions: NaN, renewals: NaN, management: NaN, messagesIn: NaN, dedupDrops: NaN };
+          const none: BrokerOps = {
+            transfers: NaN,
+            deliveries: NaN,
+            dispositions: NaN,
+            renewals: NaN,
+            management: NaN,
+            messagesIn: NaN,
+            dedupDrops: NaN,
+          };
           counted(before && after ? brokerOpsBetween(before, after, [completionQueue, taskQueue]) : none, adminRequests);
         },
         dispose: async () => {
@@ -208,10 +228,20 @@ function printSeed(results: Map<Backend, E2eRun[]>): void {
   const backends = [...results.keys()];
   const rate = (b: Backend) => median(results.get(b)!.map((r) => TASKS / r.result.seconds));
   const n = (b: Backend) => results.get(b)!.length * TASKS;
-  process.stdout.write(`\n1 and 3. Seed shape end to end (${TASKS} no-op tasks, coordinator + in-process worker of ${SLOTS} slots; store on Azurite; ${runs} runs per backend, interleaved)\n`);
+  process.stdout.write(
+    `\n1 and 3. Seed shape end to end (${TASKS} no-op tasks, coordinator + in-process worker of ${SLOTS} slots; store on Azurite; ${runs} runs per backend, interleaved)\n`,
+  );
   const rows: string[][] = [
     ['tasks/s (median)', ...backends.map((b) => f(rate(b)))],
-    ['tasks/s (each run)', ...backends.map((b) => results.get(b)!.map((r) => f(TASKS / r.result.seconds)).join(' '))],
+    [
+      'tasks/s (each run)',
+      ...backends.map((b) =>
+        results
+          .get(b)!
+          .map((r) => f(TASKS / r.result.seconds))
+          .join(' '),
+      ),
+    ],
   ];
   const opRow = (label: string, value: (ops: BrokerOps) => number) => [
     label,
@@ -229,12 +259,25 @@ function printSeed(results: Map<Backend, E2eRun[]>): void {
   rows.push(opRow('broker: renewals per task', (o) => o.renewals));
   rows.push(opRow('broker: messages per task', (o) => o.messagesIn));
   rows.push(opRow('broker: dedup drops per task', (o) => o.dedupDrops));
-  rows.push(['admin (HTTP) requests per task', ...backends.map((b) => (b.runQueues ? f(results.get(b)!.reduce((t, r) => t + r.adminRequests, 0) / n(b), 3) : '-'))]);
-  rows.push(['storage: queue transactions per task', ...backends.map((b) => f(results.get(b)!.reduce((t, r) => t + queueTx(r.result), 0) / n(b), 2))]);
-  rows.push(['storage: store transactions per task', ...backends.map((b) => f(results.get(b)!.reduce((t, r) => t + storeTx(r.result), 0) / n(b), 2))]);
+  rows.push([
+    'admin (HTTP) requests per task',
+    ...backends.map((b) => (b.runQueues ? f(results.get(b)!.reduce((t, r) => t + r.adminRequests, 0) / n(b), 3) : '-')),
+  ]);
+  rows.push([
+    'storage: queue transactions per task',
+    ...backends.map((b) => f(results.get(b)!.reduce((t, r) => t + queueTx(r.result), 0) / n(b), 2)),
+  ]);
+  rows.push([
+    'storage: store transactions per task',
+    ...backends.map((b) => f(results.get(b)!.reduce((t, r) => t + storeTx(r.result), 0) / n(b), 2)),
+  ]);
   process.stdout.write(`${table(['', ...backends.map((b) => b.label)], rows)}\n`);
-  process.stdout.write('   Per-task figures are totals over the runs / (runs x 1 000). Broker counters are the emulator\'s stats() of the run\'s two queues;\n');
-  process.stdout.write('   a real namespace has no such counters (n/a). Store transactions: workflow store blobs and tables, output blobs.\n');
+  process.stdout.write(
+    "   Per-task figures are totals over the runs / (runs x 1 000). Broker counters are the emulator's stats() of the run's two queues;\n",
+  );
+  process.stdout.write(
+    '   a real namespace has no such counters (n/a). Store transactions: workflow store blobs and tables, output blobs.\n',
+  );
 
   const storage = backends.find((b) => !b.runQueues);
   const broker = backends.find((b) => b.stats);
@@ -246,7 +289,9 @@ function printSeed(results: Map<Backend, E2eRun[]>): void {
       `broker operations per task: ${f(billedOps(ops) / total, 2)} + ${f(ops.renewals / total, 2)} renewals ` +
         `(transfers ${f(ops.transfers / total, 2)}, deliveries ${f(ops.deliveries / total, 2)}, dispositions ${f(ops.dispositions / total, 2)}, management ${f(ops.management / total, 2)}; goal ≤ 6 + renewals)\n`,
     );
-    process.stdout.write(`storage transactions per task beside it: ${f(sbRuns.reduce((t, r) => t + storeTx(r.result), 0) / total, 2)} (store only; its queues are on Service Bus)\n`);
+    process.stdout.write(
+      `storage transactions per task beside it: ${f(sbRuns.reduce((t, r) => t + storeTx(r.result), 0) / total, 2)} (store only; its queues are on Service Bus)\n`,
+    );
     process.stdout.write(`messages per task: ${f(ops.messagesIn / total, 2)}; dedup drops: ${ops.dedupDrops} in ${sbRuns.length} runs\n`);
   }
   if (storage) {
@@ -254,7 +299,11 @@ function printSeed(results: Map<Backend, E2eRun[]>): void {
     const all = results.get(storage)!.reduce((t, r) => t + queueTx(r.result) + storeTx(r.result), 0);
     process.stdout.write(`storage-queue run, storage transactions per task: ${f(all / total, 2)} (queues and store)\n`);
   }
-  for (const b of backends) if (b !== storage && storage) process.stdout.write(`${b.stats ? 'servicebus/storage e2e ratio' : 'namespace/storage e2e ratio'}: ${f(rate(b) / rate(storage), 2)}\n`);
+  for (const b of backends)
+    if (b !== storage && storage)
+      process.stdout.write(
+        `${b.stats ? 'servicebus/storage e2e ratio' : 'namespace/storage e2e ratio'}: ${f(rate(b) / rate(storage), 2)}\n`,
+      );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -376,7 +425,7 @@ async function receiveLatency(backend: Backend, waiting: number): Promise<Receiv
       out.rawGot.push(got.length);
       await Promise.all(got.map((m) => receiver.completeMessage(m)));
       // Whatever the call left behind is taken now, so each round starts with `waiting` messages.
-      for (let left = waiting - got.length; left > 0; ) {
+      for (let left = waiting - got.length; left > 0;) {
         const more = await receiver.receiveMessages(left, { maxWaitTimeInMs: 1_000 });
         if (more.length === 0) break;
         await Promise.all(more.map((m) => receiver.completeMessage(m)));
@@ -389,7 +438,7 @@ async function receiveLatency(backend: Backend, waiting: number): Promise<Receiv
       out.twoStep.push(ms(t0));
       out.twoStepGot.push(mine.length);
       await Promise.all(mine.map((m) => adapterQueue.complete(m)));
-      for (let left = waiting - mine.length; left > 0; ) {
+      for (let left = waiting - mine.length; left > 0;) {
         const more = await adapterQueue.receive({ maxMessages: left, maxWaitTimeInMs: 1_000 });
         if (more.length === 0) break;
         await Promise.all(more.map((m) => adapterQueue.complete(m)));
@@ -422,14 +471,23 @@ async function main(): Promise<void> {
   const loadAtStart = load();
   progress('starting Azurite and the Service Bus emulator in child processes');
   const [azurite, sb] = await Promise.all([startAzuriteProcess(), startServiceBusProcess()]);
-  const backends: Backend[] = [storageBackend(azurite.connectionString), serviceBusBackend('servicebus (emulator)', sb.connectionString, '', sb)];
+  const backends: Backend[] = [
+    storageBackend(azurite.connectionString),
+    serviceBusBackend('servicebus (emulator)', sb.connectionString, '', sb),
+  ];
   const namespace = process.env[NAMESPACE_VARIABLE];
   if (namespace) backends.push(serviceBusBackend('servicebus (namespace)', namespace, `jobqbench-${randomUUID().slice(0, 8)}-`, null));
   const sbBackends = backends.filter((b) => b.raw);
   try {
     process.stdout.write('jobq Service Bus vs Storage Queue benchmark, through @jobq/queue-servicebus and @jobq/queue-storage\n');
-    process.stdout.write(`node ${process.version}; Azurite 3.35.0 (patched) and the Service Bus emulator each in a child process. Emulator figures are not Azure's.\n`);
-    process.stdout.write(namespace ? 'real Service Bus namespace: included (the "servicebus (namespace)" column; its queues are created and deleted by this run)\n' : `real Service Bus namespace: skipped (${NAMESPACE_VARIABLE} not set)\n`);
+    process.stdout.write(
+      `node ${process.version}; Azurite 3.35.0 (patched) and the Service Bus emulator each in a child process. Emulator figures are not Azure's.\n`,
+    );
+    process.stdout.write(
+      namespace
+        ? 'real Service Bus namespace: included (the "servicebus (namespace)" column; its queues are created and deleted by this run)\n'
+        : `real Service Bus namespace: skipped (${NAMESPACE_VARIABLE} not set)\n`,
+    );
     process.stdout.write(`load average (1/5/15 min) at start: ${loadAtStart}\n`);
 
     const seed = await part('e2e', () => seedRuns(backends, azurite.connectionString));
@@ -447,9 +505,13 @@ async function main(): Promise<void> {
       return rows;
     });
     if (tp) {
-      process.stdout.write(`\n2. Throughput through the adapters (${MESSAGES} messages of ~80 bytes, single-message sends ${SENDS_IN_FLIGHT} in flight; receive 32 per call + complete each; one run)\n`);
+      process.stdout.write(
+        `\n2. Throughput through the adapters (${MESSAGES} messages of ~80 bytes, single-message sends ${SENDS_IN_FLIGHT} in flight; receive 32 per call + complete each; one run)\n`,
+      );
       process.stdout.write(`${table(['backend', 'receivers', 'send msg/s', 'receive+complete msg/s', 'received'], tp)}\n`);
-      process.stdout.write('   Each receiver is an adapter of its own (its own receiver link on the one shared connection; one adapter takes its receives in turn).\n');
+      process.stdout.write(
+        '   Each receiver is an adapter of its own (its own receiver link on the one shared connection; one adapter takes its receives in turn).\n',
+      );
     }
 
     const pickups = await part('pickup', () => {
@@ -457,10 +519,17 @@ async function main(): Promise<void> {
       return pickup(backends);
     });
     if (pickups) {
-      process.stdout.write(`\n4. Idle pickup latency (receive(32) with a 10 s wait on an empty queue, idle 1–2 s; from the send call to the receive returning; ${PICKUP_ROUNDS} rounds, backends side by side)\n`);
-      for (const [backend, times] of pickups) process.stdout.write(`idle pickup latency ${backend.label}: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`);
-      process.stdout.write('   Storage Queues have no long polling: the adapter polls every 10 ms for 1 s after a message, then with back-off doubling to 1 s. The Service Bus figure\n');
-      process.stdout.write('   includes the adapter\'s fill wait after the first message (about two round trips of the link, at most 50 ms; see 5).\n');
+      process.stdout.write(
+        `\n4. Idle pickup latency (receive(32) with a 10 s wait on an empty queue, idle 1–2 s; from the send call to the receive returning; ${PICKUP_ROUNDS} rounds, backends side by side)\n`,
+      );
+      for (const [backend, times] of pickups)
+        process.stdout.write(`idle pickup latency ${backend.label}: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`);
+      process.stdout.write(
+        '   Storage Queues have no long polling: the adapter polls every 10 ms for 1 s after a message, then with back-off doubling to 1 s. The Service Bus figure\n',
+      );
+      process.stdout.write(
+        "   includes the adapter's fill wait after the first message (about two round trips of the link, at most 50 ms; see 5).\n",
+      );
     }
 
     const receives = await part('receive', async () => {
@@ -478,7 +547,9 @@ async function main(): Promise<void> {
       return lines;
     });
     if (receives) {
-      process.stdout.write(`\n5. One receiveMessages(32) SDK call vs the adapter's receive(32): receiveMessages(1, wait) then receiveMessages(31, fill wait ≤ 50 ms) (median of ${RECEIVE_ROUNDS}; "got" = messages returned)\n`);
+      process.stdout.write(
+        `\n5. One receiveMessages(32) SDK call vs the adapter's receive(32): receiveMessages(1, wait) then receiveMessages(31, fill wait ≤ 50 ms) (median of ${RECEIVE_ROUNDS}; "got" = messages returned)\n`,
+      );
       for (const line of receives) process.stdout.write(`${line}\n`);
     }
 

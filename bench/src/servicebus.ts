@@ -122,12 +122,16 @@ async function main(): Promise<void> {
       const rate = await sendRate(client, batch === 1 ? 3_200 : 32_000, inFlight, batch);
       sends.push([`${inFlight} in flight, ${batch === 1 ? 'single messages' : 'batches of 32'}`, f(rate)]);
     }
-    process.stdout.write(`\nService Bus emulator (child process), through @azure/service-bus\n\nSends (messages/s)\n${table(['mode', 'msg/s'], sends)}\n`);
+    process.stdout.write(
+      `\nService Bus emulator (child process), through @azure/service-bus\n\nSends (messages/s)\n${table(['mode', 'msg/s'], sends)}\n`,
+    );
     process.stdout.write('(a first prototype of the broker: 5–6k sends/s with 32 in flight)\n');
 
     progress('receive + complete');
     const receives: string[][] = [];
-    for (const backlog of [320, 3_200]) for (const receivers of [1, 4]) receives.push([String(backlog), String(receivers), f(await receiveCompleteRate(client, backlog, receivers))]);
+    for (const backlog of [320, 3_200])
+      for (const receivers of [1, 4])
+        receives.push([String(backlog), String(receivers), f(await receiveCompleteRate(client, backlog, receivers))]);
     process.stdout.write(`\nreceive(32) + complete (messages/s)\n${table(['backlog', 'receivers', 'msg/s'], receives)}\n`);
     process.stdout.write('(a first prototype of the broker: about 520 msg/s receive + complete)\n');
 
@@ -136,13 +140,17 @@ async function main(): Promise<void> {
 
     progress('empty receives');
     const times = await emptyReceiveTimes(client, 20, 200);
-    process.stdout.write(`empty-queue receive (maxWaitTimeInMs 200) returns after: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`);
+    process.stdout.write(
+      `empty-queue receive (maxWaitTimeInMs 200) returns after: p50 ${f(median(times))} ms, p99 ${f(percentile(times, 99))} ms\n`,
+    );
 
     progress('memory');
     const before = rssOf(sb.pid);
     await fill(client, nextQueue(), 10_000, 1024);
     const after = rssOf(sb.pid);
-    process.stdout.write(`broker RSS per 10 000 queued 1 KiB messages: ${f((after - before) / 2 ** 20, 1)} MiB (RSS ${f(before / 2 ** 20)} → ${f(after / 2 ** 20)} MiB)\n`);
+    process.stdout.write(
+      `broker RSS per 10 000 queued 1 KiB messages: ${f((after - before) / 2 ** 20, 1)} MiB (RSS ${f(before / 2 ** 20)} → ${f(after / 2 ** 20)} MiB)\n`,
+    );
   } finally {
     await client.close();
     await sb.stop();

@@ -2,7 +2,15 @@
  * The benchmark workflow shapes, built as a user would submit them (raw, snake_case), and the
  * prepared state a run starts from: validated, transformed, created and activated.
  */
-import { createRuntime, reduce, sequentializeFanIn, validateWorkflow, type Effect, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  createRuntime,
+  reduce,
+  sequentializeFanIn,
+  validateWorkflow,
+  type Effect,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 
 export interface RawTask {
   name: string;

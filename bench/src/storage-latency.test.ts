@@ -40,7 +40,10 @@ describe('delayPolicies', () => {
     expect(arrived).toHaveLength(0);
     await clock.advance(1);
     // Both out at t = 10: the second did not wait for the first.
-    expect(arrived.map((r) => [r.url, r.at])).toEqual([['a', 10], ['b', 10]]);
+    expect(arrived.map((r) => [r.url, r.at])).toEqual([
+      ['a', 10],
+      ['b', 10],
+    ]);
     const answerA = response(201);
     arrived[0]!.answer(answerA);
     arrived[1]!.answer(response(204));
@@ -127,7 +130,9 @@ describe('benchLatencyMs', () => {
 
   it('refuses anything else in one line naming the variable', () => {
     for (const raw of ['-1', 'fast', '1e3', '90000']) {
-      expect(() => benchLatencyMs({ JOBQ_BENCH_LATENCY_MS: raw })).toThrow(`JOBQ_BENCH_LATENCY_MS="${raw}" is not a number of milliseconds between 0 and 60000`);
+      expect(() => benchLatencyMs({ JOBQ_BENCH_LATENCY_MS: raw })).toThrow(
+        `JOBQ_BENCH_LATENCY_MS="${raw}" is not a number of milliseconds between 0 and 60000`,
+      );
     }
   });
 });

@@ -6,7 +6,15 @@
  *
  * Usage: node dist/store.js [--samples=20]
  */
-import { createRuntime, encodeRuntime, foldEvents, validateWorkflow, type CompletionEvent, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  createRuntime,
+  encodeRuntime,
+  foldEvents,
+  validateWorkflow,
+  type CompletionEvent,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import { startAzuriteProcess } from '@jobq/local';
 import { StoreTransactions } from './transactions';
 import { openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
@@ -16,7 +24,6 @@ for (const arg of process.argv.slice(2)) {
   const [key, value] = arg.split('=');
   if (key === '--samples' && value) samples = Number(value);
 }
-
 
 function log(line: string): void {
   process.stderr.write(`[store bench] ${line}\n`);
@@ -32,7 +39,10 @@ const f = (n: number, digits = 1) => n.toLocaleString('en-US', { minimumFraction
 
 /** `n` independent tasks (all dispatched at activation, so any of them can complete). */
 function flatDefinition(n: number): WorkflowDefinition {
-  const result = validateWorkflow({ name: `flat-${n}`, tasks: Array.from({ length: n }, (_, i) => ({ name: `stage${i % 10}/task-${i}`, kwargs: { cmd: 'true' } })) });
+  const result = validateWorkflow({
+    name: `flat-${n}`,
+    tasks: Array.from({ length: n }, (_, i) => ({ name: `stage${i % 10}/task-${i}`, kwargs: { cmd: 'true' } })),
+  });
   if (!result.ok) throw new Error(result.issues.map((i) => i.message).join('\n'));
   return result.value;
 }
@@ -50,7 +60,11 @@ function now(): string {
 function heldDefinition(n: number): WorkflowDefinition {
   const tasks: Array<Record<string, unknown>> = [{ name: 'hold', kwargs: { cmd: 'true' } }];
   for (let i = 1; i < n; i++) {
-    tasks.push(i <= 700 ? { name: `roots/root-${i}`, kwargs: { cmd: 'true' } } : { name: `stage${i % 10}/task-${i}`, kwargs: { cmd: 'true' }, depends_on: ['hold'] });
+    tasks.push(
+      i <= 700
+        ? { name: `roots/root-${i}`, kwargs: { cmd: 'true' } }
+        : { name: `stage${i % 10}/task-${i}`, kwargs: { cmd: 'true' }, depends_on: ['hold'] },
+    );
   }
   const result = validateWorkflow({ name: `held-${n}`, tasks });
   if (!result.ok) throw new Error(result.issues.map((i) => i.message).join('\n'));
@@ -124,7 +138,15 @@ async function main(): Promise<void> {
     const count = async (what: string, changed: string, fn: () => Promise<unknown>) => {
       counter.reset();
       await fn();
-      txRows.push([what, changed, String(counter.blob), String(counter.index), String(counter.taskBatches), String(counter.otherTable), String(counter.total)]);
+      txRows.push([
+        what,
+        changed,
+        String(counter.blob),
+        String(counter.index),
+        String(counter.taskBatches),
+        String(counter.otherTable),
+        String(counter.total),
+      ]);
     };
     const n = 1_000;
     const def = flatDefinition(n);
@@ -182,9 +204,14 @@ async function main(): Promise<void> {
     console.log('1. Storage transactions per operation (counted by pipeline policies: every HTTP request, retries included)');
     console.log(table(['operation', 'changed tasks', 'blob', 'index row', 'task-row batches', 'other table', 'total'], txRows));
     console.log('   save = 1 blob write (If-Match) + 1 index Merge + ceil(changed / 100) task-row transactions (one partition each).\n');
-    console.log(`2. save latency in ms (${samples} saves each, with previous, of a workflow with 701 tasks running; Azurite on this machine, ±20 %)`);
     console.log(
-      table(['tasks', 'blob KiB', 'encode ms', 'create (all rows) ms', 'save 1 p50', 'save 1 p90', 'save 32 p50', 'save 32 p90', 'load ms'], latencyRows),
+      `2. save latency in ms (${samples} saves each, with previous, of a workflow with 701 tasks running; Azurite on this machine, ±20 %)`,
+    );
+    console.log(
+      table(
+        ['tasks', 'blob KiB', 'encode ms', 'create (all rows) ms', 'save 1 p50', 'save 1 p90', 'save 32 p50', 'save 32 p90', 'load ms'],
+        latencyRows,
+      ),
     );
     console.log('   A save is encodeRuntime + the blob upload, then the index row and task-row batches in parallel; it grows with');
     console.log('   the runtime size (the whole blob is rewritten) more than with the number of tasks that changed.');

@@ -17,7 +17,13 @@
  */
 import { loadavg } from 'node:os';
 import { ROOT_CONTEXT, SpanKind, TraceFlags, trace } from '@opentelemetry/api';
-import { AlwaysOffSampler, BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import { Coordinator, WorkflowClient } from '@jobq/coordinator';
 import { decodeEnvelope, encodeTaskMessage, withEnvelopeTrace } from '@jobq/dag-core/wire';
 import { formatTraceparent, parseTraceparent } from '@jobq/ports';
@@ -54,7 +60,8 @@ class DroppingExporter implements SpanExporter {
 type Mode = 'off' | 'sdk, not sampled' | 'sdk, sampled';
 const MODES: Mode[] = ['off', 'sdk, not sampled', 'sdk, sampled'];
 
-const noOp = (): Promise<ShellResult> => Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+const noOp = (): Promise<ShellResult> =>
+  Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
 
 /** One workflow of `tasks` no-op tasks run to the end in `mode`: CPU µs per task, tasks/s and spans exported. */
 async function runOnce(mode: Mode, round: number): Promise<{ cpuUsPerTask: number; tasksPerSecond: number; spans: number }> {
@@ -62,7 +69,10 @@ async function runOnce(mode: Mode, round: number): Promise<{ cpuUsPerTask: numbe
   const exporter = new DroppingExporter();
   let provider: BasicTracerProvider | null = null;
   if (mode !== 'off') {
-    provider = new BasicTracerProvider({ ...(mode === 'sdk, not sampled' ? { sampler: new AlwaysOffSampler() } : {}), spanProcessors: [new BatchSpanProcessor(exporter)] });
+    provider = new BasicTracerProvider({
+      ...(mode === 'sdk, not sampled' ? { sampler: new AlwaysOffSampler() } : {}),
+      spanProcessors: [new BatchSpanProcessor(exporter)],
+    });
     trace.setGlobalTracerProvider(provider);
   }
   const outputs = new MemoryOutputStore({ outputsContainer: 'bench-outputs', workflowsContainer: 'bench-workflows' });
@@ -87,7 +97,13 @@ async function runOnce(mode: Mode, round: number): Promise<{ cpuUsPerTask: numbe
       }),
     ],
   });
-  const coordinator = new Coordinator({ store, completions, outputs, queues: () => queue, options: { receiveWaitInMs: 20, idleSleepInMs: 5, log: () => undefined } });
+  const coordinator = new Coordinator({
+    store,
+    completions,
+    outputs,
+    queues: () => queue,
+    options: { receiveWaitInMs: 20, idleSleepInMs: 5, log: () => undefined },
+  });
   const client = new WorkflowClient({ store, completions, outputsContainer: outputs.outputsContainer });
   const running = worker.run();
   await coordinator.start();
@@ -102,7 +118,10 @@ async function runOnce(mode: Mode, round: number): Promise<{ cpuUsPerTask: numbe
   };
   const cpu = process.cpuUsage();
   const started = performance.now();
-  const { workflowId } = await client.submit({ text: JSON.stringify(source), filename: 'traced.json' }, { id: `wf-${round}-${mode.replace(/\W+/g, '-')}` });
+  const { workflowId } = await client.submit(
+    { text: JSON.stringify(source), filename: 'traced.json' },
+    { id: `wf-${round}-${mode.replace(/\W+/g, '-')}` },
+  );
   for (;;) {
     const loaded = await store.load(workflowId);
     if (loaded?.runtime.status === 'completed') break;
@@ -142,11 +161,19 @@ function tracingWorkOfOneTask(message: string, workflowTraceparent: string): num
   const envelope = decodeEnvelope(body);
   const received = envelope.ok ? envelope.value.traceparent : undefined;
   const sc = parseTraceparent(received);
-  const process_ = tracer.startSpan('process bench-default', { kind: SpanKind.CONSUMER, attributes, links: sc === null ? [] : [{ context: { ...sc, isRemote: true } }] }, remote(received));
+  const process_ = tracer.startSpan(
+    'process bench-default',
+    { kind: SpanKind.CONSUMER, attributes, links: sc === null ? [] : [{ context: { ...sc, isRemote: true } }] },
+    remote(received),
+  );
   const processTrace = carried(process_);
   process_.end();
   // Coordinator: the completion's handling.
-  const handled = tracer.startSpan('process bench-workflow-completions', { kind: SpanKind.CONSUMER, attributes }, remote(processTrace?.traceparent));
+  const handled = tracer.startSpan(
+    'process bench-workflow-completions',
+    { kind: SpanKind.CONSUMER, attributes },
+    remote(processTrace?.traceparent),
+  );
   handled.end();
   return body.length;
 }
@@ -156,10 +183,21 @@ async function isolatedCost(mode: Mode, n: number): Promise<number> {
   trace.disable();
   const exporter = new DroppingExporter();
   const provider =
-    mode === 'off' ? null : new BasicTracerProvider({ ...(mode === 'sdk, not sampled' ? { sampler: new AlwaysOffSampler() } : {}), spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 100_000 })] });
+    mode === 'off'
+      ? null
+      : new BasicTracerProvider({
+          ...(mode === 'sdk, not sampled' ? { sampler: new AlwaysOffSampler() } : {}),
+          spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 100_000 })],
+        });
   if (provider) trace.setGlobalTracerProvider(provider);
   const message = encodeTaskMessage({ workflowId: 'wf', taskName: 'leaf', attemptNo: 1, kwargs: { cmd: ':' }, upstream: { n: ['root'] } });
-  const workflow = provider ? formatTraceparent({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: mode === 'sdk, sampled' ? 1 : 0 }) : '';
+  const workflow = provider
+    ? formatTraceparent({
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        spanId: 'b7ad6b7169203331',
+        traceFlags: mode === 'sdk, sampled' ? 1 : 0,
+      })
+    : '';
   let best = Number.POSITIVE_INFINITY;
   let sink = 0;
   for (let pass = 0; pass < 5; pass++) {
@@ -176,23 +214,37 @@ async function isolatedCost(mode: Mode, n: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  progress(`${MODES.length} modes × ${rounds} rounds of a ${tasks}-task workflow (root → ${tasks - 2} leaves → sink), memory stack, 4 slots`);
+  progress(
+    `${MODES.length} modes × ${rounds} rounds of a ${tasks}-task workflow (root → ${tasks - 2} leaves → sink), memory stack, 4 slots`,
+  );
   await runOnce('off', -1); // warm-up
   const results = new Map<Mode, Array<Awaited<ReturnType<typeof runOnce>>>>(MODES.map((m) => [m, []]));
   for (let round = 0; round < rounds; round++) {
     for (const mode of MODES) {
       const r = await runOnce(mode, round);
       results.get(mode)!.push(r);
-      progress(`round ${round + 1} ${mode}: ${r.cpuUsPerTask.toFixed(0)} µs CPU/task, ${r.tasksPerSecond.toFixed(0)} tasks/s, ${r.spans} spans`);
+      progress(
+        `round ${round + 1} ${mode}: ${r.cpuUsPerTask.toFixed(0)} µs CPU/task, ${r.tasksPerSecond.toFixed(0)} tasks/s, ${r.spans} spans`,
+      );
     }
   }
   const off = median(results.get('off')!.map((r) => r.cpuUsPerTask));
   const rows = MODES.map((mode) => {
     const rs = results.get(mode)!;
     const cpu = median(rs.map((r) => r.cpuUsPerTask));
-    return [mode, cpu.toFixed(0), `${cpu - off >= 0 ? '+' : ''}${(cpu - off).toFixed(0)}`, median(rs.map((r) => r.tasksPerSecond)).toFixed(0), (median(rs.map((r) => r.spans)) / tasks).toFixed(1)];
+    return [
+      mode,
+      cpu.toFixed(0),
+      `${cpu - off >= 0 ? '+' : ''}${(cpu - off).toFixed(0)}`,
+      median(rs.map((r) => r.tasksPerSecond)).toFixed(0),
+      (median(rs.map((r) => r.spans)) / tasks).toFixed(1),
+    ];
   });
-  process.stdout.write(`\nTracing on vs off per task (${tasks}-task workflow, memory stack, median of ${rounds}; load ${loadavg().map((x) => x.toFixed(2)).join(' / ')})\n`);
+  process.stdout.write(
+    `\nTracing on vs off per task (${tasks}-task workflow, memory stack, median of ${rounds}; load ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')})\n`,
+  );
   process.stdout.write(`${table(['mode', 'CPU µs/task', 'vs off', 'tasks/s', 'spans/task'], rows)}\n`);
   for (const row of rows) process.stdout.write(`tracing ${row[0]}: ${row[1]} µs CPU per task (${row[2]} vs off), ${row[3]} tasks/s\n`);
 
@@ -200,7 +252,12 @@ async function main(): Promise<void> {
   for (const mode of MODES) isolated.push([mode, await isolatedCost(mode, 20_000)]);
   const base = isolated[0]![1];
   process.stdout.write(`\nThe tracing work of one task alone (3 spans, 2 envelopes; fastest of 5 passes of 20 000)\n`);
-  process.stdout.write(`${table(['mode', 'CPU µs/task', 'vs off'], isolated.map(([mode, us]) => [mode, us.toFixed(2), `+${(us - base).toFixed(2)}`]))}\n`);
+  process.stdout.write(
+    `${table(
+      ['mode', 'CPU µs/task', 'vs off'],
+      isolated.map(([mode, us]) => [mode, us.toFixed(2), `+${(us - base).toFixed(2)}`]),
+    )}\n`,
+  );
   for (const [mode, us] of isolated) process.stdout.write(`tracing work alone, ${mode}: ${us.toFixed(2)} µs CPU per task\n`);
 }
 

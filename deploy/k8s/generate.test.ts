@@ -24,7 +24,8 @@ function docsOf(file: string): Doc[] {
 
 const BACKEND_FILES = ['storage-queue.yaml', 'service-bus.yaml'] as const;
 const byKind = (docs: Doc[], kind: string) => docs.filter((d) => d.kind === kind);
-const containersOf = (doc: Doc): Doc[] => (doc.kind === 'ScaledJob' ? doc.spec.jobTargetRef.template.spec.containers : doc.spec.template.spec.containers) as Doc[];
+const containersOf = (doc: Doc): Doc[] =>
+  (doc.kind === 'ScaledJob' ? doc.spec.jobTargetRef.template.spec.containers : doc.spec.template.spec.containers) as Doc[];
 const podSpecOf = (doc: Doc): Doc => (doc.kind === 'ScaledJob' ? doc.spec.jobTargetRef.template.spec : doc.spec.template.spec) as Doc;
 const flagValue = (args: string[], flag: string): string | undefined => {
   const at = args.indexOf(flag);
@@ -35,7 +36,8 @@ describe('the committed manifests', () => {
   it('are what the generator renders from values.example.yaml', () => {
     const files = renderFiles(values, 'values.example.yaml');
     expect(Object.keys(files).sort()).toEqual(['kustomization.yaml', 'service-bus.yaml', 'storage-queue.yaml']);
-    for (const [name, content] of Object.entries(files)) expect(`${name}:\n${readFileSync(join(HERE, name), 'utf8')}`).toBe(`${name}:\n${content}`);
+    for (const [name, content] of Object.entries(files))
+      expect(`${name}:\n${readFileSync(join(HERE, name), 'utf8')}`).toBe(`${name}:\n${content}`);
   });
 
   it('pass the Kubernetes and KEDA schemas, document by document', () => {
@@ -50,7 +52,17 @@ describe('the committed manifests', () => {
     for (const file of BACKEND_FILES) {
       const docs = docsOf(file);
       expect(docs.map((d) => d.kind as string).sort()).toEqual(
-        ['ConfigMap', 'Deployment', 'Deployment', 'Deployment', 'ScaledJob', 'ScaledObject', 'ScaledObject', 'ServiceAccount', 'TriggerAuthentication'].sort(),
+        [
+          'ConfigMap',
+          'Deployment',
+          'Deployment',
+          'Deployment',
+          'ScaledJob',
+          'ScaledObject',
+          'ScaledObject',
+          'ServiceAccount',
+          'TriggerAuthentication',
+        ].sort(),
       );
       for (const doc of docs) {
         const Model = models[doc.kind as string];
@@ -93,8 +105,29 @@ describe('the committed manifests', () => {
 
   it('give each trigger type only its own metadata keys, with the queue length per replica = numWorkers and activation 0', () => {
     const allowed: Record<string, string[]> = {
-      'azure-queue': ['queueName', 'accountName', 'queueLength', 'activationQueueLength', 'queueLengthStrategy', 'cloud', 'endpointSuffix', 'connectionFromEnv'],
-      'azure-servicebus': ['queueName', 'namespace', 'messageCount', 'activationMessageCount', 'topicName', 'subscriptionName', 'cloud', 'endpointSuffix', 'connectionFromEnv', 'useRegex', 'operation'],
+      'azure-queue': [
+        'queueName',
+        'accountName',
+        'queueLength',
+        'activationQueueLength',
+        'queueLengthStrategy',
+        'cloud',
+        'endpointSuffix',
+        'connectionFromEnv',
+      ],
+      'azure-servicebus': [
+        'queueName',
+        'namespace',
+        'messageCount',
+        'activationMessageCount',
+        'topicName',
+        'subscriptionName',
+        'cloud',
+        'endpointSuffix',
+        'connectionFromEnv',
+        'useRegex',
+        'operation',
+      ],
     };
     const expectedType: Record<string, string> = { 'storage-queue.yaml': 'azure-queue', 'service-bus.yaml': 'azure-servicebus' };
     for (const file of BACKEND_FILES) {
@@ -114,7 +147,12 @@ describe('the committed manifests', () => {
             queueLengthStrategy: 'all',
           });
         } else {
-          expect(trig!.metadata).toEqual({ namespace: values.serviceBusNamespace, queueName: queue.name, messageCount: String(queue.numWorkers), activationMessageCount: '0' });
+          expect(trig!.metadata).toEqual({
+            namespace: values.serviceBusNamespace,
+            queueName: queue.name,
+            messageCount: String(queue.numWorkers),
+            activationMessageCount: '0',
+          });
         }
       }
       const auth = byKind(docsOf(file), 'TriggerAuthentication')[0]!;
@@ -151,7 +189,11 @@ describe('the committed manifests', () => {
           { name: 'metrics', containerPort: values.metricsPort, protocol: 'TCP' },
         ]);
         const template = doc.kind === 'ScaledJob' ? doc.spec.jobTargetRef.template : doc.spec.template;
-        expect(template.metadata.annotations).toEqual({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(values.metricsPort), 'prometheus.io/path': '/metrics' });
+        expect(template.metadata.annotations).toEqual({
+          'prometheus.io/scrape': 'true',
+          'prometheus.io/port': String(values.metricsPort),
+          'prometheus.io/path': '/metrics',
+        });
         if (doc.kind === 'Deployment') {
           expect(container.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'health' });
           expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
@@ -160,7 +202,7 @@ describe('the committed manifests', () => {
     }
   });
 
-  it("give workers a termination grace of at least --shutdown-grace + --shutdown-kill-timeout + 15 s", () => {
+  it('give workers a termination grace of at least --shutdown-grace + --shutdown-kill-timeout + 15 s', () => {
     for (const file of BACKEND_FILES) {
       for (const doc of [...byKind(docsOf(file), 'Deployment'), ...byKind(docsOf(file), 'ScaledJob')]) {
         const args = containersOf(doc)[0]!.args as string[];
@@ -180,7 +222,12 @@ describe('the committed manifests', () => {
         const pod = podSpecOf(doc);
         expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
         const container = containersOf(doc)[0]!;
-        expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+        expect(container.securityContext).toEqual({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          runAsNonRoot: true,
+          capabilities: { drop: ['ALL'] },
+        });
         expect(container.volumeMounts).toEqual([{ name: 'tmp', mountPath: '/tmp' }]);
         expect(pod.volumes).toEqual([{ name: 'tmp', emptyDir: {} }]);
       }
@@ -209,14 +256,18 @@ describe('the committed manifests', () => {
         for (const env of (containersOf(doc)[0]!.env ?? []) as Doc[]) names.add(env.name as string);
       }
       expect(names.size).toBeGreaterThan(0);
-      for (const name of names) expect(`${name}: ${docs.includes(`\`${name}\``) ? 'documented' : 'not in docs/'}`).toBe(`${name}: documented`);
+      for (const name of names)
+        expect(`${name}: ${docs.includes(`\`${name}\``) ? 'documented' : 'not in docs/'}`).toBe(`${name}: documented`);
     }
-    expect(docsOf('service-bus.yaml').find((d) => d.kind === 'ConfigMap')!.data.JOBQ_WORKFLOW_QUEUES).toBe(`sb://${values.serviceBusNamespace}`);
+    expect(docsOf('service-bus.yaml').find((d) => d.kind === 'ConfigMap')!.data.JOBQ_WORKFLOW_QUEUES).toBe(
+      `sb://${values.serviceBusNamespace}`,
+    );
   });
 });
 
 describe('bad values', () => {
-  const refused = (edit: (v: Record<string, any>) => void): string => { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const refused = (edit: (v: Record<string, any>) => void): string => {
+    // eslint-disable-line @typescript-eslint/no-explicit-any
     const v = rawValues();
     edit(v);
     try {
@@ -233,11 +284,19 @@ describe('bad values', () => {
     expect(refused((v) => (v.queues[1].name = 'default'))).toBe('queues[1].name: "default" is listed twice');
     expect(refused((v) => (v.queues[0].numWorkers = 0))).toBe('queues[0].numWorkers: must be a whole number from 1 to 1024, got 0');
     expect(refused((v) => (v.longTasks.maxReplicas = 1.5))).toBe('longTasks.maxReplicas: must be a whole number from 1 to 1000, got 1.5');
-    expect(refused((v) => (v.backends = ['storage-queue', 'rabbitmq']))).toBe('backends[1]: must be storage-queue or service-bus, got "rabbitmq"');
-    expect(refused((v) => delete v.identity)).toBe('identity: the workload identity is required: identity.clientId, the client id of the managed identity the pods use');
-    expect(refused((v) => (v.identity = { clientId: '' }))).toBe('identity.clientId: must be the client id (a GUID) of the managed identity, got ""');
+    expect(refused((v) => (v.backends = ['storage-queue', 'rabbitmq']))).toBe(
+      'backends[1]: must be storage-queue or service-bus, got "rabbitmq"',
+    );
+    expect(refused((v) => delete v.identity)).toBe(
+      'identity: the workload identity is required: identity.clientId, the client id of the managed identity the pods use',
+    );
+    expect(refused((v) => (v.identity = { clientId: '' }))).toBe(
+      'identity.clientId: must be the client id (a GUID) of the managed identity, got ""',
+    );
     expect(refused((v) => (v.image.tag = 'latest'))).toMatch(/^image\.tag: must be a version/);
-    expect(refused((v) => (v.queues[0].resources.requests.memory = 'lots'))).toBe('queues[0].resources.requests.memory: must be a quantity such as 500m, 2 or 1Gi, got "lots"');
+    expect(refused((v) => (v.queues[0].resources.requests.memory = 'lots'))).toBe(
+      'queues[0].resources.requests.memory: must be a quantity such as 500m, 2 or 1Gi, got "lots"',
+    );
     expect(refused((v) => (v.worker.shutdownGrace = 30))).toMatch(/^worker\.shutdownGrace: unknown key/);
     expect(refused((v) => delete v.serviceBusNamespace)).toMatch(/^serviceBusNamespace: must be a Service Bus namespace name/);
   });

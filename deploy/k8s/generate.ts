@@ -93,19 +93,63 @@ function show(value: unknown): string {
 /** Reads and checks the values; refuses unknown keys too (a typo would otherwise be silently ignored). */
 export function parseValues(raw: unknown): Values {
   const root = record(raw, '(top)');
-  known(root, '', ['namespace', 'image', 'storageAccount', 'prefix', 'serviceBusNamespace', 'identity', 'backends', 'healthPort', 'metricsPort', 'worker', 'coordinator', 'queues', 'longTasks']);
-  const namespace = text(root.namespace, 'namespace', /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a Kubernetes namespace (lowercase letters, digits and "-", at most 63)');
+  known(root, '', [
+    'namespace',
+    'image',
+    'storageAccount',
+    'prefix',
+    'serviceBusNamespace',
+    'identity',
+    'backends',
+    'healthPort',
+    'metricsPort',
+    'worker',
+    'coordinator',
+    'queues',
+    'longTasks',
+  ]);
+  const namespace = text(
+    root.namespace,
+    'namespace',
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+    'a Kubernetes namespace (lowercase letters, digits and "-", at most 63)',
+  );
   const image = record(root.image, 'image');
   known(image, 'image.', ['registry', 'tag']);
-  const registry = text(image.registry, 'image.registry', /^[a-z0-9][a-z0-9.:/_-]*[a-z0-9]$/, 'a registry and path, e.g. myregistry.azurecr.io or myregistry.azurecr.io/team');
+  const registry = text(
+    image.registry,
+    'image.registry',
+    /^[a-z0-9][a-z0-9.:/_-]*[a-z0-9]$/,
+    'a registry and path, e.g. myregistry.azurecr.io or myregistry.azurecr.io/team',
+  );
   const tag = text(image.tag, 'image.tag', /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/, 'an image tag (the @jobq/cli version, e.g. 0.1.0)');
   if (tag === 'latest') throw new ValuesError('image.tag', 'must be a version, not "latest" (a rollout must name what it runs)');
-  const storageAccount = text(root.storageAccount, 'storageAccount', /^[a-z0-9]{3,24}$/, 'a storage account name (3–24 lowercase letters and digits)');
-  const prefix = text(root.prefix, 'prefix', /^[A-Za-z][A-Za-z0-9]{0,31}$/, 'a workflow prefix (a letter, then up to 31 letters or digits)');
-  const identity = record(root.identity, 'identity', 'the workload identity is required: identity.clientId, the client id of the managed identity the pods use');
+  const storageAccount = text(
+    root.storageAccount,
+    'storageAccount',
+    /^[a-z0-9]{3,24}$/,
+    'a storage account name (3–24 lowercase letters and digits)',
+  );
+  const prefix = text(
+    root.prefix,
+    'prefix',
+    /^[A-Za-z][A-Za-z0-9]{0,31}$/,
+    'a workflow prefix (a letter, then up to 31 letters or digits)',
+  );
+  const identity = record(
+    root.identity,
+    'identity',
+    'the workload identity is required: identity.clientId, the client id of the managed identity the pods use',
+  );
   known(identity, 'identity.', ['clientId']);
-  const clientId = text(identity.clientId, 'identity.clientId', /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, 'the client id (a GUID) of the managed identity');
-  if (!Array.isArray(root.backends) || root.backends.length === 0) throw new ValuesError('backends', `must be a list of ${BACKENDS.join(' and/or ')}, got ${show(root.backends)}`);
+  const clientId = text(
+    identity.clientId,
+    'identity.clientId',
+    /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+    'the client id (a GUID) of the managed identity',
+  );
+  if (!Array.isArray(root.backends) || root.backends.length === 0)
+    throw new ValuesError('backends', `must be a list of ${BACKENDS.join(' and/or ')}, got ${show(root.backends)}`);
   const backends = root.backends.map((b: unknown, i) => {
     if (!BACKENDS.includes(b as Backend)) throw new ValuesError(`backends[${i}]`, `must be ${BACKENDS.join(' or ')}, got ${show(b)}`);
     return b as Backend;
@@ -113,7 +157,12 @@ export function parseValues(raw: unknown): Values {
   if (new Set(backends).size !== backends.length) throw new ValuesError('backends', 'lists a backend twice');
   let serviceBusNamespace: string | null = null;
   if (backends.includes('service-bus')) {
-    serviceBusNamespace = text(root.serviceBusNamespace, 'serviceBusNamespace', /^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$/, 'a Service Bus namespace name (NAME of NAME.servicebus.windows.net)');
+    serviceBusNamespace = text(
+      root.serviceBusNamespace,
+      'serviceBusNamespace',
+      /^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$/,
+      'a Service Bus namespace name (NAME of NAME.servicebus.windows.net)',
+    );
   } else if (root.serviceBusNamespace !== undefined && root.serviceBusNamespace !== null) {
     throw new ValuesError('serviceBusNamespace', 'is set but backends has no service-bus');
   }
@@ -126,7 +175,8 @@ export function parseValues(raw: unknown): Values {
   const shutdownKillTimeoutSeconds = integer(worker.shutdownKillTimeoutSeconds, 'worker.shutdownKillTimeoutSeconds', 0, 600);
   const coordinator = record(root.coordinator, 'coordinator');
   known(coordinator, 'coordinator.', ['resources']);
-  if (!Array.isArray(root.queues) || root.queues.length === 0) throw new ValuesError('queues', `must be a list of at least one queue, got ${show(root.queues)}`);
+  if (!Array.isArray(root.queues) || root.queues.length === 0)
+    throw new ValuesError('queues', `must be a list of at least one queue, got ${show(root.queues)}`);
   const queues = root.queues.map((q: unknown, i) => queue(q, `queues[${i}]`));
   const seen = new Set<string>();
   queues.forEach((q, i) => {
@@ -134,7 +184,11 @@ export function parseValues(raw: unknown): Values {
     seen.add(q.name);
   });
   const longTasks = root.longTasks === undefined || root.longTasks === null ? null : queue(root.longTasks, 'longTasks');
-  if (longTasks !== null && seen.has(longTasks.name)) throw new ValuesError('longTasks.name', `"${longTasks.name}" is also in queues: one queue is scaled by either a Deployment or a ScaledJob`);
+  if (longTasks !== null && seen.has(longTasks.name))
+    throw new ValuesError(
+      'longTasks.name',
+      `"${longTasks.name}" is also in queues: one queue is scaled by either a Deployment or a ScaledJob`,
+    );
   return {
     namespace,
     image: { registry, tag },
@@ -188,7 +242,10 @@ function queue(value: unknown, where: string): QueueValues {
   const parsed = parseQueueSpec(q.name);
   if (!parsed.ok) throw new ValuesError(`${where}.name`, parsed.error);
   if (parsed.value.backend !== 'default') {
-    throw new ValuesError(`${where}.name`, `must be a bare queue name (it lives on storageAccount or serviceBusNamespace, per backend), got "${q.name}"`);
+    throw new ValuesError(
+      `${where}.name`,
+      `must be a bare queue name (it lives on storageAccount or serviceBusNamespace, per backend), got "${q.name}"`,
+    );
   }
   return {
     name: q.name,
@@ -210,7 +267,12 @@ function resources(value: unknown, where: string): Resources {
     known(entries, `${where}.${kind}.`, ['cpu', 'memory', 'ephemeral-storage']);
     out[kind] = {};
     for (const [name, quantity] of Object.entries(entries)) {
-      out[kind][name] = text(typeof quantity === 'number' ? String(quantity) : quantity, `${where}.${kind}.${name}`, QUANTITY, 'a quantity such as 500m, 2 or 1Gi');
+      out[kind][name] = text(
+        typeof quantity === 'number' ? String(quantity) : quantity,
+        `${where}.${kind}.${name}`,
+        QUANTITY,
+        'a quantity such as 500m, 2 or 1Gi',
+      );
     }
   }
   return out;
@@ -250,7 +312,15 @@ const CONTAINER_SECURITY = {
 };
 
 /** A pod template: workload identity, non-root, read-only root with a `/tmp` emptyDir, health and metrics ports. */
-function podTemplate(values: Values, component: string, extraLabels: Record<string, string>, container: Json, probes: boolean, terminationGraceSeconds: number, restartPolicy?: string): Json {
+function podTemplate(
+  values: Values,
+  component: string,
+  extraLabels: Record<string, string>,
+  container: Json,
+  probes: boolean,
+  terminationGraceSeconds: number,
+  restartPolicy?: string,
+): Json {
   const ports = [
     { name: 'health', containerPort: values.healthPort, protocol: 'TCP' },
     { name: 'metrics', containerPort: values.metricsPort, protocol: 'TCP' },
@@ -265,7 +335,13 @@ function podTemplate(values: Values, component: string, extraLabels: Record<stri
       serviceAccountName: SERVICE_ACCOUNT,
       ...(restartPolicy ? { restartPolicy } : {}),
       terminationGracePeriodSeconds: terminationGraceSeconds,
-      securityContext: { runAsNonRoot: true, runAsUser: IMAGE_UID, runAsGroup: IMAGE_UID, fsGroup: IMAGE_UID, seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: IMAGE_UID,
+        runAsGroup: IMAGE_UID,
+        fsGroup: IMAGE_UID,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       containers: [
         {
           ...container,
@@ -319,7 +395,13 @@ function workerName(q: QueueValues): string {
 function trigger(values: Values, backend: Backend, q: QueueValues, perReplica: number): Json {
   const metadata: Record<string, string> =
     backend === 'storage-queue'
-      ? { accountName: values.storageAccount, queueName: q.name, queueLength: String(perReplica), activationQueueLength: '0', queueLengthStrategy: 'all' }
+      ? {
+          accountName: values.storageAccount,
+          queueName: q.name,
+          queueLength: String(perReplica),
+          activationQueueLength: '0',
+          queueLengthStrategy: 'all',
+        }
       : { namespace: values.serviceBusNamespace ?? '', queueName: q.name, messageCount: String(perReplica), activationMessageCount: '0' };
   return { type: backend === 'storage-queue' ? 'azure-queue' : 'azure-servicebus', metadata, authenticationRef: { name: TRIGGER_AUTH } };
 }
@@ -367,7 +449,15 @@ export function renderBackend(values: Values, backend: Backend): Json[] {
         {
           name: 'coordinator',
           image: image(values, 'coordinator'),
-          args: ['workflow', 'coordinator', '--wait-for-lease', '--health-port', String(values.healthPort), '--metrics-port', String(values.metricsPort)],
+          args: [
+            'workflow',
+            'coordinator',
+            '--wait-for-lease',
+            '--health-port',
+            String(values.healthPort),
+            '--metrics-port',
+            String(values.metricsPort),
+          ],
           resources: values.coordinator.resources,
         },
         true,
@@ -438,7 +528,8 @@ export function renderBackend(values: Values, backend: Backend): Json[] {
   return docs;
 }
 
-const HEADER = (source: string) => `# Generated by deploy/k8s/generate.ts from ${source}: do not edit; change the values and run it again.\n`;
+const HEADER = (source: string) =>
+  `# Generated by deploy/k8s/generate.ts from ${source}: do not edit; change the values and run it again.\n`;
 
 function documents(docs: readonly Json[]): string {
   return docs.map((doc) => stringify(doc, { lineWidth: 0 })).join('---\n');
@@ -453,7 +544,10 @@ export function renderFiles(values: Values, source: string): Record<string, stri
   files['kustomization.yaml'] =
     HEADER(source) +
     `# The deployment with its task queues on ${first}${others.length > 0 ? `; for the other backend list ${others.join(', ')} instead (never both)` : ''}.\n` +
-    stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', namespace: values.namespace, resources: [`${first}.yaml`] }, { lineWidth: 0 });
+    stringify(
+      { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', namespace: values.namespace, resources: [`${first}.yaml`] },
+      { lineWidth: 0 },
+    );
   return files;
 }
 

@@ -20,12 +20,21 @@ it('a cancel the worker sees before the coordinator does still ends the workflow
   const dir = await tempDir('cancelrace');
   const pidFile = join(dir.path, 'pid');
   const file = join(dir.path, 'wf.json');
-  await writeFile(file, JSON.stringify({ name: 'cancel-race', default_queue: d.queue, tasks: [{ name: 'long', kwargs: { cmd: `echo $$ > '${pidFile}'; sleep 60` } }] }));
+  await writeFile(
+    file,
+    JSON.stringify({
+      name: 'cancel-race',
+      default_queue: d.queue,
+      tasks: [{ name: 'long', kwargs: { cmd: `echo $$ > '${pidFile}'; sleep 60` } }],
+    }),
+  );
   const coordinator = procs.start(['workflow', 'coordinator', '--cancel-poll-interval', '20s', '--idle-sleep', '200ms'], { env: d.env() });
   const worker = procs.start(workerArgs(d.queue), { env: d.env({ JOBQ_CANCEL_POLL_INTERVAL: '1', JOBQ_KILL_TIMEOUT: '2' }) });
   try {
     const id = (await runCli(['workflow', 'submit', file], { env: d.env() })).stdout.trim();
-    await eventually('the task to start', () => Promise.resolve(existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '' ? true : undefined));
+    await eventually('the task to start', () =>
+      Promise.resolve(existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '' ? true : undefined),
+    );
     const store = await d.store();
     // What `jobq workflow cancel` writes first; its wake-up is delayed (not sent here).
     await store.requestCancel(id, new Date().toISOString());

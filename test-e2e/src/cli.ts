@@ -44,7 +44,11 @@ export interface StartOptions {
 
 /** Starts `node apps/jobq/bin/run.js ARGS…`. */
 export function startCli(args: readonly string[], options: StartOptions = {}): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env: options.env ?? cleanEnv(), cwd: options.cwd ?? REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: options.env ?? cleanEnv(),
+    cwd: options.cwd ?? REPO,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   const listeners = new Set<() => void>();
@@ -67,7 +71,10 @@ export function startCli(args: readonly string[], options: StartOptions = {}): C
   });
   child.stdin.end(options.input ?? '');
   let exited = false;
-  void done.then(() => (exited = true), () => (exited = true));
+  void done.then(
+    () => (exited = true),
+    () => (exited = true),
+  );
   return {
     child,
     get stdout() {

@@ -46,13 +46,19 @@ const COVERED = [
   'examples/sweep-1000.yaml',
 ];
 
-async function run(file: string, extraArgs: string[] = [], env?: NodeJS.ProcessEnv): Promise<{ code: number | null; report: RunReport; stderr: string }> {
+async function run(
+  file: string,
+  extraArgs: string[] = [],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; report: RunReport; stderr: string }> {
   const result = await runCli(['workflow', 'run', file, '--json', ...extraArgs], env === undefined ? {} : { env: cleanEnv(env) });
   let report: RunReport;
   try {
     report = JSON.parse(result.stdout) as RunReport;
   } catch {
-    throw new Error(`workflow run ${file} did not print a JSON document (exit ${String(result.code)})\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+    throw new Error(
+      `workflow run ${file} did not print a JSON document (exit ${String(result.code)})\nstdout: ${result.stdout}\nstderr: ${result.stderr}`,
+    );
   }
   return { code: result.code, report, stderr: result.stderr };
 }
@@ -123,7 +129,12 @@ describe('examples through `jobq workflow run --json` (embedded stack)', () => {
     ]);
     expect(task(report, 'test').output).toMatchObject({ passed: true, coverage: 0.93 });
     expect(task(report, 'deploy').output).toEqual({ environment: 'staging', deployed: true });
-    expect(task(report, 'page-oncall')).toMatchObject({ attempt_no: 0, error: 'condition false: inputs.test.passed = true', skip_reason: 'condition false: inputs.test.passed = true', output: null });
+    expect(task(report, 'page-oncall')).toMatchObject({
+      attempt_no: 0,
+      error: 'condition false: inputs.test.passed = true',
+      skip_reason: 'condition false: inputs.test.passed = true',
+      output: null,
+    });
     expect(task(report, 'report').output).toEqual({ ran: ['deploy'] });
   });
 

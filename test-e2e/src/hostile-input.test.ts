@@ -49,7 +49,9 @@ function expectCleanRefusal(result: CliResult): void {
 
 /** True when the prefix's workflows container exists (submit creates it only once the files are valid). */
 async function workflowsContainerExists(deploy: Deployment): Promise<boolean> {
-  return accountClients({ connectionString: deploy.storage.connectionString }, { operationTimeoutInMs: 30_000 }).container(storeNames(deploy.prefix).workflowsContainer).exists();
+  return accountClients({ connectionString: deploy.storage.connectionString }, { operationTimeoutInMs: 30_000 })
+    .container(storeNames(deploy.prefix).workflowsContainer)
+    .exists();
 }
 
 async function listWorkflows(deploy: Deployment): Promise<unknown[]> {
@@ -93,7 +95,15 @@ describe('`jobq workflow validate` on broken files', () => {
     {
       title: 'an unknown dependency',
       name: 'unknown.yaml',
-      content: yaml('name: unknown', 'tasks:', '  - name: a', '    kwargs: {cmd: "true"}', '  - name: b', '    depends_on: [a, nope]', '    kwargs: {cmd: "true"}'),
+      content: yaml(
+        'name: unknown',
+        'tasks:',
+        '  - name: a',
+        '    kwargs: {cmd: "true"}',
+        '  - name: b',
+        '    depends_on: [a, nope]',
+        '    kwargs: {cmd: "true"}',
+      ),
       line: /^unknown\.yaml:6:21: error: unknown-dependency: task "b" depends on "nope", which is not a task of this workflow$/,
     },
   ];
@@ -109,7 +119,15 @@ describe('`jobq workflow validate` on broken files', () => {
   it.concurrent('every problem of a file is reported, each on its own line', async () => {
     await file(
       'many.yaml',
-      yaml('name: many', 'tasks:', '  - name: a', '    kwargs: {cmd: "true"}', '  - name: a', '    depends_on: [a, zz]', '    kwargs: {cmd: "true"}'),
+      yaml(
+        'name: many',
+        'tasks:',
+        '  - name: a',
+        '    kwargs: {cmd: "true"}',
+        '  - name: a',
+        '    depends_on: [a, zz]',
+        '    kwargs: {cmd: "true"}',
+      ),
     );
     const result = await runCli(['workflow', 'validate', 'many.yaml'], { cwd: dir.path });
     expect(result.code).toBe(1);
@@ -143,7 +161,8 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
     {
       title: 'a 10 MB file',
       name: 'huge.yaml',
-      content: () => yaml('name: huge', 'tasks:', '  - name: a', '    kwargs:', '      cmd: "true"', `      pad: "${'x'.repeat(10 * 1024 * 1024)}"`),
+      content: () =>
+        yaml('name: huge', 'tasks:', '  - name: a', '    kwargs:', '      cmd: "true"', `      pad: "${'x'.repeat(10 * 1024 * 1024)}"`),
       line: /^huge\.yaml: error: too-large: the file is \d+ bytes; workflow files are limited to \d+ bytes$/,
     },
     {
@@ -203,7 +222,15 @@ function hostileCases(marker: string): Array<{ title: string; name: string; cont
     {
       title: 'a 100 000-deep nested YAML flow sequence',
       name: 'deep.yaml',
-      content: () => yaml('name: deep', 'tasks:', '  - name: a', '    kwargs:', '      cmd: "true"', `      p: ${'['.repeat(100_000)}${']'.repeat(100_000)}`),
+      content: () =>
+        yaml(
+          'name: deep',
+          'tasks:',
+          '  - name: a',
+          '    kwargs:',
+          '      cmd: "true"',
+          `      p: ${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+        ),
       line: /^deep\.yaml:\d+:\d+: error: syntax: /,
     },
   ];
@@ -248,7 +275,16 @@ describe('conditions that look hostile but are plain input lookups', () => {
   it.concurrent('inputs.a.x.__class__ reads the key "__class__" of a\'s output JSON (null when missing): valid', async () => {
     await file(
       'dunder-field.yaml',
-      yaml('name: dunder-field', 'tasks:', '  - name: a', '    kwargs: {cmd: "true"}', '  - name: b', '    depends_on: [a]', "    condition: 'inputs.a.x.__class__'", '    kwargs: {cmd: "true"}'),
+      yaml(
+        'name: dunder-field',
+        'tasks:',
+        '  - name: a',
+        '    kwargs: {cmd: "true"}',
+        '  - name: b',
+        '    depends_on: [a]',
+        "    condition: 'inputs.a.x.__class__'",
+        '    kwargs: {cmd: "true"}',
+      ),
     );
     const result = await runCli(['workflow', 'validate', 'dunder-field.yaml'], { cwd: dir.path });
     expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: 'OK    dunder-field.yaml  (2 tasks)\n' });
@@ -259,7 +295,11 @@ describe('values that cannot be stored: a cycle, nesting past 64 levels', () => 
   // A self-referencing alias makes a circular kwargs object; 200 000 nested arrays in JSON parse
   // fine. Both are refused by validation, before submit touches storage.
   const cases = [
-    { title: 'a self-referencing YAML alias', name: 'recursive.yaml', content: () => yaml('name: recursive', 'tasks: &t', '  - name: a', '    kwargs: {cmd: "true", self: *t}') },
+    {
+      title: 'a self-referencing YAML alias',
+      name: 'recursive.yaml',
+      content: () => yaml('name: recursive', 'tasks: &t', '  - name: a', '    kwargs: {cmd: "true", self: *t}'),
+    },
     {
       title: '200 000-deep nesting in JSON kwargs',
       name: 'deep.json',
@@ -272,7 +312,9 @@ describe('values that cannot be stored: a cycle, nesting past 64 levels', () => 
     await file(name, content());
     const validate = await runCli(['workflow', 'validate', name], { cwd: dir.path });
     expect(validate.code).toBe(1);
-    expect(validate.stderr).toMatch(new RegExp(`^${name.replace('.', '\\.')}: error: type: (a value contains itself|the definition nests deeper than 64 levels)`, 'm'));
+    expect(validate.stderr).toMatch(
+      new RegExp(`^${name.replace('.', '\\.')}: error: type: (a value contains itself|the definition nests deeper than 64 levels)`, 'm'),
+    );
     const submit = await runCli(['workflow', 'submit', name], { cwd: dir.path, env: own.env() });
     expect(submit.code).toBe(1);
     expect(submit.stdout.trim()).toBe('');

@@ -28,7 +28,12 @@ interface LintMessage {
 
 /** Runs an ES module script with node (the table and ESLint's config are ES modules, jest runs CommonJS). */
 function runModule(script: string, input = ''): string {
-  return execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 }).toString();
+  return execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: repoRoot,
+    input,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    maxBuffer: 64 * 1024 * 1024,
+  }).toString();
 }
 
 const { packages, doc } = JSON.parse(
@@ -113,14 +118,24 @@ describe('the layers table and its lint rules', () => {
       .flatMap((parent) => readdirSync(join(repoRoot, parent)).map((d) => `${parent}/${d}`))
       .concat(['bench', 'test-e2e', 'deploy/k8s'])
       .filter((dir) => existsSync(join(repoRoot, dir, 'package.json')));
-    const names = dirs.map((dir) => ({ name: (JSON.parse(readFileSync(join(repoRoot, dir, 'package.json'), 'utf8')) as { name: string }).name, dir }));
-    expect(packages.map((p) => ({ name: p.name, dir: p.dir })).sort((a, b) => a.name.localeCompare(b.name))).toEqual(names.sort((a, b) => a.name.localeCompare(b.name)));
+    const names = dirs.map((dir) => ({
+      name: (JSON.parse(readFileSync(join(repoRoot, dir, 'package.json'), 'utf8')) as { name: string }).name,
+      dir,
+    }));
+    expect(packages.map((p) => ({ name: p.name, dir: p.dir })).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+      names.sort((a, b) => a.name.localeCompare(b.name)),
+    );
   });
 
   it('allows every @jobq package a package depends on', () => {
     for (const entry of packages) {
-      const manifest = JSON.parse(readFileSync(join(repoRoot, entry.dir, 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
-      const declared = Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }).filter((name) => name.startsWith('@jobq/'));
+      const manifest = JSON.parse(readFileSync(join(repoRoot, entry.dir, 'package.json'), 'utf8')) as Record<
+        string,
+        Record<string, string> | undefined
+      >;
+      const declared = Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }).filter((name) =>
+        name.startsWith('@jobq/'),
+      );
       const notAllowed = entry.imports === '*' ? [] : declared.filter((name) => !(entry.imports as string[]).includes(name));
       expect({ package: entry.name, notAllowed }).toEqual({ package: entry.name, notAllowed: [] });
     }
@@ -133,13 +148,18 @@ describe('the layers table and its lint rules', () => {
   it("fires on every import a package's layer forbids (import, export, require, import()) and on nothing else", () => {
     const cases: Array<{ name: string; filePath: string; original: string; lines: Line[] }> = [];
     for (const entry of packages) {
-      const files: Array<[string, string[]]> = [[sampleFile(entry), []], ...Object.entries(entry.except ?? {}).map(([file, extra]): [string, string[]] => [`${entry.dir}/${file}`, extra])];
+      const files: Array<[string, string[]]> = [
+        [sampleFile(entry), []],
+        ...Object.entries(entry.except ?? {}).map(([file, extra]): [string, string[]] => [`${entry.dir}/${file}`, extra]),
+      ];
       for (const [filePath, extra] of files) {
         const original = readFileSync(join(repoRoot, filePath), 'utf8').replace(/\n*$/, '\n');
         cases.push({ name: entry.name, filePath, original, lines: linesFor(entry, extra) });
       }
     }
-    const results = lintAll(cases.map((c) => ({ filePath: join(repoRoot, c.filePath), code: `${c.original}${c.lines.map((l) => l.code).join('\n')}\n` })));
+    const results = lintAll(
+      cases.map((c) => ({ filePath: join(repoRoot, c.filePath), code: `${c.original}${c.lines.map((l) => l.code).join('\n')}\n` })),
+    );
     cases.forEach((c, i) => {
       const messages = results[i]!;
       const first = c.original.split('\n').length;
@@ -147,7 +167,11 @@ describe('the layers table and its lint rules', () => {
       expect({ file: c.filePath, messages: messages.filter((m) => m.line < first) }).toEqual({ file: c.filePath, messages: [] });
       c.lines.forEach((line, j) => {
         const fired = messages.filter((m) => m.line === first + j).map((m) => m.ruleId);
-        expect({ file: c.filePath, code: line.code, fires: fired.length > 0 }).toEqual({ file: c.filePath, code: line.code, fires: line.forbidden });
+        expect({ file: c.filePath, code: line.code, fires: fired.length > 0 }).toEqual({
+          file: c.filePath,
+          code: line.code,
+          fires: line.forbidden,
+        });
       });
     });
     // The worker's deprecated re-export may import @jobq/task; its other files may not.

@@ -22,7 +22,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function runWorkflow(name: string, yaml: string, extraArgs: string[] = []): Promise<{ code: number | null; report: RunReport; stderr: string }> {
+async function runWorkflow(
+  name: string,
+  yaml: string,
+  extraArgs: string[] = [],
+): Promise<{ code: number | null; report: RunReport; stderr: string }> {
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, yaml);
   const result = await runCli(['workflow', 'run', file, '--json', ...extraArgs]);
@@ -30,7 +34,9 @@ async function runWorkflow(name: string, yaml: string, extraArgs: string[] = [])
   try {
     report = JSON.parse(result.stdout) as RunReport;
   } catch {
-    throw new Error(`workflow run did not print a JSON document (exit ${String(result.code)})\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+    throw new Error(
+      `workflow run did not print a JSON document (exit ${String(result.code)})\nstdout: ${result.stdout}\nstderr: ${result.stderr}`,
+    );
   }
   return { code: result.code, report, stderr: result.stderr };
 }
@@ -39,7 +45,15 @@ describe('workflow run: tasks that cannot run, wait in a queue, or write a broke
   it('a task whose cwd does not exist fails with a clear error instead of hanging the run', async () => {
     const { code, report } = await runWorkflow(
       'missing-cwd',
-      ['name: missing-cwd', 'tasks:', '  - name: a', '    kwargs: { cmd: "true", cwd: /nonexistent/jobq-dir }', '  - name: b', '    depends_on: [a]', '    kwargs: { cmd: "true" }'].join('\n'),
+      [
+        'name: missing-cwd',
+        'tasks:',
+        '  - name: a',
+        '    kwargs: { cmd: "true", cwd: /nonexistent/jobq-dir }',
+        '  - name: b',
+        '    depends_on: [a]',
+        '    kwargs: { cmd: "true" }',
+      ].join('\n'),
     );
     expect(code).toBe(1);
     expect(report.status).toBe('failed');
@@ -52,7 +66,12 @@ describe('workflow run: tasks that cannot run, wait in a queue, or write a broke
 
   it('timeout_s counts the time a task runs, not the time it waits in the queue: 4 × sleep 2 with timeout_s 3 on one worker slot all succeed', async () => {
     const tasks = ['a', 'b', 'c', 'd'].flatMap((n) => [`  - name: ${n}`, '    timeout_s: 3', '    kwargs: { cmd: "sleep 2" }']);
-    const { code, report, stderr } = await runWorkflow('queued-timeouts', ['name: queued-timeouts', 'tasks:', ...tasks].join('\n'), ['--workers', '1', '--timeout-sweep-interval-s', '0.2']);
+    const { code, report, stderr } = await runWorkflow('queued-timeouts', ['name: queued-timeouts', 'tasks:', ...tasks].join('\n'), [
+      '--workers',
+      '1',
+      '--timeout-sweep-interval-s',
+      '0.2',
+    ]);
     expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
     expect(report.tasks.map((t) => [t.name, t.status, t.attempt_no])).toEqual([
       ['a', 'completed', 1],
@@ -63,7 +82,10 @@ describe('workflow run: tasks that cannot run, wait in a queue, or write a broke
   }, 120_000);
 
   it('an output file that is not JSON fails the task with one line saying what was found and what to do', async () => {
-    const { code, report } = await runWorkflow('not-json', ['name: not-json', 'tasks:', '  - name: a', '    kwargs: { cmd: "echo done > $JOBQ_OUTPUT_FILE" }'].join('\n'));
+    const { code, report } = await runWorkflow(
+      'not-json',
+      ['name: not-json', 'tasks:', '  - name: a', '    kwargs: { cmd: "echo done > $JOBQ_OUTPUT_FILE" }'].join('\n'),
+    );
     expect(code).toBe(1);
     const error = report.tasks[0]?.error ?? '';
     expect(error).not.toMatch(/\n/);

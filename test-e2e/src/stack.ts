@@ -122,7 +122,12 @@ export function sleep(ms: number): Promise<void> {
  * Polls `probe` until it returns a value other than undefined; rejects after `timeoutInMs` (a
  * safety net, never a measurement) with the last value `describe` gives.
  */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutInMs = 90_000, describe?: () => string): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutInMs = 90_000,
+  describe?: () => string,
+): Promise<T> {
   const deadline = Date.now() + timeoutInMs;
   let lastError: unknown = null;
   for (;;) {
@@ -167,13 +172,20 @@ export function waitForRuntime(
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** Waits until the workflow is completed, failed or cancelled. */
-export function waitForEnd(store: AzureWorkflowStore, workflowId: string, timeoutInMs = 120_000, describe?: () => string): Promise<WorkflowRuntime> {
+export function waitForEnd(
+  store: AzureWorkflowStore,
+  workflowId: string,
+  timeoutInMs = 120_000,
+  describe?: () => string,
+): Promise<WorkflowRuntime> {
   return waitForRuntime(store, workflowId, 'a terminal status', (r) => TERMINAL.has(r.status), timeoutInMs, describe);
 }
 
 /** `status; task=status@attempt …` for failure messages. */
 export function summary(runtime: WorkflowRuntime): string {
-  const tasks = Object.entries(runtime.tasks).map(([name, t]) => `${name}=${t.status}@${t.attemptNo}${t.error !== null ? `(${t.error})` : ''}`);
+  const tasks = Object.entries(runtime.tasks).map(
+    ([name, t]) => `${name}=${t.status}@${t.attemptNo}${t.error !== null ? `(${t.error})` : ''}`,
+  );
   return `${runtime.status}; ${tasks.join(' ')}`;
 }
 
@@ -194,7 +206,8 @@ export async function tempDir(tag: string): Promise<{ path: string; remove: () =
 /** `jobq …ARGS --json`, parsed; throws with the output when the exit code is not 0. */
 export async function cliJson<T>(args: readonly string[], options: StartOptions): Promise<T> {
   const result = await runCli([...args, '--json'], options);
-  if (result.code !== 0) throw new Error(`jobq ${args.join(' ')} exited ${String(result.code)}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`jobq ${args.join(' ')} exited ${String(result.code)}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
   return JSON.parse(result.stdout) as T;
 }
 

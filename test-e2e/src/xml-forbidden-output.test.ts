@@ -43,7 +43,11 @@ describe('`jobq workflow run --json` with an output holding U+FFFF', () => {
       ].join('\n'),
     );
     const result = await runCli(['workflow', 'run', file, '--json'], { killAfterInMs: 120_000 });
-    expect({ code: result.code, signal: result.signal, stderr: result.code === 0 ? '' : result.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+    expect({ code: result.code, signal: result.signal, stderr: result.code === 0 ? '' : result.stderr }).toEqual({
+      code: 0,
+      signal: null,
+      stderr: '',
+    });
     const report = JSON.parse(result.stdout) as RunReport;
     expect(report.status).toBe('completed');
     expect(report.tasks.map((t) => [t.name, t.status, t.output])).toEqual([

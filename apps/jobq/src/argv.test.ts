@@ -3,7 +3,14 @@ import { rewriteArgv } from './argv';
 
 describe('rewriteArgv (the ACCOUNT/PREFIX and ACCOUNT/QUEUE shorthand)', () => {
   it('turns `workflow ACCOUNT/PREFIX CMD` into `workflow CMD --prefix ACCOUNT/PREFIX`', () => {
-    expect(rewriteArgv(['workflow', 'acct/Proj', 'status', 'abc', '--json'])).toEqual(['workflow', 'status', '--prefix', 'acct/Proj', 'abc', '--json']);
+    expect(rewriteArgv(['workflow', 'acct/Proj', 'status', 'abc', '--json'])).toEqual([
+      'workflow',
+      'status',
+      '--prefix',
+      'acct/Proj',
+      'abc',
+      '--json',
+    ]);
   });
   it('turns `ACCOUNT/QUEUE CMD` into `CMD --queue ACCOUNT/QUEUE`', () => {
     expect(rewriteArgv(['acct/gpu', 'push', '-c', 'echo hi'])).toEqual(['push', '--queue', 'acct/gpu', '-c', 'echo hi']);

@@ -36,7 +36,7 @@ describe('parse errors', () => {
 });
 
 describe('help', () => {
-  it('lists the topics and commands, including the plugins\' commands', async () => {
+  it("lists the topics and commands, including the plugins' commands", async () => {
     const root = await runCli(['--help']);
     expect(root.code).toBe(0);
     expect(root.stdout).toMatch(/TOPICS\n\s+config\s/);

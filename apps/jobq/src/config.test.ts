@@ -14,7 +14,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'jobq-config-'));
   empty = await mkdtemp(join(tmpdir(), 'jobq-config-empty-'));
   file = join(dir, 'jobq.yaml');
-  await writeFile(file, 'connection:\n  prefix: fileacct/FromFile\n  queues: filequeues\ncoordinator:\n  batch_size: 8\n  idle_sleep_s: 2\n');
+  await writeFile(
+    file,
+    'connection:\n  prefix: fileacct/FromFile\n  queues: filequeues\ncoordinator:\n  batch_size: 8\n  idle_sleep_s: 2\n',
+  );
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -34,7 +37,11 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
 
     const fromFile = resolveConfig({ configPath: file }, {}, dir);
     expect(fromFile.file).toBe(file);
-    expect(fromFile.prefix).toMatchObject({ value: { account: 'fileacct', prefix: 'FromFile' }, source: 'file', from: 'connection.prefix' });
+    expect(fromFile.prefix).toMatchObject({
+      value: { account: 'fileacct', prefix: 'FromFile' },
+      source: 'file',
+      from: 'connection.prefix',
+    });
     expect(fromFile.queues).toMatchObject({ value: 'filequeues', source: 'file' });
     expect(fromFile.coordinator.batchSize).toMatchObject({ value: 8, source: 'file', from: 'coordinator.batch_size' });
     expect(fromFile.coordinator.idleSleepS).toMatchObject({ value: 2, source: 'file' });
@@ -52,7 +59,11 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
   });
 
   it('counts an empty environment variable as unset', () => {
-    const config = resolveConfig({ configPath: file }, { JOBQ_WORKFLOW_PREFIX: '', JOBQ_COMPLETION_BATCH_SIZE: '  ', JOBQ_WORKFLOW_CONFIG: '' }, dir);
+    const config = resolveConfig(
+      { configPath: file },
+      { JOBQ_WORKFLOW_PREFIX: '', JOBQ_COMPLETION_BATCH_SIZE: '  ', JOBQ_WORKFLOW_CONFIG: '' },
+      dir,
+    );
     expect(config.prefix.source).toBe('file');
     expect(config.coordinator.batchSize.source).toBe('file');
     expect(resolveConfig({}, { JOBQ_WORKFLOW_PREFIX: '' }, empty).prefix.value).toBeNull();
@@ -97,7 +108,9 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
     await writeFile(retentionFile, 'coordinator:\n  retention: 600\n');
     expect(resolveConfig({ configPath: retentionFile }, {}, dir).coordinator.retentionS.value).toBe(600);
     expect(configFromFlags({ retention: 7 * 86_400 }, {}, empty).coordinator.retentionS).toMatchObject({ value: 604_800, source: 'flag' });
-    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_RETENTION: 'a month' }, empty)).toThrow(/JOBQ_COORDINATOR_RETENTION must be a duration/);
+    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_RETENTION: 'a month' }, empty)).toThrow(
+      /JOBQ_COORDINATOR_RETENTION must be a duration/,
+    );
     await writeFile(retentionFile, 'coordinator:\n  retention: forever\n');
     expect(() => resolveConfig({ configPath: retentionFile }, {}, dir)).toThrow(/coordinator.retention must be a duration/);
   });

@@ -21,18 +21,150 @@ export interface Resolved<T> {
 
 /** The coordinator settings (docs/azure.md#configuration): flag name, environment variable, file key, default. */
 export const COORDINATOR_SETTINGS = [
-  { key: 'batchSize', description: 'Completion messages taken per receive', flag: 'batch-size', env: 'JOBQ_COMPLETION_BATCH_SIZE', file: 'batch_size', default: 32, integer: true, min: 1, max: 32 },
-  { key: 'visibilityTimeoutS', description: 'How long a received completion stays hidden before redelivery', flag: 'visibility-timeout', legacyFlag: 'visibility-timeout-s', env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S', file: 'visibility_timeout_s', default: 60, integer: false, min: 1, max: 7 * 24 * 3600 },
-  { key: 'pipelineDepth', description: 'Completion batches received and folded at once: the next is received, folded and its tasks sent while earlier ones are saved; up to 8× as many may wait for their save (1 = one at a time)', flag: 'pipeline-depth', env: 'JOBQ_COORDINATOR_PIPELINE_DEPTH', file: 'pipeline_depth', default: 8, integer: true, min: 1, max: 16 },
-  { key: 'idleSleepS', description: 'Sleep after a receive error', flag: 'idle-sleep', time: true, env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S', file: 'idle_sleep_s', default: 0.5, integer: false, min: 0, max: 3600 },
-  { key: 'cancelPollIntervalS', description: 'Time between scans for cancel/retry requests whose wake-up was lost and never-activated workflows', flag: 'cancel-poll-interval', legacyFlag: 'cancel-poll-interval-s', env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S', file: 'cancel_poll_interval_s', default: 1.0, integer: false, min: 0.05, max: 3600 },
-  { key: 'flushRetryLimit', description: 'Re-reads after a 412 on the flush before the messages are left for redelivery', flag: 'flush-retry-limit', env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT', file: 'flush_retry_limit', default: 2, integer: true, min: 0, max: 100 },
-  { key: 'readySweepIntervalS', description: 'Time between ready-repair sweeps', flag: 'ready-sweep-interval', legacyFlag: 'ready-sweep-interval-s', env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S', file: 'ready_sweep_interval_s', default: 60, integer: false, min: 0.1, max: 86_400 },
-  { key: 'readyRepairThresholdS', description: 'How long a runtime must be unchanged before ready-repair re-dispatches its ready tasks', flag: 'ready-repair-threshold', legacyFlag: 'ready-repair-threshold-s', env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S', file: 'ready_repair_threshold_s', default: 300, integer: false, min: 0, max: 86_400 * 7 },
-  { key: 'timeoutSweepIntervalS', description: 'Time between lost-task sweeps', flag: 'timeout-sweep-interval', legacyFlag: 'timeout-sweep-interval-s', env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S', file: 'timeout_sweep_interval_s', default: 30, integer: false, min: 0.1, max: 86_400 },
-  { key: 'taskMessageTtlS', description: 'How long a task message lives in its queue (0 = never expires); a running task with timeout_s counts as lost this long + timeout_s + 15 min after its dispatch', flag: 'task-message-ttl', legacyFlag: 'task-message-ttl-s', env: 'JOBQ_TASK_MESSAGE_TTL_S', file: 'task_message_ttl_s', default: 7 * 86_400, integer: false, min: 0, max: 365 * 86_400 },
-  { key: 'maxDeliveries', description: 'Deliveries of a completion or wake-up that cannot be applied before it goes to the dead-letter queue (storage outages do not count)', flag: 'max-deliveries', env: 'JOBQ_MAX_DELIVERIES', file: 'max_deliveries', default: 20, integer: true, min: 1, max: 1_000 },
-  { key: 'retentionS', description: 'Purge finished workflows (outputs included) this long after they finished: a duration such as 30d or 12h, or seconds; 0 keeps them', flag: 'retention', env: 'JOBQ_COORDINATOR_RETENTION', file: 'retention', default: 0, integer: false, min: 0, max: 100 * 365 * 86_400, duration: true },
+  {
+    key: 'batchSize',
+    description: 'Completion messages taken per receive',
+    flag: 'batch-size',
+    env: 'JOBQ_COMPLETION_BATCH_SIZE',
+    file: 'batch_size',
+    default: 32,
+    integer: true,
+    min: 1,
+    max: 32,
+  },
+  {
+    key: 'visibilityTimeoutS',
+    description: 'How long a received completion stays hidden before redelivery',
+    flag: 'visibility-timeout',
+    legacyFlag: 'visibility-timeout-s',
+    env: 'JOBQ_COMPLETION_VISIBILITY_TIMEOUT_S',
+    file: 'visibility_timeout_s',
+    default: 60,
+    integer: false,
+    min: 1,
+    max: 7 * 24 * 3600,
+  },
+  {
+    key: 'pipelineDepth',
+    description:
+      'Completion batches received and folded at once: the next is received, folded and its tasks sent while earlier ones are saved; up to 8× as many may wait for their save (1 = one at a time)',
+    flag: 'pipeline-depth',
+    env: 'JOBQ_COORDINATOR_PIPELINE_DEPTH',
+    file: 'pipeline_depth',
+    default: 8,
+    integer: true,
+    min: 1,
+    max: 16,
+  },
+  {
+    key: 'idleSleepS',
+    description: 'Sleep after a receive error',
+    flag: 'idle-sleep',
+    time: true,
+    env: 'JOBQ_COORDINATOR_IDLE_SLEEP_S',
+    file: 'idle_sleep_s',
+    default: 0.5,
+    integer: false,
+    min: 0,
+    max: 3600,
+  },
+  {
+    key: 'cancelPollIntervalS',
+    description: 'Time between scans for cancel/retry requests whose wake-up was lost and never-activated workflows',
+    flag: 'cancel-poll-interval',
+    legacyFlag: 'cancel-poll-interval-s',
+    env: 'JOBQ_COORDINATOR_CANCEL_POLL_INTERVAL_S',
+    file: 'cancel_poll_interval_s',
+    default: 1.0,
+    integer: false,
+    min: 0.05,
+    max: 3600,
+  },
+  {
+    key: 'flushRetryLimit',
+    description: 'Re-reads after a 412 on the flush before the messages are left for redelivery',
+    flag: 'flush-retry-limit',
+    env: 'JOBQ_COORDINATOR_FLUSH_RETRY_LIMIT',
+    file: 'flush_retry_limit',
+    default: 2,
+    integer: true,
+    min: 0,
+    max: 100,
+  },
+  {
+    key: 'readySweepIntervalS',
+    description: 'Time between ready-repair sweeps',
+    flag: 'ready-sweep-interval',
+    legacyFlag: 'ready-sweep-interval-s',
+    env: 'JOBQ_COORDINATOR_READY_SWEEP_INTERVAL_S',
+    file: 'ready_sweep_interval_s',
+    default: 60,
+    integer: false,
+    min: 0.1,
+    max: 86_400,
+  },
+  {
+    key: 'readyRepairThresholdS',
+    description: 'How long a runtime must be unchanged before ready-repair re-dispatches its ready tasks',
+    flag: 'ready-repair-threshold',
+    legacyFlag: 'ready-repair-threshold-s',
+    env: 'JOBQ_COORDINATOR_READY_REPAIR_THRESHOLD_S',
+    file: 'ready_repair_threshold_s',
+    default: 300,
+    integer: false,
+    min: 0,
+    max: 86_400 * 7,
+  },
+  {
+    key: 'timeoutSweepIntervalS',
+    description: 'Time between lost-task sweeps',
+    flag: 'timeout-sweep-interval',
+    legacyFlag: 'timeout-sweep-interval-s',
+    env: 'JOBQ_COORDINATOR_TIMEOUT_SWEEP_INTERVAL_S',
+    file: 'timeout_sweep_interval_s',
+    default: 30,
+    integer: false,
+    min: 0.1,
+    max: 86_400,
+  },
+  {
+    key: 'taskMessageTtlS',
+    description:
+      'How long a task message lives in its queue (0 = never expires); a running task with timeout_s counts as lost this long + timeout_s + 15 min after its dispatch',
+    flag: 'task-message-ttl',
+    legacyFlag: 'task-message-ttl-s',
+    env: 'JOBQ_TASK_MESSAGE_TTL_S',
+    file: 'task_message_ttl_s',
+    default: 7 * 86_400,
+    integer: false,
+    min: 0,
+    max: 365 * 86_400,
+  },
+  {
+    key: 'maxDeliveries',
+    description:
+      'Deliveries of a completion or wake-up that cannot be applied before it goes to the dead-letter queue (storage outages do not count)',
+    flag: 'max-deliveries',
+    env: 'JOBQ_MAX_DELIVERIES',
+    file: 'max_deliveries',
+    default: 20,
+    integer: true,
+    min: 1,
+    max: 1_000,
+  },
+  {
+    key: 'retentionS',
+    description:
+      'Purge finished workflows (outputs included) this long after they finished: a duration such as 30d or 12h, or seconds; 0 keeps them',
+    flag: 'retention',
+    env: 'JOBQ_COORDINATOR_RETENTION',
+    file: 'retention',
+    default: 0,
+    integer: false,
+    min: 0,
+    max: 100 * 365 * 86_400,
+    duration: true,
+  },
 ] as const;
 
 /**
@@ -124,7 +256,8 @@ export function readConfigFile(path: string): FileValues {
   }
   const out: FileValues = { connection: {}, coordinator: {} };
   if (doc === null || doc === undefined) return out;
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new UsageError(`config file ${path}: the top level must be a mapping with "connection" and/or "coordinator"`);
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new UsageError(`config file ${path}: the top level must be a mapping with "connection" and/or "coordinator"`);
   for (const [section, body] of Object.entries(doc as Record<string, unknown>)) {
     if (section !== 'connection' && section !== 'coordinator') {
       throw new UsageError(`config file ${path}: unknown section "${section}" (expected "connection" or "coordinator")`);
@@ -147,7 +280,9 @@ export function findConfigFile(configPath: string | undefined, environment: Node
   if (explicit !== null && explicit !== undefined) {
     const path = resolve(cwd, explicit);
     if (!existsSync(path)) {
-      throw new UsageError(`config file ${explicit} does not exist (from ${configPath !== undefined ? '--config' : 'JOBQ_WORKFLOW_CONFIG'})`);
+      throw new UsageError(
+        `config file ${explicit} does not exist (from ${configPath !== undefined ? '--config' : 'JOBQ_WORKFLOW_CONFIG'})`,
+      );
     }
     return path;
   }
@@ -162,10 +297,7 @@ function fileString(file: FileValues, key: string, path: string): string | null 
   return value.trim() === '' ? null : value.trim();
 }
 
-function pick<T>(
-  candidates: Array<{ value: T | null | undefined; source: ValueSource; from: string }>,
-  fallback: T,
-): Resolved<T> {
+function pick<T>(candidates: Array<{ value: T | null | undefined; source: ValueSource; from: string }>, fallback: T): Resolved<T> {
   for (const c of candidates) {
     if (c.value !== null && c.value !== undefined) return { value: c.value, source: c.source, from: c.from };
   }
@@ -178,7 +310,8 @@ function parseNumber(text: string, setting: (typeof COORDINATOR_SETTINGS)[number
 
 function checkNumber(value: number, setting: (typeof COORDINATOR_SETTINGS)[number], where: string): number {
   if (setting.integer && !Number.isInteger(value)) throw new UsageError(`${where}: ${value} must be a whole number`);
-  if (value < setting.min || value > setting.max) throw new UsageError(`${where}: ${value} must be between ${setting.min} and ${setting.max}`);
+  if (value < setting.min || value > setting.max)
+    throw new UsageError(`${where}: ${value} must be between ${setting.min} and ${setting.max}`);
   return value;
 }
 
@@ -189,7 +322,8 @@ function checkNumber(value: number, setting: (typeof COORDINATOR_SETTINGS)[numbe
  */
 export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): CliConfig {
   for (const legacy of ['JOBQ_WORKFLOW_STATE', 'JOBQ_WORKFLOW']) {
-    if (env(environment, legacy) !== null) throw new UsageError(`${legacy} is no longer read: set JOBQ_WORKFLOW_PREFIX=ACCOUNT/PREFIX instead`);
+    if (env(environment, legacy) !== null)
+      throw new UsageError(`${legacy} is no longer read: set JOBQ_WORKFLOW_PREFIX=ACCOUNT/PREFIX instead`);
   }
   const path = findConfigFile(inputs.configPath, environment, cwd);
   const file = path === null ? { connection: {}, coordinator: {} } : readConfigFile(path);
@@ -236,7 +370,11 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
       [
         { value: env(environment, 'JOBQ_STORAGE_CONNECTION_STRING'), source: 'env', from: 'JOBQ_STORAGE_CONNECTION_STRING' },
         { value: env(environment, 'AZURE_STORAGE_CONNECTION_STRING'), source: 'env', from: 'AZURE_STORAGE_CONNECTION_STRING' },
-        { value: path === null ? null : fileString(file, 'connection_string', filePath), source: 'file', from: 'connection.connection_string' },
+        {
+          value: path === null ? null : fileString(file, 'connection_string', filePath),
+          source: 'file',
+          from: 'connection.connection_string',
+        },
       ],
       null,
     ),
@@ -246,7 +384,11 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
     ...pick<string | null>(
       [
         { value: env(environment, 'JOBQ_SERVICEBUS_CONNECTION_STRING'), source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' },
-        { value: path === null ? null : fileString(file, 'servicebus_connection_string', filePath), source: 'file', from: 'connection.servicebus_connection_string' },
+        {
+          value: path === null ? null : fileString(file, 'servicebus_connection_string', filePath),
+          source: 'file',
+          from: 'connection.servicebus_connection_string',
+        },
       ],
       null,
     ),
@@ -255,12 +397,18 @@ export function resolveConfig(inputs: ConfigInputs, environment: NodeJS.ProcessE
   const serviceBusAdminEndpoint = pick<string | null>(
     [
       { value: env(environment, 'JOBQ_SERVICEBUS_ADMIN_ENDPOINT'), source: 'env', from: 'JOBQ_SERVICEBUS_ADMIN_ENDPOINT' },
-      { value: path === null ? null : fileString(file, 'servicebus_admin_endpoint', filePath), source: 'file', from: 'connection.servicebus_admin_endpoint' },
+      {
+        value: path === null ? null : fileString(file, 'servicebus_admin_endpoint', filePath),
+        source: 'file',
+        from: 'connection.servicebus_admin_endpoint',
+      },
     ],
     null,
   );
   if (serviceBusAdminEndpoint.value !== null && !/^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?\/?$/.test(serviceBusAdminEndpoint.value)) {
-    throw new UsageError(`${serviceBusAdminEndpoint.from}: "${serviceBusAdminEndpoint.value}" must be http://HOST:PORT (the admin endpoint of a local Service Bus broker)`);
+    throw new UsageError(
+      `${serviceBusAdminEndpoint.from}: "${serviceBusAdminEndpoint.value}" must be http://HOST:PORT (the admin endpoint of a local Service Bus broker)`,
+    );
   }
 
   const coordinator = {} as Record<CoordinatorSettingKey, Resolved<number>>;

@@ -43,7 +43,12 @@ export function withServiceBusCredential(
  * The workload identity settings of `DefaultAzureCredential` (set by the AKS workload identity
  * webhook in a pod whose service account is federated): which are set, by name; never a value.
  */
-export const WORKLOAD_IDENTITY_VARIABLES = ['AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_FEDERATED_TOKEN_FILE', 'AZURE_AUTHORITY_HOST'] as const;
+export const WORKLOAD_IDENTITY_VARIABLES = [
+  'AZURE_CLIENT_ID',
+  'AZURE_TENANT_ID',
+  'AZURE_FEDERATED_TOKEN_FILE',
+  'AZURE_AUTHORITY_HOST',
+] as const;
 
 export interface WorkloadIdentityStatus {
   /** All of AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE are set (AZURE_AUTHORITY_HOST is optional). */
@@ -62,6 +67,7 @@ export function workloadIdentityStatus(env: NodeJS.ProcessEnv = process.env): Wo
 /** One line for doctor, e.g. `workload identity: set (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE)`. */
 export function workloadIdentityLine(status: WorkloadIdentityStatus): string {
   if (status.configured) return `workload identity: set (${status.set.join(', ')})`;
-  if (status.set.length === 0) return 'workload identity: not set (no AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE); DefaultAzureCredential tries its other sources';
+  if (status.set.length === 0)
+    return 'workload identity: not set (no AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE); DefaultAzureCredential tries its other sources';
   return `workload identity: incomplete (set: ${status.set.join(', ')}; missing: ${status.missing.join(', ')})`;
 }

@@ -41,7 +41,10 @@ export function dashboardHost(host: string): string {
 }
 
 /** Starts the dashboard over a deployment's adapters. A taken port is a failure (exit 1) naming it. */
-export async function startDeploymentDashboard(deployment: Deployment, options: { host?: string; port: number; pollIntervalMs?: number }): Promise<Dashboard> {
+export async function startDeploymentDashboard(
+  deployment: Deployment,
+  options: { host?: string; port: number; pollIntervalMs?: number },
+): Promise<Dashboard> {
   try {
     return await startDashboard({
       store: deployment.store,
@@ -73,7 +76,11 @@ export function workflowPageUrl(dashboard: Dashboard, workflowId: string): strin
 /** Opens `url` in the desktop's browser (best effort); calls `onError` with one line when it cannot. */
 export function openBrowser(url: string, onError: (line: string) => void): void {
   const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]];
+    process.platform === 'darwin'
+      ? ['open', [url]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', url]]
+        : ['xdg-open', [url]];
   try {
     const child = spawn(command, args, { stdio: 'ignore', detached: true });
     child.on('error', () => onError(`could not open a browser (${command} failed): open ${url} yourself`));

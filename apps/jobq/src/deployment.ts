@@ -1,13 +1,27 @@
 import { JobqError, noopInstruments, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
-import { openOutputStore, openWorkerRegistry, openWorkflowStore, storeNames, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import {
+  openOutputStore,
+  openWorkerRegistry,
+  openWorkflowStore,
+  storeNames,
+  type AzureOutputStore,
+  type AzureWorkflowStore,
+} from '@jobq/store-azure';
 import type { WorkflowPrefix } from '@jobq/ports';
 import { closeWhenDone } from './closing';
 import { storageRequestPolicies } from './metrics';
 import { requirePrefix, type CliConfig } from './config';
 import { withStorageCredential } from './credential';
 import { UsageError } from './errors';
-import { checkServiceBusLockDuration, openQueueAt, queueLocation, storageConnection, type AccountConnection, type QueueLocation } from './queues';
+import {
+  checkServiceBusLockDuration,
+  openQueueAt,
+  queueLocation,
+  storageConnection,
+  type AccountConnection,
+  type QueueLocation,
+} from './queues';
 import { queuesNamespace } from './servicebus-access';
 
 export type { AccountConnection } from './queues';
@@ -91,7 +105,11 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   // Located before anything is opened: a bad setting is a usage error, whatever the command.
   const completionsSpec = completionSpec(storeNames(prefix.prefix).completionQueue);
   const completionsLocation = locate(completionsSpec);
-  if (completionsLocation.backend === 'servicebus') checkServiceBusLockDuration(completionLockDurationInMs, config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout)');
+  if (completionsLocation.backend === 'servicebus')
+    checkServiceBusLockDuration(
+      completionLockDurationInMs,
+      config.coordinator.visibilityTimeoutS.from ?? 'the completion visibility timeout (--visibility-timeout)',
+    );
 
   const policies = storageRequestPolicies(options.instruments ?? noopInstruments);
   const counted = policies.blob.length > 0 ? { blobPolicies: policies.blob, tablePolicies: policies.table } : {};
@@ -102,9 +120,20 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     outputTarget = { outputs: { container, connection: account(blobAccount) } };
   }
   const blobCounted = policies.blob.length > 0 ? { blobPolicies: policies.blob } : {};
-  const outputs = await openOutputStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...outputTarget, ...blobCounted });
+  const outputs = await openOutputStore({
+    connection: account(prefix.account),
+    prefix: prefix.prefix,
+    createIfMissing,
+    ...outputTarget,
+    ...blobCounted,
+  });
   const instruments = options.instruments ?? noopInstruments;
-  const completions = await openQueueAt(completionsLocation, { lockDurationInMs: completionLockDurationInMs, createIfMissing, policies: policies.queue, instruments });
+  const completions = await openQueueAt(completionsLocation, {
+    lockDurationInMs: completionLockDurationInMs,
+    createIfMissing,
+    policies: policies.queue,
+    instruments,
+  });
   const opened: TaskQueue[] = [completions];
   const pool = new Map<string, Promise<TaskQueue>>();
   const queue = (spec: string): Promise<TaskQueue> => {
@@ -116,7 +145,12 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     let pending = pool.get(location.key);
     if (!pending) {
-      pending = openQueueAt(location, { lockDurationInMs: options.lockDurationInMs ?? 30_000, createIfMissing, policies: policies.queue, instruments });
+      pending = openQueueAt(location, {
+        lockDurationInMs: options.lockDurationInMs ?? 30_000,
+        createIfMissing,
+        policies: policies.queue,
+        instruments,
+      });
       pending.then(
         (q) => opened.push(q),
         () => pool.delete(location.key),
@@ -129,7 +163,12 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   let registry: Promise<WorkerRegistry> | null = null;
   const openRegistry = (): Promise<WorkerRegistry> => {
     if (registry === null) {
-      const opening: Promise<WorkerRegistry> = openWorkerRegistry({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...(policies.table.length > 0 ? { tablePolicies: policies.table } : {}) });
+      const opening: Promise<WorkerRegistry> = openWorkerRegistry({
+        connection: account(prefix.account),
+        prefix: prefix.prefix,
+        createIfMissing,
+        ...(policies.table.length > 0 ? { tablePolicies: policies.table } : {}),
+      });
       opening.catch(() => {
         registry = null;
       });

@@ -14,7 +14,9 @@ function loadFixture() {
 }
 
 /** The golden text: what `workflow validate` prints for the fixture when stderr is not a terminal (validate.test.ts checks the CLI prints it). */
-const MISTAKES_PLAIN = readFileSync(join(__dirname, 'testdata', 'mistakes.stderr.txt'), 'utf8').split('\n').filter((line) => line.startsWith('mistakes.yaml:'));
+const MISTAKES_PLAIN = readFileSync(join(__dirname, 'testdata', 'mistakes.stderr.txt'), 'utf8')
+  .split('\n')
+  .filter((line) => line.startsWith('mistakes.yaml:'));
 
 describe('diagnostics of a workflow file', () => {
   it('not in a terminal: one file:line:col: severity: code: message (hint) line each, sorted by line', () => {
@@ -62,13 +64,26 @@ describe('diagnostics of a workflow file', () => {
   });
 });
 
-const d = (extra: Partial<Diagnostic>): Diagnostic => ({ severity: 'error', code: 'x', message: 'm', path: '', line: null, column: null, hint: null, ...extra });
+const d = (extra: Partial<Diagnostic>): Diagnostic => ({
+  severity: 'error',
+  code: 'x',
+  message: 'm',
+  path: '',
+  line: null,
+  column: null,
+  hint: null,
+  ...extra,
+});
 
 describe('rendering', () => {
   it('keeps a problem without a place readable, naming its path', () => {
     expect(diagnosticHeader('w.yaml', d({ code: 'unreadable', message: 'no such file' }))).toBe('w.yaml: error: unreadable: no such file');
-    expect(diagnosticHeader('w.yaml', d({ code: 'bad-fan-in', message: 'too wide', path: 'tasks[2]' }))).toBe('w.yaml: error: bad-fan-in: too wide (at tasks[2])');
-    expect(renderDiagnostics({ path: 'w.yaml', diagnostics: [d({})], source: 'name: w\n' }, { tty: true })).toEqual(['w.yaml: error: x: m']);
+    expect(diagnosticHeader('w.yaml', d({ code: 'bad-fan-in', message: 'too wide', path: 'tasks[2]' }))).toBe(
+      'w.yaml: error: bad-fan-in: too wide (at tasks[2])',
+    );
+    expect(renderDiagnostics({ path: 'w.yaml', diagnostics: [d({})], source: 'name: w\n' }, { tty: true })).toEqual([
+      'w.yaml: error: x: m',
+    ]);
   });
 
   it('sorts by line then column, placeless first, an error before a warning at the same place', () => {

@@ -45,7 +45,8 @@ function yamlBlocks(markdown: string, name: string): Example[] {
     if (lang !== 'yaml' && lang !== 'yml') continue;
     const info = rest.trim();
     const kind: Kind | undefined = info === '' ? 'workflow' : info === 'run' ? 'run' : info === 'jobq.yaml' ? 'config' : undefined;
-    if (kind === undefined) throw new Error(`${name}:${start + 1}: unknown yaml block kind "${info}" (expected none, "run" or "jobq.yaml")`);
+    if (kind === undefined)
+      throw new Error(`${name}:${start + 1}: unknown yaml block kind "${info}" (expected none, "run" or "jobq.yaml")`);
     blocks.push({ where: `${name}:${start + 1}`, kind, text: `${body.join('\n')}\n` });
   }
   return blocks;
@@ -77,7 +78,21 @@ function fileFor(example: Example): string {
 
 describe('the YAML of docs/', () => {
   it('finds the blocks of a page and tells their kinds apart', () => {
-    const page = ['# t', '```yaml', 'name: a', '```', '```yaml run', 'name: b', '```', '```yaml jobq.yaml', 'connection: {}', '```', '```json', '{}', '```'].join('\n');
+    const page = [
+      '# t',
+      '```yaml',
+      'name: a',
+      '```',
+      '```yaml run',
+      'name: b',
+      '```',
+      '```yaml jobq.yaml',
+      'connection: {}',
+      '```',
+      '```json',
+      '{}',
+      '```',
+    ].join('\n');
     expect(yamlBlocks(page, 'p.md').map((b) => [b.where, b.kind, b.text])).toEqual([
       ['p.md:2', 'workflow', 'name: a\n'],
       ['p.md:5', 'run', 'name: b\n'],
@@ -114,7 +129,9 @@ describe('the YAML of docs/', () => {
 
   it('the workflow language reference names every field of the schema', () => {
     const reference = readFileSync(join(DOCS, 'workflow-language.md'), 'utf8');
-    const schema = workflowJsonSchema() as { properties: Record<string, unknown> & { tasks: { items: { properties: Record<string, unknown> } } } };
+    const schema = workflowJsonSchema() as {
+      properties: Record<string, unknown> & { tasks: { items: { properties: Record<string, unknown> } } };
+    };
     const fields = [...Object.keys(schema.properties), ...Object.keys(schema.properties.tasks.items.properties)];
     expect(fields).toEqual(expect.arrayContaining(['name', 'tasks', 'depends_on', 'retry_backoff', 'timeout_s']));
     expect(fields.filter((field) => !reference.includes(`| \`${field}\` |`))).toEqual([]);

@@ -17,7 +17,8 @@ export async function loadLocalStack(): Promise<typeof import('@jobq/local')> {
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
     return await Promise.resolve().then(() => require('@jobq/local') as typeof import('@jobq/local'));
   } catch (error) {
-    if (isMissingLocalStack(error)) throw new Error(`${EMBEDDED_STACK_MISSING} (@jobq/local, an optional dependency of @jobq/cli, is absent)`);
+    if (isMissingLocalStack(error))
+      throw new Error(`${EMBEDDED_STACK_MISSING} (@jobq/local, an optional dependency of @jobq/cli, is absent)`);
     throw error;
   }
 }
@@ -94,7 +95,11 @@ export async function startEmbeddedStorage(base: CliConfig, options: EmbeddedSto
   return {
     storage: stack.storage,
     serviceBus,
-    config: embeddedConfig(base, stack.storageConnectionString, serviceBus === null ? null : { broker: serviceBus, completions: sb?.completions ?? false }),
+    config: embeddedConfig(
+      base,
+      stack.storageConnectionString,
+      serviceBus === null ? null : { broker: serviceBus, completions: sb?.completions ?? false },
+    ),
     stop: () => stack.stop(),
   };
 }
@@ -111,7 +116,9 @@ export function embeddedConfig(
   return {
     ...base,
     prefix: { value: { account: EMBEDDED_ACCOUNT, prefix: EMBEDDED_PREFIX }, source: 'default', from: null },
-    queues: serviceBus?.completions ? { value: 'sb://local', source: 'default', from: null } : { value: null, source: 'default', from: null },
+    queues: serviceBus?.completions
+      ? { value: 'sb://local', source: 'default', from: null }
+      : { value: null, source: 'default', from: null },
     blobs: { value: null, source: 'default', from: null },
     connectionString: { value: connectionString, source: 'default', from: null, secret: true },
     serviceBusConnectionString: { value: serviceBus?.broker.connectionString ?? null, source: 'default', from: null, secret: true },
@@ -140,7 +147,11 @@ const FOREIGN_SETTINGS = [
  */
 export async function localWorkerEnvironment(local: boolean): Promise<{ env: NodeJS.ProcessEnv; cleanup: () => Promise<void> }> {
   const shim = await createCliShim();
-  const env: NodeJS.ProcessEnv = { ...process.env, JOBQ_CLI: CLI_ENTRY, PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    JOBQ_CLI: CLI_ENTRY,
+    PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter),
+  };
   if (local) {
     for (const name of FOREIGN_SETTINGS) delete env[name];
     if ((env.JOBQ_CANCEL_POLL_INTERVAL ?? '').trim() === '') env.JOBQ_CANCEL_POLL_INTERVAL = '1';

@@ -1,18 +1,35 @@
 import { Flags } from '@oclif/core';
 import { formatDuration } from '@jobq/ports';
 import { UsageError } from './errors';
-import { COORDINATOR_SETTINGS, isDurationSetting, isTimeSetting, resolveConfig, type CliConfig, type CoordinatorSettingKey } from './config';
+import {
+  COORDINATOR_SETTINGS,
+  isDurationSetting,
+  isTimeSetting,
+  resolveConfig,
+  type CliConfig,
+  type CoordinatorSettingKey,
+} from './config';
 import { durationMs, legacyDurationFlag } from './duration-flags';
 
 /** The flags every command that reaches storage takes (docs/cli.md#conventions; the positional ACCOUNT/PREFIX becomes --prefix). */
 export const configFlags = {
   prefix: Flags.string({
-    description: 'ACCOUNT/PREFIX of the deployment (also the positional: jobq workflow ACCOUNT/PREFIX <command>) [env: JOBQ_WORKFLOW_PREFIX]',
+    description:
+      'ACCOUNT/PREFIX of the deployment (also the positional: jobq workflow ACCOUNT/PREFIX <command>) [env: JOBQ_WORKFLOW_PREFIX]',
     helpGroup: 'CONFIGURATION',
   }),
-  queues: Flags.string({ description: 'Task and completion queues: a storage ACCOUNT (default: the prefix\'s account) [env: JOBQ_WORKFLOW_QUEUES]', helpGroup: 'CONFIGURATION' }),
-  blobs: Flags.string({ description: 'Outputs target ACCOUNT/CONTAINER (default: {prefix}-outputs on the prefix\'s account) [env: JOBQ_WORKFLOW_BLOBS]', helpGroup: 'CONFIGURATION' }),
-  config: Flags.string({ description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
+  queues: Flags.string({
+    description: "Task and completion queues: a storage ACCOUNT (default: the prefix's account) [env: JOBQ_WORKFLOW_QUEUES]",
+    helpGroup: 'CONFIGURATION',
+  }),
+  blobs: Flags.string({
+    description: "Outputs target ACCOUNT/CONTAINER (default: {prefix}-outputs on the prefix's account) [env: JOBQ_WORKFLOW_BLOBS]",
+    helpGroup: 'CONFIGURATION',
+  }),
+  config: Flags.string({
+    description: 'Config file (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)',
+    helpGroup: 'CONFIGURATION',
+  }),
 };
 
 /** A coordinator setting's default as its flag takes it: a duration (`1m`) for a time setting. */
@@ -43,10 +60,19 @@ export const coordinatorFlags = Object.fromEntries(
   ]),
 ) as Record<(typeof COORDINATOR_SETTINGS)[number]['flag'], ReturnType<ReturnType<typeof Flags.custom<number>>>>;
 
-type ConfigFlagValues = { prefix?: string | undefined; queues?: string | undefined; blobs?: string | undefined; config?: string | undefined };
+type ConfigFlagValues = {
+  prefix?: string | undefined;
+  queues?: string | undefined;
+  blobs?: string | undefined;
+  config?: string | undefined;
+};
 
 /** Resolves the configuration from parsed flags (config flags and, when present, coordinator flags). */
-export function configFromFlags(flags: ConfigFlagValues & Record<string, unknown>, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): CliConfig {
+export function configFromFlags(
+  flags: ConfigFlagValues & Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): CliConfig {
   const coordinator: Partial<Record<CoordinatorSettingKey, number | undefined>> = {};
   for (const s of COORDINATOR_SETTINGS) {
     const value = flags[s.flag];

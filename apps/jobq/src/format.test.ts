@@ -1,6 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
 import { emptyCounts } from '@jobq/dag-core';
-import { fittedTable, fractionBar, layerOf, layerRollup, MIN_WRAPPED_WIDTH, percentDone, progressText, statusBar, table, truncate, wrapText } from './format';
+import {
+  fittedTable,
+  fractionBar,
+  layerOf,
+  layerRollup,
+  MIN_WRAPPED_WIDTH,
+  percentDone,
+  progressText,
+  statusBar,
+  table,
+  truncate,
+  wrapText,
+} from './format';
 
 describe('format helpers', () => {
   it('layerOf strips a trailing -NNN (three or more digits, optional _N) only', () => {
@@ -34,11 +46,21 @@ describe('format helpers', () => {
     expect(fractionBar(1, 4, 8)).toBe('[##......]');
     expect(percentDone({ ...emptyCounts(), completed: 1, pending: 2 })).toBe('33%');
     expect(progressText({ ...emptyCounts(), completed: 2, failed: 1, skipped: 1, pending: 1 })).toBe('2/5 done, 1 fail, 1 skip');
-    expect(progressText({ ...emptyCounts(), completed: 1, failed: 1, upstream_failed: 1, cancelled: 2 })).toBe('1/5 done, 2 fail, 2 cancelled');
+    expect(progressText({ ...emptyCounts(), completed: 1, failed: 1, upstream_failed: 1, cancelled: 2 })).toBe(
+      '1/5 done, 2 fail, 2 cancelled',
+    );
   });
 
   it('pads table columns and truncates long text', () => {
-    expect(table(['A', { header: 'N', right: true }], [['xyz', '5'], ['q', '10']]).split('\n')).toEqual(['A     N', '---  --', 'xyz   5', 'q    10']);
+    expect(
+      table(
+        ['A', { header: 'N', right: true }],
+        [
+          ['xyz', '5'],
+          ['q', '10'],
+        ],
+      ).split('\n'),
+    ).toEqual(['A     N', '---  --', 'xyz   5', 'q    10']);
     expect(truncate('abcdef', 4)).toBe('abc…');
     expect(truncate('line one\nline two', 100)).toBe('line one line two');
   });
@@ -60,12 +82,22 @@ describe('format helpers', () => {
     ]);
     // The pieces put together are the value: nothing is lost.
     const valueWidth = lines[1]?.split('  ')[1]?.length ?? 0;
-    expect(lines.slice(3).map((l) => l.slice(19, 19 + valueWidth).trim()).join('')).toBe(secret);
+    expect(
+      lines
+        .slice(3)
+        .map((l) => l.slice(19, 19 + valueWidth).trim())
+        .join(''),
+    ).toBe(secret);
     expect(fittedTable(['Setting', 'Value', 'Source'], rows, { wrap: 1, width: null })).toBe(table(['Setting', 'Value', 'Source'], rows));
     // A terminal too narrow for the other columns: the value still gets its minimum width.
     const narrow = fittedTable(['Setting', 'Value', 'Source'], rows, { wrap: 1, width: 40 }).split('\n');
     expect(narrow[1]?.split('  ').map((dashes) => dashes.length)).toEqual([17, MIN_WRAPPED_WIDTH, 36]);
-    expect(narrow.slice(2).map((l) => l.slice(19, 19 + MIN_WRAPPED_WIDTH).trim()).join('')).toBe(`envacct/FromEnv${secret}`);
+    expect(
+      narrow
+        .slice(2)
+        .map((l) => l.slice(19, 19 + MIN_WRAPPED_WIDTH).trim())
+        .join(''),
+    ).toBe(`envacct/FromEnv${secret}`);
     expect(wrapText('abcdefghij', 4)).toEqual(['abcd', 'efgh', 'ij']);
     expect(wrapText('DefaultEndpointsProtocol=https;', 28)).toEqual(['DefaultEndpointsProtocol=', 'https;']);
     expect(wrapText('sv=2024&sig=***&se=2030', 10)).toEqual(['sv=2024&', 'sig=***&', 'se=2030']);

@@ -62,10 +62,17 @@ export const MIN_WRAPPED_WIDTH = 20;
  * column `wrap` too long for the room the other columns leave are wrapped onto continuation rows
  * (the other cells of those rows empty), never narrower than {@link MIN_WRAPPED_WIDTH}.
  */
-export function fittedTable(columns: readonly (Column | string)[], rows: readonly (readonly string[])[], options: { wrap: number; width: number | null }): string {
+export function fittedTable(
+  columns: readonly (Column | string)[],
+  rows: readonly (readonly string[])[],
+  options: { wrap: number; width: number | null },
+): string {
   if (options.width === null || !(options.width > 0)) return table(columns, rows);
   const headers = columns.map((c) => (typeof c === 'string' ? c : c.header));
-  const others = headers.reduce((sum, header, i) => (i === options.wrap ? sum : sum + Math.max(header.length, ...rows.map((r) => (r[i] ?? '').length))), 0);
+  const others = headers.reduce(
+    (sum, header, i) => (i === options.wrap ? sum : sum + Math.max(header.length, ...rows.map((r) => (r[i] ?? '').length))),
+    0,
+  );
   const room = Math.max(MIN_WRAPPED_WIDTH, options.width - others - 2 * (headers.length - 1));
   const fitted: string[][] = [];
   for (const row of rows) {
@@ -233,13 +240,20 @@ export function layerTable(rows: readonly LayerRow[]): string {
 export type TaskLine = Pick<TaskRow, 'taskName' | 'status' | 'queue' | 'attemptNo' | 'error'> & { workflowId?: string };
 
 /** The task table of `workflow status` and `workflow tasks`: [Workflow/]Task/Status/Queue/Attempt/Error. */
-export function taskTable(tasks: readonly TaskLine[], options: { verbose?: boolean; errorWidth?: number; withWorkflow?: boolean } = {}): string {
+export function taskTable(
+  tasks: readonly TaskLine[],
+  options: { verbose?: boolean; errorWidth?: number; withWorkflow?: boolean } = {},
+): string {
   const width = options.errorWidth ?? 38;
-  const error = (t: TaskLine): string => (t.error === null ? '' : options.verbose ? t.error.replace(/\s*\n\s*/g, ' ') : truncate(t.error, width));
+  const error = (t: TaskLine): string =>
+    t.error === null ? '' : options.verbose ? t.error.replace(/\s*\n\s*/g, ' ') : truncate(t.error, width);
   const columns: Array<Column | string> = ['Task', 'Status', 'Queue', { header: 'Attempt', right: true }, 'Error'];
   const rows = tasks.map((t) => [t.taskName, t.status, t.queue, String(t.attemptNo), error(t)]);
   if (!options.withWorkflow) return table(columns, rows);
-  return table(['Workflow', ...columns], rows.map((r, i) => [tasks[i]?.workflowId ?? '', ...r]));
+  return table(
+    ['Workflow', ...columns],
+    rows.map((r, i) => [tasks[i]?.workflowId ?? '', ...r]),
+  );
 }
 
 /** The table of `workflow list`: ID/Name/Status/Progress/Updated. */

@@ -19,7 +19,15 @@ async function get(url: string): Promise<{ status: number; body: Record<string, 
 }
 
 function worker(h: Partial<WorkerHealth>): Worker {
-  const full: WorkerHealth = { stopping: false, lastTickAt: 0, lastReceiveAt: '2026-01-01T00:00:00.000Z', lastReceiveError: null, slots: 2, busy: 0, ...h };
+  const full: WorkerHealth = {
+    stopping: false,
+    lastTickAt: 0,
+    lastReceiveAt: '2026-01-01T00:00:00.000Z',
+    lastReceiveError: null,
+    slots: 2,
+    busy: 0,
+    ...h,
+  };
   return { health: () => full } as unknown as Worker;
 }
 
@@ -49,7 +57,10 @@ describe('serveHealth', () => {
       expect(await get(`${endpoint.url}/livez`)).toEqual({ status: 200, body: { status: 'ok', role: 'test' } });
       expect(await get(`${endpoint.url}/readyz`)).toEqual({ status: 200, body: { status: 'ok', role: 'test', holds: 'nothing' } });
       state.ready = false;
-      expect(await get(`${endpoint.url}/readyz?verbose`)).toEqual({ status: 503, body: { status: 'unavailable', role: 'test', holds: 'nothing' } });
+      expect(await get(`${endpoint.url}/readyz?verbose`)).toEqual({
+        status: 503,
+        body: { status: 'unavailable', role: 'test', holds: 'nothing' },
+      });
       expect((await get(`${endpoint.url}/metrics`)).status).toBe(404);
     } finally {
       await endpoint.close();
@@ -73,7 +84,9 @@ describe('serveHealth', () => {
   });
 
   it('the CLI exits 1 with one line naming the taken port; a bad port is a usage error', async () => {
-    const result = await runCli(['worker', '--queue', 'tasks', '--health-port', String(taken)], { env: { JOBQ_QUEUES: 'UseDevelopmentStorage=true' } });
+    const result = await runCli(['worker', '--queue', 'tasks', '--health-port', String(taken)], {
+      env: { JOBQ_QUEUES: 'UseDevelopmentStorage=true' },
+    });
     expect(result.code).toBe(1);
     const lines = result.stderr.split('\n').filter((l) => l.startsWith('jobq:'));
     expect(lines).toHaveLength(1);
@@ -90,7 +103,10 @@ describe('what the worker reports', () => {
     expect(workerHealth(worker({}), now).ready().ok).toBe(true);
     expect(workerHealth(worker({ stopping: true }), now).ready()).toMatchObject({ ok: false, details: { stopping: true } });
     expect(workerHealth(worker({ lastReceiveAt: null }), now).ready().ok).toBe(false);
-    expect(workerHealth(worker({ lastReceiveError: 'unavailable: down' }), now).ready()).toMatchObject({ ok: false, details: { last_receive_error: 'unavailable: down' } });
+    expect(workerHealth(worker({ lastReceiveError: 'unavailable: down' }), now).ready()).toMatchObject({
+      ok: false,
+      details: { last_receive_error: 'unavailable: down' },
+    });
     expect(workerHealth(null, now).ready().ok).toBe(false);
   });
 
@@ -106,8 +122,14 @@ describe('what the worker reports', () => {
 describe('what the coordinator reports', () => {
   const now = () => 1_000_000;
   it('ready while running or waiting as a standby (holding nothing, and saying so); 503 once stopping', () => {
-    expect(coordinatorHealth(coordinator({}), now).ready()).toEqual({ ok: true, details: { role: 'coordinator', phase: 'running', holds: 'lease' } });
-    expect(coordinatorHealth(coordinator({ phase: 'waiting', holds: 'nothing' }), now).ready()).toEqual({ ok: true, details: { role: 'coordinator', phase: 'waiting', holds: 'nothing' } });
+    expect(coordinatorHealth(coordinator({}), now).ready()).toEqual({
+      ok: true,
+      details: { role: 'coordinator', phase: 'running', holds: 'lease' },
+    });
+    expect(coordinatorHealth(coordinator({ phase: 'waiting', holds: 'nothing' }), now).ready()).toEqual({
+      ok: true,
+      details: { role: 'coordinator', phase: 'waiting', holds: 'nothing' },
+    });
     expect(coordinatorHealth(coordinator({ phase: 'stopping' }), now).ready().ok).toBe(false);
     expect(coordinatorHealth(coordinator({ phase: 'stopped', holds: 'nothing' }), now).ready().ok).toBe(false);
     expect(coordinatorHealth(null, now).ready().ok).toBe(false);

@@ -11,7 +11,8 @@ import { parsePort } from './metrics';
 /** `--health-port`, on `worker` and `workflow coordinator`. */
 export const healthFlags = {
   'health-port': Flags.custom<number>({
-    description: 'Serve GET /livez and GET /readyz (JSON; /readyz is 503 from the first SIGTERM) on this port of every interface (0: a free port; the address is printed on stderr) [env: JOBQ_HEALTH_PORT]',
+    description:
+      'Serve GET /livez and GET /readyz (JSON; /readyz is 503 from the first SIGTERM) on this port of every interface (0: a free port; the address is printed on stderr) [env: JOBQ_HEALTH_PORT]',
     env: 'JOBQ_HEALTH_PORT',
     helpGroup: 'HEALTH',
     parse: (input) => Promise.resolve(parsePort(input, '--health-port')),
@@ -48,12 +49,19 @@ export const LIVENESS_STALE_AFTER_IN_MS = 300_000;
  * 503 with `{"status":"unavailable",…}`; anything else is a 404. A port in use is a failure naming
  * it (exit 1). The endpoint never keeps the process alive.
  */
-export async function serveHealth(port: number, source: HealthSource, host = '0.0.0.0', warn: (line: string) => void = () => undefined): Promise<HealthEndpoint> {
+export async function serveHealth(
+  port: number,
+  source: HealthSource,
+  host = '0.0.0.0',
+  warn: (line: string) => void = () => undefined,
+): Promise<HealthEndpoint> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     const probe = path === '/livez' ? () => source.live() : path === '/readyz' ? () => source.ready() : null;
     if (request.method !== 'GET' || probe === null) {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: 'not found: GET /livez or GET /readyz' })}\n`);
+      response
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify({ error: 'not found: GET /livez or GET /readyz' })}\n`);
       return;
     }
     let answer: ProbeAnswer;
@@ -68,7 +76,12 @@ export async function serveHealth(port: number, source: HealthSource, host = '0.
   });
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the port is in use' : error.code === 'EADDRNOTAVAIL' ? 'the address is not on this machine' : error.message;
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'the port is in use'
+          : error.code === 'EADDRNOTAVAIL'
+            ? 'the address is not on this machine'
+            : error.message;
       reject(new Error(`health endpoint ${host}:${port} (--health-port): ${why}`));
     };
     server.once('error', onError);
@@ -93,7 +106,11 @@ export async function serveHealth(port: number, source: HealthSource, host = '0.
 }
 
 /** Starts the endpoints when `--health-port` is given (printing the address on stderr); nothing listens otherwise. */
-export async function startHealth(flags: { 'health-port'?: number | undefined }, source: HealthSource, note: (line: string) => void): Promise<HealthEndpoint | null> {
+export async function startHealth(
+  flags: { 'health-port'?: number | undefined },
+  source: HealthSource,
+  note: (line: string) => void,
+): Promise<HealthEndpoint | null> {
   if (flags['health-port'] === undefined) return null;
   const endpoint = await serveHealth(flags['health-port'], source, '0.0.0.0', note);
   closeWhenDone(() => endpoint.close());

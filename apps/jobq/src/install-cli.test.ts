@@ -54,7 +54,18 @@ describe('pnpm install:cli', () => {
     expect(version.stdout).toMatch(/^@jobq\/cli\/\d+\.\d+\.\d+ /);
 
     const workflow = join(dir, 'hello.yaml');
-    writeFileSync(workflow, ['name: hello', 'tasks:', '  - name: count', '    kwargs:', '      cmd: |', '        jobq task set-output --json \'{"words": 9}\'', ''].join('\n'));
+    writeFileSync(
+      workflow,
+      [
+        'name: hello',
+        'tasks:',
+        '  - name: count',
+        '    kwargs:',
+        '      cmd: |',
+        '        jobq task set-output --json \'{"words": 9}\'',
+        '',
+      ].join('\n'),
+    );
     const result = await run('jobq', ['workflow', 'run', workflow, '--json'], env, dir);
     expect(result).toMatchObject({ code: 0, stderr: expect.stringContaining('completed') as unknown });
     expect(JSON.stringify(JSON.parse(result.stdout))).toContain('{"words":9}');

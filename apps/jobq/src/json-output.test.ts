@@ -36,7 +36,8 @@ const MIXED = [
   '',
 ].join('\n');
 /** Routed to a queue no worker serves: it stays ready. */
-const WAITING = 'name: waiting\ntasks:\n  - name: a\n    queue: gpu\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
+const WAITING =
+  'name: waiting\ntasks:\n  - name: a\n    queue: gpu\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
 
 let storage: TestStorage;
 let prefix: string;
@@ -51,7 +52,13 @@ beforeAll(async () => {
   prefix = uniquePrefix('Json');
   env = storage.env(prefix);
   deployment = await openDeployment(configFromFlags({}, env));
-  coordinator = createCoordinator(deployment, { receiveWaitInMs: 100, idleSleepInMs: 50, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: () => {} });
+  coordinator = createCoordinator(deployment, {
+    receiveWaitInMs: 100,
+    idleSleepInMs: 50,
+    cancelPollIntervalInMs: 200,
+    statsIntervalInMs: 500,
+    log: () => {},
+  });
   await coordinator.start();
   worker = await createWorker(deployment, { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
   working = worker.run();
@@ -76,7 +83,11 @@ function documentOf(name: string, result: CliResult): unknown {
 describe('the JSON Schemas in docs/json', () => {
   it('are what src/json-output.ts describes (pnpm --filter @jobq/cli run docs:json writes them)', () => {
     const files = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'));
-    expect(files.sort()).toEqual(Object.keys(JSON_OUTPUTS).map((name) => `${name}.schema.json`).sort());
+    expect(files.sort()).toEqual(
+      Object.keys(JSON_OUTPUTS)
+        .map((name) => `${name}.schema.json`)
+        .sort(),
+    );
     for (const name of Object.keys(JSON_OUTPUTS)) {
       expect(JSON.parse(readFileSync(join(SCHEMA_DIR, `${name}.schema.json`), 'utf8'))).toEqual(jsonSchemaOf(name));
       expect(() => schemaValidator(name)).not.toThrow();
@@ -84,7 +95,9 @@ describe('the JSON Schemas in docs/json', () => {
   });
 
   it('cover every command with a --json output', () => {
-    const manifest = JSON.parse(readFileSync(join(__dirname, '..', 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, { flags: Record<string, unknown> }> };
+    const manifest = JSON.parse(readFileSync(join(__dirname, '..', 'oclif.manifest.json'), 'utf8')) as {
+      commands: Record<string, { flags: Record<string, unknown> }>;
+    };
     const withJson = Object.entries(manifest.commands)
       .filter(([id, c]) => c.flags.json !== undefined && id !== 'task:set-output')
       .map(([id]) => id.replace(/:/g, '-'));
@@ -96,7 +109,10 @@ describe('the JSON Schemas in docs/json', () => {
     const cancel = { workflow_id: 'w', target: 'a/b', requested: true, message: 'ok' };
     expect(schemaErrors('workflow-cancel', cancel)).toEqual([]);
     expect(schemaErrors('workflow-cancel', { ...cancel, workflow_id: undefined, workflowId: 'w' })).toEqual(
-      expect.arrayContaining(["workflow-cancel: / must have required property 'workflow_id'", 'workflow-cancel: / must NOT have additional properties (workflowId)']),
+      expect.arrayContaining([
+        "workflow-cancel: / must have required property 'workflow_id'",
+        'workflow-cancel: / must NOT have additional properties (workflowId)',
+      ]),
     );
     expect(schemaErrors('error', { error: { code: 'not-found', message: 'x' } })).not.toEqual([]);
     expect(JSON_ERROR_CODES).toEqual(expect.arrayContaining(['usage', 'invalid_workflow', 'failed', 'not_found', 'invalid_config']));
@@ -108,25 +124,31 @@ describe('every --json document matches its schema', () => {
     // watch first: it returns once mixed-1 has finished (failed: exit 1 after its document).
     const watch = await runCli(['workflow', 'watch', 'mixed-1', '--json', '--interval', '100ms'], { env });
     expect(watch.code).toBe(1);
-    expect(documentOf('workflow-watch', watch)).toMatchObject({ workflow_id: 'mixed-1', status: 'failed', failed_tasks: [{ name: 'bad' }, { name: 'after' }] });
+    expect(documentOf('workflow-watch', watch)).toMatchObject({
+      workflow_id: 'mixed-1',
+      status: 'failed',
+      failed_tasks: [{ name: 'bad' }, { name: 'after' }],
+    });
     while ((await deployment.client.status('two-1'))?.status !== 'completed') await sleep(100);
 
     const file = await storage.file('submit.yaml', TWO_TASKS);
-    const [status, layers, listed, tasks, explain, explainTask, explainWaiting, explainReady, doctor, config, submit, purge] = await Promise.all([
-      runCli(['workflow', 'status', 'mixed-1', '--json'], { env }),
-      runCli(['workflow', 'status', 'waiting-1', '--json', '--by-layer', '--no-tasks'], { env }),
-      runCli(['workflow', 'list', '--json'], { env }),
-      runCli(['workflow', 'tasks', 'mixed-1', '--json'], { env }),
-      runCli(['workflow', 'explain', 'mixed-1', '--json'], { env }),
-      runCli(['workflow', 'explain', 'mixed-1', '--task', 'skip-me', '--json'], { env }),
-      runCli(['workflow', 'explain', 'waiting-1', '--json', '--oldest-message', '0'], { env }),
-      runCli(['workflow', 'explain', 'waiting-1', '--task', 'a', '--json'], { env }),
-      runCli(['workflow', 'doctor', '--json'], { env }),
-      runCli(['config', 'show', '--json', '--batch-size', '4'], { env }),
-      runCli(['workflow', 'submit', file, '--json', '--id', 'submitted-1'], { env }),
-      runCli(['workflow', 'purge', '--finished-before', '0', '--dry-run', '--json'], { env }),
-    ]);
-    for (const result of [status, layers, listed, tasks, explain, explainTask, explainWaiting, explainReady, config, submit, purge]) expect(result.code).toBe(0);
+    const [status, layers, listed, tasks, explain, explainTask, explainWaiting, explainReady, doctor, config, submit, purge] =
+      await Promise.all([
+        runCli(['workflow', 'status', 'mixed-1', '--json'], { env }),
+        runCli(['workflow', 'status', 'waiting-1', '--json', '--by-layer', '--no-tasks'], { env }),
+        runCli(['workflow', 'list', '--json'], { env }),
+        runCli(['workflow', 'tasks', 'mixed-1', '--json'], { env }),
+        runCli(['workflow', 'explain', 'mixed-1', '--json'], { env }),
+        runCli(['workflow', 'explain', 'mixed-1', '--task', 'skip-me', '--json'], { env }),
+        runCli(['workflow', 'explain', 'waiting-1', '--json', '--oldest-message', '0'], { env }),
+        runCli(['workflow', 'explain', 'waiting-1', '--task', 'a', '--json'], { env }),
+        runCli(['workflow', 'doctor', '--json'], { env }),
+        runCli(['config', 'show', '--json', '--batch-size', '4'], { env }),
+        runCli(['workflow', 'submit', file, '--json', '--id', 'submitted-1'], { env }),
+        runCli(['workflow', 'purge', '--finished-before', '0', '--dry-run', '--json'], { env }),
+      ]);
+    for (const result of [status, layers, listed, tasks, explain, explainTask, explainWaiting, explainReady, config, submit, purge])
+      expect(result.code).toBe(0);
 
     const statusDoc = documentOf('workflow-status', status) as { tasks: Array<Record<string, unknown>>; params: unknown };
     expect(statusDoc).toMatchObject({ workflow_id: 'mixed-1', status: 'failed', index_status: 'failed', params: { learningRate: 0.1 } });
@@ -137,18 +159,35 @@ describe('every --json document matches its schema', () => {
       ['after', 'upstream_failed'],
     ]);
     expect(documentOf('workflow-status', layers)).toMatchObject({ workflow_id: 'waiting-1', layers: [{ layer: 'a' }, { layer: 'b' }] });
-    expect((documentOf('workflow-list', listed) as Array<{ workflow_id: string }>).map((w) => w.workflow_id)).toEqual(expect.arrayContaining(['mixed-1', 'two-1', 'waiting-1']));
-    expect(documentOf('workflow-tasks', tasks)).toEqual(expect.arrayContaining([expect.objectContaining({ workflow_id: 'mixed-1', task_name: 'fetchData', attempt_no: 1 })]));
-    expect(documentOf('workflow-explain', explain)).toMatchObject({ workflow: { workflow_id: 'mixed-1' }, skipped_tasks: [{ name: 'skip-me' }], params: { learningRate: 0.1 } });
-    expect(documentOf('workflow-explain', explainTask)).toMatchObject({ task: { name: 'skip-me', depends_on: ['fetchData'], condition_inputs: [{ name: 'fetchData', status: 'completed' }] } });
-    expect(documentOf('workflow-explain', explainWaiting)).toMatchObject({ tasks: [{ name: 'a', queue: 'gpu' }, { name: 'b' }], queues: [{ queue: 'gpu', name: expect.any(String) }] });
+    expect((documentOf('workflow-list', listed) as Array<{ workflow_id: string }>).map((w) => w.workflow_id)).toEqual(
+      expect.arrayContaining(['mixed-1', 'two-1', 'waiting-1']),
+    );
+    expect(documentOf('workflow-tasks', tasks)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ workflow_id: 'mixed-1', task_name: 'fetchData', attempt_no: 1 })]),
+    );
+    expect(documentOf('workflow-explain', explain)).toMatchObject({
+      workflow: { workflow_id: 'mixed-1' },
+      skipped_tasks: [{ name: 'skip-me' }],
+      params: { learningRate: 0.1 },
+    });
+    expect(documentOf('workflow-explain', explainTask)).toMatchObject({
+      task: { name: 'skip-me', depends_on: ['fetchData'], condition_inputs: [{ name: 'fetchData', status: 'completed' }] },
+    });
+    expect(documentOf('workflow-explain', explainWaiting)).toMatchObject({
+      tasks: [{ name: 'a', queue: 'gpu' }, { name: 'b' }],
+      queues: [{ queue: 'gpu', name: expect.any(String) }],
+    });
     expect(documentOf('workflow-explain', explainReady)).toMatchObject({ task: { name: 'a' }, queue: { queue: 'gpu' } });
     expect(documentOf('workflow-doctor', doctor)).toMatchObject({ target: `devstoreaccount1/${prefix}` });
     const configDoc = documentOf('config-show', config) as { settings: Record<string, { value: unknown }> };
     expect(configDoc.settings.batch_size).toEqual({ value: 4, source: 'flag', from: '--batch-size' });
     expect(JSON.stringify(configDoc)).not.toContain(storage.azurite.connectionString);
     expect(documentOf('workflow-submit', submit)).toMatchObject({ submitted: 1, results: [{ ok: true, workflow_id: 'submitted-1' }] });
-    expect(documentOf('workflow-purge', purge)).toMatchObject({ dry_run: true, would_purge: 2, workflows: expect.arrayContaining([expect.objectContaining({ workflow_id: 'mixed-1', outcome: 'would-purge' })]) });
+    expect(documentOf('workflow-purge', purge)).toMatchObject({
+      dry_run: true,
+      would_purge: 2,
+      workflows: expect.arrayContaining([expect.objectContaining({ workflow_id: 'mixed-1', outcome: 'would-purge' })]),
+    });
 
     // Requests change the workflows: after the reads.
     const [cancel, retry, rerun] = await Promise.all([
@@ -165,7 +204,11 @@ describe('every --json document matches its schema', () => {
     const spec = `devstoreaccount1/json-${process.pid}`;
     const push = await runCli([spec, 'push', '--json-lines', '--json'], { env, input: '{"cmd":"make","env":{"buildMode":"fast"}}\n' });
     expect(documentOf('push', push)).toMatchObject({ pushed: 1 });
-    const [peek, size, info] = await Promise.all([runCli([spec, 'peek', '--json'], { env }), runCli([spec, 'size', '--json'], { env }), runCli(['task', 'info'], { env })]);
+    const [peek, size, info] = await Promise.all([
+      runCli([spec, 'peek', '--json'], { env }),
+      runCli([spec, 'size', '--json'], { env }),
+      runCli(['task', 'info'], { env }),
+    ]);
     expect(documentOf('peek', peek)).toMatchObject([{ kwargs: { cmd: 'make', env: { buildMode: 'fast' } } }]);
     expect(documentOf('size', size)).toMatchObject({ approximate_count: 1 });
     expect(documentOf('task-info', info)).toMatchObject({ in_task: false });
@@ -176,7 +219,10 @@ describe('every --json document matches its schema', () => {
   it('workflow run, and the error document of a run whose workflow is invalid', async () => {
     const file = await storage.file('mixed.yaml', MIXED);
     const bad = await storage.file('bad.yaml', 'name: bad\ntasks:\n  - name: a\n    depend_on: [b]\n    kwargs: {cmd: echo a}\n');
-    const [run, invalid] = await Promise.all([runCli(['workflow', 'run', file, '--json', '--workers', '1']), runCli(['workflow', 'run', bad, '--json'])]);
+    const [run, invalid] = await Promise.all([
+      runCli(['workflow', 'run', file, '--json', '--workers', '1']),
+      runCli(['workflow', 'run', bad, '--json']),
+    ]);
     expect(run.code).toBe(1);
     const doc = documentOf('workflow-run', run) as { tasks: Array<{ name: string; output: unknown }> };
     expect(doc.tasks.find((t) => t.name === 'fetchData')?.output).toEqual({ rowCount: 1 });
@@ -189,7 +235,9 @@ describe('every --json document matches its schema', () => {
     const good = join(__dirname, '..', '..', '..', 'examples', 'diamond.yaml');
     const result = await runCli(['workflow', 'validate', good, mistakes, '--json']);
     expect(result.code).toBe(1);
-    const doc = documentOf('workflow-validate', result) as { files: Array<{ file: string; ok: boolean; issues: Array<{ severity: string; hint: unknown }> }> };
+    const doc = documentOf('workflow-validate', result) as {
+      files: Array<{ file: string; ok: boolean; issues: Array<{ severity: string; hint: unknown }> }>;
+    };
     expect(doc.files.map((f) => [f.file, f.ok])).toEqual([
       [good, true],
       [mistakes, false],
@@ -227,7 +275,9 @@ describe('a failure under --json', () => {
       runCli(['task', 'set-output', '--json', '{nope'], { env }),
     ]);
     expect(missing.code).toBe(1);
-    expect(documentOf('error', missing)).toEqual({ error: { code: 'not_found', message: `workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}` } });
+    expect(documentOf('error', missing)).toEqual({
+      error: { code: 'not_found', message: `workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}` },
+    });
     expect(missing.stderr).toBe(`jobq: not-found: workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}\n`);
     for (const result of [noArg, noPrefix]) {
       expect(result.code).toBe(2);
@@ -235,7 +285,9 @@ describe('a failure under --json', () => {
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
     }
     expect(submit.code).toBe(1);
-    expect(documentOf('error', submit)).toMatchObject({ error: { code: 'invalid_workflow', message: '1 of 1 workflow file(s) are invalid: nothing was submitted' } });
+    expect(documentOf('error', submit)).toMatchObject({
+      error: { code: 'invalid_workflow', message: '1 of 1 workflow file(s) are invalid: nothing was submitted' },
+    });
     // set-output's --json is about its input: no document.
     expect(setOutput.code).toBe(2);
     expect(setOutput.stdout).toBe('');

@@ -86,7 +86,15 @@ const taskRow = z.object({
 export type TaskRowJson = z.infer<typeof taskRow>;
 
 export function taskRowJson(r: TaskRow): TaskRowJson {
-  return { workflow_id: r.workflowId, task_name: r.taskName, status: r.status, queue: r.queue, attempt_no: r.attemptNo, updated_at: r.updatedAt, error: r.error };
+  return {
+    workflow_id: r.workflowId,
+    task_name: r.taskName,
+    status: r.status,
+    queue: r.queue,
+    attempt_no: r.attemptNo,
+    updated_at: r.updatedAt,
+    error: r.error,
+  };
 }
 
 const runtimeView = z.object({
@@ -99,11 +107,20 @@ const runtimeView = z.object({
 });
 
 export function runtimeViewJson(v: RuntimeView): z.infer<typeof runtimeView> {
-  return { status: v.status, counts: v.counts, activated: v.activated, cancel_requested: v.cancelRequested, updated_at: v.updatedAt, finished_at: v.finishedAt };
+  return {
+    status: v.status,
+    counts: v.counts,
+    activated: v.activated,
+    cancel_requested: v.cancelRequested,
+    updated_at: v.updatedAt,
+    finished_at: v.finishedAt,
+  };
 }
 
 const placementJson = z.object({
-  state: z.enum(['on_worker', 'waiting']).describe('on_worker: a fresh heartbeat lists the task; waiting: no heartbeat does, an interval + 10 s after its dispatch'),
+  state: z
+    .enum(['on_worker', 'waiting'])
+    .describe('on_worker: a fresh heartbeat lists the task; waiting: no heartbeat does, an interval + 10 s after its dispatch'),
   worker_id: z.string().nullable(),
   host: z.string().nullable(),
   since: time.describe('When the worker started it (on_worker), or when it was dispatched (waiting)'),
@@ -141,16 +158,33 @@ const statusTask = z.object({
   started_at: nullableTime,
   completed_at: nullableTime,
   skip_reason: z.string().nullable(),
-  output: anyJson.optional().describe("The task's output (any JSON value; null when it has none: not completed, skipped, or it set none). Absent with --no-outputs"),
+  output: anyJson
+    .optional()
+    .describe(
+      "The task's output (any JSON value; null when it has none: not completed, skipped, or it set none). Absent with --no-outputs",
+    ),
   log_blob: z
     .string()
     .nullable()
-    .describe('The log blob of the current attempt in the outputs target, workflow-logs/{workflow_id}/{task}/{attempt}.log (written when the attempt printed something or failed); null when the task never ran'),
-  placement: placementJson.nullable().describe('Where a running task is, from the worker heartbeats (docs/design.md#placement); null when not known yet'),
+    .describe(
+      'The log blob of the current attempt in the outputs target, workflow-logs/{workflow_id}/{task}/{attempt}.log (written when the attempt printed something or failed); null when the task never ran',
+    ),
+  placement: placementJson
+    .nullable()
+    .describe('Where a running task is, from the worker heartbeats (docs/design.md#placement); null when not known yet'),
 });
 export type StatusTaskJson = z.infer<typeof statusTask>;
 
-const layerRow = z.object({ layer: z.string(), total: count, pending: count, ready: count, running: count, completed: count, failed: count, skipped: count });
+const layerRow = z.object({
+  layer: z.string(),
+  total: count,
+  pending: count,
+  ready: count,
+  running: count,
+  completed: count,
+  failed: count,
+  skipped: count,
+});
 
 const workflowStatus = z.object({
   target: z.string(),
@@ -274,7 +308,10 @@ const workflowExplain = z.union([
 const taskLog = z.object({
   task: z.string(),
   attempt: z.number().int().min(1),
-  outcome: z.enum(['live', 'succeeded', 'failed']).nullable().describe('How the attempt ended; live while it runs (a snapshot); null when the blob has no jobq metadata'),
+  outcome: z
+    .enum(['live', 'succeeded', 'failed'])
+    .nullable()
+    .describe('How the attempt ended; live while it runs (a snapshot); null when the blob has no jobq metadata'),
   exit_code: z.number().int().nullable(),
   started: z.string().nullable(),
   ended: z.string().nullable(),
@@ -393,7 +430,12 @@ export const CONFIG_SETTING_KEYS = [
 
 const configShow = z.object({
   file: z.string().nullable(),
-  settings: z.object(Object.fromEntries(CONFIG_SETTING_KEYS.map((key) => [key, shownValue])) as Record<(typeof CONFIG_SETTING_KEYS)[number], typeof shownValue>),
+  settings: z.object(
+    Object.fromEntries(CONFIG_SETTING_KEYS.map((key) => [key, shownValue])) as Record<
+      (typeof CONFIG_SETTING_KEYS)[number],
+      typeof shownValue
+    >,
+  ),
   storage_access: z.array(
     z.object({
       account: z.string(),
@@ -417,12 +459,12 @@ const dev = z.object({
   table_endpoint: z.string(),
   ports: z.object({ blob: count, queue: count, table: count, servicebus: count.optional(), servicebus_admin: count.optional() }),
   coordinator: z.boolean(),
-  data_dir: z.string().nullable().describe('--data: the directory holding the stack\'s storage; null when everything is in memory'),
+  data_dir: z.string().nullable().describe("--data: the directory holding the stack's storage; null when everything is in memory"),
   workers: z.array(z.object({ queue: z.string(), num_workers: count })),
   auto_workers: z.boolean().describe('--auto-workers: more queues get workers as tasks are routed to them'),
   servicebus: z.object({ connection_string: z.string(), admin_endpoint: z.string() }).optional(),
   env: z.record(z.string(), z.string()).describe('The environment variables another terminal needs'),
-  dashboard_url: z.string().optional().describe('--dashboard: the dashboard\'s URL'),
+  dashboard_url: z.string().optional().describe("--dashboard: the dashboard's URL"),
 });
 
 const dashboard = z.object({
@@ -470,7 +512,10 @@ const taskInfo = z.object({
 });
 
 /** Error codes of the `--json` error document (docs/json-output.md#errors). */
-export const JSON_ERROR_CODES = ['usage', 'invalid_workflow', 'failed', ...JOBQ_ERROR_CODES.map((c) => c.replace(/-/g, '_'))] as [string, ...string[]];
+export const JSON_ERROR_CODES = ['usage', 'invalid_workflow', 'failed', ...JOBQ_ERROR_CODES.map((c) => c.replace(/-/g, '_'))] as [
+  string,
+  ...string[],
+];
 
 const error = z.object({
   error: z.object({
@@ -499,7 +544,10 @@ export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }
   'workflow-list': { command: 'workflow list --json', schema: z.array(workflowSummary) },
   'workflow-logs': { command: 'workflow logs --json', schema: workflowLogs },
   'workflow-purge': { command: 'workflow purge --json', schema: workflowPurge },
-  'workflow-retry': { command: 'workflow retry --json', schema: z.union([request.describe('Without --task'), rerun.describe('With --task')]) },
+  'workflow-retry': {
+    command: 'workflow retry --json',
+    schema: z.union([request.describe('Without --task'), rerun.describe('With --task')]),
+  },
   'workflow-run': { command: 'workflow run --json', schema: workflowRun },
   'workflow-status': { command: 'workflow status --json', schema: workflowStatus },
   'workflow-submit': { command: 'workflow submit --json', schema: workflowSubmit },

@@ -2,7 +2,11 @@ import type { WorkflowClient } from '@jobq/coordinator';
 import { JobqError, type TaskFilter, type TaskRow, type WorkflowFilter, type WorkflowSummary } from '@jobq/ports';
 
 /** Task rows matching `filter`, page after page, up to `limit` (0 = all); `more` when rows were left out. */
-export async function collectTasks(client: WorkflowClient, filter: Omit<TaskFilter, 'limit' | 'continuationToken'>, limit = 0): Promise<{ items: TaskRow[]; more: boolean }> {
+export async function collectTasks(
+  client: WorkflowClient,
+  filter: Omit<TaskFilter, 'limit' | 'continuationToken'>,
+  limit = 0,
+): Promise<{ items: TaskRow[]; more: boolean }> {
   const items: TaskRow[] = [];
   let token: string | null = null;
   do {

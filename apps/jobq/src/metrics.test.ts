@@ -27,7 +27,9 @@ function samples(text: string): Sample[] {
     if (!m) continue;
     const labels: Record<string, string> = {};
     for (const pair of (m[2] ?? '').matchAll(/([a-z_]+)="([^"]*)"/g)) if (pair[1] !== 'le') labels[pair[1]!] = pair[2]!;
-    const metric = m[1]!.replace(/_(bucket|sum|count)$/, (suffix, _s, offset: number, whole: string) => (DEFINITIONS.some((d) => d.name === whole.slice(0, offset) && d.type === 'histogram') ? '' : suffix));
+    const metric = m[1]!.replace(/_(bucket|sum|count)$/, (suffix, _s, offset: number, whole: string) =>
+      DEFINITIONS.some((d) => d.name === whole.slice(0, offset) && d.type === 'histogram') ? '' : suffix,
+    );
     out.push({ metric, labels, value: Number(m[3]) });
   }
   return out;
@@ -43,7 +45,8 @@ function mismatches(text: string): string[] {
     const d = DEFINITIONS.find((x) => x.name === s.metric);
     if (!s.metric.startsWith('jobq_')) continue;
     if (!d) problems.push(`${s.metric}: not in METRICS`);
-    else if (JSON.stringify(Object.keys(s.labels).sort()) !== JSON.stringify([...d.labels].sort())) problems.push(`${s.metric}: labels ${JSON.stringify(s.labels)}`);
+    else if (JSON.stringify(Object.keys(s.labels).sort()) !== JSON.stringify([...d.labels].sort()))
+      problems.push(`${s.metric}: labels ${JSON.stringify(s.labels)}`);
   }
   return problems;
 }
@@ -94,7 +97,8 @@ describe('metrics docs', () => {
     expect(docs).toContain(`${metricsMarkdownTable()}\n`);
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     // The README keeps the first three columns of each row.
-    for (const row of metricsMarkdownTable().split('\n').slice(2)) expect(readme).toContain(`${row.split(' | ').slice(0, 3).join(' | ')} |\n`);
+    for (const row of metricsMarkdownTable().split('\n').slice(2))
+      expect(readme).toContain(`${row.split(' | ').slice(0, 3).join(' | ')} |\n`);
   });
 });
 
@@ -132,7 +136,11 @@ describe('serveMetrics', () => {
     const instruments = new PrometheusInstruments();
     for (let i = 0; i < 150; i++) instruments.inc('jobq_coordinator_dispatches_total', { queue: `q${i}`, result: 'ok' });
     const text = await instruments.scrape();
-    const queues = new Set(samples(text).filter((s) => s.metric === 'jobq_coordinator_dispatches_total').map((s) => s.labels.queue));
+    const queues = new Set(
+      samples(text)
+        .filter((s) => s.metric === 'jobq_coordinator_dispatches_total')
+        .map((s) => s.labels.queue),
+    );
     expect(queues.size).toBe(101);
     expect(sum(text, 'jobq_coordinator_dispatches_total', { queue: 'other' })).toBe(50);
     expect(() => instruments.inc('jobq_coordinator_completions_total', { result: 'applied', extra: 'x' })).not.toThrow();
@@ -157,10 +165,28 @@ describe('metrics flags (subprocess)', () => {
 
   it('after the diamond example on jobq dev, a scrape matches METRICS and its completion counters equal the stats document', async () => {
     const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
-    const child = spawn(process.execPath, [CLI, 'dev', '--json', '--workers', '2', '--metrics-port', '0', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)], {
-      env: cleanEnv(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'dev',
+        '--json',
+        '--workers',
+        '2',
+        '--metrics-port',
+        '0',
+        '--blob-port',
+        String(blob),
+        '--queue-port',
+        String(queue),
+        '--table-port',
+        String(table),
+      ],
+      {
+        env: cleanEnv(),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     children.push(child);
     child.stdin.end();
     let out = '';
@@ -179,14 +205,23 @@ describe('metrics flags (subprocess)', () => {
     const run = await runCli(['workflow', 'run', join(ROOT, 'examples', 'diamond.yaml'), '--quiet'], { env: cleanEnv(report.env) });
     expect(run.code).toBe(0);
 
-    const store = await openWorkflowStore({ connection: { connectionString: report.connection_string }, prefix: 'Local', createIfMissing: false });
+    const store = await openWorkflowStore({
+      connection: { connectionString: report.connection_string },
+      prefix: 'Local',
+      createIfMissing: false,
+    });
     // The stats document is written every 10 s: scrape until it has caught up with the run.
     let text = '';
     let stats: Record<string, unknown> | null = null;
     for (;;) {
       text = await (await fetch(url!)).text();
-      stats = (await store.readCoordinatorStats());
-      if (stats !== null && stats.completionsApplied === sum(text, 'jobq_coordinator_completions_total', { result: 'applied' }) && (stats.completionsApplied) >= 4) break;
+      stats = await store.readCoordinatorStats();
+      if (
+        stats !== null &&
+        stats.completionsApplied === sum(text, 'jobq_coordinator_completions_total', { result: 'applied' }) &&
+        stats.completionsApplied >= 4
+      )
+        break;
       if (Date.now() > deadline + 30_000) throw new Error(`stats never matched the scrape: ${JSON.stringify(stats)}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -195,7 +230,11 @@ describe('metrics flags (subprocess)', () => {
     expect(sum(text, 'jobq_coordinator_completions_total', { result: 'poison' })).toBe(stats.poison);
     expect(sum(text, 'jobq_coordinator_dispatches_total', { result: 'ok' })).toBe(stats.pushes);
     // Dispatches and the worker's metrics name the queue alike (its spec).
-    expect(samples(text).some((s) => s.metric === 'jobq_worker_task_duration_seconds' && s.labels.outcome === 'done' && s.labels.queue === 'default')).toBe(true);
+    expect(
+      samples(text).some(
+        (s) => s.metric === 'jobq_worker_task_duration_seconds' && s.labels.outcome === 'done' && s.labels.queue === 'default',
+      ),
+    ).toBe(true);
     expect(sum(text, 'jobq_coordinator_dispatches_total', { queue: 'default', result: 'ok' })).toBe(stats.pushes);
     expect(sum(text, 'jobq_storage_requests_total', { service: 'blob' })).toBeGreaterThan(0);
     expect(sum(text, 'jobq_storage_requests_total', { service: 'table' })).toBeGreaterThan(0);

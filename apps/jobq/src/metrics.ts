@@ -11,7 +11,8 @@ import { UsageError } from './errors';
 /** `--metrics-port` and `--metrics-host`, on `worker`, `workflow coordinator`, `dev` and `workflow run`. */
 export const metricsFlags = {
   'metrics-port': Flags.custom<number>({
-    description: 'Serve Prometheus metrics on GET /metrics at this port (0: a free port; the address is printed on stderr) [env: JOBQ_METRICS_PORT]',
+    description:
+      'Serve Prometheus metrics on GET /metrics at this port (0: a free port; the address is printed on stderr) [env: JOBQ_METRICS_PORT]',
     env: 'JOBQ_METRICS_PORT',
     helpGroup: 'METRICS',
     parse: (input) => Promise.resolve(parseMetricsPort(input)),
@@ -45,7 +46,11 @@ type BlobPolicy = NonNullable<OpenWorkflowStoreOptions['blobPolicies']>[number];
 type QueuePolicy = NonNullable<OpenStorageQueueOptions['policies']>[number];
 
 /** Pipeline policies that count storage requests in `jobq_storage_requests_total` (as the benchmark counts transactions). */
-export function storageRequestPolicies(instruments: Instruments): { blob: BlobPolicy[]; table: TablePipelinePolicy[]; queue: QueuePolicy[] } {
+export function storageRequestPolicies(instruments: Instruments): {
+  blob: BlobPolicy[];
+  table: TablePipelinePolicy[];
+  queue: QueuePolicy[];
+} {
   if (!instruments.enabled) return { blob: [], table: [], queue: [] };
   const count = (service: string, method: string, status: number | undefined) =>
     instruments.inc('jobq_storage_requests_total', { service, method: method.toUpperCase(), status_class: statusClass(status) });

@@ -11,14 +11,18 @@ export const MAX_PARAMS_FILE_BYTES = 1024 * 1024;
 /** `--param` and `--params-file`: overrides of the defaults of a workflow's `params` (docs/matrix-and-params.md). */
 export const paramFlags = {
   param: Flags.string({
-    description: 'Set a parameter of the workflow: KEY=VALUE, read as the parameter\'s type (repeatable; the last one of a KEY wins, and wins over --params-file)',
+    description:
+      "Set a parameter of the workflow: KEY=VALUE, read as the parameter's type (repeatable; the last one of a KEY wins, and wins over --params-file)",
     multiple: true,
   }),
   'params-file': Flags.string({ description: 'A YAML or JSON file of parameter values (KEY: VALUE), typed as written' }),
 };
 
 /** The overrides the flags give, or the diagnostics of a params file that does not read. */
-export function paramOverrides(flags: { param?: string[] | undefined; 'params-file'?: string | undefined }): { ok: true; overrides: ParamOverrides } | { ok: false; report: FileDiagnostics } {
+export function paramOverrides(flags: {
+  param?: string[] | undefined;
+  'params-file'?: string | undefined;
+}): { ok: true; overrides: ParamOverrides } | { ok: false; report: FileDiagnostics } {
   const overrides: ParamOverrides = {};
   const file = flags['params-file'];
   if (file !== undefined) {
@@ -26,7 +30,15 @@ export function paramOverrides(flags: { param?: string[] | undefined; 'params-fi
     try {
       const size = statSync(file).size;
       if (size > MAX_PARAMS_FILE_BYTES) {
-        return { ok: false, report: { path: file, diagnostics: [fileDiagnostic('too-large', `the file is ${size} bytes; params files are limited to ${MAX_PARAMS_FILE_BYTES} bytes`)] } };
+        return {
+          ok: false,
+          report: {
+            path: file,
+            diagnostics: [
+              fileDiagnostic('too-large', `the file is ${size} bytes; params files are limited to ${MAX_PARAMS_FILE_BYTES} bytes`),
+            ],
+          },
+        };
       }
       text = readFileSync(file, 'utf8');
     } catch (error) {

@@ -20,7 +20,11 @@ interface MissingArg {
 
 function isRequiredArgsError(error: Error): error is Error & { args: MissingArg[] } {
   const args = (error as { args?: unknown }).args;
-  return /^Missing \d+ required args?\b/.test(error.message) && Array.isArray(args) && args.every((a) => typeof (a as MissingArg)?.name === 'string');
+  return (
+    /^Missing \d+ required args?\b/.test(error.message) &&
+    Array.isArray(args) &&
+    args.every((a) => typeof (a as MissingArg)?.name === 'string')
+  );
 }
 
 /** `Workflow id` → `workflow id` (an acronym such as `URL` stays). */

@@ -41,7 +41,10 @@ describe('placement', () => {
   it('a task no heartbeat lists waits in its queue once an interval + 10 s passed since its dispatch; not before', () => {
     const other = worker({ running: [] });
     expect(placementOf('wf', running, [other], T0 + 38_000, key)).toBeNull();
-    expect(placementOf('wf', running, [other], T0 + 40_000, key)).toMatchObject({ state: 'waiting', text: 'dispatched 41 s ago, waiting in queue cpu' });
+    expect(placementOf('wf', running, [other], T0 + 40_000, key)).toMatchObject({
+      state: 'waiting',
+      text: 'dispatched 41 s ago, waiting in queue cpu',
+    });
     // No heartbeats at all: the default interval (30 s) applies.
     expect(placementOf('wf', running, [], T0 + 40_000, key)?.text).toBe('dispatched 41 s ago, waiting in queue cpu');
   });

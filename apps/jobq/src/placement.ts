@@ -41,7 +41,13 @@ export async function readWorkers(registry: WorkerRegistry | null): Promise<Work
  * listing it — waiting in its queue; null when it cannot be told yet, or when a worker of its queue
  * runs more tasks than its row lists. `queueKey` maps queue specs naming one queue to one key.
  */
-export function placementOf(workflowId: string, task: PlacedTask, workers: readonly WorkerRecord[], now: number, queueKey: (spec: string) => string): PlacementJson | null {
+export function placementOf(
+  workflowId: string,
+  task: PlacedTask,
+  workers: readonly WorkerRecord[],
+  now: number,
+  queueKey: (spec: string) => string,
+): PlacementJson | null {
   if (task.status !== 'running' || task.attemptNo < 1) return null;
   const id = `${workflowId}/${task.taskName}/${task.attemptNo}`;
   const fresh = workers.filter((w) => workerState(w) !== 'lost');
@@ -51,7 +57,14 @@ export function placementOf(workflowId: string, task: PlacedTask, workers: reado
     const since = Date.parse(entry.since);
     // The worker's clock: its `since` against the row's age on the service clock.
     const forMs = Number.isFinite(since) ? Math.max(0, Date.parse(worker.seenAt) + worker.ageInMs - since) : 0;
-    return { state: 'on_worker', worker_id: worker.workerId, host: worker.host, since: entry.since, queue: task.queue, text: `running on ${worker.workerId} (${worker.host}) for ${roughAge(forMs)}` };
+    return {
+      state: 'on_worker',
+      worker_id: worker.workerId,
+      host: worker.host,
+      since: entry.since,
+      queue: task.queue,
+      text: `running on ${worker.workerId} (${worker.host}) for ${roughAge(forMs)}`,
+    };
   }
   if (task.dispatchedAt === null) return null;
   const dispatched = Date.parse(task.dispatchedAt);
@@ -63,7 +76,14 @@ export function placementOf(workflowId: string, task: PlacedTask, workers: reado
   const interval = pool.length > 0 ? Math.max(...pool.map((w) => w.intervalInMs)) : DEFAULT_INTERVAL_IN_MS;
   const ago = now - dispatched;
   if (ago < interval + WAITING_SLACK_IN_MS) return null;
-  return { state: 'waiting', worker_id: null, host: null, since: task.dispatchedAt, queue: task.queue, text: `dispatched ${roughAge(ago)} ago, waiting in queue ${task.queue}` };
+  return {
+    state: 'waiting',
+    worker_id: null,
+    host: null,
+    since: task.dispatchedAt,
+    queue: task.queue,
+    text: `dispatched ${roughAge(ago)} ago, waiting in queue ${task.queue}`,
+  };
 }
 
 /** A heartbeat row as `jobq workers --json` prints it. */

@@ -46,9 +46,19 @@ export function plainQueueLocation(config: CliConfig, spec: string): QueueLocati
  * account or namespace (else `DefaultAzureCredential`). For a Service Bus queue the lock duration
  * must be 5 s – 5 min (a usage error naming `lockDurationFrom` otherwise).
  */
-export async function openPlainQueue(config: CliConfig, spec: string, options: PlainQueueOptions = {}, lockDurationFrom = '--visibility-timeout'): Promise<TaskQueue> {
+export async function openPlainQueue(
+  config: CliConfig,
+  spec: string,
+  options: PlainQueueOptions = {},
+  lockDurationFrom = '--visibility-timeout',
+): Promise<TaskQueue> {
   const location = plainQueueLocation(config, spec);
   const lockDurationInMs = options.lockDurationInMs ?? 30_000;
   if (location.backend === 'servicebus') checkServiceBusLockDuration(lockDurationInMs, lockDurationFrom);
-  return openQueueAt(location, { lockDurationInMs, createIfMissing: options.createIfMissing ?? true, ...(options.policies ? { policies: options.policies } : {}), ...(options.instruments ? { instruments: options.instruments } : {}) });
+  return openQueueAt(location, {
+    lockDurationInMs,
+    createIfMissing: options.createIfMissing ?? true,
+    ...(options.policies ? { policies: options.policies } : {}),
+    ...(options.instruments ? { instruments: options.instruments } : {}),
+  });
 }

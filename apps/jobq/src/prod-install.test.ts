@@ -28,7 +28,11 @@ function imageEnv(): NodeJS.ProcessEnv {
 
 function run(args: readonly string[], cwd: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(out, 'bin', 'run.js'), ...args], { env: imageEnv(), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(out, 'bin', 'run.js'), ...args], {
+      env: imageEnv(),
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -56,14 +60,21 @@ describe('the production install (--prod --no-optional)', () => {
   it('stays within 90 MB and holds no Azurite, jest or babel', () => {
     const size = measureDeploy(out);
     expect(size.bytes).toBeLessThanOrEqual(BUDGET_BYTES);
-    expect(size.names.filter((name) => /^(azurite|jest|@jest\/.*|@babel\/.*|@jobq\/local|@jobq\/servicebus-emulator)$/.test(name))).toEqual([]);
-    for (const folder of ['azurite', 'jest', '@jest', '@babel', '@jobq/local']) expect(existsSync(join(out, 'node_modules', folder))).toBe(false);
+    expect(size.names.filter((name) => /^(azurite|jest|@jest\/.*|@babel\/.*|@jobq\/local|@jobq\/servicebus-emulator)$/.test(name))).toEqual(
+      [],
+    );
+    for (const folder of ['azurite', 'jest', '@jest', '@babel', '@jobq/local'])
+      expect(existsSync(join(out, 'node_modules', folder))).toBe(false);
     // What the image runs is there: both queue backends, the store, metrics.
-    expect(size.names).toEqual(expect.arrayContaining(['@azure/identity', '@azure/service-bus', '@azure/storage-queue', '@azure/data-tables', 'prom-client']));
+    expect(size.names).toEqual(
+      expect.arrayContaining(['@azure/identity', '@azure/service-bus', '@azure/storage-queue', '@azure/data-tables', 'prom-client']),
+    );
     // The task helpers (`jobq task …`), and the worker's deprecated `@jobq/worker/task` finds them.
     expect(existsSync(join(out, 'node_modules', '@jobq', 'task', 'dist', 'index.js'))).toBe(true);
     // Loaded by plain Node (jest would map the names onto the sources).
-    const shim = execFileSync(process.execPath, ['-e', "process.stdout.write(typeof require('@jobq/worker/task').setOutput)"], { cwd: out }).toString();
+    const shim = execFileSync(process.execPath, ['-e', "process.stdout.write(typeof require('@jobq/worker/task').setOutput)"], {
+      cwd: out,
+    }).toString();
     expect(shim).toBe('function');
   });
 

@@ -23,7 +23,12 @@ export class PrometheusInstruments implements Instruments {
     collectDefaultMetrics({ register: this.registry });
     for (const m of Object.values(METRICS) as MetricDefinition[]) {
       const common = { name: m.name, help: m.help, labelNames: [...m.labels], registers: [this.registry] };
-      const metric = m.type === 'counter' ? new Counter(common) : m.type === 'gauge' ? new Gauge(common) : new Histogram({ ...common, buckets: [...(m.buckets ?? [])] });
+      const metric =
+        m.type === 'counter'
+          ? new Counter(common)
+          : m.type === 'gauge'
+            ? new Gauge(common)
+            : new Histogram({ ...common, buckets: [...(m.buckets ?? [])] });
       this.metrics.set(m.name, metric);
     }
   }
@@ -84,7 +89,12 @@ export async function serveMetrics(port: number, host: string, warn: (line: stri
   });
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the port is in use' : error.code === 'EADDRNOTAVAIL' ? 'the address is not on this machine' : error.message;
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'the port is in use'
+          : error.code === 'EADDRNOTAVAIL'
+            ? 'the address is not on this machine'
+            : error.message;
       // A failure of the command (exit 1), printed as one line.
       reject(new Error(`metrics endpoint ${host}:${port}: ${why}`));
     };

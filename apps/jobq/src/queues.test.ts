@@ -11,7 +11,8 @@ import { serviceBusAccess, serviceBusAccessLine, serviceBusHost, serviceBusNames
 
 const SB_KEY = 'c2VydmljZWJ1cy1rZXktdGhhdC1tdXN0LW5vdC1sZWFr';
 const SB_STRING = `Endpoint=sb://my-namespace.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=${SB_KEY}`;
-const LOCAL_STRING = 'Endpoint=sb://127.0.0.1:10003;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true';
+const LOCAL_STRING =
+  'Endpoint=sb://127.0.0.1:10003;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true';
 
 let empty: string;
 beforeAll(async () => {
@@ -25,19 +26,30 @@ function config(env: NodeJS.ProcessEnv, inputs: { prefix?: string; queues?: stri
 
 /** A location without the connection string, for comparing. */
 function where(location: QueueLocation): string {
-  return location.backend === 'storage' ? `storage ${location.account}/${location.queueName}` : `servicebus ${location.access.key} ${location.queueName}`;
+  return location.backend === 'storage'
+    ? `storage ${location.account}/${location.queueName}`
+    : `servicebus ${location.access.key} ${location.queueName}`;
 }
 
 describe('the Service Bus settings', () => {
   it('reads JOBQ_SERVICEBUS_CONNECTION_STRING (secret) and the admin endpoint from the environment or the config file', async () => {
     const fromEnv = config({ JOBQ_SERVICEBUS_CONNECTION_STRING: SB_STRING, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'http://127.0.0.1:10004' });
-    expect(fromEnv.serviceBusConnectionString).toMatchObject({ value: SB_STRING, source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING', secret: true });
+    expect(fromEnv.serviceBusConnectionString).toMatchObject({
+      value: SB_STRING,
+      source: 'env',
+      from: 'JOBQ_SERVICEBUS_CONNECTION_STRING',
+      secret: true,
+    });
     expect(fromEnv.serviceBusAdminEndpoint).toMatchObject({ value: 'http://127.0.0.1:10004', source: 'env' });
     expect(maskSecret(SB_STRING)).not.toContain(SB_KEY);
     const file = join(empty, 'sb.yaml');
     await writeFile(file, `connection:\n  queues: sb://my-namespace\n  servicebus_connection_string: "${SB_STRING}"\n`);
     const fromFile = resolveConfig({ configPath: file }, {}, empty);
-    expect(fromFile.serviceBusConnectionString).toMatchObject({ value: SB_STRING, source: 'file', from: 'connection.servicebus_connection_string' });
+    expect(fromFile.serviceBusConnectionString).toMatchObject({
+      value: SB_STRING,
+      source: 'file',
+      from: 'connection.servicebus_connection_string',
+    });
     expect(fromFile.queues).toMatchObject({ value: 'sb://my-namespace', source: 'file' });
     expect(() => config({ JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'ftp://x' })).toThrow(/JOBQ_SERVICEBUS_ADMIN_ENDPOINT/);
   });
@@ -64,19 +76,37 @@ describe('serviceBusAccess', () => {
   it('uses the connection string when its Endpoint is the namespace (NAME or host, any case), else DefaultAzureCredential', () => {
     const c = config({ JOBQ_SERVICEBUS_CONNECTION_STRING: SB_STRING });
     for (const ns of ['my-namespace', 'MY-NAMESPACE', 'my-namespace.servicebus.windows.net']) {
-      expect(serviceBusAccess(c, ns)).toMatchObject({ connection: { connectionString: SB_STRING }, key: 'cs:my-namespace.servicebus.windows.net', adminEndpoint: null });
+      expect(serviceBusAccess(c, ns)).toMatchObject({
+        connection: { connectionString: SB_STRING },
+        key: 'cs:my-namespace.servicebus.windows.net',
+        adminEndpoint: null,
+      });
     }
     const other = serviceBusAccess(c, 'other-namespace');
-    expect(other).toMatchObject({ connection: { namespace: 'other-namespace.servicebus.windows.net' }, key: 'ns:other-namespace.servicebus.windows.net' });
+    expect(other).toMatchObject({
+      connection: { namespace: 'other-namespace.servicebus.windows.net' },
+      key: 'ns:other-namespace.servicebus.windows.net',
+    });
     expect(other.description).toContain('is for my-namespace.servicebus.windows.net: not used');
     expect(serviceBusAccess(config({}), 'other-namespace').connection).toEqual({ namespace: 'other-namespace.servicebus.windows.net' });
-    for (const line of [serviceBusAccessLine(c, 'my-namespace'), serviceBusAccessLine(c, 'other-namespace')]) expect(line).not.toContain(SB_KEY);
+    for (const line of [serviceBusAccessLine(c, 'my-namespace'), serviceBusAccessLine(c, 'other-namespace')])
+      expect(line).not.toContain(SB_KEY);
   });
 
   it('sb://local takes any connection string (with the admin endpoint only for a local broker) and is a usage error without one', () => {
-    const local = serviceBusAccess(config({ JOBQ_SERVICEBUS_CONNECTION_STRING: LOCAL_STRING, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'http://127.0.0.1:10004' }), 'local');
-    expect(local).toMatchObject({ connection: { connectionString: LOCAL_STRING }, adminEndpoint: 'http://127.0.0.1:10004', key: 'cs:127.0.0.1:10003' });
-    const remote = serviceBusAccess(config({ JOBQ_SERVICEBUS_CONNECTION_STRING: SB_STRING, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'http://127.0.0.1:10004' }), 'local');
+    const local = serviceBusAccess(
+      config({ JOBQ_SERVICEBUS_CONNECTION_STRING: LOCAL_STRING, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'http://127.0.0.1:10004' }),
+      'local',
+    );
+    expect(local).toMatchObject({
+      connection: { connectionString: LOCAL_STRING },
+      adminEndpoint: 'http://127.0.0.1:10004',
+      key: 'cs:127.0.0.1:10003',
+    });
+    const remote = serviceBusAccess(
+      config({ JOBQ_SERVICEBUS_CONNECTION_STRING: SB_STRING, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: 'http://127.0.0.1:10004' }),
+      'local',
+    );
     expect(remote).toMatchObject({ connection: { connectionString: SB_STRING }, adminEndpoint: null });
     expect(() => serviceBusAccess(config({}), 'local')).toThrow(UsageError);
     expect(() => serviceBusAccess(config({}), 'local')).toThrow(/JOBQ_SERVICEBUS_CONNECTION_STRING/);

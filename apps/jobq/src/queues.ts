@@ -1,6 +1,16 @@
 import { parseQueueSpec } from '@jobq/dag-core';
 import { SERVICE_BUS_MAX_MESSAGE_BYTES } from '@jobq/dag-core/wire';
-import { JobqError, isJobqError, type Instruments, type OperationOptions, type OutgoingMessage, type PeekedMessage, type ReceiveOptions, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import {
+  JobqError,
+  isJobqError,
+  type Instruments,
+  type OperationOptions,
+  type OutgoingMessage,
+  type PeekedMessage,
+  type ReceiveOptions,
+  type ReceivedMessage,
+  type TaskQueue,
+} from '@jobq/ports';
 import { openStorageQueue, type OpenStorageQueueOptions } from '@jobq/queue-storage';
 import type { ServiceBusQueueDescription } from '@jobq/queue-servicebus';
 import { closeWhenDone } from './closing';
@@ -73,7 +83,9 @@ export function queueLocation(config: CliConfig, spec: string, options: Location
 /** A lock duration for a Service Bus queue, or a usage error naming where it came from. */
 export function checkServiceBusLockDuration(lockDurationInMs: number, where: string): void {
   if (lockDurationInMs < SERVICE_BUS_MIN_LOCK_MS || lockDurationInMs > SERVICE_BUS_MAX_LOCK_MS) {
-    throw new UsageError(`${where} must be between 5 s and 5 min for a Service Bus queue (its LockDuration), got ${lockDurationInMs / 1000} s`);
+    throw new UsageError(
+      `${where} must be between 5 s and 5 min for a Service Bus queue (its LockDuration), got ${lockDurationInMs / 1000} s`,
+    );
   }
 }
 
@@ -192,7 +204,9 @@ class DeferredQueue implements DescribableQueue {
     return queue.describe(options);
   }
   deadLetterQueue(): TaskQueue {
-    this.dlq ??= new DeferredQueue(`${this.name}/$DeadLetterQueue`, this.configuredLockDurationInMs, async () => (await this.target()).deadLetterQueue());
+    this.dlq ??= new DeferredQueue(`${this.name}/$DeadLetterQueue`, this.configuredLockDurationInMs, async () =>
+      (await this.target()).deadLetterQueue(),
+    );
     return this.dlq;
   }
   async close(): Promise<void> {

@@ -22,7 +22,18 @@ const WORKFLOW = [
 ].join('\n');
 
 function state(status: TaskRuntime['status'], attemptNo = 0, error: string | null = null, retryDueAt: string | null = null): TaskRuntime {
-  return { status, attemptNo, retryBase: 0, outputRef: null, error, dispatchedAt: null, startedAt: null, completedAt: null, awaitingInputs: false, retryDueAt };
+  return {
+    status,
+    attemptNo,
+    retryBase: 0,
+    outputRef: null,
+    error,
+    dispatchedAt: null,
+    startedAt: null,
+    completedAt: null,
+    awaitingInputs: false,
+    retryDueAt,
+  };
 }
 
 function runtime(train: TaskRuntime, report: TaskRuntime = state('pending')): WorkflowRuntime {
@@ -48,14 +59,24 @@ describe('workflow run output', () => {
     const failed = runtime(state('running', 2, 'exit code 1', at(30)));
     const done = runtime(state('completed', 2), state('skipped', 0, 'condition false: inputs.train.acc = 0.5, not > 0.9'));
     expect(taskEvents(null, first, NOW)).toEqual(['train#1 dispatched to cpu']);
-    expect(taskEvents(first, failed, NOW)).toEqual(['train#1 failed: exit code 1; retrying', 'train#2 waits 30s for its retry delay (queue cpu)']);
-    expect(taskEvents(failed, done, NOW)).toEqual(['train#2 completed', 'report skipped: condition false: inputs.train.acc = 0.5, not > 0.9']);
+    expect(taskEvents(first, failed, NOW)).toEqual([
+      'train#1 failed: exit code 1; retrying',
+      'train#2 waits 30s for its retry delay (queue cpu)',
+    ]);
+    expect(taskEvents(failed, done, NOW)).toEqual([
+      'train#2 completed',
+      'report skipped: condition false: inputs.train.acc = 0.5, not > 0.9',
+    ]);
     // Seen `ready` with its error, the failure is told once; a retry dispatched at once.
     const rearmed = runtime(state('ready', 1, 'exit code 1'));
     expect(taskEvents(first, rearmed, NOW)).toEqual(['train#1 failed: exit code 1; retrying']);
     expect(taskEvents(rearmed, runtime(state('running', 2, 'exit code 1')), NOW)).toEqual(['train#2 dispatched to cpu']);
     // An attempt that failed and a retry that finished between two reads: told from what is left.
-    expect(taskEvents(first, runtime(state('failed', 3, 'exit code 2')), NOW)).toEqual(['train#2 failed; retrying', 'train#3 dispatched to cpu', 'train#3 failed: exit code 2']);
+    expect(taskEvents(first, runtime(state('failed', 3, 'exit code 2')), NOW)).toEqual([
+      'train#2 failed; retrying',
+      'train#3 dispatched to cpu',
+      'train#3 failed: exit code 2',
+    ]);
     expect(taskEvents(done, done, NOW)).toEqual([]);
   });
 
@@ -81,7 +102,7 @@ describe('workflow run output', () => {
     expect(failureLines(failed.slice(0, 2), { limit: 3, more: '' })).toHaveLength(2);
   });
 
-  it('prefixes task lines with name and attempt; --quiet drops them and the services\' lines, --verbose adds events and the workers\' routine lines about each task', () => {
+  it("prefixes task lines with name and attempt; --quiet drops them and the services' lines, --verbose adds events and the workers' routine lines about each task", () => {
     const task = { id: 'wf-1/train/2', workflowTask: { workflowId: 'wf-1', taskName: 'train', attemptNo: 2 } };
     const feed = (out: RunOutput): void => {
       out.info('submitted workflow');

@@ -1,4 +1,14 @@
-import { TASK_STATUSES, freshTask, isMergeNode, isTerminalTaskStatus, taskQueue, taskState, type TaskRuntime, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  TASK_STATUSES,
+  freshTask,
+  isMergeNode,
+  isTerminalTaskStatus,
+  taskQueue,
+  taskState,
+  type TaskRuntime,
+  type TaskStatus,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import type { TaskLine, TaskRef } from '@jobq/worker';
 import type { ProgressReporter } from './progress';
 
@@ -100,7 +110,9 @@ export function taskEvents(before: WorkflowRuntime | null, after: WorkflowRuntim
         lines.push(`${name}#${is.attemptNo - 1} failed${error === null ? '' : `: ${error}`}; retrying`);
       }
       if (is.status === 'running' && is.retryDueAt !== null && Date.parse(is.retryDueAt) > now) {
-        lines.push(`${name}#${is.attemptNo} waits ${secondsUntil(is.retryDueAt, now)} for its retry delay (queue ${taskQueue(after.definition, def)})`);
+        lines.push(
+          `${name}#${is.attemptNo} waits ${secondsUntil(is.retryDueAt, now)} for its retry delay (queue ${taskQueue(after.definition, def)})`,
+        );
       } else {
         lines.push(`${name}#${is.attemptNo} dispatched to ${taskQueue(after.definition, def)}`);
       }

@@ -82,7 +82,9 @@ export function serviceBusAccess(config: CliConfig, namespace: string): ServiceB
   if (connectionString !== null) {
     const described = describeServiceBusConnectionString(connectionString);
     if (described.host === null) {
-      throw new UsageError(`${origin(config)}: the Service Bus connection string has no Endpoint (expected Endpoint=sb://NAMESPACE.servicebus.windows.net/;…)`);
+      throw new UsageError(
+        `${origin(config)}: the Service Bus connection string has no Endpoint (expected Endpoint=sb://NAMESPACE.servicebus.windows.net/;…)`,
+      );
     }
     if (local || described.host === serviceBusHost(namespace)) {
       const adminEndpoint = described.emulator ? config.serviceBusAdminEndpoint.value : null;
@@ -103,8 +105,16 @@ export function serviceBusAccess(config: CliConfig, namespace: string): ServiceB
   }
   const host = serviceBusHost(namespace);
   const passedOver =
-    connectionString === null ? '' : ` (the connection string from ${origin(config)} is for ${describeServiceBusConnectionString(connectionString).host ?? '?'}: not used)`;
-  return { namespace, key: `ns:${host}`, connection: { namespace: host }, adminEndpoint: null, description: `DefaultAzureCredential on ${host}${passedOver}` };
+    connectionString === null
+      ? ''
+      : ` (the connection string from ${origin(config)} is for ${describeServiceBusConnectionString(connectionString).host ?? '?'}: not used)`;
+  return {
+    namespace,
+    key: `ns:${host}`,
+    connection: { namespace: host },
+    adminEndpoint: null,
+    description: `DefaultAzureCredential on ${host}${passedOver}`,
+  };
 }
 
 /** The namespace of `JOBQ_WORKFLOW_QUEUES` when it is `sb://NAMESPACE`, else null. */

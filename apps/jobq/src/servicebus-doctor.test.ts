@@ -16,7 +16,10 @@ afterAll(async () => {
 });
 
 async function open(name: string, adminEndpoint: string | null = sb.adminEndpoint): Promise<TaskQueue> {
-  const env = { JOBQ_SERVICEBUS_CONNECTION_STRING: sb.connectionString, ...(adminEndpoint === null ? {} : { JOBQ_SERVICEBUS_ADMIN_ENDPOINT: adminEndpoint }) };
+  const env = {
+    JOBQ_SERVICEBUS_CONNECTION_STRING: sb.connectionString,
+    ...(adminEndpoint === null ? {} : { JOBQ_SERVICEBUS_ADMIN_ENDPOINT: adminEndpoint }),
+  };
   return openPlainQueue(resolveConfig({}, env, '/'), `sb://local/${name}`, { createIfMissing: true, lockDurationInMs: 30_000 });
 }
 

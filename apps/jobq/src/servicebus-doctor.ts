@@ -25,18 +25,26 @@ export interface ServiceBusCheck {
 }
 
 /** What is said about one queue: the facts, and the warnings with what to do. */
-function assess(spec: string, d: ServiceBusQueueDescription, completions: boolean): { facts: string[]; warnings: string[]; hints: string[] } {
+function assess(
+  spec: string,
+  d: ServiceBusQueueDescription,
+  completions: boolean,
+): { facts: string[]; warnings: string[]; hints: string[] } {
   const facts: string[] = [];
   const warnings: string[] = [];
   const hints: string[] = [];
   const p = d.properties;
   if (p === null) {
-    facts.push('settings not readable (needs the Azure Service Bus Data Owner role, or JOBQ_SERVICEBUS_ADMIN_ENDPOINT for a local broker), counted by peeking');
+    facts.push(
+      'settings not readable (needs the Azure Service Bus Data Owner role, or JOBQ_SERVICEBUS_ADMIN_ENDPOINT for a local broker), counted by peeking',
+    );
   } else {
     facts.push(`LockDuration ${formatDuration(p.lockDurationInMs)}`);
     if (p.lockDurationInMs < SHORT_LOCK_MS) {
       warnings.push(`LockDuration ${formatDuration(p.lockDurationInMs)} is short`);
-      hints.push(`${spec}: with locks under ${SHORT_LOCK_MS / 1000}s a pause of a ${completions ? 'coordinator' : 'worker'} (GC, network) loses them and the message is delivered again; LockDuration can be raised on the queue (5s–5m)`);
+      hints.push(
+        `${spec}: with locks under ${SHORT_LOCK_MS / 1000}s a pause of a ${completions ? 'coordinator' : 'worker'} (GC, network) loses them and the message is delivered again; LockDuration can be raised on the queue (5s–5m)`,
+      );
     }
     facts.push(`MaxDeliveryCount ${p.maxDeliveryCount}`);
     if (p.maxDeliveryCount < LOW_MAX_DELIVERY_COUNT) {
@@ -52,7 +60,8 @@ function assess(spec: string, d: ServiceBusQueueDescription, completions: boolea
         ? `duplicate detection ${p.duplicateDetectionHistoryTimeWindowInMs === null ? 'on' : formatDuration(p.duplicateDetectionHistoryTimeWindowInMs)}`
         : 'duplicate detection off (an optimisation only: repeats are still delivered and ignored; it can only be chosen when a queue is created, not on Basic)',
     );
-    if (Number.isFinite(p.defaultMessageTimeToLiveInMs)) facts.push(`messages expire after ${formatDuration(p.defaultMessageTimeToLiveInMs)}`);
+    if (Number.isFinite(p.defaultMessageTimeToLiveInMs))
+      facts.push(`messages expire after ${formatDuration(p.defaultMessageTimeToLiveInMs)}`);
   }
   facts.push(`${d.activeMessageCount} message${d.activeMessageCount === 1 ? '' : 's'}`);
   facts.push(`dead-letter ${d.deadLetterMessageCount}`);

@@ -106,7 +106,15 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
     queueLabel: options.queue,
     ...(options.instruments ? { instruments: options.instruments } : {}),
     ...(options.heartbeatIntervalInMs !== undefined && options.heartbeatIntervalInMs > 0
-      ? { heartbeat: { registry: deployment.workers, intervalInMs: options.heartbeatIntervalInMs, queueSpec: options.queue, version: options.version ?? 'unknown', workerId } }
+      ? {
+          heartbeat: {
+            registry: deployment.workers,
+            intervalInMs: options.heartbeatIntervalInMs,
+            queueSpec: options.queue,
+            version: options.version ?? 'unknown',
+            workerId,
+          },
+        }
       : {}),
     processors: [
       new WorkflowProcessor({

@@ -8,7 +8,12 @@ const WORKFLOW = [
   'tasks:',
   '  - name: a',
   '    kwargs: {cmd: "true"}',
-  ...['low', 'typo', 'broken'].flatMap((name) => [`  - name: ${name}`, '    depends_on: [a]', '    condition: inputs.a.accuracy > 0.9', '    kwargs: {cmd: "true"}']),
+  ...['low', 'typo', 'broken'].flatMap((name) => [
+    `  - name: ${name}`,
+    '    depends_on: [a]',
+    '    condition: inputs.a.accuracy > 0.9',
+    '    kwargs: {cmd: "true"}',
+  ]),
   '',
 ].join('\n');
 
@@ -19,7 +24,18 @@ const REASONS = {
 };
 
 function state(status: TaskRuntime['status'], error: string | null = null): TaskRuntime {
-  return { status, attemptNo: 0, retryBase: 0, outputRef: null, error, dispatchedAt: null, startedAt: null, completedAt: null, awaitingInputs: false, retryDueAt: null };
+  return {
+    status,
+    attemptNo: 0,
+    retryBase: 0,
+    outputRef: null,
+    error,
+    dispatchedAt: null,
+    startedAt: null,
+    completedAt: null,
+    awaitingInputs: false,
+    retryDueAt: null,
+  };
 }
 
 function runtime() {
@@ -43,7 +59,10 @@ describe('skipped tasks', () => {
       { name: 'broken', reason: REASONS.broken, warning: true },
     ]);
     expect(skippedJson(skipped)[1]).toEqual({ name: 'typo', skip_reason: REASONS.typo });
-    expect(skipWarnings(skipped)).toEqual([`warning: task "typo" skipped: ${REASONS.typo}`, `warning: task "broken" skipped: ${REASONS.broken}`]);
+    expect(skipWarnings(skipped)).toEqual([
+      `warning: task "typo" skipped: ${REASONS.typo}`,
+      `warning: task "broken" skipped: ${REASONS.broken}`,
+    ]);
     // A runtime written before reasons had words: `condition false` alone, no warning.
     expect(skippedTask('old', 'condition false')).toEqual({ name: 'old', reason: 'condition false', warning: false });
     expect(skippedTask('none', null)).toMatchObject({ reason: 'no reason recorded', warning: false });
@@ -57,11 +76,19 @@ describe('skipped tasks', () => {
       '  … 1 more skipped (--verbose shows all)',
     ]);
     expect(skipLines(skipped, { prefix: '', limit: 0 })).toHaveLength(3);
-    expect(skipWarnings(skipped, 1)).toEqual([`warning: task "typo" skipped: ${REASONS.typo}`, 'warning: … 1 more tasks skipped for a missing field or an error']);
+    expect(skipWarnings(skipped, 1)).toEqual([
+      `warning: task "typo" skipped: ${REASONS.typo}`,
+      'warning: … 1 more tasks skipped for a missing field or an error',
+    ]);
   });
 
   it('appear in the watch view with their reasons', () => {
-    const lines = frameLines(runtime(), new RateWindow(), { byLayer: false, runningShown: 5, skippedShown: 2, now: Date.parse('2026-01-01T00:00:05.000Z') });
+    const lines = frameLines(runtime(), new RateWindow(), {
+      byLayer: false,
+      runningShown: 5,
+      skippedShown: 2,
+      now: Date.parse('2026-01-01T00:00:05.000Z'),
+    });
     expect(lines).toContain(`skipped: low: ${REASONS.low}`);
     expect(lines).toContain(`skipped: typo: ${REASONS.typo}`);
     expect(lines).toContain('skipped: … 1 more skipped (jobq workflow status lists them)');

@@ -22,7 +22,9 @@ describe('storageAccess and connectionFor', () => {
     const c = config({ JOBQ_WORKFLOW_PREFIX: 'myacct/Proj', JOBQ_STORAGE_CONNECTION_STRING: AZURE_SAS });
     expect(connectionFor(c, 'myacct')).toEqual({ connectionString: AZURE_SAS });
     const access = storageAccess(c);
-    expect(access).toEqual([{ account: 'myacct', uses: 'connection string', from: 'JOBQ_STORAGE_CONNECTION_STRING', credential: 'SAS', note: null }]);
+    expect(access).toEqual([
+      { account: 'myacct', uses: 'connection string', from: 'JOBQ_STORAGE_CONNECTION_STRING', credential: 'SAS', note: null },
+    ]);
     expect(storageAccessLine(access[0]!)).toBe('myacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)');
     expect(JSON.stringify(access)).not.toContain(SIG);
   });
@@ -30,7 +32,9 @@ describe('storageAccess and connectionFor', () => {
   it('matches the AccountName case-insensitively, and names the variable it came from', () => {
     const c = config({ JOBQ_WORKFLOW_PREFIX: 'myacct/Proj', AZURE_STORAGE_CONNECTION_STRING: `AccountName=MyAcct;AccountKey=${KEY}` });
     expect(connectionFor(c, 'myacct')).toEqual({ connectionString: `AccountName=MyAcct;AccountKey=${KEY}` });
-    expect(storageAccess(c).map(storageAccessLine)).toEqual(['myacct: connection string from AZURE_STORAGE_CONNECTION_STRING (account key)']);
+    expect(storageAccess(c).map(storageAccessLine)).toEqual([
+      'myacct: connection string from AZURE_STORAGE_CONNECTION_STRING (account key)',
+    ]);
   });
 
   it('reports DefaultAzureCredential, and why, for an account the connection string is not for', () => {
@@ -41,13 +45,18 @@ describe('storageAccess and connectionFor', () => {
       'qacct: DefaultAzureCredential (the connection string from JOBQ_STORAGE_CONNECTION_STRING is for account myacct: not used for qacct)',
     ]);
     const none = config({ JOBQ_WORKFLOW_PREFIX: 'myacct/Proj' });
-    expect(storageAccess(none)).toEqual([{ account: 'myacct', uses: 'DefaultAzureCredential', from: null, credential: 'DefaultAzureCredential', note: null }]);
+    expect(storageAccess(none)).toEqual([
+      { account: 'myacct', uses: 'DefaultAzureCredential', from: null, credential: 'DefaultAzureCredential', note: null },
+    ]);
   });
 
   it('reports an endpoint-only string, the config file as the origin, and the local emulator', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'jobq-access-'));
     try {
-      await writeFile(join(dir, 'jobq.yaml'), 'connection:\n  prefix: myacct/Proj\n  connection_string: "BlobEndpoint=https://myacct.blob.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net"\n');
+      await writeFile(
+        join(dir, 'jobq.yaml'),
+        'connection:\n  prefix: myacct/Proj\n  connection_string: "BlobEndpoint=https://myacct.blob.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net"\n',
+      );
       expect(storageAccess(config({}, dir)).map(storageAccessLine)).toEqual([
         'myacct: connection string from config file connection.connection_string (endpoints only: DefaultAzureCredential)',
       ]);

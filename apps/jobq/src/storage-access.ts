@@ -1,4 +1,9 @@
-import { chooseStorageConnection, describeConnectionString, type ConnectionStringCandidate, type StorageConnectionChoice } from '@jobq/azure-pipeline';
+import {
+  chooseStorageConnection,
+  describeConnectionString,
+  type ConnectionStringCandidate,
+  type StorageConnectionChoice,
+} from '@jobq/azure-pipeline';
 import type { CliConfig } from './config';
 
 /** How the commands reach one storage account, as `config show` and `workflow doctor` report it. Never holds a secret. */
@@ -68,7 +73,13 @@ export function storageAccess(config: CliConfig): StorageAccess[] {
             ? `the connection string from ${p.from} names no account (no AccountName, no account in its endpoints): not used`
             : `the connection string from ${p.from} is for account ${p.account}: not used for ${account}`,
         );
-        return { account, uses: 'DefaultAzureCredential', from: null, credential: 'DefaultAzureCredential', note: notes.length > 0 ? notes.join('; ') : null };
+        return {
+          account,
+          uses: 'DefaultAzureCredential',
+          from: null,
+          credential: 'DefaultAzureCredential',
+          note: notes.length > 0 ? notes.join('; ') : null,
+        };
       }
     }
   });

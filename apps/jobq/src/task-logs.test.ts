@@ -3,7 +3,14 @@ import type { TaskStatus } from '@jobq/dag-core';
 import type { TaskLogMetadata, TaskLogRead } from '@jobq/ports';
 import { followTaskLog, lastLines, unprintedPart } from './task-logs';
 
-const meta = (bytes: number, outcome: TaskLogMetadata['outcome'] = 'live'): TaskLogMetadata => ({ outcome, exitCode: null, started: '', ended: null, bytes, worker: 'w' });
+const meta = (bytes: number, outcome: TaskLogMetadata['outcome'] = 'live'): TaskLogMetadata => ({
+  outcome,
+  exitCode: null,
+  started: '',
+  ended: null,
+  bytes,
+  worker: 'w',
+});
 
 describe('task log reading', () => {
   it('lastLines ignores the final newline', () => {

@@ -22,7 +22,10 @@ export async function failedTaskTails(
 ): Promise<Array<{ taskName: string; attemptNo: number; lines: string[] | null; error?: string }>> {
   const failed = runtime.definition.tasks
     .map((def) => ({ name: def.name, task: taskState(runtime, def.name) }))
-    .filter(({ name, task }) => task !== undefined && task.status === 'failed' && task.attemptNo > 0 && (options.only === undefined || options.only === name))
+    .filter(
+      ({ name, task }) =>
+        task !== undefined && task.status === 'failed' && task.attemptNo > 0 && (options.only === undefined || options.only === name),
+    )
     .slice(0, options.maxTasks);
   return Promise.all(
     failed.map(async ({ name, task }) => {
@@ -42,12 +45,19 @@ export async function failedTaskTails(
  * The text block of `status` and `explain --task`: for each failed task (up to `maxTasks`), the
  * last `lines` lines of its current attempt's log. Empty when no failed task left a log.
  */
-export async function failedTailLines(outputs: OutputStore, runtime: WorkflowRuntime, options: { maxTasks: number; lines: number; only?: string }): Promise<string[]> {
+export async function failedTailLines(
+  outputs: OutputStore,
+  runtime: WorkflowRuntime,
+  options: { maxTasks: number; lines: number; only?: string },
+): Promise<string[]> {
   const tails = await failedTaskTails(outputs, runtime, options);
   const out: string[] = [];
   for (const tail of tails) {
     if (tail.lines === null && tail.error === undefined) continue;
-    out.push('', `Log of failed task ${tail.taskName} (attempt ${tail.attemptNo}, last ${options.lines} lines; all: jobq workflow logs ${runtime.workflowId} ${tail.taskName})`);
+    out.push(
+      '',
+      `Log of failed task ${tail.taskName} (attempt ${tail.attemptNo}, last ${options.lines} lines; all: jobq workflow logs ${runtime.workflowId} ${tail.taskName})`,
+    );
     if (tail.error !== undefined) out.push(`  (the log could not be read: ${tail.error})`);
     else if (tail.lines?.length === 0) out.push('  (empty)');
     else out.push(...(tail.lines ?? []).map((line) => `  ${line}`));

@@ -18,7 +18,12 @@ export function taskLogBlob(workflowId: string, taskName: string, attemptNo: num
  * The decoded output of one task: null when it has none (not completed, skipped, or it set none).
  * An output that cannot be read is null too, after one line through `note`.
  */
-export async function readTaskOutput(outputs: Pick<OutputStore, 'getOutput'>, taskName: string, state: TaskRuntime | undefined, note: (line: string) => void): Promise<unknown> {
+export async function readTaskOutput(
+  outputs: Pick<OutputStore, 'getOutput'>,
+  taskName: string,
+  state: TaskRuntime | undefined,
+  note: (line: string) => void,
+): Promise<unknown> {
   if (state?.outputRef === undefined || state.outputRef === null) return null;
   try {
     return await outputs.getOutput(state.outputRef);
@@ -40,7 +45,9 @@ export async function readTaskOutputs(
   note: (line: string) => void,
   only?: ReadonlySet<string>,
 ): Promise<Map<string, unknown>> {
-  const names = definition.tasks.filter((t) => !isMergeNode(t.name, t.kwargs) && (only === undefined || only.has(t.name))).map((t) => t.name);
+  const names = definition.tasks
+    .filter((t) => !isMergeNode(t.name, t.kwargs) && (only === undefined || only.has(t.name)))
+    .map((t) => t.name);
   const values: unknown[] = new Array<unknown>(names.length).fill(null);
   let next = 0;
   const reader = async (): Promise<void> => {

@@ -31,11 +31,20 @@ describe('startTracing', () => {
   it('with a package missing: one warning line, and the command runs untraced', async () => {
     const warnings: string[] = [];
     const missing = (name: string): Promise<unknown> =>
-      name === TRACING_PACKAGES[1] ? Promise.reject(Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' })) : Promise.resolve({});
-    const handle = await startTracing({ serviceName: 'jobq', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' }, warn: (l) => warnings.push(l), load: missing });
+      name === TRACING_PACKAGES[1]
+        ? Promise.reject(Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' }))
+        : Promise.resolve({});
+    const handle = await startTracing({
+      serviceName: 'jobq',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' },
+      warn: (l) => warnings.push(l),
+      load: missing,
+    });
     expect(handle).toBeNull();
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^jobq: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but the optional packages .* are not installed; running without tracing$/);
+    expect(warnings[0]).toMatch(
+      /^jobq: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but the optional packages .* are not installed; running without tracing$/,
+    );
   });
 });
 
@@ -50,7 +59,9 @@ function startSink(): Promise<{ server: Server; url: string; requests: Array<{ p
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests })),
+  );
 }
 
 interface OtlpSpan {
@@ -63,7 +74,12 @@ function exported(bodies: readonly string[]): { services: Set<string>; spans: Ot
   const services = new Set<string>();
   const spans: OtlpSpan[] = [];
   for (const body of bodies) {
-    const doc = JSON.parse(body) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+    const doc = JSON.parse(body) as {
+      resourceSpans: Array<{
+        resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+        scopeSpans: Array<{ spans: OtlpSpan[] }>;
+      }>;
+    };
     for (const rs of doc.resourceSpans) {
       const name = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue;
       if (name !== undefined) services.add(name);
@@ -81,7 +97,9 @@ describe('jobq workflow run traced (a local OTLP sink)', () => {
   afterAll(() => new Promise<void>((resolve) => sink.server.close(() => resolve())));
 
   it('posts the spans of the diamond to /v1/traces when OTEL_EXPORTER_OTLP_ENDPOINT is set; loads no SDK package without it', async () => {
-    const traced = await runCli(['workflow', 'run', DIAMOND, '--json'], { env: cleanEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, NODE_OPTIONS: `--require ${RECORD_LOADS}` }) });
+    const traced = await runCli(['workflow', 'run', DIAMOND, '--json'], {
+      env: cleanEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, NODE_OPTIONS: `--require ${RECORD_LOADS}` }),
+    });
     expect(traced.code).toBe(0);
     expect(traced.stderr).toContain('otel-load: @opentelemetry/sdk-trace-node');
     expect(sink.requests.length).toBeGreaterThan(0);

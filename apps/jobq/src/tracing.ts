@@ -7,7 +7,11 @@ import { errorMessage } from '@jobq/ports';
  */
 
 /** The optional packages, in the order {@link startTracing} loads them. */
-export const TRACING_PACKAGES = ['@opentelemetry/sdk-trace-node', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources'] as const;
+export const TRACING_PACKAGES = [
+  '@opentelemetry/sdk-trace-node',
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/resources',
+] as const;
 
 /** The variable that turns tracing on. */
 export const TRACING_ENDPOINT_VARIABLE = 'OTEL_EXPORTER_OTLP_ENDPOINT';
@@ -79,10 +83,17 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const load = options.load ?? ((name: string) => Promise.resolve().then(() => require(name) as unknown));
   try {
-    const [node, otlp, resources] = (await Promise.all(TRACING_PACKAGES.map((name) => load(name)))) as [SdkTraceNode, ExporterOtlpHttp, Resources];
+    const [node, otlp, resources] = (await Promise.all(TRACING_PACKAGES.map((name) => load(name)))) as [
+      SdkTraceNode,
+      ExporterOtlpHttp,
+      Resources,
+    ];
     const attributes: Record<string, string> = { 'service.name': options.serviceName };
     if (options.version !== undefined) attributes['service.version'] = options.version;
-    const resource = resources.defaultResource().merge(resources.resourceFromAttributes(attributes)).merge(resources.detectResources({ detectors: [resources.envDetector] }));
+    const resource = resources
+      .defaultResource()
+      .merge(resources.resourceFromAttributes(attributes))
+      .merge(resources.detectResources({ detectors: [resources.envDetector] }));
     const provider = new node.NodeTracerProvider({ resource, spanProcessors: [new node.BatchSpanProcessor(new otlp.OTLPTraceExporter())] });
     provider.register();
     return {

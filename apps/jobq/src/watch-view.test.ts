@@ -33,7 +33,17 @@ describe('frames', () => {
 
   it('shows a retry waiting for its delay as such, not as running for so long', () => {
     const running = (patch: Partial<TaskRuntime>): TaskRuntime => ({
-      status: 'running', attemptNo: 1, retryBase: 0, outputRef: null, error: null, dispatchedAt: '2026-01-01T00:00:01.000Z', startedAt: null, completedAt: null, awaitingInputs: false, retryDueAt: null, ...patch,
+      status: 'running',
+      attemptNo: 1,
+      retryBase: 0,
+      outputRef: null,
+      error: null,
+      dispatchedAt: '2026-01-01T00:00:01.000Z',
+      startedAt: null,
+      completedAt: null,
+      awaitingInputs: false,
+      retryDueAt: null,
+      ...patch,
     });
     const runtime = withTaskStates(fanRuntime(), [
       ['root', { ...running({}), status: 'completed', completedAt: '2026-01-01T00:00:02.000Z' }],
@@ -48,9 +58,17 @@ describe('frames', () => {
       ['fan-001', 'running on box-7-abc (box) for 2 s'],
       ['fan-003', 'dispatched 45 s ago, waiting in queue cpu'],
     ]);
-    const placed = frameLines(runtime, new RateWindow(), { byLayer: false, runningShown: 5, now: Date.parse('2026-01-01T00:00:05.000Z'), placements });
+    const placed = frameLines(runtime, new RateWindow(), {
+      byLayer: false,
+      runningShown: 5,
+      now: Date.parse('2026-01-01T00:00:05.000Z'),
+      placements,
+    });
     const at = placed.findIndex((l) => l.startsWith('running:'));
-    expect(placed.slice(at + 1, at + 3)).toEqual(['  fan-001: running on box-7-abc (box) for 2 s', '  fan-003: dispatched 45 s ago, waiting in queue cpu']);
+    expect(placed.slice(at + 1, at + 3)).toEqual([
+      '  fan-001: running on box-7-abc (box) for 2 s',
+      '  fan-003: dispatched 45 s ago, waiting in queue cpu',
+    ]);
   });
 
   it('redraws in place on a terminal and appends elsewhere', () => {

@@ -20,7 +20,13 @@ export type LoadedWorkflow = (LoadedFile & { ok: true; definition: WorkflowDefin
 
 function failed(path: string, diagnostics: Diagnostic[], source?: string): LoadedWorkflow {
   const sorted = sortDiagnostics(diagnostics);
-  return { ok: false, path, diagnostics: sorted, lines: sorted.map((d) => diagnosticHeader(path, d)), ...(source === undefined ? {} : { source }) };
+  return {
+    ok: false,
+    path,
+    diagnostics: sorted,
+    lines: sorted.map((d) => diagnosticHeader(path, d)),
+    ...(source === undefined ? {} : { source }),
+  };
 }
 
 /**
@@ -32,7 +38,9 @@ export function loadWorkflowFile(path: string, maxFanIn?: number, params?: Param
   try {
     const size = statSync(path).size;
     if (size > MAX_WORKFLOW_FILE_BYTES) {
-      return failed(path, [fileDiagnostic('too-large', `the file is ${size} bytes; workflow files are limited to ${MAX_WORKFLOW_FILE_BYTES} bytes`)]);
+      return failed(path, [
+        fileDiagnostic('too-large', `the file is ${size} bytes; workflow files are limited to ${MAX_WORKFLOW_FILE_BYTES} bytes`),
+      ]);
     }
     text = readFileSync(path, 'utf8');
   } catch (error) {
@@ -50,5 +58,13 @@ export function loadWorkflowFile(path: string, maxFanIn?: number, params?: Param
     definition = transformed.value;
   }
   const sorted = sortDiagnostics(warnings);
-  return { ok: true, path, definition, warnings: parsed.warnings, diagnostics: sorted, source: text, lines: sorted.map((d) => diagnosticHeader(path, d)) };
+  return {
+    ok: true,
+    path,
+    definition,
+    warnings: parsed.warnings,
+    diagnostics: sorted,
+    source: text,
+    lines: sorted.map((d) => diagnosticHeader(path, d)),
+  };
 }

@@ -41,7 +41,9 @@ const authorityRequests: Seen[] = [];
 const sinkRequests: Seen[] = [];
 
 function listen(server: Server): Promise<string> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`https://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`https://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 function record(list: Seen[], handle: (seen: Seen) => { status: number; body: unknown; headers?: Record<string, string> }) {
@@ -66,8 +68,25 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'jobq-wi-'));
   const made = spawnSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
     { encoding: 'utf8' },
   );
   if (made.status !== 0) throw new Error(`openssl req failed: ${made.stderr}`);
@@ -78,7 +97,10 @@ beforeAll(async () => {
     record(authorityRequests, (seen) => {
       const base = `${authorityUrl}/${TENANT}`;
       if (seen.path.includes('/discovery/instance')) {
-        return { status: 200, body: { tenant_discovery_endpoint: `${base}/v2.0/.well-known/openid-configuration`, 'api-version': '1.1', metadata: [] } };
+        return {
+          status: 200,
+          body: { tenant_discovery_endpoint: `${base}/v2.0/.well-known/openid-configuration`, 'api-version': '1.1', metadata: [] },
+        };
       }
       if (seen.path.includes('/.well-known/openid-configuration')) {
         return {
@@ -101,7 +123,11 @@ beforeAll(async () => {
   );
   sink = createServer(
     tls,
-    record(sinkRequests, () => ({ status: 404, body: null, headers: { 'x-ms-error-code': 'ResourceNotFound', 'x-ms-request-id': 'jobq-test' } })),
+    record(sinkRequests, () => ({
+      status: 404,
+      body: null,
+      headers: { 'x-ms-error-code': 'ResourceNotFound', 'x-ms-request-id': 'jobq-test' },
+    })),
   );
   authorityUrl = await listen(authority);
   sinkUrl = await listen(sink);
@@ -138,12 +164,17 @@ describeWithOpenssl('workload identity', () => {
       AZURE_FEDERATED_TOKEN_FILE: join(dir, 'federated-token'),
       AZURE_AUTHORITY_HOST: authorityUrl,
     });
-    for (const name of ['AZURE_CLIENT_SECRET', 'AZURE_CLIENT_CERTIFICATE_PATH', 'AZURE_USERNAME', 'IDENTITY_ENDPOINT', 'MSI_ENDPOINT']) delete env[name];
+    for (const name of ['AZURE_CLIENT_SECRET', 'AZURE_CLIENT_CERTIFICATE_PATH', 'AZURE_USERNAME', 'IDENTITY_ENDPOINT', 'MSI_ENDPOINT'])
+      delete env[name];
     delete env.NODE_PATH;
     const result = await runChild(env);
     expect(result).toMatchObject({ code: 0, stderr: '' });
     // The sink answers 404 to everything: each call fails after its request was sent, signed.
-    expect(JSON.parse(result.stdout)).toEqual({ blob: expect.stringMatching(/^RestError/), queue: expect.stringMatching(/^RestError/), table: expect.stringMatching(/^RestError/) });
+    expect(JSON.parse(result.stdout)).toEqual({
+      blob: expect.stringMatching(/^RestError/),
+      queue: expect.stringMatching(/^RestError/),
+      table: expect.stringMatching(/^RestError/),
+    });
     const services = ['blob', 'queue', 'table'];
     for (const service of services) {
       const requests = sinkRequests.filter((r) => r.path.startsWith(`/${service}/`));
@@ -168,7 +199,9 @@ describe('one credential per process', () => {
   it('hands the same credential to every storage and Service Bus connection that signs with a token, and none to keyed ones', () => {
     const byName = withStorageCredential({ accountName: 'acct1' });
     const other = withStorageCredential({ accountName: 'acct2' });
-    const endpoints = withStorageCredential({ connectionString: 'BlobEndpoint=https://acct3.blob.core.windows.net;TableEndpoint=https://acct3.table.core.windows.net' });
+    const endpoints = withStorageCredential({
+      connectionString: 'BlobEndpoint=https://acct3.blob.core.windows.net;TableEndpoint=https://acct3.table.core.windows.net',
+    });
     const bus = withServiceBusCredential({ namespace: 'ns.servicebus.windows.net' });
     expect(byName.credential).toBeDefined();
     expect(byName.credential).toBe(azureCredential());
@@ -176,14 +209,20 @@ describe('one credential per process', () => {
     expect(endpoints.credential).toBe(byName.credential);
     expect('credential' in bus && bus.credential).toBe(byName.credential);
     expect(withStorageCredential({ connectionString: 'UseDevelopmentStorage=true' })).not.toHaveProperty('credential');
-    expect(withServiceBusCredential({ connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=x' })).not.toHaveProperty('credential');
+    expect(
+      withServiceBusCredential({ connectionString: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=x' }),
+    ).not.toHaveProperty('credential');
   });
 });
 
 describe('workflow doctor: the workload identity line', () => {
   const config = configFromFlags({ prefix: 'myacct/Proj' }, {});
   it('names the variables that are set, never their values', () => {
-    const check = configCheck(config, { AZURE_CLIENT_ID: CLIENT_ID, AZURE_TENANT_ID: TENANT, AZURE_FEDERATED_TOKEN_FILE: '/var/run/secrets/azure/tokens/azure-identity-token' });
+    const check = configCheck(config, {
+      AZURE_CLIENT_ID: CLIENT_ID,
+      AZURE_TENANT_ID: TENANT,
+      AZURE_FEDERATED_TOKEN_FILE: '/var/run/secrets/azure/tokens/azure-identity-token',
+    });
     expect(check.status).toBe('ok');
     expect(check.message).toContain('workload identity: set (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE)');
     expect(check.message).not.toContain(CLIENT_ID);
@@ -192,7 +231,12 @@ describe('workflow doctor: the workload identity line', () => {
   it('says when it is not set, and warns when it is half set', () => {
     expect(configCheck(config, {}).message).toContain('workload identity: not set');
     const half = configCheck(config, { AZURE_CLIENT_ID: CLIENT_ID });
-    expect(half).toMatchObject({ status: 'warn', message: expect.stringContaining('workload identity: incomplete (set: AZURE_CLIENT_ID; missing: AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE)') });
+    expect(half).toMatchObject({
+      status: 'warn',
+      message: expect.stringContaining(
+        'workload identity: incomplete (set: AZURE_CLIENT_ID; missing: AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE)',
+      ),
+    });
     expect(half.hint).toContain('azure.workload.identity/client-id');
   });
 });

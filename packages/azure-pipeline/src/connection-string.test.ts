@@ -15,13 +15,23 @@ describe('describeConnectionString', () => {
     expect(describeConnectionString(KEYED)).toEqual({ account: 'myacct', credential: 'account key' });
     expect(describeConnectionString(AZURE_SAS)).toEqual({ account: 'myacct', credential: 'SAS' });
     expect(describeConnectionString(AZURITE_SAS)).toEqual({ account: 'devstoreaccount1', credential: 'SAS' });
-    expect(describeConnectionString('BlobEndpoint=https://myacct.privatelink.blob.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net')).toEqual({
+    expect(
+      describeConnectionString(
+        'BlobEndpoint=https://myacct.privatelink.blob.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net',
+      ),
+    ).toEqual({
       account: 'myacct',
       credential: 'none',
     });
-    expect(describeConnectionString('QueueEndpoint=http://azurite:10001/DevStoreAccount1/')).toEqual({ account: 'devstoreaccount1', credential: 'none' });
+    expect(describeConnectionString('QueueEndpoint=http://azurite:10001/DevStoreAccount1/')).toEqual({
+      account: 'devstoreaccount1',
+      credential: 'none',
+    });
     expect(describeConnectionString('UseDevelopmentStorage=true')).toEqual({ account: 'devstoreaccount1', credential: 'account key' });
-    expect(describeConnectionString('BlobEndpoint=https://storage.contoso.com;SharedAccessSignature=x')).toEqual({ account: null, credential: 'SAS' });
+    expect(describeConnectionString('BlobEndpoint=https://storage.contoso.com;SharedAccessSignature=x')).toEqual({
+      account: null,
+      credential: 'SAS',
+    });
     expect(describeConnectionString('nonsense')).toEqual({ account: null, credential: 'none' });
   });
 });
@@ -29,7 +39,9 @@ describe('describeConnectionString', () => {
 describe('storageConnectionFor', () => {
   it('uses a SAS connection string (no AccountName) for the account of its endpoints', () => {
     expect(storageConnectionFor('myacct', { JOBQ_STORAGE_CONNECTION_STRING: AZURE_SAS })).toEqual({ connectionString: AZURE_SAS });
-    expect(storageConnectionFor('devstoreaccount1', { AZURE_STORAGE_CONNECTION_STRING: AZURITE_SAS })).toEqual({ connectionString: AZURITE_SAS });
+    expect(storageConnectionFor('devstoreaccount1', { AZURE_STORAGE_CONNECTION_STRING: AZURITE_SAS })).toEqual({
+      connectionString: AZURITE_SAS,
+    });
   });
 
   it('matches account names case-insensitively', () => {
@@ -37,7 +49,8 @@ describe('storageConnectionFor', () => {
   });
 
   it('uses an endpoint-only string (its endpoints with DefaultAzureCredential)', () => {
-    const endpoints = 'BlobEndpoint=https://myacct.blob.core.windows.net;QueueEndpoint=https://myacct.queue.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net';
+    const endpoints =
+      'BlobEndpoint=https://myacct.blob.core.windows.net;QueueEndpoint=https://myacct.queue.core.windows.net;TableEndpoint=https://myacct.table.core.windows.net';
     expect(storageConnectionFor('myacct', { JOBQ_STORAGE_CONNECTION_STRING: endpoints })).toEqual({ connectionString: endpoints });
   });
 
@@ -45,7 +58,9 @@ describe('storageConnectionFor', () => {
     const env = { JOBQ_STORAGE_CONNECTION_STRING: KEYED, AZURE_STORAGE_CONNECTION_STRING: AZURITE_SAS };
     expect(storageConnectionFor('devstoreaccount1', env)).toEqual({ connectionString: AZURITE_SAS });
     expect(storageConnectionFor('other', env)).toEqual({ accountName: 'other' });
-    expect(storageConnectionFor('devstoreaccount1', { JOBQ_STORAGE_CONNECTION_STRING: KEYED })).toEqual({ connectionString: 'UseDevelopmentStorage=true' });
+    expect(storageConnectionFor('devstoreaccount1', { JOBQ_STORAGE_CONNECTION_STRING: KEYED })).toEqual({
+      connectionString: 'UseDevelopmentStorage=true',
+    });
     expect(storageConnectionFor('myacct', { JOBQ_STORAGE_CONNECTION_STRING: '  ' })).toEqual({ accountName: 'myacct' });
   });
 });

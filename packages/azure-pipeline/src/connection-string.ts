@@ -66,7 +66,11 @@ function endpointAccount(endpoint: string): string | null {
 export function describeConnectionString(text: string): ConnectionStringInfo {
   if (isDevelopmentStorage(text)) return { account: DEVELOPMENT_ACCOUNT, credential: 'account key' };
   const fields = connectionStringFields(text);
-  const credential: ConnectionStringCredential = fields.get('accountkey') ? 'account key' : fields.get('sharedaccesssignature') ? 'SAS' : 'none';
+  const credential: ConnectionStringCredential = fields.get('accountkey')
+    ? 'account key'
+    : fields.get('sharedaccesssignature')
+      ? 'SAS'
+      : 'none';
   const named = fields.get('accountname');
   if (named) return { account: named.toLowerCase(), credential };
   for (const service of ['blob', 'queue', 'table']) {
@@ -109,11 +113,15 @@ export function chooseStorageConnection(account: string, candidates: readonly Co
   for (const candidate of candidates) {
     const info = describeConnectionString(candidate.value);
     if (info.account === wanted) {
-      return { connection: { connectionString: candidate.value }, source: { kind: 'connection-string', from: candidate.from, credential: info.credential } };
+      return {
+        connection: { connectionString: candidate.value },
+        source: { kind: 'connection-string', from: candidate.from, credential: info.credential },
+      };
     }
     passedOver.push({ from: candidate.from, account: info.account });
   }
-  if (wanted === DEVELOPMENT_ACCOUNT) return { connection: { connectionString: 'UseDevelopmentStorage=true' }, source: { kind: 'development-storage' } };
+  if (wanted === DEVELOPMENT_ACCOUNT)
+    return { connection: { connectionString: 'UseDevelopmentStorage=true' }, source: { kind: 'development-storage' } };
   return { connection: { accountName: account }, source: { kind: 'default-credential', passedOver } };
 }
 

@@ -12,6 +12,7 @@ import type { Pipeline } from '@azure/core-rest-pipeline';
 export function storageCorePipeline(client: object): Pipeline | undefined {
   const context = (client as { storageClientContext?: { pipeline?: Partial<Pipeline> } }).storageClientContext;
   const pipeline = context?.pipeline;
-  if (pipeline === undefined || typeof pipeline.getOrderedPolicies !== 'function' || typeof pipeline.addPolicy !== 'function') return undefined;
+  if (pipeline === undefined || typeof pipeline.getOrderedPolicies !== 'function' || typeof pipeline.addPolicy !== 'function')
+    return undefined;
   return pipeline as Pipeline;
 }

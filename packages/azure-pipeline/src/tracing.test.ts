@@ -3,7 +3,14 @@ import { useInstrumenter } from '@azure/core-tracing';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { startAzurite, type LocalStorage } from '@jobq/local';
 import { trace } from '@opentelemetry/api';
-import { AZURE_SDK_TRACING_VARIABLE, azureSdkTracing, gateSdkTracing, storageCorePipeline, tracerProviderRegistered, type AzureSdkTracing } from './index';
+import {
+  AZURE_SDK_TRACING_VARIABLE,
+  azureSdkTracing,
+  gateSdkTracing,
+  storageCorePipeline,
+  tracerProviderRegistered,
+  type AzureSdkTracing,
+} from './index';
 import { recordingInstrumenter, testTracerProvider as provider } from './testing';
 
 describe('azureSdkTracing', () => {
@@ -107,7 +114,11 @@ describe('gateSdkTracing on a storage client (Azurite)', () => {
     const off = await container('off');
     trace.setGlobalTracerProvider(provider);
     expect(await upload(off.container)).toEqual(['BlockBlobClient-upload']);
-    expect(storageCorePipeline(off.service)!.getOrderedPolicies().map((p) => p.name)).not.toContain('tracingPolicy');
+    expect(
+      storageCorePipeline(off.service)!
+        .getOrderedPolicies()
+        .map((p) => p.name),
+    ).not.toContain('tracingPolicy');
     expect(gateSdkTracing(storageCorePipeline(off.service)!, 'auto')).toBe(false);
   });
 });

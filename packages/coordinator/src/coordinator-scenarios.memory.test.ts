@@ -16,7 +16,8 @@ function statuses(runtime: WorkflowRuntime): Record<string, string> {
 describe('Coordinator scenarios (in memory, virtual time)', () => {
   it('timeout: attempt 1 runs past timeout_s and is failed (sweep or worker); attempt 2 completes the workflow', async () => {
     // Attempt 1 would run for 30 s; attempt 2 ends at once.
-    const run: SimulatedRun = (task, context) => scriptedRun(task.attemptNo === 1 ? { ...task, kwargs: { cmd: 'sleep 30' } } : task, context);
+    const run: SimulatedRun = (task, context) =>
+      scriptedRun(task.attemptNo === 1 ? { ...task, kwargs: { cmd: 'sleep 30' } } : task, context);
     const s = await stacks.open({ run, coordinator: { timeoutSweepIntervalInMs: 300 } });
     const runtime = await s.run({
       name: 'timeout',
@@ -42,8 +43,17 @@ describe('Coordinator scenarios (in memory, virtual time)', () => {
   });
 
   it('ready-repair dispatches a ready task whose dispatch was lost, once the runtime is older than the threshold', async () => {
-    const s = await stacks.open({ start: false, coordinator: { readySweepIntervalInMs: 300, readyRepairThresholdInMs: 1_000, cancelPollIntervalInMs: 200 } });
-    const workflowId = await s.submit({ name: 'lost-dispatch', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    const s = await stacks.open({
+      start: false,
+      coordinator: { readySweepIntervalInMs: 300, readyRepairThresholdInMs: 1_000, cancelPollIntervalInMs: 200 },
+    });
+    const workflowId = await s.submit({
+      name: 'lost-dispatch',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    });
     // Lose the submit wake-up ...
     for (const message of await s.completions.receive({ maxMessages: 32, maxWaitTimeInMs: 0 })) await s.completions.complete(message);
     expect(await s.completions.approximateMessageCount()).toBe(0);
@@ -79,7 +89,10 @@ describe('Coordinator scenarios (in memory, virtual time)', () => {
     const runtime = await s.run(
       {
         name: 'max-fan-in',
-        tasks: [...leaves.map((name) => ({ name, kwargs: { cmd: 'sleep 0.1' } })), { name: 'sink', depends_on: leaves, kwargs: { cmd: 'true' } }],
+        tasks: [
+          ...leaves.map((name) => ({ name, kwargs: { cmd: 'sleep 0.1' } })),
+          { name: 'sink', depends_on: leaves, kwargs: { cmd: 'true' } },
+        ],
       },
       { maxFanIn: 10 },
     );
@@ -97,7 +110,8 @@ describe('Coordinator scenarios (in memory, virtual time)', () => {
     };
     for (let i = 1; i < 5; i++) {
       const gateDone = time(runtime.tasks[`__merge_sink_${i - 1}`]?.completedAt);
-      for (const leaf of leaves.slice(i * 10, i * 10 + 10)) expect(time(runtime.tasks[leaf]?.dispatchedAt)).toBeGreaterThanOrEqual(gateDone);
+      for (const leaf of leaves.slice(i * 10, i * 10 + 10))
+        expect(time(runtime.tasks[leaf]?.dispatchedAt)).toBeGreaterThanOrEqual(gateDone);
       // ... and merge i − 1 waited for every leaf of batch i − 1.
       for (const leaf of leaves.slice((i - 1) * 10, i * 10)) expect(time(runtime.tasks[leaf]?.completedAt)).toBeLessThanOrEqual(gateDone);
     }

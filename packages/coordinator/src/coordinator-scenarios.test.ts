@@ -85,7 +85,10 @@ describe('Coordinator scenarios', () => {
     const runtime = await s.run(
       {
         name: 'fan-in-1000',
-        tasks: [...names.map((name) => ({ name, kwargs: { cmd: ':' } })), { name: 'sink', depends_on: names, kwargs: { cmd: copyRefs(refs) } }],
+        tasks: [
+          ...names.map((name) => ({ name, kwargs: { cmd: ':' } })),
+          { name: 'sink', depends_on: names, kwargs: { cmd: copyRefs(refs) } },
+        ],
       },
       {},
       150_000,

@@ -35,8 +35,20 @@ describe('Coordinator', () => {
     const s = await stack();
     const flaky = (marker: string) => `if [ -f '${marker}' ]; then exit 0; else touch '${marker}'; exit 1; fi`;
     const [retried, failed] = await Promise.all([
-      s.run({ name: 'retry-1', tasks: [{ name: 'a', num_retries: 1, kwargs: { cmd: flaky(join(h.work, `m1-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
-      s.run({ name: 'retry-0', tasks: [{ name: 'a', kwargs: { cmd: flaky(join(h.work, `m0-${s.prefix}`)) } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] }),
+      s.run({
+        name: 'retry-1',
+        tasks: [
+          { name: 'a', num_retries: 1, kwargs: { cmd: flaky(join(h.work, `m1-${s.prefix}`)) } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      }),
+      s.run({
+        name: 'retry-0',
+        tasks: [
+          { name: 'a', kwargs: { cmd: flaky(join(h.work, `m0-${s.prefix}`)) } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      }),
     ]);
     expect(retried.status).toBe('completed');
     expect(retried.tasks.a?.attemptNo).toBe(2);

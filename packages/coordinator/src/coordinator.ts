@@ -33,7 +33,15 @@ import {
   type WorkflowSummary,
   type WorkerRegistry,
 } from '@jobq/ports';
-import { applyEvents, RuntimeCache, saveRuntime, type ApplyContext, type ApplyOutcome, type EventOutcome, type QueueResolver } from './effects';
+import {
+  applyEvents,
+  RuntimeCache,
+  saveRuntime,
+  type ApplyContext,
+  type ApplyOutcome,
+  type EventOutcome,
+  type QueueResolver,
+} from './effects';
 import { Limit } from './limit';
 import { WorkflowPipeline } from './pipeline';
 import { purgeWorkflow } from './purge';
@@ -330,8 +338,10 @@ function timedRequestEvents(summary: WorkflowSummary, runtime: WorkflowRuntime, 
   const out: TimedEvent[] = [];
   const cancelAt = summary.cancelRequestedAt;
   const retryAt = summary.retryRequestedAt;
-  if (cancelAt !== null && newer(cancelAt, runtime.cancelAppliedAt)) out.push({ at: cancelAt, event: { type: 'cancel', now, requestedAt: cancelAt } });
-  if (retryAt !== null && newer(retryAt, runtime.retryAppliedAt)) out.push({ at: retryAt, event: { type: 'retry', now, requestedAt: retryAt } });
+  if (cancelAt !== null && newer(cancelAt, runtime.cancelAppliedAt))
+    out.push({ at: cancelAt, event: { type: 'cancel', now, requestedAt: cancelAt } });
+  if (retryAt !== null && newer(retryAt, runtime.retryAppliedAt))
+    out.push({ at: retryAt, event: { type: 'retry', now, requestedAt: retryAt } });
   return out;
 }
 
@@ -352,7 +362,10 @@ function rerunEvents(summary: WorkflowSummary, records: readonly RerunRequest[],
   const timed = timedRequestEvents(summary, runtime, now);
   for (const r of records) {
     if (applied.has(r.requestId)) continue;
-    timed.push({ at: r.requestedAt, event: { type: 'rerun', now, requestId: r.requestId, taskName: r.taskName, downstream: r.downstream, recorded } });
+    timed.push({
+      at: r.requestedAt,
+      event: { type: 'rerun', now, requestId: r.requestId, taskName: r.taskName, downstream: r.downstream, recorded },
+    });
   }
   return byRequestTime(timed);
 }
@@ -558,7 +571,9 @@ export class Coordinator {
       } catch (error) {
         if (!this.settings.waitForLease || !isJobqError(error, 'lease-held')) throw error;
         if (!waiting) {
-          this.log(`the lease is held by another coordinator: waiting as a standby (trying every ${this.settings.leasePollIntervalInMs} ms)`);
+          this.log(
+            `the lease is held by another coordinator: waiting as a standby (trying every ${this.settings.leasePollIntervalInMs} ms)`,
+          );
           waiting = true;
           if (this.phase === 'starting') this.phase = 'waiting';
         }
@@ -592,7 +607,9 @@ export class Coordinator {
       lastLoopAt: this.lastLoopAt,
       writtenAt: this.nowIso(),
       leaseId: this.lease?.leaseId ?? null,
-      ...(this.shard === null ? {} : { shard: this.shard.index, shards: this.shard.count, epoch: this.shard.claim.epoch, owner: this.shard.claim.owner }),
+      ...(this.shard === null
+        ? {}
+        : { shard: this.shard.index, shards: this.shard.count, epoch: this.shard.claim.epoch, owner: this.shard.claim.owner }),
     };
   }
 
@@ -636,7 +653,15 @@ export class Coordinator {
   private async turns(inFlight: Set<Promise<void>>): Promise<void> {
     const folding = new Set<Promise<void>>();
     const start = this.time.now();
-    const due = { scan: 0, reruns: 0, timeout: start + this.settings.timeoutSweepIntervalInMs, ready: start + this.settings.readySweepIntervalInMs, retention: 0, stats: 0, workers: 0 };
+    const due = {
+      scan: 0,
+      reruns: 0,
+      timeout: start + this.settings.timeoutSweepIntervalInMs,
+      ready: start + this.settings.readySweepIntervalInMs,
+      retention: 0,
+      stats: 0,
+      workers: 0,
+    };
     // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
     // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
     let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
@@ -743,7 +768,10 @@ export class Coordinator {
     if (this.halt.signal.aborted) return;
     if (this.instruments.enabled) await this.sampleQueues();
     try {
-      await this.store.writeCoordinatorStats(this.stats(), { abortSignal: this.halt.signal, ...(this.shard === null ? {} : { shard: this.shard.index }) });
+      await this.store.writeCoordinatorStats(this.stats(), {
+        abortSignal: this.halt.signal,
+        ...(this.shard === null ? {} : { shard: this.shard.index }),
+      });
     } catch (error) {
       this.log(`writing stats failed: ${describeError(error)}`);
     }
@@ -799,31 +827,49 @@ export class Coordinator {
         if (isRerunWakeup(message.body, workflowId)) group.reruns = true;
       } else {
         const c = decoded.completion;
-        const span = startProcessSpan(remoteSpanContext(decoded.trace?.traceparent, decoded.trace?.tracestate), this.completions.name, this.completions.name, {
-          'messaging.message.id': message.messageId,
-          'jobq.workflow.id': workflowId,
-          'jobq.task': c.taskName,
-          ...(c.attemptNo === null ? {} : { 'jobq.attempt': c.attemptNo }),
-          'jobq.success': c.success,
-        });
+        const span = startProcessSpan(
+          remoteSpanContext(decoded.trace?.traceparent, decoded.trace?.tracestate),
+          this.completions.name,
+          this.completions.name,
+          {
+            'messaging.message.id': message.messageId,
+            'jobq.workflow.id': workflowId,
+            'jobq.task': c.taskName,
+            ...(c.attemptNo === null ? {} : { 'jobq.attempt': c.attemptNo }),
+            'jobq.success': c.success,
+          },
+        );
         const list = spans.get(workflowId);
         if (list) list.push(span);
         else spans.set(workflowId, [span]);
         if (!c.success) group.failures = true;
-        group.events.push({ type: 'completion', now, taskName: c.taskName, attemptNo: c.attemptNo, success: c.success, outputRef: c.outputRef, error: c.error });
+        group.events.push({
+          type: 'completion',
+          now,
+          taskName: c.taskName,
+          attemptNo: c.attemptNo,
+          success: c.success,
+          outputRef: c.outputRef,
+          error: c.error,
+        });
       }
     }
     // A wake-up or a failed completion reads the requests first (applyGroup): the plain path.
     let unfolded = groups.size;
     if (unfolded === 0) foldedAll();
     const runs = [...groups].map(([workflowId, group]) =>
-      this.guard(`workflow ${workflowId}`, () => this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll())).finally(() => {
+      this.guard(`workflow ${workflowId}`, () =>
+        this.pipeline.run(workflowId, group, !group.wakeup && !group.failures, () => --unfolded === 0 && foldedAll()),
+      ).finally(() => {
         for (const span of spans.get(workflowId) ?? []) endSpan(span);
       }),
     );
     // A re-run request's wake-up: its records are applied right after the group, in turn with it.
     for (const [workflowId, group] of groups) {
-      if (group.reruns) runs.push(this.guard(`re-runs of workflow ${workflowId}`, () => this.pipeline.exclusive(workflowId, () => this.applyReruns(workflowId))));
+      if (group.reruns)
+        runs.push(
+          this.guard(`re-runs of workflow ${workflowId}`, () => this.pipeline.exclusive(workflowId, () => this.applyReruns(workflowId))),
+        );
     }
     await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
   }
@@ -856,11 +902,16 @@ export class Coordinator {
     const readRequests = group.wakeup || group.failures;
     const summary = readRequests ? await this.store.getWorkflow(workflowId, { abortSignal: this.halt.signal }) : null;
     const now = this.nowIso();
-    const outcome = await applyEvents(this.ctx, workflowId, (runtime) => {
-      const events: WorkflowEvent[] = summary ? requestEvents(summary, runtime, now) : [];
-      if (group.wakeup) events.push({ type: 'activate', now });
-      return [...events, ...group.events];
-    }, { useCache: true, conflicts });
+    const outcome = await applyEvents(
+      this.ctx,
+      workflowId,
+      (runtime) => {
+        const events: WorkflowEvent[] = summary ? requestEvents(summary, runtime, now) : [];
+        if (group.wakeup) events.push({ type: 'activate', now });
+        return [...events, ...group.events];
+      },
+      { useCache: true, conflicts },
+    );
     if (outcome.kind === 'missing') {
       this.counters.unknownWorkflows++;
       this.countCompletions('ignored', group.events.length);
@@ -920,7 +971,8 @@ export class Coordinator {
   /** Messages delivered `maxDeliveries` times or more go to the dead-letter queue with the reason; the rest stay for redelivery. */
   private async boundDeliveries(messages: readonly ReceivedMessage[], reason: string): Promise<void> {
     const spent = messages.filter((m) => m.deliveryCount >= this.settings.maxDeliveries);
-    if (spent.length > 0) await this.deadLetterAll(spent, `delivered ${this.settings.maxDeliveries} times without being applied: ${reason}`);
+    if (spent.length > 0)
+      await this.deadLetterAll(spent, `delivered ${this.settings.maxDeliveries} times without being applied: ${reason}`);
   }
 
   private async deadLetterAll(messages: readonly ReceivedMessage[], reason: string): Promise<void> {
@@ -1032,7 +1084,12 @@ export class Coordinator {
   private async *requests(): AsyncGenerator<WorkflowRequest> {
     let continuationToken: string | undefined;
     do {
-      const page = await this.store.listRequests({ ...this.shardFilter(), limit: this.settings.scanPageSize, abortSignal: this.halt.signal, ...(continuationToken === undefined ? {} : { continuationToken }) });
+      const page = await this.store.listRequests({
+        ...this.shardFilter(),
+        limit: this.settings.scanPageSize,
+        abortSignal: this.halt.signal,
+        ...(continuationToken === undefined ? {} : { continuationToken }),
+      });
       for (const item of page.items) yield item;
       continuationToken = page.continuationToken ?? undefined;
     } while (continuationToken !== undefined && !this.stopping.signal.aborted);
@@ -1062,7 +1119,9 @@ export class Coordinator {
   private async scanRequests(): Promise<void> {
     for await (const request of this.requests()) {
       if (this.stopping.signal.aborted) return;
-      await this.guard(`workflow ${request.workflowId}`, () => this.pipeline.exclusive(request.workflowId, () => this.applyRequestRow(request)));
+      await this.guard(`workflow ${request.workflowId}`, () =>
+        this.pipeline.exclusive(request.workflowId, () => this.applyRequestRow(request)),
+      );
     }
     for await (const summary of this.summaries({ savedStatus: ['pending'] })) {
       if (this.stopping.signal.aborted) return;
@@ -1115,7 +1174,8 @@ export class Coordinator {
       (outcome.kind === 'corrupt' && outcome.handled) ||
       (outcome.kind === 'applied' &&
         (outcome.runtime.status === 'corrupt' ||
-          (!newer(request.cancelRequestedAt, outcome.runtime.cancelAppliedAt) && !newer(request.retryRequestedAt, outcome.runtime.retryAppliedAt))));
+          (!newer(request.cancelRequestedAt, outcome.runtime.cancelAppliedAt) &&
+            !newer(request.retryRequestedAt, outcome.runtime.retryAppliedAt))));
     if (done) await this.store.clearRequest(id, request.etag, op);
   }
 
@@ -1163,7 +1223,9 @@ export class Coordinator {
    * Applies the requests a summary holds that the runtime has not applied, and activates a
    * workflow not yet activated. A row found behind its runtime is written again.
    */
-  private async applyRequests(summary: WorkflowSummary): Promise<{ kind: 'applied'; runtime: WorkflowRuntime } | { kind: 'missing' | 'retry-later' } | { kind: 'corrupt'; handled: boolean }> {
+  private async applyRequests(
+    summary: WorkflowSummary,
+  ): Promise<{ kind: 'applied'; runtime: WorkflowRuntime } | { kind: 'missing' | 'retry-later' } | { kind: 'corrupt'; handled: boolean }> {
     const now = this.nowIso();
     const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => {
       const events = requestEvents(summary, runtime, now);
@@ -1264,7 +1326,9 @@ export class Coordinator {
     const saved = await saveRuntime(this.ctx, loaded.runtime, loaded.etag, { base: loaded.runtime, cached: false, rowsKnown: false });
     this.ctx.cache?.set(summary.workflowId, { runtime: loaded.runtime, etag: saved.etag });
     this.counters.rowRepairs++;
-    this.log(`workflow ${summary.workflowId}: its index row said ${row.status} while the runtime is ${loaded.runtime.status}; rows written again`);
+    this.log(
+      `workflow ${summary.workflowId}: its index row said ${row.status} while the runtime is ${loaded.runtime.status}; rows written again`,
+    );
     if (saved.rowsError) {
       this.counters.rowsErrors++;
       this.log(`workflow ${summary.workflowId}: ${saved.rowsError.message}`);
@@ -1282,12 +1346,20 @@ export class Coordinator {
       if (this.stopping.signal.aborted) return;
       await this.guard(`workflow ${summary.workflowId}`, () =>
         this.pipeline.exclusive(summary.workflowId, async () => {
-          const unapplied = newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
+          const unapplied =
+            newer(summary.cancelRequestedAt, summary.cancelAppliedAt) || newer(summary.retryRequestedAt, summary.retryAppliedAt);
           if (unapplied && (await this.applyRequests(summary)).kind !== 'applied') return;
           const ttl = this.settings.taskMessageTtlInMs;
           const now = this.nowIso();
-          const sweep: WorkflowEvent = { type: 'timeout-sweep', now, messageTtlInMs: Number.isFinite(ttl) ? ttl : null, graceInMs: this.settings.lostTaskGraceInMs };
-          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) => (runtime.counts.running > 0 || deadlinePassed(runtime, now) ? [sweep] : []));
+          const sweep: WorkflowEvent = {
+            type: 'timeout-sweep',
+            now,
+            messageTtlInMs: Number.isFinite(ttl) ? ttl : null,
+            graceInMs: this.settings.lostTaskGraceInMs,
+          };
+          const outcome = await applyEvents(this.ctx, summary.workflowId, (runtime) =>
+            runtime.counts.running > 0 || deadlinePassed(runtime, now) ? [sweep] : [],
+          );
           if (outcome.kind === 'applied' && outcome.saved) this.counters.timeoutSweeps++;
           else if (outcome.kind === 'applied') await this.repairRows(summary, outcome.runtime);
           else if (outcome.kind === 'corrupt') await this.setAside(summary.workflowId, outcome);

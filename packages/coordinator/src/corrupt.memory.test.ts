@@ -32,15 +32,23 @@ describe('Coordinator: undeliverable messages (in memory, virtual time)', () => 
     const outage = await s.submit(SIMPLE, { id: 'wf-outage' });
     failWith = new JobqError('unavailable', 'read the index row failed: the storage service could not be reached');
     await s.coordinator.start();
-    await s.until(() => s.logs.filter((l) => l.includes('wf-outage') && l.includes('could not be reached')).length >= 10, () => 'ten failed deliveries');
+    await s.until(
+      () => s.logs.filter((l) => l.includes('wf-outage') && l.includes('could not be reached')).length >= 10,
+      () => 'ten failed deliveries',
+    );
     expect(await deadLetters(s)).toEqual([]);
     expect(s.coordinator.counters.deadLettered).toBe(0);
     // A permanent error: after 3 deliveries the message is dead-lettered with the reason.
     failWith = new JobqError('invalid-argument', 'read the index row failed: bad request (InvalidInput)');
-    await s.until(async () => (await deadLetters(s)).length >= 1, () => 'a dead letter');
+    await s.until(
+      async () => (await deadLetters(s)).length >= 1,
+      () => 'a dead letter',
+    );
     const [body] = await deadLetters(s);
     expect(body).toContain('wf-outage');
-    expect(s.logs.join('\n')).toMatch(/moved to the dead-letter queue: delivered 3 times without being applied: processing workflow wf-outage failed: invalid-argument: read the index row failed: bad request/);
+    expect(s.logs.join('\n')).toMatch(
+      /moved to the dead-letter queue: delivered 3 times without being applied: processing workflow wf-outage failed: invalid-argument: read the index row failed: bad request/,
+    );
     // Every message of the workflow in that batch (its wake-up, and the completion of the task the
     // request scan had started meanwhile) shares the fate.
     expect(s.coordinator.counters.deadLettered).toBe((await deadLetters(s)).length);
@@ -51,7 +59,10 @@ describe('Coordinator: undeliverable messages (in memory, virtual time)', () => 
   it('a workflow written by a newer jobq is left alone: never saved, never set aside, its messages stay however often they come back; the others run', async () => {
     let saves = 0;
     let deliveries = 0;
-    const newer = new JobqError('unsupported', 'workflow "wf-newer" was written by a newer jobq (runtime format 3; this one reads up to 2): upgrade this process');
+    const newer = new JobqError(
+      'unsupported',
+      'workflow "wf-newer" was written by a newer jobq (runtime format 3; this one reads up to 2): upgrade this process',
+    );
     const s = await stacks.open({
       start: false,
       completionLockInMs: 1_000,
@@ -80,8 +91,13 @@ describe('Coordinator: undeliverable messages (in memory, virtual time)', () => 
     await s.coordinator.start();
     const other = await s.run(SIMPLE, { id: 'wf-other' });
     expect(other.status).toBe('completed');
-    await s.until(() => deliveries >= 8, () => `${deliveries} deliveries of the wake-up`);
-    expect(s.logs.some((l) => l.includes('workflow wf-newer failed: unsupported: workflow "wf-newer" was written by a newer jobq'))).toBe(true);
+    await s.until(
+      () => deliveries >= 8,
+      () => `${deliveries} deliveries of the wake-up`,
+    );
+    expect(s.logs.some((l) => l.includes('workflow wf-newer failed: unsupported: workflow "wf-newer" was written by a newer jobq'))).toBe(
+      true,
+    );
     expect(await deadLetters(s)).toEqual([]);
     expect(s.coordinator.counters.deadLettered).toBe(0);
     expect(s.coordinator.counters.corruptWorkflows).toBe(0);

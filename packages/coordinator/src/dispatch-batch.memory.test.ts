@@ -13,7 +13,10 @@ const stacks = useMemoryStacks();
 const terminal = (r: WorkflowRuntime) => isTerminalWorkflowStatus(r.status);
 const fanOut = (name: string) => ({
   name,
-  tasks: [{ name: 'root', kwargs: { cmd: 'true' } }, ...['c1', 'c2', 'c3', 'c4', 'c5'].map((c) => ({ name: c, depends_on: ['root'], kwargs: { cmd: 'true' } }))],
+  tasks: [
+    { name: 'root', kwargs: { cmd: 'true' } },
+    ...['c1', 'c2', 'c3', 'c4', 'c5'].map((c) => ({ name: c, depends_on: ['root'], kwargs: { cmd: 'true' } })),
+  ],
 });
 const names = (messages: readonly OutgoingMessage[]) => messages.map((m) => taskNameOf(m.body) ?? '?');
 
@@ -53,10 +56,22 @@ describe('Dispatch batching (in memory, virtual time)', () => {
     await s.until(() => failed === 1);
     const savedDuringOutage = (await s.store.load(workflowId))?.runtime;
     // The flush was not saved: no child is recorded as dispatched while three were never pushed.
-    expect(['c1', 'c2', 'c3', 'c4', 'c5'].map((c) => savedDuringOutage?.tasks[c]?.status)).toEqual(['pending', 'pending', 'pending', 'pending', 'pending']);
+    expect(['c1', 'c2', 'c3', 'c4', 'c5'].map((c) => savedDuringOutage?.tasks[c]?.status)).toEqual([
+      'pending',
+      'pending',
+      'pending',
+      'pending',
+      'pending',
+    ]);
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
-    expect(outcome(done)).toMatchObject({ c1: ['completed', 1], c2: ['completed', 1], c3: ['completed', 1], c4: ['completed', 1], c5: ['completed', 1] });
+    expect(outcome(done)).toMatchObject({
+      c1: ['completed', 1],
+      c2: ['completed', 1],
+      c3: ['completed', 1],
+      c4: ['completed', 1],
+      c5: ['completed', 1],
+    });
     // c1 and c2 went out twice (duplicates are harmless), the others once, after the redelivery.
     expect(Object.fromEntries(s.pushed)).toEqual({ root: 1, c1: 2, c2: 2, c3: 1, c4: 1, c5: 1 });
     expect(s.logs.some((line) => line.includes('(transient)'))).toBe(true);
@@ -81,7 +96,14 @@ describe('Dispatch batching (in memory, virtual time)', () => {
     const done = await s.run(fanOut('partial-permanent'));
     expect(arrays).toBe(1);
     expect(done.status).toBe('failed');
-    expect(outcome(done)).toMatchObject({ root: ['completed', 1], c1: ['completed', 1], c2: ['completed', 1], c3: ['completed', 1], c4: ['failed', 1], c5: ['completed', 1] });
+    expect(outcome(done)).toMatchObject({
+      root: ['completed', 1],
+      c1: ['completed', 1],
+      c2: ['completed', 1],
+      c3: ['completed', 1],
+      c4: ['failed', 1],
+      c5: ['completed', 1],
+    });
     expect(done.tasks.c4?.error).toMatch(/could not send the task message: injected: c4 is refused/);
     expect(Object.fromEntries(s.pushed)).toEqual({ root: 1, c1: 2, c2: 2, c3: 1, c5: 1 });
   });

@@ -75,14 +75,22 @@ describe('applyEvents', () => {
   });
 
   it('a transient push error aborts before the flush; a permanent one fails the attempt', async () => {
-    const def = { name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
+    const def = {
+      name: 'x',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    };
     const failing = (error: JobqError): TaskQueue => {
       const queue = new MemoryTaskQueue();
       queue.send = () => Promise.reject(error);
       return queue;
     };
     const transient = new FakeStore(runtimeOf(def));
-    expect(await applyEvents(context(transient, failing(new JobqError('unavailable', 'down'))), 'wf1', activate)).toMatchObject({ kind: 'retry-later' });
+    expect(await applyEvents(context(transient, failing(new JobqError('unavailable', 'down'))), 'wf1', activate)).toMatchObject({
+      kind: 'retry-later',
+    });
     expect(transient.saves).toBe(0);
 
     const permanent = new FakeStore(runtimeOf(def));
@@ -96,7 +104,10 @@ describe('applyEvents', () => {
     const parents = Array.from({ length: 20 }, (_, i) => `p${i}`);
     const rt = runtimeOf({
       name: 'x',
-      tasks: [...parents.map((name) => ({ name, kwargs: { cmd: 'true' } })), { name: 'child', depends_on: parents, kwargs: { cmd: 'true' } }],
+      tasks: [
+        ...parents.map((name) => ({ name, kwargs: { cmd: 'true' } })),
+        { name: 'child', depends_on: parents, kwargs: { cmd: 'true' } },
+      ],
     });
     const store = new FakeStore(rt);
     const queue = new MemoryTaskQueue({ maxMessageBytes: 4096 });
@@ -111,22 +122,42 @@ describe('applyEvents', () => {
     await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 0 }).then((ms) => Promise.all(ms.map((m) => queue.complete(m))));
     const big = '"' + 'v'.repeat(400) + '"';
     const outcome = await applyEvents(ctx, 'wf1', () =>
-      parents.map((taskName) => ({ type: 'completion' as const, now: NOW, taskName, attemptNo: 1, success: true, outputRef: big, error: null })),
+      parents.map((taskName) => ({
+        type: 'completion' as const,
+        now: NOW,
+        taskName,
+        attemptNo: 1,
+        success: true,
+        outputRef: big,
+        error: null,
+      })),
     );
     expect(outcome).toMatchObject({ kind: 'applied', saved: true });
     const [message] = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 0 });
     const envelope = decodeEnvelope(message?.body ?? '');
     if (!envelope.ok) throw new Error(envelope.error);
     const task = decodeWorkflowTask(envelope.value.kwargs);
-    expect(task.ok && task.value).toMatchObject({ taskName: 'child', upstream: null, upstreamBlob: 'p-workflows/upstream/wf1/child/1.json' });
+    expect(task.ok && task.value).toMatchObject({
+      taskName: 'child',
+      upstream: null,
+      upstreamBlob: 'p-workflows/upstream/wf1/child/1.json',
+    });
     expect(envelope.value.id).toBe('wf1/child/1');
     expect(written).toHaveLength(1);
     expect(ctx.counters.overflowBlobs).toBe(1);
   });
 
   describe('with a RuntimeCache', () => {
-    const def = { name: 'x', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
-    const done = (taskName: string) => () => [{ type: 'completion' as const, now: NOW, taskName, attemptNo: 1, success: true, outputRef: null, error: null }];
+    const def = {
+      name: 'x',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    };
+    const done = (taskName: string) => () => [
+      { type: 'completion' as const, now: NOW, taskName, attemptNo: 1, success: true, outputRef: null, error: null },
+    ];
 
     it('starts the next batch from its own last save instead of reading the blob', async () => {
       const store = new FakeStore(runtimeOf(def));
@@ -176,7 +207,10 @@ describe('applyEvents', () => {
       expect(cache.get('w2')).toBeUndefined();
       expect(cache.get('w1')).toBeDefined();
       expect(cache.get('w3')).toBeDefined();
-      cache.set('big', { runtime: runtimeOf({ name: 'y', tasks: Array.from({ length: 6 }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) }), etag: '1' });
+      cache.set('big', {
+        runtime: runtimeOf({ name: 'y', tasks: Array.from({ length: 6 }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) }),
+        etag: '1',
+      });
       // Larger than the bound alone: kept (alone), or each batch of it would read and rewrite it all.
       expect(cache.get('big')).toBeDefined();
       expect(cache.get('w1')).toBeUndefined();

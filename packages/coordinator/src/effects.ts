@@ -20,7 +20,18 @@ import {
   withEnvelopeTrace,
 } from '@jobq/dag-core/wire';
 import type { Context, Span } from '@opentelemetry/api';
-import { isJobqError, JobqError, type Clock, type Instruments, type LoadedRuntime, type OutgoingMessage, type OutputStore, type SaveResult, type TaskQueue, type WorkflowStore } from '@jobq/ports';
+import {
+  isJobqError,
+  JobqError,
+  type Clock,
+  type Instruments,
+  type LoadedRuntime,
+  type OutgoingMessage,
+  type OutputStore,
+  type SaveResult,
+  type TaskQueue,
+  type WorkflowStore,
+} from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
 import { traceContextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from '@jobq/ports';
 
@@ -144,7 +155,12 @@ export async function saveRuntime(ctx: ApplyContext, runtime: WorkflowRuntime, e
   if (!isTerminalWorkflowStatus(runtime.status)) {
     // `base` is the runtime stored at `etag` (cached or just read): the save appends the change
     // since it to the runtime log instead of writing a snapshot. Task rows are the writer's.
-    const saved = await ctx.store.save(runtime, etag, { previous: from.base, abortSignal: ctx.signal, deferTaskRows: true, deferIndexRow: true });
+    const saved = await ctx.store.save(runtime, etag, {
+      previous: from.base,
+      abortSignal: ctx.signal,
+      deferTaskRows: true,
+      deferIndexRow: true,
+    });
     rows.add(runtime, changedTasks(from.rowsKnown || from.cached ? from.base : undefined, runtime));
     rows.addIndex(runtime);
     return saved;
@@ -227,8 +243,9 @@ export async function applyEvents(
 ): Promise<ApplyOutcome> {
   let useCache = options.useCache ?? false;
   const before = options.conflicts ?? 0;
-  if (before > ctx.flushRetryLimit) return { kind: 'retry-later', reason: `the runtime changed under us ${before} times (412)`, outage: false };
-  for (let attempt = before; ; ) {
+  if (before > ctx.flushRetryLimit)
+    return { kind: 'retry-later', reason: `the runtime changed under us ${before} times (412)`, outage: false };
+  for (let attempt = before; ;) {
     const cached = useCache ? ctx.cache?.get(workflowId) : undefined;
     useCache = false;
     let loaded: LoadedRuntime | null;
@@ -289,11 +306,17 @@ export async function applyEvents(
  * counts the save and logs rows not written. Throws what the save throws (`conflict`: 412).
  * `cached`: `base` is this coordinator's own last save (see {@link SaveBase}).
  */
-export async function commit(ctx: ApplyContext, runtime: WorkflowRuntime, base: CachedRuntime, from: { cached: boolean; rowsKnown: boolean }): Promise<string> {
+export async function commit(
+  ctx: ApplyContext,
+  runtime: WorkflowRuntime,
+  base: CachedRuntime,
+  from: { cached: boolean; rowsKnown: boolean },
+): Promise<string> {
   const id = runtime.workflowId;
   const started = ctx.clock?.now() ?? 0;
   const flushed = (result: 'ok' | 'conflict' | 'error') => {
-    if (ctx.instruments && ctx.clock) ctx.instruments.observe('jobq_coordinator_flush_duration_seconds', { result }, Math.max(0, ctx.clock.now() - started) / 1000);
+    if (ctx.instruments && ctx.clock)
+      ctx.instruments.observe('jobq_coordinator_flush_duration_seconds', { result }, Math.max(0, ctx.clock.now() - started) / 1000);
   };
   let saved: Awaited<ReturnType<typeof saveRuntime>>;
   try {
@@ -362,21 +385,22 @@ export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, event
     const pushed =
       dispatches.length === 0
         ? PUSHED
-        : pushAll(ctx, start, dispatches).then(
-            async (failures): Promise<PushOutcome> => {
+        : pushAll(ctx, start, dispatches)
+            .then(async (failures): Promise<PushOutcome> => {
               const refused = failures.findIndex((f) => f !== null);
               if (refused < 0) return { kind: 'pushed' };
               const reason = `the task message of "${dispatches[refused]!.taskName}" was refused: ${failures[refused]}`;
               // As performEffects does: each refused attempt fails (its effects performed in turn).
-              const failed = dispatches.flatMap((dispatch, k) => (failures[k] === null || failures[k] === undefined ? [] : [refusedAttempt(ctx, dispatch, failures[k])]));
+              const failed = dispatches.flatMap((dispatch, k) =>
+                failures[k] === null || failures[k] === undefined ? [] : [refusedAttempt(ctx, dispatch, failures[k])],
+              );
               const next = pure('the reducer', () => foldEvents(folded.runtime, failed));
               return { kind: 'diverged', reason, runtime: await performEffects(ctx, next.runtime, next.effects.flat()) };
-            },
-          )
-          .catch((error: unknown): PushOutcome => {
-            const reason = error instanceof Error ? error.message : String(error);
-            return error instanceof RetryLater ? { kind: 'retry-later', reason } : { kind: 'diverged', reason };
-          });
+            })
+            .catch((error: unknown): PushOutcome => {
+              const reason = error instanceof Error ? error.message : String(error);
+              return error instanceof RetryLater ? { kind: 'retry-later', reason } : { kind: 'diverged', reason };
+            });
     return { kind: 'folded', runtime: folded.runtime, events: outcomes, pushed };
   } catch (error) {
     if (error instanceof RetryLater) return { kind: 'retry-later', reason: error.message };
@@ -387,7 +411,15 @@ export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, event
 
 /** The failure completion of an attempt whose task message the queue refused for good. */
 function refusedAttempt(ctx: ApplyContext, dispatch: DispatchEffect, failure: string): WorkflowEvent {
-  return { type: 'completion', now: ctx.now(), taskName: dispatch.taskName, attemptNo: dispatch.attemptNo, success: false, outputRef: null, error: `could not send the task message: ${failure}` };
+  return {
+    type: 'completion',
+    now: ctx.now(),
+    taskName: dispatch.taskName,
+    attemptNo: dispatch.attemptNo,
+    success: false,
+    outputRef: null,
+    error: `could not send the task message: ${failure}`,
+  };
 }
 
 /** Logs what a notice or a finished workflow says. */

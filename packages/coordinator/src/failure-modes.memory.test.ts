@@ -56,22 +56,37 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
           return result;
         }),
     });
-    const workflowId = await s.submit({ name: 'pair', tasks: [{ name: 'a', kwargs: { cmd: 'sleep 10' } }, { name: 'b', kwargs: { cmd: 'sleep 10' } }] });
+    const workflowId = await s.submit({
+      name: 'pair',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'sleep 10' } },
+        { name: 'b', kwargs: { cmd: 'sleep 10' } },
+      ],
+    });
     await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'running' && r.tasks.b?.status === 'running');
     // Both tasks are held by workers; stop the coordinator, let both complete, then start a new one
     // that finds both completions on the queue at once.
     await s.coordinator.stop();
-    await s.until(async () => (await s.completions.approximateMessageCount()) >= 2, () => 'two completions on the completion queue');
+    await s.until(
+      async () => (await s.completions.approximateMessageCount()) >= 2,
+      () => 'two completions on the completion queue',
+    );
     savesOfWorkflow = 0;
     const second = s.newCoordinator();
     await second.start();
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
-    await s.until(() => second.counters.completionsApplied + second.counters.completionsIgnored >= 2, () => JSON.stringify(second.counters));
+    await s.until(
+      () => second.counters.completionsApplied + second.counters.completionsIgnored >= 2,
+      () => JSON.stringify(second.counters),
+    );
     expect(savesOfWorkflow).toBe(1);
     expect(second.counters).toMatchObject({ completionsApplied: 2, completionsIgnored: 0, saves: 1, conflicts: 0, leftForRedelivery: 0 });
-    await s.until(async () => (await s.completions.approximateMessageCount()) === 0, () => 'both completions acked');
+    await s.until(
+      async () => (await s.completions.approximateMessageCount()) === 0,
+      () => 'both completions acked',
+    );
   });
 
   it('2. a concurrent writer makes the flush 412: re-read and re-applied; with flushRetryLimit 0 the messages are left and applied later', async () => {
@@ -89,7 +104,13 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
             return save();
           }),
       });
-      const done = await s.run({ name: 'cas', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+      const done = await s.run({
+        name: 'cas',
+        tasks: [
+          { name: 'a', kwargs: { cmd: 'true' } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      });
       expect(done.status).toBe('completed');
       expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
       expect(injected).toBe(1);
@@ -118,7 +139,13 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
             return save();
           }),
       });
-      const done = await s.run({ name: 'cas-0', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+      const done = await s.run({
+        name: 'cas-0',
+        tasks: [
+          { name: 'a', kwargs: { cmd: 'true' } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      });
       expect(done.status).toBe('completed');
       expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
       await allCompletionsSettled(s);
@@ -175,7 +202,13 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
           },
         }),
     });
-    const done = await s.run({ name: 'worker-crash', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    const done = await s.run({
+      name: 'worker-crash',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    });
     expect(failed).toBe(1);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
@@ -227,7 +260,13 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
           },
         }),
     });
-    const done = await s.run({ name: 'receive-errors', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    const done = await s.run({
+      name: 'receive-errors',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    });
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
     await allCompletionsSettled(s);
@@ -272,12 +311,18 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
         { name: 'b', depends_on: ['a'], kwargs: { cmd: 'sleep 1' } },
       ],
     });
-    await s.until(() => crashed, () => "a's completion never acked");
+    await s.until(
+      () => crashed,
+      () => "a's completion never acked",
+    );
     const old = s.coordinator;
     // The flush happened: a is completed and b dispatched, though a's completion is still on the queue.
     const flushed = await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'completed');
     expect(flushed.tasks.b?.attemptNo).toBe(1);
-    await s.until(() => old.counters.ackErrors === 1, () => JSON.stringify(old.counters));
+    await s.until(
+      () => old.counters.ackErrors === 1,
+      () => JSON.stringify(old.counters),
+    );
     expect(old.counters).toMatchObject({ completionsApplied: 1, completionsIgnored: 0, ackErrors: 1 });
     await old.stop(); // releases the lease
 
@@ -287,9 +332,15 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
     // a's completion comes back after its lock (2 s): ignored, the task is terminal at attempt 1.
-    await s.until(() => next.counters.completionsApplied + next.counters.completionsIgnored >= 2, () => JSON.stringify(next.counters));
+    await s.until(
+      () => next.counters.completionsApplied + next.counters.completionsIgnored >= 2,
+      () => JSON.stringify(next.counters),
+    );
     expect(next.counters).toMatchObject({ completionsApplied: 1, completionsIgnored: 1 });
-    await s.until(async () => (await s.completions.approximateMessageCount()) === 0, () => 'the redelivered completion acked');
+    await s.until(
+      async () => (await s.completions.approximateMessageCount()) === 0,
+      () => 'the redelivered completion acked',
+    );
     const later = await s.store.load(workflowId);
     expect(later && outcome(later.runtime)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
     expect(later?.runtime.finishedAt).toBe(done.finishedAt);
@@ -328,7 +379,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       const oldRun = settled(old.run());
       const sleepy = (name: string, deps: string[] = []) => ({ name, depends_on: deps, kwargs: { cmd: 'sleep 0.2' } });
       const middle = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
-      const workflowId = await s.submit({ name: 'takeover', tasks: [sleepy('a'), ...middle.map((n) => sleepy(n, ['a'])), sleepy('c', middle)] });
+      const workflowId = await s.submit({
+        name: 'takeover',
+        tasks: [sleepy('a'), ...middle.map((n) => sleepy(n, ['a'])), sleepy('c', middle)],
+      });
       await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'completed');
       expect(savesBeforeLoss).toBeGreaterThan(0);
 
@@ -344,7 +398,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       expect(Object.values(outcome(done))).toEqual(Array.from({ length: 8 }, () => ['completed', 1]));
       // The old coordinator never wrote after the loss; the new one finished the workflow.
       expect(savesAfterLoss).toBe(0);
-      await s.until(() => next.counters.saves > 0, () => JSON.stringify(next.counters));
+      await s.until(
+        () => next.counters.saves > 0,
+        () => JSON.stringify(next.counters),
+      );
       expect(old.counters.completionsApplied + next.counters.completionsApplied).toBeLessThanOrEqual(8);
       await expect(next.stop()).resolves.toBeUndefined();
     }
@@ -402,7 +459,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       holdCompletions = true;
       let result: { value: void } | { error: unknown } | undefined;
       void oldRun.then((r) => (result = r));
-      await s.until(() => result !== undefined, () => 'the old coordinator never stopped');
+      await s.until(
+        () => result !== undefined,
+        () => 'the old coordinator never stopped',
+      );
       expect(result !== undefined && 'error' in result && isJobqError(result.error, 'lease-lost')).toBe(true);
       expect(result !== undefined && 'error' in result && (result.error as Error).message).toMatch(/injected: renewal failed/);
       expect(savesAfterLoss).toBe(0);
@@ -416,7 +476,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       expect(done.status).toBe('completed');
       expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], c: ['completed', 1] });
       expect(savesAfterLoss).toBe(0);
-      await s.until(() => next.counters.completionsApplied >= 2, () => JSON.stringify(next.counters));
+      await s.until(
+        () => next.counters.completionsApplied >= 2,
+        () => JSON.stringify(next.counters),
+      );
       expect([old.counters.completionsApplied, next.counters.completionsApplied]).toEqual([1, 2]);
     }
   });
@@ -470,12 +533,17 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], c: ['completed', 1], d: ['completed', 1] });
     const c = s.coordinator.counters;
-    await s.until(() => c.completionsApplied >= 4 && c.completionsIgnored >= 1, () => JSON.stringify(c));
+    await s.until(
+      () => c.completionsApplied >= 4 && c.completionsIgnored >= 1,
+      () => JSON.stringify(c),
+    );
     // a was applied before its ack failed: its redelivery is ignored; b and c, lost in the outage, are applied once.
     expect(c).toMatchObject({ completionsApplied: 4, completionsIgnored: 1, ackErrors: ackFailures });
     expect(ackFailures).toBe(1);
     expect(c.receiveErrors).toBeGreaterThanOrEqual(1);
-    expect(s.logs.filter((line) => line === 'receive failed: unavailable: injected: the completion queue is unreachable')).toHaveLength(c.receiveErrors);
+    expect(s.logs.filter((line) => line === 'receive failed: unavailable: injected: the completion queue is unreachable')).toHaveLength(
+      c.receiveErrors,
+    );
     expect(Object.fromEntries(s.pushed)).toEqual({ a: 1, b: 1, c: 1, d: 1 });
     // Still running: it never gave up on the queue.
     await expect(s.coordinator.stop()).resolves.toBeUndefined();
@@ -496,18 +564,34 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
           },
         }),
         // The task message of a is deleted before any worker sees it.
-        coordinatorTasks: (queue) => new WrappedQueue(queue, { send: (messages, send) => (messages.some((m) => taskNameOf(m.body) === 'a') ? Promise.resolve() : send()) }),
+        coordinatorTasks: (queue) =>
+          new WrappedQueue(queue, {
+            send: (messages, send) => (messages.some((m) => taskNameOf(m.body) === 'a') ? Promise.resolve() : send()),
+          }),
       });
-      const workflowId = await s.submit({ name: 'lost-message', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+      const workflowId = await s.submit({
+        name: 'lost-message',
+        tasks: [
+          { name: 'a', kwargs: { cmd: 'true' } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+        ],
+      });
       const running = await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'running');
       expect(running.tasks.a?.attemptNo).toBe(1);
 
-      const later = new WorkflowClient({ store: s.store, completions: s.completions, outputsContainer: null, now: () => new Date(s.clock.now() + 10 * 60_000) });
+      const later = new WorkflowClient({
+        store: s.store,
+        completions: s.completions,
+        outputsContainer: null,
+        now: () => new Date(s.clock.now() + 10 * 60_000),
+      });
       const report = await later.explain(workflowId, { staleRunningAfterMs: 60_000 });
       expect(report.workflow.status).toBe('running');
       const a = report.tasks.find((t) => t.name === 'a');
       expect(a).toMatchObject({ status: 'running', attemptNo: 1 });
-      expect(a?.reasons.join('\n')).toMatch(/stale: dispatched longer than 60s ago; its message may be lost or its worker gone — set timeout_s/);
+      expect(a?.reasons.join('\n')).toMatch(
+        /stale: dispatched longer than 60s ago; its message may be lost or its worker gone — set timeout_s/,
+      );
       const now = await s.client.explain(workflowId, { staleRunningAfterMs: 60_000 });
       expect(now.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).not.toMatch(/stale/);
 
@@ -515,7 +599,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       // minute later, it is still running at attempt 1, never sent again.
       const sweeps = () => listings.filter((f) => f.savedStatus?.includes('running') && !f.savedStatus.includes('pending')).length;
       const start = sweeps();
-      await s.until(() => sweeps() >= start + 6, () => `sweeps: ${sweeps() - start}`);
+      await s.until(
+        () => sweeps() >= start + 6,
+        () => `sweeps: ${sweeps() - start}`,
+      );
       await s.clock.advance(60_000);
       const still = await s.store.load(workflowId);
       expect(still && outcome(still.runtime)).toEqual({ a: ['running', 1], b: ['pending', 0] });
@@ -550,9 +637,16 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       const running = await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'running');
       // Explained while no coordinator runs (nothing moves), with the clock 10 min ahead.
       await s.coordinator.stop();
-      const later = new WorkflowClient({ store: s.store, completions: s.completions, outputsContainer: null, now: () => new Date(s.clock.now() + 10 * 60_000) });
+      const later = new WorkflowClient({
+        store: s.store,
+        completions: s.completions,
+        outputsContainer: null,
+        now: () => new Date(s.clock.now() + 10 * 60_000),
+      });
       const report = await later.explain(workflowId, { staleRunningAfterMs: 60_000 });
-      expect(report.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).toMatch(/stale: dispatched longer than 60s ago[^\n]*with timeout_s 1s the coordinator declares it lost once its message has expired/);
+      expect(report.tasks.find((t) => t.name === 'a')?.reasons.join('\n')).toMatch(
+        /stale: dispatched longer than 60s ago[^\n]*with timeout_s 1s the coordinator declares it lost once its message has expired/,
+      );
 
       const next = s.newCoordinator();
       await next.start();
@@ -576,7 +670,10 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
           // Only the first final save loses its row writes (a transient fault).
-          store.rowFault = lostWrites === 0 && isTerminalWorkflowStatus(runtime.status) ? () => (lostWrites++, new JobqError('unavailable', 'injected: the index row write was lost')) : null;
+          store.rowFault =
+            lostWrites === 0 && isTerminalWorkflowStatus(runtime.status)
+              ? () => (lostWrites++, new JobqError('unavailable', 'injected: the index row write was lost'))
+              : null;
           try {
             return await save();
           } finally {
@@ -584,10 +681,19 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
           }
         }),
     });
-    const done = await s.run({ name: 'lost-index-row', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    const done = await s.run({
+      name: 'lost-index-row',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    });
     expect(done.status).toBe('completed');
     expect(lostWrites).toBe(1);
-    await s.until(() => s.coordinator.counters.rowsErrors === 1, () => JSON.stringify(s.coordinator.counters));
+    await s.until(
+      () => s.coordinator.counters.rowsErrors === 1,
+      () => JSON.stringify(s.coordinator.counters),
+    );
     let row: string | undefined;
     await s.until(
       async () => (row = (await s.store.getWorkflow(done.workflowId))?.status) === 'completed',

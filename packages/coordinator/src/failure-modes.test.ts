@@ -23,13 +23,24 @@ describe('Coordinator failure modes (Azurite)', () => {
     const crashIndexWrites: TablePipelinePolicy = {
       name: 'test-crash-before-index-row',
       sendRequest: (request, next) => {
-        if (request.method !== 'GET' && request.url.includes(indexRow)) return Promise.reject(new Error('injected crash before the index row'));
+        if (request.method !== 'GET' && request.url.includes(indexRow))
+          return Promise.reject(new Error('injected crash before the index row'));
         return next(request);
       },
     };
     const crashing = await openWorkflowStore({ connection, prefix: s.prefix, createIfMissing: false, tablePolicies: [crashIndexWrites] });
-    const crashingClient = new WorkflowClient({ store: crashing, completions: s.completions, outputsContainer: s.store.names.outputsContainer });
-    const definition = { name: 'heal', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
+    const crashingClient = new WorkflowClient({
+      store: crashing,
+      completions: s.completions,
+      outputsContainer: s.store.names.outputsContainer,
+    });
+    const definition = {
+      name: 'heal',
+      tasks: [
+        { name: 'a', kwargs: { cmd: 'true' } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    };
     const workflowId = 'heal-me-1';
     await expect(crashingClient.submit({ text: JSON.stringify(definition), filename: 'flow.json' }, { id: workflowId })).rejects.toThrow();
     expect(await s.store.load(workflowId)).not.toBeNull();
@@ -42,11 +53,18 @@ describe('Coordinator failure modes (Azurite)', () => {
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
     // The finishing save writes the runtime, then the task rows, then the index row: it follows.
-    await waitUntil(async () => (await s.store.getWorkflow(workflowId))?.status === 'completed', () => 'the index row never said completed', 5_000);
+    await waitUntil(
+      async () => (await s.store.getWorkflow(workflowId))?.status === 'completed',
+      () => 'the index row never said completed',
+      5_000,
+    );
 
     let error: unknown;
     try {
-      await s.client.submit({ text: JSON.stringify({ ...definition, tasks: [{ name: 'other', kwargs: { cmd: 'true' } }] }), filename: 'flow.json' }, { id: workflowId });
+      await s.client.submit(
+        { text: JSON.stringify({ ...definition, tasks: [{ name: 'other', kwargs: { cmd: 'true' } }] }), filename: 'flow.json' },
+        { id: workflowId },
+      );
     } catch (e) {
       error = e;
     }
@@ -60,9 +78,19 @@ describe('Coordinator failure modes (Azurite)', () => {
     const marker = join(h.work, `lost-retry-${s.prefix}`);
     // Fails the first time, succeeds after.
     const flaky = `test -f '${marker}' || { touch '${marker}'; exit 3; }`;
-    const failed = await s.run({ name: 'lost-retry-wakeup', tasks: [{ name: 'a', kwargs: { cmd: flaky } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] });
+    const failed = await s.run({
+      name: 'lost-retry-wakeup',
+      tasks: [
+        { name: 'a', kwargs: { cmd: flaky } },
+        { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+      ],
+    });
     expect(failed.status).toBe('failed');
-    await waitUntil(async () => (await s.store.getWorkflow(failed.workflowId))?.status === 'failed', () => 'the index row never said failed', 5_000);
+    await waitUntil(
+      async () => (await s.store.getWorkflow(failed.workflowId))?.status === 'failed',
+      () => 'the index row never said failed',
+      5_000,
+    );
     const wakeups = s.coordinator.counters.wakeups;
     // A client whose wake-ups never reach the queue.
     let lost = 0;

@@ -15,7 +15,8 @@ class RecordingInstruments implements Instruments {
 
   private key(name: MetricName, labels: Readonly<Record<string, string>>): string {
     const expected = [...METRICS[name].labels].sort();
-    if (JSON.stringify(Object.keys(labels).sort()) !== JSON.stringify(expected)) this.problems.push(`${name}: labels ${Object.keys(labels).join(',')}`);
+    if (JSON.stringify(Object.keys(labels).sort()) !== JSON.stringify(expected))
+      this.problems.push(`${name}: labels ${Object.keys(labels).join(',')}`);
     const key = `${name}${JSON.stringify(Object.entries(labels).sort())}`;
     this.series.add(key);
     return key;
@@ -61,10 +62,14 @@ async function runMany(count: number): Promise<{ recorded: RecordingInstruments;
   const ids: string[] = [];
   for (let i = 0; i < count; i++) ids.push(await s.submit(diamond(`wf-${i}`)));
   let done = 0;
-  await s.until(async () => {
-    while (done < ids.length && (await s.store.load(ids[done]!))?.runtime.status === 'completed') done++;
-    return done === ids.length;
-  }, () => `${done} of ${ids.length} completed`, 3_600_000);
+  await s.until(
+    async () => {
+      while (done < ids.length && (await s.store.load(ids[done]!))?.runtime.status === 'completed') done++;
+      return done === ids.length;
+    },
+    () => `${done} of ${ids.length} completed`,
+    3_600_000,
+  );
   await s.coordinator.stop();
   return { recorded, stats: s.coordinator.stats() };
 }
@@ -79,7 +84,15 @@ describe('Metrics recorded by the coordinator and the worker (in memory, virtual
     expect(stats.completionsApplied).toBe(3 * 5); // 4 tasks, one of them retried once
     expect(recorded.sum('jobq_coordinator_dispatches_total', { queue: 'default', result: 'ok' })).toBe(stats.pushes);
     const names = new Set([...recorded.series].map((k) => k.slice(0, k.indexOf('['))));
-    for (const name of ['jobq_coordinator_batch_messages', 'jobq_coordinator_flush_duration_seconds', 'jobq_queue_messages', 'jobq_worker_task_duration_seconds', 'jobq_worker_task_queue_wait_seconds', 'jobq_worker_slots', 'jobq_worker_slots_busy']) {
+    for (const name of [
+      'jobq_coordinator_batch_messages',
+      'jobq_coordinator_flush_duration_seconds',
+      'jobq_queue_messages',
+      'jobq_worker_task_duration_seconds',
+      'jobq_worker_task_queue_wait_seconds',
+      'jobq_worker_slots',
+      'jobq_worker_slots_busy',
+    ]) {
       expect(names).toContain(name);
     }
     // A workflow task that fails is reported by its processor, which returns `done` to the worker.

@@ -74,10 +74,16 @@ async function probed(extra: Parameters<typeof stacks.open>[0] = {}, ackDelayInM
           }
         }
         // Push before save: every task the save records as running was pushed at least once.
-        for (const [name, task] of Object.entries(runtime.tasks)) if (task.status === 'running' && !(stack?.pushed.get(name) ?? 0)) unpushed.push(name);
+        for (const [name, task] of Object.entries(runtime.tasks))
+          if (task.status === 'running' && !(stack?.pushed.get(name) ?? 0)) unpushed.push(name);
         if (crashed) throw new JobqError('internal', 'injected: the coordinator crashed');
         const result = await save();
-        saves.push(Object.entries(runtime.tasks).filter(([, t]) => t.status === 'completed').map(([n]) => n).sort());
+        saves.push(
+          Object.entries(runtime.tasks)
+            .filter(([, t]) => t.status === 'completed')
+            .map(([n]) => n)
+            .sort(),
+        );
         return result;
       }),
     coordinatorCompletions: (queue) =>
@@ -128,7 +134,10 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     const workflowId = await s.submit(twoChains('overlap'));
     await s.until(hold.held, () => "a's save never started");
     // a's save is in flight. b completes meanwhile: its batch is received, folded and b2 pushed.
-    await s.until(() => (s.pushed.get('b2') ?? 0) === 1, () => `pushed ${JSON.stringify([...s.pushed])}`);
+    await s.until(
+      () => (s.pushed.get('b2') ?? 0) === 1,
+      () => `pushed ${JSON.stringify([...s.pushed])}`,
+    );
     // Push before save: a2 went out before a's save started; nothing of a or b is acked yet.
     expect(s.pushed.get('a2')).toBe(1);
     expect(probe.acked).toEqual([]);
@@ -137,7 +146,10 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], a2: ['completed', 1], b2: ['completed', 1] });
-    await s.until(() => probe.acked.length >= 4, () => `acked ${probe.acked.join(',')}`);
+    await s.until(
+      () => probe.acked.length >= 4,
+      () => `acked ${probe.acked.join(',')}`,
+    );
     // a's save, then b's batch saved at once over its ETag (no 412, nothing re-pushed).
     const withA = probe.saves.findIndex((d) => d.includes('a'));
     expect(probe.saves[withA]).not.toContain('b');
@@ -166,9 +178,15 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
         }),
     });
     const workflowId = await s.submit(twoChains('slow-push'));
-    await s.until(() => heldA2, () => "a2's push never started");
+    await s.until(
+      () => heldA2,
+      () => "a2's push never started",
+    );
     // a's batch is folded, its push held. b's batch folds on it meanwhile and pushes b2.
-    await s.until(() => (s.pushed.get('b2') ?? 0) === 1, () => `pushed ${JSON.stringify([...s.pushed])}`);
+    await s.until(
+      () => (s.pushed.get('b2') ?? 0) === 1,
+      () => `pushed ${JSON.stringify([...s.pushed])}`,
+    );
     expect(s.pushed.get('a2') ?? 0).toBe(0);
     expect(probe.saves.some((done) => done.includes('a'))).toBe(false);
     expect(probe.acked).toEqual([]);
@@ -189,14 +207,20 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     const hold = probe.hold('a', true);
     const workflowId = await s.submit(twoChains('conflict'));
     await s.until(hold.held, () => "a's save never started");
-    await s.until(() => (s.pushed.get('b2') ?? 0) === 1, () => `pushed ${JSON.stringify([...s.pushed])}`);
+    await s.until(
+      () => (s.pushed.get('b2') ?? 0) === 1,
+      () => `pushed ${JSON.stringify([...s.pushed])}`,
+    );
     expect(probe.acked).toEqual([]);
     hold.release(); // the held save meets a 412
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], a2: ['completed', 1], b2: ['completed', 1] });
     const c = s.coordinator.counters;
-    await s.until(() => c.completionsApplied + c.completionsIgnored >= [...s.pushed.values()].reduce((x, y) => x + y, 0), () => JSON.stringify(c));
+    await s.until(
+      () => c.completionsApplied + c.completionsIgnored >= [...s.pushed.values()].reduce((x, y) => x + y, 0),
+      () => JSON.stringify(c),
+    );
     expect(c.conflicts).toBeGreaterThanOrEqual(1);
     expect(c.completionsApplied).toBe(4);
     // The re-applied batches pushed their children again (same attempt): the extra copies' completions are ignored.
@@ -219,14 +243,20 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     });
     await s.until(hold.held, () => "root's save never started");
     // The leaves run and complete while root's save is held: their batches fold and wait.
-    await s.until(() => s.coordinator.counters.batches >= 4, () => JSON.stringify(s.coordinator.counters));
+    await s.until(
+      () => s.coordinator.counters.batches >= 4,
+      () => JSON.stringify(s.coordinator.counters),
+    );
     const savesBefore = probe.saves.length;
     hold.release();
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     // root's save, then fewer saves than the leaf batches folded behind it.
     const c = s.coordinator.counters;
-    await s.until(() => c.completionsApplied >= 7, () => JSON.stringify(c));
+    await s.until(
+      () => c.completionsApplied >= 7,
+      () => JSON.stringify(c),
+    );
     expect(probe.saves.length - savesBefore).toBeLessThan(c.batches - 1);
     expect(c).toMatchObject({ conflicts: 0, completionsApplied: 7, completionsIgnored: 0 });
     expect(probe.unpushed).toEqual([]);
@@ -259,14 +289,23 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     try {
       const workflowId = await s.submit({
         name: 'wide',
-        tasks: [{ name: 'root', kwargs: { cmd: 'true' } }, ...Array.from({ length: LEAVES }, (_, i) => ({ name: `leaf${i}`, depends_on: ['root'], kwargs: { cmd: 'true' } }))],
+        tasks: [
+          { name: 'root', kwargs: { cmd: 'true' } },
+          ...Array.from({ length: LEAVES }, (_, i) => ({ name: `leaf${i}`, depends_on: ['root'], kwargs: { cmd: 'true' } })),
+        ],
       });
-      await s.until(() => held, () => 'the fan-out never started');
+      await s.until(
+        () => held,
+        () => 'the fan-out never started',
+      );
       const c = s.coordinator.counters;
       // 180 leaves run and complete while the fan-out's last sends are held. The coordinator goes
       // on receiving them: after the submit's wake-up and the root's batch, 15 more (2 × 8
       // batches in flight), of up to 8 completions each; then it waits.
-      await s.until(() => c.batches >= 17, () => JSON.stringify(c));
+      await s.until(
+        () => c.batches >= 17,
+        () => JSON.stringify(c),
+      );
       await s.clock.advance(5_000);
       expect(c.batches).toBe(17);
       const waiting = c.messages - 2;
@@ -277,7 +316,10 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
       release();
       const done = await s.waitFor(workflowId, terminal);
       expect(done.status).toBe('completed');
-      await s.until(() => probe.acked.length >= LEAVES + 1, () => `acked ${probe.acked.length}`);
+      await s.until(
+        () => probe.acked.length >= LEAVES + 1,
+        () => `acked ${probe.acked.length}`,
+      );
       expect(c).toMatchObject({ conflicts: 0, completionsApplied: LEAVES + 1, completionsIgnored: 0 });
       // The first save once the fan-out was out stood for every batch received meanwhile.
       expect(probe.saves[savesBefore]).toHaveLength(1 + waiting);
@@ -294,7 +336,10 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     const hold = probe.hold('a');
     const workflowId = await s.submit(twoChains('crash'));
     await s.until(hold.held, () => "a's save never started");
-    await s.until(() => (s.pushed.get('b2') ?? 0) === 1, () => `pushed ${JSON.stringify([...s.pushed])}`);
+    await s.until(
+      () => (s.pushed.get('b2') ?? 0) === 1,
+      () => `pushed ${JSON.stringify([...s.pushed])}`,
+    );
     // Crash now: a's save (held) never lands, b's folded batch is never saved, the receive in
     // flight takes whatever comes next and never answers.
     probe.crash();
@@ -307,10 +352,16 @@ describe('Coordinator pipelining (in memory, virtual time)', () => {
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
     expect(outcome(done)).toEqual({ a: ['completed', 1], b: ['completed', 1], a2: ['completed', 1], b2: ['completed', 1] });
-    await s.until(() => next.counters.completionsApplied >= 4, () => JSON.stringify(next.counters));
+    await s.until(
+      () => next.counters.completionsApplied >= 4,
+      () => JSON.stringify(next.counters),
+    );
     // a2 and b2 were pushed before the crash and again by the new coordinator: their extra runs' completions are ignored.
     expect(next.counters.completionsApplied).toBe(4);
     expect(probe.unpushed).toEqual([]);
-    await s.until(async () => (await s.completions.approximateMessageCount()) === 0, () => 'completions left on the queue');
+    await s.until(
+      async () => (await s.completions.approximateMessageCount()) === 0,
+      () => 'completions left on the queue',
+    );
   });
 });

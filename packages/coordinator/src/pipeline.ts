@@ -38,7 +38,6 @@ interface State {
   own: PushOutcome | null;
 }
 
-
 /** The last state of a lane known to be stored, with its ETag; `confirmed` when this lane saved it (not just found it cached). */
 interface Saved extends State {
   etag: string;
@@ -108,7 +107,11 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
    * before it and takes the plain path.
    */
   run(workflowId: string, group: G, ahead: boolean, onFolded?: () => void): Promise<void> {
-    return this.enter(workflowId, (lane, foldBefore, saveBefore, folded) => this.process(lane, workflowId, group, ahead, foldBefore, saveBefore, folded), onFolded);
+    return this.enter(
+      workflowId,
+      (lane, foldBefore, saveBefore, folded) => this.process(lane, workflowId, group, ahead, foldBefore, saveBefore, folded),
+      onFolded,
+    );
   }
 
   /**
@@ -150,7 +153,15 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
     });
   }
 
-  private async process(lane: Lane, id: string, group: G, ahead: boolean, foldBefore: Promise<void>, saveBefore: Promise<void>, folded: () => void): Promise<void> {
+  private async process(
+    lane: Lane,
+    id: string,
+    group: G,
+    ahead: boolean,
+    foldBefore: Promise<void>,
+    saveBefore: Promise<void>,
+    folded: () => void,
+  ): Promise<void> {
     const { ctx } = this.hooks;
     await foldBefore;
     let head = lane.head;
@@ -259,7 +270,9 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
         ctx.log(`workflow ${id}: 412 on flush, re-reading and re-applying`);
         return 'conflict';
       }
-      ctx.log(`workflow ${id}: save failed (${error instanceof Error ? error.message : String(error)}); applying the batch from the stored runtime`);
+      ctx.log(
+        `workflow ${id}: save failed (${error instanceof Error ? error.message : String(error)}); applying the batch from the stored runtime`,
+      );
       return null;
     }
   }

@@ -20,7 +20,12 @@ export interface WorkflowPurge extends PurgeResult {
  * so a purge that fails half-way leaves it listed for the next one to finish. Never touches a
  * workflow that is not finished (`skipped`, with the reason).
  */
-export async function purgeWorkflow(store: WorkflowStore, outputs: OutputStore, workflowId: string, options: PurgeWorkflowOptions = {}): Promise<WorkflowPurge> {
+export async function purgeWorkflow(
+  store: WorkflowStore,
+  outputs: OutputStore,
+  workflowId: string,
+  options: PurgeWorkflowOptions = {},
+): Promise<WorkflowPurge> {
   const op: OperationOptions = options.abortSignal ? { abortSignal: options.abortSignal } : {};
   let outputBlobs = 0;
   const result = await store.purge(workflowId, {
@@ -39,7 +44,11 @@ export async function purgeWorkflow(store: WorkflowStore, outputs: OutputStore, 
  * before `cutoff` (ISO-8601), page by page: a server-side query of the index, never a full read.
  * Rows may change between pages; {@link purgeWorkflow} re-checks each one.
  */
-export async function* finishedWorkflows(store: WorkflowStore, cutoff: string, options: OperationOptions & { pageSize?: number } = {}): AsyncGenerator<WorkflowSummary> {
+export async function* finishedWorkflows(
+  store: WorkflowStore,
+  cutoff: string,
+  options: OperationOptions & { pageSize?: number } = {},
+): AsyncGenerator<WorkflowSummary> {
   let continuationToken: string | undefined;
   do {
     const page = await store.listWorkflows({

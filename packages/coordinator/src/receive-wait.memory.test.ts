@@ -32,7 +32,11 @@ describe('Coordinator receive wait (in memory, virtual time)', () => {
   it('after a batch of one message, receives again at once, without the batch-fill wait', async () => {
     const calls: ReceiveCall[] = [];
     let now = () => 0;
-    const s = await stacks.open({ start: false, coordinator: { batchFillWaitInMs: 50 }, coordinatorCompletions: recording(calls, () => now()) });
+    const s = await stacks.open({
+      start: false,
+      coordinator: { batchFillWaitInMs: 50 },
+      coordinatorCompletions: recording(calls, () => now()),
+    });
     now = () => s.clock.now();
     await s.worker.stop();
     await s.submit(oneTask('single'));
@@ -46,7 +50,11 @@ describe('Coordinator receive wait (in memory, virtual time)', () => {
   it('after a partial batch of several messages, waits until batchFillWaitInMs after the last receive', async () => {
     const calls: ReceiveCall[] = [];
     let now = () => 0;
-    const s = await stacks.open({ start: false, coordinator: { batchFillWaitInMs: 50 }, coordinatorCompletions: recording(calls, () => now()) });
+    const s = await stacks.open({
+      start: false,
+      coordinator: { batchFillWaitInMs: 50 },
+      coordinatorCompletions: recording(calls, () => now()),
+    });
     now = () => s.clock.now();
     await s.worker.stop();
     await s.submit(oneTask('first'));
@@ -60,7 +68,11 @@ describe('Coordinator receive wait (in memory, virtual time)', () => {
   it('batchFillMinMessages moves the threshold: with 3, a batch of two messages is followed at once', async () => {
     const calls: ReceiveCall[] = [];
     let now = () => 0;
-    const s = await stacks.open({ start: false, coordinator: { batchFillWaitInMs: 50, batchFillMinMessages: 3 }, coordinatorCompletions: recording(calls, () => now()) });
+    const s = await stacks.open({
+      start: false,
+      coordinator: { batchFillWaitInMs: 50, batchFillMinMessages: 3 },
+      coordinatorCompletions: recording(calls, () => now()),
+    });
     now = () => s.clock.now();
     await s.worker.stop();
     await s.submit(oneTask('first'));

@@ -88,7 +88,13 @@ describe('re-running a task (in memory, virtual time)', () => {
 
   it('a request the runtime can no longer take (its task is running now) is cleared with a notice; the client refuses such requests and writes nothing', async () => {
     const s = await stacks.open();
-    const workflowId = await s.submit({ name: 'busy', tasks: [{ name: 'slow', kwargs: { cmd: 'sleep 600' } }, { name: 'after', depends_on: ['slow'], kwargs: { cmd: 'true' } }] });
+    const workflowId = await s.submit({
+      name: 'busy',
+      tasks: [
+        { name: 'slow', kwargs: { cmd: 'sleep 600' } },
+        { name: 'after', depends_on: ['slow'], kwargs: { cmd: 'true' } },
+      ],
+    });
     await s.waitFor(workflowId, (r) => taskState(r, 'slow')?.status === 'running');
     // The client checks first: nothing is recorded.
     expect(await s.client.rerun(workflowId, 'slow')).toEqual({
@@ -96,7 +102,11 @@ describe('re-running a task (in memory, virtual time)', () => {
       reason: 'refused',
       message: 'task "slow" is running now (attempt 1): wait until it has finished',
     });
-    expect(await s.client.rerun(workflowId, 'after')).toMatchObject({ requested: false, reason: 'refused', message: expect.stringContaining('has not run yet (pending)') });
+    expect(await s.client.rerun(workflowId, 'after')).toMatchObject({
+      requested: false,
+      reason: 'refused',
+      message: expect.stringContaining('has not run yet (pending)'),
+    });
     expect(await s.client.rerun(workflowId, 'nope')).toEqual({
       requested: false,
       reason: 'unknown-task',
@@ -104,9 +114,17 @@ describe('re-running a task (in memory, virtual time)', () => {
     });
     expect((await s.store.listReruns()).items).toEqual([]);
     // A record written anyway (as by a client that checked before the task was dispatched).
-    await s.store.requestRerun({ workflowId, requestId: 'late', taskName: 'slow', downstream: false, requestedAt: new Date(s.clock.now()).toISOString() });
+    await s.store.requestRerun({
+      workflowId,
+      requestId: 'late',
+      taskName: 'slow',
+      downstream: false,
+      requestedAt: new Date(s.clock.now()).toISOString(),
+    });
     await s.until(async () => (await s.store.listReruns()).items.length === 0);
-    expect(s.logs).toContain(`workflow ${workflowId}: re-run of "slow" not applied: task "slow" is running now (attempt 1): wait until it has finished`);
+    expect(s.logs).toContain(
+      `workflow ${workflowId}: re-run of "slow" not applied: task "slow" is running now (attempt 1): wait until it has finished`,
+    );
     const done = await s.waitFor(workflowId, (r) => isTerminalWorkflowStatus(r.status));
     expect(done.status).toBe('completed');
     expect(s.runCount('slow', workflowId)).toBe(1);

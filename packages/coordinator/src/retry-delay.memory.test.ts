@@ -52,11 +52,20 @@ describe('retry delays (in memory, virtual time)', () => {
     expect(report.tasks.find((t) => t.name === 'flaky')).toMatchObject({
       status: 'running',
       retry_due_at: flaky.retryDueAt,
-      reasons: [expect.stringMatching(new RegExp(`^retry 1 of 2 due at ${flaky.retryDueAt!.replace(/\./g, '\\.')} \\(in \\d+s; attempt 2\\): its message waits in queue "default" until then, holding no max_parallelism slot; last error: exit code 1$`))],
+      reasons: [
+        expect.stringMatching(
+          new RegExp(
+            `^retry 1 of 2 due at ${flaky.retryDueAt!.replace(/\./g, '\\.')} \\(in \\d+s; attempt 2\\): its message waits in queue "default" until then, holding no max_parallelism slot; last error: exit code 1$`,
+          ),
+        ),
+      ],
     });
 
     // Not delivered before it is due: the message is in the queue, but nobody can see it.
-    await s.until(() => s.clock.now() >= dueAt - 1_000, () => 'the clock did not reach the due time');
+    await s.until(
+      () => s.clock.now() >= dueAt - 1_000,
+      () => 'the clock did not reach the due time',
+    );
     expect(started.filter((r) => r.key === 'flaky#2')).toEqual([]);
     expect(await s.taskQueue.peek(32)).toEqual([]);
     expect(await s.taskQueue.approximateMessageCount()).toBe(1);

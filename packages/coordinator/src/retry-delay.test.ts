@@ -12,14 +12,22 @@ const h = useHarness();
 describe('retry delay on a Storage Queue', () => {
   it('sends attempt 2 held back by its delay: in the queue, invisible to workers, and a cancel ends the task while it waits', async () => {
     const s = await openStack(h);
-    const workflowId = await s.submit({ name: 'delayed', tasks: [{ name: 'flaky', num_retries: 1, retry_delay_s: 3600, kwargs: { cmd: 'exit 1' } }] });
+    const workflowId = await s.submit({
+      name: 'delayed',
+      tasks: [{ name: 'flaky', num_retries: 1, retry_delay_s: 3600, kwargs: { cmd: 'exit 1' } }],
+    });
     const waiting = await s.waitFor(workflowId, (r) => taskState(r, 'flaky')?.attemptNo === 2);
     expect(taskState(waiting, 'flaky')).toMatchObject({ status: 'running', retryDueAt: expect.any(String), error: 'exit code 1' });
 
-    const queue = await openStorageQueue({ connection: { connectionString: h.azurite.connectionString }, queueName: `${s.prefix.toLowerCase()}-default`, lockDurationInMs: 5_000 });
+    const queue = await openStorageQueue({
+      connection: { connectionString: h.azurite.connectionString },
+      queueName: `${s.prefix.toLowerCase()}-default`,
+      lockDurationInMs: 5_000,
+    });
     try {
       // Attempt 1's message is deleted once its worker has settled it; attempt 2's stays, unseen.
-      for (let tries = 0; tries < 100 && (await queue.approximateMessageCount()) !== 1; tries++) await new Promise((r) => setTimeout(r, 100));
+      for (let tries = 0; tries < 100 && (await queue.approximateMessageCount()) !== 1; tries++)
+        await new Promise((r) => setTimeout(r, 100));
       expect(await queue.approximateMessageCount()).toBe(1);
       expect(await queue.peek(32)).toEqual([]);
       expect(await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 300 })).toEqual([]);

@@ -126,13 +126,17 @@ describe('requests on the index row only', () => {
     await s.worker.stop();
     await s.coordinator.stop();
     await s.store.requestCancel(workflowId, new Date().toISOString());
-    for (const request of (await s.store.listRequests()).items) expect(await s.store.clearRequest(request.workflowId, request.etag)).toBe(true);
+    for (const request of (await s.store.listRequests()).items)
+      expect(await s.store.clearRequest(request.workflowId, request.etag)).toBe(true);
     const next = s.newCoordinator({ cancelPollIntervalInMs: 200, timeoutSweepIntervalInMs: 200 });
     await next.start();
     const cancelling = await s.waitFor(workflowId, (r) => r.cancelRequested, 10_000);
     expect(cancelling.status).toBe('cancelling');
     // The counter moves once the save returns, which the poll above may see first.
-    await waitUntil(() => next.counters.requestsApplied >= 1, () => `requests applied: ${next.counters.requestsApplied}`);
+    await waitUntil(
+      () => next.counters.requestsApplied >= 1,
+      () => `requests applied: ${next.counters.requestsApplied}`,
+    );
     expect(next.counters.requestsApplied).toBe(1);
   }, 40_000);
 });
@@ -144,7 +148,13 @@ describe('retention', () => {
     const s = await openStack(h);
     const finished: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const done = await s.run({ name: `old-${i}`, tasks: [{ name: 'make', kwargs: { cmd: big } }, { name: 'after', depends_on: ['make'], kwargs: { cmd: i === 2 ? 'exit 1' : 'true' } }] });
+      const done = await s.run({
+        name: `old-${i}`,
+        tasks: [
+          { name: 'make', kwargs: { cmd: big } },
+          { name: 'after', depends_on: ['make'], kwargs: { cmd: i === 2 ? 'exit 1' : 'true' } },
+        ],
+      });
       expect(isTerminalWorkflowStatus(done.status)).toBe(true);
       finished.push(done.workflowId);
     }
@@ -194,7 +204,12 @@ describe('retention', () => {
     expect(await s.store.load(done.workflowId)).not.toBeNull();
     expect(await purgeWorkflow(s.store, s.outputs, running)).toMatchObject({ outcome: 'skipped', status: 'running', outputBlobs: 0 });
     expect((await s.store.load(running))?.runtime.status).toBe('running');
-    expect(await purgeWorkflow(s.store, s.outputs, done.workflowId, { finishedBefore: cutoff })).toMatchObject({ outcome: 'purged', outputBlobs: 1, blobs: 4, taskRows: 1 }); // head, definition, snapshot, log
+    expect(await purgeWorkflow(s.store, s.outputs, done.workflowId, { finishedBefore: cutoff })).toMatchObject({
+      outcome: 'purged',
+      outputBlobs: 1,
+      blobs: 4,
+      taskRows: 1,
+    }); // head, definition, snapshot, log
     expect(await s.store.getWorkflow(done.workflowId)).toBeNull();
   }, 60_000);
 });

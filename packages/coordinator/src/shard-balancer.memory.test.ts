@@ -8,7 +8,7 @@ import { FakeRunner, runnerLog } from './test-helpers/fake-runner';
 // claim stops renewing, its lease runs out by the deployment's clock and tells the runner, and no
 // other member gets the shard before that.
 describe('ShardBalancer on MemoryOwnershipStore', () => {
-  it('lets a stalled runner\'s lease run out (its runner told then) before anyone claims the shard', async () => {
+  it("lets a stalled runner's lease run out (its runner told then) before anyone claims the shard", async () => {
     const clock = new VirtualClock();
     const deployment = new MemoryOwnershipDeployment(clock);
     await new MemoryOwnershipStore({ deployment }).ensureManifest(2);
@@ -30,7 +30,11 @@ describe('ShardBalancer on MemoryOwnershipStore', () => {
       return balancer;
     };
     const [a, b] = [member('a', 0.25), member('b', 0.75)];
-    await clock.runUntil(() => a.held().length === 1 && b.held().length === 1, () => logs.join('\n'), { withinMs: 60_000 });
+    await clock.runUntil(
+      () => a.held().length === 1 && b.held().length === 1,
+      () => logs.join('\n'),
+      { withinMs: 60_000 },
+    );
     const shard = b.held()[0]!;
     const runner = runners.get('b')!.find((r) => r.index === shard)!;
     const stalledAt = clock.now();
@@ -50,7 +54,11 @@ describe('ShardBalancer on MemoryOwnershipStore', () => {
     expect(clock.now()).toBeGreaterThanOrEqual(stalledAt + 30_000 + 60_000);
     expect(logs.some((l) => l.startsWith(`b: shard ${shard}: its runner has not gone round`))).toBe(true);
     // The shard is worked again afterwards, by one member, with the next epoch.
-    await clock.runUntil(() => deployment.shard(shard).epoch === 2 && deployment.heldLease(shard) !== null, () => logs.join('\n'), { withinMs: 6 * 12_000 });
+    await clock.runUntil(
+      () => deployment.shard(shard).epoch === 2 && deployment.heldLease(shard) !== null,
+      () => logs.join('\n'),
+      { withinMs: 6 * 12_000 },
+    );
     expect(a.held().length + b.held().length).toBe(2);
     await Promise.all([a.stop(), b.stop()]);
     expect(deployment.heldLease(0)).toBeNull();

@@ -85,7 +85,11 @@ describe('ShardBalancer', () => {
     await w.clock.advance(0);
     expect(b.held()).toEqual([]);
     expect(b.health().phase).toBe('standby');
-    await w.clock.runUntil(() => b.held().length === 2, () => w.logs.join('\n'), { withinMs: 4 * 12_000 });
+    await w.clock.runUntil(
+      () => b.held().length === 2,
+      () => w.logs.join('\n'),
+      { withinMs: 4 * 12_000 },
+    );
     expect(a.held()).toEqual([0, 1]);
     expect(b.held()).toEqual([2, 3]);
     expect(w.log.events.filter((e) => e.startsWith('stop'))).toEqual(['stop 3 a', 'stop 2 a']);
@@ -112,7 +116,11 @@ describe('ShardBalancer', () => {
     expect(w.ownership.holderOf(shardOfA)).toBeNull();
     expect(a.health().phase).toBe('stopped');
     expect(w.ownership.calls.leave).toBe(1);
-    await w.clock.runUntil(() => c.held().length === 1, () => w.logs.join('\n'), { withinMs: 12_000 });
+    await w.clock.runUntil(
+      () => c.held().length === 1,
+      () => w.logs.join('\n'),
+      { withinMs: 12_000 },
+    );
     expect(c.held()).toEqual([shardOfA]);
     await Promise.all([b.stop(), c.stop()]);
   });
@@ -126,7 +134,11 @@ describe('ShardBalancer', () => {
     // b's process dies: its lease is no longer renewed; its loop no longer runs.
     const crashedAt = w.clock.now();
     w.crash('b');
-    await w.clock.runUntil(() => a.held().length === 2, () => w.logs.join('\n'), { withinMs: 60_000 + 12_000 });
+    await w.clock.runUntil(
+      () => a.held().length === 2,
+      () => w.logs.join('\n'),
+      { withinMs: 60_000 + 12_000 },
+    );
     const taken = w.ownership.claims.find((c) => c.shard === lost && c.owner === 'a')!;
     expect(taken.at).toBeGreaterThanOrEqual(crashedAt + 60_000);
     await a.stop();
@@ -139,9 +151,18 @@ describe('ShardBalancer', () => {
     expect(a.held()).toEqual([0, 1]);
     // Another coordinator grew the deployment to 4 shards (it may, as a's leases are held, only here).
     w.ownership.setManifest(4);
-    await w.clock.runUntil(() => a.held().length === 4, () => w.logs.join('\n'), { withinMs: 12_000 });
+    await w.clock.runUntil(
+      () => a.held().length === 4,
+      () => w.logs.join('\n'),
+      { withinMs: 12_000 },
+    );
     expect(w.log.events.slice(0, 4)).toEqual(['start 0 a', 'start 1 a', 'stop 0 a', 'stop 1 a']);
-    expect(w.runners.get('a')!.filter((r) => r.index < 2).map((r) => r.shard.count)).toEqual([2, 2, 4, 4]);
+    expect(
+      w.runners
+        .get('a')!
+        .filter((r) => r.index < 2)
+        .map((r) => r.shard.count),
+    ).toEqual([2, 2, 4, 4]);
     expect(w.logs.some((l) => l.includes('the shard manifest changed (2 → 4 shards)'))).toBe(true);
     await a.stop();
   });
@@ -154,14 +175,22 @@ describe('ShardBalancer', () => {
     const runner = w.runners.get('b')!.find((r) => r.index === shard)!;
     const stalledAt = w.clock.now();
     runner.stall();
-    await w.clock.runUntil(() => w.log.events.includes(`lost ${shard} b`), () => w.logs.join('\n'), { withinMs: 30_000 + 12_000 + 60_000 });
+    await w.clock.runUntil(
+      () => w.log.events.includes(`lost ${shard} b`),
+      () => w.logs.join('\n'),
+      { withinMs: 30_000 + 12_000 + 60_000 },
+    );
     // Half a lease of silence (noticed at the next round), then the lease's whole duration.
     const lostAt = w.clock.now();
     expect(lostAt).toBeGreaterThanOrEqual(stalledAt + 30_000 + 60_000);
     expect(w.logs.some((l) => l.startsWith(`b: shard ${shard}: its runner has not gone round`))).toBe(true);
     expect(w.ownership.claims.filter((c) => c.shard === shard)).toHaveLength(1);
     // b is short now, and a at its share: b claims it again, with a new runner, but not within 3 rounds of the stall.
-    await w.clock.runUntil(() => w.ownership.claims.length === 3, () => w.logs.join('\n'), { withinMs: 5 * 12_000 });
+    await w.clock.runUntil(
+      () => w.ownership.claims.length === 3,
+      () => w.logs.join('\n'),
+      { withinMs: 5 * 12_000 },
+    );
     const again = w.ownership.claims[2]!;
     expect(again).toMatchObject({ shard, owner: 'b', epoch: 2 });
     const stallSeen = w.logs.findIndex((l) => l.includes('has not gone round'));

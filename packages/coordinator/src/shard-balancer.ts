@@ -1,4 +1,13 @@
-import { isJobqError, realClock, type Clock, type OwnershipStore, type ShardClaim, type ShardCount, type ShardManifest, type TaskQueue } from '@jobq/ports';
+import {
+  isJobqError,
+  realClock,
+  type Clock,
+  type OwnershipStore,
+  type ShardClaim,
+  type ShardCount,
+  type ShardManifest,
+  type TaskQueue,
+} from '@jobq/ports';
 import { Coordinator, type CoordinatorInit, type CoordinatorShard } from './coordinator';
 import { planShards } from './shard-plan';
 
@@ -197,7 +206,9 @@ export class ShardBalancer {
     await this.ownership.heartbeat(this.memberId);
     let view = await this.ownership.list();
     if (this.manifest !== null && view.manifest.shards !== this.manifest.shards) {
-      this.log(`the shard manifest changed (${this.manifest.shards} → ${view.manifest.shards} shards): releasing every shard, then balancing again`);
+      this.log(
+        `the shard manifest changed (${this.manifest.shards} → ${view.manifest.shards} shards): releasing every shard, then balancing again`,
+      );
       await this.releaseAll('the manifest changed');
       this.released.clear();
       view = await this.ownership.list();

@@ -77,7 +77,8 @@ async function simulate(scenario: Scenario): Promise<void> {
     }
     for (const [shard, members] of workers) {
       if (members.length > 1) throw new Error(`shard ${shard} worked by ${members.join(' and ')} at ${clock.now()}`);
-      if (holders[shard] !== members[0]) throw new Error(`shard ${shard} worked by ${members[0]} while its lease is ${holders[shard] ?? 'free'}`);
+      if (holders[shard] !== members[0])
+        throw new Error(`shard ${shard} worked by ${members[0]} while its lease is ${holders[shard] ?? 'free'}`);
     }
     return holders;
   };
@@ -143,7 +144,9 @@ async function simulate(scenario: Scenario): Promise<void> {
   const converged = await runTo(deadline, balanced);
   if (!converged) {
     const held = [...alive.values()].map((m) => `${m.id}: [${m.balancer.held().join(',')}]`).join(' ');
-    throw new Error(`not balanced ${(clock.now() - quietAt) / 1_000} s after the churn ended: ${held}; leases ${Array.from({ length: n }, (_, k) => ownership.holderOf(k)).join(',')}`);
+    throw new Error(
+      `not balanced ${(clock.now() - quietAt) / 1_000} s after the churn ended: ${held}; leases ${Array.from({ length: n }, (_, k) => ownership.holderOf(k)).join(',')}`,
+    );
   }
 
   // Then nothing moves for 100 intervals.
@@ -151,7 +154,8 @@ async function simulate(scenario: Scenario): Promise<void> {
   const releases = log.events.filter((e) => e.startsWith('stop')).length;
   const holders = checkExclusive().join();
   await runTo(clock.now() + 100 * LONGEST_INTERVAL_MS, () => {
-    if (ownership.claims.length !== claims || checkExclusive().join() !== holders) throw new Error(`a shard moved after balance, at ${clock.now()}`);
+    if (ownership.claims.length !== claims || checkExclusive().join() !== holders)
+      throw new Error(`a shard moved after balance, at ${clock.now()}`);
   });
   expect(log.events.filter((e) => e.startsWith('stop')).length).toBe(releases);
 
@@ -168,14 +172,23 @@ async function simulate(scenario: Scenario): Promise<void> {
   }
   // Every runner ended: stopped, or halted by its lost lease (the crashed members' too).
   await clock.advance(LEASE_MS);
-  expect(log.events.filter((e) => e.startsWith('start')).length).toBe(log.events.filter((e) => e.startsWith('stop') || e.startsWith('lost')).length);
+  expect(log.events.filter((e) => e.startsWith('start')).length).toBe(
+    log.events.filter((e) => e.startsWith('stop') || e.startsWith('lost')).length,
+  );
   expect([...log.live.values()].every((set) => set.size === 0)).toBe(true);
 }
 
 const scenario: fc.Arbitrary<Scenario> = fc.record({
   shards: fc.constantFrom(...SHARD_COUNTS),
   initial: fc.integer({ min: 1, max: 5 }),
-  events: fc.array(fc.record({ atS: fc.integer({ min: 0, max: 300 }), kind: fc.constantFrom<ChurnEvent['kind']>('join', 'leave', 'crash'), who: fc.nat({ max: 20 }) }), { maxLength: 8 }),
+  events: fc.array(
+    fc.record({
+      atS: fc.integer({ min: 0, max: 300 }),
+      kind: fc.constantFrom<ChurnEvent['kind']>('join', 'leave', 'crash'),
+      who: fc.nat({ max: 20 }),
+    }),
+    { maxLength: 8 },
+  ),
   seed: fc.integer(),
 });
 
@@ -185,6 +198,11 @@ describe('ShardBalancer under churn (fast-check, virtual time)', () => {
   });
 
   it('the hardest hand-over: 16 shards on one member, then 15 join at once', async () => {
-    await simulate({ shards: 16, initial: 1, events: Array.from({ length: 15 }, () => ({ atS: 20, kind: 'join' as const, who: 0 })), seed: 7 });
+    await simulate({
+      shards: 16,
+      initial: 1,
+      events: Array.from({ length: 15 }, () => ({ atS: 20, kind: 'join' as const, who: 0 })),
+      seed: 7,
+    });
   });
 });

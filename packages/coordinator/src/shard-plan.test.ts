@@ -8,7 +8,12 @@ const NOW = new Date('2026-01-01T00:00:00Z');
 function view(owners: readonly (string | null)[], members: readonly string[], expired: readonly number[] = []): OwnershipView {
   return {
     manifest: { version: 1, shards: owners.length as ShardCount },
-    shards: owners.map((owner, index) => ({ index, owner, leased: owner !== null && !expired.includes(index), epoch: owner === null ? 0 : 1 })),
+    shards: owners.map((owner, index) => ({
+      index,
+      owner,
+      leased: owner !== null && !expired.includes(index),
+      epoch: owner === null ? 0 : 1,
+    })),
     members: members.map((id) => ({ id, lastSeen: NOW })),
     serverTime: NOW,
   };
@@ -116,7 +121,10 @@ describe('planShards (Event Hubs cases)', () => {
   });
 
   it('prefers a free shard it held last', () => {
-    const v: OwnershipView = { ...view([null, null, null, null], ['a', 'b']), shards: [0, 1, 2, 3].map((index) => ({ index, leased: false, owner: index === 3 ? 'a' : null, epoch: 1 })) };
+    const v: OwnershipView = {
+      ...view([null, null, null, null], ['a', 'b']),
+      shards: [0, 1, 2, 3].map((index) => ({ index, leased: false, owner: index === 3 ? 'a' : null, epoch: 1 })),
+    };
     expect(planShards(v, 'a').claim).toEqual([3, 0]);
   });
 });

@@ -50,7 +50,11 @@ export function shardShares(memberIds: readonly string[], shards: number): Map<s
  * It never takes a shard whose lease is held (a lease is never broken). The member itself counts as
  * live even when the view does not list it yet (its first heartbeat may not be visible).
  */
-export function planShards(view: OwnershipView, memberId: string, recentlyReleased: ReadonlySet<number> | readonly number[] = []): ShardPlan {
+export function planShards(
+  view: OwnershipView,
+  memberId: string,
+  recentlyReleased: ReadonlySet<number> | readonly number[] = [],
+): ShardPlan {
   const recent = recentlyReleased instanceof Set ? recentlyReleased : new Set(recentlyReleased as readonly number[]);
   const n = view.shards.length;
   const memberIds = [...new Set([...view.members.map((m) => m.id), memberId])].sort();

@@ -18,14 +18,21 @@ function recording(calls: { method: string; filter: unknown }[]) {
         const value: unknown = Reflect.get(target, key, receiver);
         if (typeof value !== 'function') return value;
         return (...args: unknown[]) => {
-          if (key === 'listWorkflows' || key === 'listRequests' || key === 'listReruns' || key === 'acquireLease') calls.push({ method: key, filter: args[0] });
+          if (key === 'listWorkflows' || key === 'listRequests' || key === 'listReruns' || key === 'acquireLease')
+            calls.push({ method: key, filter: args[0] });
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
     });
 }
 
-const flow = { name: 'two', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } }] };
+const flow = {
+  name: 'two',
+  tasks: [
+    { name: 'a', kwargs: { cmd: 'true' } },
+    { name: 'b', depends_on: ['a'], kwargs: { cmd: 'true' } },
+  ],
+};
 
 describe('Coordinator with a shard (a shard runner)', () => {
   it('takes its lease from the claim, scans only its shard, writes the shard’s stats and releases the claim on stop', async () => {
@@ -49,7 +56,13 @@ describe('Coordinator with a shard (a shard runner)', () => {
     expect(new Set(scans.map((c) => c.method))).toEqual(new Set(['listWorkflows', 'listRequests', 'listReruns']));
     for (const c of scans) expect(c.filter).toMatchObject({ shard: { index: 2, count: 4 } });
 
-    expect(await s.store.readCoordinatorStats({ shard: 2 })).toMatchObject({ shard: 2, shards: 4, epoch: 1, owner: 'm1', leaseId: claim.lease.leaseId });
+    expect(await s.store.readCoordinatorStats({ shard: 2 })).toMatchObject({
+      shard: 2,
+      shards: 4,
+      epoch: 1,
+      owner: 'm1',
+      leaseId: claim.lease.leaseId,
+    });
     expect(await s.store.readCoordinatorStats()).toBeNull();
 
     expect(deployment.heldLease(2)).toBe(claim.lease);
@@ -106,7 +119,13 @@ describe('Coordinator with a shard (a shard runner)', () => {
           },
           queues: () => s.taskQueue,
           outputs: s.outputs,
-          options: { clock: s.clock, receiveWaitInMs: 100, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: (line) => s.logs.push(`${id}: ${line}`) },
+          options: {
+            clock: s.clock,
+            receiveWaitInMs: 100,
+            cancelPollIntervalInMs: 200,
+            statsIntervalInMs: 500,
+            log: (line) => s.logs.push(`${id}: ${line}`),
+          },
         }),
         options: { clock: s.clock, random: () => 0.5, log: (line) => s.logs.push(`${id}: ${line}`) },
       });
@@ -128,7 +147,11 @@ describe('Coordinator with a shard (a shard runner)', () => {
     expect(b.held()).toEqual([]);
     expect(b.health().phase).toBe('standby');
     await a.stop();
-    await s.until(() => b.held().length === 1, () => 'b never took shard 0', 12_000);
+    await s.until(
+      () => b.held().length === 1,
+      () => 'b never took shard 0',
+      12_000,
+    );
     const second = await s.run(flow);
     expect(second.status).toBe('completed');
     expect(await s.store.readCoordinatorStats()).toMatchObject({ shard: 0, epoch: 2, owner: 'b' });

@@ -213,7 +213,14 @@ describe('Soak', () => {
       },
       // Pipelining at its deepest (pipelineDepth): the most batches in flight, so the faults meet
       // overlapping receives, folds and saves (the default depth is smaller; depth 1 is tested elsewhere).
-      coordinator: { receiveWaitInMs: 50, idleSleepInMs: 50, cancelPollIntervalInMs: 1_000, statsIntervalInMs: 5_000, timeoutSweepIntervalInMs: 2_000, pipelineDepth: MAX_PIPELINE_DEPTH },
+      coordinator: {
+        receiveWaitInMs: 50,
+        idleSleepInMs: 50,
+        cancelPollIntervalInMs: 1_000,
+        statsIntervalInMs: 5_000,
+        timeoutSweepIntervalInMs: 2_000,
+        pipelineDepth: MAX_PIPELINE_DEPTH,
+      },
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
           const r = chaos();
@@ -271,11 +278,17 @@ describe('Soak', () => {
               const decoded = decodeCoordinatorMessage(messages[0]!.body);
               if (decoded.kind === 'completion') {
                 faults.forgedAttempts++;
-                await queue.send({ body: encodeCompletion({ ...decoded.completion, attemptNo: Number.MAX_SAFE_INTEGER, success: false, error: 'forged' }) });
+                await queue.send({
+                  body: encodeCompletion({ ...decoded.completion, attemptNo: Number.MAX_SAFE_INTEGER, success: false, error: 'forged' }),
+                });
               }
             } else if (r < 0.1) {
               faults.poisonSent++;
-              const engineBlob = encodeEnvelope({ id: 'wakeup/_coordinator.stats', kwargs: { __workflow_wakeup: '_coordinator.stats' }, numRetries: 0 });
+              const engineBlob = encodeEnvelope({
+                id: 'wakeup/_coordinator.stats',
+                kwargs: { __workflow_wakeup: '_coordinator.stats' },
+                numRetries: 0,
+              });
               await queue.send({ body: r < 0.09 ? 'not an envelope at all' : engineBlob });
             }
           },
@@ -348,7 +361,10 @@ describe('Soak', () => {
       const listed: string[] = [];
       let continuationToken: string | undefined;
       do {
-        const page = await s.store.listWorkflows({ status: ['pending', 'running', 'cancelling'], ...(continuationToken ? { continuationToken } : {}) });
+        const page = await s.store.listWorkflows({
+          status: ['pending', 'running', 'cancelling'],
+          ...(continuationToken ? { continuationToken } : {}),
+        });
         listed.push(...page.items.map((w) => w.workflowId));
         continuationToken = page.continuationToken ?? undefined;
       } while (continuationToken !== undefined);
@@ -378,7 +394,11 @@ describe('Soak', () => {
         const results = await s.client.submitMany(items, { concurrency: 10 });
         expect(results.filter((r) => !r.ok)).toEqual([]);
         if (first + WAVE < WORKFLOWS) {
-          await waitUntil(async () => (await active()).length < WAVE / 2, () => `wave at ${first}: ${JSON.stringify(faults)}`, 120_000);
+          await waitUntil(
+            async () => (await active()).length < WAVE / 2,
+            () => `wave at ${first}: ${JSON.stringify(faults)}`,
+            120_000,
+          );
         }
       }
       await waitUntil(
@@ -388,7 +408,11 @@ describe('Soak', () => {
       );
       elapsed = Date.now() - startedAt;
       // An index row whose last write was lost (failure mode 12) is rewritten by the next sweep.
-      await waitUntil(async () => (await listedActive()).length === 0, () => `index rows still active: ${JSON.stringify(faults)}`, 60_000);
+      await waitUntil(
+        async () => (await listedActive()).length === 0,
+        () => `index rows still active: ${JSON.stringify(faults)}`,
+        60_000,
+      );
     } finally {
       finished = true;
       await chaosDone;
@@ -439,7 +463,10 @@ describe('Soak', () => {
     expect(faults.leaseLost).toBe(faults.takeovers);
 
     const sum = (key: keyof CoordinatorCounters) => coordinators.reduce((n, c) => n + c.counters[key], 0);
-    await waitUntil(() => sum('poison') >= faults.poisonSent, () => `poison read ${sum('poison')} of ${faults.poisonSent}`);
+    await waitUntil(
+      () => sum('poison') >= faults.poisonSent,
+      () => `poison read ${sum('poison')} of ${faults.poisonSent}`,
+    );
     await coordinator.stop();
     // Every attempt's completion was applied at most once, by one coordinator.
     expect(sum('completionsApplied')).toBeLessThanOrEqual(attempts);

@@ -46,7 +46,8 @@ function watched(s: () => MemoryStack, boundInMs: number) {
     for (const name of names) {
       if (!taskState(runtime, name)) continue;
       const last = written.get(name);
-      if (last !== undefined && last > runtime.updatedAt) violations.push(`${name}: a row of ${runtime.updatedAt} written after one of ${last}`);
+      if (last !== undefined && last > runtime.updatedAt)
+        violations.push(`${name}: a row of ${runtime.updatedAt} written after one of ${last}`);
       written.set(name, runtime.updatedAt);
     }
   };
@@ -61,10 +62,13 @@ function watched(s: () => MemoryStack, boundInMs: number) {
         if (!options?.deferTaskRows) record(runtime, [...changed, ...(options?.alsoTaskRows ?? [])]);
         // 1 ms after the bound: a timer due at the bound itself may be set after this one.
         void stack.clock.sleep(boundInMs + 1).then(async () => {
-          const rows = new Map((await stack.store.listTasks({ workflowId: runtime.workflowId, limit: 10_000 })).items.map((r) => [r.taskName, r.updatedAt]));
+          const rows = new Map(
+            (await stack.store.listTasks({ workflowId: runtime.workflowId, limit: 10_000 })).items.map((r) => [r.taskName, r.updatedAt]),
+          );
           for (const name of changed) {
             const at = rows.get(name) ?? '';
-            if (at < runtime.updatedAt) violations.push(`${name}: changed at ${runtime.updatedAt}, its row still of ${at} ${boundInMs} ms later`);
+            if (at < runtime.updatedAt)
+              violations.push(`${name}: changed at ${runtime.updatedAt}, its row still of ${at} ${boundInMs} ms later`);
           }
         });
         return result;
@@ -151,13 +155,21 @@ describe('task rows off the critical path (in memory, virtual time)', () => {
     const next = s.newCoordinator({ taskRowDelayInMs: 2_000 });
     await next.start();
     const startedAt = s.clock.now();
-    await s.until(async () => Object.keys(await behind(s, workflowId)).length === 0, () => 'rows still behind', 10_000);
+    await s.until(
+      async () => Object.keys(await behind(s, workflowId)).length === 0,
+      () => 'rows still behind',
+      10_000,
+    );
     expect(s.clock.now() - startedAt).toBeLessThanOrEqual(2_100);
     expect(watch.saves.length).toBe(savesBefore); // no save: the rows came from the runtime as stored
     expect(next.counters.rowResyncs).toBe(1);
     expect(watch.violations).toEqual([]);
     // The workflow goes on from the cached runtime: its next save writes only what it changed.
-    await s.until(async () => (await s.store.getWorkflow(workflowId))?.status === 'completed', () => 'not completed', 1_200_000);
+    await s.until(
+      async () => (await s.store.getWorkflow(workflowId))?.status === 'completed',
+      () => 'not completed',
+      1_200_000,
+    );
     expect(await behind(s, workflowId)).toEqual({});
   });
 
@@ -184,7 +196,8 @@ describe('task rows off the critical path (in memory, virtual time)', () => {
     definition.tasks[definition.tasks.length - 1]!.kwargs = { cmd: 'sleep 100' }; // the sink keeps it running
     const workflowId = await s.submit(definition);
     await s.waitFor(workflowId, (r) => r.counts.completed >= 6);
-    const indexCaughtUp = async () => (await s.store.getWorkflow(workflowId))?.updatedAt === (await s.store.load(workflowId))?.runtime.updatedAt;
+    const indexCaughtUp = async () =>
+      (await s.store.getWorkflow(workflowId))?.updatedAt === (await s.store.load(workflowId))?.runtime.updatedAt;
     await s.until(indexCaughtUp, () => 'index row behind');
     expect(overlaps).toBe(0);
     expect(written.length).toBeGreaterThan(1);
@@ -222,7 +235,11 @@ describe('task rows off the critical path (in memory, virtual time)', () => {
       },
     );
     await next.start();
-    await s.until(async () => Object.keys(await behind(s, workflowId)).length === 0, () => 'rows still behind', 10_000);
+    await s.until(
+      async () => Object.keys(await behind(s, workflowId)).length === 0,
+      () => 'rows still behind',
+      10_000,
+    );
     expect(next.counters.rowResyncs).toBe(1);
     expect(s.logs.join('\n')).toMatch(/workflow .+: writing its task rows again failed: unavailable: injected/);
   });

@@ -10,7 +10,10 @@ import { wrapStore } from './test-helpers/wrappers';
 function definition(leaves: number) {
   const result = validateWorkflow({
     name: 'rows',
-    tasks: [{ name: 'root', kwargs: { cmd: 'true' } }, ...Array.from({ length: leaves }, (_, i) => ({ name: `leaf-${i}`, depends_on: ['root'], kwargs: { cmd: 'true' } }))],
+    tasks: [
+      { name: 'root', kwargs: { cmd: 'true' } },
+      ...Array.from({ length: leaves }, (_, i) => ({ name: `leaf-${i}`, depends_on: ['root'], kwargs: { cmd: 'true' } })),
+    ],
   });
   if (!result.ok) throw new Error(JSON.stringify(result.issues));
   return result.value;
@@ -35,7 +38,10 @@ interface Setup {
   row(name: string): Promise<string | undefined>;
 }
 
-async function setup(leaves: number, options: { hook?: (write: () => Promise<TaskRowsResult>) => Promise<TaskRowsResult> } = {}): Promise<Setup> {
+async function setup(
+  leaves: number,
+  options: { hook?: (write: () => Promise<TaskRowsResult>) => Promise<TaskRowsResult> } = {},
+): Promise<Setup> {
   const clock = new VirtualClock({ startMs: START });
   const store = new MemoryWorkflowStore();
   const r0 = createRuntime(definition(leaves), { workflowId: 'wf', now: at(0) });
@@ -49,8 +55,17 @@ async function setup(leaves: number, options: { hook?: (write: () => Promise<Tas
   });
   const counters = { rowFlushes: 0, rowsErrors: 0 };
   const logs: string[] = [];
-  const writer = new TaskRowWriter({ store: wrapped, clock, delayInMs: 2_000, maxPending: 256, signal: new AbortController().signal, log: (l) => logs.push(l), counters });
-  const row = async (name: string) => (await store.listTasks({ workflowId: 'wf', namePrefix: name })).items.find((r) => r.taskName === name)?.status;
+  const writer = new TaskRowWriter({
+    store: wrapped,
+    clock,
+    delayInMs: 2_000,
+    maxPending: 256,
+    signal: new AbortController().signal,
+    log: (l) => logs.push(l),
+    counters,
+  });
+  const row = async (name: string) =>
+    (await store.listTasks({ workflowId: 'wf', namePrefix: name })).items.find((r) => r.taskName === name)?.status;
   return { clock, store, writer, writes, counters, logs, r0, row };
 }
 
@@ -67,7 +82,9 @@ describe('TaskRowWriter', () => {
     expect(await s.row('root')).toBe('ready');
     await s.clock.advance(1);
     // Due 2 s after the first change (t = 0), with every change made since, from the newest runtime.
-    expect(s.writes.map((w) => [w.at - START, w.runtime === r2, [...w.names].sort()])).toEqual([[2_000, true, ['leaf-0', 'leaf-1', 'leaf-2', 'root']]]);
+    expect(s.writes.map((w) => [w.at - START, w.runtime === r2, [...w.names].sort()])).toEqual([
+      [2_000, true, ['leaf-0', 'leaf-1', 'leaf-2', 'root']],
+    ]);
     expect(await s.row('root')).toBe('completed');
     expect(await s.row('leaf-2')).toBe('running');
     expect(s.writer.pendingRows).toBe(0);
@@ -80,10 +97,16 @@ describe('TaskRowWriter', () => {
   it(`writes at once when 256 rows wait, without waiting for the clock`, async () => {
     const s = await setup(300);
     const r1 = complete(step(s.r0, { type: 'activate', now: at(0) }), 'root', 0); // 300 leaves dispatched
-    s.writer.add(r1, Array.from({ length: 200 }, (_, i) => `leaf-${i}`));
+    s.writer.add(
+      r1,
+      Array.from({ length: 200 }, (_, i) => `leaf-${i}`),
+    );
     await s.clock.settle();
     expect(s.writes).toEqual([]);
-    s.writer.add(r1, Array.from({ length: 100 }, (_, i) => `leaf-${200 + i}`));
+    s.writer.add(
+      r1,
+      Array.from({ length: 100 }, (_, i) => `leaf-${200 + i}`),
+    );
     await s.clock.settle();
     expect(s.writes.map((w) => [w.at - START, w.names.length])).toEqual([[0, 300]]);
     expect(await s.row('leaf-299')).toBe('running');
@@ -125,7 +148,9 @@ describe('TaskRowWriter', () => {
 
   it('writes rows whose write failed again after the delay, from the newest runtime, and counts the failure', async () => {
     let failures = 1;
-    const s = await setup(1, { hook: async (write) => (failures-- > 0 ? { failed: ['root'], error: new JobqError('unavailable', 'injected') } : write()) });
+    const s = await setup(1, {
+      hook: async (write) => (failures-- > 0 ? { failed: ['root'], error: new JobqError('unavailable', 'injected') } : write()),
+    });
     const r1 = step(s.r0, { type: 'activate', now: at(0) });
     s.writer.add(r1, ['root']);
     await s.clock.advance(2_000);

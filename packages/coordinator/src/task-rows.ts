@@ -114,13 +114,18 @@ export class TaskRowWriter {
         if (this.settings.signal.aborted) return;
         failed = true;
         this.settings.counters.rowsErrors++;
-        this.settings.log(`workflow ${id}: its index row was not written (written again later): ${isJobqError(error) ? `${error.code}: ${error.message}` : String(error)}`);
+        this.settings.log(
+          `workflow ${id}: its index row was not written (written again later): ${isJobqError(error) ? `${error.code}: ${error.message}` : String(error)}`,
+        );
         if (!this.indexWaiting.has(id)) this.indexWaiting.set(id, runtime);
       })
       .finally(() => {
         this.indexWriting.delete(id);
         if (!failed) this.writeIndex(id);
-        else if (!this.closed) void this.settings.clock.sleep(this.settings.delayInMs, this.settings.signal).then(() => this.indexWriting.has(id) || this.writeIndex(id));
+        else if (!this.closed)
+          void this.settings.clock
+            .sleep(this.settings.delayInMs, this.settings.signal)
+            .then(() => this.indexWriting.has(id) || this.writeIndex(id));
       });
     this.indexWriting.set(id, write);
   }
@@ -252,7 +257,9 @@ export class TaskRowWriter {
         if (left.length === 0 || this.settings.signal.aborted) continue;
         failed = true;
         this.settings.counters.rowsErrors++;
-        this.settings.log(`workflow ${runtime.workflowId}: ${left.length} task row(s) not written (written again later): ${reason ?? 'unknown error'}`);
+        this.settings.log(
+          `workflow ${runtime.workflowId}: ${left.length} task row(s) not written (written again later): ${reason ?? 'unknown error'}`,
+        );
         this.giveBack(runtime, left);
       }
     };

@@ -29,7 +29,13 @@ const DIAMOND = {
 function pythonRead(text: string): { version: unknown; reply_requested: unknown; kwargs: unknown; num_retries: unknown; id: unknown } {
   const body = JSON.parse(text) as Record<string, unknown>;
   if (typeof body.kwargs !== 'string') throw new Error('kwargs is not a string');
-  return { version: body.version, reply_requested: body.reply_requested ?? false, kwargs: JSON.parse(body.kwargs), num_retries: body.num_retries, id: body.id };
+  return {
+    version: body.version,
+    reply_requested: body.reply_requested ?? false,
+    kwargs: JSON.parse(body.kwargs),
+    num_retries: body.num_retries,
+    id: body.id,
+  };
 }
 
 /** Runs the diamond with id `wf-traced`; returns the task messages and completions sent, by message id. */
@@ -92,7 +98,12 @@ describe('tracing on the memory stack', () => {
     for (const send of sends) {
       expect(send.kind).toBe(SpanKind.PRODUCER);
       expect(parentOf(send)).toBe(submit!.spanContext().spanId);
-      expect(send.attributes).toMatchObject({ 'messaging.system': 'azure_storage_queue', 'messaging.destination.name': 'mem-default', 'jobq.workflow.id': 'wf-traced', 'jobq.attempt': 1 });
+      expect(send.attributes).toMatchObject({
+        'messaging.system': 'azure_storage_queue',
+        'messaging.destination.name': 'mem-default',
+        'jobq.workflow.id': 'wf-traced',
+        'jobq.attempt': 1,
+      });
     }
 
     // One `process` CONSUMER span per delivery: child of its `send`, linked to it.
@@ -140,7 +151,9 @@ describe('tracing on the memory stack', () => {
 
   it('a workflow not sampled at submit adds no key anywhere', async () => {
     const { AlwaysOffSampler } = await import('@opentelemetry/sdk-trace-base');
-    trace.setGlobalTracerProvider(new BasicTracerProvider({ sampler: new AlwaysOffSampler(), spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    trace.setGlobalTracerProvider(
+      new BasicTracerProvider({ sampler: new AlwaysOffSampler(), spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+    );
     const { tasks, completions, traceparent } = await runDiamond();
     expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     for (const body of [...tasks.values(), ...completions.values()]) expect(body).not.toContain('traceparent');
@@ -149,7 +162,10 @@ describe('tracing on the memory stack', () => {
 
   it('ignores a malformed traceparent in the runtime and in completions: nothing is poison, the spans start new traces', async () => {
     const garbage = (queue: TaskQueue) =>
-      new WrappedQueue(queue, { send: (messages: readonly OutgoingMessage[]) => queue.send(messages.map((m) => ({ ...m, body: withEnvelopeTrace(m.body, { traceparent: 'zz-not-one' }) }))) });
+      new WrappedQueue(queue, {
+        send: (messages: readonly OutgoingMessage[]) =>
+          queue.send(messages.map((m) => ({ ...m, body: withEnvelopeTrace(m.body, { traceparent: 'zz-not-one' }) }))),
+      });
     const s = await stacks.open({ start: false, workerCompletions: garbage });
     const id = await s.submit(DIAMOND, { id: 'wf-malformed' });
     const loaded = (await s.store.load(id))!;
@@ -181,7 +197,12 @@ describe('tracing on the memory stack', () => {
             override get maxMessageBytes(): number {
               return limit;
             }
-          })(queue, { send: async (messages: readonly OutgoingMessage[], send: () => Promise<void>) => (messages.forEach((m) => tasks.set(m.messageId ?? '?', m.body)), send()) }),
+          })(queue, {
+            send: async (messages: readonly OutgoingMessage[], send: () => Promise<void>) => (
+              messages.forEach((m) => tasks.set(m.messageId ?? '?', m.body)),
+              send()
+            ),
+          }),
       });
       expect((await s.run(DIAMOND, { id: 'wf-traced' })).status).toBe('completed');
       const sentA = tasks.get('wf-traced/a/1')!;

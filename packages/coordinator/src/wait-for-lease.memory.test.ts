@@ -28,7 +28,13 @@ function stack() {
   });
   const logs: string[] = [];
   const coordinator = (options: CoordinatorOptions = {}) =>
-    new Coordinator({ store: counted, completions, queues: () => tasks, outputs, options: { clock, log: (l) => logs.push(l), ...options } });
+    new Coordinator({
+      store: counted,
+      completions,
+      queues: () => tasks,
+      outputs,
+      options: { clock, log: (l) => logs.push(l), ...options },
+    });
   /** Waits for `promise` while running the clock (a running coordinator's loop sleeps on it). */
   const onClock = async <T>(promise: Promise<T>): Promise<T> => {
     let done = false;
@@ -43,7 +49,10 @@ describe('Coordinator waitForLease (in memory, virtual time)', () => {
   it('without it, a held lease fails the start with lease-held', async () => {
     const s = stack();
     await s.store.acquireLease();
-    const error = await s.coordinator().start().catch((e: unknown) => e);
+    const error = await s
+      .coordinator()
+      .start()
+      .catch((e: unknown) => e);
     expect(isJobqError(error, 'lease-held')).toBe(true);
   });
 

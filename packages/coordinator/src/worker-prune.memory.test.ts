@@ -26,7 +26,11 @@ describe('Coordinator prunes heartbeat rows (in memory, virtual time)', () => {
     await registry.beat(row('dead-1-a'));
     await clock.advance(WORKER_ROW_MAX_AGE_IN_MS);
     await registry.beat(row('live-1-b'));
-    const s = await stacks.open({ clock, workerRegistry: registry, coordinator: { idleSleepInMs: 60_000, receiveWaitInMs: 60_000, cancelPollIntervalInMs: 600_000, statsIntervalInMs: 600_000 } });
+    const s = await stacks.open({
+      clock,
+      workerRegistry: registry,
+      coordinator: { idleSleepInMs: 60_000, receiveWaitInMs: 60_000, cancelPollIntervalInMs: 600_000, statsIntervalInMs: 600_000 },
+    });
     await s.worker.stop();
     await s.until(() => registry.calls.prune > 0);
     expect((await registry.list()).map((r) => r.workerId)).toEqual(['live-1-b']);

@@ -68,7 +68,11 @@ async function caught(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** Loads, applies events, saves. */
-async function advance(store: WorkflowStore, workflowId: string, events: (runtime: WorkflowRuntime) => WorkflowEvent[]): Promise<WorkflowRuntime> {
+async function advance(
+  store: WorkflowStore,
+  workflowId: string,
+  events: (runtime: WorkflowRuntime) => WorkflowEvent[],
+): Promise<WorkflowRuntime> {
   const loaded = await store.load(workflowId);
   if (!loaded) throw new Error(`no runtime for ${workflowId}`);
   let runtime = loaded.runtime;
@@ -155,8 +159,14 @@ describe('WorkflowClient (Azurite)', () => {
   it('resubmits an --id: same definition → created false, different → conflict; bad ids refused', async () => {
     const { client, completions } = await setup();
     expect((await client.submit({ text: ABC, filename: 'abc.yaml' }, { id: 'nightly-1' })).created).toBe(true);
-    expect(await client.submit({ text: ABC, filename: 'abc.yaml' }, { id: 'nightly-1' })).toEqual({ workflowId: 'nightly-1', created: false, warnings: [] });
-    const conflict = await caught(client.submit({ text: ABC.replace('name: demo', 'name: other'), filename: 'abc.yaml' }, { id: 'nightly-1' }));
+    expect(await client.submit({ text: ABC, filename: 'abc.yaml' }, { id: 'nightly-1' })).toEqual({
+      workflowId: 'nightly-1',
+      created: false,
+      warnings: [],
+    });
+    const conflict = await caught(
+      client.submit({ text: ABC.replace('name: demo', 'name: other'), filename: 'abc.yaml' }, { id: 'nightly-1' }),
+    );
     expect(isJobqError(conflict, 'conflict')).toBe(true);
     for (const id of ['', '-lead', '.x', 'a/b', 'x'.repeat(129), 'sp ace']) {
       expect(isJobqError(await caught(client.submit({ text: ABC, filename: 'abc.yaml' }, { id })), 'invalid-argument')).toBe(true);
@@ -171,7 +181,12 @@ describe('WorkflowClient (Azurite)', () => {
     const runtime = (await store.load(workflowId))?.runtime;
     expect(Object.keys(runtime?.tasks ?? {})).toEqual(expect.arrayContaining([mergeNodeName('d', 0), mergeNodeName('d', 1)]));
     expect(runtime?.definition.tasks.find((t) => t.name === 'd')?.dependsOn).toEqual([mergeNodeName('d', 1)]);
-    const refused = await caught(client.submit({ text: FAN_IN.replace('depends_on: [a, b, c]', 'depends_on: [a, b, c], dep_policy: any'), filename: 'f.yaml' }, { maxFanIn: 2 }));
+    const refused = await caught(
+      client.submit(
+        { text: FAN_IN.replace('depends_on: [a, b, c]', 'depends_on: [a, b, c], dep_policy: any'), filename: 'f.yaml' },
+        { maxFanIn: 2 },
+      ),
+    );
     expect(refused).toBeInstanceOf(WorkflowValidationError);
     expect((refused as WorkflowValidationError).issues[0]?.code).toBe('bad-fan-in');
   });
@@ -211,7 +226,12 @@ describe('WorkflowClient (Azurite)', () => {
     expect(results[2]).toMatchObject({ ok: true, workflowId: 'fan', created: true });
     const bad = results[1];
     expect(bad?.ok === false && bad.error instanceof WorkflowValidationError).toBe(true);
-    expect(progress.map(([d, total]) => [d, total])).toEqual([[1, 4], [2, 4], [3, 4], [4, 4]]);
+    expect(progress.map(([d, total]) => [d, total])).toEqual([
+      [1, 4],
+      [2, 4],
+      [3, 4],
+      [4, 4],
+    ]);
     expect(progress.filter(([, , ok]) => !ok)).toHaveLength(1);
     expect((await client.list()).items).toHaveLength(3);
   });
@@ -226,10 +246,18 @@ describe('WorkflowClient (Azurite)', () => {
     expect(isJobqError(await caught(client.cancel('missing')), 'not-found')).toBe(true);
 
     const finished = await client.submit({ text: ABC, filename: 'abc.yaml' }, { id: 'finished' });
-    const runtime = await advance(store, finished.workflowId, () => [{ type: 'activate', now: new Date().toISOString() }, done('a'), done('b'), done('c')]);
+    const runtime = await advance(store, finished.workflowId, () => [
+      { type: 'activate', now: new Date().toISOString() },
+      done('a'),
+      done('b'),
+      done('c'),
+    ]);
     expect(runtime.status).toBe('completed');
     expect((await client.status('finished'))?.status).toBe('completed');
-    expect(await client.cancel('finished')).toEqual({ requested: false, message: 'workflow "finished" is already completed: nothing to cancel' });
+    expect(await client.cancel('finished')).toEqual({
+      requested: false,
+      message: 'workflow "finished" is already completed: nothing to cancel',
+    });
     expect((await client.status('finished'))?.cancelRequestedAt).toBeNull();
   });
 
@@ -259,7 +287,10 @@ describe('WorkflowClient (Azurite)', () => {
 
     const workQueue = await openQueue(`work-${process.pid}-${counter}`);
     await workQueue.send({ body: '{"hello":"world"}' });
-    const report = await client.explain(workflowId, { staleRunningAfterMs: 1_000, peekQueues: (spec) => (spec === 'default' ? workQueue : undefined) });
+    const report = await client.explain(workflowId, {
+      staleRunningAfterMs: 1_000,
+      peekQueues: (spec) => (spec === 'default' ? workQueue : undefined),
+    });
 
     expect(report.workflow).toMatchObject({ workflowId, status: 'running', indexStatus: 'running', activated: true });
     const byName = new Map(report.tasks.map((t) => [t.name, t]));
@@ -270,7 +301,13 @@ describe('WorkflowClient (Azurite)', () => {
     expect(byName.get('c')?.status).toBe('pending');
     expect(byName.get('c')?.reasons.join('\n')).toMatch(/0 of 1 dependencies satisfied; waiting for "a" \(running\)/);
     expect(report.queues).toHaveLength(1);
-    expect(report.queues[0]).toMatchObject({ queue: 'default', name: workQueue.name, readyTasks: 1, runningTasks: 1, approximateMessageCount: 1 });
+    expect(report.queues[0]).toMatchObject({
+      queue: 'default',
+      name: workQueue.name,
+      readyTasks: 1,
+      runningTasks: 1,
+      approximateMessageCount: 1,
+    });
     expect(report.queues[0]?.oldestMessageAgeMs).toBeGreaterThan(300_000);
     expect(report.queues[0]?.reasons.join('\n')).toMatch(/no worker is taking messages from queue/);
 

@@ -1,5 +1,21 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createRuntime, explainRuntime, pendingRequests, planRerun, isTerminalWorkflowStatus, parseWorkflow, sequentializeFanIn, WORKFLOW_ID_PATTERN, validateDefinition, type Issue, type TaskCounts, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
+import {
+  createRuntime,
+  explainRuntime,
+  pendingRequests,
+  planRerun,
+  isTerminalWorkflowStatus,
+  parseWorkflow,
+  sequentializeFanIn,
+  WORKFLOW_ID_PATTERN,
+  validateDefinition,
+  type Issue,
+  type TaskCounts,
+  type TaskStatus,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+} from '@jobq/dag-core';
 import { encodeDefinition, encodeWakeup } from '@jobq/dag-core/wire';
 import {
   JobqError,
@@ -251,7 +267,12 @@ export class WorkflowClient {
     // span (docs/observability.md#tracing); a no-op without an OpenTelemetry SDK.
     const span = startSubmitSpan(workflowId, definition.name, definition.tasks.length);
     try {
-      const runtime = createRuntime(definition, { workflowId, now: this.now().toISOString(), outputsContainer: this.outputsContainer, traceparent: storedTraceparentOf(span) });
+      const runtime = createRuntime(definition, {
+        workflowId,
+        now: this.now().toISOString(),
+        outputsContainer: this.outputsContainer,
+        traceparent: storedTraceparentOf(span),
+      });
       const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
       const result = await this.store.create(runtime, definitionHash(definition), op);
       await this.wake(workflowId, undefined, op);
@@ -370,7 +391,8 @@ export class WorkflowClient {
     const op = options.abortSignal ? { abortSignal: options.abortSignal } : {};
     const downstream = options.downstream === true;
     const summary = await this.requireSummary(workflowId, op);
-    if (summary.status === 'corrupt') return { requested: false, reason: 'corrupt', message: corruptMessage(workflowId, summary, 're-run') };
+    if (summary.status === 'corrupt')
+      return { requested: false, reason: 'corrupt', message: corruptMessage(workflowId, summary, 're-run') };
     const loaded = await this.store.load(workflowId, op);
     if (loaded === null) throw notFound(workflowId);
     const plan = planRerun(loaded.runtime, taskName, downstream);
@@ -415,12 +437,19 @@ export class WorkflowClient {
     const explained = explainRuntime(runtime, now.toISOString());
     const pending = summary === null ? null : pendingRequests(summary);
     const cancelNotApplied = pending !== null && pending.cancel;
-    const workflowReasons = workflowReasonsOf(explained.workflow, pending === null || summary === null ? null : { ...pending, cancelRequestedAt: summary.cancelRequestedAt, retryRequestedAt: summary.retryRequestedAt });
+    const workflowReasons = workflowReasonsOf(
+      explained.workflow,
+      pending === null || summary === null
+        ? null
+        : { ...pending, cancelRequestedAt: summary.cancelRequestedAt, retryRequestedAt: summary.retryRequestedAt },
+    );
     // Re-run requests recorded and not yet applied (the first page is plenty to say so).
     const applied = new Set((runtime.rerunsApplied ?? []).map((r) => r.id));
     for (const r of (await this.store.listReruns({ workflowId, limit: MAX_NAMES_SHOWN, ...op })).items) {
       if (applied.has(r.requestId)) continue;
-      workflowReasons.push(`re-run of task "${r.taskName}"${r.downstream ? ' and what depends on it' : ''} requested at ${r.requestedAt} and not yet applied by the coordinator (is a coordinator running?)`);
+      workflowReasons.push(
+        `re-run of task "${r.taskName}"${r.downstream ? ' and what depends on it' : ''} requested at ${r.requestedAt} and not yet applied by the coordinator (is a coordinator running?)`,
+      );
     }
 
     const tasks: ExplainedTask[] = [];
@@ -432,7 +461,14 @@ export class WorkflowClient {
       if (task.status === 'ready') usage.ready++;
       else if (task.status === 'running') usage.running++;
       const retryDueAt = task.status === 'running' ? task.waitingUntil : null;
-      tasks.push({ name: task.name, status: task.status, queue: task.queue, attemptNo: task.attemptNo, reasons: taskReasons(task, context), retry_due_at: retryDueAt });
+      tasks.push({
+        name: task.name,
+        status: task.status,
+        queue: task.queue,
+        attemptNo: task.attemptNo,
+        reasons: taskReasons(task, context),
+        retry_due_at: retryDueAt,
+      });
     }
 
     const queues: ExplainedQueue[] = [];
@@ -460,7 +496,9 @@ export class WorkflowClient {
           const age = nowMs - oldest.enqueuedAt.getTime();
           entry.oldestMessageAgeMs = age;
           if (age > oldestAfter) {
-            entry.reasons.push(`no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatElapsed(age)} old`);
+            entry.reasons.push(
+              `no worker is taking messages from queue "${queue.name}": its oldest visible message is ${formatElapsed(age)} old`,
+            );
           } else {
             entry.reasons.push(`oldest visible message of queue "${queue.name}" is ${formatElapsed(age)} old`);
           }

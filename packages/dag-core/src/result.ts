@@ -28,7 +28,8 @@ export interface Issue {
  * @typeParam F - the fields of a failure besides `ok: false`
  * @typeParam S - the fields of a success besides `ok: true` and `value`
  */
-export type Result<T, F extends object = IssuesFailed, S extends object = WithWarnings> = ({ ok: true; value: T } & S) | ({ ok: false } & F);
+export type Result<T, F extends object = IssuesFailed, S extends object = WithWarnings> =
+  ({ ok: true; value: T } & S) | ({ ok: false } & F);
 
 /** The failure side of a {@link Result} that checks input: every issue found, and any warnings. */
 export interface IssuesFailed {

@@ -60,7 +60,8 @@ export function closestName(name: string, candidates: Iterable<string>, options:
   const list = [...candidates].filter((c) => c !== name);
   const exact = list.find((c) => c.length === key.length && normalize(c) === key);
   if (exact !== undefined) return exact;
-  const alias = options.aliases === undefined ? undefined : Object.entries(options.aliases).find(([spelling]) => normalize(spelling) === key)?.[1];
+  const alias =
+    options.aliases === undefined ? undefined : Object.entries(options.aliases).find(([spelling]) => normalize(spelling) === key)?.[1];
   if (alias !== undefined && list.includes(alias)) return alias;
   const strictUpTo = options.strictUpTo ?? 0;
   let best: string | undefined;

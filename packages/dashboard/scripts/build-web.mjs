@@ -8,7 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const BUDGET_GZIP_BYTES = 80 * 1024;
-const XML_NAMESPACES = new Set(['http://www.w3.org/2000/svg', 'http://www.w3.org/1999/xhtml', 'http://www.w3.org/1998/Math/MathML', 'http://www.w3.org/1999/xlink']);
+const XML_NAMESPACES = new Set([
+  'http://www.w3.org/2000/svg',
+  'http://www.w3.org/1999/xhtml',
+  'http://www.w3.org/1998/Math/MathML',
+  'http://www.w3.org/1999/xlink',
+]);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'dist', 'web');
 
@@ -68,6 +73,12 @@ for (const name of [script, style, 'index.html', 'favicon.svg']) {
   const foreign = urls.filter((u) => !XML_NAMESPACES.has(u));
   if (foreign.length > 0) throw new Error(`build-web: ${name} holds absolute URLs: ${foreign.slice(0, 3).join(', ')}`);
 }
-if (gzip > BUDGET_GZIP_BYTES) throw new Error(`build-web: the bundle is ${(gzip / 1024).toFixed(1)} KB gzip, over the ${BUDGET_GZIP_BYTES / 1024} KB budget`);
-writeFileSync(join(out, 'bundle.json'), `${JSON.stringify({ script, style, raw_bytes: raw, gzip_bytes: gzip, esbuild_ms: Math.round(esbuildMs) }, null, 2)}\n`);
-console.log(`dashboard web: ${script} ${style}  ${(raw / 1024).toFixed(1)} KB, ${(gzip / 1024).toFixed(1)} KB gzip, esbuild ${Math.round(esbuildMs)} ms`);
+if (gzip > BUDGET_GZIP_BYTES)
+  throw new Error(`build-web: the bundle is ${(gzip / 1024).toFixed(1)} KB gzip, over the ${BUDGET_GZIP_BYTES / 1024} KB budget`);
+writeFileSync(
+  join(out, 'bundle.json'),
+  `${JSON.stringify({ script, style, raw_bytes: raw, gzip_bytes: gzip, esbuild_ms: Math.round(esbuildMs) }, null, 2)}\n`,
+);
+console.log(
+  `dashboard web: ${script} ${style}  ${(raw / 1024).toFixed(1)} KB, ${(gzip / 1024).toFixed(1)} KB gzip, esbuild ${Math.round(esbuildMs)} ms`,
+);

@@ -76,7 +76,10 @@ describe('startAzurite (in-process)', () => {
     const container = BlobServiceClient.fromConnectionString(small.connectionString).getContainerClient('limit');
     await container.create();
     const big = Buffer.alloc(2 * 1024 * 1024, 1);
-    const error = await container.getBlockBlobClient('big').uploadData(big).catch((err: unknown) => err);
+    const error = await container
+      .getBlockBlobClient('big')
+      .uploadData(big)
+      .catch((err: unknown) => err);
     expect(error).toBeInstanceOf(RestError);
     expect((error as RestError).statusCode).toBe(409);
     expect((error as RestError).code).toBe('MemoryExtentStoreAtSizeLimit');
@@ -115,7 +118,9 @@ describe('startAzurite (in-process)', () => {
       await queue.create();
       await queue.sendMessage('still here');
       const table = (storage: LocalStorage) =>
-        new TableClient(storage.tableEndpoint, 'kept', new AzureNamedKeyCredential(storage.accountName, storage.accountKey), { allowInsecureConnection: true });
+        new TableClient(storage.tableEndpoint, 'kept', new AzureNamedKeyCredential(storage.accountName, storage.accountKey), {
+          allowInsecureConnection: true,
+        });
       await table(first).createTable();
       await table(first).createEntity({ partitionKey: 'p', rowKey: 'r', value: 42 });
       await first.stop();

@@ -13,8 +13,7 @@ import { canConnect, findFreePorts, LOOPBACK } from './net';
 export const AZURITE_ACCOUNT_NAME = 'devstoreaccount1';
 
 /** The well-known key of {@link AZURITE_ACCOUNT_NAME} (public; it only works against Azurite). */
-export const AZURITE_ACCOUNT_KEY =
-  'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+export const AZURITE_ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
 /**
  * The default cap, in MiB, on the bytes Azurite keeps for blob contents and queue message bodies
@@ -174,12 +173,16 @@ export async function startAzurite(options: StartAzuriteOptions = {}): Promise<L
   // CommonJS requires, as an import() would load these modules as ECMAScript (and fail on the paths).
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { default: BlobServer } = require('azurite/dist/src/blob/BlobServer') as typeof import('azurite/dist/src/blob/BlobServer');
-  const { default: BlobConfiguration } = require('azurite/dist/src/blob/BlobConfiguration') as typeof import('azurite/dist/src/blob/BlobConfiguration');
+  const { default: BlobConfiguration } =
+    require('azurite/dist/src/blob/BlobConfiguration') as typeof import('azurite/dist/src/blob/BlobConfiguration');
   const { default: QueueServer } = require('azurite/dist/src/queue/QueueServer') as typeof import('azurite/dist/src/queue/QueueServer');
-  const { default: QueueConfiguration } = require('azurite/dist/src/queue/QueueConfiguration') as typeof import('azurite/dist/src/queue/QueueConfiguration');
+  const { default: QueueConfiguration } =
+    require('azurite/dist/src/queue/QueueConfiguration') as typeof import('azurite/dist/src/queue/QueueConfiguration');
   const { default: TableServer } = require('azurite/dist/src/table/TableServer') as typeof import('azurite/dist/src/table/TableServer');
-  const { default: TableConfiguration } = require('azurite/dist/src/table/TableConfiguration') as typeof import('azurite/dist/src/table/TableConfiguration');
-  const { MemoryExtentChunkStore } = require('azurite/dist/src/common/persistence/MemoryExtentStore') as typeof import('azurite/dist/src/common/persistence/MemoryExtentStore');
+  const { default: TableConfiguration } =
+    require('azurite/dist/src/table/TableConfiguration') as typeof import('azurite/dist/src/table/TableConfiguration');
+  const { MemoryExtentChunkStore } =
+    require('azurite/dist/src/common/persistence/MemoryExtentStore') as typeof import('azurite/dist/src/common/persistence/MemoryExtentStore');
   const { AzuriteTelemetryClient } = require('azurite/dist/src/common/Telemetry') as typeof import('azurite/dist/src/common/Telemetry');
   /* eslint-enable @typescript-eslint/no-require-imports */
   // Only Azurite's command line creates the Application Insights clients, so nothing is sent
@@ -203,22 +206,68 @@ export async function startAzurite(options: StartAzuriteOptions = {}): Promise<L
   const keepAlive = undefined; // Azurite's default, 5 s
   const blobServer = new BlobServer(
     new BlobConfiguration(
-      LOOPBACK, ports.blob, keepAlive, join(dbDir, '__azurite_db_blob__.json'), join(dbDir, '__azurite_db_blob_extent__.json'),
-      extentsAt('__blobstorage__', 10), false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined,
-      false, inMemory, memoryStore,
+      LOOPBACK,
+      ports.blob,
+      keepAlive,
+      join(dbDir, '__azurite_db_blob__.json'),
+      join(dbDir, '__azurite_db_blob_extent__.json'),
+      extentsAt('__blobstorage__', 10),
+      false,
+      undefined,
+      false,
+      undefined,
+      loose,
+      skipApiVersionCheck,
+      '',
+      '',
+      '',
+      undefined,
+      false,
+      inMemory,
+      memoryStore,
     ),
   );
   const queueServer = new QueueServer(
     new QueueConfiguration(
-      LOOPBACK, ports.queue, keepAlive, join(dbDir, '__azurite_db_queue__.json'), join(dbDir, '__azurite_db_queue_extent__.json'),
-      extentsAt('__queuestorage__', 1), false, undefined, false, undefined, loose, skipApiVersionCheck, '', '', '', undefined,
-      false, inMemory, memoryStore,
+      LOOPBACK,
+      ports.queue,
+      keepAlive,
+      join(dbDir, '__azurite_db_queue__.json'),
+      join(dbDir, '__azurite_db_queue_extent__.json'),
+      extentsAt('__queuestorage__', 1),
+      false,
+      undefined,
+      false,
+      undefined,
+      loose,
+      skipApiVersionCheck,
+      '',
+      '',
+      '',
+      undefined,
+      false,
+      inMemory,
+      memoryStore,
     ),
   );
   const tableServer = new TableServer(
     new TableConfiguration(
-      LOOPBACK, ports.table, keepAlive, join(dbDir, '__azurite_db_table__.json'), false, false, undefined, undefined, loose,
-      skipApiVersionCheck, '', '', '', undefined, false, inMemory,
+      LOOPBACK,
+      ports.table,
+      keepAlive,
+      join(dbDir, '__azurite_db_table__.json'),
+      false,
+      false,
+      undefined,
+      undefined,
+      loose,
+      skipApiVersionCheck,
+      '',
+      '',
+      '',
+      undefined,
+      false,
+      inMemory,
     ),
   );
   const servers: ServerBase[] = [blobServer, queueServer, tableServer];
@@ -231,9 +280,7 @@ export async function startAzurite(options: StartAzuriteOptions = {}): Promise<L
   const failure = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
   if (failure !== undefined) {
     await Promise.allSettled(
-      servers.map((server, i) =>
-        started[i]?.status === 'fulfilled' ? closeAzuriteServer(server) : server.afterClose(),
-      ),
+      servers.map((server, i) => (started[i]?.status === 'fulfilled' ? closeAzuriteServer(server) : server.afterClose())),
     );
     release();
     throw failure.reason;
@@ -403,11 +450,29 @@ async function launchAzuriteProcess(ports: Ports, limitMb: number, timeoutMs: nu
   // names it stat()s and would load. An empty private directory as cwd keeps it away from ours.
   const location = await mkdtemp(join(tmpdir(), 'jobq-local-azurite-'));
   const args = [
-    '-e', WATCHDOG, '--', azuriteCli(),
-    '--inMemoryPersistence', '--silent', '--loose', '--skipApiVersionCheck', '--disableTelemetry',
-    '--extentMemoryLimit', String(limitMb),
-    '--blobHost', LOOPBACK, '--queueHost', LOOPBACK, '--tableHost', LOOPBACK,
-    '--blobPort', String(ports.blob), '--queuePort', String(ports.queue), '--tablePort', String(ports.table),
+    '-e',
+    WATCHDOG,
+    '--',
+    azuriteCli(),
+    '--inMemoryPersistence',
+    '--silent',
+    '--loose',
+    '--skipApiVersionCheck',
+    '--disableTelemetry',
+    '--extentMemoryLimit',
+    String(limitMb),
+    '--blobHost',
+    LOOPBACK,
+    '--queueHost',
+    LOOPBACK,
+    '--tableHost',
+    LOOPBACK,
+    '--blobPort',
+    String(ports.blob),
+    '--queuePort',
+    String(ports.queue),
+    '--tablePort',
+    String(ports.table),
   ];
   const env = { ...process.env };
   delete env['AZURITE_ACCOUNTS']; // would replace the devstoreaccount1 credentials returned here

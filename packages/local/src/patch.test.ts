@@ -32,7 +32,9 @@ describe('the Azurite queue patch', () => {
     expect(tables.match(/findOne\(\{\s*RowKey: [^,]+,\s*PartitionKey: /g)).toHaveLength(6);
     // A merge keeps the entity's index entries (its keys do not change) instead of LokiJS's linear
     // scan for them: counted in table-patch.test.ts.
-    expect(tables).toMatch(/tableEntityCollection\.adaptiveBinaryIndexUpdate = \(\) => undefined;\s+try \{\s+tableEntityCollection\.update\(mergedEntity\);\s+\}\s+finally \{\s+delete tableEntityCollection\.adaptiveBinaryIndexUpdate;/);
+    expect(tables).toMatch(
+      /tableEntityCollection\.adaptiveBinaryIndexUpdate = \(\) => undefined;\s+try \{\s+tableEntityCollection\.update\(mergedEntity\);\s+\}\s+finally \{\s+delete tableEntityCollection\.adaptiveBinaryIndexUpdate;/,
+    );
   });
 
   describe('under load (in-process Azurite)', () => {

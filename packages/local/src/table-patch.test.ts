@@ -40,7 +40,9 @@ function entity(i: number, status: string): StoredEntity {
 }
 
 /** A table store holding `rows` rows in one partition, and a counter of the rows its calls visit. */
-async function tableOf(rows: number): Promise<{ store: LokiTableMetadataStore; collection: Collection; count: (run: () => unknown) => Promise<number> }> {
+async function tableOf(
+  rows: number,
+): Promise<{ store: LokiTableMetadataStore; collection: Collection; count: (run: () => unknown) => Promise<number> }> {
   const store = new LokiTableMetadataStore(`table-patch-${rows}.json`, true);
   await store.init();
   await store.createTable(context, { account: ACCOUNT, table: TABLE });
@@ -52,7 +54,7 @@ async function tableOf(rows: number): Promise<{ store: LokiTableMetadataStore; c
 
   let visits = 0;
   let paused = 0;
-  const counted = <T,>(array: T[]): T[] =>
+  const counted = <T>(array: T[]): T[] =>
     new Proxy(array, {
       get(target, key, receiver) {
         if (paused === 0 && typeof key === 'string' && /^\d+$/.test(key)) visits++;

@@ -6,7 +6,13 @@
  * @packageDocumentation
  */
 export { MemoryTaskQueue, type MemoryQueueCounts, type MemoryTaskQueueOptions } from './task-queue';
-export { MAX_ROW_ERROR_CHARS, MemoryWorkflowStore, type MemoryStateBlobs, type MemoryWorkflowStoreCalls, type MemoryWorkflowStoreOptions } from './workflow-store';
+export {
+  MAX_ROW_ERROR_CHARS,
+  MemoryWorkflowStore,
+  type MemoryStateBlobs,
+  type MemoryWorkflowStoreCalls,
+  type MemoryWorkflowStoreOptions,
+} from './workflow-store';
 export { MemoryOutputStore, type MemoryOutputStoreOptions } from './output-store';
 export { MemoryWorkerRegistry, type MemoryWorkerRegistryOptions } from './worker-registry';
 export { MemoryOwnershipDeployment, MemoryOwnershipStore, type MemoryOwnershipStoreOptions } from './ownership-store';

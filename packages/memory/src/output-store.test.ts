@@ -49,7 +49,9 @@ describe('MemoryOutputStore specifics', () => {
     expect(store.deleteStateBlobs('a')).toBe(1);
     expect(store.deleteStateBlobs('a')).toBe(0);
     expect(await store.getUpstreamOverflow(`${store.workflowsContainer}/upstream/a.b/t/1.json`)).toEqual({ n: ['s'] });
-    expect(Buffer.from(await store.getFile({ blobName: 'workflow-files/ab/t/1/f.bin', md5: 'VaVACK0bpYmqIQ0mKcHfQQ==', size: 1 })).length).toBe(1);
+    expect(
+      Buffer.from(await store.getFile({ blobName: 'workflow-files/ab/t/1/f.bin', md5: 'VaVACK0bpYmqIQ0mKcHfQQ==', size: 1 })).length,
+    ).toBe(1);
     expect(store.blobCount).toBe(9);
     expect(() => store.deleteStateBlobs('../a')).toThrow(/not a workflow id/);
     expect(() => store.writeBlob('elsewhere', 'x/y', new Uint8Array())).toThrow(/not one of this store's containers/);

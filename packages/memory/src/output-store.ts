@@ -113,8 +113,10 @@ function verifyContent(where: string, blob: Blob, expected: Expected): void {
   const corrupt = (why: string): never => {
     throw new JobqError('corrupt', `${where} ${why}`);
   };
-  if (expected.size !== undefined && blob.bytes.byteLength !== expected.size) corrupt(`has ${blob.bytes.byteLength} bytes; ${expected.size} were expected`);
-  if (expected.md5 && blob.md5 !== expected.md5) corrupt(`has Content-MD5 ${blob.md5} but ${expected.md5} was expected (the blob was replaced or damaged)`);
+  if (expected.size !== undefined && blob.bytes.byteLength !== expected.size)
+    corrupt(`has ${blob.bytes.byteLength} bytes; ${expected.size} were expected`);
+  if (expected.md5 && blob.md5 !== expected.md5)
+    corrupt(`has Content-MD5 ${blob.md5} but ${expected.md5} was expected (the blob was replaced or damaged)`);
   if (actualMd5 !== blob.md5) corrupt(`content hashes to ${actualMd5}, not to its stored Content-MD5 ${blob.md5}`);
 }
 
@@ -166,7 +168,11 @@ export class MemoryOutputStore implements OutputStore {
     this.outputsContainer = options.outputsContainer ?? 'memory-outputs';
     this.workflowsContainer = options.workflowsContainer ?? 'memory-workflows';
     for (const container of [this.outputsContainer, this.workflowsContainer]) {
-      if (!isValidContainerName(container)) throw new JobqError('invalid-config', `"${String(container)}" is not a container name (3–63 lowercase letters, digits and hyphens)`);
+      if (!isValidContainerName(container))
+        throw new JobqError(
+          'invalid-config',
+          `"${String(container)}" is not a container name (3–63 lowercase letters, digits and hyphens)`,
+        );
     }
   }
 
@@ -196,16 +202,28 @@ export class MemoryOutputStore implements OutputStore {
             warning: `${what} (${bytes} bytes) could not be uploaded to ${blob} after 1 attempt (${failure}); it is sent inline instead (allowed up to 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`,
           };
         }
-        const why = fitsInline === undefined ? `is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)` : 'does not fit in the completion message, so it cannot be sent inline';
-        throw new JobqError('unavailable', `${what} is ${bytes} bytes: it could not be uploaded to ${blob} after 1 attempt (${failure}) and ${why}`, {
-          details: { workflowId, taskName, attemptNo, bytes },
-        });
+        const why =
+          fitsInline === undefined
+            ? `is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`
+            : 'does not fit in the completion message, so it cannot be sent inline';
+        throw new JobqError(
+          'unavailable',
+          `${what} is ${bytes} bytes: it could not be uploaded to ${blob} after 1 attempt (${failure}) and ${why}`,
+          {
+            details: { workflowId, taskName, attemptNo, bytes },
+          },
+        );
       }
       const key = this.key(this.outputsContainer, path);
       const existing = this.blobs.get(key);
       if (existing !== undefined) {
         // Another delivery of this attempt stored its output first: every completion names that blob.
-        return { ref: blobOutputRef(this.outputsContainer, path, existing.md5), placement: 'blob', bytes: existing.bytes.byteLength, adopted: true };
+        return {
+          ref: blobOutputRef(this.outputsContainer, path, existing.md5),
+          placement: 'blob',
+          bytes: existing.bytes.byteLength,
+          adopted: true,
+        };
       }
       const body = Buffer.from(json, 'utf8');
       const md5 = md5Base64(body);
@@ -223,7 +241,8 @@ export class MemoryOutputStore implements OutputStore {
       if (parsed.kind === 'inline') return JSON.parse(parsed.json) as unknown;
       if (parsed.kind === 'unknown') {
         const shown = ref.length > 100 ? `${ref.slice(0, 100)}…` : ref;
-        if (!ref.startsWith(BLOB_REF_PREFIX) && JSON_START.test(ref)) throw new JobqError('corrupt', `inline output "${shown}" is not valid JSON`);
+        if (!ref.startsWith(BLOB_REF_PREFIX) && JSON_START.test(ref))
+          throw new JobqError('corrupt', `inline output "${shown}" is not valid JSON`);
         throw new JobqError('invalid-argument', `"${shown}" is not an output ref (inline JSON, or blob:{container}/{path}[:{md5}])`);
       }
       if (parsed.container !== this.outputsContainer && parsed.container !== this.workflowsContainer) {
@@ -246,7 +265,14 @@ export class MemoryOutputStore implements OutputStore {
     });
   }
 
-  putFile(workflowId: string, taskName: string, attemptNo: number, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker> {
+  putFile(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    data: Uint8Array,
+    options?: OperationOptions,
+  ): Promise<StashMarker> {
     return run(() => {
       if (!(data instanceof Uint8Array)) throw new JobqError('invalid-argument', 'stash: data must be a Uint8Array');
       const blobName = this.stashName(workflowId, taskName, attemptNo, filename);
@@ -259,7 +285,14 @@ export class MemoryOutputStore implements OutputStore {
     });
   }
 
-  async putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker> {
+  async putFileFromPath(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    path: string,
+    options?: OperationOptions,
+  ): Promise<StashMarker> {
     const blobName = this.stashName(workflowId, taskName, attemptNo, filename);
     const before = await localStat(path);
     let bytes: Uint8Array;
@@ -303,7 +336,13 @@ export class MemoryOutputStore implements OutputStore {
     }
   }
 
-  putUpstreamOverflow(workflowId: string, taskName: string, attemptNo: number, compact: CompactUpstreamRefs, options?: OperationOptions): Promise<string> {
+  putUpstreamOverflow(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    compact: CompactUpstreamRefs,
+    options?: OperationOptions,
+  ): Promise<string> {
     return run(() => {
       let path: string;
       try {
@@ -345,7 +384,11 @@ export class MemoryOutputStore implements OutputStore {
   getUpstreamOverflow(location: string, options?: OperationOptions): Promise<CompactUpstreamRefs> {
     return run(() => {
       const parsed = typeof location === 'string' ? parseBlobLocation(location) : null;
-      if (parsed === null) throw new JobqError('invalid-argument', `upstream overflow: "${String(location).slice(0, 200)}" is not a "<container>/<path>" location`);
+      if (parsed === null)
+        throw new JobqError(
+          'invalid-argument',
+          `upstream overflow: "${String(location).slice(0, 200)}" is not a "<container>/<path>" location`,
+        );
       if (parsed.container !== this.workflowsContainer) {
         throw new JobqError(
           'invalid-argument',
@@ -363,14 +406,26 @@ export class MemoryOutputStore implements OutputStore {
     });
   }
 
-  putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata, options?: OperationOptions): Promise<void> {
+  putTaskLog(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    text: Uint8Array,
+    metadata: TaskLogMetadata,
+    options?: OperationOptions,
+  ): Promise<void> {
     return run(() => {
       const path = this.taskLogPath(workflowId, taskName, attemptNo);
       if (!(text instanceof Uint8Array)) throw new JobqError('invalid-argument', 'a task log must be bytes (a Uint8Array)');
       checkAborted(options);
       this.checkUpload(`upload the log of task "${taskName}" (attempt ${attemptNo})`);
       const bytes = new Uint8Array(text);
-      this.store(this.outputsContainer, path, { bytes, md5: md5Base64(bytes), metadata: taskLogMetadataToBlob(metadata), etag: `"${++this.etags}"` });
+      this.store(this.outputsContainer, path, {
+        bytes,
+        md5: md5Base64(bytes),
+        metadata: taskLogMetadataToBlob(metadata),
+        etag: `"${++this.etags}"`,
+      });
     });
   }
 
@@ -384,7 +439,13 @@ export class MemoryOutputStore implements OutputStore {
       if (options.ifNoneMatch !== undefined && options.ifNoneMatch === etag) return { notModified: true, etag };
       const start = Math.min(Math.max(0, options.offset ?? 0), blob.bytes.byteLength);
       const end = options.count === undefined ? blob.bytes.byteLength : Math.min(blob.bytes.byteLength, start + Math.max(0, options.count));
-      return { notModified: false, bytes: blob.bytes.slice(start, end), size: blob.bytes.byteLength, etag, metadata: taskLogMetadataFromBlob(blob.metadata) };
+      return {
+        notModified: false,
+        bytes: blob.bytes.slice(start, end),
+        size: blob.bytes.byteLength,
+        etag,
+        metadata: taskLogMetadataFromBlob(blob.metadata),
+      };
     });
   }
 
@@ -434,7 +495,10 @@ export class MemoryOutputStore implements OutputStore {
    */
   writeBlob(container: string, path: string, data: Uint8Array): void {
     if (container !== this.outputsContainer && container !== this.workflowsContainer) {
-      throw new JobqError('invalid-argument', `writeBlob: "${container}" is not one of this store's containers (${this.outputsContainer}, ${this.workflowsContainer})`);
+      throw new JobqError(
+        'invalid-argument',
+        `writeBlob: "${container}" is not one of this store's containers (${this.outputsContainer}, ${this.workflowsContainer})`,
+      );
     }
     checkBlobPath(path, 'writeBlob');
     const bytes = new Uint8Array(data);
@@ -509,7 +573,8 @@ export class MemoryOutputStore implements OutputStore {
   private taskLogPath(workflowId: string, taskName: string, attemptNo: number): string {
     checkWorkflowIdOf(workflowId);
     if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a task log needs a task name');
-    if (!Number.isSafeInteger(attemptNo) || attemptNo < 1) throw new JobqError('invalid-argument', `attempt ${String(attemptNo)} is not a number ≥ 1`);
+    if (!Number.isSafeInteger(attemptNo) || attemptNo < 1)
+      throw new JobqError('invalid-argument', `attempt ${String(attemptNo)} is not a number ≥ 1`);
     const path = taskLogBlobPath(workflowId, taskName, attemptNo);
     checkBlobPath(path, `log of task "${taskName}"`);
     return path;
@@ -533,7 +598,10 @@ function checkAborted(options: OperationOptions | undefined): void {
 
 function checkWorkflowIdOf(workflowId: string): void {
   if (!isValidWorkflowId(workflowId)) {
-    throw new JobqError('invalid-argument', `"${String(workflowId).slice(0, 200)}" is not a workflow id (1–128 letters, digits, ".", "_" and "-", starting with a letter or digit)`);
+    throw new JobqError(
+      'invalid-argument',
+      `"${String(workflowId).slice(0, 200)}" is not a workflow id (1–128 letters, digits, ".", "_" and "-", starting with a letter or digit)`,
+    );
   }
 }
 

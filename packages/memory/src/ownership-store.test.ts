@@ -33,7 +33,7 @@ describe('MemoryOwnershipStore specifics', () => {
     expect(a.calls.claim).toBe(1);
   });
 
-  it('runs out a crashed store\'s later claims too, and never a live store\'s', async () => {
+  it("runs out a crashed store's later claims too, and never a live store's", async () => {
     const clock = new VirtualClock();
     const deployment = new MemoryOwnershipDeployment(clock);
     const a = new MemoryOwnershipStore({ deployment, leaseDurationInMs: 20_000 });

@@ -192,12 +192,19 @@ export class MemoryOwnershipStore implements OwnershipStore {
       checkShardCount(shards);
       const from = existing?.manifest.shards ?? 1;
       if (shards <= from || shards % from !== 0) {
-        throw new JobqError('invalid-argument', `the shard count can only grow, by a multiple of ${from} (${shards} asked); to shrink, start a new prefix and drain this one`);
+        throw new JobqError(
+          'invalid-argument',
+          `the shard count can only grow, by a multiple of ${from} (${shards} asked); to shrink, start a new prefix and drain this one`,
+        );
       }
-      if ((existing?.etag ?? '') !== etag) throw new JobqError('conflict', 'grow the shard manifest failed: it changed since it was read; read it again');
+      if ((existing?.etag ?? '') !== etag)
+        throw new JobqError('conflict', 'grow the shard manifest failed: it changed since it was read; read it again');
       for (let k = 0; k < from; k++) {
         if (this.deployment.heldLease(k) !== null) {
-          throw new JobqError('lease-held', `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`);
+          throw new JobqError(
+            'lease-held',
+            `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`,
+          );
         }
       }
       const manifest: ShardManifest = { version: SHARD_MANIFEST_VERSION, shards };

@@ -23,8 +23,12 @@ export function decodeCursor(token: string | undefined, kind: Cursor['kind'], si
   }
   const j = (typeof json === 'object' && json !== null ? json : {}) as { m?: unknown; o?: unknown; a?: unknown };
   if (j.m === 1 && kind === 'offset' && typeof j.o === 'number' && Number.isSafeInteger(j.o) && j.o >= 0) return { kind, offset: j.o };
-  if (j.m === 1 && kind === 'after' && Array.isArray(j.a) && j.a.length === size && j.a.every((k) => typeof k === 'string')) return { kind, key: j.a };
-  throw new JobqError('invalid-argument', 'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)');
+  if (j.m === 1 && kind === 'after' && Array.isArray(j.a) && j.a.length === size && j.a.every((k) => typeof k === 'string'))
+    return { kind, key: j.a };
+  throw new JobqError(
+    'invalid-argument',
+    'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)',
+  );
 }
 
 /** Checks a page size: an integer ≥ 1 (default `fallback`). */

@@ -85,7 +85,11 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     const clock = new VirtualClock();
     const queue = new MemoryTaskQueue({ lockDurationInMs: 60_000, clock });
     const start = clock.now();
-    await queue.send([{ body: 'later', delayInMs: 30_000 }, { body: 'now', delayInMs: 0 }, { body: 'soon', delayInMs: 10_000 }]);
+    await queue.send([
+      { body: 'later', delayInMs: 30_000 },
+      { body: 'now', delayInMs: 0 },
+      { body: 'soon', delayInMs: 10_000 },
+    ]);
     expect(queue.counts()).toEqual({ messages: 3, visible: 1, held: 0, delayed: 2 });
     expect(await queue.approximateMessageCount()).toBe(3);
     expect((await queue.peek(10)).map((m) => m.body)).toEqual(['now']);
@@ -130,13 +134,14 @@ describe('MemoryTaskQueue on a virtual clock', () => {
     const week = 7 * 24 * 3_600_000;
     const filled = async (total: number): Promise<MemoryTaskQueue> => {
       const queue = new MemoryTaskQueue({ lockDurationInMs: 60_000, clock: new VirtualClock() });
-      for (let i = 0; i < total; i += 1_000) await queue.send(Array.from({ length: 1_000 }, (_, k) => ({ body: `{"n":${i + k}}`, timeToLiveInMs: week })));
+      for (let i = 0; i < total; i += 1_000)
+        await queue.send(Array.from({ length: 1_000 }, (_, k) => ({ body: `{"n":${i + k}}`, timeToLiveInMs: week })));
       return queue;
     };
     /** Real time to receive, renew and complete 10 000 messages. */
     const drain = async (queue: MemoryTaskQueue): Promise<number> => {
       const started = process.hrtime.bigint();
-      for (let n = 0; n < 10_000; ) {
+      for (let n = 0; n < 10_000;) {
         const messages = await queue.receive({ maxMessages: Math.min(32, 10_000 - n), maxWaitTimeInMs: 0 });
         await Promise.all(messages.map((m) => queue.renewLock(m).then(() => queue.complete(m))));
         n += messages.length;

@@ -128,7 +128,8 @@ export class MemoryTaskQueue implements TaskQueue {
     this.maxMessageBytes = options.maxMessageBytes ?? 64 * 1024;
     this.clock = options.clock ?? realClock;
     this.dlq = options.deadLetter;
-    if (!(this.lockDurationInMs > 0)) throw new JobqError('invalid-config', `lockDurationInMs must be positive, got ${this.lockDurationInMs}`);
+    if (!(this.lockDurationInMs > 0))
+      throw new JobqError('invalid-config', `lockDurationInMs must be positive, got ${this.lockDurationInMs}`);
   }
 
   send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
@@ -184,7 +185,9 @@ export class MemoryTaskQueue implements TaskQueue {
         stored.lockToken = this.nextToken++;
         stored.visibleAt = now + this.lockDurationInMs;
         this.hold(stored);
-        out.push(new Handle(stored.messageId, stored.body, stored.deliveryCount, stored.enqueuedAt, new Date(stored.visibleAt), stored.lockToken));
+        out.push(
+          new Handle(stored.messageId, stored.body, stored.deliveryCount, stored.enqueuedAt, new Date(stored.visibleAt), stored.lockToken),
+        );
       }
       if (out.length > 0 || max === 0 || now >= deadline) return out;
       const nextLockEnd = this.locks.peek()?.at ?? Number.POSITIVE_INFINITY;
@@ -259,7 +262,12 @@ export class MemoryTaskQueue implements TaskQueue {
   }
 
   deadLetterQueue(): MemoryTaskQueue {
-    this.dlq ??= new MemoryTaskQueue({ name: `${this.name}-failed`, lockDurationInMs: this.lockDurationInMs, maxMessageBytes: this.maxMessageBytes, clock: this.clock });
+    this.dlq ??= new MemoryTaskQueue({
+      name: `${this.name}-failed`,
+      lockDurationInMs: this.lockDurationInMs,
+      maxMessageBytes: this.maxMessageBytes,
+      clock: this.clock,
+    });
     return this.dlq;
   }
 

@@ -1,4 +1,12 @@
-import { capRunning, realClock, type Clock, type OperationOptions, type WorkerHeartbeat, type WorkerRecord, type WorkerRegistry } from '@jobq/ports';
+import {
+  capRunning,
+  realClock,
+  type Clock,
+  type OperationOptions,
+  type WorkerHeartbeat,
+  type WorkerRecord,
+  type WorkerRegistry,
+} from '@jobq/ports';
 
 /** Options of {@link MemoryWorkerRegistry}. */
 export interface MemoryWorkerRegistryOptions {
@@ -35,7 +43,11 @@ export class MemoryWorkerRegistry implements WorkerRegistry {
   list(): Promise<WorkerRecord[]> {
     this.calls.list++;
     const now = this.clock.now();
-    const records = [...this.rows.values()].map(({ heartbeat, at }) => ({ ...structuredClone(heartbeat), seenAt: new Date(at).toISOString(), ageInMs: Math.max(0, now - at) }));
+    const records = [...this.rows.values()].map(({ heartbeat, at }) => ({
+      ...structuredClone(heartbeat),
+      seenAt: new Date(at).toISOString(),
+      ageInMs: Math.max(0, now - at),
+    }));
     return Promise.resolve(records.sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0)));
   }
 

@@ -17,7 +17,10 @@ describeWorkflowStoreContract('in memory', () => {
 const at = (n: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString();
 
 function definition(tasks: number): WorkflowDefinition {
-  const result = validateWorkflow({ name: 'wide', tasks: Array.from({ length: tasks }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })) });
+  const result = validateWorkflow({
+    name: 'wide',
+    tasks: Array.from({ length: tasks }, (_, i) => ({ name: `t${i}`, kwargs: { cmd: 'true' } })),
+  });
   if (!result.ok) throw new Error(JSON.stringify(result.issues));
   return result.value;
 }
@@ -25,7 +28,8 @@ function definition(tasks: number): WorkflowDefinition {
 /** Workflow `id` of {@link definition}(2), activated at 2 and completed at `n`. */
 function finished(id: string, n: number): WorkflowRuntime {
   let r = reduce(createRuntime(definition(2), { workflowId: id, now: at(1) }), { type: 'activate', now: at(2) }).runtime;
-  for (const taskName of ['t0', 't1']) r = reduce(r, { type: 'completion', now: at(n), taskName, attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
+  for (const taskName of ['t0', 't1'])
+    r = reduce(r, { type: 'completion', now: at(n), taskName, attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
   return r;
 }
 
@@ -55,14 +59,24 @@ describe('MemoryWorkflowStore specifics', () => {
     const { etag: e1 } = await store.save(r1, etag, { previous: r0 });
     expect((await store.load('wf-big'))?.runtime).toBe(r1);
     expect(store.calls.taskRowsWritten).toBe(2_000);
-    const r2 = reduce(r1, { type: 'completion', now: at(3), taskName: 't7', attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
+    const r2 = reduce(r1, {
+      type: 'completion',
+      now: at(3),
+      taskName: 't7',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+    }).runtime;
     await store.save(r2, e1, { previous: r1 });
     expect(store.calls.taskRowsWritten).toBe(2_001);
     const rows = await store.listTasks({ workflowId: 'wf-big', status: ['completed'] });
-    expect(rows.items).toEqual([{ workflowId: 'wf-big', taskName: 't7', status: 'completed', queue: 'default', attemptNo: 1, updatedAt: at(3), error: null }]);
-    expect((await store.listTasks({ workflowId: 'wf-big', status: ['running'], limit: 5 })).items.map((t) => [t.taskName, t.updatedAt])).toEqual(
-      ['t0', 't1', 't10', 't100', 't101'].map((name) => [name, at(2)]),
-    );
+    expect(rows.items).toEqual([
+      { workflowId: 'wf-big', taskName: 't7', status: 'completed', queue: 'default', attemptNo: 1, updatedAt: at(3), error: null },
+    ]);
+    expect(
+      (await store.listTasks({ workflowId: 'wf-big', status: ['running'], limit: 5 })).items.map((t) => [t.taskName, t.updatedAt]),
+    ).toEqual(['t0', 't1', 't10', 't100', 't101'].map((name) => [name, at(2)]));
   });
 
   it('lists only the workflows of the asked statuses, paging in id order', async () => {
@@ -113,7 +127,15 @@ describe('MemoryWorkflowStore specifics', () => {
     store.rowFault = null;
     r = r1;
     etag = saved.etag;
-    const r2 = reduce(r, { type: 'completion', now: at(3), taskName: 't0', attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
+    const r2 = reduce(r, {
+      type: 'completion',
+      now: at(3),
+      taskName: 't0',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+    }).runtime;
     await store.save(r2, etag, { previous: r });
     expect((await store.getWorkflow('wf-rows'))?.status).toBe('running');
     const rows = (await store.listTasks({ workflowId: 'wf-rows' })).items.map((t) => `${t.taskName}:${t.status}`);
@@ -145,7 +167,15 @@ describe('MemoryWorkflowStore specifics', () => {
     }
     expect(outputs.blobCount).toBe(6);
     const result = await store.purge('a', { beforeIndexRow: async () => void (await outputs.deleteWorkflowOutputs('a')) });
-    expect(result).toEqual({ workflowId: 'a', outcome: 'purged', status: 'completed', finishedAt: at(5), reason: null, blobs: 3, taskRows: 2 });
+    expect(result).toEqual({
+      workflowId: 'a',
+      outcome: 'purged',
+      status: 'completed',
+      finishedAt: at(5),
+      reason: null,
+      blobs: 3,
+      taskRows: 2,
+    });
     expect(outputs.blobCount).toBe(3);
     expect(await outputs.getUpstreamOverflow('memory-workflows/upstream/a.b/t1/2.json')).toEqual({ n: ['t0'] });
     expect(await codeOf(outputs.getUpstreamOverflow('memory-workflows/upstream/a/t1/2.json'))).toBe('not-found');
@@ -166,7 +196,12 @@ describe('MemoryWorkflowStore specifics', () => {
     expect(skipped).toMatchObject({ outcome: 'skipped', status: 'completed' });
     expect(skipped.reason).toMatch(/cannot be read and the coordinator has not set it aside as corrupt .*not JSON/);
     await store.markCorrupt('bad', 'not JSON', at(7));
-    expect(await store.purge('bad', { dryRun: true })).toMatchObject({ outcome: 'would-purge', status: 'corrupt', finishedAt: at(7), taskRows: 2 });
+    expect(await store.purge('bad', { dryRun: true })).toMatchObject({
+      outcome: 'would-purge',
+      status: 'corrupt',
+      finishedAt: at(7),
+      taskRows: 2,
+    });
     expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', blobs: 1, taskRows: 2 });
     expect(store.workflowIds()).toEqual([]);
     expect(await store.countWorkflows()).toMatchObject({ corrupt: 0, completed: 0 });
@@ -202,7 +237,12 @@ describe('MemoryWorkflowStore specifics', () => {
     const ids: string[] = [];
     token = undefined;
     do {
-      const page = await store.listWorkflows({ savedStatus: ['running', 'completed'], updatedBefore: at(60), limit: 1, ...(token ? { continuationToken: token } : {}) });
+      const page = await store.listWorkflows({
+        savedStatus: ['running', 'completed'],
+        updatedBefore: at(60),
+        limit: 1,
+        ...(token ? { continuationToken: token } : {}),
+      });
       ids.push(...page.items.map((w) => w.workflowId));
       token = page.continuationToken ?? undefined;
     } while (token);

@@ -73,7 +73,11 @@ function compareTimes(a: string, b: string): number {
 
 /** Newest `updatedAt` first; then newest `createdAt`; then id (the Azure store's `recent` order). */
 function byRecent(a: IndexRow, b: IndexRow): number {
-  return compareTimes(b.updatedAt, a.updatedAt) || compareTimes(b.createdAt, a.createdAt) || (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0);
+  return (
+    compareTimes(b.updatedAt, a.updatedAt) ||
+    compareTimes(b.createdAt, a.createdAt) ||
+    (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0)
+  );
 }
 
 function checkWorkflowId(workflowId: string): void {
@@ -83,7 +87,8 @@ function checkWorkflowId(workflowId: string): void {
 }
 
 function checkTimestamp(at: string, what: string): void {
-  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
+  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at)))
+    throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
 }
 
 /** A time of a filter, checked (`invalid-argument` for anything that is not a time, as the Azure store says it). */
@@ -331,7 +336,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
     return run(() => {
       const id = runtime.workflowId;
       checkWorkflowId(id);
-      if (typeof definitionHash !== 'string' || definitionHash === '') throw new JobqError('invalid-argument', 'a definition hash is required');
+      if (typeof definitionHash !== 'string' || definitionHash === '')
+        throw new JobqError('invalid-argument', 'a definition hash is required');
       checkAborted(options, `create workflow "${id}"`);
       this.calls.creates++;
       const existing = this.runtimes.get(id);
@@ -361,7 +367,9 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const stored = this.runtimes.get(workflowId);
       if (stored === undefined) return null;
       if (stored.unreadable !== null) {
-        throw new JobqError('corrupt', `the runtime of workflow "${workflowId}" cannot be read: ${stored.unreadable}`, { details: { workflowId } });
+        throw new JobqError('corrupt', `the runtime of workflow "${workflowId}" cannot be read: ${stored.unreadable}`, {
+          details: { workflowId },
+        });
       }
       return { runtime: stored.runtime, etag: stored.etag };
     });
@@ -384,14 +392,19 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const id = runtime.workflowId;
       checkWorkflowId(id);
       const previous = options?.previous;
-      if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
+      if (previous && previous.workflowId !== id)
+        throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
       checkAborted(options, `save workflow "${id}"`);
       const stored = this.runtimes.get(id);
       if (stored === undefined || stored.etag !== etag) {
         this.calls.conflicts++;
-        throw new JobqError('conflict', `workflow "${id}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`, {
-          details: { workflowId: id },
-        });
+        throw new JobqError(
+          'conflict',
+          `workflow "${id}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`,
+          {
+            details: { workflowId: id },
+          },
+        );
       }
       this.calls.saves++;
       const next = { runtime, etag: this.newEtag(), unreadable: null };
@@ -403,10 +416,14 @@ export class MemoryWorkflowStore implements WorkflowStore {
         this.unwritten.add(id);
         return {
           etag: next.etag,
-          rowsError: new JobqError(fault.code, `workflow "${id}" was saved, but some of its index/task rows were not written (they are written again with its next save): ${fault.message}`, {
-            retryable: fault.retryable,
-            details: { workflowId: id },
-          }),
+          rowsError: new JobqError(
+            fault.code,
+            `workflow "${id}" was saved, but some of its index/task rows were not written (they are written again with its next save): ${fault.message}`,
+            {
+              retryable: fault.retryable,
+              details: { workflowId: id },
+            },
+          ),
         };
       }
       if (options?.deferTaskRows) {
@@ -484,25 +501,31 @@ export class MemoryWorkflowStore implements WorkflowStore {
         (shown === null || shown.has(row.shown)) &&
         (saved === null || saved.has(row.saved)) &&
         (updatedBefore === undefined || compareTimes(row.updatedAt, updatedBefore) < 0) &&
-        (finishedBefore === undefined || (isTerminalWorkflowStatus(row.saved) && compareTimes(row.finishedAt ?? row.updatedAt, finishedBefore) < 0));
+        (finishedBefore === undefined ||
+          (isTerminalWorkflowStatus(row.saved) && compareTimes(row.finishedAt ?? row.updatedAt, finishedBefore) < 0));
       const groups = this.groupsFor(shown, saved, finishedBefore !== undefined);
       if (recent) {
         const rows: IndexRow[] = [];
-        for (const group of groups) for (const id of group.values()) {
-          const row = this.index.get(id)!;
-          if (wanted(row)) rows.push(row);
-        }
+        for (const group of groups)
+          for (const id of group.values()) {
+            const row = this.index.get(id)!;
+            if (wanted(row)) rows.push(row);
+          }
         rows.sort(byRecent);
         const offset = offsetCursor?.offset ?? 0;
         const end = offset + limit;
-        return { items: rows.slice(offset, end).map(summaryOf), continuationToken: end < rows.length ? encodeCursor({ kind: 'offset', offset: end }) : null };
+        return {
+          items: rows.slice(offset, end).map(summaryOf),
+          continuationToken: end < rows.length ? encodeCursor({ kind: 'offset', offset: end }) : null,
+        };
       }
       const items: WorkflowSummary[] = [];
       for (const id of inKeyOrder(groups, afterCursor?.key[0])) {
         const row = this.index.get(id)!;
         if (!wanted(row)) continue;
         // One more match after a full page: there is a next page.
-        if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
+        if (items.length === limit)
+          return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
         items.push(summaryOf(row));
       }
       return { items, continuationToken: null };
@@ -534,9 +557,15 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const items: WorkflowRequest[] = [];
       for (const workflowId of this.requestIds.after(cursor?.key[0])) {
         if (!inShard(workflowId)) continue;
-        if (items.length === limit) return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
+        if (items.length === limit)
+          return { items, continuationToken: encodeCursor({ kind: 'after', key: [items[limit - 1]!.workflowId] }) };
         const request = this.requests.get(workflowId)!;
-        items.push({ workflowId, cancelRequestedAt: request.cancelRequestedAt, retryRequestedAt: request.retryRequestedAt, etag: request.etag });
+        items.push({
+          workflowId,
+          cancelRequestedAt: request.cancelRequestedAt,
+          retryRequestedAt: request.retryRequestedAt,
+          etag: request.etag,
+        });
       }
       return { items, continuationToken: null };
     });
@@ -546,7 +575,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
   clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean> {
     return run(() => {
       checkWorkflowId(workflowId);
-      if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
+      if (typeof etag !== 'string' || etag === '')
+        throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
       checkAborted(options, `clear the request of workflow "${workflowId}"`);
       const request = this.requests.get(workflowId);
       if (request === undefined || (etag !== '*' && request.etag !== etag)) return false;
@@ -560,14 +590,24 @@ export class MemoryWorkflowStore implements WorkflowStore {
     return run(() => {
       const { workflowId, requestId, taskName, downstream, requestedAt } = request;
       checkWorkflowId(workflowId);
-      if (!isValidRerunRequestId(requestId)) throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
+      if (!isValidRerunRequestId(requestId))
+        throw new JobqError(
+          'invalid-argument',
+          'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit',
+        );
       if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a re-run request needs a task name');
       if (typeof downstream !== 'boolean') throw new JobqError('invalid-argument', 'downstream must be true or false');
       checkTimestamp(requestedAt, 'the re-run request time');
       checkAborted(options, `request a re-run in workflow "${workflowId}"`);
-      if (!this.index.has(workflowId)) throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+      if (!this.index.has(workflowId))
+        throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, {
+          details: { workflowId },
+        });
       const key = rerunKey(workflowId, requestId);
-      if (this.reruns.has(key)) throw new JobqError('conflict', `re-run request ${requestId} of workflow "${workflowId}" is recorded already`, { details: { workflowId } });
+      if (this.reruns.has(key))
+        throw new JobqError('conflict', `re-run request ${requestId} of workflow "${workflowId}" is recorded already`, {
+          details: { workflowId },
+        });
       this.reruns.set(key, { request: { workflowId, requestId, taskName, downstream, requestedAt }, etag: this.newEtag() });
       this.rerunKeys.add(key);
     });
@@ -601,8 +641,13 @@ export class MemoryWorkflowStore implements WorkflowStore {
   clearRerun(workflowId: string, requestId: string, etag: string, options?: OperationOptions): Promise<boolean> {
     return run(() => {
       checkWorkflowId(workflowId);
-      if (!isValidRerunRequestId(requestId)) throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
-      if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
+      if (!isValidRerunRequestId(requestId))
+        throw new JobqError(
+          'invalid-argument',
+          'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit',
+        );
+      if (typeof etag !== 'string' || etag === '')
+        throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
       checkAborted(options, `clear re-run request ${requestId} of workflow "${workflowId}"`);
       const key = rerunKey(workflowId, requestId);
       const record = this.reruns.get(key);
@@ -714,7 +759,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
         verdict.reason = `a retry was requested at ${retry} and is not applied yet`;
       } else if (!setAside) {
         const waiting = this.rerunsOf(row.workflowId).find((r) => !(runtime.rerunsApplied ?? []).some((a) => a.id === r.requestId));
-        if (waiting !== undefined) verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
+        if (waiting !== undefined)
+          verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
       }
     } else if (stored !== undefined) {
       verdict.etag = null;
@@ -742,7 +788,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
       const limit = pageLimit(filter.limit, DEFAULT_TASK_PAGE);
       if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
       const prefix = filter.namePrefix ?? '';
-      if (prefix !== '' && filter.workflowId === undefined) throw new JobqError('invalid-argument', 'listing tasks by name prefix needs a workflow id');
+      if (prefix !== '' && filter.workflowId === undefined)
+        throw new JobqError('invalid-argument', 'listing tasks by name prefix needs a workflow id');
       const cursor = decodeCursor(filter.continuationToken, 'after', 2);
       checkAborted(filter, 'list tasks');
       if (filter.status && filter.status.length === 0) return { items: [], continuationToken: null };
@@ -756,7 +803,11 @@ export class MemoryWorkflowStore implements WorkflowStore {
         if (entry === undefined) continue;
         const names = (entry.sorted ??= [...entry.rows.keys()].sort());
         let i = prefix === '' ? 0 : firstAfter(names, prefix, (n) => n, true);
-        if (cursor !== undefined && workflowId === cursor.key[0]) i = Math.max(i, firstAfter(names, cursor.key[1] ?? '', (n) => n));
+        if (cursor !== undefined && workflowId === cursor.key[0])
+          i = Math.max(
+            i,
+            firstAfter(names, cursor.key[1] ?? '', (n) => n),
+          );
         for (; i < names.length; i++) {
           const name = names[i]!;
           if (prefix !== '' && !name.startsWith(prefix)) break;
@@ -779,7 +830,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
       checkAborted(options, 'acquire the coordinator lease');
       if (this.holder !== null) {
         if (!options.breakExisting) {
-          throw new JobqError('lease-held', 'the coordinator lease of this prefix is held by another coordinator: stop it, or break the lease (--break-lease)');
+          throw new JobqError(
+            'lease-held',
+            'the coordinator lease of this prefix is held by another coordinator: stop it, or break the lease (--break-lease)',
+          );
         }
         this.loseLease('the coordinator lease was broken by another coordinator');
       }
@@ -814,7 +868,8 @@ export class MemoryWorkflowStore implements WorkflowStore {
 
   writeCoordinatorStats(stats: CoordinatorStats, options?: CoordinatorStatsOptions): Promise<void> {
     return run(() => {
-      if (typeof stats !== 'object' || stats === null || Array.isArray(stats)) throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
+      if (typeof stats !== 'object' || stats === null || Array.isArray(stats))
+        throw new JobqError('invalid-argument', 'coordinator stats must be a JSON object');
       checkAborted(options, 'write the coordinator stats');
       this.stats.set(options?.shard ?? 0, JSON.stringify(stats));
     });
@@ -858,9 +913,14 @@ export class MemoryWorkflowStore implements WorkflowStore {
    * groups asked (only the final ones with `finishedBefore`), the shown-status groups asked, the
    * final saved-status groups (`finishedBefore`), or every row.
    */
-  private groupsFor(shown: ReadonlySet<WorkflowStatus> | null, saved: ReadonlySet<WorkflowStatus> | null, finishedOnly: boolean): SortedIds[] {
+  private groupsFor(
+    shown: ReadonlySet<WorkflowStatus> | null,
+    saved: ReadonlySet<WorkflowStatus> | null,
+    finishedOnly: boolean,
+  ): SortedIds[] {
     const choices: SortedIds[][] = [];
-    const savedGroups = (statuses: Iterable<WorkflowStatus>) => [...statuses].filter((s) => !finishedOnly || isTerminalWorkflowStatus(s)).map((s) => this.bySaved.get(s)!);
+    const savedGroups = (statuses: Iterable<WorkflowStatus>) =>
+      [...statuses].filter((s) => !finishedOnly || isTerminalWorkflowStatus(s)).map((s) => this.bySaved.get(s)!);
     if (saved !== null) choices.push(savedGroups(saved));
     if (shown !== null) choices.push([...shown].map((s) => this.byShown.get(s)!));
     if (finishedOnly) choices.push(savedGroups(FINAL_STATUSES));
@@ -982,7 +1042,10 @@ export class MemoryWorkflowStore implements WorkflowStore {
       checkTimestamp(at, `the ${what} request time`);
       checkAborted(options, `request ${what} of workflow "${workflowId}"`);
       const row = this.index.get(workflowId);
-      if (row === undefined) throw new JobqError('not-found', `request ${what} of workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+      if (row === undefined)
+        throw new JobqError('not-found', `request ${what} of workflow "${workflowId}" failed: the workflow does not exist`, {
+          details: { workflowId },
+        });
       if (what === 'cancel') row.cancelRequestedAt = at;
       else row.retryRequestedAt = at;
       this.reshow(row);

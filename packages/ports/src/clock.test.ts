@@ -112,7 +112,13 @@ describe('VirtualClock', () => {
     expect(clock.now()).toBeLessThanOrEqual(40_000);
     stop.abort();
     expect(await clock.advanceUntil(() => false, { realWaitInMs: 20 })).toBe(false);
-    await expect(clock.runUntil(() => false, () => 'nothing', { realWaitInMs: 20 })).rejects.toThrow(/the condition never held .*: nothing/);
+    await expect(
+      clock.runUntil(
+        () => false,
+        () => 'nothing',
+        { realWaitInMs: 20 },
+      ),
+    ).rejects.toThrow(/the condition never held .*: nothing/);
   });
 
   it('advanceUntil lets real work finish while no timer is waiting', async () => {
@@ -132,7 +138,7 @@ describe('VirtualClock', () => {
     expect(woke).toEqual([5, 50, 500, 5_000_000]);
   });
 
-  it('clockTimeout fires after the clock\'s time, follows its parent, and is cleared', async () => {
+  it("clockTimeout fires after the clock's time, follows its parent, and is cleared", async () => {
     const clock = new VirtualClock();
     const first = clockTimeout(clock, 500);
     await clock.advance(499);

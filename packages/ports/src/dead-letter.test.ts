@@ -7,9 +7,13 @@ const LIMIT = 64 * 1024;
 
 describe('deadLetterBody', () => {
   it('adds the reason as one more top-level key of a JSON object body, keeping its text', () => {
-    expect(deadLetterBody('{"poison":true}', 'exhausted its retries', LIMIT)).toBe('{"poison":true,"dead_letter_reason":"exhausted its retries"}');
+    expect(deadLetterBody('{"poison":true}', 'exhausted its retries', LIMIT)).toBe(
+      '{"poison":true,"dead_letter_reason":"exhausted its retries"}',
+    );
     expect(deadLetterBody(' { } \n', 'why', LIMIT)).toBe(' { "dead_letter_reason":"why"}');
-    expect(deadLetterBody('{"n":1.0, "big": 12345678901234567890}', 'r', LIMIT)).toBe('{"n":1.0, "big": 12345678901234567890,"dead_letter_reason":"r"}');
+    expect(deadLetterBody('{"n":1.0, "big": 12345678901234567890}', 'r', LIMIT)).toBe(
+      '{"n":1.0, "big": 12345678901234567890,"dead_letter_reason":"r"}',
+    );
     // A copy dead-lettered again: the new reason wins.
     expect(JSON.parse(deadLetterBody('{"a":1,"dead_letter_reason":"old"}', 'new', LIMIT))).toEqual({ a: 1, dead_letter_reason: 'new' });
   });
@@ -28,7 +32,9 @@ describe('deadLetterBody', () => {
   });
 
   it('puts the reason on one line', () => {
-    expect(JSON.parse(deadLetterBody('{}', 'first line\nsecond\r\n\tthird\u2028', LIMIT))).toEqual({ dead_letter_reason: 'first line second third' });
+    expect(JSON.parse(deadLetterBody('{}', 'first line\nsecond\r\n\tthird\u2028', LIMIT))).toEqual({
+      dead_letter_reason: 'first line second third',
+    });
   });
 
   it('cuts the reason so the copy fits the limit, and keeps the body unchanged when even an empty reason does not fit', () => {
@@ -44,7 +50,10 @@ describe('deadLetterBody', () => {
 
   it('always fits when it can, keeps the body, and says a start of the reason (property)', () => {
     const text = fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: fc.constantFrom('a', '"', '\\', '\n', '\uffff', '😀', 'é') }));
-    const body = fc.oneof(text, fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 3 }).map((o) => JSON.stringify(o)));
+    const body = fc.oneof(
+      text,
+      fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 3 }).map((o) => JSON.stringify(o)),
+    );
     fc.assert(
       fc.property(body, text, fc.integer({ min: 0, max: 400 }), (original, reason, room) => {
         const limit = messageByteLength(original) + room;

@@ -40,7 +40,14 @@ export function parseWorkflowPrefix(text: string, source = 'JOBQ_WORKFLOW_PREFIX
 export function workflowEnvironment(env: NodeJS.ProcessEnv): WorkflowEnvironment {
   const prefix = envValue(env, 'JOBQ_WORKFLOW_PREFIX');
   if (prefix === null) {
-    throw new JobqError('invalid-config', 'JOBQ_WORKFLOW_PREFIX is not set: a worker that runs workflow tasks needs ACCOUNT/PREFIX of the deployment');
+    throw new JobqError(
+      'invalid-config',
+      'JOBQ_WORKFLOW_PREFIX is not set: a worker that runs workflow tasks needs ACCOUNT/PREFIX of the deployment',
+    );
   }
-  return { prefix: parseWorkflowPrefix(prefix), queues: envValue(env, 'JOBQ_WORKFLOW_QUEUES'), blobs: envValue(env, 'JOBQ_WORKFLOW_BLOBS') };
+  return {
+    prefix: parseWorkflowPrefix(prefix),
+    queues: envValue(env, 'JOBQ_WORKFLOW_QUEUES'),
+    blobs: envValue(env, 'JOBQ_WORKFLOW_BLOBS'),
+  };
 }

@@ -53,7 +53,14 @@ export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from
 export { describeError, errorMessage, listSome } from './text';
 export { sleep, type SleepOptions } from './sleep';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
-export { assertMessageFits, assertValidDelay, assertValidTimeToLive, messageByteLength, queueSafeText, utf8ByteLength } from './message-size';
+export {
+  assertMessageFits,
+  assertValidDelay,
+  assertValidTimeToLive,
+  messageByteLength,
+  queueSafeText,
+  utf8ByteLength,
+} from './message-size';
 export {
   BoundedLabel,
   MAX_QUEUE_LABEL_VALUES,
@@ -82,7 +89,14 @@ export {
   type WorkerRunningTask,
   type WorkerState,
 } from './worker-registry';
-export { MAX_TRACESTATE_LENGTH, cleanTracestate, formatTraceparent, messagingSystemOf, parseTraceparent, type TraceparentParts } from './trace-context';
+export {
+  MAX_TRACESTATE_LENGTH,
+  cleanTracestate,
+  formatTraceparent,
+  messagingSystemOf,
+  parseTraceparent,
+  type TraceparentParts,
+} from './trace-context';
 export {
   endSpan,
   envelopeTraceOf,

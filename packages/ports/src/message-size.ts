@@ -23,7 +23,10 @@ export function assertValidTimeToLive(queue: string, message: OutgoingMessage): 
   const ttl = message.timeToLiveInMs;
   if (ttl === undefined || ttl === Number.POSITIVE_INFINITY || (typeof ttl === 'number' && Number.isFinite(ttl) && ttl > 0)) return;
   const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
-  throw new JobqError('invalid-argument', `${which} for queue "${queue}": timeToLiveInMs must be a positive number of ms or Infinity, got ${String(ttl)}`);
+  throw new JobqError(
+    'invalid-argument',
+    `${which} for queue "${queue}": timeToLiveInMs must be a positive number of ms or Infinity, got ${String(ttl)}`,
+  );
 }
 
 /**
@@ -36,10 +39,16 @@ export function assertValidDelay(queue: string, message: OutgoingMessage): void 
   if (delay === undefined) return;
   const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
   if (typeof delay !== 'number' || !Number.isFinite(delay) || delay < 0) {
-    throw new JobqError('invalid-argument', `${which} for queue "${queue}": delayInMs must be a finite number of ms ≥ 0, got ${String(delay)}`);
+    throw new JobqError(
+      'invalid-argument',
+      `${which} for queue "${queue}": delayInMs must be a finite number of ms ≥ 0, got ${String(delay)}`,
+    );
   }
   const ttl = message.timeToLiveInMs;
   if (typeof ttl === 'number' && Number.isFinite(ttl) && delay >= ttl) {
-    throw new JobqError('invalid-argument', `${which} for queue "${queue}": delayInMs (${delay}) must be smaller than timeToLiveInMs (${ttl}), which also counts from the send`);
+    throw new JobqError(
+      'invalid-argument',
+      `${which} for queue "${queue}": delayInMs (${delay}) must be smaller than timeToLiveInMs (${ttl}), which also counts from the send`,
+    );
   }
 }

@@ -28,6 +28,12 @@ describe('METRICS', () => {
 describe('BoundedLabel', () => {
   it('passes the first distinct values, then gives "other"', () => {
     const label = new BoundedLabel(2);
-    expect([label.value('a'), label.value('b'), label.value('a'), label.value('c'), label.value('b')]).toEqual(['a', 'b', 'a', OTHER_LABEL_VALUE, 'b']);
+    expect([label.value('a'), label.value('b'), label.value('a'), label.value('c'), label.value('b')]).toEqual([
+      'a',
+      'b',
+      'a',
+      OTHER_LABEL_VALUE,
+      'b',
+    ]);
   });
 });

@@ -160,6 +160,9 @@ export class BoundedLabel {
 
 /** The Markdown table of {@link METRICS} (metric, type, labels, help), as in the docs and the README. */
 export function metricsMarkdownTable(): string {
-  const rows = Object.values(METRICS).map((m: MetricDefinition) => `| \`${m.name}\` | ${m.type} | ${m.labels.length === 0 ? '—' : m.labels.map((l) => `\`${l}\``).join(', ')} | ${m.help} |`);
+  const rows = Object.values(METRICS).map(
+    (m: MetricDefinition) =>
+      `| \`${m.name}\` | ${m.type} | ${m.labels.length === 0 ? '—' : m.labels.map((l) => `\`${l}\``).join(', ')} | ${m.help} |`,
+  );
   return ['| metric | type | labels | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }

@@ -99,13 +99,27 @@ export interface OutputStore extends TaskLogStore {
    * `\`, control characters; not `.` or `..`), else `invalid-argument`. Stashing the same name
    * again in the same attempt replaces the file (the marker's md5 and size tell the versions apart).
    */
-  putFile(workflowId: string, taskName: string, attemptNo: number, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker>;
+  putFile(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    data: Uint8Array,
+    options?: OperationOptions,
+  ): Promise<StashMarker>;
 
   /**
    * Like {@link putFile}, streaming a local file (for big files). The file must not change while
    * it is stashed (a change of size or modification time is `invalid-argument`).
    */
-  putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker>;
+  putFileFromPath(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    path: string,
+    options?: OperationOptions,
+  ): Promise<StashMarker>;
 
   /** Downloads a stashed file; its size and md5 are checked against the marker (`corrupt` otherwise). */
   getFile(marker: StashMarker, options?: OperationOptions): Promise<Uint8Array>;
@@ -122,7 +136,13 @@ export interface OutputStore extends TaskLogStore {
    * `upstream/{workflow_id}/{task}/{attempt}.json` in the state container) and returns the
    * `"<container>/<path>"` location for `__upstream_outputs_blob`.
    */
-  putUpstreamOverflow(workflowId: string, taskName: string, attemptNo: number, compact: CompactUpstreamRefs, options?: OperationOptions): Promise<string>;
+  putUpstreamOverflow(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    compact: CompactUpstreamRefs,
+    options?: OperationOptions,
+  ): Promise<string>;
 
   /**
    * Deletes every output blob, stashed file and task log of a workflow from the outputs target:

@@ -1,7 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { isJobqError } from './errors';
 import { SHARD_COUNTS } from './ownership';
-import { SHARD_MANIFEST_BLOB, checkShardCount, parseShardManifest, shardCompletionQueue, shardLockBlob, shardMemberBlob, shardStatsBlob } from './shard-names';
+import {
+  SHARD_MANIFEST_BLOB,
+  checkShardCount,
+  parseShardManifest,
+  shardCompletionQueue,
+  shardLockBlob,
+  shardMemberBlob,
+  shardStatsBlob,
+} from './shard-names';
 
 /** Azure queue names: 3–63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit. */
 const QUEUE_NAME = /^(?=.{3,63}$)[a-z0-9](?:[a-z0-9]|-(?!-))*[a-z0-9]$/;
@@ -51,7 +59,8 @@ describe('parseShardManifest', () => {
   it('reads version 1, refuses an unknown version as unsupported and anything else as corrupt', () => {
     expect(parseShardManifest('{"version":1,"shards":8}')).toEqual({ version: 1, shards: 8 });
     expect(codeOf(() => parseShardManifest('{"version":2,"shards":8}'))).toBe('unsupported');
-    for (const bad of ['', 'null', '[]', '{"shards":4}', '{"version":1,"shards":3}', '{"version":1}']) expect(codeOf(() => parseShardManifest(bad))).toBe('corrupt');
+    for (const bad of ['', 'null', '[]', '{"shards":4}', '{"version":1,"shards":3}', '{"version":1}'])
+      expect(codeOf(() => parseShardManifest(bad))).toBe('corrupt');
     expect(codeOf(() => checkShardCount(32))).toBe('invalid-argument');
     expect(codeOf(() => checkShardCount(0))).toBe('invalid-argument');
   });

@@ -33,7 +33,10 @@ export function checkShardIndex(shard: number): void {
 /** `invalid-argument` unless `memberId` matches {@link SHARD_MEMBER_ID_PATTERN}. */
 export function checkShardMemberId(memberId: string): void {
   if (typeof memberId !== 'string' || !SHARD_MEMBER_ID_PATTERN.test(memberId)) {
-    throw new JobqError('invalid-argument', `a member id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit, got ${JSON.stringify(memberId)}`);
+    throw new JobqError(
+      'invalid-argument',
+      `a member id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit, got ${JSON.stringify(memberId)}`,
+    );
   }
 }
 
@@ -76,13 +79,23 @@ export function parseShardManifest(text: string): ShardManifest {
   } catch {
     json = undefined;
   }
-  const j = (typeof json === 'object' && json !== null && !Array.isArray(json) ? json : null) as { version?: unknown; shards?: unknown } | null;
-  if (j === null || typeof j.version !== 'number') throw new JobqError('corrupt', 'the shard manifest _shards/manifest.json is not a JSON object with a version');
+  const j = (typeof json === 'object' && json !== null && !Array.isArray(json) ? json : null) as {
+    version?: unknown;
+    shards?: unknown;
+  } | null;
+  if (j === null || typeof j.version !== 'number')
+    throw new JobqError('corrupt', 'the shard manifest _shards/manifest.json is not a JSON object with a version');
   if (j.version !== SHARD_MANIFEST_VERSION) {
-    throw new JobqError('unsupported', `the shard manifest _shards/manifest.json has version ${j.version}; this jobq reads version ${SHARD_MANIFEST_VERSION}: upgrade it`);
+    throw new JobqError(
+      'unsupported',
+      `the shard manifest _shards/manifest.json has version ${j.version}; this jobq reads version ${SHARD_MANIFEST_VERSION}: upgrade it`,
+    );
   }
   if (!SHARD_COUNTS.includes(j.shards as ShardCount)) {
-    throw new JobqError('corrupt', `the shard manifest _shards/manifest.json names ${String(j.shards)} shards (one of ${SHARD_COUNTS.join(', ')} expected)`);
+    throw new JobqError(
+      'corrupt',
+      `the shard manifest _shards/manifest.json names ${String(j.shards)} shards (one of ${SHARD_COUNTS.join(', ')} expected)`,
+    );
   }
   return { version: SHARD_MANIFEST_VERSION, shards: j.shards as ShardCount };
 }
@@ -91,6 +104,9 @@ export function parseShardManifest(text: string): ShardManifest {
 export function checkShardFilter(shard: ShardFilter): void {
   const { index, count } = (typeof shard === 'object' && shard !== null ? shard : {}) as Partial<ShardFilter>;
   if (!SHARD_COUNTS.includes(count as ShardCount) || !Number.isSafeInteger(index) || index! < 0 || index! >= count!) {
-    throw new JobqError('invalid-argument', `a shard filter is {index, count} with count one of ${SHARD_COUNTS.join(', ')} and index from 0 to count − 1, got ${JSON.stringify(shard)}`);
+    throw new JobqError(
+      'invalid-argument',
+      `a shard filter is {index, count} with count one of ${SHARD_COUNTS.join(', ')} and index from 0 to count − 1, got ${JSON.stringify(shard)}`,
+    );
   }
 }

@@ -76,5 +76,7 @@ export function errorFromAnswer(status: number, text: string): JobqError {
       ...(typeof error.retryable === 'boolean' ? { retryable: error.retryable } : {}),
     });
   }
-  return new JobqError('internal', `the task channel answered ${status}: ${oneLine(text).slice(0, 200)}`, { details: { statusCode: status } });
+  return new JobqError('internal', `the task channel answered ${status}: ${oneLine(text).slice(0, 200)}`, {
+    details: { statusCode: status },
+  });
 }

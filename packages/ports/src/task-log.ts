@@ -67,7 +67,14 @@ export interface TaskLogStore {
    * Writes (or rewrites) the log of one attempt in one Put Blob, with its metadata. The call makes
    * one try (the caller bounds it with `abortSignal`); failures are `JobqError`s.
    */
-  putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata, options?: OperationOptions): Promise<void>;
+  putTaskLog(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    text: Uint8Array,
+    metadata: TaskLogMetadata,
+    options?: OperationOptions,
+  ): Promise<void>;
   /** Reads (a range of) one attempt's log; null when there is none. */
   getTaskLog(workflowId: string, taskName: string, attemptNo: number, options?: GetTaskLogOptions): Promise<TaskLogRead | null>;
   /**

@@ -55,7 +55,13 @@ export function remoteSpanContext(traceparent: string | null | undefined, traces
       traceState = undefined;
     }
   }
-  return { traceId: parts.traceId, spanId: parts.spanId, traceFlags: parts.traceFlags, isRemote: true, ...(traceState ? { traceState } : {}) };
+  return {
+    traceId: parts.traceId,
+    spanId: parts.spanId,
+    traceFlags: parts.traceFlags,
+    isRemote: true,
+    ...(traceState ? { traceState } : {}),
+  };
 }
 
 /** A context whose parent is `spanContext` (the root context without one). */
@@ -78,7 +84,11 @@ export function envelopeTraceOf(span: Span): EnvelopeTrace | undefined {
 
 /** The messaging attributes of a queue: `messaging.system` by its spec, `messaging.destination.name` its name. */
 export function messagingAttributes(queueSpec: string, queueName: string, operation: 'send' | 'process'): Attributes {
-  return { 'messaging.system': messagingSystemOf(queueSpec), 'messaging.destination.name': queueName, 'messaging.operation.type': operation };
+  return {
+    'messaging.system': messagingSystemOf(queueSpec),
+    'messaging.destination.name': queueName,
+    'messaging.operation.type': operation,
+  };
 }
 
 /** Starts a CONSUMER `process {queue}` span: a child of the message's context, linked to it. */
@@ -105,7 +115,11 @@ export function storedTraceparentOf(span: Span): string | null {
 
 /** Starts a PRODUCER `send {queue}` span under `parent`. */
 export function startSendSpan(parent: Context, queueSpec: string, queueName: string, attributes: Attributes): Span {
-  return jobqTracer().startSpan(`send ${queueName}`, { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(queueSpec, queueName, 'send'), ...attributes } }, parent);
+  return jobqTracer().startSpan(
+    `send ${queueName}`,
+    { kind: SpanKind.PRODUCER, attributes: { ...messagingAttributes(queueSpec, queueName, 'send'), ...attributes } },
+    parent,
+  );
 }
 
 /**
@@ -113,5 +127,8 @@ export function startSendSpan(parent: Context, queueSpec: string, queueName: str
  * context, stored in the runtime, makes the workflow one trace.
  */
 export function startSubmitSpan(workflowId: string, name: string, tasks: number): Span {
-  return jobqTracer().startSpan(`submit ${name}`, { kind: SpanKind.PRODUCER, attributes: { 'jobq.workflow.id': workflowId, 'jobq.workflow.name': name, 'jobq.workflow.tasks': tasks } });
+  return jobqTracer().startSpan(`submit ${name}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: { 'jobq.workflow.id': workflowId, 'jobq.workflow.name': name, 'jobq.workflow.tasks': tasks },
+  });
 }

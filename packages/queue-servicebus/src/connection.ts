@@ -27,7 +27,10 @@ export function namespaceHost(namespace: string): string {
   }
   // Azure's rule for namespace names: 6–50 letters, digits and hyphens, starting with a letter, not ending with a hyphen.
   if (!/^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$/.test(text)) {
-    throw new JobqError('invalid-config', `"${namespace}" is not a Service Bus namespace name (6–50 letters, digits and hyphens, starting with a letter)`);
+    throw new JobqError(
+      'invalid-config',
+      `"${namespace}" is not a Service Bus namespace name (6–50 letters, digits and hyphens, starting with a letter)`,
+    );
   }
   return `${text.toLowerCase()}.servicebus.windows.net`;
 }
@@ -50,7 +53,8 @@ export function describeConnection(connection: ServiceBusConnection): { host: st
   if (!endpoint) throw new JobqError('invalid-config', 'the Service Bus connection string has no Endpoint');
   const host = endpoint.replace(/^[a-z]+:\/\//i, '').replace(/\/.*$/, '');
   if (host === '') throw new JobqError('invalid-config', 'the Service Bus connection string has an empty Endpoint');
-  if (fields.has('entitypath')) throw new JobqError('invalid-config', 'the Service Bus connection string names an entity (EntityPath); give the namespace-level one');
+  if (fields.has('entitypath'))
+    throw new JobqError('invalid-config', 'the Service Bus connection string names an entity (EntityPath); give the namespace-level one');
   return { host: host.toLowerCase(), emulator: (fields.get('usedevelopmentemulator') ?? '').toLowerCase() === 'true' };
 }
 
@@ -91,7 +95,10 @@ export interface ClientLease {
  * shared by every queue opened on it; it is closed when the last queue using it closes.
  */
 export function acquireClient(connection: ServiceBusConnection, retryOptions: RetryOptions): ClientLease {
-  const who = 'connectionString' in connection ? `s:${connection.connectionString}` : `c:${namespaceHost(connection.namespace)}:${credentialId(credentialOf(connection))}`;
+  const who =
+    'connectionString' in connection
+      ? `s:${connection.connectionString}`
+      : `c:${namespaceHost(connection.namespace)}:${credentialId(credentialOf(connection))}`;
   const key = `${who}|${JSON.stringify(retryOptions)}`;
   let pooled = pool.get(key);
   if (!pooled) {
@@ -133,12 +140,18 @@ export function openClientCount(): number {
  * An administration client for the connection, or null when there is none to reach: the local
  * emulator's connection string without an admin policy pointing at its admin endpoint.
  */
-export function createAdminClient(connection: ServiceBusConnection, policies: readonly AdminPolicy[]): ServiceBusAdministrationClient | null {
+export function createAdminClient(
+  connection: ServiceBusConnection,
+  policies: readonly AdminPolicy[],
+): ServiceBusAdministrationClient | null {
   const { host, emulator } = describeConnection(connection);
   if (emulator && policies.length === 0) return null;
   let admin: ServiceBusAdministrationClient;
   try {
-    admin = 'connectionString' in connection ? new ServiceBusAdministrationClient(connection.connectionString) : new ServiceBusAdministrationClient(host, credentialOf(connection));
+    admin =
+      'connectionString' in connection
+        ? new ServiceBusAdministrationClient(connection.connectionString)
+        : new ServiceBusAdministrationClient(host, credentialOf(connection));
   } catch {
     throw new JobqError('invalid-config', 'the Service Bus connection string or namespace is not valid');
   }

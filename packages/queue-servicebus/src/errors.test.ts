@@ -31,7 +31,12 @@ describe('translateError', () => {
   });
 
   it('maps administration answers by status', () => {
-    const rest = (statusCode: number, code?: string) => ({ name: 'RestError', statusCode, code, message: 'SharedAccessSignature sr=x&sig=secret' });
+    const rest = (statusCode: number, code?: string) => ({
+      name: 'RestError',
+      statusCode,
+      code,
+      message: 'SharedAccessSignature sr=x&sig=secret',
+    });
     expect(mapped(rest(401, 'UnauthorizedRequestError'))).toMatchObject({ code: 'auth' });
     expect(mapped(rest(403))).toMatchObject({ code: 'auth' });
     expect(mapped(rest(403, 'QuotaExceededError'))).toMatchObject({ code: 'throttled' });
@@ -46,10 +51,19 @@ describe('translateError', () => {
   it('tells the caller’s abort from a time limit, and a socket error from a bug', () => {
     expect(mapped({ name: 'AbortError' }, true).code).toBe('aborted');
     expect(mapped({ name: 'AbortError' }).code).toBe('timeout');
-    expect(mapped({ name: 'MessagingError', code: 'GeneralError', syscall: 'connect', errno: -111 })).toMatchObject({ code: 'unavailable', retryable: true });
+    expect(mapped({ name: 'MessagingError', code: 'GeneralError', syscall: 'connect', errno: -111 })).toMatchObject({
+      code: 'unavailable',
+      retryable: true,
+    });
     // GeneralError follows the SDK's own retryable flag.
-    expect(mapped(Object.assign(new ServiceBusError('x', 'GeneralError'), { retryable: false }))).toMatchObject({ code: 'internal', retryable: false });
-    expect(mapped(Object.assign(new ServiceBusError('x', 'GeneralError'), { retryable: true }))).toMatchObject({ code: 'unavailable', retryable: true });
+    expect(mapped(Object.assign(new ServiceBusError('x', 'GeneralError'), { retryable: false }))).toMatchObject({
+      code: 'internal',
+      retryable: false,
+    });
+    expect(mapped(Object.assign(new ServiceBusError('x', 'GeneralError'), { retryable: true }))).toMatchObject({
+      code: 'unavailable',
+      retryable: true,
+    });
     expect(mapped(new Error('The message has either been deleted or already settled')).code).toBe('internal');
   });
 });
@@ -72,7 +86,11 @@ describe('connections and durations', () => {
     expect(namespaceHost('jobq-prod')).toBe('jobq-prod.servicebus.windows.net');
     expect(namespaceHost('sb://Jobq-Prod.servicebus.windows.net/')).toBe('jobq-prod.servicebus.windows.net');
     expect(() => namespaceHost('a b')).toThrow(/namespace/);
-    expect(describeConnection({ connectionString: 'Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=k;SharedAccessKey=s3cret;UseDevelopmentEmulator=true' })).toEqual({
+    expect(
+      describeConnection({
+        connectionString: 'Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=k;SharedAccessKey=s3cret;UseDevelopmentEmulator=true',
+      }),
+    ).toEqual({
       host: '127.0.0.1:5672',
       emulator: true,
     });

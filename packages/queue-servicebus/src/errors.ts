@@ -32,7 +32,17 @@ const BY_SERVICE_BUS_CODE: Readonly<Record<string, { code: JobqErrorCode; why: s
 };
 
 /** Node's network error codes: the namespace (or its admin endpoint) could not be reached. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'REQUEST_SEND_ERROR']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'REQUEST_SEND_ERROR',
+]);
 
 /** A code of the SDK that is safe to quote: a short identifier, never free text. */
 function safeCode(value: unknown): string | undefined {
@@ -52,10 +62,14 @@ export function translateError(error: unknown, context: ErrorContext): JobqError
   const sdkCode = safeCode(e.code);
   const where = `${context.operation} on Service Bus queue "${context.queue}"`;
   const make = (code: JobqErrorCode, why: string, retryable?: boolean) =>
-    new JobqError(code, `${where} failed: ${why}${sdkCode === undefined ? '' : ` (${sdkCode}${status === undefined ? '' : ` ${status}`})`}`, {
-      ...(retryable === undefined ? {} : { retryable }),
-      details: { queue: context.queue, operation: context.operation, statusCode: status ?? null, serviceCode: sdkCode ?? null },
-    });
+    new JobqError(
+      code,
+      `${where} failed: ${why}${sdkCode === undefined ? '' : ` (${sdkCode}${status === undefined ? '' : ` ${status}`})`}`,
+      {
+        ...(retryable === undefined ? {} : { retryable }),
+        details: { queue: context.queue, operation: context.operation, statusCode: status ?? null, serviceCode: sdkCode ?? null },
+      },
+    );
 
   if (e.name === 'AbortError') {
     return context.callerAborted ? make('aborted', 'aborted by the caller') : make('timeout', 'no answer within the time limit');
@@ -66,7 +80,9 @@ export function translateError(error: unknown, context: ErrorContext): JobqError
     const known = BY_SERVICE_BUS_CODE[sdkCode];
     if (known) return make(known.code, known.why);
     // GeneralError and the session codes: retryable when the SDK says so.
-    return e.retryable === true ? make('unavailable', 'the service reported a transient error') : make('internal', 'the service reported an error');
+    return e.retryable === true
+      ? make('unavailable', 'the service reported a transient error')
+      : make('internal', 'the service reported an error');
   }
   if (status !== undefined) {
     // The administration client (HTTP).

@@ -65,7 +65,13 @@ function createRefused(queueName: string, host: string, lockDurationInMs: number
 }
 
 /** Creates the queue with jobq's settings; a queue created meanwhile by someone else is fine. */
-async function createQueue(admin: ServiceBusAdministrationClient, queueName: string, host: string, lockDurationInMs: number, signal: () => AbortSignal): Promise<void> {
+async function createQueue(
+  admin: ServiceBusAdministrationClient,
+  queueName: string,
+  host: string,
+  lockDurationInMs: number,
+  signal: () => AbortSignal,
+): Promise<void> {
   let basic = false;
   try {
     basic = (await admin.getNamespaceProperties({ abortSignal: signal() })).messagingSku === 'Basic';
@@ -79,7 +85,12 @@ async function createQueue(admin: ServiceBusAdministrationClient, queueName: str
       lockDuration: isoDuration(lockDurationInMs),
       maxDeliveryCount: CREATED_QUEUE_SETTINGS.maxDeliveryCount,
       // Basic tier has no duplicate detection; jobq stays correct without it.
-      ...(basic ? {} : { requiresDuplicateDetection: true, duplicateDetectionHistoryTimeWindow: CREATED_QUEUE_SETTINGS.duplicateDetectionHistoryTimeWindow }),
+      ...(basic
+        ? {}
+        : {
+            requiresDuplicateDetection: true,
+            duplicateDetectionHistoryTimeWindow: CREATED_QUEUE_SETTINGS.duplicateDetectionHistoryTimeWindow,
+          }),
       abortSignal: signal(),
     });
   } catch (error) {
@@ -87,9 +98,13 @@ async function createQueue(admin: ServiceBusAdministrationClient, queueName: str
     if (status === 409) return;
     if (status === 401 || status === 403) throw createRefused(queueName, host, lockDurationInMs);
     if (status === 400) {
-      throw new JobqError('invalid-config', `Service Bus refused to create queue "${queueName}" with LockDuration ${isoDuration(lockDurationInMs)} (it must be 5 s – 5 min)`, {
-        details: { queue: queueName, namespace: host, statusCode: 400 },
-      });
+      throw new JobqError(
+        'invalid-config',
+        `Service Bus refused to create queue "${queueName}" with LockDuration ${isoDuration(lockDurationInMs)} (it must be 5 s – 5 min)`,
+        {
+          details: { queue: queueName, namespace: host, statusCode: 400 },
+        },
+      );
     }
     throw translateError(error, { operation: 'create', queue: queueName });
   }
@@ -103,7 +118,10 @@ async function createQueue(admin: ServiceBusAdministrationClient, queueName: str
 export async function openServiceBusQueue(options: OpenServiceBusQueueOptions): Promise<ServiceBusTaskQueue> {
   const { queueName } = options;
   if (queueName.length > 260 || !QUEUE_NAME.test(queueName) || /\$/.test(queueName)) {
-    throw new JobqError('invalid-config', `"${queueName}" is not a Service Bus queue name (letters, digits, ".", "-", "_" and "/"-separated segments, at most 260)`);
+    throw new JobqError(
+      'invalid-config',
+      `"${queueName}" is not a Service Bus queue name (letters, digits, ".", "-", "_" and "/"-separated segments, at most 260)`,
+    );
   }
   const configured = options.lockDurationInMs ?? DEFAULT_LOCK_DURATION_MS;
   if (!Number.isFinite(configured) || configured < 1_000 || configured > 300_000) {
@@ -125,9 +143,13 @@ export async function openServiceBusQueue(options: OpenServiceBusQueueOptions): 
       const missing = status === 404 || (error as { code?: unknown } | null)?.code === 'MessageEntityNotFoundError';
       if (missing) {
         if (!options.createIfMissing) {
-          throw new JobqError('not-found', `Service Bus queue "${queueName}" does not exist on ${host}; create it, or open it with createIfMissing`, {
-            details: { queue: queueName, namespace: host },
-          });
+          throw new JobqError(
+            'not-found',
+            `Service Bus queue "${queueName}" does not exist on ${host}; create it, or open it with createIfMissing`,
+            {
+              details: { queue: queueName, namespace: host },
+            },
+          );
         }
         await createQueue(admin, queueName, host, configured, signal);
       } else if (status === 401 || status === 403) {

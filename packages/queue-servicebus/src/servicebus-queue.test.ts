@@ -67,7 +67,9 @@ async function failure(promise: Promise<unknown>): Promise<{ code: string | unde
     await promise;
   } catch (error) {
     provoked.push(error);
-    return isJobqError(error) ? { code: error.code, message: error.message, retryable: error.retryable } : { code: undefined, message: String(error), retryable: undefined };
+    return isJobqError(error)
+      ? { code: error.code, message: error.message, retryable: error.retryable }
+      : { code: undefined, message: String(error), retryable: undefined };
   }
   throw new Error('expected a failure');
 }
@@ -177,7 +179,9 @@ describe('receiving', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 200);
     const started = Date.now();
-    expect((await failure(queue.receive({ maxMessages: 5, maxWaitTimeInMs: 10_000, abortSignal: controller.signal }))).code).toBe('aborted');
+    expect((await failure(queue.receive({ maxMessages: 5, maxWaitTimeInMs: 10_000, abortSignal: controller.signal }))).code).toBe(
+      'aborted',
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
     // The queue still works afterwards.
     await queue.send({ body: 'after' });
@@ -244,7 +248,10 @@ describe('receiving', () => {
   it('serialises overlapping receives on one queue instead of failing', async () => {
     const queue = await open();
     await queue.send([{ body: 'a' }, { body: 'b' }]);
-    const [x, y] = await Promise.all([queue.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 }), queue.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 })]);
+    const [x, y] = await Promise.all([
+      queue.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 }),
+      queue.receive({ maxMessages: 1, maxWaitTimeInMs: 2_000 }),
+    ]);
     expect([...x, ...y].map((m) => m.body).sort()).toEqual(['a', 'b']);
     for (const m of [...x, ...y]) await queue.complete(m);
     await queue.close();
@@ -270,7 +277,11 @@ describe('sending', () => {
   it('sends a delay as scheduledEnqueueTimeUtc in the same transfer, the time to live counted from the send; peek leaves it out, the count includes it', async () => {
     const queue = await open();
     const before = Date.now();
-    await queue.send([{ body: 'now' }, { body: 'later', delayInMs: 60_000, timeToLiveInMs: 90_000 }, { body: 'later-no-ttl', delayInMs: 60_000 }]);
+    await queue.send([
+      { body: 'now' },
+      { body: 'later', delayInMs: 60_000, timeToLiveInMs: 90_000 },
+      { body: 'later-no-ttl', delayInMs: 60_000 },
+    ]);
     const after = Date.now();
     expect(sb.stats().queues[queue.name]).toMatchObject({ messagesIn: 3, framesIn: 1, active: 1, scheduled: 2 });
     expect((await queue.peek(32)).map((m) => m.body)).toEqual(['now']);
@@ -334,7 +345,12 @@ describe('dead letters', () => {
     await queue.send([{ body: '{"n":"dead-1"}' }, { body: '{"n":"dead-2"}' }, { body: '{"n":"done"}' }, { body: '{"n":"dead-3"}' }]);
     const [d1, d2, ok, d3] = await drain(queue, 4);
     // All issued before any of them is written out: one disposition pass for the four deliveries.
-    await Promise.all([queue.deadLetter(d1!, 'reason one'), queue.deadLetter(d2!, 'reason two'), queue.complete(ok!), queue.deadLetter(d3!, 'reason three')]);
+    await Promise.all([
+      queue.deadLetter(d1!, 'reason one'),
+      queue.deadLetter(d2!, 'reason two'),
+      queue.complete(ok!),
+      queue.deadLetter(d3!, 'reason three'),
+    ]);
     const client = new ServiceBusClient(sb.connectionString);
     const receiver = client.createReceiver(queue.name, { subQueueType: 'deadLetter' });
     const dead = await receiver.peekMessages(10);
@@ -381,7 +397,12 @@ describe('counting and the Data Owner role', () => {
     await owner.send(bodies);
     expect(await owner.approximateMessageCount()).toBe(300);
     // Sender + Receiver only: the queue opens with the configured lock; counts peek.
-    const limited = await open({ queueName: name, createIfMissing: false, lockDurationInMs: 2_500, adminPolicies: [...admin(), forbidden()] });
+    const limited = await open({
+      queueName: name,
+      createIfMissing: false,
+      lockDurationInMs: 2_500,
+      adminPolicies: [...admin(), forbidden()],
+    });
     expect(limited.lockDurationInMs).toBe(2_500);
     expect(await limited.approximateMessageCount()).toBe(250);
     expect(await limited.peek(500)).toHaveLength(250);
@@ -444,7 +465,12 @@ describe('counting and the Data Owner role', () => {
     client.pipeline.addPolicy(adminPolicy(sb.adminEndpoint!));
     const standard = await open({ lockDurationInMs: 3_000 });
     const made = await client.getQueue(standard.name);
-    expect(made).toMatchObject({ lockDuration: 'PT3S', maxDeliveryCount: 1_000, requiresDuplicateDetection: true, duplicateDetectionHistoryTimeWindow: 'PT10M' });
+    expect(made).toMatchObject({
+      lockDuration: 'PT3S',
+      maxDeliveryCount: 1_000,
+      requiresDuplicateDetection: true,
+      duplicateDetectionHistoryTimeWindow: 'PT10M',
+    });
     expect(made.defaultMessageTimeToLive).toBe('P10675199DT2H48M5.4775807S');
     const basicTier: AdminPolicy = {
       name: 'basic-tier',
@@ -577,7 +603,8 @@ describe('request metrics', () => {
     for (const m of got) await queue.complete(m);
     await queue.deleteQueue();
     await queue.deleteQueue(); // gone: not-found from the broker, an error call (swallowed by deleteQueue)
-    const count = (method: string, status_class = 'ok') => counts.get(`jobq_storage_requests_total ${JSON.stringify({ service: 'servicebus', method, status_class })}`) ?? 0;
+    const count = (method: string, status_class = 'ok') =>
+      counts.get(`jobq_storage_requests_total ${JSON.stringify({ service: 'servicebus', method, status_class })}`) ?? 0;
     expect(count('send')).toBe(1); // one transfer of both messages (the batch is made locally)
     expect(count('receive')).toBeGreaterThanOrEqual(1);
     expect(count('renew_lock')).toBe(1);

@@ -106,13 +106,16 @@ export class QueueCore {
   }
 
   get maxMessageBytes(): number {
-    return Math.min(this.linkMaxBytes ?? SERVICE_BUS_MAX_TRANSFER_BYTES, SERVICE_BUS_MAX_TRANSFER_BYTES) - SERVICE_BUS_PROPERTY_RESERVE_BYTES;
+    return (
+      Math.min(this.linkMaxBytes ?? SERVICE_BUS_MAX_TRANSFER_BYTES, SERVICE_BUS_MAX_TRANSFER_BYTES) - SERVICE_BUS_PROPERTY_RESERVE_BYTES
+    );
   }
 
   /** Lowers the lock duration when a lock just received is clearly shorter than believed. */
   noteLock(observedInMs: number): void {
     const tolerance = Math.max(250, this.lockDurationInMs * 0.05);
-    if (observedInMs > 0 && observedInMs + tolerance < this.lockDurationInMs) this.lockDurationInMs = Math.max(1_000, Math.floor(observedInMs));
+    if (observedInMs > 0 && observedInMs + tolerance < this.lockDurationInMs)
+      this.lockDurationInMs = Math.max(1_000, Math.floor(observedInMs));
   }
 }
 
@@ -171,7 +174,10 @@ function cutBytes(text: string, max: number): string {
 /** What jobq puts on a dead-lettered message: the reason's first line (≤ 256 characters) and the whole reason (≤ 4 KiB). */
 export function deadLetterProperties(reason: string): { deadLetterReason: string; deadLetterErrorDescription: string } {
   const firstLine = (reason.split(/\r\n|\r|\n/)[0] ?? '').trim();
-  return { deadLetterReason: cutChars(firstLine, DEAD_LETTER_REASON_MAX_CHARS), deadLetterErrorDescription: cutBytes(reason, DEAD_LETTER_DESCRIPTION_MAX_BYTES) };
+  return {
+    deadLetterReason: cutChars(firstLine, DEAD_LETTER_REASON_MAX_CHARS),
+    deadLetterErrorDescription: cutBytes(reason, DEAD_LETTER_DESCRIPTION_MAX_BYTES),
+  };
 }
 
 /**
@@ -247,10 +253,18 @@ export class ServiceBusTaskQueue implements TaskQueue {
     const instruments = counted ? this.core.settings.instruments : undefined;
     try {
       const result = await fn();
-      instruments?.inc('jobq_storage_requests_total', { service: 'servicebus', method: operation.replace(/[ -]/g, '_'), status_class: 'ok' });
+      instruments?.inc('jobq_storage_requests_total', {
+        service: 'servicebus',
+        method: operation.replace(/[ -]/g, '_'),
+        status_class: 'ok',
+      });
       return result;
     } catch (error) {
-      instruments?.inc('jobq_storage_requests_total', { service: 'servicebus', method: operation.replace(/[ -]/g, '_'), status_class: 'error' });
+      instruments?.inc('jobq_storage_requests_total', {
+        service: 'servicebus',
+        method: operation.replace(/[ -]/g, '_'),
+        status_class: 'error',
+      });
       throw translateError(error, { operation, queue: this.name, callerAborted: caller?.aborted ?? false });
     }
   }
@@ -273,20 +287,32 @@ export class ServiceBusTaskQueue implements TaskQueue {
 
   private async newBatch(options: OperationOptions | undefined): Promise<ServiceBusMessageBatch> {
     // Not counted: it sends no message (the link attaches on the first one).
-    const batch = await this.call('send', options, () => this.getSender().createMessageBatch(options?.abortSignal ? { abortSignal: options.abortSignal } : {}), false);
-    if (this.core.linkMaxBytes === undefined || batch.maxSizeInBytes < this.core.linkMaxBytes) this.core.linkMaxBytes = batch.maxSizeInBytes;
+    const batch = await this.call(
+      'send',
+      options,
+      () => this.getSender().createMessageBatch(options?.abortSignal ? { abortSignal: options.abortSignal } : {}),
+      false,
+    );
+    if (this.core.linkMaxBytes === undefined || batch.maxSizeInBytes < this.core.linkMaxBytes)
+      this.core.linkMaxBytes = batch.maxSizeInBytes;
     return batch;
   }
 
   private tooLarge(message: OutgoingMessage): JobqError {
     const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
-    return new JobqError('message-too-large', `${which} for Service Bus queue "${this.name}" does not fit one transfer with its properties`, {
-      details: { queue: this.name, limit: this.maxMessageBytes },
-    });
+    return new JobqError(
+      'message-too-large',
+      `${which} for Service Bus queue "${this.name}" does not fit one transfer with its properties`,
+      {
+        details: { queue: this.name, limit: this.maxMessageBytes },
+      },
+    );
   }
 
   async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
-    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    const list: readonly OutgoingMessage[] = Array.isArray(messages)
+      ? (messages as readonly OutgoingMessage[])
+      : [messages as OutgoingMessage];
     if (this.deadLetterView) {
       throw new JobqError('invalid-argument', `"${this.name}" is a dead-letter queue: Service Bus does not take sends to it`);
     }
@@ -348,12 +374,18 @@ export class ServiceBusTaskQueue implements TaskQueue {
     // first message of a multi-message receive, which would delay a lone message. The top-up waits
     // about two round trips of the link (messages already on the broker come one round trip after
     // the credit); when it ends, the SDK drains the credit, which still brings what the broker holds.
-    const first = await this.call('receive', options, () => receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }));
+    const first = await this.call('receive', options, () =>
+      receiver.receiveMessages(1, { maxWaitTimeInMs: Math.max(0, options.maxWaitTimeInMs), ...abort }),
+    );
     const received = [...first];
     if (received.length > 0 && wanted > 1) {
       disableNagle(this.core.lease.client);
       try {
-        received.push(...(await this.call('receive', options, () => receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.fillWait.waitInMs, ...abort }))));
+        received.push(
+          ...(await this.call('receive', options, () =>
+            receiver.receiveMessages(wanted - 1, { maxWaitTimeInMs: this.fillWait.waitInMs, ...abort }),
+          )),
+        );
       } catch {
         // The first message is held already: return it; a lasting failure shows on the next receive.
       }
@@ -362,7 +394,15 @@ export class ServiceBusTaskQueue implements TaskQueue {
     return received.map((m) => {
       const lockedUntil = m.lockedUntilUtc ?? new Date(now + this.lockDurationInMs);
       if (m.lockedUntilUtc) this.core.noteLock(m.lockedUntilUtc.getTime() - now);
-      return new ServiceBusReceivedHandle(idText(m.messageId), this.bodyOf(m), (m.deliveryCount ?? 0) + 1, m.enqueuedTimeUtc ?? null, lockedUntil, m, this);
+      return new ServiceBusReceivedHandle(
+        idText(m.messageId),
+        this.bodyOf(m),
+        (m.deliveryCount ?? 0) + 1,
+        m.enqueuedTimeUtc ?? null,
+        lockedUntil,
+        m,
+        this,
+      );
     });
   }
 
@@ -374,9 +414,18 @@ export class ServiceBusTaskQueue implements TaskQueue {
     return reason === undefined ? text : deadLetterBody(text, reason, this.maxMessageBytes);
   }
 
-  private async settle(operation: string, message: ReceivedMessage, options: OperationOptions | undefined, fn: (raw: ServiceBusReceivedMessage) => Promise<void>): Promise<void> {
+  private async settle(
+    operation: string,
+    message: ReceivedMessage,
+    options: OperationOptions | undefined,
+    fn: (raw: ServiceBusReceivedMessage) => Promise<void>,
+  ): Promise<void> {
     const m = this.own(message);
-    if (m.settled) throw new JobqError('lock-lost', `${operation} of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`);
+    if (m.settled)
+      throw new JobqError(
+        'lock-lost',
+        `${operation} of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`,
+      );
     try {
       await this.call(operation, options, () => this.timed(() => fn(m.raw)));
     } catch (error) {
@@ -388,7 +437,8 @@ export class ServiceBusTaskQueue implements TaskQueue {
 
   async renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
     const m = this.own(message);
-    if (m.settled) throw new JobqError('lock-lost', `renew lock of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`);
+    if (m.settled)
+      throw new JobqError('lock-lost', `renew lock of message ${m.messageId} on Service Bus queue "${this.name}": it was already settled`);
     m.lockedUntil = await this.call('renew lock', options, () => this.timed(() => this.getReceiver().renewMessageLock(m.raw)));
   }
 
@@ -442,7 +492,12 @@ export class ServiceBusTaskQueue implements TaskQueue {
     // A scheduled message (sent with a delay not yet passed) is not shown, as on the other backends;
     // the scan looks past up to three pages of them.
     const peeked = await this.peekRaw(n, options, (m) => m.state !== 'scheduled', n + 3 * SERVICE_BUS_MAX_PEEK);
-    return peeked.map((m) => ({ messageId: idText(m.messageId), body: this.bodyOf(m), enqueuedAt: m.enqueuedTimeUtc ?? null, deliveryCount: m.deliveryCount ?? 0 }));
+    return peeked.map((m) => ({
+      messageId: idText(m.messageId),
+      body: this.bodyOf(m),
+      enqueuedAt: m.enqueuedTimeUtc ?? null,
+      deliveryCount: m.deliveryCount ?? 0,
+    }));
   }
 
   async approximateMessageCount(options?: OperationOptions): Promise<number> {
@@ -486,7 +541,9 @@ export class ServiceBusTaskQueue implements TaskQueue {
             lockDurationInMs: parseIsoDuration(properties.lockDuration) ?? this.core.lockDurationInMs,
             maxDeliveryCount: properties.maxDeliveryCount,
             requiresDuplicateDetection: properties.requiresDuplicateDetection,
-            duplicateDetectionHistoryTimeWindowInMs: properties.requiresDuplicateDetection ? (parseIsoDuration(properties.duplicateDetectionHistoryTimeWindow) ?? null) : null,
+            duplicateDetectionHistoryTimeWindowInMs: properties.requiresDuplicateDetection
+              ? (parseIsoDuration(properties.duplicateDetectionHistoryTimeWindow) ?? null)
+              : null,
             defaultMessageTimeToLiveInMs: ttl === undefined || ttl >= NEVER_MS ? Number.POSITIVE_INFINITY : ttl,
           },
           activeMessageCount: runtime.activeMessageCount,
@@ -499,7 +556,10 @@ export class ServiceBusTaskQueue implements TaskQueue {
       }
     }
     const main = this.main ?? this;
-    const [active, dead] = await Promise.all([main.peekRaw(SERVICE_BUS_MAX_PEEK, options), main.deadLetterQueue().peekRaw(SERVICE_BUS_MAX_PEEK, options)]);
+    const [active, dead] = await Promise.all([
+      main.peekRaw(SERVICE_BUS_MAX_PEEK, options),
+      main.deadLetterQueue().peekRaw(SERVICE_BUS_MAX_PEEK, options),
+    ]);
     return { queueName, properties: null, activeMessageCount: active.length, deadLetterMessageCount: dead.length, countedBy: 'peek' };
   }
 
@@ -517,7 +577,8 @@ export class ServiceBusTaskQueue implements TaskQueue {
   /** Deletes the queue (and with it its dead-letter queue) through the administration client; tests and teardown. */
   async deleteQueue(options?: OperationOptions): Promise<void> {
     const admin = this.core.admin;
-    if (!admin) throw new JobqError('invalid-config', `deleting Service Bus queue "${this.core.queueName}" needs the administration endpoint`);
+    if (!admin)
+      throw new JobqError('invalid-config', `deleting Service Bus queue "${this.core.queueName}" needs the administration endpoint`);
     try {
       await this.call('delete', options, () => admin.deleteQueue(this.core.queueName, { abortSignal: this.adminSignal(options) }));
     } catch (error) {

@@ -64,7 +64,8 @@ export function parseConnectionString(connectionString: string): ParsedConnectio
   if (!queueUrl) {
     throw new JobqError('invalid-config', 'the storage connection string has neither QueueEndpoint nor AccountName');
   }
-  if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
+  if (accountKey && !accountName)
+    throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
   return { queueUrl: queueUrl.replace(/\/+$/, ''), accountName, accountKey, sas };
 }
 

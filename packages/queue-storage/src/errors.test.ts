@@ -28,7 +28,11 @@ describe('translateError: 409 and 412', () => {
   });
 
   it('gives any other 409 a non-conflict code naming the service code', () => {
-    expect(mapped(queueError(409, 'QueueNotEmpty'))).toMatchObject({ code: 'internal', retryable: false, message: 'send on queue "q" failed: the service refused it (409 QueueNotEmpty)' });
+    expect(mapped(queueError(409, 'QueueNotEmpty'))).toMatchObject({
+      code: 'internal',
+      retryable: false,
+      message: 'send on queue "q" failed: the service refused it (409 QueueNotEmpty)',
+    });
     expect(mapped(queueError(409))).toMatchObject({ code: 'internal', retryable: false });
   });
 });

@@ -17,7 +17,18 @@ interface SdkErrorShape {
   details?: { errorCode?: unknown };
 }
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'REQUEST_SEND_ERROR', 'UND_ERR_SOCKET']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'REQUEST_SEND_ERROR',
+  'UND_ERR_SOCKET',
+]);
 
 function errorCodeOf(error: SdkErrorShape): string | undefined {
   const fromDetails = error.details?.errorCode;
@@ -33,9 +44,13 @@ function errorCodeOf(error: SdkErrorShape): string | undefined {
 function conflictOf(serviceCode: string | undefined, make: (code: JobqErrorCode, why: string) => JobqError): JobqError {
   if (serviceCode?.endsWith('AlreadyExists')) return make('conflict', `already there (${serviceCode})`);
   if (serviceCode === 'MemoryExtentStoreAtSizeLimit') {
-    return make('unavailable', `the storage emulator's memory is full (409 ${serviceCode}): it keeps blob contents and message bodies in memory up to a cap`);
+    return make(
+      'unavailable',
+      `the storage emulator's memory is full (409 ${serviceCode}): it keeps blob contents and message bodies in memory up to a cap`,
+    );
   }
-  if (serviceCode?.endsWith('BeingDeleted')) return make('unavailable', `the queue is being deleted (409 ${serviceCode}); try again once the deletion is over`);
+  if (serviceCode?.endsWith('BeingDeleted'))
+    return make('unavailable', `the queue is being deleted (409 ${serviceCode}); try again once the deletion is over`);
   return make('internal', `the service refused it (409 ${serviceCode ?? 'without a code'})`);
 }
 
@@ -59,15 +74,22 @@ export function translateError(error: unknown, context: ErrorContext): JobqError
     return context.callerAborted ? make('aborted', 'aborted by the caller') : make('timeout', 'no answer within the time limit');
   }
   if (status === undefined) {
-    if (serviceCode !== undefined && NETWORK_CODES.has(serviceCode)) return make('unavailable', `the storage service could not be reached (${serviceCode})`);
-    return make('unavailable', `the storage service could not be reached (${serviceCode ?? (typeof e.name === 'string' ? e.name : 'unknown error')})`);
+    if (serviceCode !== undefined && NETWORK_CODES.has(serviceCode))
+      return make('unavailable', `the storage service could not be reached (${serviceCode})`);
+    return make(
+      'unavailable',
+      `the storage service could not be reached (${serviceCode ?? (typeof e.name === 'string' ? e.name : 'unknown error')})`,
+    );
   }
   if (context.messageOperation && (status === 404 || serviceCode === 'PopReceiptMismatch' || serviceCode === 'MessageNotFound')) {
     return make('lock-lost', 'the message is no longer held under this lock (completed, or delivered again)');
   }
-  if (status === 413 || serviceCode === 'RequestBodyTooLarge' || serviceCode === 'MessageTooLarge') return make('message-too-large', 'the message is larger than 64 KiB');
-  if (status === 404) return make('not-found', serviceCode === 'QueueNotFound' ? 'the queue does not exist' : `not found (${serviceCode ?? 404})`);
-  if (status === 401 || status === 403) return make('auth', `access denied (${serviceCode ?? status}); check the credential and its role on the account`);
+  if (status === 413 || serviceCode === 'RequestBodyTooLarge' || serviceCode === 'MessageTooLarge')
+    return make('message-too-large', 'the message is larger than 64 KiB');
+  if (status === 404)
+    return make('not-found', serviceCode === 'QueueNotFound' ? 'the queue does not exist' : `not found (${serviceCode ?? 404})`);
+  if (status === 401 || status === 403)
+    return make('auth', `access denied (${serviceCode ?? status}); check the credential and its role on the account`);
   if (status === 412) return make('conflict', `a condition of the request failed (${serviceCode ?? 412})`);
   if (status === 409) return conflictOf(serviceCode, make);
   if (status === 429 || status === 503) return make('throttled', `the service is busy (${serviceCode ?? status})`);

@@ -34,7 +34,10 @@ export const STORAGE_QUEUE_DEFAULTS: StorageTaskQueueSettings = {
  */
 export async function openStorageQueue(options: OpenStorageQueueOptions): Promise<StorageTaskQueue> {
   if (!QUEUE_NAME.test(options.queueName)) {
-    throw new JobqError('invalid-config', `"${options.queueName}" is not a Storage Queue name (3–63 lowercase letters, digits and single hyphens)`);
+    throw new JobqError(
+      'invalid-config',
+      `"${options.queueName}" is not a Storage Queue name (3–63 lowercase letters, digits and single hyphens)`,
+    );
   }
   const settings: StorageTaskQueueSettings = {
     lockDurationInMs: options.lockDurationInMs ?? STORAGE_QUEUE_DEFAULTS.lockDurationInMs,
@@ -50,7 +53,12 @@ export async function openStorageQueue(options: OpenStorageQueueOptions): Promis
   let service;
   try {
     service = createQueueServiceClient(options.connection, {
-      retryOptions: options.retryOptions ?? { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 2_000, tryTimeoutInMs: settings.operationTimeoutInMs },
+      retryOptions: options.retryOptions ?? {
+        maxTries: 3,
+        retryDelayInMs: 200,
+        maxRetryDelayInMs: 2_000,
+        tryTimeoutInMs: settings.operationTimeoutInMs,
+      },
       ...(options.policies ? { policies: options.policies } : {}),
     });
   } catch (error) {

@@ -4,7 +4,7 @@ import { PollSchedule } from './poll-schedule';
 /** The times of the polls of one receive that waits `waitInMs` on an empty queue, starting at `start`. */
 function polls(schedule: PollSchedule, start: number, waitInMs: number): number[] {
   const at = [start];
-  for (let t = start; ; ) {
+  for (let t = start; ;) {
     const left = start + waitInMs - t;
     if (left <= 0) return at;
     t += Math.min(schedule.nextPause(t), left);
@@ -18,7 +18,10 @@ describe('PollSchedule', () => {
     s.onMessages(0);
     const at = polls(s, 0, 3_000);
     expect(at.slice(0, 11)).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
-    const gaps = at.slice(10).map((t, i) => (at[i + 11] ?? t) - t).slice(0, -1);
+    const gaps = at
+      .slice(10)
+      .map((t, i) => (at[i + 11] ?? t) - t)
+      .slice(0, -1);
     expect(gaps.slice(0, 8)).toEqual([10, 20, 40, 80, 160, 320, 640, 1_000]);
   });
 

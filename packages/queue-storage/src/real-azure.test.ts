@@ -18,7 +18,11 @@ if (connectionString === '') {
   describeTaskQueueContract(
     'Azure Storage Queue (real account)',
     async () => {
-      const queue = await openStorageQueue({ connection: { connectionString }, queueName: `jobq-test-${randomBytes(8).toString('hex')}`, lockDurationInMs: 2_000 });
+      const queue = await openStorageQueue({
+        connection: { connectionString },
+        queueName: `jobq-test-${randomBytes(8).toString('hex')}`,
+        lockDurationInMs: 2_000,
+      });
       return { queue, dispose: () => queue.deleteQueue() };
     },
     { timeoutInMs: 120_000 },

@@ -68,7 +68,13 @@ describe('Storage Queue specifics', () => {
   it('escapes U+FFFE/U+FFFF on send: the body decodes to the same JSON value and the other messages still flow', async () => {
     const queue = await open();
     const output = { value: 'x\uffffy\ufffez', list: ['\uffff'] };
-    const envelope = JSON.stringify({ version: 1, id: 'wf/t/1', kwargs: JSON.stringify({ output }), num_retries: 0, reply_requested: false });
+    const envelope = JSON.stringify({
+      version: 1,
+      id: 'wf/t/1',
+      kwargs: JSON.stringify({ output }),
+      num_retries: 0,
+      reply_requested: false,
+    });
     expect(envelope).toContain('\uffff');
     await queue.send([{ body: '{"n":1}' }, { body: envelope }, { body: '{"n":2}' }]);
     const peeked = await queue.peek(32);
@@ -106,10 +112,19 @@ describe('Storage Queue specifics', () => {
     expect(sendMessageTimes('q', { body: '', delayInMs: 1_500 })).toEqual({ visibilityTimeout: 2 });
     expect(sendMessageTimes('q', { body: '', delayInMs: 0, timeToLiveInMs: 1_800 })).toEqual({ messageTimeToLive: 2 });
     // The visibility timeout must stay below the time to live: rounding must not make them equal.
-    expect(sendMessageTimes('q', { body: '', delayInMs: 1_500, timeToLiveInMs: 1_800 })).toEqual({ visibilityTimeout: 2, messageTimeToLive: 3 });
-    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY })).toEqual({ visibilityTimeout: 604_800, messageTimeToLive: -1 });
+    expect(sendMessageTimes('q', { body: '', delayInMs: 1_500, timeToLiveInMs: 1_800 })).toEqual({
+      visibilityTimeout: 2,
+      messageTimeToLive: 3,
+    });
+    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: Number.POSITIVE_INFINITY })).toEqual({
+      visibilityTimeout: 604_800,
+      messageTimeToLive: -1,
+    });
     // A workflow retry at the longest delay, as the coordinator sends it: its lifetime is the default 7 days from when it is due.
-    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: 2 * week })).toEqual({ visibilityTimeout: 604_800, messageTimeToLive: 1_209_600 });
+    expect(sendMessageTimes('q', { body: '', delayInMs: week, timeToLiveInMs: 2 * week })).toEqual({
+      visibilityTimeout: 604_800,
+      messageTimeToLive: 1_209_600,
+    });
     const queue = await open();
     await queue.send([
       { body: 'a', delayInMs: 1_500, timeToLiveInMs: 1_800 },
@@ -120,9 +135,16 @@ describe('Storage Queue specifics', () => {
     expect(await queue.approximateMessageCount()).toBe(4);
     expect(await queue.peek(32)).toEqual([]);
     // Over 7 days, or 7 days under the default time to live of 7 days: refused, nothing of the batch sent.
-    for (const bad of [{ delayInMs: week + 1, timeToLiveInMs: Number.POSITIVE_INFINITY }, { delayInMs: week - 999 }, { delayInMs: week, messageId: 'wf/t/1' }]) {
+    for (const bad of [
+      { delayInMs: week + 1, timeToLiveInMs: Number.POSITIVE_INFINITY },
+      { delayInMs: week - 999 },
+      { delayInMs: week, messageId: 'wf/t/1' },
+    ]) {
       const error = await queue.send([{ body: 'fine' }, { body: 'x', ...bad }]).catch((e: unknown) => e);
-      expect(error).toMatchObject({ code: 'invalid-argument', message: expect.stringMatching(/delayInMs must be .*7 days.* on a Storage Queue, got/) });
+      expect(error).toMatchObject({
+        code: 'invalid-argument',
+        message: expect.stringMatching(/delayInMs must be .*7 days.* on a Storage Queue, got/),
+      });
     }
     expect(await queue.approximateMessageCount()).toBe(4);
     await queue.deleteQueue();
@@ -146,7 +168,9 @@ describe('Storage Queue specifics', () => {
 
   it('refuses names that are not Storage Queue names, and lock durations out of range', async () => {
     for (const queueName of ['Upper', 'ab', 'a--b', '-ab', 'x'.repeat(64)]) {
-      await expect(openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName })).rejects.toMatchObject({ code: 'invalid-config' });
+      await expect(openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName })).rejects.toMatchObject({
+        code: 'invalid-config',
+      });
     }
     await expect(open(500)).rejects.toMatchObject({ code: 'invalid-config' });
   });
@@ -203,7 +227,10 @@ describe('connection strings', () => {
     expect(JSON.parse(dead!.body)).toEqual({ n: 2, dead_letter_reason: 'sas check' });
     await queue.deleteQueue();
     // A SAS that does not sign: refused as auth, and the signature is not quoted.
-    const forged = connectionString.replace(encodeURIComponent(signature), encodeURIComponent(Buffer.from('forged-signature-bytes').toString('base64')));
+    const forged = connectionString.replace(
+      encodeURIComponent(signature),
+      encodeURIComponent(Buffer.from('forged-signature-bytes').toString('base64')),
+    );
     const error = await openStorageQueue({ connection: { connectionString: forged }, queueName: uniqueName('sas') }).then(
       () => null,
       (e: unknown) => e,
@@ -223,11 +250,19 @@ describe('connection strings', () => {
     const service = createQueueServiceClient({ connectionString: `QueueEndpoint=https://myacct.queue.core.windows.net/`, credential });
     expect(service.url).toBe('https://myacct.queue.core.windows.net');
     // The token is asked for on the first call (a port nothing listens on: the call fails after that).
-    const local = createQueueServiceClient({ connectionString: 'QueueEndpoint=https://127.0.0.1:1/myacct', credential }, { retryOptions: { maxTries: 1 } });
+    const local = createQueueServiceClient(
+      { connectionString: 'QueueEndpoint=https://127.0.0.1:1/myacct', credential },
+      { retryOptions: { maxTries: 1 } },
+    );
     await expect(local.getProperties()).rejects.toThrow();
     expect(seen).toEqual(['https://storage.azure.com/.default']);
-    expect(parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net')).toMatchObject({ accountKey: undefined, sas: undefined });
-    expect(() => parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net;AccountKey=a2V5')).toThrow('an AccountKey but no AccountName');
+    expect(parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net')).toMatchObject({
+      accountKey: undefined,
+      sas: undefined,
+    });
+    expect(() => parseConnectionString('QueueEndpoint=https://myacct.queue.core.windows.net;AccountKey=a2V5')).toThrow(
+      'an AccountKey but no AccountName',
+    );
   });
 });
 
@@ -269,7 +304,13 @@ describe('failures', () => {
       caught = error;
     }
     expect(isJobqError(caught) && caught.code).toBe('auth');
-    const texts = [String(caught), (caught as Error).message, (caught as Error).stack ?? '', inspect(caught, { depth: 10 }), JSON.stringify(caught)];
+    const texts = [
+      String(caught),
+      (caught as Error).message,
+      (caught as Error).stack ?? '',
+      inspect(caught, { depth: 10 }),
+      JSON.stringify(caught),
+    ];
     for (const text of texts) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
@@ -292,7 +333,11 @@ describe('failures', () => {
 describe('countingPolicy', () => {
   it('counts every request the client sends, by method', async () => {
     const { policy, counter } = countingPolicy();
-    const queue = await openStorageQueue({ connection: { connectionString: azurite.connectionString }, queueName: uniqueName('counted'), policies: [policy] });
+    const queue = await openStorageQueue({
+      connection: { connectionString: azurite.connectionString },
+      queueName: uniqueName('counted'),
+      policies: [policy],
+    });
     counter.reset();
     await queue.send([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
     const received = await queue.receive({ maxMessages: 32, maxWaitTimeInMs: 2_000 });

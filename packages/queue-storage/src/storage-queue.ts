@@ -77,7 +77,10 @@ export function sendMessageTimes(queue: string, message: OutgoingMessage): { vis
   if (visibilityTimeout > limit) {
     const which = message.messageId === undefined ? 'a message' : `message "${message.messageId}"`;
     const why = messageTimeToLive === undefined ? 'less than 7 days (the default time to live)' : 'at most 7 days';
-    throw new JobqError('invalid-argument', `${which} for Storage queue "${queue}": delayInMs must be ${why} on a Storage Queue, got ${delay}`);
+    throw new JobqError(
+      'invalid-argument',
+      `${which} for Storage queue "${queue}": delayInMs must be ${why} on a Storage Queue, got ${delay}`,
+    );
   }
   if (messageTimeToLive === undefined) return { visibilityTimeout };
   return { visibilityTimeout, messageTimeToLive: messageTimeToLive === -1 ? -1 : Math.max(messageTimeToLive, visibilityTimeout + 1) };
@@ -114,10 +117,17 @@ export class StorageTaskQueue implements TaskQueue {
   }
 
   /** Runs one SDK call under the time limit and the caller's signal, translating its errors. */
-  async call<T>(operation: string, options: OperationOptions | undefined, fn: (signal: AbortSignal) => Promise<T>, messageOperation = false): Promise<T> {
+  async call<T>(
+    operation: string,
+    options: OperationOptions | undefined,
+    fn: (signal: AbortSignal) => Promise<T>,
+    messageOperation = false,
+  ): Promise<T> {
     const caller = options?.abortSignal;
     if (caller?.aborted) throw new JobqError('aborted', `${operation} on queue "${this.name}" was aborted by the caller`);
-    const signal = caller ? AbortSignal.any([caller, AbortSignal.timeout(this.settings.operationTimeoutInMs)]) : AbortSignal.timeout(this.settings.operationTimeoutInMs);
+    const signal = caller
+      ? AbortSignal.any([caller, AbortSignal.timeout(this.settings.operationTimeoutInMs)])
+      : AbortSignal.timeout(this.settings.operationTimeoutInMs);
     try {
       return await fn(signal);
     } catch (error) {
@@ -126,7 +136,9 @@ export class StorageTaskQueue implements TaskQueue {
   }
 
   async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
-    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    const list: readonly OutgoingMessage[] = Array.isArray(messages)
+      ? (messages as readonly OutgoingMessage[])
+      : [messages as OutgoingMessage];
     // Every message is checked before anything goes out, so a refused batch sends nothing.
     for (const m of list) {
       assertMessageFits(this.name, m, this.maxMessageBytes);
@@ -139,7 +151,9 @@ export class StorageTaskQueue implements TaskQueue {
       while (next < list.length) {
         const i = next++;
         const message = list[i]!;
-        await this.call('send', options, (abortSignal) => this.client.sendMessage(queueSafeText(message.body), { ...times[i], abortSignal }));
+        await this.call('send', options, (abortSignal) =>
+          this.client.sendMessage(queueSafeText(message.body), { ...times[i], abortSignal }),
+        );
       }
     };
     const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);
@@ -187,7 +201,12 @@ export class StorageTaskQueue implements TaskQueue {
 
   async abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
     const m = this.own(message);
-    const response = await this.call('abandon', options, (abortSignal) => this.client.updateMessage(m.messageId, m.popReceipt, undefined, 0, { abortSignal }), true);
+    const response = await this.call(
+      'abandon',
+      options,
+      (abortSignal) => this.client.updateMessage(m.messageId, m.popReceipt, undefined, 0, { abortSignal }),
+      true,
+    );
     if (response.popReceipt) m.popReceipt = response.popReceipt;
     m.lockedUntil = new Date();
   }
@@ -202,16 +221,25 @@ export class StorageTaskQueue implements TaskQueue {
     try {
       await this.complete(m, options);
     } catch (error) {
-      throw new JobqError('lock-lost', `dead-lettering message ${m.messageId} on queue "${this.name}" (${reason}): copied to "${dlq.name}" but could not delete the original`, {
-        cause: error,
-      });
+      throw new JobqError(
+        'lock-lost',
+        `dead-lettering message ${m.messageId} on queue "${this.name}" (${reason}): copied to "${dlq.name}" but could not delete the original`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 
   async peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
     const n = Math.max(1, Math.min(STORAGE_QUEUE_MAX_RECEIVE, Math.floor(maxMessages)));
     const response = await this.call('peek', options, (abortSignal) => this.client.peekMessages({ numberOfMessages: n, abortSignal }));
-    return response.peekedMessageItems.map((m) => ({ messageId: m.messageId, body: m.messageText, enqueuedAt: m.insertedOn ?? null, deliveryCount: m.dequeueCount }));
+    return response.peekedMessageItems.map((m) => ({
+      messageId: m.messageId,
+      body: m.messageText,
+      enqueuedAt: m.insertedOn ?? null,
+      deliveryCount: m.dequeueCount,
+    }));
   }
 
   async approximateMessageCount(options?: OperationOptions): Promise<number> {

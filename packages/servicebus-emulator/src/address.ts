@@ -33,10 +33,18 @@ export function parseAddress(raw: string | undefined): Address {
   }
   const lower = segments.map((s) => s.toLowerCase());
   if (lower.includes('subscriptions') || lower.includes('$subscriptions')) {
-    return { kind: 'refused', condition: 'amqp:not-implemented', description: `topics and subscriptions are not supported by this emulator (address "${path.slice(0, 200)}"); use queues` };
+    return {
+      kind: 'refused',
+      condition: 'amqp:not-implemented',
+      description: `topics and subscriptions are not supported by this emulator (address "${path.slice(0, 200)}"); use queues`,
+    };
   }
   if (lower.includes('$transfer') || lower.includes('$transferdeadletterqueue')) {
-    return { kind: 'refused', condition: 'amqp:not-implemented', description: 'transfer dead-letter queues are not supported by this emulator (no auto-forward or transactions)' };
+    return {
+      kind: 'refused',
+      condition: 'amqp:not-implemented',
+      description: 'transfer dead-letter queues are not supported by this emulator (no auto-forward or transactions)',
+    };
   }
   const queue = segments.join('/');
   const problem = queueNameProblem(queue);

@@ -18,7 +18,10 @@ export interface AdminPolicyRequest {
  */
 export interface AdminPipelinePolicy {
   name: string;
-  sendRequest<Request extends AdminPolicyRequest, Response>(request: Request, next: (request: Request) => Promise<Response>): Promise<Response>;
+  sendRequest<Request extends AdminPolicyRequest, Response>(
+    request: Request,
+    next: (request: Request) => Promise<Response>,
+  ): Promise<Response>;
 }
 
 export const ADMIN_POLICY_NAME = 'jobqServiceBusEmulatorAdminPolicy';

@@ -13,7 +13,11 @@ import type { QueueRegistry } from './types';
 
 /** The broker's own registry, as `startServiceBus` builds it (azure profile). */
 function brokerRegistry(limits: Partial<(typeof PROFILE_LIMITS)['azure']> = {}): QueueRegistry {
-  return new BrokerRegistry({ defaults: { ...PROFILE_DEFAULTS.azure }, rules: { limits: { ...PROFILE_LIMITS.azure, ...limits }, lockDurationFloorMs: LOCK_DURATION_FLOOR_MS }, now: Date.now });
+  return new BrokerRegistry({
+    defaults: { ...PROFILE_DEFAULTS.azure },
+    rules: { limits: { ...PROFILE_LIMITS.azure, ...limits }, lockDurationFloorMs: LOCK_DURATION_FLOOR_MS },
+    now: Date.now,
+  });
 }
 
 const KEY = { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' };
@@ -96,7 +100,8 @@ if (REAL_CONNECTION_STRING) {
   targets.push({
     label: 'real namespace',
     admin: () => new ServiceBusAdministrationClient(REAL_CONNECTION_STRING),
-    wrongKeyAdmin: () => new ServiceBusAdministrationClient(REAL_CONNECTION_STRING.replace(/SharedAccessKey=[^;]*/, 'SharedAccessKey=bm90LXRoZS1rZXk=')),
+    wrongKeyAdmin: () =>
+      new ServiceBusAdministrationClient(REAL_CONNECTION_STRING.replace(/SharedAccessKey=[^;]*/, 'SharedAccessKey=bm90LXRoZS1rZXk=')),
     name: (base) => {
       const name = `jobqtest-${RUN_ID}-${base}`;
       realQueues.add(name);
@@ -177,11 +182,19 @@ describe.each(targets)('admin through ServiceBusAdministrationClient ($label)', 
     queue.maxDeliveryCount = 7;
     const updated = await admin().updateQueue(queue);
     expect(updated._response.status).toBe(200);
-    expect(updated).toMatchObject({ name, lockDuration: 'PT2M30S', maxDeliveryCount: 7, defaultMessageTimeToLive: 'P1D', userMetadata: 'owner <jobs> & co' });
+    expect(updated).toMatchObject({
+      name,
+      lockDuration: 'PT2M30S',
+      maxDeliveryCount: 7,
+      defaultMessageTimeToLive: 'P1D',
+      userMetadata: 'owner <jobs> & co',
+    });
     const runtime = await admin().getQueueRuntimeProperties(name);
     expect(runtime.modifiedAt.getTime()).toBeGreaterThanOrEqual(runtime.createdAt.getTime());
 
-    await expect(admin().updateQueue({ ...queue, name: target.name('never-created') })).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
+    await expect(admin().updateQueue({ ...queue, name: target.name('never-created') })).rejects.toMatchObject({
+      code: 'MessageEntityNotFoundError',
+    });
     // Duplicate detection is chosen at create only.
     await expect(admin().updateQueue({ ...updated, requiresDuplicateDetection: false })).rejects.toMatchObject({ statusCode: 400 });
     expect((await admin().getQueue(name)).requiresDuplicateDetection).toBe(true);
@@ -201,12 +214,18 @@ describe.each(targets)('admin through ServiceBusAdministrationClient ($label)', 
   it('refuses a duplicate create (any case) with MessageEntityAlreadyExistsError (409)', async () => {
     const name = target.name('twice');
     await admin().createQueue(name);
-    await expect(admin().createQueue(name.toUpperCase())).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
+    await expect(admin().createQueue(name.toUpperCase())).rejects.toMatchObject({
+      code: 'MessageEntityAlreadyExistsError',
+      statusCode: 409,
+    });
   });
 
   it('refuses LockDuration over 5 min and MaxDeliveryCount 0 with 400', async () => {
     for (const lockDuration of ['PT5M1S', 'PT10M']) {
-      await expect(admin().createQueue(target.name('lock-long'), { lockDuration })).rejects.toMatchObject({ code: 'ServiceError', statusCode: 400 });
+      await expect(admin().createQueue(target.name('lock-long'), { lockDuration })).rejects.toMatchObject({
+        code: 'ServiceError',
+        statusCode: 400,
+      });
     }
     const name = target.name('lock-edges');
     await expect(admin().createQueue(name, { lockDuration: 'PT5M' })).resolves.toMatchObject({ lockDuration: 'PT5M' });
@@ -231,7 +250,10 @@ describe.each(targets)('admin through ServiceBusAdministrationClient ($label)', 
   });
 
   it('refuses a wrong key with 401 (UnauthorizedRequestError)', async () => {
-    await expect(target.wrongKeyAdmin().getQueue(target.name('defaults'))).rejects.toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
+    await expect(target.wrongKeyAdmin().getQueue(target.name('defaults'))).rejects.toMatchObject({
+      code: 'UnauthorizedRequestError',
+      statusCode: 401,
+    });
   });
 });
 
@@ -254,7 +276,10 @@ describe('admin endpoint: emulator specifics', () => {
       expect(err.message).toContain('LockDuration');
     }
     await expect(admin().createQueue('lock-floor', { lockDuration: 'PT5S' })).resolves.toMatchObject({ lockDuration: 'PT5S' });
-    await expect(admin().createQueue('mdc-zero', { maxDeliveryCount: 0 })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('MaxDeliveryCount') });
+    await expect(admin().createQueue('mdc-zero', { maxDeliveryCount: 0 })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('MaxDeliveryCount'),
+    });
     await expect(admin().createQueue('dedup', { duplicateDetectionHistoryTimeWindow: 'PT10S' })).rejects.toMatchObject({
       statusCode: 400,
       message: expect.stringContaining('DuplicateDetectionHistoryTimeWindow'),
@@ -264,15 +289,30 @@ describe('admin endpoint: emulator specifics', () => {
       message: expect.stringContaining('not an ISO-8601 duration'),
     });
     for (const name of ['-dash-first', 'ends-with-dot.', 'has space', 'x'.repeat(261)]) {
-      await expect(admin().createQueue(name)).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/illegal queue name|a queue name has 1 to 260 characters/) });
+      await expect(admin().createQueue(name)).rejects.toMatchObject({
+        statusCode: 400,
+        message: expect.stringMatching(/illegal queue name|a queue name has 1 to 260 characters/),
+      });
     }
   });
 
   it('refuses sessions, partitioning, auto-forwarding and auto-delete with 400 naming the feature', async () => {
-    await expect(admin().createQueue('sessions', { requiresSession: true })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('sessions') });
-    await expect(admin().createQueue('partitioned', { enablePartitioning: true })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('partitioning') });
-    await expect(admin().createQueue('forwarding', { forwardTo: 'elsewhere' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('auto-forwarding') });
-    await expect(admin().createQueue('idle', { autoDeleteOnIdle: 'PT1H' })).rejects.toMatchObject({ statusCode: 400, message: expect.stringContaining('AutoDeleteOnIdle') });
+    await expect(admin().createQueue('sessions', { requiresSession: true })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('sessions'),
+    });
+    await expect(admin().createQueue('partitioned', { enablePartitioning: true })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('partitioning'),
+    });
+    await expect(admin().createQueue('forwarding', { forwardTo: 'elsewhere' })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('auto-forwarding'),
+    });
+    await expect(admin().createQueue('idle', { autoDeleteOnIdle: 'PT1H' })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringContaining('AutoDeleteOnIdle'),
+    });
     await expect(admin().queueExists('sessions')).resolves.toBe(false);
   });
 
@@ -290,12 +330,24 @@ describe('admin endpoint: emulator specifics', () => {
       expect(received).toHaveLength(2);
       for (const m of received) await receiver.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'counted' });
       const runtime = await own.getQueueRuntimeProperties('counted');
-      expect(runtime).toMatchObject({ name: 'counted', activeMessageCount: 5, deadLetterMessageCount: 2, scheduledMessageCount: 1, transferMessageCount: 0, transferDeadLetterMessageCount: 0, totalMessageCount: 8 });
+      expect(runtime).toMatchObject({
+        name: 'counted',
+        activeMessageCount: 5,
+        deadLetterMessageCount: 2,
+        scheduledMessageCount: 1,
+        transferMessageCount: 0,
+        transferDeadLetterMessageCount: 0,
+        totalMessageCount: 8,
+      });
       expect(runtime.sizeInBytes).toBeGreaterThan(0);
       for (const date of [runtime.createdAt, runtime.modifiedAt, runtime.accessedAt]) expect(Number.isNaN(date.getTime())).toBe(false);
       const listed = [];
       for await (const q of own.listQueuesRuntimeProperties()) listed.push(q);
-      expect(listed.find((q) => q.name === 'counted')).toMatchObject({ activeMessageCount: 5, deadLetterMessageCount: 2, totalMessageCount: 8 });
+      expect(listed.find((q) => q.name === 'counted')).toMatchObject({
+        activeMessageCount: 5,
+        deadLetterMessageCount: 2,
+        totalMessageCount: 8,
+      });
       expect((await own.getQueue('counted')).maxDeliveryCount).toBe(3);
       // Deleted through the admin endpoint: the broker no longer has it.
       await own.deleteQueue('counted');
@@ -354,7 +406,8 @@ describe('listing', () => {
     expect(sizes).toEqual([50, 50, 30]);
 
     const fromToken: string[] = [];
-    for await (const page of client.listQueues().byPage({ maxPageSize: 20, continuationToken: '120' })) fromToken.push(...page.map((q) => q.name));
+    for await (const page of client.listQueues().byPage({ maxPageSize: 20, continuationToken: '120' }))
+      fromToken.push(...page.map((q) => q.name));
     expect(fromToken).toEqual(Array.from({ length: 10 }, (_, i) => `q-${120 + i}`));
 
     let runtimeCount = 0;
@@ -413,7 +466,10 @@ describe('authorization', () => {
     expect(response.body).toContain('MissingToken');
     const client = new ServiceBusAdministrationClient(connectionString(KEY.key, 'OtherKeyName'), { retryOptions: { maxRetries: 0 } });
     client.pipeline.addPolicy(adminPolicy(server.endpoint));
-    await expect(client.getQueue('defaults')).rejects.toMatchObject({ statusCode: 401, message: expect.stringContaining('unknown key name') });
+    await expect(client.getQueue('defaults')).rejects.toMatchObject({
+      statusCode: 401,
+      message: expect.stringContaining('unknown key name'),
+    });
   });
 });
 

@@ -83,7 +83,8 @@ function namespaceName(host: string): string {
 
 function parseCount(value: string | null, name: string, min: number): number | undefined {
   if (value === null || value === '') return undefined;
-  if (!/^\d{1,9}$/.test(value) || Number(value) < min) throw new HttpError(400, `${name} "${value.slice(0, 32)}" is not an integer ≥ ${min}`);
+  if (!/^\d{1,9}$/.test(value) || Number(value) < min)
+    throw new HttpError(400, `${name} "${value.slice(0, 32)}" is not an integer ≥ ${min}`);
   return Number(value);
 }
 
@@ -124,7 +125,8 @@ export async function startAdminServer(registry: QueueRegistry, options: AdminSe
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
 
     const auth = req.headers.authorization;
-    if (auth === undefined) throw new HttpError(401, 'MissingToken: the request has no Authorization header with a SharedAccessSignature token');
+    if (auth === undefined)
+      throw new HttpError(401, 'MissingToken: the request has no Authorization header with a SharedAccessSignature token');
     const verdict = verifySasToken(auth, key, now());
     if (!verdict.ok) throw new HttpError(401, `Unauthorized: ${verdict.reason}`);
 
@@ -151,10 +153,21 @@ export async function startAdminServer(registry: QueueRegistry, options: AdminSe
         if (method !== 'GET') throw new HttpError(405, `${method} is not allowed on $Resources/Queues`);
         const skip = parseCount(url.searchParams.get('$skip'), '$skip', 0) ?? 0;
         const top = parseCount(url.searchParams.get('$top'), '$top', 1) ?? DEFAULT_PAGE;
-        const all = registry.list().sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : a.name.toLowerCase() > b.name.toLowerCase() ? 1 : 0));
+        const all = registry
+          .list()
+          .sort((a, b) => (a.name.toLowerCase() < b.name.toLowerCase() ? -1 : a.name.toLowerCase() > b.name.toLowerCase() ? 1 : 0));
         const page = all.slice(skip, skip + top);
         const next = skip + page.length < all.length ? { skip: skip + page.length, top } : undefined;
-        send(res, 200, encodeQueueFeed(ctx, page.map((info) => ({ info, userMetadata: metadataOf(info) })), next), 'application/atom+xml;type=feed;charset=utf-8');
+        send(
+          res,
+          200,
+          encodeQueueFeed(
+            ctx,
+            page.map((info) => ({ info, userMetadata: metadataOf(info) })),
+            next,
+          ),
+          'application/atom+xml;type=feed;charset=utf-8',
+        );
         return;
       }
       if (segments.length === 2 && ['topics', 'subscriptions', 'rules', 'eventhubs', 'relays', 'notificationhubs'].includes(lower[1]!)) {

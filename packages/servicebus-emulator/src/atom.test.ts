@@ -33,7 +33,9 @@ describe('durations', () => {
 
 describe('XML reader', () => {
   it('resolves namespaces and prefixes, decodes entities and CDATA, skips comments and whitespace', () => {
-    const root = parseXml('<?xml version="1.0"?><!-- c --><a xmlns="urn:a" xmlns:b="urn:b" b:at="1&amp;2"><b:c>x &lt;&#65;&#x42;&gt; <![CDATA[<raw>]]></b:c><d/></a>\n');
+    const root = parseXml(
+      '<?xml version="1.0"?><!-- c --><a xmlns="urn:a" xmlns:b="urn:b" b:at="1&amp;2"><b:c>x &lt;&#65;&#x42;&gt; <![CDATA[<raw>]]></b:c><d/></a>\n',
+    );
     expect(root).toMatchObject({ name: 'a', ns: 'urn:a' });
     expect(root.attributes.get('{urn:b}at')).toBe('1&2');
     expect(root.children.map((c) => [c.name, c.ns, c.text])).toEqual([
@@ -43,7 +45,19 @@ describe('XML reader', () => {
   });
 
   it('refuses malformed documents with the offset of the problem', () => {
-    for (const bad of ['', 'text', '<a>', '<a></b>', '<a/><b/>', '<a x=1/>', '<a>&bogus;</a>', '<a>& </a>', '<p:a/>', '<!DOCTYPE a><a/>', `${'<a>'.repeat(40)}`]) {
+    for (const bad of [
+      '',
+      'text',
+      '<a>',
+      '<a></b>',
+      '<a/><b/>',
+      '<a x=1/>',
+      '<a>&bogus;</a>',
+      '<a>& </a>',
+      '<p:a/>',
+      '<!DOCTYPE a><a/>',
+      `${'<a>'.repeat(40)}`,
+    ]) {
       expect(() => parseXml(bad)).toThrow(/malformed XML/);
     }
   });
@@ -52,7 +66,9 @@ describe('XML reader', () => {
 describe('queue description', () => {
   it('reads the fields by name, whatever the order and the prefix, ignoring read-only ones', () => {
     const request = decodeQueueDescription(
-      entry('<q:MaxDeliveryCount> 3 </q:MaxDeliveryCount><q:LockDuration>PT45S</q:LockDuration><q:SizeInBytes>99</q:SizeInBytes><q:UserMetadata>m</q:UserMetadata>'),
+      entry(
+        '<q:MaxDeliveryCount> 3 </q:MaxDeliveryCount><q:LockDuration>PT45S</q:LockDuration><q:SizeInBytes>99</q:SizeInBytes><q:UserMetadata>m</q:UserMetadata>',
+      ),
     );
     expect(request).toEqual({ properties: { maxDeliveryCount: 3, lockDurationMs: 45_000 }, userMetadata: 'm' });
   });
@@ -61,7 +77,9 @@ describe('queue description', () => {
     expect(() => decodeQueueDescription(entry('').replace(/QueueDescription/g, 'TopicDescription'))).toThrow(/topics are not supported/);
     expect(() => decodeQueueDescription('<entry xmlns="http://www.w3.org/2005/Atom"/>')).toThrow(/no <content>/);
     expect(() => decodeQueueDescription('<QueueDescription/>')).toThrow(/ATOM <entry>/);
-    expect(() => decodeQueueDescription(entry('<q:RequiresDuplicateDetection>yes</q:RequiresDuplicateDetection>'))).toThrow(/not true or false/);
+    expect(() => decodeQueueDescription(entry('<q:RequiresDuplicateDetection>yes</q:RequiresDuplicateDetection>'))).toThrow(
+      /not true or false/,
+    );
     expect(() => decodeQueueDescription(entry('<q:Status>Disabled</q:Status>'))).toThrow(/only Active/);
   });
 });

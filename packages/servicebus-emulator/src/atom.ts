@@ -50,8 +50,13 @@ function decodeEntities(raw: string, where: number): string {
       case 'apos':
         return "'";
     }
-    const code = /^#x[0-9a-fA-F]{1,6}$/.test(body) ? parseInt(body.slice(2), 16) : /^#[0-9]{1,7}$/.test(body) ? parseInt(body.slice(1), 10) : NaN;
-    if (!Number.isFinite(code) || code > 0x10ffff) throw new AtomError(`malformed XML: unknown entity '${match.slice(0, 16)}' near offset ${where}`);
+    const code = /^#x[0-9a-fA-F]{1,6}$/.test(body)
+      ? parseInt(body.slice(2), 16)
+      : /^#[0-9]{1,7}$/.test(body)
+        ? parseInt(body.slice(1), 10)
+        : NaN;
+    if (!Number.isFinite(code) || code > 0x10ffff)
+      throw new AtomError(`malformed XML: unknown entity '${match.slice(0, 16)}' near offset ${where}`);
     return String.fromCodePoint(code);
   });
 }
@@ -302,10 +307,12 @@ export function decodeQueueDescription(body: string): QueueRequest {
         request.userMetadata = text;
         break;
       case 'RequiresSession':
-        if (parseBoolean(text, 'RequiresSession')) throw new AtomError('message sessions (RequiresSession) are not supported by this emulator');
+        if (parseBoolean(text, 'RequiresSession'))
+          throw new AtomError('message sessions (RequiresSession) are not supported by this emulator');
         break;
       case 'EnablePartitioning':
-        if (parseBoolean(text, 'EnablePartitioning')) throw new AtomError('partitioning (EnablePartitioning) is not supported by this emulator');
+        if (parseBoolean(text, 'EnablePartitioning'))
+          throw new AtomError('partitioning (EnablePartitioning) is not supported by this emulator');
         break;
       case 'ForwardTo':
       case 'ForwardDeadLetteredMessagesTo':
@@ -317,10 +324,12 @@ export function decodeQueueDescription(body: string): QueueRequest {
         }
         break;
       case 'Status':
-        if (present && text.trim() !== 'Active') throw new AtomError(`Status "${text.slice(0, 32)}" is not supported by this emulator (only Active)`);
+        if (present && text.trim() !== 'Active')
+          throw new AtomError(`Status "${text.slice(0, 32)}" is not supported by this emulator (only Active)`);
         break;
       case 'AuthorizationRules':
-        if (field.children.length > 0) throw new AtomError('entity-level AuthorizationRules are not supported by this emulator (the namespace key applies)');
+        if (field.children.length > 0)
+          throw new AtomError('entity-level AuthorizationRules are not supported by this emulator (the namespace key applies)');
         break;
       case 'EnableBatchedOperations':
         parseBoolean(text, 'EnableBatchedOperations');
@@ -437,7 +446,9 @@ export function encodeQueueFeed(
 ): string {
   const self = entityUrl(ctx, '$Resources/Queues');
   // Two <link>s (self, next) so that the client's reader sees a list and finds `next`.
-  const nextLink = next ? `<link rel="next" href="${escapeXml(entityUrl(ctx, '$Resources/Queues', `%24skip=${next.skip}&%24top=${next.top}&`))}"/>` : '';
+  const nextLink = next
+    ? `<link rel="next" href="${escapeXml(entityUrl(ctx, '$Resources/Queues', `%24skip=${next.skip}&%24top=${next.top}&`))}"/>`
+    : '';
   return (
     `${DECLARATION}<feed xmlns="${ATOM_NS}">` +
     `<title type="text">Queues</title>` +

@@ -32,7 +32,9 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   if (line.readyLine) {
-    process.stdout.write(`${JSON.stringify({ port: emulator.port, adminEndpoint: emulator.adminEndpoint, connectionString: emulator.connectionString, pid: process.pid })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ port: emulator.port, adminEndpoint: emulator.adminEndpoint, connectionString: emulator.connectionString, pid: process.pid })}\n`,
+    );
     // The parent holds stdin open; when it goes away (killed included), so does this process.
     // Each line it writes is a request, answered by one JSON line on stdout (README, "In a child process").
     process.stdin.on('end', stop);
@@ -49,7 +51,9 @@ async function main(): Promise<void> {
       if (pending.length > 4_096) pending = '';
     });
   } else {
-    process.stdout.write(`Service Bus emulator listening on 127.0.0.1:${emulator.port} (admin ${emulator.adminEndpoint ?? 'off'})\nconnection string: ${emulator.connectionString}\n`);
+    process.stdout.write(
+      `Service Bus emulator listening on 127.0.0.1:${emulator.port} (admin ${emulator.adminEndpoint ?? 'off'})\nconnection string: ${emulator.connectionString}\n`,
+    );
   }
 }
 

@@ -166,7 +166,8 @@ export class Broker {
   /** Detaches every receiver link with `amqp:link:detach-forced`. */
   detachReceivers(): void {
     for (const links of this.deliveryLinks.values()) {
-      for (const link of links) link.sender.close({ condition: 'amqp:link:detach-forced', description: 'the receiver was detached by the emulator' });
+      for (const link of links)
+        link.sender.close({ condition: 'amqp:link:detach-forced', description: 'the receiver was detached by the emulator' });
     }
   }
 
@@ -201,7 +202,10 @@ export class Broker {
   private unwire(q: Queue): void {
     for (const sub of [q.main, q.deadLetterQueue]) {
       for (const link of this.deliveryLinks.get(sub) ?? []) {
-        link.sender.close({ condition: 'amqp:not-found', description: `The messaging entity '${q.name}' could not be found (it was deleted).` });
+        link.sender.close({
+          condition: 'amqp:not-found',
+          description: `The messaging entity '${q.name}' could not be found (it was deleted).`,
+        });
       }
       this.deliveryLinks.delete(sub);
     }
@@ -335,7 +339,10 @@ export class Broker {
   private onBadInput(connection: Rhea.Connection, err: unknown): void {
     const detail = err instanceof Error ? `: ${err.message.slice(0, 200)}` : '';
     try {
-      connection.close({ condition: 'amqp:decode-error', description: `the emulator could not decode a frame on this connection${detail}` });
+      connection.close({
+        condition: 'amqp:decode-error',
+        description: `the emulator could not decode a frame on this connection${detail}`,
+      });
       const internal = connection as unknown as { _process?: () => void; output?: () => void };
       internal._process?.();
       internal.output?.();
@@ -367,7 +374,11 @@ export class Broker {
     }
     const address = parseAddress(raw);
     if ((address.kind === 'queue' || address.kind === 'management') && !state.authorized) {
-      return { kind: 'refused', condition: 'amqp:unauthorized-access', description: 'put a valid SAS token on $cbs before attaching to an entity' };
+      return {
+        kind: 'refused',
+        condition: 'amqp:unauthorized-access',
+        description: 'put a valid SAS token on $cbs before attaching to an entity',
+      };
     }
     const fault = address.kind === 'queue' ? this.fault('attach') : undefined;
     if (fault) return { kind: 'refused', ...fault };
@@ -465,7 +476,6 @@ export class Broker {
     } else {
       this.receivers.set(receiver, { kind: 'ingest', queue });
     }
-
   }
 
   private reply(state: ConnectionState, request: AmqpMessage, message: AmqpMessage): void {
@@ -535,7 +545,9 @@ export class Broker {
     try {
       const gone = this.deletedError(sub.queue);
       if (gone) throw gone;
-      reply = fault ? errorReply(fault.condition, fault.description) : handleManagement(request, { sub, maxMessageSizeInBytes: this.options.limits.maxMessageSizeInBytes });
+      reply = fault
+        ? errorReply(fault.condition, fault.description)
+        : handleManagement(request, { sub, maxMessageSizeInBytes: this.options.limits.maxMessageSizeInBytes });
     } catch (err) {
       if (err instanceof BrokerError) reply = errorReply(err.condition, err.message);
       else reply = errorReply('amqp:internal-error', err instanceof Error ? err.message : String(err));
@@ -587,7 +599,10 @@ export class Broker {
       for (const { message, size } of parts) queue.enqueue(message, size);
       delivery.update(true, acceptedState());
     } catch (err) {
-      const error = err instanceof BrokerError ? { condition: err.condition, description: err.message } : { condition: 'amqp:decode-error', description: err instanceof Error ? err.message : String(err) };
+      const error =
+        err instanceof BrokerError
+          ? { condition: err.condition, description: err.message }
+          : { condition: 'amqp:decode-error', description: err instanceof Error ? err.message : String(err) };
       delivery.update(true, rejectedState(error));
     }
   }
@@ -601,7 +616,13 @@ export class Broker {
       try {
         const delivery = ctx.delivery;
         if (delivery && !delivery.settled) {
-          delivery.update(true, rejectedState({ condition: 'amqp:internal-error', description: `the emulator failed to settle the message: ${err instanceof Error ? err.message : String(err)}` }));
+          delivery.update(
+            true,
+            rejectedState({
+              condition: 'amqp:internal-error',
+              description: `the emulator failed to settle the message: ${err instanceof Error ? err.message : String(err)}`,
+            }),
+          );
           (delivery as unknown as { remote_settled: boolean }).remote_settled = true;
         }
       } catch {
@@ -668,7 +689,13 @@ export class Broker {
  * after the transfers hands back what credit remains, none included.
  */
 function answerEveryDrain(sender: Rhea.Sender): void {
-  const internal = sender as unknown as { _draining: boolean; _drained: boolean; credit: number; delivery_count: number; _get_drain: () => boolean };
+  const internal = sender as unknown as {
+    _draining: boolean;
+    _drained: boolean;
+    credit: number;
+    delivery_count: number;
+    _get_drain: () => boolean;
+  };
   internal._get_drain = function (this: typeof internal): boolean {
     if (!this._draining || !this._drained) return false;
     this.delivery_count += this.credit;
@@ -684,5 +711,8 @@ function disconnect(connection: Rhea.Connection): void {
 }
 
 function sizeError(size: number, max: number): BrokerError {
-  return new BrokerError('amqp:link:message-size-exceeded', `The received message (${size} bytes) exceeds the limit of ${max} bytes (max_message_size).`);
+  return new BrokerError(
+    'amqp:link:message-size-exceeded',
+    `The received message (${size} bytes) exceeds the limit of ${max} bytes (max_message_size).`,
+  );
 }

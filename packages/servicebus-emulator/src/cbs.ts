@@ -24,7 +24,12 @@ export function handlePutToken(request: AmqpMessage, key: CbsKey, nowMs: number)
   const type = asString(props.type);
   const audience = asString(props.name);
   if (operation !== 'put-token') {
-    return { ok: false, status: 400, description: `unsupported $cbs operation "${String(operation).slice(0, 64)}"; only put-token is supported`, audience };
+    return {
+      ok: false,
+      status: 400,
+      description: `unsupported $cbs operation "${String(operation).slice(0, 64)}"; only put-token is supported`,
+      audience,
+    };
   }
   if (type === 'jwt') {
     return {

@@ -29,11 +29,23 @@ export interface CommandLine {
 
 export class UsageError extends Error {}
 
-const CONFIG_KEYS = new Set(['sasKeyName', 'sasKey', 'autoCreateQueues', 'queues', 'defaults', 'limits', 'profile', 'lockDurationFloorMs', 'port', 'adminPort']);
+const CONFIG_KEYS = new Set([
+  'sasKeyName',
+  'sasKey',
+  'autoCreateQueues',
+  'queues',
+  'defaults',
+  'limits',
+  'profile',
+  'lockDurationFloorMs',
+  'port',
+  'adminPort',
+]);
 
 function portOf(flag: string, value: string | undefined): number {
   const port = Number(value);
-  if (value === undefined || value === '' || !Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError(`${flag} needs a port number (0–65535), got ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
+  if (value === undefined || value === '' || !Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new UsageError(`${flag} needs a port number (0–65535), got ${value === undefined ? 'nothing' : JSON.stringify(value)}`);
   return port;
 }
 
@@ -55,7 +67,8 @@ function configOf(file: string, text: string): ServiceBusOptions {
     throw new UsageError(`${file}: not JSON (${(error as Error).message})`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${file}: must hold a JSON object`);
-  for (const key of Object.keys(parsed)) if (!CONFIG_KEYS.has(key)) throw new UsageError(`${file}: unknown option "${key}" (known: ${[...CONFIG_KEYS].join(', ')})`);
+  for (const key of Object.keys(parsed))
+    if (!CONFIG_KEYS.has(key)) throw new UsageError(`${file}: unknown option "${key}" (known: ${[...CONFIG_KEYS].join(', ')})`);
   const options = parsed as Record<string, unknown>;
   const expect = (key: string, ok: (v: unknown) => boolean, what: string) => {
     const v = options[key];
@@ -110,7 +123,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   let readyLine = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [flag, inline] =
+      arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     const value = () => inline ?? argv[++i];
     if (flag === '--help' || flag === '-h') return { help: true, readyLine: false, options: {} };
     else if (flag === '--port') port = portOf('--port', value());
@@ -122,5 +136,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     } else if (flag === '--ready-line') readyLine = true;
     else throw new UsageError(`unknown argument ${JSON.stringify(arg)} (see --help)`);
   }
-  return { help: false, readyLine, options: { ...options, port: port ?? options.port ?? 5672, adminPort: adminPort ?? options.adminPort ?? 5300 } };
+  return {
+    help: false,
+    readyLine,
+    options: { ...options, port: port ?? options.port ?? 5672, adminPort: adminPort ?? options.adminPort ?? 5300 },
+  };
 }

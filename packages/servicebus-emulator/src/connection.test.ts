@@ -39,7 +39,9 @@ describe('connections and authentication', () => {
   it('refuses an expired token with UnauthorizedAccess', async () => {
     const endpoint = `sb://127.0.0.1:${sb.port}/`;
     const expired = createSasToken(endpoint, { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' }, Date.now() - 60_000);
-    const client = new ServiceBusClient(`Endpoint=${endpoint};SharedAccessSignature=${expired};UseDevelopmentEmulator=true`, { retryOptions });
+    const client = new ServiceBusClient(`Endpoint=${endpoint};SharedAccessSignature=${expired};UseDevelopmentEmulator=true`, {
+      retryOptions,
+    });
     const err = (await client
       .createSender('auth')
       .sendMessages({ body: 'x' })
@@ -64,7 +66,9 @@ describe('connections and authentication', () => {
     const client = new ServiceBusClient(strict.connectionString, { retryOptions });
     await client.createSender('known').sendMessages({ body: 1 });
     await expect(client.createSender('unknown').sendMessages({ body: 1 })).rejects.toMatchObject({ code: 'MessagingEntityNotFound' });
-    await expect(client.createReceiver('t', 's').receiveMessages(1, { maxWaitTimeInMs: 200 })).rejects.toThrow(/topics and subscriptions are not supported/);
+    await expect(client.createReceiver('t', 's').receiveMessages(1, { maxWaitTimeInMs: 200 })).rejects.toThrow(
+      /topics and subscriptions are not supported/,
+    );
     // The broker answers the attach and detaches it with amqp:not-implemented at once. When both frames
     // arrive together, SDK 7.9.5 reports the missing session filter of the attach instead of the detach's error.
     const refused = (await client.acceptSession('known', 'sess').catch((e: unknown) => e)) as ServiceBusError;
@@ -106,9 +110,13 @@ describe('connections and authentication', () => {
     const body = Buffer.from([0, 1, 2, 250, 255, 0x80, 0x13, 0x70]);
     const connection = await rawClient(sb.port, 'raw');
     const sender = connection.open_sender('raw');
-    await new Promise((resolve) => sender.once('accepted', resolve).once('sendable', () => sender.send({ body: rhea.message.data_section(body) })));
+    await new Promise((resolve) =>
+      sender.once('accepted', resolve).once('sendable', () => sender.send({ body: rhea.message.data_section(body) })),
+    );
     const receiver = connection.open_receiver({ source: { address: 'raw' }, autoaccept: true });
-    const message = await new Promise<rhea.Message>((resolve) => receiver.on('message', (c: rhea.EventContext) => resolve(c.message as rhea.Message)));
+    const message = await new Promise<rhea.Message>((resolve) =>
+      receiver.on('message', (c: rhea.EventContext) => resolve(c.message as rhea.Message)),
+    );
     await closeRaw(connection);
     const content: unknown = (message.body as { content?: unknown }).content;
     expect(Buffer.compare(content as Buffer, body)).toBe(0);
@@ -119,7 +127,9 @@ describe('connections and authentication', () => {
   it('an undecodable transfer closes that connection with amqp:decode-error', async () => {
     const connection = await rawClient(sb.port, 'garbled');
     const sender = connection.open_sender('garbled');
-    const closed = new Promise<unknown>((resolve) => connection.once('connection_close', (ctx: rhea.EventContext) => resolve(ctx.connection.error)));
+    const closed = new Promise<unknown>((resolve) =>
+      connection.once('connection_close', (ctx: rhea.EventContext) => resolve(ctx.connection.error)),
+    );
     connection.on('connection_error', () => undefined);
     sender.once('sendable', () => sender.send(Buffer.from([0x00, 0x53, 0x77, 0xff, 0xff]), undefined, 0));
     expect(await closed).toMatchObject({ condition: 'amqp:decode-error' });

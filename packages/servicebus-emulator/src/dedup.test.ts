@@ -7,7 +7,12 @@ describe('duplicate detection', () => {
   it('a message the queue refused for room is not remembered: sent again with the same id, it is taken', () => {
     // The broker checks a transfer's room before it enqueues, so the SDK cannot reach this; the queue itself must not record the id either.
     let sequence = 0;
-    const queue = new Queue('full', { ...PROFILE_DEFAULTS.azure, requiresDuplicateDetection: true, maxSizeInMegabytes: 1 }, Date.now, () => ++sequence);
+    const queue = new Queue(
+      'full',
+      { ...PROFILE_DEFAULTS.azure, requiresDuplicateDetection: true, maxSizeInMegabytes: 1 },
+      Date.now,
+      () => ++sequence,
+    );
     queue.enqueue({ message_id: 'fill', body: 'x' }, 1_000_000);
     expect(() => queue.enqueue({ message_id: 'late', body: 'x' }, 100_000)).toThrow(/is full/);
     queue.main.clear();
@@ -18,7 +23,17 @@ describe('duplicate detection', () => {
   it('past 10 000 ids inside the window, a send looks at a bounded number of remembered ids', () => {
     const clock = fakeClock();
     let sequence = 0;
-    const queue = new Queue('many', { ...PROFILE_DEFAULTS.azure, requiresDuplicateDetection: true, duplicateDetectionHistoryTimeWindowMs: 60_000, maxSizeInMegabytes: 81_920 }, clock.now, () => ++sequence);
+    const queue = new Queue(
+      'many',
+      {
+        ...PROFILE_DEFAULTS.azure,
+        requiresDuplicateDetection: true,
+        duplicateDetectionHistoryTimeWindowMs: 60_000,
+        maxSizeInMegabytes: 81_920,
+      },
+      clock.now,
+      () => ++sequence,
+    );
     const seen = (queue as unknown as { seen: Map<string, number> }).seen;
     let visited = 0;
     const entries = seen[Symbol.iterator].bind(seen);

@@ -4,7 +4,14 @@
  */
 import { startAdminServer, type AdminServer } from './admin';
 import { Broker, type FaultOperation } from './broker';
-import { LOCK_DURATION_FLOOR_MS, PROFILE_DEFAULTS, PROFILE_LIMITS, resolveLimits, type ServiceBusLimits, type ServiceBusProfile } from './profile';
+import {
+  LOCK_DURATION_FLOOR_MS,
+  PROFILE_DEFAULTS,
+  PROFILE_LIMITS,
+  resolveLimits,
+  type ServiceBusLimits,
+  type ServiceBusProfile,
+} from './profile';
 import type { QueueStats } from './queue';
 import { BrokerRegistry } from './registry';
 import { QueueRegistryError, type QueueProperties, type QueueRegistry } from './types';
@@ -67,9 +74,14 @@ export interface ServiceBusEmulator {
  */
 export async function startServiceBus(options: ServiceBusOptions = {}): Promise<ServiceBusEmulator> {
   const profile = options.profile ?? 'azure';
-  if (profile !== 'azure' && profile !== 'emulator') throw new QueueRegistryError('bad-request', `profile must be "azure" or "emulator" (got ${JSON.stringify(String(profile).slice(0, 40))})`);
+  if (profile !== 'azure' && profile !== 'emulator')
+    throw new QueueRegistryError(
+      'bad-request',
+      `profile must be "azure" or "emulator" (got ${JSON.stringify(String(profile).slice(0, 40))})`,
+    );
   const floor: unknown = options.lockDurationFloorMs;
-  if (floor !== undefined && (typeof floor !== 'number' || !(floor > 0))) throw new QueueRegistryError('bad-request', `lockDurationFloorMs must be a number above 0 (got ${JSON.stringify(floor)})`);
+  if (floor !== undefined && (typeof floor !== 'number' || !(floor > 0)))
+    throw new QueueRegistryError('bad-request', `lockDurationFloorMs must be a number above 0 (got ${JSON.stringify(floor)})`);
   const limits: ServiceBusLimits = resolveLimits(PROFILE_LIMITS[profile], options.limits ?? {});
   const now = options.now ?? Date.now;
   const rules = { limits, lockDurationFloorMs: options.lockDurationFloorMs ?? LOCK_DURATION_FLOOR_MS };

@@ -101,7 +101,11 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
     case 'renew-lock': {
       const expirations = tokens(body).map((t) => {
         const until = sub.renew(t);
-        if (until === undefined) throw new BrokerError(LOCK_LOST, 'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.');
+        if (until === undefined)
+          throw new BrokerError(
+            LOCK_LOST,
+            'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.',
+          );
         return new Date(until);
       });
       return { status: 200, description: 'OK', body: { expirations } };
@@ -128,7 +132,10 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
       };
       for (const t of tokens(body)) {
         if (!sub.settle(t, outcome, details)) {
-          throw new BrokerError(LOCK_LOST, 'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.');
+          throw new BrokerError(
+            LOCK_LOST,
+            'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.',
+          );
         }
       }
       return { status: 200, description: 'OK', body: {} };
@@ -140,7 +147,10 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
         const bytes = toBuffer(e.message);
         if (!bytes) throw new BrokerError('com.microsoft:argument-error', 'a scheduled message is not binary');
         if (bytes.length > ctx.maxMessageSizeInBytes) {
-          throw new BrokerError('amqp:link:message-size-exceeded', `The message is ${bytes.length} bytes, larger than the limit of ${ctx.maxMessageSizeInBytes} bytes.`);
+          throw new BrokerError(
+            'amqp:link:message-size-exceeded',
+            `The message is ${bytes.length} bytes, larger than the limit of ${ctx.maxMessageSizeInBytes} bytes.`,
+          );
         }
         return { message: decodeMessage(bytes), size: bytes.length };
       });
@@ -154,7 +164,8 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
     }
     case 'cancel-scheduled-message': {
       for (const n of sequenceNumbers(body)) {
-        if (!queue.cancelScheduled(n)) throw new BrokerError('com.microsoft:message-not-found', `No scheduled message with sequence number ${n} was found.`);
+        if (!queue.cancelScheduled(n))
+          throw new BrokerError('com.microsoft:message-not-found', `No scheduled message with sequence number ${n} was found.`);
       }
       return { status: 200, description: 'OK', body: {} };
     }
@@ -162,10 +173,14 @@ export function handleManagement(request: AmqpMessage, ctx: ManagementContext): 
       const mode = toLong(body['receiver-settle-mode']) === 0 ? 'receiveAndDelete' : 'peekLock';
       const found = sequenceNumbers(body).map((n) => {
         const m = sub.messages.get(n);
-        if (!m || m.state !== 'deferred') throw new BrokerError('com.microsoft:message-not-found', `No deferred message with sequence number ${n} was found.`);
+        if (!m || m.state !== 'deferred')
+          throw new BrokerError('com.microsoft:message-not-found', `No deferred message with sequence number ${n} was found.`);
         // Handed out once at a time: a deferred message still locked by a receive is not found (README, "Management operations").
         if (m.lock && m.lock.until > queue.now()) {
-          throw new BrokerError('com.microsoft:message-not-found', `The deferred message with sequence number ${n} is locked by another receive until its lock is settled or expires.`);
+          throw new BrokerError(
+            'com.microsoft:message-not-found',
+            `The deferred message with sequence number ${n} is locked by another receive until its lock is settled or expires.`,
+          );
         }
         return m;
       });
@@ -202,4 +217,3 @@ export function replyMessage(request: AmqpMessage, reply: ManagementReply): Amqp
   const correlation: unknown = request.message_id ?? request.correlation_id;
   return { correlation_id: correlation, application_properties: props, body: reply.body ?? null } as AmqpMessage;
 }
-

@@ -17,10 +17,14 @@ describe('startServiceBusProcess', () => {
   it('runs the broker and its admin endpoint in a child process the SDK reaches; stop() ends it, twice is fine', async () => {
     const sb = await startServiceBusProcess({ queues: [{ name: 'declared', properties: { maxDeliveryCount: 4 } }] });
     try {
-      expect(sb.connectionString).toBe(`Endpoint=sb://127.0.0.1:${sb.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`);
+      expect(sb.connectionString).toBe(
+        `Endpoint=sb://127.0.0.1:${sb.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
+      );
       const client = new ServiceBusClient(sb.connectionString);
       await client.createSender('declared').sendMessages({ body: 'hello', messageId: 'm1' });
-      const [message] = await client.createReceiver('declared', { receiveMode: 'receiveAndDelete' }).receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+      const [message] = await client
+        .createReceiver('declared', { receiveMode: 'receiveAndDelete' })
+        .receiveMessages(1, { maxWaitTimeInMs: 5_000 });
       expect(message?.body).toBe('hello');
       await client.close();
       // The counters of the broker in the child, asked over its stdin; two requests at once are answered in order.
@@ -63,7 +67,10 @@ describe('startServiceBusProcess', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-proc-'));
     const pidFile = join(dir, 'pid');
     const preload = join(dir, 'garble.js');
-    writeFileSync(preload, `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdout.write('not json\\n');`);
+    writeFileSync(
+      preload,
+      `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); process.stdout.write('not json\\n');`,
+    );
     const saved = process.env.NODE_OPTIONS;
     process.env.NODE_OPTIONS = `${saved ?? ''} --require ${preload}`;
     const listeners = process.listenerCount('exit');
@@ -91,13 +98,23 @@ describe('option values', () => {
     await expect(startServiceBus({ defaults: { duplicateDetectionHistoryTimeWindowMs: '60000' as unknown as number } })).rejects.toThrow(
       /duplicateDetectionHistoryTimeWindowMs must be a number \(got "60000"\)/,
     );
-    await expect(startServiceBus({ queues: [{ name: 'q', properties: { maxSizeInMegabytes: '1' as unknown as number } }] })).rejects.toThrow(QueueRegistryError);
-    await expect(startServiceBus({ defaults: { lockDuration: 5_000 } as unknown as Partial<QueueProperties> })).rejects.toThrow(/unknown queue property "lockDuration"/);
-    await expect(startServiceBus({ limits: { maxConnections: '10' as unknown as number } })).rejects.toThrow(/limits.maxConnections must be a number above 0 \(got "10"\)/);
+    await expect(
+      startServiceBus({ queues: [{ name: 'q', properties: { maxSizeInMegabytes: '1' as unknown as number } }] }),
+    ).rejects.toThrow(QueueRegistryError);
+    await expect(startServiceBus({ defaults: { lockDuration: 5_000 } as unknown as Partial<QueueProperties> })).rejects.toThrow(
+      /unknown queue property "lockDuration"/,
+    );
+    await expect(startServiceBus({ limits: { maxConnections: '10' as unknown as number } })).rejects.toThrow(
+      /limits.maxConnections must be a number above 0 \(got "10"\)/,
+    );
   });
 
   it('a child process takes Infinity (never) for a time to live', async () => {
-    const sb = await startServiceBusProcess({ adminPort: null, queues: [{ name: 'forever', properties: { defaultMessageTimeToLiveMs: Infinity } }], limits: { maxMessageTimeToLiveMs: Infinity } });
+    const sb = await startServiceBusProcess({
+      adminPort: null,
+      queues: [{ name: 'forever', properties: { defaultMessageTimeToLiveMs: Infinity } }],
+      limits: { maxMessageTimeToLiveMs: Infinity },
+    });
     await sb.stop();
   }, 30_000);
 
@@ -105,7 +122,11 @@ describe('option values', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
     const file = join(dir, 'sb.json');
     writeFileSync(file, JSON.stringify({ defaults: { duplicateDetectionHistoryTimeWindowMs: '60000' } }));
-    const run = spawnSync(process.execPath, [join(__dirname, '..', 'dist', 'bin.js'), '--config', file, '--port', '0', '--admin-port', '0'], { encoding: 'utf8', timeout: 20_000 });
+    const run = spawnSync(
+      process.execPath,
+      [join(__dirname, '..', 'dist', 'bin.js'), '--config', file, '--port', '0', '--admin-port', '0'],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     expect(run.stderr).toMatch(/duplicateDetectionHistoryTimeWindowMs must be a number/);
     expect(run.status).toBe(2);
   });
@@ -117,11 +138,23 @@ describe('the command line', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sb-cli-'));
     const file = join(dir, 'sb.json');
     writeFileSync(file, JSON.stringify({ profile: 'emulator', port: 7000, queues: ['a'] }));
-    expect(parseCommandLine(['--config', file, '--port=0', '--ready-line'])).toEqual({ help: false, readyLine: true, options: { profile: 'emulator', queues: ['a'], port: 0, adminPort: 5300 } });
-    expect(parseCommandLine(['--admin-port', '0'], { JOBQ_SERVICEBUS_EMULATOR_CONFIG: '{"sasKey":"k"}' }).options).toEqual({ sasKey: 'k', port: 5672, adminPort: 0 });
+    expect(parseCommandLine(['--config', file, '--port=0', '--ready-line'])).toEqual({
+      help: false,
+      readyLine: true,
+      options: { profile: 'emulator', queues: ['a'], port: 0, adminPort: 5300 },
+    });
+    expect(parseCommandLine(['--admin-port', '0'], { JOBQ_SERVICEBUS_EMULATOR_CONFIG: '{"sasKey":"k"}' }).options).toEqual({
+      sasKey: 'k',
+      port: 5672,
+      adminPort: 0,
+    });
     expect(parseCommandLine(['--help']).help).toBe(true);
     // JSON has no Infinity: "Infinity" anywhere, and null for a time to live, mean never.
-    const never = { defaults: { defaultMessageTimeToLiveMs: null }, limits: { maxMessageTimeToLiveMs: 'Infinity' }, queues: [{ name: 'q', properties: { defaultMessageTimeToLiveMs: null } }] };
+    const never = {
+      defaults: { defaultMessageTimeToLiveMs: null },
+      limits: { maxMessageTimeToLiveMs: 'Infinity' },
+      queues: [{ name: 'q', properties: { defaultMessageTimeToLiveMs: null } }],
+    };
     expect(parseCommandLine([], { JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(never) }).options).toMatchObject({
       defaults: { defaultMessageTimeToLiveMs: Infinity },
       limits: { maxMessageTimeToLiveMs: Infinity },

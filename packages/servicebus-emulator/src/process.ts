@@ -39,7 +39,10 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
   const config = { ...broker };
   delete config.port;
   delete config.adminPort;
-  const env = { ...process.env, JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(config, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value)) };
+  const env = {
+    ...process.env,
+    JOBQ_SERVICEBUS_EMULATOR_CONFIG: JSON.stringify(config, (_key, value: unknown) => (value === Infinity ? 'Infinity' : value)),
+  };
   const child = spawn(process.execPath, args, { env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   child.stdin.on('error', () => undefined);
   let stderr = '';
@@ -91,7 +94,9 @@ export async function startServiceBusProcess(options: StartServiceBusProcessOpti
       try {
         resolve(JSON.parse(line) as { port: number; adminEndpoint: string | null; connectionString: string });
       } catch {
-        reject(new Error(`the Service Bus emulator process printed ${JSON.stringify(`${line}\n`.slice(0, 200))} instead of its ready line`));
+        reject(
+          new Error(`the Service Bus emulator process printed ${JSON.stringify(`${line}\n`.slice(0, 200))} instead of its ready line`),
+        );
       }
     };
     void closed.then((status) => {

@@ -123,7 +123,10 @@ export function resolveProperties(base: QueueProperties, patch: Partial<QueuePro
     if (value === undefined) continue;
     const type = PROPERTY_TYPES[key as keyof QueueProperties] as 'number' | 'boolean' | undefined;
     check(type !== undefined, `unknown queue property "${key.slice(0, 64)}" (known: ${Object.keys(PROPERTY_TYPES).join(', ')})`);
-    check(typeof value === type && !(type === 'number' && Number.isNaN(value)), `${key} must be a ${type ?? ''} (got ${describeValue(value)})`);
+    check(
+      typeof value === type && !(type === 'number' && Number.isNaN(value)),
+      `${key} must be a ${type ?? ''} (got ${describeValue(value)})`,
+    );
     (p as unknown as Record<string, unknown>)[key] = value;
   }
   const { limits } = rules;
@@ -137,7 +140,8 @@ export function resolveProperties(base: QueueProperties, patch: Partial<QueuePro
   );
   check(typeof p.requiresDuplicateDetection === 'boolean', 'RequiresDuplicateDetection must be a boolean');
   check(
-    p.duplicateDetectionHistoryTimeWindowMs >= DUPLICATE_WINDOW_MIN_MS && p.duplicateDetectionHistoryTimeWindowMs <= limits.maxDuplicateDetectionWindowMs,
+    p.duplicateDetectionHistoryTimeWindowMs >= DUPLICATE_WINDOW_MIN_MS &&
+      p.duplicateDetectionHistoryTimeWindowMs <= limits.maxDuplicateDetectionWindowMs,
     `DuplicateDetectionHistoryTimeWindow must be between ${DUPLICATE_WINDOW_MIN_MS} ms and ${limits.maxDuplicateDetectionWindowMs} ms (got ${p.duplicateDetectionHistoryTimeWindowMs})`,
   );
   check(
@@ -158,7 +162,8 @@ const SEGMENT = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
 export function queueNameProblem(name: string): string | undefined {
   if (name.length === 0 || name.length > 260) return `a queue name has 1 to 260 characters (got ${name.length})`;
   for (const segment of name.split('/')) {
-    if (!SEGMENT.test(segment)) return `illegal queue name "${name.slice(0, 100)}": use letters, digits, ".", "-", "_" and "/", starting and ending with a letter or digit`;
+    if (!SEGMENT.test(segment))
+      return `illegal queue name "${name.slice(0, 100)}": use letters, digits, ".", "-", "_" and "/", starting and ending with a letter or digit`;
   }
   return undefined;
 }

@@ -426,7 +426,7 @@ export class Queue {
     }
     const scheduled = at !== undefined && at > now;
     const enqueuedAt = scheduled ? (at as number) : now;
-    const ttlHeader = typeof message.ttl === 'number' && message.ttl > 0 ? (message.ttl) : Infinity;
+    const ttlHeader = typeof message.ttl === 'number' && message.ttl > 0 ? message.ttl : Infinity;
     const ttl = Math.min(ttlHeader, this.properties.defaultMessageTimeToLiveMs);
     const m: StoredMessage = {
       sequenceNumber: this.nextSequenceNumber(),
@@ -447,7 +447,12 @@ export class Queue {
   }
 
   /** Moves a message to the dead-letter queue, keeping reason and description as application properties. */
-  deadLetter(m: StoredMessage, reason: string | undefined, description: string | undefined, propertiesToModify?: Record<string, unknown>): void {
+  deadLetter(
+    m: StoredMessage,
+    reason: string | undefined,
+    description: string | undefined,
+    propertiesToModify?: Record<string, unknown>,
+  ): void {
     m.sub.remove(m);
     const appProps = { ...plainMap(m.message.application_properties), ...(propertiesToModify ?? {}) };
     if (reason !== undefined) appProps.DeadLetterReason = reason;

@@ -19,7 +19,11 @@ describe('the queue registry (emulator.registry)', () => {
     const sb = await startServiceBus({ queues: ['Pre', { name: 'tuned', properties: { maxDeliveryCount: 5 } }] });
     const { registry } = sb;
     expect(registry.list().map((q) => q.name)).toEqual(['Pre', 'tuned']);
-    expect(registry.get('pre')?.properties).toMatchObject({ lockDurationMs: 60_000, maxDeliveryCount: 10, defaultMessageTimeToLiveMs: Infinity });
+    expect(registry.get('pre')?.properties).toMatchObject({
+      lockDurationMs: 60_000,
+      maxDeliveryCount: 10,
+      defaultMessageTimeToLiveMs: Infinity,
+    });
     expect(registry.get('tuned')?.properties.maxDeliveryCount).toBe(5);
     expect(code(() => registry.create('PRE', {}))).toBe('conflict');
     expect(code(() => registry.create('bad name', {}))).toBe('bad-request');

@@ -76,7 +76,10 @@ export class BrokerRegistry implements QueueRegistry {
     const dedup = properties.requiresDuplicateDetection;
     if (dedup !== undefined && dedup !== q.properties.requiresDuplicateDetection) {
       // As in Azure: fixed when the queue is created.
-      throw new QueueRegistryError('bad-request', `RequiresDuplicateDetection of the queue "${q.name}" cannot be changed after it was created`);
+      throw new QueueRegistryError(
+        'bad-request',
+        `RequiresDuplicateDetection of the queue "${q.name}" cannot be changed after it was created`,
+      );
     }
     q.properties = resolveProperties(q.properties, properties, this.options.rules);
     q.updatedAt = new Date(this.options.now());

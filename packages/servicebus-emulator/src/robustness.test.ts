@@ -78,7 +78,7 @@ describe('credit and drain (raw rhea client)', () => {
 });
 
 describe('credit and the session window (raw rhea client)', () => {
-  it('while the client\'s session window is full, no more messages are locked than the link has credit for', async () => {
+  it("while the client's session window is full, no more messages are locked than the link has credit for", async () => {
     const connection = await rawClient(sb.port, 'window');
     // A session whose incoming window is 2 unsettled deliveries: the broker's rhea holds back further transfers.
     const session = (connection as unknown as { create_session(size: number): rhea.Session }).create_session(2);
@@ -144,11 +144,22 @@ describe('faults of the broker itself', () => {
 describe('bookkeeping', () => {
   it('an unknown $management operation is counted as "other"', async () => {
     const connection = await rawClient(sb.port, 'ops');
-    const replies = connection.open_receiver({ source: { address: 'ops/$management' }, target: { address: 'ops-reply' }, name: 'ops-reply' });
-    const answer = new Promise<unknown>((resolve) => replies.once('message', (ctx: rhea.EventContext) => resolve(ctx.message?.application_properties)));
+    const replies = connection.open_receiver({
+      source: { address: 'ops/$management' },
+      target: { address: 'ops-reply' },
+      name: 'ops-reply',
+    });
+    const answer = new Promise<unknown>((resolve) =>
+      replies.once('message', (ctx: rhea.EventContext) => resolve(ctx.message?.application_properties)),
+    );
     const requests = connection.open_sender('ops/$management');
     requests.once('sendable', () => {
-      requests.send({ message_id: 'r1', reply_to: 'ops-reply', application_properties: { operation: 'com.microsoft:made-up-operation-1' }, body: {} });
+      requests.send({
+        message_id: 'r1',
+        reply_to: 'ops-reply',
+        application_properties: { operation: 'com.microsoft:made-up-operation-1' },
+        body: {},
+      });
     });
     expect(await within(answer, 5_000, 'the management reply')).toMatchObject({ statusCode: 501 });
     await closeRaw(connection);
@@ -165,7 +176,13 @@ describe('bookkeeping', () => {
   it('closed reply links are forgotten; errors of the listening socket after the start are not thrown', async () => {
     const limits = PROFILE_LIMITS.azure;
     const registry = new BrokerRegistry({ defaults: PROFILE_DEFAULTS.azure, rules: { limits, lockDurationFloorMs: 5_000 }, now: Date.now });
-    const broker = new Broker({ registry, limits, key: { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' }, autoCreateQueues: true, now: Date.now });
+    const broker = new Broker({
+      registry,
+      limits,
+      key: { keyName: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE' },
+      autoCreateQueues: true,
+      now: Date.now,
+    });
     const port = await broker.start(0);
     const internal = broker as unknown as { connections: Map<unknown, { replyLinks: Map<string, unknown> }>; server: Server };
     try {
@@ -173,7 +190,11 @@ describe('bookkeeping', () => {
       const held = () => [...internal.connections.values()].reduce((n, s) => n + s.replyLinks.size, 0);
       const before = held();
       for (let i = 0; i < 5; i++) {
-        const link = connection.open_receiver({ source: { address: 'replies/$management' }, target: { address: `reply-${i}` }, name: `reply-${i}` });
+        const link = connection.open_receiver({
+          source: { address: 'replies/$management' },
+          target: { address: `reply-${i}` },
+          name: `reply-${i}`,
+        });
         await new Promise<void>((resolve) => link.once('receiver_open', () => resolve()));
         expect(held()).toBeGreaterThan(before);
         link.close();

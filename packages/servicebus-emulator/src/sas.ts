@@ -21,7 +21,8 @@ export function verifySasToken(token: string, key: { keyName: string; key: strin
   const sig = fields.get('sig');
   const se = fields.get('se');
   const skn = fields.get('skn');
-  if (sr === undefined || sig === undefined || se === undefined || skn === undefined) return { ok: false, reason: 'the token lacks sr, sig, se or skn' };
+  if (sr === undefined || sig === undefined || se === undefined || skn === undefined)
+    return { ok: false, reason: 'the token lacks sr, sig, se or skn' };
   let keyName: string;
   let resource: string;
   let signature: Buffer;
@@ -36,7 +37,8 @@ export function verifySasToken(token: string, key: { keyName: string; key: strin
   const expiresAt = Number(se);
   if (!Number.isFinite(expiresAt)) return { ok: false, reason: 'the token expiry is not a number' };
   const expected = createHmac('sha256', Buffer.from(key.key, 'utf8')).update(`${sr}\n${se}`, 'utf8').digest();
-  if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) return { ok: false, reason: 'the signature does not match the key' };
+  if (signature.length !== expected.length || !timingSafeEqual(signature, expected))
+    return { ok: false, reason: 'the signature does not match the key' };
   if (expiresAt * 1000 <= nowMs) return { ok: false, reason: `the token expired at ${new Date(expiresAt * 1000).toISOString()}` };
   return { ok: true, resource, keyName, expiresAt: expiresAt * 1000 };
 }

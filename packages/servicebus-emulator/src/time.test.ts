@@ -35,7 +35,10 @@ describe('time: duplicate detection, time to live, scheduling', () => {
     sb.declareQueue('ttl-dlq', { deadLetteringOnMessageExpiration: true });
     for (const name of ['ttl', 'ttl-dlq']) {
       const sender = client.createSender(name);
-      await sender.sendMessages([{ body: 'short', timeToLive: 10_000 }, { body: 'long', timeToLive: 100_000 }]);
+      await sender.sendMessages([
+        { body: 'short', timeToLive: 10_000 },
+        { body: 'long', timeToLive: 100_000 },
+      ]);
     }
     clock.advance(20_000);
     await sleep(120);
@@ -71,7 +74,8 @@ describe('time: duplicate detection, time to live, scheduling', () => {
     const at = new Date(clock.now() + 60_000);
     await sender.sendMessages({ body: 'alone', scheduledEnqueueTimeUtc: at });
     const batch = await sender.createMessageBatch();
-    for (const m of [{ body: 'now' }, { body: 'batched', scheduledEnqueueTimeUtc: at, timeToLive: 30_000 }]) expect(batch.tryAddMessage(m)).toBe(true);
+    for (const m of [{ body: 'now' }, { body: 'batched', scheduledEnqueueTimeUtc: at, timeToLive: 30_000 }])
+      expect(batch.tryAddMessage(m)).toBe(true);
     await sender.sendMessages(batch);
     expect(sb.stats().queues['sched-send']).toMatchObject({ framesIn: 2, active: 1, scheduled: 2 });
     const receiver = client.createReceiver('sched-send', { receiveMode: 'receiveAndDelete' });

@@ -53,7 +53,10 @@ describe('Append Block conditions (the emulator behaves as the service documents
     await blob.create();
     const first = await blob.appendBlock('abc\n', 4);
     for (const position of [0, 3, 5]) {
-      expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { appendPosition: position } }))).toEqual({ statusCode: 412, code: 'AppendPositionConditionNotMet' });
+      expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { appendPosition: position } }))).toEqual({
+        statusCode: 412,
+        code: 'AppendPositionConditionNotMet',
+      });
     }
     // The position alone, or with the current ETag, passes.
     expect(await statusOf(blob.appendBlock('def\n', 4, { conditions: { appendPosition: 4, ifMatch: first.etag! } }))).toBe('ok');
@@ -64,8 +67,14 @@ describe('Append Block conditions (the emulator behaves as the service documents
     const blob = container.getAppendBlobClient('etag.log');
     const created = await blob.create();
     const first = await blob.appendBlock('abc\n', 4, { conditions: { ifMatch: created.etag! } });
-    expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { appendPosition: 4, ifMatch: created.etag! } }))).toEqual({ statusCode: 412, code: 'ConditionNotMet' });
-    expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { ifMatch: created.etag! } }))).toEqual({ statusCode: 412, code: 'ConditionNotMet' });
+    expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { appendPosition: 4, ifMatch: created.etag! } }))).toEqual({
+      statusCode: 412,
+      code: 'ConditionNotMet',
+    });
+    expect(await statusOf(blob.appendBlock('xyz\n', 4, { conditions: { ifMatch: created.etag! } }))).toEqual({
+      statusCode: 412,
+      code: 'ConditionNotMet',
+    });
     expect((await blob.getProperties()).etag).toBe(first.etag);
     expect((await blob.downloadToBuffer()).toString()).toBe('abc\n');
   });
@@ -74,7 +83,9 @@ describe('Append Block conditions (the emulator behaves as the service documents
     const blob = container.getAppendBlobClient('exists.log');
     await blob.create({ conditions: { ifNoneMatch: '*' } });
     expect(await statusOf(blob.create({ conditions: { ifNoneMatch: '*' } }))).toEqual({ statusCode: 409, code: 'BlobAlreadyExists' });
-    expect(await statusOf(container.getAppendBlobClient('missing.log').appendBlock('x\n', 2, { conditions: { appendPosition: 0 } }))).toMatchObject({ statusCode: 404 });
+    expect(
+      await statusOf(container.getAppendBlobClient('missing.log').appendBlock('x\n', 2, { conditions: { appendPosition: 0 } })),
+    ).toMatchObject({ statusCode: 404 });
   });
 
   it('reads a range of an append blob (the store checks whether its own lost append landed)', async () => {

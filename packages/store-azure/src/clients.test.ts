@@ -65,16 +65,25 @@ describe('accountClients: the SDK request spans', () => {
 describe('accountClients: service URLs with a token credential', () => {
   const credential = { getToken: () => Promise.resolve({ token: 't', expiresOnTimestamp: Date.now() + 3_600_000 }) };
   it('takes the blob and table service URLs as given, without a trailing slash', () => {
-    const clients = accountClients({ blobServiceUrl: 'https://acct.blob.core.windows.net/', tableServiceUrl: 'https://acct.table.core.windows.net', credential }, { operationTimeoutInMs: 10_000 });
+    const clients = accountClients(
+      { blobServiceUrl: 'https://acct.blob.core.windows.net/', tableServiceUrl: 'https://acct.table.core.windows.net', credential },
+      { operationTimeoutInMs: 10_000 },
+    );
     expect(clients.container('outputs').url).toBe('https://acct.blob.core.windows.net/outputs');
     expect(clients.table('Jobs').url).toBe('https://acct.table.core.windows.net');
   });
   it('refuses a URL that is not one, or carries a query, naming the field', () => {
-    expect(() => accountClients({ blobServiceUrl: 'acct.blob', tableServiceUrl: 'https://acct.table.core.windows.net', credential }, { operationTimeoutInMs: 10_000 })).toThrow(
-      'blobServiceUrl is not a URL: "acct.blob"',
-    );
-    expect(() => accountClients({ blobServiceUrl: 'https://a.blob.core.windows.net', tableServiceUrl: 'https://a.table.core.windows.net?sv=x', credential }, { operationTimeoutInMs: 10_000 })).toThrow(
-      'tableServiceUrl must not carry a query',
-    );
+    expect(() =>
+      accountClients(
+        { blobServiceUrl: 'acct.blob', tableServiceUrl: 'https://acct.table.core.windows.net', credential },
+        { operationTimeoutInMs: 10_000 },
+      ),
+    ).toThrow('blobServiceUrl is not a URL: "acct.blob"');
+    expect(() =>
+      accountClients(
+        { blobServiceUrl: 'https://a.blob.core.windows.net', tableServiceUrl: 'https://a.table.core.windows.net?sv=x', credential },
+        { operationTimeoutInMs: 10_000 },
+      ),
+    ).toThrow('tableServiceUrl must not carry a query');
   });
 });

@@ -2,7 +2,14 @@ import type { TokenCredential } from '@azure/core-auth';
 import { TableClient, AzureNamedKeyCredential, AzureSASCredential } from '@azure/data-tables';
 import { DefaultAzureCredential } from '@azure/identity';
 import { azureSdkTracing, connectionStringFields, gateSdkTracing, storageCorePipeline } from '@jobq/azure-pipeline';
-import { AnonymousCredential, BlobServiceClient, StorageSharedKeyCredential, newPipeline, type ContainerClient, type RequestPolicyFactory } from '@azure/storage-blob';
+import {
+  AnonymousCredential,
+  BlobServiceClient,
+  StorageSharedKeyCredential,
+  newPipeline,
+  type ContainerClient,
+  type RequestPolicyFactory,
+} from '@azure/storage-blob';
 import { JobqError } from '@jobq/ports';
 
 /**
@@ -51,7 +58,8 @@ function serviceUrl(url: string, what: string): string {
   } catch {
     throw new JobqError('invalid-config', `${what} is not a URL: "${url}"`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new JobqError('invalid-config', `${what} must be an http(s) URL, got "${parsed.protocol}"`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new JobqError('invalid-config', `${what} must be an http(s) URL, got "${parsed.protocol}"`);
   if (parsed.search !== '') throw new JobqError('invalid-config', `${what} must not carry a query (a SAS goes in a connection string)`);
   return url.replace(/\/+$/, '');
 }
@@ -70,7 +78,10 @@ function parseAccount(connection: StorageAccountConnection): Account {
   }
   if ('accountName' in connection) {
     if (!/^[a-z0-9]{3,24}$/.test(connection.accountName)) {
-      throw new JobqError('invalid-config', `"${connection.accountName}" is not a storage account name (3–24 lowercase letters and digits)`);
+      throw new JobqError(
+        'invalid-config',
+        `"${connection.accountName}" is not a storage account name (3–24 lowercase letters and digits)`,
+      );
     }
     return {
       blobUrl: `https://${connection.accountName}.blob.core.windows.net`,
@@ -89,10 +100,12 @@ function parseAccount(connection: StorageAccountConnection): Account {
     fields.get(`${service}endpoint`) ?? (accountName ? `${protocol}://${accountName}.${service}.${suffix}` : undefined);
   const blobUrl = endpoint('blob');
   const tableUrl = endpoint('table');
-  if (!blobUrl || !tableUrl) throw new JobqError('invalid-config', 'the storage connection string names no account and no blob/table endpoints');
+  if (!blobUrl || !tableUrl)
+    throw new JobqError('invalid-config', 'the storage connection string names no account and no blob/table endpoints');
   const accountKey = fields.get('accountkey');
   const sas = fields.get('sharedaccesssignature');
-  if (accountKey && !accountName) throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
+  if (accountKey && !accountName)
+    throw new JobqError('invalid-config', 'the storage connection string has an AccountKey but no AccountName');
   // Endpoints without a key or a SAS: the endpoints with a token credential.
   const credential = accountKey || sas ? undefined : (connection.credential ?? sharedDefaultCredential());
   return { blobUrl: blobUrl.replace(/\/+$/, ''), tableUrl: tableUrl.replace(/\/+$/, ''), accountName, accountKey, sas, credential };
@@ -118,7 +131,8 @@ export function accountClients(connection: StorageAccountConnection, settings: C
   let blobUrl = account.blobUrl;
   let pipeline;
   if (account.credential) pipeline = newPipeline(account.credential, { retryOptions });
-  else if (account.accountKey && account.accountName) pipeline = newPipeline(new StorageSharedKeyCredential(account.accountName, account.accountKey), { retryOptions });
+  else if (account.accountKey && account.accountName)
+    pipeline = newPipeline(new StorageSharedKeyCredential(account.accountName, account.accountKey), { retryOptions });
   else {
     blobUrl = `${blobUrl}?${(account.sas ?? '').replace(/^\?/, '')}`;
     pipeline = newPipeline(new AnonymousCredential(), { retryOptions });
@@ -129,7 +143,10 @@ export function accountClients(connection: StorageAccountConnection, settings: C
   const blobPipeline = storageCorePipeline(blobService);
   if (blobPipeline) gateSdkTracing(blobPipeline, tracing);
   const insecure = account.tableUrl.startsWith('http://');
-  const tableOptions = { allowInsecureConnection: insecure, retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2_000 } };
+  const tableOptions = {
+    allowInsecureConnection: insecure,
+    retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2_000 },
+  };
   const tableClient = (name: string): TableClient => {
     if (account.credential) return new TableClient(account.tableUrl, name, account.credential, tableOptions);
     if (account.accountKey && account.accountName) {

@@ -20,8 +20,10 @@ describe('translateStoreError: 409 and 412', () => {
   it('reads a 412 and a 409 *AlreadyExists (create races) as conflict, or as the caller says', () => {
     expect(mapped(blobError(412, 'ConditionNotMet'))).toMatchObject({ code: 'conflict', retryable: false });
     expect(mapped(blobError(412))).toMatchObject({ code: 'conflict' });
-    for (const code of ['BlobAlreadyExists', 'ContainerAlreadyExists']) expect(mapped(blobError(409, code))).toMatchObject({ code: 'conflict' });
-    for (const code of ['EntityAlreadyExists', 'TableAlreadyExists']) expect(mapped(tableError(409, code))).toMatchObject({ code: 'conflict' });
+    for (const code of ['BlobAlreadyExists', 'ContainerAlreadyExists'])
+      expect(mapped(blobError(409, code))).toMatchObject({ code: 'conflict' });
+    for (const code of ['EntityAlreadyExists', 'TableAlreadyExists'])
+      expect(mapped(tableError(409, code))).toMatchObject({ code: 'conflict' });
     expect(mapped(blobError(412, 'LeaseLost'), { conflict: 'lease-lost' })).toMatchObject({ code: 'lease-lost' });
     expect(mapped(blobError(409, 'BlobAlreadyExists'), { conflict: 'lease-lost' })).toMatchObject({ code: 'lease-lost' });
     expect(mapped(blobError(404, 'BlobNotFound'), { notFound: 'lease-lost' })).toMatchObject({ code: 'lease-lost' });
@@ -53,6 +55,9 @@ describe('translateStoreError: 409 and 412', () => {
       expect(e).toMatchObject({ code: 'internal', retryable: false });
       expect(e.message).toContain(`409 ${code}`);
     }
-    expect(mapped(blobError(409))).toMatchObject({ code: 'internal', message: 'save workflow "wf" failed: the service refused it (409 without a code)' });
+    expect(mapped(blobError(409))).toMatchObject({
+      code: 'internal',
+      message: 'save workflow "wf" failed: the service refused it (409 without a code)',
+    });
   });
 });

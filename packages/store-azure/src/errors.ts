@@ -33,15 +33,23 @@ export const EMULATOR_MEMORY_FULL = 'MemoryExtentStoreAtSizeLimit';
  * being deleted are retryable `unavailable`; any other 409 is an `internal` error naming its code,
  * so that no caller mistakes it for a write race and loops.
  */
-function conflictOf(serviceCode: string | undefined, context: StoreErrorContext, make: (code: JobqErrorCode, why: string) => JobqError): JobqError {
+function conflictOf(
+  serviceCode: string | undefined,
+  context: StoreErrorContext,
+  make: (code: JobqErrorCode, why: string) => JobqError,
+): JobqError {
   if (serviceCode === 'LeaseAlreadyPresent') return make('lease-held', 'the lease is held by someone else');
   if (serviceCode !== undefined && (serviceCode.endsWith('AlreadyExists') || serviceCode.startsWith('Lease'))) {
     return make(context.conflict ?? 'conflict', `changed by someone else or already there (${serviceCode})`);
   }
   if (serviceCode === EMULATOR_MEMORY_FULL) {
-    return make('unavailable', `the storage emulator's blob memory is full (409 ${serviceCode}): it keeps blob contents in memory up to a cap; delete workflows or restart it with a larger cap`);
+    return make(
+      'unavailable',
+      `the storage emulator's blob memory is full (409 ${serviceCode}): it keeps blob contents in memory up to a cap; delete workflows or restart it with a larger cap`,
+    );
   }
-  if (serviceCode?.endsWith('BeingDeleted')) return make('unavailable', `it is being deleted (409 ${serviceCode}); try again once the deletion is over`);
+  if (serviceCode?.endsWith('BeingDeleted'))
+    return make('unavailable', `it is being deleted (409 ${serviceCode}); try again once the deletion is over`);
   return make('internal', `the service refused it (409 ${serviceCode ?? 'without a code'})`);
 }
 
@@ -63,12 +71,16 @@ export function translateStoreError(error: unknown, context: StoreErrorContext):
     return context.callerAborted ? make('aborted', 'aborted by the caller') : make('timeout', 'no answer within the time limit');
   }
   if (status === undefined) {
-    return make('unavailable', `the storage service could not be reached (${serviceCode ?? (typeof e.name === 'string' ? e.name : 'unknown error')})`);
+    return make(
+      'unavailable',
+      `the storage service could not be reached (${serviceCode ?? (typeof e.name === 'string' ? e.name : 'unknown error')})`,
+    );
   }
   if (status === 404) return make(context.notFound ?? 'not-found', `not found (${serviceCode ?? 404})`);
   if (status === 409) return conflictOf(serviceCode, context, make);
   if (status === 412) return make(context.conflict ?? 'conflict', `changed by someone else (${serviceCode ?? 412})`);
-  if (status === 401 || status === 403) return make('auth', `access denied (${serviceCode ?? status}); check the credential and its role on the account`);
+  if (status === 401 || status === 403)
+    return make('auth', `access denied (${serviceCode ?? status}); check the credential and its role on the account`);
   if (status === 413) return make('invalid-argument', `request too large (${serviceCode ?? 413})`);
   if (status === 429 || status === 503) return make('throttled', `the service is busy (${serviceCode ?? status})`);
   if (status >= 500) return make('unavailable', `server error ${status} (${serviceCode ?? 'no code'})`);

@@ -12,13 +12,21 @@ describe('indexStatus', () => {
 
   it('shows pending while a retry request is newer than the last applied one', () => {
     expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z' }))).toBe('pending');
-    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', retry_applied_at: '2026-01-01T00:00:05.000Z' }))).toBe('pending');
-    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', retry_applied_at: '2026-01-01T00:00:10.000Z' }))).toBe('failed');
+    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', retry_applied_at: '2026-01-01T00:00:05.000Z' }))).toBe(
+      'pending',
+    );
+    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', retry_applied_at: '2026-01-01T00:00:10.000Z' }))).toBe(
+      'failed',
+    );
   });
 
   it('does not show pending when a newer cancel request overtook the retry', () => {
-    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', cancel_requested_at: '2026-01-01T00:00:11.000Z' }))).toBe('failed');
-    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', cancel_requested_at: '2026-01-01T00:00:09.000Z' }))).toBe('pending');
+    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', cancel_requested_at: '2026-01-01T00:00:11.000Z' }))).toBe(
+      'failed',
+    );
+    expect(indexStatus(row({ retry_requested_at: '2026-01-01T00:00:10.000Z', cancel_requested_at: '2026-01-01T00:00:09.000Z' }))).toBe(
+      'pending',
+    );
   });
 });
 

@@ -1,5 +1,14 @@
 import { odata, type TableEntity, type TableEntityResult } from '@azure/data-tables';
-import { TASK_STATUSES, WORKFLOW_STATUSES, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime, type WorkflowStatus, taskState } from '@jobq/dag-core';
+import {
+  TASK_STATUSES,
+  WORKFLOW_STATUSES,
+  taskQueue,
+  type TaskStatus,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+  taskState,
+} from '@jobq/dag-core';
 import { JobqError, type WorkflowSummary } from '@jobq/ports';
 import { indexPartition } from './names';
 
@@ -11,7 +20,9 @@ import { indexPartition } from './names';
  */
 
 /** Property holding the number of tasks in a status. */
-export const COUNT_PROPERTY: Readonly<Record<TaskStatus, string>> = Object.fromEntries(TASK_STATUSES.map((s) => [s, `count_${s}`])) as Record<TaskStatus, string>;
+export const COUNT_PROPERTY: Readonly<Record<TaskStatus, string>> = Object.fromEntries(
+  TASK_STATUSES.map((s) => [s, `count_${s}`]),
+) as Record<TaskStatus, string>;
 
 export const CANCEL_REQUESTED = 'cancel_requested_at';
 export const RETRY_REQUESTED = 'retry_requested_at';
@@ -171,7 +182,8 @@ const FINAL_STATUSES = WORKFLOW_STATUSES.filter((s) => s === 'completed' || s ==
  */
 export function indexTime(at: string, what: string): string {
   const ms = typeof at === 'string' ? Date.parse(at) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp, got ${JSON.stringify(String(at).slice(0, 100))}`);
+  if (!Number.isFinite(ms))
+    throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp, got ${JSON.stringify(String(at).slice(0, 100))}`);
   return new Date(ms).toISOString();
 }
 
@@ -195,5 +207,9 @@ export function allOf(conditions: ReadonlyArray<string | undefined>): string | u
 
 /** Newest `updated_at` first; then newest `created_at`; then id. */
 export function byRecent(a: WorkflowSummary, b: WorkflowSummary): number {
-  return compareTimes(b.updatedAt, a.updatedAt) || compareTimes(b.createdAt, a.createdAt) || (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0);
+  return (
+    compareTimes(b.updatedAt, a.updatedAt) ||
+    compareTimes(b.createdAt, a.createdAt) ||
+    (a.workflowId < b.workflowId ? -1 : a.workflowId > b.workflowId ? 1 : 0)
+  );
 }

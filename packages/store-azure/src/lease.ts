@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { BlobLeaseClient, ContainerClient } from '@azure/storage-blob';
-import { JobqError, isJobqError, sleep, type AcquireLeaseOptions, type CoordinatorLease, type CoordinatorLeaseState, type OperationOptions } from '@jobq/ports';
+import {
+  JobqError,
+  isJobqError,
+  sleep,
+  type AcquireLeaseOptions,
+  type CoordinatorLease,
+  type CoordinatorLeaseState,
+  type OperationOptions,
+} from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 
 /**
@@ -23,10 +31,16 @@ export interface LeaseSettings {
 export function checkLeaseSettings(settings: LeaseSettings): void {
   const { durationInMs, renewIntervalInMs } = settings;
   if (!Number.isInteger(durationInMs) || durationInMs < 15_000 || durationInMs > 60_000 || durationInMs % 1_000 !== 0) {
-    throw new JobqError('invalid-config', `leaseDurationInMs must be whole seconds from 15 000 to 60 000 (a blob lease's range), got ${durationInMs}`);
+    throw new JobqError(
+      'invalid-config',
+      `leaseDurationInMs must be whole seconds from 15 000 to 60 000 (a blob lease's range), got ${durationInMs}`,
+    );
   }
   if (!Number.isFinite(renewIntervalInMs) || renewIntervalInMs < 100 || renewIntervalInMs >= durationInMs) {
-    throw new JobqError('invalid-config', `renewIntervalInMs must be at least 100 and below the lease duration (${durationInMs}), got ${renewIntervalInMs}`);
+    throw new JobqError(
+      'invalid-config',
+      `renewIntervalInMs must be at least 100 and below the lease duration (${durationInMs}), got ${renewIntervalInMs}`,
+    );
   }
 }
 
@@ -101,8 +115,11 @@ class BlobCoordinatorLease implements RenewedLease {
     await this.renewing;
     if (this.lost.aborted) return;
     try {
-      await storeCall({ operation: 'release the coordinator lease', conflict: 'lease-lost', notFound: 'lease-lost' }, this.settings.operationTimeoutInMs, undefined, (abortSignal) =>
-        this.client.releaseLease({ abortSignal }),
+      await storeCall(
+        { operation: 'release the coordinator lease', conflict: 'lease-lost', notFound: 'lease-lost' },
+        this.settings.operationTimeoutInMs,
+        undefined,
+        (abortSignal) => this.client.releaseLease({ abortSignal }),
       );
     } catch (error) {
       // Not ours any more (broken, expired and taken, blob gone): nothing to give up.
@@ -186,9 +203,13 @@ export async function acquireCoordinatorLease(
       );
     } catch (error) {
       if (!isJobqError(error, 'lease-held')) throw error;
-      throw new JobqError('lease-held', 'the coordinator lease of this prefix is held by another coordinator: stop it, or break the lease (--break-lease)', {
-        details: error.details,
-      });
+      throw new JobqError(
+        'lease-held',
+        'the coordinator lease of this prefix is held by another coordinator: stop it, or break the lease (--break-lease)',
+        {
+          details: error.details,
+        },
+      );
     }
     return sentAt;
   };

@@ -111,17 +111,30 @@ export interface Expected {
  * expected md5 and no stored Content-MD5) is refused too. `actualMd5` and `actualSize` are of the
  * bytes received.
  */
-export function verifyContent(where: string, actualMd5: string, actualSize: number, storedMd5: string | undefined, expected: Expected): void {
+export function verifyContent(
+  where: string,
+  actualMd5: string,
+  actualSize: number,
+  storedMd5: string | undefined,
+  expected: Expected,
+): void {
   const corrupt = (why: string): never => {
     throw new JobqError('corrupt', `${where} ${why}`, {
-      details: { actualMd5, actualSize, storedMd5: storedMd5 ?? null, expectedMd5: expected.md5 ?? null, expectedSize: expected.size ?? null },
+      details: {
+        actualMd5,
+        actualSize,
+        storedMd5: storedMd5 ?? null,
+        expectedMd5: expected.md5 ?? null,
+        expectedSize: expected.size ?? null,
+      },
     });
   };
   if (expected.size !== undefined && actualSize !== expected.size) corrupt(`has ${actualSize} bytes; ${expected.size} were expected`);
   if (expected.md5 && storedMd5 !== undefined && storedMd5 !== expected.md5) {
     corrupt(`has Content-MD5 ${storedMd5} but ${expected.md5} was expected (the blob was replaced or damaged)`);
   }
-  if (storedMd5 !== undefined && actualMd5 !== storedMd5) corrupt(`content hashes to ${actualMd5}, not to its stored Content-MD5 ${storedMd5}`);
+  if (storedMd5 !== undefined && actualMd5 !== storedMd5)
+    corrupt(`content hashes to ${actualMd5}, not to its stored Content-MD5 ${storedMd5}`);
   if (expected.md5 && actualMd5 !== expected.md5) corrupt(`content hashes to ${actualMd5}, not to the expected ${expected.md5}`);
   if (!expected.md5 && storedMd5 === undefined) corrupt('has no Content-MD5 to verify its content against');
 }
@@ -157,9 +170,14 @@ export class BlobIo {
     const key = `${target.client.url}`;
     let pending = this.ensured.get(key);
     if (!pending) {
-      pending = storeCall({ operation: `create container "${target.container}"` }, this.settings.operationTimeoutInMs, undefined, async (abortSignal) => {
-        await target.client.createIfNotExists({ abortSignal });
-      });
+      pending = storeCall(
+        { operation: `create container "${target.container}"` },
+        this.settings.operationTimeoutInMs,
+        undefined,
+        async (abortSignal) => {
+          await target.client.createIfNotExists({ abortSignal });
+        },
+      );
       this.ensured.set(key, pending);
       // A failed creation may be retried by a later write.
       pending.catch(() => this.ensured.delete(key));
@@ -175,7 +193,8 @@ export class BlobIo {
     try {
       return await write();
     } catch (error) {
-      if (!this.settings.createIfMissing || !isJobqError(error, 'not-found') || error.details.serviceCode !== 'ContainerNotFound') throw error;
+      if (!this.settings.createIfMissing || !isJobqError(error, 'not-found') || error.details.serviceCode !== 'ContainerNotFound')
+        throw error;
       this.ensured.delete(`${target.client.url}`);
       if (options?.abortSignal?.aborted) throw new JobqError('aborted', `create container "${target.container}" was aborted by the caller`);
       await this.ensureContainer(target);
@@ -213,7 +232,11 @@ export class BlobIo {
     options: CallOptions | undefined,
     tally?: UploadTally,
   ): Promise<void> {
-    await this.withAttempts(options, () => this.writeInto(target, options, () => this.putData(target, path, bytes, headers, operation, options)), tally);
+    await this.withAttempts(
+      options,
+      () => this.writeInto(target, options, () => this.putData(target, path, bytes, headers, operation, options)),
+      tally,
+    );
   }
 
   /**
@@ -246,8 +269,11 @@ export class BlobIo {
           }
           let found;
           try {
-            found = await storeCall({ operation: `read the properties of ${where}` }, this.settings.operationTimeoutInMs, options, (abortSignal) =>
-              target.client.getBlobClient(path).getProperties({ abortSignal }),
+            found = await storeCall(
+              { operation: `read the properties of ${where}` },
+              this.settings.operationTimeoutInMs,
+              options,
+              (abortSignal) => target.client.getBlobClient(path).getProperties({ abortSignal }),
             );
           } catch (error) {
             // Azurite refuses the create while another writer's blocks are staged but not yet
@@ -287,7 +313,13 @@ export class BlobIo {
   }
 
   /** Downloads a whole blob with its stored Content-MD5 (the SDK's bytes are checked by the caller). */
-  download(target: BlobTarget, path: string, operation: string, expectedSize: number | undefined, options: CallOptions | undefined): Promise<Downloaded> {
+  download(
+    target: BlobTarget,
+    path: string,
+    operation: string,
+    expectedSize: number | undefined,
+    options: CallOptions | undefined,
+  ): Promise<Downloaded> {
     const blob = target.client.getBlobClient(path);
     return storeCall({ operation }, this.transferLimit(expectedSize), options, async (abortSignal) => {
       const response = await blob.download(0, undefined, { abortSignal, maxRetryRequests: 3 });

@@ -139,15 +139,27 @@ describe('Azure output store specifics', () => {
     const bigger = `"${'b'.repeat(5 * 1024 * 1024)}"`;
     // A small output first: a big one of the same attempt (blocks) must not replace it.
     const first = await store.putOutput('wf12', 'single-first', 1, small);
-    expect(first).toEqual({ ref: `blob:${store.outputsContainer}/outputs/wf12/single-first/1.json:${md5(small)}`, placement: 'blob', bytes: 40_000 });
+    expect(first).toEqual({
+      ref: `blob:${store.outputsContainer}/outputs/wf12/single-first/1.json:${md5(small)}`,
+      placement: 'blob',
+      bytes: 40_000,
+    });
     expect(await store.putOutput('wf12', 'single-first', 1, big)).toEqual({ ...first, adopted: true });
     // A big output first (blocks): neither a small nor another big one replaces it.
     const blockFirst = await store.putOutput('wf12', 'blocks-first', 1, big);
     expect(blockFirst.ref).toBe(`blob:${store.outputsContainer}/outputs/wf12/blocks-first/1.json:${md5(big)}`);
     for (const text of [small, bigger]) {
-      expect(await store.putOutput('wf12', 'blocks-first', 1, text)).toEqual({ ref: blockFirst.ref, placement: 'blob', bytes: Buffer.byteLength(big), adopted: true });
+      expect(await store.putOutput('wf12', 'blocks-first', 1, text)).toEqual({
+        ref: blockFirst.ref,
+        placement: 'blob',
+        bytes: Buffer.byteLength(big),
+        adopted: true,
+      });
     }
-    for (const [path, text] of [['outputs/wf12/single-first/1.json', small], ['outputs/wf12/blocks-first/1.json', big]] as const) {
+    for (const [path, text] of [
+      ['outputs/wf12/single-first/1.json', small],
+      ['outputs/wf12/blocks-first/1.json', big],
+    ] as const) {
       const bytes = await blobs.getBlobClient(path).downloadToBuffer();
       expect(bytes.equals(Buffer.from(text))).toBe(true);
     }
@@ -174,7 +186,12 @@ describe('Azure output store specifics', () => {
     faults.state.loseAnswers = 1;
     const text = jsonOfBytes(40_000);
     const result = await store.putOutput('wf14', 'lost', 1, text);
-    expect(result).toEqual({ ref: `blob:${store.outputsContainer}/outputs/wf14/lost/1.json:${md5(text)}`, placement: 'blob', bytes: 40_000, adopted: true });
+    expect(result).toEqual({
+      ref: `blob:${store.outputsContainer}/outputs/wf14/lost/1.json:${md5(text)}`,
+      placement: 'blob',
+      bytes: 40_000,
+      adopted: true,
+    });
     expect(await store.getOutput(result.ref)).toBe(JSON.parse(text));
     await deleteContainers(store);
   });
@@ -184,14 +201,20 @@ describe('Azure output store specifics', () => {
     const container = service.getContainerClient(store.outputsContainer);
     await container.create();
     const body = Buffer.from(jsonOfBytes(40_000));
-    await container.getBlockBlobClient('wf15/old/task.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+    await container
+      .getBlockBlobClient('wf15/old/task.json')
+      .uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
     expect(await store.getOutput(`blob:${store.outputsContainer}/wf15/old/task.json:${md5(body)}`)).toBe(JSON.parse(body.toString()));
     const refs = expandUpstreamRefs('wf15', { s: ['old/task'] }, store.outputsContainer);
     expect(refs).toEqual({ 'old/task': `blob:${store.outputsContainer}/wf15/old/task.json` });
     expect(await store.getOutput(refs['old/task'] ?? null)).toBe(JSON.parse(body.toString()));
     // A stash marker written before files were keyed by attempt.
-    await container.getBlockBlobClient('workflow-files/wf15/t/f.bin').uploadData(Buffer.from('old file'), { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5('old file'), 'base64') } });
-    expect(Buffer.from(await store.getFile({ blobName: 'workflow-files/wf15/t/f.bin', md5: md5('old file'), size: 8 })).toString()).toBe('old file');
+    await container
+      .getBlockBlobClient('workflow-files/wf15/t/f.bin')
+      .uploadData(Buffer.from('old file'), { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5('old file'), 'base64') } });
+    expect(Buffer.from(await store.getFile({ blobName: 'workflow-files/wf15/t/f.bin', md5: md5('old file'), size: 8 })).toString()).toBe(
+      'old file',
+    );
     await deleteContainers(store);
   });
 
@@ -200,10 +223,14 @@ describe('Azure output store specifics', () => {
     const container = service.getContainerClient(store.outputsContainer);
     await container.create();
     const notJson = Buffer.from('{"truncated":');
-    await container.getBlockBlobClient('wf/notjson.json').uploadData(notJson, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notJson), 'base64') } });
+    await container
+      .getBlockBlobClient('wf/notjson.json')
+      .uploadData(notJson, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notJson), 'base64') } });
     expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf/notjson.json`)), 'corrupt')).toBe(true);
     const notUtf8 = Buffer.from([0x22, 0xff, 0xfe, 0x22]);
-    await container.getBlockBlobClient('wf/binary.json').uploadData(notUtf8, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notUtf8), 'base64') } });
+    await container
+      .getBlockBlobClient('wf/binary.json')
+      .uploadData(notUtf8, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(notUtf8), 'base64') } });
     expect(isJobqError(await caught(store.getOutput(`blob:${store.outputsContainer}/wf/binary.json`)), 'corrupt')).toBe(true);
     await deleteContainers(store);
   });
@@ -216,14 +243,18 @@ describe('Azure output store specifics', () => {
       const container = service.getContainerClient(name);
       await container.createIfNotExists();
       const body = Buffer.from('{"from":"' + name + '"}');
-      await container.getBlockBlobClient('wf/t.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+      await container
+        .getBlockBlobClient('wf/t.json')
+        .uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
       expect(await store.getOutput(`blob:${name}/wf/t.json:${md5(body)}`)).toEqual({ from: name });
     }
     // A container on the same account that is not the deployment's.
     const foreign = service.getContainerClient(`foreign-${randomUUID().slice(0, 8)}`);
     await foreign.create();
     const body = Buffer.from('{"secret":true}');
-    await foreign.getBlockBlobClient('wf/t.json').uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
+    await foreign
+      .getBlockBlobClient('wf/t.json')
+      .uploadData(body, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5(body), 'base64') } });
     const error = await caught(store.getOutput(`blob:${foreign.containerName}/wf/t.json:${md5(body)}`));
     expect(isJobqError(error, 'invalid-argument')).toBe(true);
     expect((error as Error).message).toMatch(/refusing to follow it/);
@@ -251,7 +282,9 @@ describe('Azure output store specifics', () => {
       expect(await service.getContainerClient('shared-outputs').exists()).toBe(false);
       const location = await store.putUpstreamOverflow('wf2', 'next', 1, { s: { '1': ['big'] } });
       expect(location).toBe(`${store.names.workflowsContainer}/upstream/wf2/next/1.json`);
-      expect(await service.getContainerClient(store.names.workflowsContainer).getBlobClient('upstream/wf2/next/1.json').exists()).toBe(true);
+      expect(await service.getContainerClient(store.names.workflowsContainer).getBlobClient('upstream/wf2/next/1.json').exists()).toBe(
+        true,
+      );
       expect(await store.getUpstreamOverflow(location)).toEqual({ s: { '1': ['big'] } });
       await deleteContainers(store);
     } finally {
@@ -269,7 +302,12 @@ describe('Azure output store specifics', () => {
       await local.createIfNotExists();
       const put = (container: typeof shared, name: string) => container.getBlockBlobClient(name).upload('x', 1);
       // Workflow "outputs" (named like an engine folder), its neighbours "outputs.b" and "outputsb", and "wf".
-      const doomed = ['outputs/outputs/t/1.json', 'workflow-files/outputs/t/1/f.bin', 'workflow-logs/outputs/t/1.log', 'workflow-logs/outputs/t/2.log'];
+      const doomed = [
+        'outputs/outputs/t/1.json',
+        'workflow-files/outputs/t/1/f.bin',
+        'workflow-logs/outputs/t/1.log',
+        'workflow-logs/outputs/t/2.log',
+      ];
       const spared = [
         'outputs/outputs.b/t/1.json',
         'outputs/outputsb/t/1.json',
@@ -382,7 +420,9 @@ describe('Azure output store specifics', () => {
       // Aborted by the caller: nothing left either.
       const controller = new AbortController();
       controller.abort();
-      expect(isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'big.bin'), { abortSignal: controller.signal })), 'aborted')).toBe(true);
+      expect(
+        isJobqError(await caught(store.downloadFileTo(marker, join(dir, 'big.bin'), { abortSignal: controller.signal })), 'aborted'),
+      ).toBe(true);
       expect(await readdir(dir)).toEqual([]);
       // A destination that is a directory, or in a directory that does not exist, is a clear local error.
       const good = await store.putFile('wf7', 't', 1, 'small.bin', new Uint8Array([1, 2]));
@@ -438,7 +478,7 @@ describe('Azure output store specifics', () => {
     await deleteContainers(store);
   });
 
-  it('tries an upload 3 times (each with the SDK\'s 3 tries) before falling back, and recovers from a transient failure', async () => {
+  it("tries an upload 3 times (each with the SDK's 3 tries) before falling back, and recovers from a transient failure", async () => {
     const faults = faultInjector();
     const store = await open({ blobPolicies: [faults.policy] });
     await store.putOutput('wf10', 'warm-up', 1, jsonOfBytes(40_000));
@@ -454,12 +494,16 @@ describe('Azure output store specifics', () => {
     faults.state.puts = 0;
     const text = jsonOfBytes(40_000);
     const recovered = await store.putOutput('wf10', 'flaky', 1, text);
-    expect(recovered).toEqual({ placement: 'blob', bytes: 40_000, ref: `blob:${store.outputsContainer}/outputs/wf10/flaky/1.json:${md5(text)}` });
+    expect(recovered).toEqual({
+      placement: 'blob',
+      bytes: 40_000,
+      ref: `blob:${store.outputsContainer}/outputs/wf10/flaky/1.json:${md5(text)}`,
+    });
     expect(faults.state.puts).toBe(5);
     await deleteContainers(store);
   });
 
-  it('stops at the caller\'s abort signal without falling back', async () => {
+  it("stops at the caller's abort signal without falling back", async () => {
     const store = await open();
     const controller = new AbortController();
     controller.abort();

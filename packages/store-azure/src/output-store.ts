@@ -36,7 +36,6 @@ import { deleteBlobFolders, outputFolders } from './workflow-folders';
 /** Blob deletes in flight at once while purging a workflow's outputs. */
 const DELETE_CONCURRENCY = 8;
 
-
 /** Where large and file outputs go when it is not `{p}-outputs` on the state account (`JOBQ_WORKFLOW_BLOBS`). */
 export interface OutputsTargetOptions {
   /** The account of the container; the state account when absent. */
@@ -101,7 +100,8 @@ export function parseWorkflowBlobs(spec: string): WorkflowBlobsSpec {
 
 function integerAtLeast(name: string, value: number | undefined, fallback: number, min = 1): number {
   const v = value ?? fallback;
-  if (!Number.isSafeInteger(v) || v < min) throw new JobqError('invalid-config', `${name} must be an integer ≥ ${min}, got ${String(value)}`);
+  if (!Number.isSafeInteger(v) || v < min)
+    throw new JobqError('invalid-config', `${name} must be an integer ≥ ${min}, got ${String(value)}`);
   return v;
 }
 
@@ -112,13 +112,32 @@ function integerAtLeast(name: string, value: number | undefined, fallback: numbe
 export function openOutputStore(options: OutputStoreOptions): Promise<AzureOutputStore> {
   return Promise.resolve().then(() => {
     const names = storeNames(options.prefix);
-    const operationTimeoutInMs = integerAtLeast('operationTimeoutInMs', options.operationTimeoutInMs, OUTPUT_STORE_DEFAULTS.operationTimeoutInMs, 100);
+    const operationTimeoutInMs = integerAtLeast(
+      'operationTimeoutInMs',
+      options.operationTimeoutInMs,
+      OUTPUT_STORE_DEFAULTS.operationTimeoutInMs,
+      100,
+    );
     const io = new BlobIo({
       operationTimeoutInMs,
       uploadAttempts: integerAtLeast('uploadAttempts', options.uploadAttempts, OUTPUT_STORE_DEFAULTS.uploadAttempts),
-      uploadRetryDelayInMs: integerAtLeast('uploadRetryDelayInMs', options.uploadRetryDelayInMs, OUTPUT_STORE_DEFAULTS.uploadRetryDelayInMs, 0),
-      uploadMaxRetryDelayInMs: integerAtLeast('uploadMaxRetryDelayInMs', options.uploadMaxRetryDelayInMs, OUTPUT_STORE_DEFAULTS.uploadMaxRetryDelayInMs, 0),
-      minTransferBytesPerSecond: integerAtLeast('minTransferBytesPerSecond', options.minTransferBytesPerSecond, OUTPUT_STORE_DEFAULTS.minTransferBytesPerSecond),
+      uploadRetryDelayInMs: integerAtLeast(
+        'uploadRetryDelayInMs',
+        options.uploadRetryDelayInMs,
+        OUTPUT_STORE_DEFAULTS.uploadRetryDelayInMs,
+        0,
+      ),
+      uploadMaxRetryDelayInMs: integerAtLeast(
+        'uploadMaxRetryDelayInMs',
+        options.uploadMaxRetryDelayInMs,
+        OUTPUT_STORE_DEFAULTS.uploadMaxRetryDelayInMs,
+        0,
+      ),
+      minTransferBytesPerSecond: integerAtLeast(
+        'minTransferBytesPerSecond',
+        options.minTransferBytesPerSecond,
+        OUTPUT_STORE_DEFAULTS.minTransferBytesPerSecond,
+      ),
       createIfMissing: options.createIfMissing ?? OUTPUT_STORE_DEFAULTS.createIfMissing,
     });
     const settings = { operationTimeoutInMs, ...(options.blobPolicies ? { blobPolicies: options.blobPolicies } : {}) };
@@ -127,7 +146,10 @@ export function openOutputStore(options: OutputStoreOptions): Promise<AzureOutpu
     if (options.outputs) {
       const { container, connection } = options.outputs;
       if (!isValidContainerName(container)) {
-        throw new JobqError('invalid-config', `outputs container "${String(container)}" is not a container name (3–63 lowercase letters, digits and hyphens)`);
+        throw new JobqError(
+          'invalid-config',
+          `outputs container "${String(container)}" is not a container name (3–63 lowercase letters, digits and hyphens)`,
+        );
       }
       const account = connection ? accountClients(connection, settings) : state;
       outputs = { container, client: account.container(container) };
@@ -173,7 +195,13 @@ export class AzureOutputStore implements OutputStore {
     this.outputsContainer = targets.outputs.container;
   }
 
-  async putOutput(workflowId: string, taskName: string, attemptNo: number, json: string, options?: PutOutputOptions): Promise<PutOutputResult> {
+  async putOutput(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    json: string,
+    options?: PutOutputOptions,
+  ): Promise<PutOutputResult> {
     if (typeof json !== 'string') throw new JobqError('invalid-argument', 'an output must be JSON text (a string)');
     const path = this.canonicalPath(workflowId, taskName, attemptNo);
     const what = `the output of task "${taskName}" (attempt ${attemptNo}) in workflow "${workflowId}"`;
@@ -213,14 +241,25 @@ export class AzureOutputStore implements OutputStore {
           warning: `${what} (${bytes} bytes) could not be uploaded to ${blob} ${afterAttempts} (${failure.message}); it is sent inline instead (allowed up to 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`,
         };
       }
-      const why = fitsInline === undefined ? `is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)` : 'does not fit in the completion message, so it cannot be sent inline';
+      const why =
+        fitsInline === undefined
+          ? `is too large to send inline (limit 500 KiB, ${INLINE_FALLBACK_MAX_BYTES} bytes)`
+          : 'does not fit in the completion message, so it cannot be sent inline';
       throw new JobqError(
         TRANSPORT_CODES.has(failure.code) ? failure.code : 'unavailable',
         `${what} is ${bytes} bytes: it could not be uploaded to ${blob} ${afterAttempts} (${failure.message}) and ${why}`,
         {
           retryable: failure.retryable,
           cause: failure,
-          details: { workflowId, taskName, attemptNo, bytes, inlineLimit: fitsInline === undefined ? INLINE_FALLBACK_MAX_BYTES : null, attempts, uploadError: failure.code },
+          details: {
+            workflowId,
+            taskName,
+            attemptNo,
+            bytes,
+            inlineLimit: fitsInline === undefined ? INLINE_FALLBACK_MAX_BYTES : null,
+            attempts,
+            uploadError: failure.code,
+          },
         },
       );
     }
@@ -257,12 +296,26 @@ export class AzureOutputStore implements OutputStore {
     }
   }
 
-  putFile(workflowId: string, taskName: string, attemptNo: number, filename: string, data: Uint8Array, options?: OperationOptions): Promise<StashMarker> {
+  putFile(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    data: Uint8Array,
+    options?: OperationOptions,
+  ): Promise<StashMarker> {
     if (!(data instanceof Uint8Array)) return Promise.reject(new JobqError('invalid-argument', 'stash: data must be a Uint8Array'));
     return putStashBytes(this.io, this.targets.outputs, { workflowId, taskName, attemptNo, filename }, data, options);
   }
 
-  putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker> {
+  putFileFromPath(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    path: string,
+    options?: OperationOptions,
+  ): Promise<StashMarker> {
     return putStashFile(this.io, this.targets.outputs, { workflowId, taskName, attemptNo, filename }, path, options);
   }
 
@@ -274,7 +327,13 @@ export class AzureOutputStore implements OutputStore {
     return downloadStashTo(this.io, this.targets.outputs, marker, destPath, options);
   }
 
-  putUpstreamOverflow(workflowId: string, taskName: string, attemptNo: number, compact: CompactUpstreamRefs, options?: OperationOptions): Promise<string> {
+  putUpstreamOverflow(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    compact: CompactUpstreamRefs,
+    options?: OperationOptions,
+  ): Promise<string> {
     return putOverflow(this.io, this.targets.workflows, workflowId, taskName, attemptNo, compact, options);
   }
 
@@ -282,8 +341,17 @@ export class AzureOutputStore implements OutputStore {
     return getOverflow(this.io, this.targets.workflows, location, options);
   }
 
-  putTaskLog(workflowId: string, taskName: string, attemptNo: number, text: Uint8Array, metadata: TaskLogMetadata, options?: OperationOptions): Promise<void> {
-    return Promise.resolve().then(() => putTaskLog(this.io, this.targets.outputs, workflowId, taskName, attemptNo, text, metadata, options));
+  putTaskLog(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    text: Uint8Array,
+    metadata: TaskLogMetadata,
+    options?: OperationOptions,
+  ): Promise<void> {
+    return Promise.resolve().then(() =>
+      putTaskLog(this.io, this.targets.outputs, workflowId, taskName, attemptNo, text, metadata, options),
+    );
   }
 
   getTaskLog(workflowId: string, taskName: string, attemptNo: number, options?: GetTaskLogOptions): Promise<TaskLogRead | null> {
@@ -305,7 +373,12 @@ export class AzureOutputStore implements OutputStore {
     const targets = outputs.client.url === defaultOutputs.client.url ? [outputs] : [outputs, defaultOutputs];
     let deleted = 0;
     for (const target of targets) {
-      deleted += await deleteBlobFolders(target.client, folders, { timeoutInMs: this.io.settings.operationTimeoutInMs, concurrency: DELETE_CONCURRENCY }, options);
+      deleted += await deleteBlobFolders(
+        target.client,
+        folders,
+        { timeoutInMs: this.io.settings.operationTimeoutInMs, concurrency: DELETE_CONCURRENCY },
+        options,
+      );
     }
     return deleted;
   }

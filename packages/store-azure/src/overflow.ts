@@ -42,10 +42,18 @@ export async function putOverflow(
  * Reads an overflow blob by its location. Only the workflows container is followed (a location
  * comes from a message); an undecodable or damaged blob is `corrupt`.
  */
-export async function getOverflow(io: BlobIo, workflows: BlobTarget, location: string, options: CallOptions | undefined): Promise<CompactUpstreamRefs> {
+export async function getOverflow(
+  io: BlobIo,
+  workflows: BlobTarget,
+  location: string,
+  options: CallOptions | undefined,
+): Promise<CompactUpstreamRefs> {
   const parsed = typeof location === 'string' ? parseBlobLocation(location) : null;
   if (parsed === null) {
-    throw new JobqError('invalid-argument', `upstream overflow: "${String(location).slice(0, 200)}" is not a "<container>/<path>" location`);
+    throw new JobqError(
+      'invalid-argument',
+      `upstream overflow: "${String(location).slice(0, 200)}" is not a "<container>/<path>" location`,
+    );
   }
   if (parsed.container !== workflows.container) {
     throw new JobqError(
@@ -61,4 +69,3 @@ export async function getOverflow(io: BlobIo, workflows: BlobTarget, location: s
   if (!decoded.ok) throw new JobqError('corrupt', `${where}: ${decoded.error}`);
   return decoded.value;
 }
-

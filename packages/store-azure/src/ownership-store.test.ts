@@ -57,7 +57,9 @@ class InjectorPolicyFactory implements RequestPolicyFactory {
 describeOwnershipStoreContract('Azure Blob Storage (Azurite)', async () => {
   const prefix = randomPrefix();
   const opened: AzureOwnershipStore[] = [await open(prefix)];
-  const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(storeNames(prefix).workflowsContainer);
+  const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(
+    storeNames(prefix).workflowsContainer,
+  );
   return {
     store: opened[0]!,
     another: async () => {
@@ -79,7 +81,12 @@ describe('AzureOwnershipStore specifics', () => {
   it('fences a coordinator of a deployment without shards: shard 0 is its lease, and its lease is shard 0', async () => {
     const prefix = randomPrefix();
     const store = await open(prefix);
-    const old = await openWorkflowStore({ connection: { connectionString: azurite.connectionString }, prefix, leaseDurationInMs: 15_000, renewIntervalInMs: 250 });
+    const old = await openWorkflowStore({
+      connection: { connectionString: azurite.connectionString },
+      prefix,
+      leaseDurationInMs: 15_000,
+      renewIntervalInMs: 250,
+    });
     const lease = await old.acquireLease();
     expect(await store.claim(0, 'member-a')).toBeNull();
     expect((await store.list()).shards[0]).toMatchObject({ leased: true, epoch: 0 });
@@ -123,6 +130,8 @@ describe('AzureOwnershipStore specifics', () => {
     expect((await other.list()).shards[0]).toMatchObject({ leased: true, owner: 'member-a', epoch: 1 });
     await other.breakLease(0);
     await store.release(0); // lost already: harmless
-    await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(storeNames(prefix).workflowsContainer).deleteIfExists();
+    await BlobServiceClient.fromConnectionString(azurite.connectionString)
+      .getContainerClient(storeNames(prefix).workflowsContainer)
+      .deleteIfExists();
   });
 });

@@ -83,7 +83,9 @@ export class AzureOwnershipStore implements OwnershipStore {
 
   /** Creates the workflows container when missing. */
   async ensureExists(options?: OperationOptions): Promise<void> {
-    await storeCall({ operation: 'create the workflows container' }, this.timeout, options, (abortSignal) => this.container.createIfNotExists({ abortSignal }));
+    await storeCall({ operation: 'create the workflows container' }, this.timeout, options, (abortSignal) =>
+      this.container.createIfNotExists({ abortSignal }),
+    );
   }
 
   async readManifest(options?: OperationOptions): Promise<{ manifest: ShardManifest; etag: string } | null> {
@@ -124,7 +126,8 @@ export class AzureOwnershipStore implements OwnershipStore {
     if (await this.writeManifest(shards, '', options)) return { version: SHARD_MANIFEST_VERSION, shards };
     // Another creator won: theirs is the manifest.
     const theirs = await this.readManifest(options);
-    if (theirs === null) throw new JobqError('conflict', 'create the shard manifest failed: it was deleted while it was being created; try again');
+    if (theirs === null)
+      throw new JobqError('conflict', 'create the shard manifest failed: it was deleted while it was being created; try again');
     return theirs.manifest;
   }
 
@@ -137,9 +140,13 @@ export class AzureOwnershipStore implements OwnershipStore {
     checkShardCount(shards);
     const from = existing?.manifest.shards ?? 1;
     if (shards <= from || shards % from !== 0) {
-      throw new JobqError('invalid-argument', `the shard count can only grow, by a multiple of ${from} (${shards} asked); to shrink, start a new prefix and drain this one`);
+      throw new JobqError(
+        'invalid-argument',
+        `the shard count can only grow, by a multiple of ${from} (${shards} asked); to shrink, start a new prefix and drain this one`,
+      );
     }
-    if ((existing?.etag ?? '') !== etag) throw new JobqError('conflict', 'grow the shard manifest failed: it changed since it was read; read it again');
+    if ((existing?.etag ?? '') !== etag)
+      throw new JobqError('conflict', 'grow the shard manifest failed: it changed since it was read; read it again');
     const taken: Array<() => Promise<unknown>> = [];
     try {
       for (let k = 0; k < from; k++) taken.push(await this.holdBriefly(k, options));
@@ -163,10 +170,15 @@ export class AzureOwnershipStore implements OwnershipStore {
       );
     } catch (error) {
       if (!isJobqError(error, 'lease-held')) throw error;
-      throw new JobqError('lease-held', `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`);
+      throw new JobqError(
+        'lease-held',
+        `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`,
+      );
     }
     return () =>
-      storeCall({ operation: `give back shard ${k}'s lease after growing the shard manifest` }, this.timeout, undefined, (abortSignal) => client.releaseLease({ abortSignal }));
+      storeCall({ operation: `give back shard ${k}'s lease after growing the shard manifest` }, this.timeout, undefined, (abortSignal) =>
+        client.releaseLease({ abortSignal }),
+      );
   }
 
   private async createLockBlob(k: number, options: OperationOptions | undefined): Promise<void> {
@@ -207,9 +219,12 @@ export class AzureOwnershipStore implements OwnershipStore {
         }
       }
     });
-    if (serverTime === undefined) throw new JobqError('unavailable', 'list shard members failed: the answer had no Date header (the service time is needed)');
+    if (serverTime === undefined)
+      throw new JobqError('unavailable', 'list shard members failed: the answer had no Date header (the service time is needed)');
     const now = serverTime.getTime();
-    const members = seen.filter((m) => now - m.lastSeen.getTime() < MEMBER_LIVE_FOR_MS).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const members = seen
+      .filter((m) => now - m.lastSeen.getTime() < MEMBER_LIVE_FOR_MS)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return { manifest, shards, members, serverTime };
   }
 
@@ -227,11 +242,16 @@ export class AzureOwnershipStore implements OwnershipStore {
     const blob = this.container.getBlockBlobClient(name);
     let epoch: number;
     try {
-      const properties = await storeCall({ operation: `read shard ${shard}'s owner` }, this.timeout, options, (abortSignal) => blob.getProperties({ abortSignal }));
+      const properties = await storeCall({ operation: `read shard ${shard}'s owner` }, this.timeout, options, (abortSignal) =>
+        blob.getProperties({ abortSignal }),
+      );
       epoch = epochOf(properties.metadata) + 1;
       const metadata = { ...properties.metadata, [OWNER_KEY]: owner, [EPOCH_KEY]: String(epoch) };
       await storeCall({ operation: `record shard ${shard}'s owner` }, this.timeout, options, (abortSignal) =>
-        blob.setMetadata(metadata, { conditions: { leaseId: lease.leaseId, ...(properties.etag ? { ifMatch: properties.etag } : {}) }, abortSignal }),
+        blob.setMetadata(metadata, {
+          conditions: { leaseId: lease.leaseId, ...(properties.etag ? { ifMatch: properties.etag } : {}) },
+          abortSignal,
+        }),
       );
     } catch (error) {
       await lease.release().catch(() => undefined);
@@ -239,7 +259,10 @@ export class AzureOwnershipStore implements OwnershipStore {
       if (isJobqError(error, 'conflict') || isJobqError(error, 'lease-lost') || isJobqError(error, 'not-found')) return null;
       throw error;
     }
-    this.held.get(shard)?.release().catch(() => undefined);
+    this.held
+      .get(shard)
+      ?.release()
+      .catch(() => undefined);
     this.held.set(shard, lease);
     return { shard, epoch, owner, lease, stopRenewing: () => lease.stopRenewing() };
   }
@@ -266,7 +289,9 @@ export class AzureOwnershipStore implements OwnershipStore {
     const name = shardMemberBlob(memberId);
     const body = JSON.stringify({ id: memberId });
     await storeCall({ operation: `record member "${memberId}"` }, this.timeout, options, (abortSignal) =>
-      this.container.getBlockBlobClient(name).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' }, abortSignal }),
+      this.container
+        .getBlockBlobClient(name)
+        .upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' }, abortSignal }),
     );
   }
 
@@ -292,7 +317,10 @@ async function streamText(stream: NodeJS.ReadableStream | undefined): Promise<st
 export async function openOwnershipStore(options: OpenOwnershipStoreOptions): Promise<AzureOwnershipStore> {
   const names = storeNames(options.prefix);
   const operationTimeoutInMs = options.operationTimeoutInMs ?? 30_000;
-  const clients = accountClients(options.connection, { operationTimeoutInMs, ...(options.blobPolicies ? { blobPolicies: options.blobPolicies } : {}) });
+  const clients = accountClients(options.connection, {
+    operationTimeoutInMs,
+    ...(options.blobPolicies ? { blobPolicies: options.blobPolicies } : {}),
+  });
   const store = new AzureOwnershipStore(clients.container(names.workflowsContainer), {
     durationInMs: options.leaseDurationInMs ?? 60_000,
     renewIntervalInMs: options.renewIntervalInMs ?? 15_000,

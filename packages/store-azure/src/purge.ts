@@ -1,5 +1,14 @@
 import { isTerminalWorkflowStatus, isValidWorkflowId, taskCount, type WorkflowStatus } from '@jobq/dag-core';
-import { JobqError, isJobqError, type LoadedRuntime, type OperationOptions, type PurgeOptions, type PurgeResult, type RerunRequest, type WorkflowSummary } from '@jobq/ports';
+import {
+  JobqError,
+  isJobqError,
+  type LoadedRuntime,
+  type OperationOptions,
+  type PurgeOptions,
+  type PurgeResult,
+  type RerunRequest,
+  type WorkflowSummary,
+} from '@jobq/ports';
 import { compareTimes, isLater } from './index-table';
 
 /**
@@ -40,7 +49,8 @@ interface Verdict {
 }
 
 function checkTime(at: string | undefined, what: string): void {
-  if (at !== undefined && (typeof at !== 'string' || !Number.isFinite(Date.parse(at)))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
+  if (at !== undefined && (typeof at !== 'string' || !Number.isFinite(Date.parse(at))))
+    throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
 }
 
 /** True when a retry request on the index row is newer than the one the runtime applied (`applied`). */
@@ -74,25 +84,34 @@ async function recheck(parts: PurgeParts, workflowId: string, summary: WorkflowS
   };
   if (loaded !== null) {
     const runtime = loaded.runtime;
-    Object.assign(verdict, { status: setAside ? 'corrupt' : runtime.status, etag: loaded.etag, taskRows: taskCount(runtime), updatedAt: runtime.updatedAt });
+    Object.assign(verdict, {
+      status: setAside ? 'corrupt' : runtime.status,
+      etag: loaded.etag,
+      taskRows: taskCount(runtime),
+      updatedAt: runtime.updatedAt,
+    });
     if (runtime.finishedAt !== null || !setAside) verdict.finishedAt = runtime.finishedAt;
     if (!setAside && !isTerminalWorkflowStatus(runtime.status)) verdict.reason = `it is not finished: its runtime is ${runtime.status}`;
-    else if (!setAside && retryWaits(summary, runtime.retryAppliedAt)) verdict.reason = `a retry was requested at ${summary.retryRequestedAt} and is not applied yet`;
+    else if (!setAside && retryWaits(summary, runtime.retryAppliedAt))
+      verdict.reason = `a retry was requested at ${summary.retryRequestedAt} and is not applied yet`;
     else if (!setAside) {
       const applied = new Set((runtime.rerunsApplied ?? []).map((a) => a.id));
       const waiting = (await parts.listReruns(workflowId, options)).find((r) => !applied.has(r.requestId));
-      if (waiting !== undefined) verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
+      if (waiting !== undefined)
+        verdict.reason = `a re-run of task "${waiting.taskName}" was requested at ${waiting.requestedAt} and is not applied yet`;
     }
   } else if (unreadable !== null) {
     verdict.etag = null;
-    if (!setAside) verdict.reason = `its runtime cannot be read and the coordinator has not set it aside as corrupt (index status ${summary.status}): ${unreadable.message}`;
+    if (!setAside)
+      verdict.reason = `its runtime cannot be read and the coordinator has not set it aside as corrupt (index status ${summary.status}): ${unreadable.message}`;
   } else if (summary.status === 'pending' || !isTerminalWorkflowStatus(summary.status)) {
     // No runtime left: a purge began and stopped half-way, if the index row says it was finished.
     verdict.reason = `it has no runtime and its index row says ${summary.status}: not a finished workflow`;
   }
   if (verdict.reason === null && options.finishedBefore !== undefined) {
     const finished = verdict.finishedAt ?? verdict.updatedAt;
-    if (!(compareTimes(finished, options.finishedBefore) < 0)) verdict.reason = `it finished at ${finished}, not before ${options.finishedBefore}`;
+    if (!(compareTimes(finished, options.finishedBefore) < 0))
+      verdict.reason = `it finished at ${finished}, not before ${options.finishedBefore}`;
   }
   return verdict;
 }
@@ -104,7 +123,8 @@ async function recheck(parts: PurgeParts, workflowId: string, summary: WorkflowS
  * the re-run rows, and the index row last.
  */
 export async function purgeWorkflow(parts: PurgeParts, workflowId: string, options: PurgeOptions = {}): Promise<PurgeResult> {
-  if (!isValidWorkflowId(workflowId)) throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit');
+  if (!isValidWorkflowId(workflowId))
+    throw new JobqError('invalid-argument', 'a workflow id is 1–128 letters, digits, ".", "_" and "-", starting with a letter or digit');
   checkTime(options.finishedBefore, 'finishedBefore');
   const summary = await parts.readIndexRow(workflowId, options);
   if (summary === null) return { workflowId, outcome: 'not-found', status: null, finishedAt: null, reason: null, blobs: 0, taskRows: 0 };
@@ -124,7 +144,8 @@ export async function purgeWorkflow(parts: PurgeParts, workflowId: string, optio
   let runtimeBlobs = 0;
   if (verdict.etag !== undefined) {
     const deleted = await parts.deleteRuntime(workflowId, verdict.etag, options);
-    if (deleted === 'changed') return result('skipped', { reason: 'it changed while being purged (a save since it was checked): left as it is' });
+    if (deleted === 'changed')
+      return result('skipped', { reason: 'it changed while being purged (a save since it was checked): left as it is' });
     if (deleted === 'deleted') runtimeBlobs = 1;
   }
   const blobs = runtimeBlobs + (await parts.deleteWorkflowBlobs(workflowId, options));

@@ -15,6 +15,14 @@ if (connectionString === '') {
   });
 } else {
   const options = { timeoutInMs: 120_000 };
-  describeWorkflowStoreContract('Azure Storage (real account)', () => workflowStoreFixture(connectionString, { operationTimeoutInMs: 30_000 }), options);
-  describeOutputStoreContract('Azure Blob Storage (real account)', () => outputStoreFixture(connectionString, { operationTimeoutInMs: 30_000 }), options);
+  describeWorkflowStoreContract(
+    'Azure Storage (real account)',
+    () => workflowStoreFixture(connectionString, { operationTimeoutInMs: 30_000 }),
+    options,
+  );
+  describeOutputStoreContract(
+    'Azure Blob Storage (real account)',
+    () => outputStoreFixture(connectionString, { operationTimeoutInMs: 30_000 }),
+    options,
+  );
 }

@@ -26,11 +26,23 @@ function text(row: Readonly<Record<string, unknown>>, key: string): string | nul
 /** A request row as a {@link WorkflowRequest}; null for a row without an ETag. */
 export function requestOf(row: TableEntityResult<Record<string, unknown>>): WorkflowRequest | null {
   if (!row.rowKey || !row.etag) return null;
-  return { workflowId: row.rowKey, cancelRequestedAt: text(row, CANCEL_REQUESTED), retryRequestedAt: text(row, RETRY_REQUESTED), etag: row.etag };
+  return {
+    workflowId: row.rowKey,
+    cancelRequestedAt: text(row, CANCEL_REQUESTED),
+    retryRequestedAt: text(row, RETRY_REQUESTED),
+    etag: row.etag,
+  };
 }
 
 /** Records a request time (`property`) in the workflow's request row (a Merge: the other kind's time stays). */
-export async function writeRequestRow(index: TableClient, workflowId: string, property: string, at: string, timeoutInMs: number, options: OperationOptions | undefined): Promise<void> {
+export async function writeRequestRow(
+  index: TableClient,
+  workflowId: string,
+  property: string,
+  at: string,
+  timeoutInMs: number,
+  options: OperationOptions | undefined,
+): Promise<void> {
   await storeCall({ operation: `record the request of workflow "${workflowId}"` }, timeoutInMs, options, (abortSignal) =>
     index.upsertEntity({ partitionKey: REQUESTS_PARTITION, rowKey: workflowId, [property]: at }, 'Merge', { abortSignal }),
   );
@@ -46,7 +58,15 @@ export async function listRequestRows(index: TableClient, filter: RequestFilter,
     return request !== null && inShard(request.workflowId) ? request : null;
   };
   try {
-    return await tablePage(index, { operation: 'list workflow requests', filter: odata`PartitionKey eq ${REQUESTS_PARTITION}` }, limit, filter.continuationToken, mine, timeoutInMs, filter);
+    return await tablePage(
+      index,
+      { operation: 'list workflow requests', filter: odata`PartitionKey eq ${REQUESTS_PARTITION}` },
+      limit,
+      filter.continuationToken,
+      mine,
+      timeoutInMs,
+      filter,
+    );
   } catch (error) {
     if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
     throw error;
@@ -57,7 +77,13 @@ export async function listRequestRows(index: TableClient, filter: RequestFilter,
  * Deletes a request row if it is still at `etag` (`*`: whatever it holds). True when deleted;
  * false when it changed since (a newer request) or is gone.
  */
-export async function deleteRequestRow(index: TableClient, workflowId: string, etag: string, timeoutInMs: number, options: OperationOptions | undefined): Promise<boolean> {
+export async function deleteRequestRow(
+  index: TableClient,
+  workflowId: string,
+  etag: string,
+  timeoutInMs: number,
+  options: OperationOptions | undefined,
+): Promise<boolean> {
   try {
     await storeCall({ operation: `clear the request of workflow "${workflowId}"` }, timeoutInMs, options, (abortSignal) =>
       index.deleteEntity(REQUESTS_PARTITION, workflowId, { etag, abortSignal }),

@@ -1,5 +1,14 @@
 import { odata, type TableClient, type TableEntityResult } from '@azure/data-tables';
-import { JobqError, isJobqError, isValidRerunRequestId, type NewRerunRequest, type OperationOptions, type Page, type RerunFilter, type RerunRequest } from '@jobq/ports';
+import {
+  JobqError,
+  isJobqError,
+  isValidRerunRequestId,
+  type NewRerunRequest,
+  type OperationOptions,
+  type Page,
+  type RerunFilter,
+  type RerunRequest,
+} from '@jobq/ports';
 import { storeCall } from './errors';
 import { shardTest } from './shard-paging';
 import { pageLimit, tablePage, tableScan } from './workflow-paging';
@@ -37,27 +46,44 @@ function rerunOf(row: TableEntityResult<Record<string, unknown>>): RerunRequest 
   const taskName = row[TASK_NAME];
   const requestedAt = row[REQUESTED_AT];
   if (cut <= 0 || !row.etag || typeof taskName !== 'string' || typeof requestedAt !== 'string') return null;
-  return { workflowId: key.slice(0, cut), requestId: key.slice(cut + 1), taskName, downstream: row[DOWNSTREAM] === true, requestedAt, etag: row.etag };
+  return {
+    workflowId: key.slice(0, cut),
+    requestId: key.slice(cut + 1),
+    taskName,
+    downstream: row[DOWNSTREAM] === true,
+    requestedAt,
+    etag: row.etag,
+  };
 }
 
 /** Checks a request id: see `isValidRerunRequestId`. */
 export function checkRequestId(requestId: unknown): asserts requestId is string {
-  if (!isValidRerunRequestId(requestId)) throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
+  if (!isValidRerunRequestId(requestId))
+    throw new JobqError('invalid-argument', 'a re-run request id is 1–64 letters, digits, "_" and "-", starting with a letter or digit');
 }
 
 /** Inserts a re-run row (`conflict` when its id is recorded already). */
-export async function insertRerunRow(index: TableClient, request: NewRerunRequest, timeoutInMs: number, options: OperationOptions | undefined): Promise<void> {
-  await storeCall({ operation: `record re-run request ${request.requestId} of workflow "${request.workflowId}"` }, timeoutInMs, options, (abortSignal) =>
-    index.createEntity(
-      {
-        partitionKey: RERUNS_PARTITION,
-        rowKey: rowKeyOf(request.workflowId, request.requestId),
-        [TASK_NAME]: request.taskName,
-        [DOWNSTREAM]: request.downstream,
-        [REQUESTED_AT]: request.requestedAt,
-      },
-      { abortSignal },
-    ),
+export async function insertRerunRow(
+  index: TableClient,
+  request: NewRerunRequest,
+  timeoutInMs: number,
+  options: OperationOptions | undefined,
+): Promise<void> {
+  await storeCall(
+    { operation: `record re-run request ${request.requestId} of workflow "${request.workflowId}"` },
+    timeoutInMs,
+    options,
+    (abortSignal) =>
+      index.createEntity(
+        {
+          partitionKey: RERUNS_PARTITION,
+          rowKey: rowKeyOf(request.workflowId, request.requestId),
+          [TASK_NAME]: request.taskName,
+          [DOWNSTREAM]: request.downstream,
+          [REQUESTED_AT]: request.requestedAt,
+        },
+        { abortSignal },
+      ),
   );
 }
 
@@ -77,7 +103,15 @@ export async function listRerunRows(index: TableClient, filter: RerunFilter, tim
     return rerun !== null && inShard(rerun.workflowId) ? rerun : null;
   };
   try {
-    return await tablePage(index, { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) }, limit, filter.continuationToken, mine, timeoutInMs, filter);
+    return await tablePage(
+      index,
+      { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) },
+      limit,
+      filter.continuationToken,
+      mine,
+      timeoutInMs,
+      filter,
+    );
   } catch (error) {
     if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
     throw error;
@@ -85,9 +119,19 @@ export async function listRerunRows(index: TableClient, filter: RerunFilter, tim
 }
 
 /** Every re-run row of one workflow. */
-export async function allRerunRows(index: TableClient, workflowId: string, timeoutInMs: number, options: OperationOptions | undefined): Promise<RerunRequest[]> {
+export async function allRerunRows(
+  index: TableClient,
+  workflowId: string,
+  timeoutInMs: number,
+  options: OperationOptions | undefined,
+): Promise<RerunRequest[]> {
   try {
-    const rows = await tableScan(index, { operation: `list the re-run requests of workflow "${workflowId}"`, filter: rerunFilter(workflowId) }, timeoutInMs, options);
+    const rows = await tableScan(
+      index,
+      { operation: `list the re-run requests of workflow "${workflowId}"`, filter: rerunFilter(workflowId) },
+      timeoutInMs,
+      options,
+    );
     return rows.flatMap((row) => rerunOf(row) ?? []);
   } catch (error) {
     if (isJobqError(error, 'not-found')) return [];
@@ -99,7 +143,14 @@ export async function allRerunRows(index: TableClient, workflowId: string, timeo
  * Deletes a re-run row if it is still at `etag` (`*`: whatever it holds). True when deleted; false
  * when it changed since or is gone.
  */
-export async function deleteRerunRow(index: TableClient, workflowId: string, requestId: string, etag: string, timeoutInMs: number, options: OperationOptions | undefined): Promise<boolean> {
+export async function deleteRerunRow(
+  index: TableClient,
+  workflowId: string,
+  requestId: string,
+  etag: string,
+  timeoutInMs: number,
+  options: OperationOptions | undefined,
+): Promise<boolean> {
   try {
     await storeCall({ operation: `clear re-run request ${requestId} of workflow "${workflowId}"` }, timeoutInMs, options, (abortSignal) =>
       index.deleteEntity(RERUNS_PARTITION, rowKeyOf(workflowId, requestId), { etag, abortSignal }),

@@ -96,7 +96,12 @@ async function headOf(store: AzureWorkflowStore, workflowId: string): Promise<He
 
 async function logLines(store: AzureWorkflowStore, workflowId: string): Promise<Array<Record<string, unknown>>> {
   const log = await text(store, (await headOf(store, workflowId)).log);
-  return log === '' ? [] : log.slice(0, -1).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  return log === ''
+    ? []
+    : log
+        .slice(0, -1)
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /** The state blobs are exactly the current generation's snapshot and log. */
@@ -137,7 +142,10 @@ function definitionOf(tasks: ReadonlyArray<Record<string, unknown>>, name = 'tes
 const ABCD = definitionOf([{ name: 'a' }, { name: 'b' }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b'] }]);
 
 function wide(n: number): WorkflowDefinition {
-  return definitionOf(Array.from({ length: n }, (_, i) => ({ name: `t${i}` })), `wide-${n}`);
+  return definitionOf(
+    Array.from({ length: n }, (_, i) => ({ name: `t${i}` })),
+    `wide-${n}`,
+  );
 }
 
 function done(taskName: string, n: number, outputRef: string | null = null): WorkflowEvent {
@@ -154,7 +162,11 @@ const is =
     kinds.includes(kindOf(request));
 
 /** A created and activated workflow, saved once through the log. */
-async function started(store: AzureWorkflowStore, workflowId = 'wf', definition = ABCD): Promise<{ r0: WorkflowRuntime; r1: WorkflowRuntime; e1: string }> {
+async function started(
+  store: AzureWorkflowStore,
+  workflowId = 'wf',
+  definition = ABCD,
+): Promise<{ r0: WorkflowRuntime; r1: WorkflowRuntime; e1: string }> {
   const r0 = createRuntime(definition, { workflowId, now: at(1), outputsContainer: 'outs' });
   const { etag: e0 } = await store.create(r0, 'h');
   const r1 = step(r0, { type: 'activate', now: at(2) });
@@ -167,7 +179,9 @@ describe('layout', () => {
     const store = await open();
     const r0 = createRuntime(ABCD, { workflowId: 'wf.1', now: at(1) });
     const { etag } = await store.create(r0, 'hash-of-the-caller');
-    const hash = createHash('sha256').update(canonicalJson(toRawDefinition(ABCD)), 'utf8').digest('hex');
+    const hash = createHash('sha256')
+      .update(canonicalJson(toRawDefinition(ABCD)), 'utf8')
+      .digest('hex');
     const head = await headOf(store, 'wf.1');
     expect(head).toEqual({
       version: 2,
@@ -203,7 +217,10 @@ describe('layout', () => {
     expect(lines[1]).toEqual({
       seq: 2,
       workflow: { updated_at: at(3) },
-      tasks: { a: { status: 'completed', attempt_no: 1, output_ref: '{"v":1}', dispatched_at: at(2), completed_at: at(3) }, c: { status: 'running', attempt_no: 1, dispatched_at: at(3) } },
+      tasks: {
+        a: { status: 'completed', attempt_no: 1, output_ref: '{"v":1}', dispatched_at: at(2), completed_at: at(3) },
+        c: { status: 'running', attempt_no: 1, dispatched_at: at(3) },
+      },
     });
     // Appends leave the head alone.
     expect((await containerOf(store).getBlobClient('wf.json').getProperties()).etag).toBe(headBefore.etag);
@@ -241,7 +258,13 @@ describe('layout', () => {
     let s = await started(byCount, 'wf', wide(20));
     let r = s.r1;
     let e = s.e1;
-    for (const [i, generation] of [[0, 1], [1, 2], [2, 2], [3, 2], [4, 3]] as const) {
+    for (const [i, generation] of [
+      [0, 1],
+      [1, 2],
+      [2, 2],
+      [3, 2],
+      [4, 3],
+    ] as const) {
       const next = step(r, done(`t${i}`, 3 + i));
       e = (await byCount.save(next, e, { previous: r })).etag;
       r = next;
@@ -294,7 +317,9 @@ describe('damaged stored state', () => {
       await containerOf(store).getBlockBlobClient(`definitions/wf/${head.definition_hash}.json`).upload(other, other.length);
     });
     expect(isJobqError(error, 'corrupt')).toBe(true);
-    expect(error.message).toMatch(/the runtime of workflow "wf" cannot be read: its definition blob "definitions\/wf\/[0-9a-f]{64}\.json" does not match its hash/);
+    expect(error.message).toMatch(
+      /the runtime of workflow "wf" cannot be read: its definition blob "definitions\/wf\/[0-9a-f]{64}\.json" does not match its hash/,
+    );
   });
 
   it('a definition that hashes right but does not decode is corrupt', async () => {
@@ -328,9 +353,17 @@ describe('damaged stored state', () => {
   it.each([
     ['a line that is not JSON', 'garbage: s3cr3t\n', /runtime log: record 2 is not JSON/],
     ['a gap in the numbering', '{"seq":3}\n', /runtime log: record 2 is numbered 3: a record is missing or repeated/],
-    ['a task the definition does not have', '{"seq":2,"tasks":{"zz":{"status":"ready"}}}\n', /runtime log: record 2 names a task the definition does not have/],
+    [
+      'a task the definition does not have',
+      '{"seq":2,"tasks":{"zz":{"status":"ready"}}}\n',
+      /runtime log: record 2 names a task the definition does not have/,
+    ],
     ['a record cut short', '{"seq":2', /runtime log: its last record is cut short/],
-    ['a roll to a generation it cannot have', '{"seq":2,"rolled_to":{"generation":7,"snapshot":"state/wf/7-ab.snapshot.json","snapshot_bytes":1,"log":"state/wf/7-ab.log"}}\n', /closed by a roll to a generation it cannot have/],
+    [
+      'a roll to a generation it cannot have',
+      '{"seq":2,"rolled_to":{"generation":7,"snapshot":"state/wf/7-ab.snapshot.json","snapshot_bytes":1,"log":"state/wf/7-ab.log"}}\n',
+      /closed by a roll to a generation it cannot have/,
+    ],
   ])('a log with %s is corrupt, never quoting it', async (_what, appended, pattern) => {
     const error = await damagedLoad(async (store, head) => {
       await containerOf(store).getAppendBlobClient(head.log).appendBlock(appended, Buffer.byteLength(appended));
@@ -366,7 +399,9 @@ describe('damaged stored state', () => {
     await containerOf(store).getBlockBlobClient('wf.json').upload(newer, newer.length);
     const error = await caught((await reopen(store)).load('wf'));
     expect(isJobqError(error, 'unsupported')).toBe(true);
-    expect(error.message).toBe('workflow "wf" was written by a newer jobq (runtime format version 3; this jobq reads versions 1–2): it is left as it is; upgrade jobq to process it');
+    expect(error.message).toBe(
+      'workflow "wf" was written by a newer jobq (runtime format version 3; this jobq reads versions 1–2): it is left as it is; upgrade jobq to process it',
+    );
     expect(await codeOf(store.save(step(r1, done('a', 3)), e1, { previous: r1 }))).toBe('conflict');
     expect(await codeOf(store.save(step(r1, done('a', 3)), e1))).toBe('conflict');
     expect(await text(store, 'wf.json')).toBe(newer);
@@ -388,7 +423,8 @@ describe('migration from format 1', () => {
     if (!checked.ok) throw new Error('invalid fixture definition');
     const merged = sequentializeFanIn(checked.value, fixture.max_fan_in);
     if (!merged.ok) throw new Error('fixture transform failed');
-    return foldEvents(createRuntime(merged.value, { workflowId: 'legacy.wf-1', now: at(0), outputsContainer: 'p-outputs' }), fixture.events).runtime;
+    return foldEvents(createRuntime(merged.value, { workflowId: 'legacy.wf-1', now: at(0), outputsContainer: 'p-outputs' }), fixture.events)
+      .runtime;
   }
 
   it('reads a runtime blob written by the landed code, and replaces it by a head on its next save', async () => {
@@ -520,7 +556,7 @@ describe('failure injection', () => {
     });
   });
 
-  it('serializes two processes rolling at once: exactly one wins, the other gets conflict, the state is the winner\'s and nothing of the loser is left', async () => {
+  it("serializes two processes rolling at once: exactly one wins, the other gets conflict, the state is the winner's and nothing of the loser is left", async () => {
     const store = await open();
     const { e1 } = await started(store);
     const [a, b] = [await reopen(store), await reopen(store)];
@@ -554,7 +590,10 @@ describe('failure injection', () => {
     expect(la?.runtime).toEqual(r2);
     const ra = step(la!.runtime, done('b', 4));
     const rb = step(lb!.runtime, done('c', 4));
-    const outcomes = await Promise.allSettled([a.save(ra, la!.etag, { previous: la!.runtime }), b.save(rb, lb!.etag, { previous: lb!.runtime })]);
+    const outcomes = await Promise.allSettled([
+      a.save(ra, la!.etag, { previous: la!.runtime }),
+      b.save(rb, lb!.etag, { previous: lb!.runtime }),
+    ]);
     const lost = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(lost).toHaveLength(1);
     expect(isJobqError(lost[0]!.reason, 'conflict')).toBe(true);
@@ -608,7 +647,7 @@ describe('failure injection', () => {
 });
 
 describe('deleting and cleaning up blobs', () => {
-  it('deletes one workflow\'s head, state, definition and upstream blobs, and nothing of workflows whose ids start the same', async () => {
+  it("deletes one workflow's head, state, definition and upstream blobs, and nothing of workflows whose ids start the same", async () => {
     const store = await open({ logRollMinBytes: 0 });
     for (const id of ['a', 'a.b', 'ab', 'a.json']) {
       const { r1, e1 } = await started(store, id);
@@ -647,7 +686,9 @@ describe('deleting and cleaning up blobs', () => {
 
   it('leaves no runtime blob behind when a create cannot write its rows', async () => {
     const store = await open();
-    await TableClient.fromConnectionString(azurite.connectionString, store.names.tasksTable, { allowInsecureConnection: true }).deleteTable();
+    await TableClient.fromConnectionString(azurite.connectionString, store.names.tasksTable, {
+      allowInsecureConnection: true,
+    }).deleteTable();
     const error = await caught(store.create(createRuntime(ABCD, { workflowId: 'half', now: at(1) }), 'h'));
     expect(error.message).toMatch(/nothing of it was kept$/);
     expect(await list(store)).toEqual([]);

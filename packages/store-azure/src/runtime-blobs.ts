@@ -102,9 +102,13 @@ function corrupt(workflowId: string, why: string): JobqError {
 }
 
 function conflict(workflowId: string): JobqError {
-  return new JobqError('conflict', `workflow "${workflowId}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`, {
-    details: { workflowId },
-  });
+  return new JobqError(
+    'conflict',
+    `workflow "${workflowId}" changed since it was loaded (ETag mismatch), or no longer exists: nothing was written; load it and apply the events again`,
+    {
+      details: { workflowId },
+    },
+  );
 }
 
 /** A lost condition (412, 409 exists) or a blob that is not there (404): the write did not happen. */
@@ -118,7 +122,14 @@ function unknownOutcome(error: unknown): boolean {
 }
 
 function headOf(at: LogPosition): RuntimeHead {
-  return { workflowId: at.workflowId, definitionHash: at.definitionHash, generation: at.generation, snapshot: at.snapshot, snapshotBytes: at.snapshotBytes, log: at.log };
+  return {
+    workflowId: at.workflowId,
+    definitionHash: at.definitionHash,
+    generation: at.generation,
+    snapshot: at.snapshot,
+    snapshotBytes: at.snapshotBytes,
+    log: at.log,
+  };
 }
 
 export class RuntimeBlobs {
@@ -169,7 +180,13 @@ export class RuntimeBlobs {
   }
 
   /** Uploads a block blob under a condition; null when the condition failed. */
-  private async upload(name: string, body: Buffer, conditions: { ifNoneMatch: '*' } | { ifMatch: string }, operation: string, options: OperationOptions | undefined): Promise<string | null> {
+  private async upload(
+    name: string,
+    body: Buffer,
+    conditions: { ifNoneMatch: '*' } | { ifMatch: string },
+    operation: string,
+    options: OperationOptions | undefined,
+  ): Promise<string | null> {
     try {
       const response = await storeCall({ operation }, this.timeout, options, (abortSignal) =>
         this.block(name).upload(body, body.length, { conditions, blobHTTPHeaders: JSON_HEADERS, abortSignal }),
@@ -186,10 +203,14 @@ export class RuntimeBlobs {
   /** Creates an empty log; null when it exists already. */
   private async createLog(name: string, workflowId: string, options: OperationOptions | undefined): Promise<string | null> {
     try {
-      const response = await storeCall({ operation: `create the runtime log of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
-        this.appendBlob(name).create({ conditions: { ifNoneMatch: '*' }, blobHTTPHeaders: LOG_HEADERS, abortSignal }),
+      const response = await storeCall(
+        { operation: `create the runtime log of workflow "${workflowId}"` },
+        this.timeout,
+        options,
+        (abortSignal) => this.appendBlob(name).create({ conditions: { ifNoneMatch: '*' }, blobHTTPHeaders: LOG_HEADERS, abortSignal }),
       );
-      if (!response.etag) throw new JobqError('internal', `create the runtime log of workflow "${workflowId}": the service returned no ETag`);
+      if (!response.etag)
+        throw new JobqError('internal', `create the runtime log of workflow "${workflowId}": the service returned no ETag`);
       return response.etag;
     } catch (error) {
       if (isJobqError(error, 'conflict')) return null;
@@ -199,7 +220,9 @@ export class RuntimeBlobs {
 
   private async deleteQuietly(name: string, options: OperationOptions | undefined): Promise<boolean> {
     try {
-      await storeCall({ operation: 'delete a runtime blob' }, this.timeout, options, (abortSignal) => this.block(name).delete({ abortSignal }));
+      await storeCall({ operation: 'delete a runtime blob' }, this.timeout, options, (abortSignal) =>
+        this.block(name).delete({ abortSignal }),
+      );
       return true;
     } catch {
       return false;
@@ -240,7 +263,9 @@ export class RuntimeBlobs {
     if (token.pending || token.logEtag === null) return false;
     const logProperties = async (): Promise<{ etag: string | undefined; length: number | undefined } | null> => {
       try {
-        const properties = await storeCall({ operation: `read workflow "${workflowId}"` }, this.timeout, options, (abortSignal) => this.appendBlob(token.log).getProperties({ abortSignal }));
+        const properties = await storeCall({ operation: `read workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
+          this.appendBlob(token.log).getProperties({ abortSignal }),
+        );
         return { etag: properties.etag, length: properties.contentLength };
       } catch (error) {
         if (isJobqError(error, 'not-found')) return null;
@@ -266,7 +291,8 @@ export class RuntimeBlobs {
         const decoded = decodeRuntimeJson(content.json);
         if (!decoded.ok) throw corrupt(workflowId, decoded.error.slice(0, 300));
         const runtime = decoded.value;
-        if (runtime.workflowId !== workflowId) throw this.decodeFailure(workflowId, new RuntimeDecodeError(`it holds workflow "${runtime.workflowId}"`));
+        if (runtime.workflowId !== workflowId)
+          throw this.decodeFailure(workflowId, new RuntimeDecodeError(`it holds workflow "${runtime.workflowId}"`));
         return { runtime, token: encodeToken({ version: 1, etag: read.etag }) };
       }
       try {
@@ -309,24 +335,48 @@ export class RuntimeBlobs {
     ]);
     if (snapshot === null) throw new MissingBlob(head.snapshot);
     if (log === null) throw new MissingBlob(head.log);
-    if (snapshot.bytes.length !== head.snapshotBytes) throw corrupt(id, `its snapshot "${head.snapshot}" has ${snapshot.bytes.length} bytes where its head says ${head.snapshotBytes}`);
+    if (snapshot.bytes.length !== head.snapshotBytes)
+      throw corrupt(id, `its snapshot "${head.snapshot}" has ${snapshot.bytes.length} bytes where its head says ${head.snapshotBytes}`);
     const records = decodeLogRecords(log.bytes.toString('utf8'), definition);
-    if (log.blocks !== undefined && log.blocks !== records.length) throw corrupt(id, `its log "${head.log}" has ${log.blocks} blocks but ${records.length} records`);
+    if (log.blocks !== undefined && log.blocks !== records.length)
+      throw corrupt(id, `its log "${head.log}" has ${log.blocks} blocks but ${records.length} records`);
     const last = records.at(-1);
     if (last?.kind === 'rolled') {
       // Closed by a roll whose head update has not happened (yet): the state is the snapshot it names.
       const to = { generation: last.generation, snapshot: last.snapshot, log: last.log };
-      if (to.generation !== head.generation + 1 || generationOf(id, to.snapshot) !== to.generation || generationOf(id, to.log) !== to.generation) {
+      if (
+        to.generation !== head.generation + 1 ||
+        generationOf(id, to.snapshot) !== to.generation ||
+        generationOf(id, to.log) !== to.generation
+      ) {
         throw corrupt(id, `its log "${head.log}" was closed by a roll to a generation it cannot have`);
       }
       const next = await this.download(to.snapshot, `read the runtime snapshot of workflow "${id}"`, options);
       if (next === null) throw new MissingBlob(to.snapshot);
-      if (next.bytes.length !== last.snapshotBytes) throw corrupt(id, `its snapshot "${to.snapshot}" has ${next.bytes.length} bytes where its log says ${last.snapshotBytes}`);
-      const parts = decodeSnapshot(next.bytes.toString('utf8'), definition, { workflowId: id, definitionHash: head.definitionHash, generation: to.generation });
-      const at: LogPosition = { ...head, ...to, snapshotBytes: last.snapshotBytes, headEtag, logEtag: null, position: 0, appends: 0, pending: true };
+      if (next.bytes.length !== last.snapshotBytes)
+        throw corrupt(id, `its snapshot "${to.snapshot}" has ${next.bytes.length} bytes where its log says ${last.snapshotBytes}`);
+      const parts = decodeSnapshot(next.bytes.toString('utf8'), definition, {
+        workflowId: id,
+        definitionHash: head.definitionHash,
+        generation: to.generation,
+      });
+      const at: LogPosition = {
+        ...head,
+        ...to,
+        snapshotBytes: last.snapshotBytes,
+        headEtag,
+        logEtag: null,
+        position: 0,
+        appends: 0,
+        pending: true,
+      };
       return { runtime: assembleParts(parts), token: encodeToken({ version: 2, ...at }) };
     }
-    const parts = decodeSnapshot(snapshot.bytes.toString('utf8'), definition, { workflowId: id, definitionHash: head.definitionHash, generation: head.generation });
+    const parts = decodeSnapshot(snapshot.bytes.toString('utf8'), definition, {
+      workflowId: id,
+      definitionHash: head.definitionHash,
+      generation: head.generation,
+    });
     for (const record of records) if (record.kind === 'delta') applyDeltaRecord(parts, record);
     const at: LogPosition = { ...head, headEtag, logEtag: log.etag, position: log.bytes.length, appends: records.length, pending: false };
     return { runtime: assembleParts(parts), token: encodeToken({ version: 2, ...at }) };
@@ -351,11 +401,25 @@ export class RuntimeBlobs {
     ]);
     if (logEtag === null) throw new JobqError('internal', `create workflow "${id}": a new runtime log already existed`);
     this.definitions.set(hash, runtime.definition);
-    return { head: { workflowId: id, definitionHash: hash, generation: 1, snapshot: names.snapshot, snapshotBytes: snapshot.length, log: names.log }, logEtag };
+    return {
+      head: {
+        workflowId: id,
+        definitionHash: hash,
+        generation: 1,
+        snapshot: names.snapshot,
+        snapshotBytes: snapshot.length,
+        log: names.log,
+      },
+      logEtag,
+    };
   }
 
   /** Writes a head under a condition; its ETag, or null when the condition failed. */
-  putHead(head: RuntimeHead, conditions: { ifNoneMatch: '*' } | { ifMatch: string }, options: OperationOptions | undefined): Promise<string | null> {
+  putHead(
+    head: RuntimeHead,
+    conditions: { ifNoneMatch: '*' } | { ifMatch: string },
+    options: OperationOptions | undefined,
+  ): Promise<string | null> {
     const body = Buffer.from(encodeHead(head), 'utf8');
     return this.upload(headBlobName(head.workflowId), body, conditions, `write the head of workflow "${head.workflowId}"`, options);
   }
@@ -412,14 +476,22 @@ export class RuntimeBlobs {
    * from `previous` (the runtime saved at the token); without `previous` the save rolls (writes a
    * snapshot). `conflict` when the workflow moved on since the token, nothing written.
    */
-  async save(runtime: WorkflowRuntime, tokenText: string, previous: WorkflowRuntime | undefined, changed: readonly string[], options: OperationOptions | undefined): Promise<string> {
+  async save(
+    runtime: WorkflowRuntime,
+    tokenText: string,
+    previous: WorkflowRuntime | undefined,
+    changed: readonly string[],
+    options: OperationOptions | undefined,
+  ): Promise<string> {
     const id = runtime.workflowId;
     const token = decodeToken(id, tokenText);
     if (token === null) throw conflict(id);
     if (token.version === 1) return this.migrate(runtime, token.etag, options);
     let at: LogPosition = token;
     if (at.definitionHash !== definitionHashOf(runtime.definition)) {
-      throw new JobqError('invalid-argument', `save workflow "${id}": the runtime has another definition than the stored one`, { details: { workflowId: id } });
+      throw new JobqError('invalid-argument', `save workflow "${id}": the runtime has another definition than the stored one`, {
+        details: { workflowId: id },
+      });
     }
     if (at.pending) at = await this.completeRoll(at, options);
     if (previous !== undefined) {
@@ -452,7 +524,12 @@ export class RuntimeBlobs {
         }),
       );
       if (!response.etag) throw new JobqError('internal', `save workflow "${id}": the service returned no ETag`);
-      return { ...at, logEtag: response.etag, position: at.position + record.length, appends: response.blobCommittedBlockCount ?? at.appends + 1 };
+      return {
+        ...at,
+        logEtag: response.etag,
+        position: at.position + record.length,
+        appends: response.blobCommittedBlockCount ?? at.appends + 1,
+      };
     } catch (error) {
       if (!lostOrMissing(error) && !unknownOutcome(error)) throw error;
       const landed = await this.landed(at, record).catch(() => null);
@@ -464,7 +541,10 @@ export class RuntimeBlobs {
   /** The position after `record` if the log holds exactly it at `at.position`; null otherwise. */
   private async landed(at: LogPosition, record: Buffer): Promise<LogPosition | null> {
     // Not under the caller's signal: this read decides whether the write happened.
-    const read = await this.download(at.log, `read back the runtime log of workflow "${at.workflowId}"`, undefined, { offset: at.position, count: record.length });
+    const read = await this.download(at.log, `read back the runtime log of workflow "${at.workflowId}"`, undefined, {
+      offset: at.position,
+      count: record.length,
+    });
     if (read === null || !read.bytes.equals(record)) return null;
     return { ...at, logEtag: read.etag, position: at.position + record.length, appends: at.appends + 1 };
   }
@@ -522,7 +602,10 @@ export class RuntimeBlobs {
       const names = await this.list(stateFolder(keep.workflowId), options);
       const old = names.filter((name) => {
         const generation = generationOf(keep.workflowId, name);
-        return generation !== null && (generation < keep.generation || (generation === keep.generation && name !== keep.snapshot && name !== keep.log));
+        return (
+          generation !== null &&
+          (generation < keep.generation || (generation === keep.generation && name !== keep.snapshot && name !== keep.log))
+        );
       });
       await Promise.all(old.map((name) => this.deleteQuietly(name, options)));
     } catch {
@@ -563,7 +646,11 @@ export class RuntimeBlobs {
    * whatever ETag it has now when null: `changed` when a save moved it on, `gone` when there is
    * none. Without its head a workflow does not exist: no load finds it, no save succeeds.
    */
-  async deleteHead(workflowId: string, tokenText: string | null, options: OperationOptions | undefined): Promise<'deleted' | 'changed' | 'gone'> {
+  async deleteHead(
+    workflowId: string,
+    tokenText: string | null,
+    options: OperationOptions | undefined,
+  ): Promise<'deleted' | 'changed' | 'gone'> {
     const token = tokenText === null ? null : decodeToken(workflowId, tokenText);
     const ifMatch = token === null ? await this.headEtag(workflowId, options) : token.version === 1 ? token.etag : token.headEtag;
     if (ifMatch === null) return 'gone';
@@ -584,7 +671,9 @@ export class RuntimeBlobs {
     const deleted: string[] = [];
     const remove = async (name: string): Promise<void> => {
       try {
-        await storeCall({ operation: `delete blob "${name}" of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) => this.block(name).delete({ abortSignal }));
+        await storeCall({ operation: `delete blob "${name}" of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
+          this.block(name).delete({ abortSignal }),
+        );
         deleted.push(name);
       } catch (error) {
         if (!isJobqError(error, 'not-found')) throw error;

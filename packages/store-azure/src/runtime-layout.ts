@@ -110,7 +110,8 @@ export function decodeHeadContent(workflowId: string, text: string): HeadContent
     );
   }
   if (version === 1) return { version: 1, json: record };
-  if (version !== HEAD_FORMAT_VERSION) throw corrupt(workflowId, `unknown format version ${JSON.stringify(version)?.slice(0, 20) ?? 'none'}`);
+  if (version !== HEAD_FORMAT_VERSION)
+    throw corrupt(workflowId, `unknown format version ${JSON.stringify(version)?.slice(0, 20) ?? 'none'}`);
   const folder = stateFolder(workflowId);
   const head: RuntimeHead = {
     workflowId: typeof record.workflow_id === 'string' ? record.workflow_id : '',
@@ -123,7 +124,12 @@ export function decodeHeadContent(workflowId: string, text: string): HeadContent
   if (head.workflowId !== workflowId) throw corrupt(workflowId, 'its head names another workflow');
   if (!SHA256_HEX.test(head.definitionHash)) throw corrupt(workflowId, 'its head has no valid definition hash');
   if (head.generation < 1 || head.snapshotBytes < 0) throw corrupt(workflowId, 'its head has no valid generation');
-  if (generationOf(workflowId, head.snapshot) !== head.generation || generationOf(workflowId, head.log) !== head.generation || !head.log.endsWith('.log') || !head.snapshot.endsWith('.snapshot.json')) {
+  if (
+    generationOf(workflowId, head.snapshot) !== head.generation ||
+    generationOf(workflowId, head.log) !== head.generation ||
+    !head.log.endsWith('.log') ||
+    !head.snapshot.endsWith('.snapshot.json')
+  ) {
     throw corrupt(workflowId, `its head names a snapshot or log outside "${folder}" or of another generation`);
   }
   return { version: 2, head };
@@ -156,7 +162,19 @@ export type RuntimeToken = { version: 1; etag: string } | ({ version: 2 } & LogP
 /** The opaque string callers see as `etag`. */
 export function encodeToken(token: RuntimeToken): string {
   if (token.version === 1) return `1.${token.etag}`;
-  const fields = [token.workflowId, token.definitionHash, token.generation, token.snapshot, token.snapshotBytes, token.log, token.headEtag, token.logEtag, token.position, token.appends, token.pending ? 1 : 0];
+  const fields = [
+    token.workflowId,
+    token.definitionHash,
+    token.generation,
+    token.snapshot,
+    token.snapshotBytes,
+    token.log,
+    token.headEtag,
+    token.logEtag,
+    token.position,
+    token.appends,
+    token.pending ? 1 : 0,
+  ];
   return `2.${Buffer.from(JSON.stringify(fields), 'utf8').toString('base64url')}`;
 }
 
@@ -173,8 +191,30 @@ export function decodeToken(workflowId: string, text: string): RuntimeToken | nu
   }
   if (!Array.isArray(fields) || fields.length !== 11) return null;
   const [w, d, g, s, z, l, h, e, p, n, pending] = fields as unknown[];
-  if (w !== workflowId || typeof d !== 'string' || !isCount(g) || typeof s !== 'string' || !isCount(z) || typeof l !== 'string' || typeof h !== 'string') return null;
+  if (
+    w !== workflowId ||
+    typeof d !== 'string' ||
+    !isCount(g) ||
+    typeof s !== 'string' ||
+    !isCount(z) ||
+    typeof l !== 'string' ||
+    typeof h !== 'string'
+  )
+    return null;
   if (!(e === null || typeof e === 'string') || !isCount(p) || !isCount(n) || (pending !== 0 && pending !== 1)) return null;
   if (generationOf(workflowId, s) !== g || generationOf(workflowId, l) !== g) return null;
-  return { version: 2, workflowId, definitionHash: d, generation: g, snapshot: s, snapshotBytes: z, log: l, headEtag: h, logEtag: e, position: p, appends: n, pending: pending === 1 };
+  return {
+    version: 2,
+    workflowId,
+    definitionHash: d,
+    generation: g,
+    snapshot: s,
+    snapshotBytes: z,
+    log: l,
+    headEtag: h,
+    logEtag: e,
+    position: p,
+    appends: n,
+    pending: pending === 1,
+  };
 }

@@ -42,15 +42,21 @@ describe('shard listings on Azure', () => {
     expect(shardPartitions({ index: 15, count: 16 })).toEqual(['f']);
   });
 
-  it('queries only the shard\'s own index partitions, one partition per query', async () => {
+  it("queries only the shard's own index partitions, one partition per query", async () => {
     const recorder = partitionRecorder();
     const fixture = await workflowStoreFixture(azurite.connectionString, { tablePolicies: [recorder.policy] });
     const store = fixture.store;
     const result = validateWorkflow({ name: 'one', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] });
     if (!result.ok) throw new Error('bad definition');
-    for (let i = 0; i < 6; i++) await store.create(createRuntime(result.value, { workflowId: `q-${i}`, now: new Date(Date.UTC(2026, 0, 1)).toISOString() }), 'h');
+    for (let i = 0; i < 6; i++)
+      await store.create(createRuntime(result.value, { workflowId: `q-${i}`, now: new Date(Date.UTC(2026, 0, 1)).toISOString() }), 'h');
     const shard = { index: 3, count: 4 } as const;
-    for (const filter of [{ shard }, { shard, recent: true }, { shard, status: ['pending' as const] }, { shard, savedStatus: ['running' as const], limit: 1 }]) {
+    for (const filter of [
+      { shard },
+      { shard, recent: true },
+      { shard, status: ['pending' as const] },
+      { shard, savedStatus: ['running' as const], limit: 1 },
+    ]) {
       recorder.reset();
       let token: string | undefined;
       do {

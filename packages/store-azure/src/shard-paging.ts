@@ -33,7 +33,10 @@ interface PartitionCursor {
 }
 
 function encodePartitionCursor(cursor: PartitionCursor): string {
-  return Buffer.from(JSON.stringify({ v: 1, p: cursor.position, ...(cursor.token === undefined ? {} : { t: cursor.token }) }), 'utf8').toString('base64url');
+  return Buffer.from(
+    JSON.stringify({ v: 1, p: cursor.position, ...(cursor.token === undefined ? {} : { t: cursor.token }) }),
+    'utf8',
+  ).toString('base64url');
 }
 
 function decodePartitionCursor(token: string | undefined, partitions: number): PartitionCursor | undefined {
@@ -45,10 +48,20 @@ function decodePartitionCursor(token: string | undefined, partitions: number): P
     json = undefined;
   }
   const j = (typeof json === 'object' && json !== null ? json : {}) as { v?: unknown; p?: unknown; t?: unknown };
-  if (j.v === 1 && typeof j.p === 'number' && Number.isSafeInteger(j.p) && j.p >= 0 && j.p < partitions && (j.t === undefined || typeof j.t === 'string')) {
+  if (
+    j.v === 1 &&
+    typeof j.p === 'number' &&
+    Number.isSafeInteger(j.p) &&
+    j.p >= 0 &&
+    j.p < partitions &&
+    (j.t === undefined || typeof j.t === 'string')
+  ) {
     return { position: j.p, token: j.t };
   }
-  throw new JobqError('invalid-argument', 'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)');
+  throw new JobqError(
+    'invalid-argument',
+    'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)',
+  );
 }
 
 function inPartition(query: TableQuery, partition: string): TableQuery {
@@ -77,7 +90,8 @@ export async function partitionedTablePage<T>(
   while (position < partitions.length) {
     const page = await tablePage(client, inPartition(query, partitions[position]!), limit - items.length, inner, map, timeoutInMs, options);
     items.push(...page.items);
-    if (page.continuationToken !== null) return { items, continuationToken: encodePartitionCursor({ position, token: page.continuationToken }) };
+    if (page.continuationToken !== null)
+      return { items, continuationToken: encodePartitionCursor({ position, token: page.continuationToken }) };
     position++;
     inner = undefined;
     if (items.length >= limit) break;

@@ -139,7 +139,12 @@ export async function putStashFile(
 }
 
 /** Downloads a stashed file into memory, verified against its marker. */
-export async function getStashBytes(io: BlobIo, target: BlobTarget, marker: StashMarker, options: CallOptions | undefined): Promise<Uint8Array> {
+export async function getStashBytes(
+  io: BlobIo,
+  target: BlobTarget,
+  marker: StashMarker,
+  options: CallOptions | undefined,
+): Promise<Uint8Array> {
   checkMarker(marker);
   const where = `stashed file ${describeBlob(target.container, marker.blobName)}`;
   const { bytes, storedMd5 } = await io.download(target, marker.blobName, `download ${where}`, marker.size, options);
@@ -152,7 +157,13 @@ export async function getStashBytes(io: BlobIo, target: BlobTarget, marker: Stas
  * rename is atomic), verifies size and md5, then renames it over `destPath`. The temporary file
  * is removed on every failure.
  */
-export async function downloadStashTo(io: BlobIo, target: BlobTarget, marker: StashMarker, destPath: string, options: CallOptions | undefined): Promise<void> {
+export async function downloadStashTo(
+  io: BlobIo,
+  target: BlobTarget,
+  marker: StashMarker,
+  destPath: string,
+  options: CallOptions | undefined,
+): Promise<void> {
   checkMarker(marker);
   const where = `stashed file ${describeBlob(target.container, marker.blobName)}`;
   const temp = join(dirname(destPath), `.${basename(destPath)}.${randomUUID().slice(0, 8)}.jobq-part`);

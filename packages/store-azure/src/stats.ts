@@ -22,7 +22,9 @@ export async function writeStats(
   }
   const body = Buffer.from(JSON.stringify(stats), 'utf8');
   await storeCall({ operation: 'write the coordinator stats' }, timeoutInMs, options, (abortSignal) =>
-    container.getBlockBlobClient(blobName).upload(body, body.length, { blobHTTPHeaders: { blobContentType: 'application/json' }, abortSignal }),
+    container
+      .getBlockBlobClient(blobName)
+      .upload(body, body.length, { blobHTTPHeaders: { blobContentType: 'application/json' }, abortSignal }),
   );
 }
 

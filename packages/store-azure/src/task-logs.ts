@@ -25,7 +25,8 @@ import { bodyStream, checkBlobPath, describeBlob, readAll, type BlobIo, type Blo
 function logPath(workflowId: string, taskName: string, attemptNo: number): string {
   if (!isValidWorkflowId(workflowId)) throw new JobqError('invalid-argument', `"${String(workflowId).slice(0, 200)}" is not a workflow id`);
   if (typeof taskName !== 'string' || taskName === '') throw new JobqError('invalid-argument', 'a task log needs a task name');
-  if (!Number.isSafeInteger(attemptNo) || attemptNo < 1) throw new JobqError('invalid-argument', `attempt ${String(attemptNo)} is not a number ≥ 1`);
+  if (!Number.isSafeInteger(attemptNo) || attemptNo < 1)
+    throw new JobqError('invalid-argument', `attempt ${String(attemptNo)} is not a number ≥ 1`);
   const path = taskLogBlobPath(workflowId, taskName, attemptNo);
   checkBlobPath(path, `log of task "${taskName}"`);
   return path;
@@ -86,16 +87,22 @@ export async function getTaskLog(
     if (status === 304 && options.ifNoneMatch !== undefined) return { notModified: true, etag: options.ifNoneMatch };
     // A range at or past the end (416), or an empty one: no bytes, but the log's size and etag.
     if (status === 416 || (error as { emptyRange?: boolean }).emptyRange) {
-      const properties = await storeCall({ operation, notFound: 'not-found' }, io.settings.operationTimeoutInMs, options, (abortSignal) => blob.getProperties({ abortSignal })).catch(
-        (e: unknown) => {
-          if (isJobqError(e, 'not-found')) return null;
-          throw e;
-        },
-      );
+      const properties = await storeCall({ operation, notFound: 'not-found' }, io.settings.operationTimeoutInMs, options, (abortSignal) =>
+        blob.getProperties({ abortSignal }),
+      ).catch((e: unknown) => {
+        if (isJobqError(e, 'not-found')) return null;
+        throw e;
+      });
       if (properties === null) return null;
       const etag = properties.etag ?? '';
       if (options.ifNoneMatch !== undefined && options.ifNoneMatch === etag) return { notModified: true, etag };
-      return { notModified: false, bytes: new Uint8Array(0), size: properties.contentLength ?? 0, etag, metadata: taskLogMetadataFromBlob(properties.metadata) };
+      return {
+        notModified: false,
+        bytes: new Uint8Array(0),
+        size: properties.contentLength ?? 0,
+        etag,
+        metadata: taskLogMetadataFromBlob(properties.metadata),
+      };
     }
     throw error;
   }
@@ -106,7 +113,13 @@ function rangeTotal(contentRange: string | undefined): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
-export async function listTaskLogs(io: BlobIo, target: BlobTarget, workflowId: string, taskName: string | undefined, options?: OperationOptions): Promise<TaskLogEntry[]> {
+export async function listTaskLogs(
+  io: BlobIo,
+  target: BlobTarget,
+  workflowId: string,
+  taskName: string | undefined,
+  options?: OperationOptions,
+): Promise<TaskLogEntry[]> {
   if (!isValidWorkflowId(workflowId)) throw new JobqError('invalid-argument', `"${String(workflowId).slice(0, 200)}" is not a workflow id`);
   const folder = `${TASK_LOG_FOLDER}${workflowId}/`;
   const prefix = taskName === undefined ? folder : `${folder}${taskName}/`;

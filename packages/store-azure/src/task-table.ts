@@ -102,7 +102,12 @@ async function deletePartitionRows(
   settings: TaskRowWriteSettings,
   options: CallOptions | undefined,
 ): Promise<number> {
-  const rows = await tableScan(client, { operation, filter: odata`PartitionKey eq ${workflowId}`, select: ['RowKey'] }, settings.timeoutInMs, options);
+  const rows = await tableScan(
+    client,
+    { operation, filter: odata`PartitionKey eq ${workflowId}`, select: ['RowKey'] },
+    settings.timeoutInMs,
+    options,
+  );
   const doomed = rows.map((r) => r.rowKey ?? '').filter((key) => key !== '' && drop(decodeTaskRowKey(key)));
   const batches: string[][] = [];
   for (let i = 0; i < doomed.length; i += MAX_BATCH_ENTITIES) batches.push(doomed.slice(i, i + MAX_BATCH_ENTITIES));
@@ -119,7 +124,9 @@ async function deletePartitionRows(
         if (!isJobqError(error, 'not-found')) throw error;
         for (const rowKey of batch) {
           try {
-            await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.deleteEntity(workflowId, rowKey, { abortSignal }));
+            await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) =>
+              client.deleteEntity(workflowId, rowKey, { abortSignal }),
+            );
             deleted++;
           } catch (one) {
             if (!isJobqError(one, 'not-found')) throw one;
@@ -136,14 +143,24 @@ async function deletePartitionRows(
  * Deletes the rows of a workflow's partition that name no task of `runtime` (left by an orphan
  * runtime with another definition, before it was overwritten).
  */
-export async function deleteForeignTaskRows(client: TableClient, runtime: WorkflowRuntime, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<void> {
+export async function deleteForeignTaskRows(
+  client: TableClient,
+  runtime: WorkflowRuntime,
+  settings: TaskRowWriteSettings,
+  options: CallOptions | undefined,
+): Promise<void> {
   const id = runtime.workflowId;
   const isForeign = (name: string) => taskState(runtime, name) === undefined;
   await deletePartitionRows(client, id, isForeign, `clear old task rows of workflow "${id}"`, settings, options);
 }
 
 /** Deletes every task row of a workflow (a submit that cannot finish takes back what it wrote; a purge); returns how many. */
-export function deleteAllTaskRows(client: TableClient, workflowId: string, settings: TaskRowWriteSettings, options: CallOptions | undefined): Promise<number> {
+export function deleteAllTaskRows(
+  client: TableClient,
+  workflowId: string,
+  settings: TaskRowWriteSettings,
+  options: CallOptions | undefined,
+): Promise<number> {
   return deletePartitionRows(client, workflowId, () => true, `delete the task rows of workflow "${workflowId}"`, settings, options);
 }
 

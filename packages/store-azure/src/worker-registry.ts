@@ -54,7 +54,9 @@ export class AzureWorkerRegistry implements WorkerRegistry {
 
   /** Creates the table when missing. */
   async ensureExists(options?: OperationOptions): Promise<void> {
-    await storeCall({ operation: 'create the workers table' }, this.timeoutInMs, options, (abortSignal) => this.table.createTable({ abortSignal }));
+    await storeCall({ operation: 'create the workers table' }, this.timeoutInMs, options, (abortSignal) =>
+      this.table.createTable({ abortSignal }),
+    );
   }
 
   async beat(heartbeat: WorkerHeartbeat, options?: OperationOptions): Promise<void> {
@@ -85,7 +87,9 @@ export class AzureWorkerRegistry implements WorkerRegistry {
 
   async remove(workerId: string, options?: OperationOptions): Promise<void> {
     try {
-      await storeCall({ operation: `delete the heartbeat of worker "${workerId}"` }, this.timeoutInMs, options, (abortSignal) => this.table.deleteEntity(PARTITION, workerId, { abortSignal }));
+      await storeCall({ operation: `delete the heartbeat of worker "${workerId}"` }, this.timeoutInMs, options, (abortSignal) =>
+        this.table.deleteEntity(PARTITION, workerId, { abortSignal }),
+      );
     } catch (error) {
       if ((error as { code?: unknown }).code === 'not-found') return;
       throw error;
@@ -117,9 +121,7 @@ export class AzureWorkerRegistry implements WorkerRegistry {
         })
         .byPage();
       for await (const page of pages) rows.push(...page);
-      return rows
-        .map((row) => toRecord(row, serviceNow))
-        .sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0));
+      return rows.map((row) => toRecord(row, serviceNow)).sort((a, b) => (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0));
     });
   }
 
@@ -135,8 +137,8 @@ function toRecord(row: TableEntityResult<Row>, serviceNow: number | null): Worke
   const seenAt = Number.isFinite(seen) ? new Date(seen).toISOString() : new Date(0).toISOString();
   // The answer's Date has whole seconds: an age within that second reads 0.
   const ageInMs = serviceNow === null || !Number.isFinite(seen) ? 0 : Math.max(0, serviceNow - seen);
-  const text = (key: string): string => (typeof row[key] === 'string' ? (row[key]) : '');
-  const num = (key: string): number => (typeof row[key] === 'number' ? (row[key]) : Number(row[key] ?? 0) || 0);
+  const text = (key: string): string => (typeof row[key] === 'string' ? row[key] : '');
+  const num = (key: string): number => (typeof row[key] === 'number' ? row[key] : Number(row[key] ?? 0) || 0);
   return {
     workerId: row.rowKey ?? '',
     host: text('host'),

@@ -29,7 +29,10 @@ export function outputFolders(workflowId: string): string[] {
 
 function checkedId(workflowId: string): string {
   if (!isValidWorkflowId(workflowId)) {
-    throw new JobqError('invalid-argument', `"${String(workflowId).slice(0, 200)}" is not a workflow id (1–128 letters, digits, ".", "_" and "-", starting with a letter or digit)`);
+    throw new JobqError(
+      'invalid-argument',
+      `"${String(workflowId).slice(0, 200)}" is not a workflow id (1–128 letters, digits, ".", "_" and "-", starting with a letter or digit)`,
+    );
   }
   return workflowId;
 }
@@ -48,16 +51,27 @@ const LIST_PAGE_SIZE = 5_000;
  * Deletes every blob under each folder (a prefix that must end in `/`), snapshots included, and
  * returns how many it deleted. A missing container holds nothing; a blob already gone is not counted.
  */
-export async function deleteBlobFolders(container: ContainerClient, folders: readonly string[], settings: FolderDeleteSettings, options: CallOptions | undefined): Promise<number> {
+export async function deleteBlobFolders(
+  container: ContainerClient,
+  folders: readonly string[],
+  settings: FolderDeleteSettings,
+  options: CallOptions | undefined,
+): Promise<number> {
   let deleted = 0;
   for (const folder of folders) {
-    if (!folder.endsWith('/') || folder === '/') throw new JobqError('internal', `refusing to delete blobs under "${folder}": a folder ends in "/"`);
+    if (!folder.endsWith('/') || folder === '/')
+      throw new JobqError('internal', `refusing to delete blobs under "${folder}": a folder ends in "/"`);
     deleted += await deleteFolder(container, folder, settings, options);
   }
   return deleted;
 }
 
-async function deleteFolder(container: ContainerClient, folder: string, settings: FolderDeleteSettings, options: CallOptions | undefined): Promise<number> {
+async function deleteFolder(
+  container: ContainerClient,
+  folder: string,
+  settings: FolderDeleteSettings,
+  options: CallOptions | undefined,
+): Promise<number> {
   const where = `"${container.containerName}/${folder}"`;
   let deleted = 0;
   let token: string | undefined;
@@ -65,7 +79,9 @@ async function deleteFolder(container: ContainerClient, folder: string, settings
     let page: { names: string[]; next: string | undefined };
     try {
       page = await storeCall({ operation: `list the blobs under ${where}` }, settings.timeoutInMs, options, async (abortSignal) => {
-        const iterator = container.listBlobsFlat({ prefix: folder, abortSignal }).byPage({ maxPageSize: LIST_PAGE_SIZE, ...(token ? { continuationToken: token } : {}) });
+        const iterator = container
+          .listBlobsFlat({ prefix: folder, abortSignal })
+          .byPage({ maxPageSize: LIST_PAGE_SIZE, ...(token ? { continuationToken: token } : {}) });
         const first = await iterator.next();
         if (first.done) return { names: [], next: undefined };
         const names = first.value.segment.blobItems.map((b) => b.name).filter((name) => name.startsWith(folder));
@@ -79,8 +95,11 @@ async function deleteFolder(container: ContainerClient, folder: string, settings
     const worker = async (): Promise<void> => {
       while (next < page.names.length) {
         const name = page.names[next++]!;
-        const response = await storeCall({ operation: `delete blob "${container.containerName}/${name}"` }, settings.timeoutInMs, options, (abortSignal) =>
-          container.getBlobClient(name).deleteIfExists({ deleteSnapshots: 'include', abortSignal }),
+        const response = await storeCall(
+          { operation: `delete blob "${container.containerName}/${name}"` },
+          settings.timeoutInMs,
+          options,
+          (abortSignal) => container.getBlobClient(name).deleteIfExists({ deleteSnapshots: 'include', abortSignal }),
         );
         if (response.succeeded) deleted++;
       }

@@ -27,8 +27,12 @@ export function decodeCursor(token: string | undefined, expected: PageCursor['ki
   }
   const j = (typeof json === 'object' && json !== null ? json : {}) as { v?: unknown; t?: unknown; o?: unknown };
   if (j.v === 1 && expected === 'table' && typeof j.t === 'string') return { kind: 'table', token: j.t };
-  if (j.v === 1 && expected === 'offset' && typeof j.o === 'number' && Number.isSafeInteger(j.o) && j.o >= 0) return { kind: 'offset', offset: j.o };
-  throw new JobqError('invalid-argument', 'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)');
+  if (j.v === 1 && expected === 'offset' && typeof j.o === 'number' && Number.isSafeInteger(j.o) && j.o >= 0)
+    return { kind: 'offset', offset: j.o };
+  throw new JobqError(
+    'invalid-argument',
+    'the continuation token was not made by this listing (pass back the token of the previous page, with the same filter)',
+  );
 }
 
 /** Checks a page size: an integer ≥ 1 (default `fallback`). */
@@ -113,7 +117,11 @@ export async function tableScan(
 }
 
 /** A page of a list already in memory, by offset. */
-export function offsetPage<T>(all: readonly T[], limit: number, token: string | undefined): { items: T[]; continuationToken: string | null } {
+export function offsetPage<T>(
+  all: readonly T[],
+  limit: number,
+  token: string | undefined,
+): { items: T[]; continuationToken: string | null } {
   const cursor = decodeCursor(token, 'offset');
   const offset = cursor?.kind === 'offset' ? cursor.offset : 0;
   const end = offset + limit;

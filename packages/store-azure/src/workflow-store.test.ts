@@ -56,7 +56,9 @@ function tableClient(name: string): TableClient {
 }
 
 function blobOf(store: AzureWorkflowStore, name: string) {
-  return BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).getBlockBlobClient(name);
+  return BlobServiceClient.fromConnectionString(azurite.connectionString)
+    .getContainerClient(store.names.workflowsContainer)
+    .getBlockBlobClient(name);
 }
 
 async function blobNames(store: AzureWorkflowStore): Promise<string[]> {
@@ -155,7 +157,15 @@ describe('AzureWorkflowStore specifics', () => {
     runtime = step(runtime, { type: 'activate', now: at(2) });
     etag = (await store.save(runtime, etag)).etag;
     for (let i = 0; i < 8; i++) {
-      const next = step(runtime, { type: 'completion', now: at(10 + i), taskName: `t${i}`, attemptNo: null, success: true, outputRef: null, error: null });
+      const next = step(runtime, {
+        type: 'completion',
+        now: at(10 + i),
+        taskName: `t${i}`,
+        attemptNo: null,
+        success: true,
+        outputRef: null,
+        error: null,
+      });
       const [, saved] = await Promise.all([
         i % 2 === 0 ? store.requestCancel('race', at(100 + i)) : store.requestRetry('race', at(100 + i)),
         store.save(next, etag, { previous: runtime }),
@@ -200,7 +210,15 @@ describe('AzureWorkflowStore specifics', () => {
     expect(new Set(rows.map((r) => r.taskName))).toEqual(new Set(Object.keys(r1.tasks)));
     expect(rows.every((r) => r.status === 'running' && r.attemptNo === 1 && r.updatedAt === at(2))).toBe(true);
 
-    const r2 = step(r1, { type: 'completion', now: at(3), taskName: 'group1/task001', attemptNo: 1, success: true, outputRef: null, error: null });
+    const r2 = step(r1, {
+      type: 'completion',
+      now: at(3),
+      taskName: 'group1/task001',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+    });
     blobs.reset();
     tables.reset();
     await store.save(r2, e1, { previous: r1 });
@@ -282,7 +300,11 @@ describe('AzureWorkflowStore specifics', () => {
     // A 40 000-character name passes no validation, but a runtime can still be built with it.
     const huge: WorkflowDefinition = { ...ABC, name: 'n'.repeat(40_000) };
     const error = await caught(store.create(createRuntime(huge, { workflowId: 'huge', now: at(1) }), 'h1'));
-    expect(error).toMatchObject({ code: 'invalid-argument', retryable: false, details: { statusCode: 400, serviceCode: 'PropertyValueTooLarge', cleanedUp: true } });
+    expect(error).toMatchObject({
+      code: 'invalid-argument',
+      retryable: false,
+      details: { statusCode: 400, serviceCode: 'PropertyValueTooLarge', cleanedUp: true },
+    });
     expect((error as Error).message).toBe(
       'write the index row of workflow "huge" failed: bad request (PropertyValueTooLarge); workflow "huge" was not submitted and nothing of it was kept',
     );
@@ -304,7 +326,8 @@ describe('AzureWorkflowStore specifics', () => {
     let down = false;
     const unreachable: TablePipelinePolicy = {
       name: 'test-unreachable',
-      sendRequest: (request, next) => (down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) : next(request)),
+      sendRequest: (request, next) =>
+        down ? Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })) : next(request),
     };
     const flaky = await open({ tablePolicies: [unreachable] });
     const store = await open({ prefix: flaky.names.prefix });
@@ -331,7 +354,9 @@ describe('AzureWorkflowStore specifics', () => {
     await blobOf(store, 'future.json').upload(future, future.length);
     const futureError = await caught(store.load('future'));
     expect(isJobqError(futureError, 'unsupported')).toBe(true);
-    expect((futureError as Error).message).toMatch(/workflow "future" was written by a newer jobq \(runtime format version 99; this jobq reads versions 1–2\)/);
+    expect((futureError as Error).message).toMatch(
+      /workflow "future" was written by a newer jobq \(runtime format version 99; this jobq reads versions 1–2\)/,
+    );
     const unknown = JSON.stringify({ version: 'two' });
     await blobOf(store, 'odd.json').upload(unknown, unknown.length);
     const unknownError = await caught(store.load('odd'));
@@ -369,7 +394,9 @@ describe('AzureWorkflowStore specifics', () => {
     const store = await open();
     const lease = await store.acquireLease();
     await blobOf(store, store.names.leaseBlob).getBlobLeaseClient().breakLease(0);
-    const reason = await new Promise<unknown>((resolve) => lease.lost.addEventListener('abort', () => resolve(lease.lost.reason), { once: true }));
+    const reason = await new Promise<unknown>((resolve) =>
+      lease.lost.addEventListener('abort', () => resolve(lease.lost.reason), { once: true }),
+    );
     expect(isJobqError(reason, 'lease-lost')).toBe(true);
     expect((reason as Error).message).toMatch(/stop writing/);
     await lease.release();
@@ -385,11 +412,19 @@ describe('AzureWorkflowStore specifics', () => {
     expect(await store.listTasks({ status: ['running'] })).toEqual({ items: [], continuationToken: null });
     expect(await store.countWorkflows()).toMatchObject({ pending: 0, running: 0 });
     expect(await store.readCoordinatorStats()).toBeNull();
-    expect(await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).exists()).toBe(false);
+    expect(
+      await BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(store.names.workflowsContainer).exists(),
+    ).toBe(false);
   });
 
   it('refuses bad settings and arguments clearly', async () => {
-    for (const extra of [{ prefix: 'bad-prefix' }, { leaseDurationInMs: 10_000 }, { leaseDurationInMs: 15_500 }, { renewIntervalInMs: 15_000 }, { rowWriteConcurrency: 0 }]) {
+    for (const extra of [
+      { prefix: 'bad-prefix' },
+      { leaseDurationInMs: 10_000 },
+      { leaseDurationInMs: 15_500 },
+      { renewIntervalInMs: 15_000 },
+      { rowWriteConcurrency: 0 },
+    ]) {
       expect(isJobqError(await caught(open({ createIfMissing: false, ...extra })), 'invalid-config')).toBe(true);
     }
     const store = await open({ createIfMissing: false });
@@ -406,7 +441,8 @@ describe('AzureWorkflowStore specifics', () => {
 /** ABC run to completion at second `n`. */
 function completed(workflowId: string, n: number): WorkflowRuntime {
   let r = step(createRuntime(ABC, { workflowId, now: at(1) }), { type: 'activate', now: at(2) });
-  for (const name of ['a', 'b', 'c']) r = step(r, { type: 'completion', now: at(n), taskName: name, attemptNo: null, success: true, outputRef: null, error: null });
+  for (const name of ['a', 'b', 'c'])
+    r = step(r, { type: 'completion', now: at(n), taskName: name, attemptNo: null, success: true, outputRef: null, error: null });
   return r;
 }
 
@@ -419,10 +455,19 @@ describe('purge on Azure Storage', () => {
   it('deletes upstream/{wf}/ exactly: workflow "a" leaves "a.b" alone, and workflow "upstream" only upstream/upstream/', async () => {
     const store = await open();
     for (const id of ['a', 'a.b', 'upstream']) await storeCompleted(store, id);
-    const overflow = ['upstream/a/c/1.json', 'upstream/a/c/2.json', 'upstream/a.b/c/1.json', 'upstream/upstream/c/1.json', 'upstream/ab/c/1.json'];
+    const overflow = [
+      'upstream/a/c/1.json',
+      'upstream/a/c/2.json',
+      'upstream/a.b/c/1.json',
+      'upstream/upstream/c/1.json',
+      'upstream/ab/c/1.json',
+    ];
     for (const name of overflow) await blobOf(store, name).upload('{}', 2);
     const before = await blobNames(store);
-    const owned = (id: string): string[] => before.filter((n) => n === `${id}.json` || n.startsWith(`state/${id}/`) || n.startsWith(`definitions/${id}/`) || n.startsWith(`upstream/${id}/`));
+    const owned = (id: string): string[] =>
+      before.filter(
+        (n) => n === `${id}.json` || n.startsWith(`state/${id}/`) || n.startsWith(`definitions/${id}/`) || n.startsWith(`upstream/${id}/`),
+      );
     // Each stored workflow holds a head, a definition, a snapshot and a log.
     expect(owned('a.b').filter((n) => !n.startsWith('upstream/'))).toHaveLength(4);
     expect(await store.purge('a')).toMatchObject({ outcome: 'purged', blobs: owned('a').length, taskRows: 3 });
@@ -439,7 +484,11 @@ describe('purge on Azure Storage', () => {
     const store = await open();
     await storeCompleted(store, 'bad');
     await blobOf(store, 'bad.json').upload('not json', 8);
-    expect(await store.purge('bad')).toMatchObject({ outcome: 'skipped', status: 'completed', reason: expect.stringContaining('cannot be read') });
+    expect(await store.purge('bad')).toMatchObject({
+      outcome: 'skipped',
+      status: 'completed',
+      reason: expect.stringContaining('cannot be read'),
+    });
     expect(await blobOf(store, 'bad.json').exists()).toBe(true);
     await store.markCorrupt('bad', 'the runtime cannot be read: it is not JSON', at(9));
     expect(await store.purge('bad')).toMatchObject({ outcome: 'purged', status: 'corrupt', finishedAt: at(9), blobs: 4, taskRows: 3 });
@@ -450,9 +499,18 @@ describe('purge on Azure Storage', () => {
 
   it('deletes nothing when the runtime is saved between the re-check and the delete (a retry applied meanwhile)', async () => {
     const store = await open();
-    const failed = step(step(step(createRuntime(ABC, { workflowId: 'race', now: at(1) }), { type: 'activate', now: at(2) }), {
-      type: 'completion', now: at(3), taskName: 'a', attemptNo: null, success: false, outputRef: null, error: 'exit 1',
-    }), { type: 'completion', now: at(4), taskName: 'b', attemptNo: null, success: true, outputRef: null, error: null });
+    const failed = step(
+      step(step(createRuntime(ABC, { workflowId: 'race', now: at(1) }), { type: 'activate', now: at(2) }), {
+        type: 'completion',
+        now: at(3),
+        taskName: 'a',
+        attemptNo: null,
+        success: false,
+        outputRef: null,
+        error: 'exit 1',
+      }),
+      { type: 'completion', now: at(4), taskName: 'b', attemptNo: null, success: true, outputRef: null, error: null },
+    );
     expect(failed.status).toBe('failed');
     const { etag } = await store.create(createRuntime(ABC, { workflowId: 'race', now: at(1) }), 'h');
     await store.save(failed, etag);
@@ -497,7 +555,8 @@ async function seedIndex(store: AzureWorkflowStore, total: number, active: numbe
   }
   const index = tableClient(store.names.indexTable);
   for (const rows of byPartition.values()) {
-    for (let i = 0; i < rows.length; i += 100) await index.submitTransaction(rows.slice(i, i + 100).map((row): TransactionAction => ['upsert', row]));
+    for (let i = 0; i < rows.length; i += 100)
+      await index.submitTransaction(rows.slice(i, i + 100).map((row): TransactionAction => ['upsert', row]));
   }
 }
 
@@ -599,7 +658,10 @@ describe('connection strings', () => {
       },
     };
     // A port nothing listens on: each call asks for a token, then fails to connect.
-    const clients = accountClients({ connectionString: 'BlobEndpoint=https://127.0.0.1:1/myacct;TableEndpoint=https://127.0.0.1:1/myacct', credential }, { operationTimeoutInMs: 2_000 });
+    const clients = accountClients(
+      { connectionString: 'BlobEndpoint=https://127.0.0.1:1/myacct;TableEndpoint=https://127.0.0.1:1/myacct', credential },
+      { operationTimeoutInMs: 2_000 },
+    );
     expect(clients.blobService.url).toBe('https://127.0.0.1:1/myacct');
     await expect(clients.container('c').exists()).rejects.toThrow();
     await expect(clients.table('t').getEntity('p', 'r')).rejects.toThrow();
@@ -613,9 +675,17 @@ describe('failures', () => {
     const secret = Buffer.from('not-the-key-'.repeat(6)).toString('base64');
     const connectionString = azurite.connectionString.replace(AZURITE_ACCOUNT_KEY, secret);
     expect(connectionString).toContain(secret);
-    const error = await caught(openWorkflowStore({ connection: { connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 }));
+    const error = await caught(
+      openWorkflowStore({ connection: { connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 }),
+    );
     expect(isJobqError(error, 'auth')).toBe(true);
-    const texts = [String(error), (error as Error).message, (error as Error).stack ?? '', inspect(error, { depth: 10 }), JSON.stringify(error)];
+    const texts = [
+      String(error),
+      (error as Error).message,
+      (error as Error).stack ?? '',
+      inspect(error, { depth: 10 }),
+      JSON.stringify(error),
+    ];
     for (const text of texts) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain(AZURITE_ACCOUNT_KEY);
@@ -625,7 +695,11 @@ describe('failures', () => {
   it('reports a full emulator (409 MemoryExtentStoreAtSizeLimit) on save as a retryable unavailable, not as a write race', async () => {
     const own = await startAzurite({ extentMemoryLimitMb: 0.25 });
     try {
-      const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 5_000 });
+      const store = await openWorkflowStore({
+        connection: { connectionString: own.connectionString },
+        prefix: uniquePrefix(),
+        operationTimeoutInMs: 5_000,
+      });
       const r0 = createRuntime(ABC, { workflowId: 'full', now: at(1) });
       const { etag } = await store.create(r0, 'h');
       // Fill the emulator's blob memory behind the store's back.
@@ -634,14 +708,24 @@ describe('failures', () => {
       for (const size of [16 * 1024, 1024, 64]) {
         const chunk = Buffer.alloc(size, 1);
         for (;;) {
-          const refused = await filler.getBlockBlobClient(`filler-${n++}`).upload(chunk, size).then(() => false, (e: { statusCode?: number }) => e.statusCode === 409);
+          const refused = await filler
+            .getBlockBlobClient(`filler-${n++}`)
+            .upload(chunk, size)
+            .then(
+              () => false,
+              (e: { statusCode?: number }) => e.statusCode === 409,
+            );
           if (refused) break;
           if (n > 2_000) throw new Error('the emulator never filled up');
         }
       }
       const error = await caught(store.save(step(r0, { type: 'activate', now: at(2) }), etag));
       expect(isJobqError(error)).toBe(true);
-      expect(error).toMatchObject({ code: 'unavailable', retryable: true, details: { statusCode: 409, serviceCode: 'MemoryExtentStoreAtSizeLimit' } });
+      expect(error).toMatchObject({
+        code: 'unavailable',
+        retryable: true,
+        details: { statusCode: 409, serviceCode: 'MemoryExtentStoreAtSizeLimit' },
+      });
       expect((error as Error).message).toContain("the storage emulator's blob memory is full");
       // A create hits the same wall, and says so too.
       const created = await caught(store.create(createRuntime(ABC, { workflowId: 'full2', now: at(1) }), 'h'));
@@ -653,7 +737,11 @@ describe('failures', () => {
 
   it('gives typed, retryable errors (and no hang) once the service is gone', async () => {
     const own = await startAzurite();
-    const store = await openWorkflowStore({ connection: { connectionString: own.connectionString }, prefix: uniquePrefix(), operationTimeoutInMs: 3_000 });
+    const store = await openWorkflowStore({
+      connection: { connectionString: own.connectionString },
+      prefix: uniquePrefix(),
+      operationTimeoutInMs: 3_000,
+    });
     const r0 = createRuntime(ABC, { workflowId: 'gone', now: at(1) });
     const { etag } = await store.create(r0, 'h');
     await own.stop();

@@ -1,6 +1,14 @@
 import type { TableClient, TableEntityResult } from '@azure/data-tables';
 import type { ContainerClient, RequestPolicyFactory } from '@azure/storage-blob';
-import { isTerminalWorkflowStatus, isValidWorkflowId, type WorkflowRuntime, type WorkflowStatus, WORKFLOW_STATUSES, changedTasks, taskState } from '@jobq/dag-core';
+import {
+  isTerminalWorkflowStatus,
+  isValidWorkflowId,
+  type WorkflowRuntime,
+  type WorkflowStatus,
+  WORKFLOW_STATUSES,
+  changedTasks,
+  taskState,
+} from '@jobq/dag-core';
 import {
   JobqError,
   isJobqError,
@@ -32,7 +40,19 @@ import {
 } from '@jobq/ports';
 import { accountClients, type StorageAccountConnection } from './clients';
 import { storeCall } from './errors';
-import { CANCEL_REQUESTED, RETRY_REQUESTED, allOf, byRecent, corruptEntity, finishedBeforeFilter, indexEntity, indexStatus, statusFilter, summaryOf, updatedBeforeFilter } from './index-table';
+import {
+  CANCEL_REQUESTED,
+  RETRY_REQUESTED,
+  allOf,
+  byRecent,
+  corruptEntity,
+  finishedBeforeFilter,
+  indexEntity,
+  indexStatus,
+  statusFilter,
+  summaryOf,
+  updatedBeforeFilter,
+} from './index-table';
 import { PROCESS_DEFINITION_CACHE, type DefinitionCache } from './definition-cache';
 import { acquireCoordinatorLease, checkLeaseSettings, readCoordinatorLeaseState } from './lease';
 import { purgeWorkflow } from './purge';
@@ -109,7 +129,8 @@ function checkWorkflowId(workflowId: string): void {
 }
 
 function checkTimestamp(at: string, what: string): void {
-  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at))) throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
+  if (typeof at !== 'string' || !Number.isFinite(Date.parse(at)))
+    throw new JobqError('invalid-argument', `${what} must be an ISO-8601 timestamp`);
 }
 
 /**
@@ -161,19 +182,31 @@ export class AzureWorkflowStore implements WorkflowStore {
     settings: WorkflowStoreSettings,
     definitionCache: DefinitionCache = PROCESS_DEFINITION_CACHE,
   ) {
-    checkLeaseSettings({ durationInMs: settings.leaseDurationInMs, renewIntervalInMs: settings.renewIntervalInMs, operationTimeoutInMs: settings.operationTimeoutInMs });
+    checkLeaseSettings({
+      durationInMs: settings.leaseDurationInMs,
+      renewIntervalInMs: settings.renewIntervalInMs,
+      operationTimeoutInMs: settings.operationTimeoutInMs,
+    });
     if (!Number.isSafeInteger(settings.rowWriteConcurrency) || settings.rowWriteConcurrency < 1) {
       throw new JobqError('invalid-config', `rowWriteConcurrency must be a whole number ≥ 1, got ${settings.rowWriteConcurrency}`);
     }
-    if (!(settings.operationTimeoutInMs > 0)) throw new JobqError('invalid-config', `operationTimeoutInMs must be positive, got ${settings.operationTimeoutInMs}`);
+    if (!(settings.operationTimeoutInMs > 0))
+      throw new JobqError('invalid-config', `operationTimeoutInMs must be positive, got ${settings.operationTimeoutInMs}`);
     if (!Number.isSafeInteger(settings.logRollMinBytes) || settings.logRollMinBytes < 0) {
       throw new JobqError('invalid-config', `logRollMinBytes must be a whole number ≥ 0, got ${settings.logRollMinBytes}`);
     }
     if (!Number.isSafeInteger(settings.logRollMaxAppends) || settings.logRollMaxAppends < 1 || settings.logRollMaxAppends > 49_999) {
       throw new JobqError('invalid-config', `logRollMaxAppends must be a whole number from 1 to 49 999, got ${settings.logRollMaxAppends}`);
     }
-    if (!Number.isSafeInteger(settings.logMaxAppendBytes) || settings.logMaxAppendBytes < 1 || settings.logMaxAppendBytes > MAX_APPEND_BLOCK_BYTES) {
-      throw new JobqError('invalid-config', `logMaxAppendBytes must be a whole number from 1 to ${MAX_APPEND_BLOCK_BYTES}, got ${settings.logMaxAppendBytes}`);
+    if (
+      !Number.isSafeInteger(settings.logMaxAppendBytes) ||
+      settings.logMaxAppendBytes < 1 ||
+      settings.logMaxAppendBytes > MAX_APPEND_BLOCK_BYTES
+    ) {
+      throw new JobqError(
+        'invalid-config',
+        `logMaxAppendBytes must be a whole number from 1 to ${MAX_APPEND_BLOCK_BYTES}, got ${settings.logMaxAppendBytes}`,
+      );
     }
     this.container = container;
     this.index = index;
@@ -193,8 +226,12 @@ export class AzureWorkflowStore implements WorkflowStore {
       storeCall({ operation: `create container "${this.names.workflowsContainer}"` }, this.timeout, options, (abortSignal) =>
         this.container.createIfNotExists({ abortSignal }),
       ),
-      storeCall({ operation: `create table "${this.names.indexTable}"` }, this.timeout, options, (abortSignal) => this.index.createTable({ abortSignal })),
-      storeCall({ operation: `create table "${this.names.tasksTable}"` }, this.timeout, options, (abortSignal) => this.tasks.createTable({ abortSignal })),
+      storeCall({ operation: `create table "${this.names.indexTable}"` }, this.timeout, options, (abortSignal) =>
+        this.index.createTable({ abortSignal }),
+      ),
+      storeCall({ operation: `create table "${this.names.tasksTable}"` }, this.timeout, options, (abortSignal) =>
+        this.tasks.createTable({ abortSignal }),
+      ),
     ]);
   }
 
@@ -204,8 +241,12 @@ export class AzureWorkflowStore implements WorkflowStore {
       storeCall({ operation: `delete container "${this.names.workflowsContainer}"` }, this.timeout, options, (abortSignal) =>
         this.container.deleteIfExists({ abortSignal }),
       ),
-      storeCall({ operation: `delete table "${this.names.indexTable}"` }, this.timeout, options, (abortSignal) => this.index.deleteTable({ abortSignal })),
-      storeCall({ operation: `delete table "${this.names.tasksTable}"` }, this.timeout, options, (abortSignal) => this.tasks.deleteTable({ abortSignal })),
+      storeCall({ operation: `delete table "${this.names.indexTable}"` }, this.timeout, options, (abortSignal) =>
+        this.index.deleteTable({ abortSignal }),
+      ),
+      storeCall({ operation: `delete table "${this.names.tasksTable}"` }, this.timeout, options, (abortSignal) =>
+        this.tasks.deleteTable({ abortSignal }),
+      ),
     ]);
   }
 
@@ -214,7 +255,8 @@ export class AzureWorkflowStore implements WorkflowStore {
   async create(runtime: WorkflowRuntime, definitionHash: string, options?: OperationOptions): Promise<CreateResult> {
     const id = runtime.workflowId;
     checkWorkflowId(id);
-    if (typeof definitionHash !== 'string' || definitionHash === '') throw new JobqError('invalid-argument', 'a definition hash is required');
+    if (typeof definitionHash !== 'string' || definitionHash === '')
+      throw new JobqError('invalid-argument', 'a definition hash is required');
     // Everything but the head first, under names of this attempt's own; the head (If-None-Match)
     // makes them the workflow's.
     const initial = await this.blobs.writeInitial(runtime, options);
@@ -227,10 +269,13 @@ export class AzureWorkflowStore implements WorkflowStore {
         const storedHash = typeof row?.definition_hash === 'string' ? row.definition_hash : '';
         if (storedHash !== '') {
           await this.blobs.discard(initial, false, options);
-          if (storedHash !== definitionHash) throw new JobqError('conflict', `workflow "${id}" already exists with a different definition`, { details: { workflowId: id } });
+          if (storedHash !== definitionHash)
+            throw new JobqError('conflict', `workflow "${id}" already exists with a different definition`, { details: { workflowId: id } });
           const current = await this.blobs.load(id, options);
           if (current !== null) return { etag: current.token, created: false };
-          throw new JobqError('conflict', `workflow "${id}" was deleted while it was being submitted again`, { details: { workflowId: id } });
+          throw new JobqError('conflict', `workflow "${id}" was deleted while it was being submitted again`, {
+            details: { workflowId: id },
+          });
         }
         // A head without a (completed) index row: a submit that crashed. Overwrite it.
         const orphan = await this.blobs.headEtag(id, options);
@@ -244,7 +289,9 @@ export class AzureWorkflowStore implements WorkflowStore {
       return { etag: this.blobs.initialToken(initial, headEtag), created: true };
     }
     await this.blobs.discard(initial, false, options);
-    throw new JobqError('conflict', `workflow "${id}" is being submitted by someone else at the same time`, { details: { workflowId: id } });
+    throw new JobqError('conflict', `workflow "${id}" is being submitted by someone else at the same time`, {
+      details: { workflowId: id },
+    });
   }
 
   /**
@@ -254,7 +301,13 @@ export class AzureWorkflowStore implements WorkflowStore {
    * and the runtime blobs this create wrote are deleted before it throws, so nothing is left and a
    * corrected workflow can take the id.
    */
-  private async writeSubmitRows(runtime: WorkflowRuntime, definitionHash: string, initial: InitialBlobs, headEtag: string, options: OperationOptions | undefined): Promise<void> {
+  private async writeSubmitRows(
+    runtime: WorkflowRuntime,
+    definitionHash: string,
+    initial: InitialBlobs,
+    headEtag: string,
+    options: OperationOptions | undefined,
+  ): Promise<void> {
     const id = runtime.workflowId;
     const rows = await writeTaskRows(this.tasks, runtime, changedTasks(undefined, runtime), this.rowSettings(), options);
     let error = rows.error;
@@ -268,10 +321,14 @@ export class AzureWorkflowStore implements WorkflowStore {
     }
     const details = { ...error.details, workflowId: id };
     if (error.retryable) {
-      throw new JobqError(error.code, `${error.message}; the runtime of workflow "${id}" was written but its submit did not finish: submit the same id again to complete it`, {
-        retryable: true,
-        details,
-      });
+      throw new JobqError(
+        error.code,
+        `${error.message}; the runtime of workflow "${id}" was written but its submit did not finish: submit the same id again to complete it`,
+        {
+          retryable: true,
+          details,
+        },
+      );
     }
     const undone = await this.undoCreate(initial, headEtag, options).then(
       () => null,
@@ -281,7 +338,10 @@ export class AzureWorkflowStore implements WorkflowStore {
       undone === null
         ? `workflow "${id}" was not submitted and nothing of it was kept`
         : `workflow "${id}" was not submitted, and removing the runtime it had written failed too (${undone.message}); a submit of the same id replaces it`;
-    throw new JobqError(error.code, `${error.message}; ${outcome}`, { retryable: false, details: { ...details, cleanedUp: undone === null } });
+    throw new JobqError(error.code, `${error.message}; ${outcome}`, {
+      retryable: false,
+      details: { ...details, cleanedUp: undone === null },
+    });
   }
 
   /** Deletes the task rows and (if its head is still the one written) the runtime blobs of a create that cannot finish. */
@@ -310,7 +370,8 @@ export class AzureWorkflowStore implements WorkflowStore {
     const id = runtime.workflowId;
     checkWorkflowId(id);
     const previous = options?.previous;
-    if (previous && previous.workflowId !== id) throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
+    if (previous && previous.workflowId !== id)
+      throw new JobqError('invalid-argument', `save workflow "${id}": "previous" is the runtime of another workflow`);
     const changed = changedTasks(previous, runtime);
     const token = await this.blobs.save(runtime, etag, previous, changed, options);
     if (options?.deferTaskRows && options.deferIndexRow) return { etag: token, rowsError: null };
@@ -358,7 +419,11 @@ export class AzureWorkflowStore implements WorkflowStore {
    * coordinator's sweeps save the runtime again (the final task rows never come after an index
    * row saying the workflow is finished). The first error, or null.
    */
-  private async writeDerivedRows(runtime: WorkflowRuntime, changed: string[], options: OperationOptions | undefined): Promise<JobqError | null> {
+  private async writeDerivedRows(
+    runtime: WorkflowRuntime,
+    changed: string[],
+    options: OperationOptions | undefined,
+  ): Promise<JobqError | null> {
     const id = runtime.workflowId;
     let names = changed;
     const unwritten = this.unwrittenTaskRows.get(id);
@@ -367,7 +432,8 @@ export class AzureWorkflowStore implements WorkflowStore {
       for (const name of unwritten) if (taskState(runtime, name)) set.add(name);
       names = [...set];
     }
-    const rows = names.length === 0 ? { failed: [], error: null } : await writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options);
+    const rows =
+      names.length === 0 ? { failed: [], error: null } : await writeTaskRows(this.tasks, runtime, names, this.rowSettings(), options);
     if (names.length > 0) {
       if (rows.failed.length > 0) this.unwrittenTaskRows.set(id, new Set(rows.failed));
       else this.unwrittenTaskRows.delete(id);
@@ -381,18 +447,33 @@ export class AzureWorkflowStore implements WorkflowStore {
         );
     const error = indexError ?? rows.error;
     if (!error) return null;
-    const later = holdIndexRow ? 'the index row was left as it was, for the coordinator to write them all again' : 'they are written again with its next save';
-    return new JobqError(error.code, `workflow "${id}" was saved, but some of its index/task rows were not written (${later}): ${error.message}`, {
-      retryable: error.retryable,
-      details: { ...error.details, workflowId: id, unwrittenTaskRows: rows.failed.length, indexRowWritten: !holdIndexRow && indexError === null },
-    });
+    const later = holdIndexRow
+      ? 'the index row was left as it was, for the coordinator to write them all again'
+      : 'they are written again with its next save';
+    return new JobqError(
+      error.code,
+      `workflow "${id}" was saved, but some of its index/task rows were not written (${later}): ${error.message}`,
+      {
+        retryable: error.retryable,
+        details: {
+          ...error.details,
+          workflowId: id,
+          unwrittenTaskRows: rows.failed.length,
+          indexRowWritten: !holdIndexRow && indexError === null,
+        },
+      },
+    );
   }
 
   private rowSettings() {
     return { timeoutInMs: this.timeout, concurrency: this.settings.rowWriteConcurrency };
   }
 
-  private async mergeIndexRow(runtime: WorkflowRuntime, definitionHash: string | undefined, options: OperationOptions | undefined): Promise<void> {
+  private async mergeIndexRow(
+    runtime: WorkflowRuntime,
+    definitionHash: string | undefined,
+    options: OperationOptions | undefined,
+  ): Promise<void> {
     const entity = indexEntity(runtime, definitionHash);
     await storeCall({ operation: `write the index row of workflow "${runtime.workflowId}"` }, this.timeout, options, (abortSignal) =>
       this.index.upsertEntity(entity, 'Merge', { abortSignal }),
@@ -401,7 +482,10 @@ export class AzureWorkflowStore implements WorkflowStore {
 
   // ---- index -----------------------------------------------------------------------------------
 
-  private async indexRow(workflowId: string, options: OperationOptions | undefined): Promise<TableEntityResult<Record<string, unknown>> | null> {
+  private async indexRow(
+    workflowId: string,
+    options: OperationOptions | undefined,
+  ): Promise<TableEntityResult<Record<string, unknown>> | null> {
     try {
       return await storeCall({ operation: `read the index row of workflow "${workflowId}"` }, this.timeout, options, (abortSignal) =>
         this.index.getEntity<Record<string, unknown>>(indexPartition(workflowId), workflowId, { abortSignal }),
@@ -460,7 +544,8 @@ export class AzureWorkflowStore implements WorkflowStore {
         const summary = summaryOf(row);
         return wanted(summary) ? summary : null;
       };
-      if (partitions !== null) return await partitionedTablePage(this.index, query, partitions, limit, filter.continuationToken, map, this.timeout, filter);
+      if (partitions !== null)
+        return await partitionedTablePage(this.index, query, partitions, limit, filter.continuationToken, map, this.timeout, filter);
       return await tablePage(this.index, query, limit, filter.continuationToken, map, this.timeout, filter);
     } catch (error) {
       // No index table (a prefix never used, opened without createIfMissing): no workflows.
@@ -491,7 +576,13 @@ export class AzureWorkflowStore implements WorkflowStore {
     return counts;
   }
 
-  private async requestAt(workflowId: string, property: string, what: string, at: string, options: OperationOptions | undefined): Promise<void> {
+  private async requestAt(
+    workflowId: string,
+    property: string,
+    what: string,
+    at: string,
+    options: OperationOptions | undefined,
+  ): Promise<void> {
     checkWorkflowId(workflowId);
     checkTimestamp(at, `the ${what} request time`);
     // A Merge of this one property, conditional on the row existing (If-Match *): a save's Merge
@@ -519,7 +610,8 @@ export class AzureWorkflowStore implements WorkflowStore {
 
   clearRequest(workflowId: string, etag: string, options?: OperationOptions): Promise<boolean> {
     checkWorkflowId(workflowId);
-    if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
+    if (typeof etag !== 'string' || etag === '')
+      throw new JobqError('invalid-argument', 'clearing a request needs the ETag it was listed with');
     return deleteRequestRow(this.index, workflowId, etag, this.timeout, options);
   }
 
@@ -535,7 +627,9 @@ export class AzureWorkflowStore implements WorkflowStore {
     if (typeof downstream !== 'boolean') throw new JobqError('invalid-argument', 'downstream must be true or false');
     checkTimestamp(requestedAt, 'the re-run request time');
     if ((await this.getWorkflow(workflowId, options)) === null) {
-      throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, { details: { workflowId } });
+      throw new JobqError('not-found', `request a re-run in workflow "${workflowId}" failed: the workflow does not exist`, {
+        details: { workflowId },
+      });
     }
     await insertRerunRow(this.index, { workflowId, requestId, taskName, downstream, requestedAt }, this.timeout, options);
   }
@@ -549,7 +643,8 @@ export class AzureWorkflowStore implements WorkflowStore {
   async clearRerun(workflowId: string, requestId: string, etag: string, options?: OperationOptions): Promise<boolean> {
     checkWorkflowId(workflowId);
     checkRequestId(requestId);
-    if (typeof etag !== 'string' || etag === '') throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
+    if (typeof etag !== 'string' || etag === '')
+      throw new JobqError('invalid-argument', 'clearing a re-run request needs the ETag it was listed with');
     return await deleteRerunRow(this.index, workflowId, requestId, etag, this.timeout, options);
   }
 
@@ -606,7 +701,11 @@ export class AzureWorkflowStore implements WorkflowStore {
   }
 
   /** Deletes the head if it is still at `etag` (a save token; null: whatever it is now): see `RuntimeBlobs.deleteHead`. */
-  private deleteRuntime(workflowId: string, etag: string | null, options: OperationOptions | undefined): Promise<'deleted' | 'changed' | 'gone'> {
+  private deleteRuntime(
+    workflowId: string,
+    etag: string | null,
+    options: OperationOptions | undefined,
+  ): Promise<'deleted' | 'changed' | 'gone'> {
     return this.blobs.deleteHead(workflowId, etag, options);
   }
 
@@ -622,7 +721,10 @@ export class AzureWorkflowStore implements WorkflowStore {
     const limit = pageLimit(filter.limit, DEFAULT_TASK_PAGE);
     if (filter.workflowId !== undefined) checkWorkflowId(filter.workflowId);
     if (filter.status && filter.status.length === 0) return { items: [], continuationToken: null };
-    const query = { operation: filter.workflowId ? `list the tasks of workflow "${filter.workflowId}"` : 'list tasks', filter: taskQueryFilter(filter) };
+    const query = {
+      operation: filter.workflowId ? `list the tasks of workflow "${filter.workflowId}"` : 'list tasks',
+      filter: taskQueryFilter(filter),
+    };
     try {
       return await tablePage(this.tasks, query, limit, filter.continuationToken, taskRowOf, this.timeout, filter);
     } catch (error) {
@@ -637,7 +739,11 @@ export class AzureWorkflowStore implements WorkflowStore {
     return acquireCoordinatorLease(
       this.container,
       this.names.leaseBlob,
-      { durationInMs: this.settings.leaseDurationInMs, renewIntervalInMs: this.settings.renewIntervalInMs, operationTimeoutInMs: this.timeout },
+      {
+        durationInMs: this.settings.leaseDurationInMs,
+        renewIntervalInMs: this.settings.renewIntervalInMs,
+        operationTimeoutInMs: this.timeout,
+      },
       options,
     );
   }

@@ -24,7 +24,9 @@ type Body = { json: unknown } | { file: string; size: number };
 function localError(what: string, error: unknown): JobqError {
   if (isJobqError(error)) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  return new JobqError('invalid-argument', `cannot ${what}: ${code ?? (error instanceof Error ? error.message : String(error))}`, { cause: error });
+  return new JobqError('invalid-argument', `cannot ${what}: ${code ?? (error instanceof Error ? error.message : String(error))}`, {
+    cause: error,
+  });
 }
 
 function verify(marker: StashMarker, md5: string, size: number): void {
@@ -113,7 +115,14 @@ export class TaskChannelClient implements TaskStorage {
    * Streams a local file to the worker, which stashes it for this task (the worker never opens a
    * path the task names). The file must not change while it is sent.
    */
-  async putFileFromPath(workflowId: string, taskName: string, attemptNo: number, filename: string, path: string, options?: OperationOptions): Promise<StashMarker> {
+  async putFileFromPath(
+    workflowId: string,
+    taskName: string,
+    attemptNo: number,
+    filename: string,
+    path: string,
+    options?: OperationOptions,
+  ): Promise<StashMarker> {
     const before = await stat(path).catch((error: unknown) => {
       throw localError(`read "${path}"`, error);
     });
@@ -147,7 +156,14 @@ export class TaskChannelClient implements TaskStorage {
         headers['content-type'] = 'application/json';
         headers['content-length'] = String(Buffer.byteLength(text));
       }
-      const req = request({ socketPath: this.socketPath, path, method, headers, agent: false, ...(options?.abortSignal ? { signal: options.abortSignal } : {}) });
+      const req = request({
+        socketPath: this.socketPath,
+        path,
+        method,
+        headers,
+        agent: false,
+        ...(options?.abortSignal ? { signal: options.abortSignal } : {}),
+      });
       let answered = false;
       let source: Readable | undefined;
       req.on('response', (answer) => {
@@ -190,7 +206,11 @@ export class TaskChannelClient implements TaskStorage {
   }
 
   /** Consumes an answer's body with `consume`, translating a broken transfer. */
-  private async receive(answer: IncomingMessage, options: OperationOptions | undefined, consume: (source: IncomingMessage) => Promise<unknown>): Promise<void> {
+  private async receive(
+    answer: IncomingMessage,
+    options: OperationOptions | undefined,
+    consume: (source: IncomingMessage) => Promise<unknown>,
+  ): Promise<void> {
     try {
       await consume(answer);
     } catch (error) {
@@ -217,7 +237,10 @@ export class TaskChannelClient implements TaskStorage {
     try {
       return JSON.parse(text) as unknown;
     } catch (error) {
-      throw new JobqError('internal', `the task channel answered text that is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JobqError(
+        'internal',
+        `the task channel answered text that is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 }

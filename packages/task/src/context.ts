@@ -112,7 +112,8 @@ async function buildDefaultStore(env: NodeJS.ProcessEnv): Promise<OutputStore> {
 /** The client of the worker's task channel at `socket` (the token comes from the same environment). */
 function taskChannel(env: NodeJS.ProcessEnv, socket: string): TaskStorage {
   const token = envValue(env, TASK_TOKEN_VARIABLE);
-  if (token === null) throw new JobqError('invalid-config', `${TASK_SOCKET_VARIABLE} is set but ${TASK_TOKEN_VARIABLE} is not: the task channel needs both`);
+  if (token === null)
+    throw new JobqError('invalid-config', `${TASK_SOCKET_VARIABLE} is set but ${TASK_TOKEN_VARIABLE} is not: the task channel needs both`);
   return new TaskChannelClient(socket, token);
 }
 
@@ -128,7 +129,9 @@ export function outputStore(): Promise<TaskStorage> {
   const socket = envValue(env, TASK_SOCKET_VARIABLE);
   if (socket !== null) return Promise.resolve().then(() => taskChannel(env, socket));
   const key = JSON.stringify(
-    ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'].map((name) => envValue(env, name)),
+    ['JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_BLOBS', 'JOBQ_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_CONNECTION_STRING'].map((name) =>
+      envValue(env, name),
+    ),
   );
   if (defaultStore?.key === key) return defaultStore.store;
   const store = buildDefaultStore(env);

@@ -92,7 +92,7 @@ describe('outside a workflow task', () => {
 
   it('an empty variable counts as unset', async () => {
     configureTaskHelpers({ env: { JOBQ_OUTPUT_FILE: '  ' } });
-    expect((await rejection(setOutput(1)) as Error).message).toMatch(/JOBQ_OUTPUT_FILE is not set/);
+    expect(((await rejection(setOutput(1))) as Error).message).toMatch(/JOBQ_OUTPUT_FILE is not set/);
   });
 });
 
@@ -192,7 +192,7 @@ describe('upstream outputs (inline)', () => {
 
   it('a merge node name gets a hint that merges are transparent', async () => {
     await taskEnv({ refs, realUpstream: ['prep'] });
-    expect((await rejection(getUpstreamOutput('__merge_child_0')) as Error).message).toMatch(/merge nodes are transparent/);
+    expect(((await rejection(getUpstreamOutput('__merge_child_0'))) as Error).message).toMatch(/merge nodes are transparent/);
   });
 
   it('getUpstreamOutputs returns every completed or skipped parent', async () => {
@@ -225,7 +225,9 @@ describe('upstream outputs (inline)', () => {
     await taskEnv({ refs });
     const error = await rejection(getFile('prep', 'model'));
     expect(isJobqError(error, 'not-found')).toBe(true);
-    expect((error as Error).message).toBe('getFile(): upstream task "prep" has no stashed file under key "model"; keys holding a stashed file: none');
+    expect((error as Error).message).toBe(
+      'getFile(): upstream task "prep" has no stashed file under key "model"; keys holding a stashed file: none',
+    );
   });
 });
 

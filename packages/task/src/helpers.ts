@@ -26,7 +26,10 @@ function describePath(path: string): string {
 /** JSON text of a task output; `invalid-argument` for what JSON cannot carry faithfully. */
 export function serializeOutput(value: unknown): string {
   if (value === undefined || typeof value === 'function' || typeof value === 'symbol') {
-    throw new JobqError('invalid-argument', `setOutput() needs a JSON value (object, array, string, number, boolean or null), got ${typeof value}`);
+    throw new JobqError(
+      'invalid-argument',
+      `setOutput() needs a JSON value (object, array, string, number, boolean or null), got ${typeof value}`,
+    );
   }
   // Paths of the values being serialised, for the error message (keys of the parents, in order).
   const paths = new Map<object, string>();
@@ -49,7 +52,10 @@ export function serializeOutput(value: unknown): string {
     throw new JobqError('invalid-argument', `setOutput() cannot serialise the output to JSON: ${reason}`, { cause: error });
   }
   if (text === undefined) {
-    throw new JobqError('invalid-argument', 'setOutput() needs a JSON value: the value serialises to nothing (its toJSON() returned undefined?)');
+    throw new JobqError(
+      'invalid-argument',
+      'setOutput() needs a JSON value: the value serialises to nothing (its toJSON() returned undefined?)',
+    );
   }
   return text;
 }
@@ -167,9 +173,13 @@ async function upstreamRef(helper: string, name: string): Promise<string | null>
   const merge = name.startsWith('__merge_') ? ' (fan-in merge nodes are transparent: ask for the real upstream tasks)' : '';
   const known = real ?? [...refs.keys()];
   const which = real ? 'upstream tasks' : 'upstream tasks that completed or were skipped';
-  throw new JobqError('invalid-argument', `${helper}(): "${name}" is not an upstream task of "${taskName}"${merge}; its ${which}: ${listNames(known)}`, {
-    details: { task: name },
-  });
+  throw new JobqError(
+    'invalid-argument',
+    `${helper}(): "${name}" is not an upstream task of "${taskName}"${merge}; its ${which}: ${listNames(known)}`,
+    {
+      details: { task: name },
+    },
+  );
 }
 
 /**
@@ -261,7 +271,10 @@ function taskAttempt(helper: string): number {
   const text = requireTaskEnv(helper, 'JOBQ_WORKFLOW_ATTEMPT');
   const attemptNo = /^[1-9][0-9]*$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(attemptNo)) {
-    throw new JobqError('invalid-config', `${helper}() needs JOBQ_WORKFLOW_ATTEMPT to be an attempt number (an integer ≥ 1), got "${text.slice(0, 40)}"`);
+    throw new JobqError(
+      'invalid-config',
+      `${helper}() needs JOBQ_WORKFLOW_ATTEMPT to be an attempt number (an integer ≥ 1), got "${text.slice(0, 40)}"`,
+    );
   }
   return attemptNo;
 }
@@ -286,7 +299,14 @@ export async function stashFile(path: string, options: StashFileOptions = {}): P
   const absolute = resolve(path);
   const name = options.key ?? basename(absolute);
   const outputs = await outputStore();
-  const marker = await outputs.putFileFromPath(workflowId, taskName, attemptNo, name, absolute, options.abortSignal ? { abortSignal: options.abortSignal } : undefined);
+  const marker = await outputs.putFileFromPath(
+    workflowId,
+    taskName,
+    attemptNo,
+    name,
+    absolute,
+    options.abortSignal ? { abortSignal: options.abortSignal } : undefined,
+  );
   return makeStashMarker(marker);
 }
 
@@ -305,7 +325,10 @@ export async function getFile(parent: string, key?: string, options?: OperationO
   if (match) return new StashedFile(match.marker);
   const where = key === undefined ? 'as its output' : `under key "${key}"`;
   const keys = found.map((f) => f.key).filter((k): k is string => k !== null);
-  const hint =
-    found.some((f) => f.key === null) ? 'its output itself is a stashed file (call getFile() without a key)' : `keys holding a stashed file: ${listNames(keys)}`;
-  throw new JobqError('not-found', `getFile(): upstream task "${parent}" has no stashed file ${where}; ${hint}`, { details: { task: parent } });
+  const hint = found.some((f) => f.key === null)
+    ? 'its output itself is a stashed file (call getFile() without a key)'
+    : `keys holding a stashed file: ${listNames(keys)}`;
+  throw new JobqError('not-found', `getFile(): upstream task "${parent}" has no stashed file ${where}; ${hint}`, {
+    details: { task: parent },
+  });
 }

@@ -56,7 +56,11 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** The environment the workflow processor gives task `task`; the store is injected unless `inject` is false. */
-async function taskEnv(task: string, refs: Record<string, string | null> = {}, options: { inject?: boolean; realUpstream?: string[] } = {}) {
+async function taskEnv(
+  task: string,
+  refs: Record<string, string | null> = {},
+  options: { inject?: boolean; realUpstream?: string[] } = {},
+) {
   counter++;
   const taskDir = join(dir, `${task}-${counter}`);
   await mkdir(taskDir, { recursive: true });
@@ -116,7 +120,7 @@ describe('blob outputs', () => {
     expect(await getUpstreamOutputs()).toEqual({ big, small: { a: 1 } });
   });
 
-  it('a second delivery of the same attempt gets the first one\'s ref: the child reads the first output, with or without md5', async () => {
+  it("a second delivery of the same attempt gets the first one's ref: the child reads the first output, with or without md5", async () => {
     const first = await store.putOutput(WORKFLOW, 'redelivered', 1, JSON.stringify({ ...big, v: 1 }));
     const second = await store.putOutput(WORKFLOW, 'redelivered', 1, JSON.stringify({ ...big, v: 2 }));
     expect(second.ref).toBe(first.ref);
@@ -139,7 +143,9 @@ describe('stashFile and StashedFile', () => {
     const { outputFile, env } = await taskEnv('train');
     const path = await localFile('model.bin', 'weights-v1');
     const marker = await stashFile(path);
-    expect(marker).toEqual(makeStashMarker({ blobName: `workflow-files/${WORKFLOW}/train/1/${counter}-model.bin`, md5: md5('weights-v1'), size: 10 }));
+    expect(marker).toEqual(
+      makeStashMarker({ blobName: `workflow-files/${WORKFLOW}/train/1/${counter}-model.bin`, md5: md5('weights-v1'), size: 10 }),
+    );
     expect(await readFile(outputFile, 'utf8')).toBe('');
     const renamed = await stashFile(path, { key: 'weights.bin' });
     expect(renamed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/train/1/weights.bin`);
@@ -171,7 +177,12 @@ describe('stashFile and StashedFile', () => {
 
     const file = await getFile('train', 'data');
     expect(file).toBeInstanceOf(StashedFile);
-    expect([file.blobName, file.md5, file.size, file.fileName]).toEqual([`workflow-files/${WORKFLOW}/train/1/${counter - 1}-data.bin`, md5(bytes), 70_000, `${counter - 1}-data.bin`]);
+    expect([file.blobName, file.md5, file.size, file.fileName]).toEqual([
+      `workflow-files/${WORKFLOW}/train/1/${counter - 1}-data.bin`,
+      md5(bytes),
+      70_000,
+      `${counter - 1}-data.bin`,
+    ]);
     expect(Buffer.from(await file.readBytes()).equals(bytes)).toBe(true);
     const dest = join(taskDir, 'copy.bin');
     await file.downloadTo(dest);
@@ -191,7 +202,7 @@ describe('stashFile and StashedFile', () => {
     expect(output).toBeInstanceOf(StashedFile);
     expect(Buffer.from(await (output as StashedFile).readBytes()).toString()).toBe('the model');
     expect((await getFile('train')).blobName).toBe((output as StashedFile).blobName);
-    expect((await rejection(getFile('train', 'x')) as Error).message).toMatch(/its output itself is a stashed file/);
+    expect(((await rejection(getFile('train', 'x'))) as Error).message).toMatch(/its output itself is a stashed file/);
     const all = await getUpstreamOutputs();
     expect(all.train).toBeInstanceOf(StashedFile);
     expect((all.other as { m: unknown }).m).toBeInstanceOf(StashedFile);

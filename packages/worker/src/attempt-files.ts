@@ -22,7 +22,13 @@ export interface AttemptFilesOptions {
 }
 
 /** The variables of a workflow task that name its files and its channel. */
-export const ATTEMPT_FILE_VARIABLES = ['JOBQ_OUTPUT_FILE', 'JOBQ_WORKFLOW_UPSTREAM_REFS', 'JOBQ_WORKFLOW_CANCEL_FILE', TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE] as const;
+export const ATTEMPT_FILE_VARIABLES = [
+  'JOBQ_OUTPUT_FILE',
+  'JOBQ_WORKFLOW_UPSTREAM_REFS',
+  'JOBQ_WORKFLOW_CANCEL_FILE',
+  TASK_SOCKET_VARIABLE,
+  TASK_TOKEN_VARIABLE,
+] as const;
 type AttemptFileVariable = (typeof ATTEMPT_FILE_VARIABLES)[number];
 
 /**
@@ -78,7 +84,8 @@ export class AttemptFiles {
         enumerable: true,
         configurable: true,
         get: () => this.value(name),
-        set: (value: string | undefined) => Object.defineProperty(env, name, { value, enumerable: true, configurable: true, writable: true }),
+        set: (value: string | undefined) =>
+          Object.defineProperty(env, name, { value, enumerable: true, configurable: true, writable: true }),
       });
     }
   }
@@ -113,7 +120,11 @@ export class AttemptFiles {
           return this.channel.env[name];
       }
     } catch (error) {
-      this.failure = isJobqError(error) ? error : new JobqError('internal', `could not prepare the task's files in ${this.dir ?? 'its directory'}: ${errorText(error)}`, { cause: error });
+      this.failure = isJobqError(error)
+        ? error
+        : new JobqError('internal', `could not prepare the task's files in ${this.dir ?? 'its directory'}: ${errorText(error)}`, {
+            cause: error,
+          });
       throw this.failure;
     }
   }

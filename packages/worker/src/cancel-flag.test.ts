@@ -5,7 +5,10 @@ describe('CancelFlagCache', () => {
   it('caches per workflow for the jittered TTL, then asks again', async () => {
     let now = 0;
     const calls: string[] = [];
-    const flags = new Map<string, boolean>([['a', false], ['b', true]]);
+    const flags = new Map<string, boolean>([
+      ['a', false],
+      ['b', true],
+    ]);
     const cache = new CancelFlagCache(
       (id) => {
         calls.push(id);
@@ -56,7 +59,9 @@ describe('CancelFlagCache', () => {
   it('counts a failed look-up as not cancelled, logs it and does not cache it', async () => {
     const lines: string[] = [];
     let fail = true;
-    const cache = new CancelFlagCache(() => (fail ? Promise.reject(new Error('table down')) : Promise.resolve(true)), { log: (l) => lines.push(l) });
+    const cache = new CancelFlagCache(() => (fail ? Promise.reject(new Error('table down')) : Promise.resolve(true)), {
+      log: (l) => lines.push(l),
+    });
     expect(await cache.isCancelled('w')).toBe(false);
     expect(lines.join('\n')).toMatch(/cancel flag of workflow "w".*table down/);
     fail = false;

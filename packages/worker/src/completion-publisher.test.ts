@@ -38,14 +38,21 @@ describe('publishCompletion', () => {
     expect(sleeps).toEqual([1000, 2000]);
     expect(sent).toHaveLength(1);
     expect(sent[0]?.messageId).toBe('wf1/t/2/done');
-    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({ kind: 'completion', completion: { ...completion, startedAt: null, cancelled: false } });
+    expect(decodeCoordinatorMessage(sent[0]?.body ?? '')).toEqual({
+      kind: 'completion',
+      completion: { ...completion, startedAt: null, cancelled: false },
+    });
     expect(lines[0]).toMatch(/attempt 1\/5.*down/);
   });
 
   it('gives up after the cap', async () => {
     const { queue, sent } = fakeQueue(Array.from({ length: 10 }, () => new Error('boom')));
     const sleeps: number[] = [];
-    const result = await publishCompletion(queue, completion, { maxAttempts: 3, backoff: { initialInMs: 5, maxInMs: 8 }, sleep: (ms) => (sleeps.push(ms), Promise.resolve()) });
+    const result = await publishCompletion(queue, completion, {
+      maxAttempts: 3,
+      backoff: { initialInMs: 5, maxInMs: 8 },
+      sleep: (ms) => (sleeps.push(ms), Promise.resolve()),
+    });
     expect(result).toEqual({ sent: false, attempts: 3, error: 'boom', permanent: false, tooLarge: false });
     expect(sleeps).toEqual([5, 8]);
     expect(sent).toHaveLength(0);
@@ -65,7 +72,10 @@ describe('publishCompletion', () => {
     const { queue, sent } = fakeQueue([error, null]);
     const sleeps: number[] = [];
     const lines: string[] = [];
-    const result = await publishCompletion(queue, completion, { sleep: (ms) => (sleeps.push(ms), Promise.resolve()), log: (l) => lines.push(l) });
+    const result = await publishCompletion(queue, completion, {
+      sleep: (ms) => (sleeps.push(ms), Promise.resolve()),
+      log: (l) => lines.push(l),
+    });
     expect(result).toEqual({ sent: false, attempts: 1, error: error.message, permanent: true, tooLarge: false });
     expect(sleeps).toEqual([]);
     expect(sent).toHaveLength(0);

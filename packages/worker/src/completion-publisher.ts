@@ -56,7 +56,11 @@ function describe(error: unknown): string {
  * `invalid-argument` such as a 400, …) ends the attempts at once as `permanent`. The message id is the completion's id, so a duplicate send (an attempt
  * that went through but reported an error) is harmless: the coordinator applies a completion once.
  */
-export async function publishCompletion(queue: TaskQueue, completion: Completion, options: PublishCompletionOptions = {}): Promise<PublishResult> {
+export async function publishCompletion(
+  queue: TaskQueue,
+  completion: Completion,
+  options: PublishCompletionOptions = {},
+): Promise<PublishResult> {
   const maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? DEFAULT_COMPLETION_SEND_MAX_ATTEMPTS));
   const backoff = options.backoff ?? DEFAULT_COMPLETION_BACKOFF;
   const clock = options.clock;
@@ -86,12 +90,16 @@ export async function publishCompletion(queue: TaskQueue, completion: Completion
         return { sent: false, attempts: attempt, error: lastError, permanent: true, tooLarge: true };
       }
       if (isJobqError(error) && !error.retryable) {
-        log(`sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed with a permanent error (${error.code}): ${lastError}; not trying again`);
+        log(
+          `sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed with a permanent error (${error.code}): ${lastError}; not trying again`,
+        );
         return { sent: false, attempts: attempt, error: lastError, permanent: true, tooLarge: false };
       }
       if (attempt === maxAttempts) break;
       const delay = backoffDelay(attempt, backoff);
-      log(`sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed (attempt ${attempt}/${maxAttempts}): ${lastError}; trying again in ${delay} ms`);
+      log(
+        `sending the completion of task "${completion.taskName}" to queue "${queue.name}" failed (attempt ${attempt}/${maxAttempts}): ${lastError}; trying again in ${delay} ms`,
+      );
       await sleep(delay);
     }
   }

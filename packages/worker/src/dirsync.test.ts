@@ -78,7 +78,13 @@ describe('bg_dirsync_to', () => {
   it('tells local paths from ACCOUNT/CONTAINER/PATH', () => {
     expect(parseDirsyncDestination('/data/out', '/w')).toEqual({ kind: 'local', path: '/data/out' });
     expect(parseDirsyncDestination('./out', '/w')).toEqual({ kind: 'local', path: '/w/out' });
-    expect(parseDirsyncDestination('acct/container/some/path', '/w')).toEqual({ kind: 'blob', account: 'acct', container: 'container', path: 'some/path', text: 'acct/container/some/path' });
+    expect(parseDirsyncDestination('acct/container/some/path', '/w')).toEqual({
+      kind: 'blob',
+      account: 'acct',
+      container: 'container',
+      path: 'some/path',
+      text: 'acct/container/some/path',
+    });
     expect(parseDirsyncDestination('Out_Dir/x', '/w')).toEqual({ kind: 'local', path: '/w/Out_Dir/x' });
   });
 

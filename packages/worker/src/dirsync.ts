@@ -9,8 +9,7 @@ import { type LongTimer, setLongTimeout } from './long-timer';
 
 /** Where `bg_dirsync_to` copies to: a local directory or `ACCOUNT/CONTAINER/PATH` in blob storage. */
 export type DirsyncDestination =
-  | { kind: 'local'; path: string }
-  | { kind: 'blob'; account: string; container: string; path: string; text: string };
+  { kind: 'local'; path: string } | { kind: 'blob'; account: string; container: string; path: string; text: string };
 
 /** The blob part of {@link DirsyncDestination}. */
 export type BlobDirsyncDestination = Extract<DirsyncDestination, { kind: 'blob' }>;
@@ -28,7 +27,11 @@ const CONTAINER = /^(?:\$root|[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62})$/;
  * (relative ones resolve against `cwd`); `ACCOUNT/CONTAINER[/PATH]` with a valid storage account
  * and container name is a blob destination; anything else is a local path relative to `cwd`.
  */
-export function parseDirsyncDestination(text: string, cwd: string = process.cwd(), home: string | undefined = process.env.HOME): DirsyncDestination {
+export function parseDirsyncDestination(
+  text: string,
+  cwd: string = process.cwd(),
+  home: string | undefined = process.env.HOME,
+): DirsyncDestination {
   if (text.trim() === '') throw new JobqError('invalid-argument', 'bg_dirsync_to is empty');
   if (text.startsWith('~/') && home) return { kind: 'local', path: join(home, text.slice(2)) };
   if (isAbsolute(text) || text.startsWith('./') || text.startsWith('../') || text === '.' || text === '..') {
@@ -159,13 +162,17 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
   let timer: LongTimer | undefined;
   let finished = false;
   const schedule = () => {
-    timer = setLongTimeout(() => {
-      syncNow()
-        .catch((error: unknown) => log(`bg_dirsync_to: sync failed (will retry): ${errorText(error)}`))
-        .finally(() => {
-          if (!finished) schedule();
-        });
-    }, intervalInMs, options.clock).unref();
+    timer = setLongTimeout(
+      () => {
+        syncNow()
+          .catch((error: unknown) => log(`bg_dirsync_to: sync failed (will retry): ${errorText(error)}`))
+          .finally(() => {
+            if (!finished) schedule();
+          });
+      },
+      intervalInMs,
+      options.clock,
+    ).unref();
   };
   schedule();
 
@@ -179,9 +186,13 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
       try {
         await syncNow();
       } catch (error) {
-        throw new JobqError('internal', `bg_dirsync_to: the final sync to "${options.destination}" failed (${errorText(error)}); the files are kept in ${dir}`, {
-          cause: error,
-        });
+        throw new JobqError(
+          'internal',
+          `bg_dirsync_to: the final sync to "${options.destination}" failed (${errorText(error)}); the files are kept in ${dir}`,
+          {
+            cause: error,
+          },
+        );
       }
       await rm(dir, { recursive: true, force: true });
     },

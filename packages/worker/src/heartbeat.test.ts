@@ -25,7 +25,13 @@ describe('worker heartbeats on a virtual clock', () => {
     const clock = new VirtualClock();
     const registry = new MemoryWorkerRegistry({ clock });
     const queue = new MemoryTaskQueue({ clock, name: 'cpu' });
-    const worker = new Worker({ queue, processors: [busy(clock, 1)], clock, log: quiet, heartbeat: { registry, intervalInMs: INTERVAL, queueSpec: 'cpu', version: '9.9.9' } });
+    const worker = new Worker({
+      queue,
+      processors: [busy(clock, 1)],
+      clock,
+      log: quiet,
+      heartbeat: { registry, intervalInMs: INTERVAL, queueSpec: 'cpu', version: '9.9.9' },
+    });
     const run = worker.run();
     await clock.advance(0);
     expect(registry.calls.beat).toBe(1);
@@ -50,7 +56,15 @@ describe('worker heartbeats on a virtual clock', () => {
     const registry = new MemoryWorkerRegistry({ clock });
     const queue = new MemoryTaskQueue({ clock, name: 'cpu' });
     await queue.send(task('wf-1/train/2', { cmd: 'true' }));
-    const worker = new Worker({ queue, processors: [busy(clock, 10 * INTERVAL)], clock, log: quiet, numWorkers: 2, gracePeriodInMs: 10 * INTERVAL, heartbeat: { registry, intervalInMs: INTERVAL } });
+    const worker = new Worker({
+      queue,
+      processors: [busy(clock, 10 * INTERVAL)],
+      clock,
+      log: quiet,
+      numWorkers: 2,
+      gracePeriodInMs: 10 * INTERVAL,
+      heartbeat: { registry, intervalInMs: INTERVAL },
+    });
     const run = worker.run();
     await clock.advance(INTERVAL);
     const [row] = await registry.list();
@@ -71,7 +85,13 @@ describe('worker heartbeats on a virtual clock', () => {
     const serviceClock = new VirtualClock();
     const registry = new MemoryWorkerRegistry({ clock: serviceClock });
     const queue = new MemoryTaskQueue({ clock: workerClock });
-    const worker = new Worker({ queue, processors: [busy(workerClock, 1)], clock: workerClock, log: quiet, heartbeat: { registry, intervalInMs: INTERVAL } });
+    const worker = new Worker({
+      queue,
+      processors: [busy(workerClock, 1)],
+      clock: workerClock,
+      log: quiet,
+      heartbeat: { registry, intervalInMs: INTERVAL },
+    });
     const run = worker.run();
     for (let i = 0; i < 5; i++) {
       await serviceClock.advance(INTERVAL);
@@ -96,7 +116,14 @@ describe('worker heartbeats on a virtual clock', () => {
     const registry = new MemoryWorkerRegistry({ clock });
     registry.beat = () => Promise.reject(new JobqError('unavailable', 'write the heartbeat failed: 503'));
     registry.remove = () => Promise.reject(new JobqError('unavailable', 'delete failed: 503'));
-    const worker = new Worker({ queue, processors: [busy(clock, 5 * INTERVAL)], clock, log: (l) => lines.push(l), idleTimeoutInMs: 1_000, heartbeat: { registry, intervalInMs: INTERVAL } });
+    const worker = new Worker({
+      queue,
+      processors: [busy(clock, 5 * INTERVAL)],
+      clock,
+      log: (l) => lines.push(l),
+      idleTimeoutInMs: 1_000,
+      heartbeat: { registry, intervalInMs: INTERVAL },
+    });
     let summary: unknown;
     void worker.run().then((s) => (summary = s));
     await clock.runUntil(() => summary !== undefined);
@@ -107,7 +134,14 @@ describe('worker heartbeats on a virtual clock', () => {
   it('interval 0 turns heartbeats off', async () => {
     const clock = new VirtualClock();
     const registry = new MemoryWorkerRegistry({ clock });
-    const worker = new Worker({ queue: new MemoryTaskQueue({ clock }), processors: [], clock, log: quiet, idleTimeoutInMs: 1_000, heartbeat: { registry, intervalInMs: 0 } });
+    const worker = new Worker({
+      queue: new MemoryTaskQueue({ clock }),
+      processors: [],
+      clock,
+      log: quiet,
+      idleTimeoutInMs: 1_000,
+      heartbeat: { registry, intervalInMs: 0 },
+    });
     const run = worker.run();
     await clock.runUntilIdle();
     await run;

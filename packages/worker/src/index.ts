@@ -5,7 +5,15 @@
  * @packageDocumentation
  */
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
-export { DEFAULT_MAX_DELIVERIES, Worker, maxDeliveriesFromEnv, type StopOptions, type WorkerOptions, type WorkerSummary, type WorkerHealth } from './worker';
+export {
+  DEFAULT_MAX_DELIVERIES,
+  Worker,
+  maxDeliveriesFromEnv,
+  type StopOptions,
+  type WorkerOptions,
+  type WorkerSummary,
+  type WorkerHealth,
+} from './worker';
 export { ShellProcessor, killTimeoutFromEnv, type ShellProcessorOptions } from './shell-processor';
 export { isCredentialVariable, prepareTaskEnvironment, taskEnvironment, type PreparedTaskEnvironment } from './task-environment';
 export { MIN_MASKED_SECRET_LENGTH, SECRET_MASK, SecretMasker } from './secrets';
@@ -32,7 +40,14 @@ export {
   type PublishCompletionOptions,
   type PublishResult,
 } from './completion-publisher';
-export { parseDirsyncDestination, startDirsync, type DirsyncDestination, type DirsyncOptions, type DirsyncSession, type DirsyncUploader } from './dirsync';
+export {
+  parseDirsyncDestination,
+  startDirsync,
+  type DirsyncDestination,
+  type DirsyncOptions,
+  type DirsyncSession,
+  type DirsyncUploader,
+} from './dirsync';
 export { DEFAULT_KILL_TIMEOUT_IN_MS, parseDurationInMs } from './duration';
 export { MAX_TIMER_DELAY_IN_MS, setLongTimeout, type LongTimer } from './long-timer';
 export { startTaskChannel, type TaskChannel, type TaskChannelOptions, type TaskChannelStore } from './task-channel';

@@ -81,7 +81,9 @@ describe('setLongTimeout', () => {
 describe('runShell with 30-day limits', () => {
   it('a task timeout of 30 days (timeout_s 2592000) stops the task at 30 days, not at once', async () => {
     let result: ShellResult | undefined;
-    void runShell({ command: 'sleep 1000', env: { PATH: process.env.PATH }, killTimeoutInMs: 1_000, timeoutInMs: 2_592_000 * 1000 }).then((r) => (result = r));
+    void runShell({ command: 'sleep 1000', env: { PATH: process.env.PATH }, killTimeoutInMs: 1_000, timeoutInMs: 2_592_000 * 1000 }).then(
+      (r) => (result = r),
+    );
     await settle();
     await jest.advanceTimersByTimeAsync(THIRTY_DAYS - 1_000);
     await settle();
@@ -136,7 +138,9 @@ describe('WorkflowProcessor with a 30-day cancel poll interval', () => {
         }),
     });
     let outcome: unknown;
-    void processor.process(workflowContext({ workflowId: 'wf-timers', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } })).then((o) => (outcome = o));
+    void processor
+      .process(workflowContext({ workflowId: 'wf-timers', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } }))
+      .then((o) => (outcome = o));
     await until(() => cancelled, 'the task to start');
     await jest.advanceTimersByTimeAsync(THIRTY_DAYS - 1);
     await settle();

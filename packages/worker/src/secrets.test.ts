@@ -3,7 +3,12 @@ import { resolveTaskSecrets, SecretMasker } from './secrets';
 describe('secret references', () => {
   it('resolves ${{ secrets.NAME }} as a whole value or inside one, spaces allowed in the braces; text without a reference is kept', () => {
     const env = { JOBQ_SECRET_TOKEN: 't0ken-value', JOBQ_SECRET_USER: 'me' };
-    expect(resolveTaskSecrets({ A: '${{ secrets.TOKEN }}', B: 'https://${{secrets.USER}}:${{  secrets.TOKEN  }}@host', C: '$TOKEN', D: '${ secrets.TOKEN }' }, env)).toEqual({
+    expect(
+      resolveTaskSecrets(
+        { A: '${{ secrets.TOKEN }}', B: 'https://${{secrets.USER}}:${{  secrets.TOKEN  }}@host', C: '$TOKEN', D: '${ secrets.TOKEN }' },
+        env,
+      ),
+    ).toEqual({
       values: { A: 't0ken-value', B: 'https://me:t0ken-value@host', C: '$TOKEN', D: '${ secrets.TOKEN }' },
       secrets: ['t0ken-value', 'me', 't0ken-value'],
     });

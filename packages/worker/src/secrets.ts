@@ -14,7 +14,10 @@ export const SECRET_MASK = '***';
  * them); a reference to a secret the worker does not have, or a malformed one, is an
  * `invalid-argument` error naming what to fix (the attempt fails with it).
  */
-export function resolveTaskSecrets(values: Readonly<Record<string, string>>, workerEnv: NodeJS.ProcessEnv): { values: Record<string, string>; secrets: string[] } {
+export function resolveTaskSecrets(
+  values: Readonly<Record<string, string>>,
+  workerEnv: NodeJS.ProcessEnv,
+): { values: Record<string, string>; secrets: string[] } {
   const out: Record<string, string> = {};
   const secrets: string[] = [];
   const problems: string[] = [];
@@ -31,7 +34,9 @@ export function resolveTaskSecrets(values: Readonly<Record<string, string>>, wor
       continue;
     }
     for (const secret of resolved.missing) {
-      problems.push(`kwargs.env.${name} uses the secret "${secret}", but this worker has no ${SECRET_ENV_PREFIX}${secret}: set ${SECRET_ENV_PREFIX}${secret} in the worker's environment`);
+      problems.push(
+        `kwargs.env.${name} uses the secret "${secret}", but this worker has no ${SECRET_ENV_PREFIX}${secret}: set ${SECRET_ENV_PREFIX}${secret} in the worker's environment`,
+      );
     }
     for (const problem of resolved.problems) problems.push(`kwargs.env.${name}: ${problem.message}`);
   }

@@ -12,7 +12,13 @@ function context(kwargs: Record<string, unknown>, signal: AbortSignal = new Abor
   const body = task('t1', kwargs).body;
   const decoded = decodeEnvelope(body);
   if (!decoded.ok) throw new Error(decoded.error);
-  const message: ReceivedMessage = { messageId: 'm1', body, deliveryCount: 1, enqueuedAt: null, lockedUntil: new Date(Date.now() + 60_000) };
+  const message: ReceivedMessage = {
+    messageId: 'm1',
+    body,
+    deliveryCount: 1,
+    enqueuedAt: null,
+    lockedUntil: new Date(Date.now() + 60_000),
+  };
   const collected: string[] = [];
   return { message, envelope: decoded.value, signal, log: (line) => collected.push(line), lines: collected };
 }
@@ -23,7 +29,9 @@ describe('ShellProcessor', () => {
   it('takes kwargs without __workflow_id, or what its accepts option says', () => {
     expect(processor.accepts({ cmd: 'true' })).toBe(true);
     expect(processor.accepts({ cmd: 'true', __workflow_id: 'w' })).toBe(false);
-    expect(new ShellProcessor({ killTimeoutInMs: 1, accepts: (k) => k.kind === 'x' }).accepts({ kind: 'x', __workflow_id: 'w' })).toBe(true);
+    expect(new ShellProcessor({ killTimeoutInMs: 1, accepts: (k) => k.kind === 'x' }).accepts({ kind: 'x', __workflow_id: 'w' })).toBe(
+      true,
+    );
   });
 
   it('exit 0 is done; output lines go to the context log unprefixed', async () => {
@@ -35,7 +43,10 @@ describe('ShellProcessor', () => {
   it('a non-zero exit, a missing or non-string cmd fail with a clear error', async () => {
     expect(await processor.process(context({ cmd: 'exit 7' }))).toEqual({ kind: 'failed', error: 'exit code 7' });
     expect(await processor.process(context({}))).toEqual({ kind: 'failed', error: 'kwargs.cmd is missing' });
-    expect(await processor.process(context({ cmd: 42 }))).toMatchObject({ kind: 'failed', error: expect.stringContaining('kwargs.cmd must be a non-empty string') });
+    expect(await processor.process(context({ cmd: 42 }))).toMatchObject({
+      kind: 'failed',
+      error: expect.stringContaining('kwargs.cmd must be a non-empty string'),
+    });
     expect(await processor.process(context({ cmd: 'kill -KILL $$' }))).toEqual({ kind: 'failed', error: 'ended by SIGKILL' });
   });
 
@@ -43,10 +54,18 @@ describe('ShellProcessor', () => {
     const ctx = context({ cmd: 'echo "$BASE_ONLY $EXTRA"', env: { EXTRA: 'task' } });
     expect(await processor.process(ctx)).toEqual({ kind: 'done' });
     expect(ctx.lines).toEqual(['base task']);
-    expect(await processor.process(context({ cmd: 'true', env: { N: [1] } }))).toEqual({ kind: 'failed', error: 'kwargs.env.N must be a string, got an array' });
+    expect(await processor.process(context({ cmd: 'true', env: { N: [1] } }))).toEqual({
+      kind: 'failed',
+      error: 'kwargs.env.N must be a string, got an array',
+    });
     // Numbers and booleans (as YAML writes `N: 1`) reach the task as text.
-    expect(await processor.process(context({ cmd: 'test "$N" = 1 && test "$B" = true', env: { N: 1, B: true } }))).toEqual({ kind: 'done' });
-    expect(await processor.process(context({ cmd: 'true', env: ['A=1'] }))).toMatchObject({ kind: 'failed', error: expect.stringContaining('kwargs.env must be an object of strings') });
+    expect(await processor.process(context({ cmd: 'test "$N" = 1 && test "$B" = true', env: { N: 1, B: true } }))).toEqual({
+      kind: 'done',
+    });
+    expect(await processor.process(context({ cmd: 'true', env: ['A=1'] }))).toMatchObject({
+      kind: 'failed',
+      error: expect.stringContaining('kwargs.env must be an object of strings'),
+    });
   });
 
   it('runs in kwargs.cwd, and fails clearly when it is not a directory', async () => {
@@ -54,14 +73,19 @@ describe('ShellProcessor', () => {
     const ctx = context({ cmd: 'pwd', cwd: dir });
     expect(await processor.process(ctx)).toEqual({ kind: 'done' });
     expect(ctx.lines).toEqual([realpathSync(dir)]);
-    expect(await processor.process(context({ cmd: 'true', cwd: join(dir, 'nope') }))).toMatchObject({ kind: 'failed', error: expect.stringContaining('is not a directory') });
+    expect(await processor.process(context({ cmd: 'true', cwd: join(dir, 'nope') }))).toMatchObject({
+      kind: 'failed',
+      error: expect.stringContaining('is not a directory'),
+    });
     cleanup();
   });
 
   it('the context signal sends SIGTERM to the process group, then SIGKILL after the kill timeout', async () => {
     const { dir, cleanup } = tempDir();
     const polite = new AbortController();
-    const first = processor.process(context({ cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; touch ${dir}/a; sleep 30 & wait $!` }, polite.signal));
+    const first = processor.process(
+      context({ cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; touch ${dir}/a; sleep 30 & wait $!` }, polite.signal),
+    );
     await waitFor(() => existsSync(join(dir, 'a')));
     polite.abort('lock-lost');
     expect(await first).toMatchObject({ kind: 'failed', error: expect.stringContaining('lock-lost') });

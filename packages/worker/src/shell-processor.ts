@@ -95,7 +95,8 @@ export class ShellProcessor implements Processor {
     const { kwargs } = context.envelope;
     const cmd = kwargs.cmd;
     if (cmd === undefined || cmd === null) return failed('kwargs.cmd is missing');
-    if (typeof cmd !== 'string' || cmd.trim() === '') return failed(`kwargs.cmd must be a non-empty string, got ${typeof cmd === 'string' ? 'an empty string' : typeof cmd}`);
+    if (typeof cmd !== 'string' || cmd.trim() === '')
+      return failed(`kwargs.cmd must be a non-empty string, got ${typeof cmd === 'string' ? 'an empty string' : typeof cmd}`);
 
     let env: NodeJS.ProcessEnv;
     try {
@@ -158,7 +159,8 @@ export class ShellProcessor implements Processor {
     const ok = result.exitCode === 0 && !result.stopped && !result.timedOut && result.spawnError === null;
     if (ok) return syncError === null ? { kind: 'done' } : failed(syncError);
     let error = describeShellResult(result);
-    if (result.stopped && context.signal.aborted) error += ` (${typeof context.signal.reason === 'string' ? context.signal.reason : errorText(context.signal.reason)})`;
+    if (result.stopped && context.signal.aborted)
+      error += ` (${typeof context.signal.reason === 'string' ? context.signal.reason : errorText(context.signal.reason)})`;
     if (syncError !== null) error += `; ${syncError}`;
     return failed(error);
   }

@@ -91,7 +91,13 @@ function setup(tempDir: string, overrides: Partial<WorkflowProcessorOptions> = {
   return memoryWorkflowProcessor({ env: BASE_ENV, tempDir, cancelPollIntervalInMs: 20, ...overrides });
 }
 
-function attempt(workflowId: string, taskName: string, cmd: string, env: Record<string, string>, parents: Record<string, string>): TaskMessageInput {
+function attempt(
+  workflowId: string,
+  taskName: string,
+  cmd: string,
+  env: Record<string, string>,
+  parents: Record<string, string>,
+): TaskMessageInput {
   return { workflowId, taskName, attemptNo: 1, kwargs: { cmd, env }, upstream: { i: parents } };
 }
 
@@ -122,10 +128,19 @@ async function seen(report: string): Promise<Seen> {
 }
 
 describe('a slot directory reused by the next attempt holds nothing of the one before', () => {
-  it('subprocesses: the files, the directory and the output the first task left are gone; the refs and variables are the second one\'s', async () => {
+  it("subprocesses: the files, the directory and the output the first task left are gone; the refs and variables are the second one's", async () => {
     const { tempDir, report } = await fresh();
     const { processor, completions } = setup(tempDir);
-    await run(processor, attempt('wf-a', 'first', `${LITTER}; echo "$JOBQ_WORKFLOW_UPSTREAM_REFS" > '${report}.first'`, { FIRST_ONLY: 'secret-of-first' }, { p1: '"one"' }));
+    await run(
+      processor,
+      attempt(
+        'wf-a',
+        'first',
+        `${LITTER}; echo "$JOBQ_WORKFLOW_UPSTREAM_REFS" > '${report}.first'`,
+        { FIRST_ONLY: 'secret-of-first' },
+        { p1: '"one"' },
+      ),
+    );
     const firstSlot = dirname((await readFile(`${report}.first`, 'utf8')).trim());
     await run(processor, attempt('wf-a', 'second', `node '${observer}'`, { REPORT: report }, { p2: '"two"' }));
     const second = await seen(report);
@@ -136,7 +151,17 @@ describe('a slot directory reused by the next attempt holds nothing of the one b
       output: '',
       refs: { p2: '"two"' },
       cancelMark: false,
-      vars: ['JOBQ_OUTPUT_FILE', 'JOBQ_TASK_SOCKET', 'JOBQ_TASK_TOKEN', 'JOBQ_WORKFLOW_ATTEMPT', 'JOBQ_WORKFLOW_CANCEL_FILE', 'JOBQ_WORKFLOW_ID', 'JOBQ_WORKFLOW_PREFIX', 'JOBQ_WORKFLOW_TASK', 'JOBQ_WORKFLOW_UPSTREAM_REFS'],
+      vars: [
+        'JOBQ_OUTPUT_FILE',
+        'JOBQ_TASK_SOCKET',
+        'JOBQ_TASK_TOKEN',
+        'JOBQ_WORKFLOW_ATTEMPT',
+        'JOBQ_WORKFLOW_CANCEL_FILE',
+        'JOBQ_WORKFLOW_ID',
+        'JOBQ_WORKFLOW_PREFIX',
+        'JOBQ_WORKFLOW_TASK',
+        'JOBQ_WORKFLOW_UPSTREAM_REFS',
+      ],
       task: 'second',
     });
     expect(completions.sent.map((c) => [c.taskName, c.success, c.outputRef])).toEqual([
@@ -149,7 +174,7 @@ describe('a slot directory reused by the next attempt holds nothing of the one b
     expect(await readdir(tempDir)).toEqual([]);
   });
 
-  it('in-process: a cancelled first attempt\'s mark, output and files are gone for the second', async () => {
+  it("in-process: a cancelled first attempt's mark, output and files are gone for the second", async () => {
     const { tempDir } = await fresh();
     const cancelled = new Set<string>();
     const { processor } = setup(tempDir, {
@@ -254,7 +279,15 @@ describe('files are made only when the task can read them', () => {
     await run(processor, attempt('wf-lazy', 'no-op', 'in-process', {}, { p: '"x"' }));
     expect(await readdir(tempDir)).toEqual([]);
     // The variables are there all the same (nothing is made once the attempt has ended).
-    expect(Object.keys(given)).toEqual(expect.arrayContaining(['JOBQ_OUTPUT_FILE', 'JOBQ_WORKFLOW_UPSTREAM_REFS', 'JOBQ_WORKFLOW_CANCEL_FILE', 'JOBQ_TASK_SOCKET', 'JOBQ_TASK_TOKEN']));
+    expect(Object.keys(given)).toEqual(
+      expect.arrayContaining([
+        'JOBQ_OUTPUT_FILE',
+        'JOBQ_WORKFLOW_UPSTREAM_REFS',
+        'JOBQ_WORKFLOW_CANCEL_FILE',
+        'JOBQ_TASK_SOCKET',
+        'JOBQ_TASK_TOKEN',
+      ]),
+    );
     expect(given.JOBQ_OUTPUT_FILE).toBeUndefined();
     expect(await readdir(tempDir)).toEqual([]);
 
@@ -293,9 +326,19 @@ describe('a worker uses one directory per slot and removes them when it stops', 
     const { processor } = setup(tempDir);
     const queue = new MemoryTaskQueue();
     for (let i = 0; i < 5; i++) {
-      await queue.send({ body: encodeTaskMessage(attempt('wf-worker', `t${i}`, `dirname "$JOBQ_WORKFLOW_UPSTREAM_REFS" >> '${used}'; sleep 0.1`, {}, {})) });
+      await queue.send({
+        body: encodeTaskMessage(attempt('wf-worker', `t${i}`, `dirname "$JOBQ_WORKFLOW_UPSTREAM_REFS" >> '${used}'; sleep 0.1`, {}, {})),
+      });
     }
-    const summary = await new Worker({ queue, processors: [processor], numWorkers: 2, idleTimeoutInMs: 300, receiveWaitInMs: 20, maxIdleBackoffInMs: 50, log: () => undefined }).run();
+    const summary = await new Worker({
+      queue,
+      processors: [processor],
+      numWorkers: 2,
+      idleTimeoutInMs: 300,
+      receiveWaitInMs: 20,
+      maxIdleBackoffInMs: 50,
+      log: () => undefined,
+    }).run();
     expect(summary).toMatchObject({ processed: 5, succeeded: 5 });
     const dirs = new Set((await readFile(used, 'utf8')).trim().split('\n'));
     expect(dirs.size).toBeLessThanOrEqual(2);
@@ -312,7 +355,7 @@ asRoot('with a task user', () => {
     return [info.uid, info.mode & 0o777];
   }
 
-  it('the reused slot keeps its owners and modes; the first task\'s leftovers are gone for the second', async () => {
+  it("the reused slot keeps its owners and modes; the first task's leftovers are gone for the second", async () => {
     const { tempDir, report } = await fresh();
     const { processor, completions } = setup(tempDir, { taskUser: NOBODY });
     await run(processor, attempt('wf-user', 'first', LITTER, { FIRST_ONLY: 'x' }, { p1: '"one"' }));
@@ -384,7 +427,9 @@ asRoot('with a task user', () => {
     const second = await seen(report);
     expect(second.slot).not.toBe(slot);
     expect(second).toMatchObject({ taskEntries: ['output.json'], output: '' });
-    expect(log).toContain(`could not empty the task directory ${slot!} (it holds directories the worker does not remove as root); it is left in place`);
+    expect(log).toContain(
+      `could not empty the task directory ${slot!} (it holds directories the worker does not remove as root); it is left in place`,
+    );
     expect((await stat(join(slot!, 'task', 'stuck', 'f'))).isFile()).toBe(true);
     await processor.close();
     expect(await readdir(tempDir)).toEqual([slot!.slice(tempDir.length + 1)]);

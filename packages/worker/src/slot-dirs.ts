@@ -115,7 +115,9 @@ export class Slot {
       const info = lstatSync(made);
       this.identity = { dev: info.dev, ino: info.ino, birthtimeMs: info.birthtimeMs };
     } catch (error) {
-      throw new JobqError('internal', `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`, { cause: error });
+      throw new JobqError('internal', `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`, {
+        cause: error,
+      });
     }
     this.dir = made;
     return made;

@@ -16,7 +16,12 @@ describe('runShell', () => {
 
   it('reports the exit code and the output lines', async () => {
     const lines: string[] = [];
-    const result = await runShell({ command: 'echo one; echo two >&2; exit 4', env, killTimeoutInMs: 100, onLine: (_s, line) => lines.push(line) });
+    const result = await runShell({
+      command: 'echo one; echo two >&2; exit 4',
+      env,
+      killTimeoutInMs: 100,
+      onLine: (_s, line) => lines.push(line),
+    });
     expect(result).toMatchObject({ exitCode: 4, spawnError: null, stopped: false, timedOut: false });
     expect(lines.sort()).toEqual(['one', 'two']);
   });

@@ -101,12 +101,16 @@ export function runShell(options: RunShellOptions): Promise<ShellResult> {
       result[why] = true;
       signalGroup(child.pid, 'SIGTERM');
       const shutdown = why === 'stopped' && options.signal?.reason === 'shutdown' && options.shutdownKillTimeoutInMs !== undefined;
-      killTimer = setLongTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-          result.killed = true;
-          signalGroup(child.pid, 'SIGKILL');
-        }
-      }, shutdown ? options.shutdownKillTimeoutInMs! : options.killTimeoutInMs, options.clock);
+      killTimer = setLongTimeout(
+        () => {
+          if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+            result.killed = true;
+            signalGroup(child.pid, 'SIGKILL');
+          }
+        },
+        shutdown ? options.shutdownKillTimeoutInMs! : options.killTimeoutInMs,
+        options.clock,
+      );
     };
     const onAbort = () => stop('stopped');
     options.signal?.addEventListener('abort', onAbort, { once: true });

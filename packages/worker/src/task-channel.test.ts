@@ -62,7 +62,15 @@ async function evalChannel(dirName = `eval-${++counter}`, extraRefs: Record<stri
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const upstreamRefs = { train: trainRef, whole: JSON.stringify(makeStashMarker(modelMarker)), skipped: null, ...extraRefs };
   const lines: string[] = [];
-  const channel = await startTaskChannel({ dir, workflowId: WORKFLOW, taskName: 'eval', attemptNo: 1, upstreamRefs, outputs: store, log: (line) => lines.push(line) });
+  const channel = await startTaskChannel({
+    dir,
+    workflowId: WORKFLOW,
+    taskName: 'eval',
+    attemptNo: 1,
+    upstreamRefs,
+    outputs: store,
+    log: (line) => lines.push(line),
+  });
   channels.push(channel);
   const refsFile = join(dir, 'upstream-refs.json');
   await writeFile(refsFile, JSON.stringify(upstreamRefs));
@@ -89,13 +97,22 @@ async function rejection(promise: Promise<unknown>): Promise<JobqError> {
 }
 
 /** A raw request to the channel: status and body text. */
-function raw(socketPath: string, method: string, path: string, headers: Record<string, string>, body = ''): Promise<{ status: number; text: string }> {
+function raw(
+  socketPath: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body = '',
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, method, path, headers: { 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
+    const req = request(
+      { socketPath, method, path, headers: { 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -126,7 +143,11 @@ describe('task channel: what an attempt may do', () => {
     await writeFile(source, 'the report');
     const marker = await stashFile(source, { key: 'report.txt' });
     expect(marker.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/1/report.txt`);
-    const stashed = await store.getFile({ blobName: marker.__jobq_stash__.blob_name, md5: marker.__jobq_stash__.md5, size: marker.__jobq_stash__.size });
+    const stashed = await store.getFile({
+      blobName: marker.__jobq_stash__.blob_name,
+      md5: marker.__jobq_stash__.md5,
+      size: marker.__jobq_stash__.size,
+    });
     expect(Buffer.from(stashed).toString()).toBe('the report');
   });
 
@@ -161,7 +182,9 @@ describe('task channel: what an attempt may do', () => {
     expect(otherWorkflow).toMatchObject({ code: 'auth', details: { statusCode: 403 } });
     expect(otherTask.message).toMatch(/only for itself/);
     expect(otherAttempt.message).toMatch(/only for itself/);
-    const planted = await rejection(store.getFile({ blobName: 'workflow-files/wf-foreign/eval/1/planted.bin', md5: modelMarker.md5, size: 1 }));
+    const planted = await rejection(
+      store.getFile({ blobName: 'workflow-files/wf-foreign/eval/1/planted.bin', md5: modelMarker.md5, size: 1 }),
+    );
     expect(planted.code).toBe('not-found');
   });
 

@@ -111,7 +111,10 @@ function socketLocation(dir: string): { path: string; ownDir: string | null } {
     const ownDir = mkdtempSync(join(base, 'jq-'));
     return { path: join(ownDir, 's'), ownDir };
   }
-  throw new JobqError('invalid-config', `no short enough directory for the task channel's socket (the attempt directory ${shorten(dir)} and the temporary directory are too long)`);
+  throw new JobqError(
+    'invalid-config',
+    `no short enough directory for the task channel's socket (the attempt directory ${shorten(dir)} and the temporary directory are too long)`,
+  );
 }
 
 /**
@@ -175,7 +178,10 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
     const ref = (body as { ref?: unknown } | null)?.ref;
     if (typeof ref !== 'string') throw new JobqError('invalid-argument', 'the request needs {"ref": "<output ref>"}');
     if (!allowedRefs.has(ref)) {
-      throw new Refused(403, `output ref "${shorten(ref)}" is not the output of a direct parent of task "${taskName}": a task may read only its direct parents' outputs`);
+      throw new Refused(
+        403,
+        `output ref "${shorten(ref)}" is not the output of a direct parent of task "${taskName}": a task may read only its direct parents' outputs`,
+      );
     }
     const value = await readOutput(ref);
     if (!markersOf.has(ref)) markersOf.set(ref, Promise.resolve(findStashMarkers(value).map((f) => f.marker)));
@@ -191,12 +197,16 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
     for (const ref of [...cheap, ...[...allowedRefs].filter((r) => !cheap.has(r))]) {
       if ((await markersIn(ref)).some((m) => sameMarker(m, marker))) return;
     }
-    throw new Refused(403, `stashed file "${shorten(marker.blobName)}" is not in the output of a direct parent of task "${taskName}": a task may fetch only files its direct parents' outputs hold`);
+    throw new Refused(
+      403,
+      `stashed file "${shorten(marker.blobName)}" is not in the output of a direct parent of task "${taskName}": a task may fetch only files its direct parents' outputs hold`,
+    );
   };
 
   const sendFile = async (body: unknown, res: ServerResponse): Promise<void> => {
     const marker = parseStashMarker((body as { marker?: unknown } | null)?.marker);
-    if (marker === null) throw new JobqError('invalid-argument', 'the request needs {"marker": {"__jobq_stash__": {…}}} with a well-formed stash marker');
+    if (marker === null)
+      throw new JobqError('invalid-argument', 'the request needs {"marker": {"__jobq_stash__": {…}}} with a well-formed stash marker');
     await checkMarker(marker);
     const path = transferPath();
     try {
@@ -231,7 +241,10 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
       throw new Refused(403, `a task may stash files only for itself (workflow "${workflowId}", task "${taskName}", attempt ${attemptNo})`);
     }
     if (!isPlainFileName(name)) {
-      throw new JobqError('invalid-argument', `the file name must be a plain file name (no "/", "\\" or control characters; not "." or ".."), got ${JSON.stringify(name)}`);
+      throw new JobqError(
+        'invalid-argument',
+        `the file name must be a plain file name (no "/", "\\" or control characters; not "." or ".."), got ${JSON.stringify(name)}`,
+      );
     }
     const declared = req.headers['content-length'];
     proceed();
@@ -257,7 +270,8 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
 
   /** `expectsContinue`: the client waits for "100 Continue" before sending the body (uploads do). */
   const handle = async (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> => {
-    if (!authorized(req)) throw new Refused(401, `the task channel needs this attempt's token ($${TASK_TOKEN_VARIABLE}) as "Authorization: Bearer TOKEN"`);
+    if (!authorized(req))
+      throw new Refused(401, `the task channel needs this attempt's token ($${TASK_TOKEN_VARIABLE}) as "Authorization: Bearer TOKEN"`);
     // Only a request that passed its checks gets its body sent: a refused upload costs nothing.
     const proceed = () => {
       if (expectsContinue) res.writeContinue();
@@ -287,7 +301,9 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
     const served = handle(req, res, expectsContinue)
       .catch((error: unknown) => {
         if (!(error instanceof Refused) && !stop.signal.aborted) {
-          options.log?.(`task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`);
+          options.log?.(
+            `task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`,
+          );
         }
         sendError(res, error, stop.signal.aborted);
       })
@@ -306,7 +322,8 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
   server.once('error', ignoreLateError);
   try {
     server.listen(socketPath);
-    if (!server.listening) throw new Error('the socket could not be bound (its directory is missing or not writable, or the path is taken)');
+    if (!server.listening)
+      throw new Error('the socket could not be bound (its directory is missing or not writable, or the path is taken)');
     server.off('error', ignoreLateError);
     chmodSync(socketPath, 0o600);
     if (taskUser !== null) {

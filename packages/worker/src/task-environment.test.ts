@@ -26,11 +26,20 @@ const WORKER_ENV: NodeJS.ProcessEnv = {
 describe('the task environment', () => {
   it('has no storage credential, Azure identity variable or worker secret', () => {
     const { env } = prepareTaskEnvironment(WORKER_ENV, undefined);
-    expect(env).toEqual({ PATH: '/usr/bin', HOME: '/root', MY_SETTING: 'kept', JOBQ_WORKFLOW_PREFIX: 'acct/Prod', JOBQ_KILL_TIMEOUT: '60' });
+    expect(env).toEqual({
+      PATH: '/usr/bin',
+      HOME: '/root',
+      MY_SETTING: 'kept',
+      JOBQ_WORKFLOW_PREFIX: 'acct/Prod',
+      JOBQ_KILL_TIMEOUT: '60',
+    });
   });
 
   it('keeps a credential variable that kwargs.env names, with the value kwargs.env gives', () => {
-    const { env, secrets } = prepareTaskEnvironment(WORKER_ENV, { AZURE_CLIENT_ID: 'task-client', AZURE_CLIENT_SECRET: '${{ secrets.TOKEN }}' });
+    const { env, secrets } = prepareTaskEnvironment(WORKER_ENV, {
+      AZURE_CLIENT_ID: 'task-client',
+      AZURE_CLIENT_SECRET: '${{ secrets.TOKEN }}',
+    });
     expect(env.AZURE_CLIENT_ID).toBe('task-client');
     expect(env.AZURE_CLIENT_SECRET).toBe('tok-123456');
     expect(env.AZURE_TENANT_ID).toBeUndefined();

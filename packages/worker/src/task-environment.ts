@@ -55,13 +55,19 @@ export function prepareTaskEnvironment(base: NodeJS.ProcessEnv, kwargsEnv: unkno
   for (const [name, value] of Object.entries(base)) if (value !== undefined && !isCredentialVariable(name, value)) env[name] = value;
   if (kwargsEnv === undefined || kwargsEnv === null) return { env, secrets: [] };
   if (typeof kwargsEnv !== 'object' || Array.isArray(kwargsEnv)) {
-    throw new JobqError('invalid-argument', `kwargs.env must be an object of strings, got ${Array.isArray(kwargsEnv) ? 'an array' : typeof kwargsEnv}`);
+    throw new JobqError(
+      'invalid-argument',
+      `kwargs.env must be an object of strings, got ${Array.isArray(kwargsEnv) ? 'an array' : typeof kwargsEnv}`,
+    );
   }
   const values: Record<string, string> = {};
   for (const [name, value] of Object.entries(kwargsEnv as Record<string, unknown>)) {
     // YAML writes `N: 3` as a number: numbers and booleans are written out as the shell would see them.
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new JobqError('invalid-argument', `kwargs.env.${name} must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+      throw new JobqError(
+        'invalid-argument',
+        `kwargs.env.${name} must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+      );
     }
     const text = String(value);
     if (name === '' || name.includes('=') || name.includes('\0') || text.includes('\0')) {
@@ -72,7 +78,11 @@ export function prepareTaskEnvironment(base: NodeJS.ProcessEnv, kwargsEnv: unkno
   const resolved = resolveTaskSecrets(values, base);
   for (const [name, value] of Object.entries(resolved.values)) {
     // A secret may not bring a NUL byte in either: no process environment can hold one.
-    if (value.includes('\0')) throw new JobqError('invalid-argument', `kwargs.env.${name}: a secret it uses holds a NUL byte, which no environment variable can hold`);
+    if (value.includes('\0'))
+      throw new JobqError(
+        'invalid-argument',
+        `kwargs.env.${name}: a secret it uses holds a NUL byte, which no environment variable can hold`,
+      );
     env[name] = value;
   }
   return { env, secrets: resolved.secrets };

@@ -102,7 +102,10 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  completions = await openStorageQueue({ connection: { connectionString: storage.connectionString }, queueName: `iso-completions-${++queueNo}` });
+  completions = await openStorageQueue({
+    connection: { connectionString: storage.connectionString },
+    queueName: `iso-completions-${++queueNo}`,
+  });
 });
 
 const made: WorkflowProcessor[] = [];
@@ -129,7 +132,14 @@ function processor(overrides: Partial<WorkflowProcessorOptions> = {}): WorkflowP
 
 /** Task "eval" of WORKFLOW, child of "train" (its blob output passed in full, md5 included). */
 function evalTask(cmd: string, extra: Partial<TaskMessageInput> = {}): TaskMessageInput {
-  return { workflowId: WORKFLOW, taskName: 'eval', attemptNo: 1, kwargs: { cmd, env: { SIBLING_REF: siblingRef, WORKER_PID: String(process.pid) } }, upstream: { i: { train: trainRef } }, ...extra };
+  return {
+    workflowId: WORKFLOW,
+    taskName: 'eval',
+    attemptNo: 1,
+    kwargs: { cmd, env: { SIBLING_REF: siblingRef, WORKER_PID: String(process.pid) } },
+    upstream: { i: { train: trainRef } },
+    ...extra,
+  };
 }
 
 async function runOne(p: WorkflowProcessor, input: TaskMessageInput): Promise<{ completion: Completion; lines: string[] }> {
@@ -216,7 +226,10 @@ describe('a workflow task reaches storage only through its channel', () => {
 
   it('a task cannot replace the channel variables through kwargs.env', async () => {
     const cmd = `printf '{"socket":"%s"}' "$JOBQ_TASK_SOCKET" > "$JOBQ_OUTPUT_FILE"`;
-    const { completion } = await runOne(processor(), evalTask(cmd, { kwargs: { cmd, env: { JOBQ_TASK_SOCKET: '/tmp/elsewhere', JOBQ_TASK_TOKEN: 'mine' } } }));
+    const { completion } = await runOne(
+      processor(),
+      evalTask(cmd, { kwargs: { cmd, env: { JOBQ_TASK_SOCKET: '/tmp/elsewhere', JOBQ_TASK_TOKEN: 'mine' } } }),
+    );
     expect((JSON.parse(completion.outputRef!) as { socket: string }).socket).toMatch(/task\.sock$/);
   });
 });

@@ -67,7 +67,13 @@ export class TaskLogBuffer {
     const parts: Buffer[] = [];
     if (this.head) parts.push(this.head.subarray(0, this.headLength));
     const omitted = this.totalBytes - this.headLength - this.ringLength;
-    if (omitted > 0) parts.push(Buffer.from(`${this.headLength > 0 && this.head?.[this.headLength - 1] !== 0x0a ? '\n' : ''}[jobq: ${omitted} bytes omitted]\n`, 'utf8'));
+    if (omitted > 0)
+      parts.push(
+        Buffer.from(
+          `${this.headLength > 0 && this.head?.[this.headLength - 1] !== 0x0a ? '\n' : ''}[jobq: ${omitted} bytes omitted]\n`,
+          'utf8',
+        ),
+      );
     if (this.ring && this.ringLength > 0) {
       if (this.ringLength < this.tailBytes) parts.push(this.ring.subarray(0, this.ringLength));
       else parts.push(this.ring.subarray(this.ringPos), this.ring.subarray(0, this.ringPos));

@@ -39,9 +39,11 @@ export function taskLogSettingsFromEnv(env: NodeJS.ProcessEnv): TaskLogSettings 
   const mode = envValue(env, 'JOBQ_TASK_LOGS');
   const tail = envValue(env, 'JOBQ_TASK_LOG_TAIL_BYTES');
   const flush = envValue(env, 'JOBQ_TASK_LOG_FLUSH_INTERVAL');
-  if (tail !== null && !/^\d+$/.test(tail)) throw new JobqError('invalid-config', `JOBQ_TASK_LOG_TAIL_BYTES must be a number of bytes (0 or more), got "${tail}"`);
+  if (tail !== null && !/^\d+$/.test(tail))
+    throw new JobqError('invalid-config', `JOBQ_TASK_LOG_TAIL_BYTES must be a number of bytes (0 or more), got "${tail}"`);
   const tailBytes = tail === null ? DEFAULT_TASK_LOG_TAIL_BYTES : Number(tail);
-  if (tailBytes > 256 * 1024 * 1024) throw new JobqError('invalid-config', `JOBQ_TASK_LOG_TAIL_BYTES must be at most 268435456 (256 MiB), got "${tail}"`);
+  if (tailBytes > 256 * 1024 * 1024)
+    throw new JobqError('invalid-config', `JOBQ_TASK_LOG_TAIL_BYTES must be at most 268435456 (256 MiB), got "${tail}"`);
   return {
     mode: mode === null ? 'always' : parseTaskLogMode(mode),
     tailBytes,
@@ -106,16 +108,20 @@ export class AttemptLog {
   }
 
   private schedule(): void {
-    this.timer = setLongTimeout(() => {
-      if (this.stopped) return;
-      if (this.buffer.total > this.flushedBytes) {
-        this.inFlight = this.upload(null, null).finally(() => {
-          if (!this.stopped) this.schedule();
-        });
-      } else {
-        this.schedule();
-      }
-    }, this.options.settings.flushIntervalInMs, this.options.clock);
+    this.timer = setLongTimeout(
+      () => {
+        if (this.stopped) return;
+        if (this.buffer.total > this.flushedBytes) {
+          this.inFlight = this.upload(null, null).finally(() => {
+            if (!this.stopped) this.schedule();
+          });
+        } else {
+          this.schedule();
+        }
+      },
+      this.options.settings.flushIntervalInMs,
+      this.options.clock,
+    );
   }
 
   /** Stops the live snapshots (the attempt is left, or over). */
@@ -156,7 +162,9 @@ export class AttemptLog {
       counters.failures++;
       this.options.onUploadFailure?.();
       const why = abort.signal.aborted ? `no answer within ${Math.round(settings.uploadTimeoutInMs / 1000)} s` : errorText(error);
-      this.options.log(`warning: could not write the ${outcome === null ? 'live ' : ''}log of task "${taskName}" attempt ${attemptNo}: ${why}`);
+      this.options.log(
+        `warning: could not write the ${outcome === null ? 'live ' : ''}log of task "${taskName}" attempt ${attemptNo}: ${why}`,
+      );
     } finally {
       limit.clear();
     }

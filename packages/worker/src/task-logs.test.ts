@@ -68,7 +68,14 @@ describe('task logs on the worker', () => {
     expect(completionsAtUpload).toBe(0);
     const log = t.outputs.logs.get('wf-logs/talk/1');
     expect(log?.text).toBe('one\ntwo ü\nthree\n');
-    expect(log?.metadata).toEqual({ outcome: 'succeeded', exitCode: 0, started: expect.any(String), ended: expect.any(String), bytes: 17, worker: 'host-7' });
+    expect(log?.metadata).toEqual({
+      outcome: 'succeeded',
+      exitCode: 0,
+      started: expect.any(String),
+      ended: expect.any(String),
+      bytes: 17,
+      worker: 'host-7',
+    });
     expect(t.processor.taskLogCounters).toEqual({ uploads: 1, snapshots: 0, failures: 0 });
     await t.dispose();
   });
@@ -76,7 +83,10 @@ describe('task logs on the worker', () => {
   it('a failed task leaves a log even when it printed nothing; task names may hold "/"', async () => {
     const t = await setup({ runCommand: printing([], 3) });
     await t.run('fan/in');
-    expect(t.outputs.logs.get('wf-logs/fan/in/1')).toEqual({ text: '', metadata: expect.objectContaining({ outcome: 'failed', exitCode: 3, bytes: 0 }) });
+    expect(t.outputs.logs.get('wf-logs/fan/in/1')).toEqual({
+      text: '',
+      metadata: expect.objectContaining({ outcome: 'failed', exitCode: 3, bytes: 0 }),
+    });
     expect(t.completions.sent).toEqual([expect.objectContaining({ taskName: 'fan/in', success: false })]);
     await t.dispose();
   });
@@ -140,7 +150,9 @@ describe('task logs on the worker', () => {
     await off.run('bad');
     expect(off.outputs.logWrites).toHaveLength(0);
     await off.dispose();
-    await expect(setup({ env: { ...ENV, JOBQ_TASK_LOGS: 'sometimes' } })).rejects.toThrow('JOBQ_TASK_LOGS must be always, failed or off, got "sometimes"');
+    await expect(setup({ env: { ...ENV, JOBQ_TASK_LOGS: 'sometimes' } })).rejects.toThrow(
+      'JOBQ_TASK_LOGS must be always, failed or off, got "sometimes"',
+    );
   });
 
   it('a long task is rewritten as a live snapshot once per interval, only with new bytes (virtual time)', async () => {

@@ -26,7 +26,8 @@ describe('storeTaskOutput', () => {
     expect(stored).toEqual({
       ok: false,
       aborted: false,
-      error: 'the output file is not JSON: found "done\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output',
+      error:
+        'the output file is not JSON: found "done\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output',
     });
     expect(putCalls).toBe(0);
   });

@@ -10,7 +10,10 @@ const QUOTED_CHARACTERS = 40;
  * characters are written as `\uXXXX` (JSON.stringify leaves U+2028, U+FEFF and the like as they are).
  */
 function quoteOneLine(text: string): string {
-  return JSON.stringify(text).replace(/[\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(text).replace(
+    /[\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -25,7 +28,8 @@ export function notJsonProblem(text: string): string | null {
   } catch {
     const characters = Array.from(text);
     const head = characters.slice(0, QUOTED_CHARACTERS).join('');
-    const found = characters.length > QUOTED_CHARACTERS ? `${quoteOneLine(head)}… (${Buffer.byteLength(text, 'utf8')} bytes)` : quoteOneLine(head);
+    const found =
+      characters.length > QUOTED_CHARACTERS ? `${quoteOneLine(head)}… (${Buffer.byteLength(text, 'utf8')} bytes)` : quoteOneLine(head);
     return `the output file is not JSON: found ${found}; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output`;
   }
 }
@@ -62,7 +66,8 @@ async function readOutputFile(path: string, ownerUid: number | undefined): Promi
 }
 
 function describeReadError(error: unknown): string {
-  if ((error as NodeJS.ErrnoException).code === 'ELOOP') return 'it is a symbolic link; write the output into the file itself (e.g. jobq task set-output)';
+  if ((error as NodeJS.ErrnoException).code === 'ELOOP')
+    return 'it is a symbolic link; write the output into the file itself (e.g. jobq task set-output)';
   return errorMessage(error);
 }
 
@@ -96,7 +101,10 @@ export async function storeTaskOutput(
   try {
     const result = await outputs.putOutput(workflowId, taskName, attemptNo, text, operation);
     if (result.warning) log(`warning: ${result.warning}`);
-    if (result.adopted) log(`attempt ${attemptNo} of task "${taskName}" already has a stored output (an earlier delivery wrote it): that output is reported, this one dropped`);
+    if (result.adopted)
+      log(
+        `attempt ${attemptNo} of task "${taskName}" already has a stored output (an earlier delivery wrote it): that output is reported, this one dropped`,
+      );
     return { ok: true, result };
   } catch (error) {
     const message = errorMessage(error);

@@ -17,7 +17,8 @@ const WORKER_ENV: NodeJS.ProcessEnv = {
   PATH: process.env.PATH,
   HOME: process.env.HOME,
   JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Secrets',
-  JOBQ_STORAGE_CONNECTION_STRING: 'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5a2V5;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1',
+  JOBQ_STORAGE_CONNECTION_STRING:
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5a2V5;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1',
   AZURE_STORAGE_CONNECTION_STRING: 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5',
   AZURE_CLIENT_ID: 'worker-client-id',
   AZURE_CLIENT_SECRET: 'worker-client-secret',
@@ -45,7 +46,13 @@ function shellContext(kwargs: Record<string, unknown>): TaskContext & { lines: s
   const body = task('plain-1', kwargs).body;
   const decoded = decodeEnvelope(body);
   if (!decoded.ok) throw new Error(decoded.error);
-  const message: ReceivedMessage = { messageId: 'm1', body, deliveryCount: 1, enqueuedAt: null, lockedUntil: new Date(Date.now() + 60_000) };
+  const message: ReceivedMessage = {
+    messageId: 'm1',
+    body,
+    deliveryCount: 1,
+    enqueuedAt: null,
+    lockedUntil: new Date(Date.now() + 60_000),
+  };
   const lines: string[] = [];
   return { message, envelope: decoded.value, signal: new AbortController().signal, log: (line) => lines.push(line), lines };
 }
@@ -89,12 +96,18 @@ describe('secrets in kwargs.env', () => {
   it('a missing secret fails the attempt with the variable to set', async () => {
     const { completions, processor } = workflow();
     const marker = join(dir, 'missing-ran');
-    const context = workflowContext({ workflowId: 'wf-secret', taskName: 'db', attemptNo: 1, kwargs: { cmd: `touch '${marker}'`, env: { DB_PASSWORD: '${{ secrets.DB }}' } } });
+    const context = workflowContext({
+      workflowId: 'wf-secret',
+      taskName: 'db',
+      attemptNo: 1,
+      kwargs: { cmd: `touch '${marker}'`, env: { DB_PASSWORD: '${{ secrets.DB }}' } },
+    });
     expect(await processor.process(context)).toEqual({ kind: 'done', failed: true });
     expect(completions.sent).toEqual([
       expect.objectContaining({
         success: false,
-        error: 'kwargs.env.DB_PASSWORD uses the secret "DB", but this worker has no JOBQ_SECRET_DB: set JOBQ_SECRET_DB in the worker\'s environment',
+        error:
+          'kwargs.env.DB_PASSWORD uses the secret "DB", but this worker has no JOBQ_SECRET_DB: set JOBQ_SECRET_DB in the worker\'s environment',
       }),
     ]);
   });
@@ -160,7 +173,12 @@ describe('no credentials in the task environment', () => {
     expect(completions.sent).toEqual([expect.objectContaining({ success: true })]);
     const env = await dumpedEnv(dump);
     for (const name of hidden) expect(env[name]).toBeUndefined();
-    expect(env).toMatchObject({ AZURE_CLIENT_ID: 'task-client-id', WORKER_SETTING: 'kept', JOBQ_WORKFLOW_ID: 'wf-env', JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Secrets' });
+    expect(env).toMatchObject({
+      AZURE_CLIENT_ID: 'task-client-id',
+      WORKER_SETTING: 'kept',
+      JOBQ_WORKFLOW_ID: 'wf-env',
+      JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Secrets',
+    });
     expect(Object.keys(env).filter((name) => name.startsWith('JOBQ_SECRET_') || name.startsWith('MSI_'))).toEqual([]);
   });
 

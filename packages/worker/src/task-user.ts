@@ -28,7 +28,10 @@ export function taskUserFromEnv(env: NodeJS.ProcessEnv): TaskUser | null {
   const gid = idFrom(env, 'JOBQ_TASK_GID');
   if (uid === null && gid === null) return null;
   if (uid === null || gid === null) {
-    throw new JobqError('invalid-config', `set both JOBQ_TASK_UID and JOBQ_TASK_GID to run tasks as another user (${uid === null ? 'JOBQ_TASK_UID' : 'JOBQ_TASK_GID'} is not set)`);
+    throw new JobqError(
+      'invalid-config',
+      `set both JOBQ_TASK_UID and JOBQ_TASK_GID to run tasks as another user (${uid === null ? 'JOBQ_TASK_UID' : 'JOBQ_TASK_GID'} is not set)`,
+    );
   }
   return { uid, gid };
 }
@@ -41,7 +44,8 @@ export function checkTaskUser(user: TaskUser, currentUid: number | undefined = p
   if (!Number.isSafeInteger(user.uid) || user.uid < 0 || !Number.isSafeInteger(user.gid) || user.gid < 0) {
     throw new JobqError('invalid-config', `the task user must be numeric ids ≥ 0, got uid ${String(user.uid)} gid ${String(user.gid)}`);
   }
-  if (user.uid === 0) throw new JobqError('invalid-config', 'the task user is root (uid 0): choose an unprivileged user for JOBQ_TASK_UID, or unset it');
+  if (user.uid === 0)
+    throw new JobqError('invalid-config', 'the task user is root (uid 0): choose an unprivileged user for JOBQ_TASK_UID, or unset it');
   if (currentUid !== 0) {
     throw new JobqError(
       'invalid-config',

@@ -24,7 +24,10 @@ beforeEach(() => {
 afterAll(() => trace.disable());
 
 /** Runs the messages `bodies` through a worker with the shell processor; the task writes $TRACEPARENT (or "none") to a file per id. */
-async function runTasks(bodies: Array<{ id: string; traceparent?: unknown }>, env: NodeJS.ProcessEnv = {}): Promise<Record<string, string[]>> {
+async function runTasks(
+  bodies: Array<{ id: string; traceparent?: unknown }>,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Record<string, string[]>> {
   const { dir, cleanup } = tempDir();
   try {
     const clock = new VirtualClock();
@@ -62,13 +65,21 @@ describe('the worker traced', () => {
     expect(span!.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
     expect(span!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
     expect(span!.links.map((l) => l.context.spanId)).toEqual(['b7ad6b7169203331']);
-    expect(span!.attributes).toMatchObject({ 'messaging.system': 'servicebus', 'messaging.destination.name': 'cpu', 'messaging.message.id': 't1' });
+    expect(span!.attributes).toMatchObject({
+      'messaging.system': 'servicebus',
+      'messaging.destination.name': 'cpu',
+      'messaging.message.id': 't1',
+    });
     expect(seen.t1).toEqual([formatTraceparent(span!.spanContext())]);
   });
 
   it('ignores a malformed traceparent: the delivery runs in a new trace, without a link', async () => {
     trace.setGlobalTracerProvider(provider);
-    const seen = await runTasks([{ id: 'bad1', traceparent: 'not-a-traceparent' }, { id: 'bad2', traceparent: 42 }, { id: 'bad3', traceparent: `00-${'0'.repeat(32)}-b7ad6b7169203331-01` }]);
+    const seen = await runTasks([
+      { id: 'bad1', traceparent: 'not-a-traceparent' },
+      { id: 'bad2', traceparent: 42 },
+      { id: 'bad3', traceparent: `00-${'0'.repeat(32)}-b7ad6b7169203331-01` },
+    ]);
     const spans = exporter.getFinishedSpans();
     expect(spans).toHaveLength(3);
     for (const span of spans) {

@@ -42,7 +42,14 @@ describe('Worker on a virtual clock', () => {
     await queue.send(task('t-long', { cmd: 'true' }));
     const seen: { endedAt?: number } = {};
     const start = clock.now();
-    const worker = new Worker({ queue, processors: [busy(clock, 90_000, seen)], clock, idleTimeoutInMs: 1_000, receiveWaitInMs: 100, log: () => undefined });
+    const worker = new Worker({
+      queue,
+      processors: [busy(clock, 90_000, seen)],
+      clock,
+      idleTimeoutInMs: 1_000,
+      receiveWaitInMs: 100,
+      log: () => undefined,
+    });
     let summary: unknown;
     void worker.run().then((s) => (summary = s));
     await clock.runUntil(() => summary !== undefined);
@@ -58,7 +65,14 @@ describe('Worker on a virtual clock', () => {
     const queue = new MemoryTaskQueue({ clock });
     await queue.send(task('t-grace', { cmd: 'true' }));
     const seen: { stopped?: unknown; endedAt?: number } = {};
-    const worker = new Worker({ queue, processors: [busy(clock, 60_000, seen)], clock, idleTimeoutInMs: null, gracePeriodInMs: 10_000, log: () => undefined });
+    const worker = new Worker({
+      queue,
+      processors: [busy(clock, 60_000, seen)],
+      clock,
+      idleTimeoutInMs: null,
+      gracePeriodInMs: 10_000,
+      log: () => undefined,
+    });
     let summary: unknown;
     void worker.run().then((s) => (summary = s));
     await clock.advance(5_000);
@@ -77,7 +91,12 @@ describe('Worker on a virtual clock', () => {
     await queue.send(task('t-drain', { cmd: "trap '' TERM; echo up $$; sleep 300" }));
     const lines: string[] = [];
     let group = 0;
-    const processor = new ShellProcessor({ killTimeoutInMs: 600_000, shutdownKillTimeoutInMs: 1_000, clock, baseEnv: { PATH: process.env.PATH } });
+    const processor = new ShellProcessor({
+      killTimeoutInMs: 600_000,
+      shutdownKillTimeoutInMs: 1_000,
+      clock,
+      baseEnv: { PATH: process.env.PATH },
+    });
     const worker = new Worker({
       queue,
       processors: [processor],
@@ -113,7 +132,9 @@ describe('Worker on a virtual clock', () => {
     expect(await clock.advanceUntil(() => summary !== undefined, { withinMs: 0, realWaitInMs: 30_000 })).toBe(true);
     expect(alive()).toBe(false);
     expect(summary).toMatchObject({ processed: 1, abandoned: 1, succeeded: 0, failed: 0 });
-    expect(lines.some((l) => l.includes('stopped by shutdown (stopped (killed after the grace period) (shutdown)); abandoning'))).toBe(true);
+    expect(lines.some((l) => l.includes('stopped by shutdown (stopped (killed after the grace period) (shutdown)); abandoning'))).toBe(
+      true,
+    );
     expect(queue.counts()).toMatchObject({ messages: 1, visible: 1, held: 0 });
   });
 
@@ -128,7 +149,17 @@ describe('Worker on a virtual clock', () => {
     };
     const start = clock.now();
     let done = false;
-    void new Worker({ queue, processors: [], clock, idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined }).run().then(() => (done = true));
+    void new Worker({
+      queue,
+      processors: [],
+      clock,
+      idleTimeoutInMs: 1_500,
+      receiveWaitInMs: 0,
+      maxIdleBackoffInMs: 5_000,
+      log: () => undefined,
+    })
+      .run()
+      .then(() => (done = true));
     await clock.runUntil(() => done);
     expect(at).toEqual([0, 100, 300, 700, 1_500]);
     expect(clock.now() - start).toBe(1_500);
@@ -155,7 +186,15 @@ describe('Worker on a virtual clock', () => {
       },
     };
     await queue.send(task('parent', { cmd: 'true' }));
-    const worker = new Worker({ queue, processors: [processor], numWorkers: 2, clock, receiveWaitInMs: 0, maxIdleBackoffInMs: 60_000, log: () => undefined });
+    const worker = new Worker({
+      queue,
+      processors: [processor],
+      numWorkers: 2,
+      clock,
+      receiveWaitInMs: 0,
+      maxIdleBackoffInMs: 60_000,
+      log: () => undefined,
+    });
     const done = worker.run();
     // The parent runs 10 s while the other slot's empty receives back off: 100, 200, … 6 400 ms.
     await clock.advance(10_000);
@@ -178,7 +217,14 @@ describe('Worker on a virtual clock', () => {
     const lines: string[] = [];
     let summary: unknown;
     const start = clock.now();
-    void new Worker({ queue, processors: [busy(clock, 0)], clock, idleTimeoutInMs: 500, receiveWaitInMs: 0, log: (l) => lines.push(`${clock.now() - start} ${l}`) })
+    void new Worker({
+      queue,
+      processors: [busy(clock, 0)],
+      clock,
+      idleTimeoutInMs: 500,
+      receiveWaitInMs: 0,
+      log: (l) => lines.push(`${clock.now() - start} ${l}`),
+    })
       .run()
       .then((s) => (summary = s));
     await clock.runUntil(() => summary !== undefined);
@@ -211,9 +257,14 @@ describe('long timers and the task time limit on a virtual clock', () => {
     const clock = new VirtualClock();
     let result: ShellResult | undefined;
     let started = false;
-    void runShell({ command: 'echo up; sleep 1000', env: { PATH: process.env.PATH }, killTimeoutInMs: 60_000, timeoutInMs: 30 * DAY, clock, onLine: () => (started = true) }).then(
-      (r) => (result = r),
-    );
+    void runShell({
+      command: 'echo up; sleep 1000',
+      env: { PATH: process.env.PATH },
+      killTimeoutInMs: 60_000,
+      timeoutInMs: 30 * DAY,
+      clock,
+      onLine: () => (started = true),
+    }).then((r) => (result = r));
     expect(await clock.advanceUntil(() => started, { withinMs: 0 })).toBe(true);
     await clock.advance(30 * DAY - 1);
     await clock.settle();
@@ -248,17 +299,28 @@ describe('WorkflowProcessor on a virtual clock', () => {
         new Promise((resolve) => {
           ranAt = clock.now();
           cancelled = true; // the cancel arrives once the task runs
-          options.signal?.addEventListener('abort', () => resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: true, timedOut: false, killed: false, spawnError: null }));
+          options.signal?.addEventListener('abort', () =>
+            resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: true, timedOut: false, killed: false, spawnError: null }),
+          );
         }),
     });
     let outcome: unknown;
-    void processor.process(workflowContext({ workflowId: 'wf-clock', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } })).then((o) => (outcome = o));
+    void processor
+      .process(workflowContext({ workflowId: 'wf-clock', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } }))
+      .then((o) => (outcome = o));
     await clock.runUntil(() => outcome !== undefined, undefined, { withinMs: 31 * DAY });
     expect(outcome).toEqual({ kind: 'done', failed: true });
     // Stopped by the poll 30 days after the start; sent after two failed sends and 1 s + 2 s of back-off.
     expect(clock.now() - ranAt).toBe(30 * DAY + 3_000);
     expect(completions.sendCalls).toBe(3);
-    expect(completions.sent).toEqual([expect.objectContaining({ success: false, error: 'stopped: workflow cancelled', cancelled: true, startedAt: new Date(ranAt).toISOString() })]);
+    expect(completions.sent).toEqual([
+      expect.objectContaining({
+        success: false,
+        error: 'stopped: workflow cancelled',
+        cancelled: true,
+        startedAt: new Date(ranAt).toISOString(),
+      }),
+    ]);
   });
 
   it('a drain stops the task with the shutdown kill timeout and reports no outcome to the workflow: the worker gives the message back', async () => {
@@ -284,7 +346,9 @@ describe('WorkflowProcessor on a virtual clock', () => {
           controller.abort('shutdown');
         }),
     });
-    const outcome = await processor.process(workflowContext({ workflowId: 'wf-drain', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'sleep 300' } }, controller.signal));
+    const outcome = await processor.process(
+      workflowContext({ workflowId: 'wf-drain', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'sleep 300' } }, controller.signal),
+    );
     expect(killAfter).toBe(1_000);
     expect(outcome).toEqual({ kind: 'failed', error: 'stopped: shutdown' });
     expect(completions.sent).toEqual([]);

@@ -25,7 +25,19 @@ beforeEach(() => {
 const shortLockQueue = () => new WrappedQueue(new MemoryTaskQueue({ lockDurationInMs: LOCK_IN_MS, clock }));
 
 function run(queue: WrappedQueue, processors: Processor[], options: Partial<WorkerOptions> = {}) {
-  return runOnClock(clock, new Worker({ queue, processors, idleTimeoutInMs: 500, receiveWaitInMs: 20, maxIdleBackoffInMs: 20, log: () => undefined, clock, ...options }));
+  return runOnClock(
+    clock,
+    new Worker({
+      queue,
+      processors,
+      idleTimeoutInMs: 500,
+      receiveWaitInMs: 20,
+      maxIdleBackoffInMs: 20,
+      log: () => undefined,
+      clock,
+      ...options,
+    }),
+  );
 }
 
 /** A processor that leaves every message and records what it was asked. */
@@ -85,9 +97,16 @@ describe('Worker: the delivery bound', () => {
     await queue.send(task('t-plain', { cmd: 'true' }));
     await queue.send(task('t-retries', { cmd: 'exit 1' }, 100));
     const { processor } = leaver(false);
-    const failing: Processor = { name: 'failing', accepts: (kwargs) => kwargs.cmd === 'exit 1', process: () => Promise.resolve({ kind: 'failed', error: 'exit code 1' }) };
+    const failing: Processor = {
+      name: 'failing',
+      accepts: (kwargs) => kwargs.cmd === 'exit 1',
+      process: () => Promise.resolve({ kind: 'failed', error: 'exit code 1' }),
+    };
     const summary = await run(queue, [failing, processor], { maxDeliveries: 2 });
-    expect(queue.deadLetterReasons.sort()).toEqual(['exit code 1 (the delivery limit 2 was reached)', 'gave up after 2 deliveries: the thing it needs is not there yet']);
+    expect(queue.deadLetterReasons.sort()).toEqual([
+      'exit code 1 (the delivery limit 2 was reached)',
+      'gave up after 2 deliveries: the thing it needs is not there yet',
+    ]);
     expect(summary).toMatchObject({ deadLettered: 2, failed: 2, abandoned: 1 });
   });
 
@@ -104,7 +123,15 @@ describe('Worker: the delivery bound', () => {
       },
       giveUp: () => Promise.reject(new Error('must not be called')),
     };
-    running.worker = new Worker({ queue, processors: [stopper], maxDeliveries: 1, idleTimeoutInMs: null, receiveWaitInMs: 20, log: () => undefined, clock });
+    running.worker = new Worker({
+      queue,
+      processors: [stopper],
+      maxDeliveries: 1,
+      idleTimeoutInMs: null,
+      receiveWaitInMs: 20,
+      log: () => undefined,
+      clock,
+    });
     const summary = await runOnClock(clock, running.worker);
     expect(summary).toMatchObject({ left: 1, deadLettered: 0 });
     expect(queue.deadLetterReasons).toEqual([]);
@@ -141,7 +168,13 @@ describe('WorkflowProcessor under the delivery bound', () => {
     return { completions, outputs, processor };
   }
 
-  const input = (extra: Partial<TaskMessageInput> = {}): TaskMessageInput => ({ workflowId: 'wf-bound', taskName: 'a', attemptNo: 2, kwargs: { cmd: 'true' }, ...extra });
+  const input = (extra: Partial<TaskMessageInput> = {}): TaskMessageInput => ({
+    workflowId: 'wf-bound',
+    taskName: 'a',
+    attemptNo: 2,
+    kwargs: { cmd: 'true' },
+    ...extra,
+  });
 
   it('a completion refused with a permanent error (expired SAS) is not retried: the message is left', async () => {
     const { completions, processor } = workflow();
@@ -149,7 +182,18 @@ describe('WorkflowProcessor under the delivery bound', () => {
     const queue = shortLockQueue();
     await queue.send({ body: encodeTaskMessage(input()) });
     const out = collectingLog();
-    await runOnClock(clock, new Worker({ queue, processors: [processor], idleTimeoutInMs: 20, receiveWaitInMs: 0, maxIdleBackoffInMs: 1_000, log: out.log, clock }));
+    await runOnClock(
+      clock,
+      new Worker({
+        queue,
+        processors: [processor],
+        idleTimeoutInMs: 20,
+        receiveWaitInMs: 0,
+        maxIdleBackoffInMs: 1_000,
+        log: out.log,
+        clock,
+      }),
+    );
     expect(completions.sendCalls).toBe(1);
     expect(out.lines).toContain(
       '[wf-bound/a/2] left for redelivery: the completion of task "a" was refused by the completion queue: Server failed to authenticate the request (403); the message is left for redelivery (it may go through once that is fixed)',
@@ -183,17 +227,24 @@ describe('WorkflowProcessor under the delivery bound', () => {
     const queue = shortLockQueue();
     await queue.send({ body: encodeTaskMessage(input({ upstreamBlob: 'bound-state/upstream/wf-bound/a/2.json' })) });
     await run(queue, [processor], { maxDeliveries: 2 });
-    expect(completions.sent).toEqual([expect.objectContaining({ success: false, error: expect.stringMatching(/^gave up after 2 deliveries: could not read the upstream refs/) })]);
+    expect(completions.sent).toEqual([
+      expect.objectContaining({
+        success: false,
+        error: expect.stringMatching(/^gave up after 2 deliveries: could not read the upstream refs/),
+      }),
+    ]);
     expect(await queue.deadLetterQueue().approximateMessageCount()).toBe(1);
   });
 
-  it("a task of a workflow this deployment does not know is dead-lettered after N deliveries, without a completion", async () => {
+  it('a task of a workflow this deployment does not know is dead-lettered after N deliveries, without a completion', async () => {
     const { completions, processor } = workflow({ isKnownWorkflow: () => Promise.resolve(false) });
     const queue = shortLockQueue();
     await queue.send({ body: encodeTaskMessage(input({ workflowId: 'wf-elsewhere' })) });
     const summary = await run(queue, [processor], { maxDeliveries: 3 });
     expect(completions.sendCalls).toBe(0);
-    expect(queue.deadLetterReasons).toEqual([expect.stringMatching(/^gave up after 3 deliveries: workflow "wf-elsewhere" is not in this worker's deployment/)]);
+    expect(queue.deadLetterReasons).toEqual([
+      expect.stringMatching(/^gave up after 3 deliveries: workflow "wf-elsewhere" is not in this worker's deployment/),
+    ]);
     expect(summary).toMatchObject({ left: 2, deadLettered: 1 });
   });
 });
@@ -206,7 +257,15 @@ describe.each(realQueueBackends())('the delivery bound on $label', (backend) => 
 
   /** Runs a worker (real clock) on `queue` until it has dead-lettered a message; its summary. */
   async function runUntilDeadLettered(queue: WrappedQueue, processors: Processor[], options: Partial<WorkerOptions> = {}) {
-    const worker = new Worker({ queue, processors, idleTimeoutInMs: null, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, ...options });
+    const worker = new Worker({
+      queue,
+      processors,
+      idleTimeoutInMs: null,
+      receiveWaitInMs: 50,
+      maxIdleBackoffInMs: 100,
+      log: () => undefined,
+      ...options,
+    });
     const running = worker.run();
     await waitFor(() => queue.deadLetterReasons.length > 0, 20_000);
     await worker.stop({ gracePeriodInMs: 0 });
@@ -267,7 +326,11 @@ describe.each(realQueueBackends())('the delivery bound on $label', (backend) => 
       expect(givenUp).toEqual([{ delivery: 21, reason }]);
       expect(await deadLetterReasons(queue)).toEqual([reason]);
       const stats = sb.stats().queues[queue.name]!;
-      expect({ deadLetter: stats.deadLetter, byTheWorker: stats.dispositions.deadLetter, byTheBroker: stats.autoDeadLetters.maxDeliveryCount }).toEqual({
+      expect({
+        deadLetter: stats.deadLetter,
+        byTheWorker: stats.dispositions.deadLetter,
+        byTheBroker: stats.autoDeadLetters.maxDeliveryCount,
+      }).toEqual({
         deadLetter: 1,
         byTheWorker: 1,
         byTheBroker: 0,

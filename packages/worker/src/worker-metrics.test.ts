@@ -46,7 +46,17 @@ describe('Worker metrics', () => {
       },
     };
     const { instruments, calls } = recording();
-    const worker = new Worker({ queue, processors: [processor], numWorkers: 2, clock, idleTimeoutInMs: 1_000, receiveWaitInMs: 100, log: () => undefined, instruments, queueLabel: 'cpu' });
+    const worker = new Worker({
+      queue,
+      processors: [processor],
+      numWorkers: 2,
+      clock,
+      idleTimeoutInMs: 1_000,
+      receiveWaitInMs: 100,
+      log: () => undefined,
+      instruments,
+      queueLabel: 'cpu',
+    });
     let done = false;
     void worker.run().then(() => (done = true));
     await clock.runUntil(() => done);
@@ -55,14 +65,18 @@ describe('Worker metrics', () => {
     const busy = calls.filter(([, name]) => name === 'jobq_worker_slots_busy').map(([, , , v]) => v);
     expect(Math.max(...busy)).toBe(2);
     expect(busy.at(-1)).toBe(0);
-    expect(calls.filter(([, name]) => name === 'jobq_worker_receive_errors_total')).toEqual([['inc', 'jobq_worker_receive_errors_total', { queue: 'cpu', code: 'unavailable' }, 1]]);
+    expect(calls.filter(([, name]) => name === 'jobq_worker_receive_errors_total')).toEqual([
+      ['inc', 'jobq_worker_receive_errors_total', { queue: 'cpu', code: 'unavailable' }, 1],
+    ]);
     const waits = calls.filter(([, name]) => name === 'jobq_worker_task_queue_wait_seconds');
     expect(waits).toHaveLength(2);
     for (const [, , labels, value] of waits) {
       expect(labels).toEqual({ queue: 'cpu' });
       expect(value).toBeGreaterThanOrEqual(4);
     }
-    const durations = calls.filter(([, name]) => name === 'jobq_worker_task_duration_seconds').map(([, , labels, value]) => [labels.outcome, value]);
+    const durations = calls
+      .filter(([, name]) => name === 'jobq_worker_task_duration_seconds')
+      .map(([, , labels, value]) => [labels.outcome, value]);
     expect(durations.sort()).toEqual([
       ['done', 3],
       ['failed', 3],
@@ -74,7 +88,8 @@ describe('Worker metrics', () => {
     const tempDir = await mkdtemp(join(tmpdir(), 'jobq-metrics-'));
     try {
       const queue = new MemoryTaskQueue({ name: 'mem-cpu', lockDurationInMs: 30_000, clock });
-      for (const taskName of ['ok', 'bad']) await queue.send({ body: encodeTaskMessage({ workflowId: 'wf-m', taskName, attemptNo: 1, kwargs: { cmd: 'true' } }) });
+      for (const taskName of ['ok', 'bad'])
+        await queue.send({ body: encodeTaskMessage({ workflowId: 'wf-m', taskName, attemptNo: 1, kwargs: { cmd: 'true' } }) });
       const outputs = memoryOutputs();
       outputs.failLogs = new JobqError('unavailable', 'the storage service could not be reached');
       // Each task prints one line (so each tries one log upload); "bad" exits 1.
@@ -97,7 +112,17 @@ describe('Worker metrics', () => {
         runCommand,
       });
       const { instruments, calls } = recording();
-      const worker = new Worker({ queue, processors: [processor], numWorkers: 2, clock, idleTimeoutInMs: 1_000, receiveWaitInMs: 100, log: () => undefined, instruments, queueLabel: 'cpu' });
+      const worker = new Worker({
+        queue,
+        processors: [processor],
+        numWorkers: 2,
+        clock,
+        idleTimeoutInMs: 1_000,
+        receiveWaitInMs: 100,
+        log: () => undefined,
+        instruments,
+        queueLabel: 'cpu',
+      });
       await runOnClock(clock, worker);
 
       expect(completions.sent.map((c) => [c.taskName, c.success]).sort()).toEqual([

@@ -13,7 +13,14 @@ import { Worker, type WorkerOptions, type WorkerSummary } from './worker';
 const shell = () => new ShellProcessor({ killTimeoutInMs: 2_000 });
 
 function fastWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue'>): Worker {
-  return new Worker({ processors: [shell()], idleTimeoutInMs: 400, receiveWaitInMs: 50, maxIdleBackoffInMs: 100, log: () => undefined, ...options });
+  return new Worker({
+    processors: [shell()],
+    idleTimeoutInMs: 400,
+    receiveWaitInMs: 50,
+    maxIdleBackoffInMs: 100,
+    log: () => undefined,
+    ...options,
+  });
 }
 
 /**
@@ -21,7 +28,11 @@ function fastWorker(options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue
  * take no wall-clock time); processes, when a test runs some, run in real time, as does the shell
  * processor's kill delay.
  */
-function virtual(): { clock: VirtualClock; queue: (options?: { lockDurationInMs?: number }) => MemoryTaskQueue; run: (options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue'>) => Promise<WorkerSummary> } {
+function virtual(): {
+  clock: VirtualClock;
+  queue: (options?: { lockDurationInMs?: number }) => MemoryTaskQueue;
+  run: (options: Partial<WorkerOptions> & Pick<WorkerOptions, 'queue'>) => Promise<WorkerSummary>;
+} {
   const clock = new VirtualClock();
   return {
     clock,
@@ -43,7 +54,7 @@ describe('Worker on the in-memory queue, in virtual time', () => {
     expect(out.lines.filter((l) => l.includes('[t-ok] [t-ok]'))).toEqual([]);
   });
 
-  it('with taskLines: hands each line the task printed (with its stream) and the worker\'s own lines about it there, not to the log', async () => {
+  it("with taskLines: hands each line the task printed (with its stream) and the worker's own lines about it there, not to the log", async () => {
     const v = virtual();
     const queue = v.queue();
     await queue.send(task('t-lines', { cmd: 'echo hello; printf "partial" >&2' }));
@@ -118,8 +129,30 @@ describe('Worker on the in-memory queue, in virtual time', () => {
     const fast = new WrappedQueue(v.queue());
     // Same window (1.5 s idle timeout, receives return at once): back-off up to 5 s vs capped at 20 ms.
     await Promise.all([
-      runOnClock(v.clock, new Worker({ queue: slow, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 5_000, log: () => undefined, clock: v.clock })),
-      runOnClock(v.clock, new Worker({ queue: fast, processors: [], idleTimeoutInMs: 1_500, receiveWaitInMs: 0, maxIdleBackoffInMs: 20, log: () => undefined, clock: v.clock })),
+      runOnClock(
+        v.clock,
+        new Worker({
+          queue: slow,
+          processors: [],
+          idleTimeoutInMs: 1_500,
+          receiveWaitInMs: 0,
+          maxIdleBackoffInMs: 5_000,
+          log: () => undefined,
+          clock: v.clock,
+        }),
+      ),
+      runOnClock(
+        v.clock,
+        new Worker({
+          queue: fast,
+          processors: [],
+          idleTimeoutInMs: 1_500,
+          receiveWaitInMs: 0,
+          maxIdleBackoffInMs: 20,
+          log: () => undefined,
+          clock: v.clock,
+        }),
+      ),
     ]);
     expect(slow.receiveCalls).toBe(5); // at 0, 100, 300, 700 ms, then at the timeout (1.5 s)
     expect(fast.receiveCalls).toBe(1_500 / 20 + 1); // every 20 ms from 0 to 1.5 s
@@ -141,7 +174,8 @@ describe('Worker on the in-memory queue, in virtual time', () => {
     const v = virtual();
     const queue = v.queue();
     // Each task waits until all three have started: only concurrent slots can finish them.
-    const cmd = (n: number) => `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
+    const cmd = (n: number) =>
+      `touch ${dir}/s${n}; for i in $(seq 100); do [ -f ${dir}/s1 ] && [ -f ${dir}/s2 ] && [ -f ${dir}/s3 ] && exit 0; sleep 0.05; done; exit 1`;
     await queue.send([1, 2, 3].map((n) => task(`t-par${n}`, { cmd: cmd(n) })));
     const summary = await v.run({ queue, numWorkers: 3 });
     expect(summary).toMatchObject({ succeeded: 3, failed: 0 });
@@ -230,7 +264,9 @@ describe('Worker on the in-memory queue, in real time', () => {
     const queue = new WrappedQueue(inner);
     queue.loseLocks = true;
     queue.deliverAtMost = 1;
-    await queue.send(task('t-lost', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; echo started > ${dir}/started; sleep 30 & wait $!` }));
+    await queue.send(
+      task('t-lost', { cmd: `trap 'echo term > ${dir}/term; exit 143' TERM; echo started > ${dir}/started; sleep 30 & wait $!` }),
+    );
     const summary = await fastWorker({ queue }).run();
     expect(lines(join(dir, 'term'))).toEqual(['term']);
     expect(summary).toMatchObject({ processed: 1, lockLost: 1, succeeded: 0, failed: 0, abandoned: 0 });
@@ -305,7 +341,9 @@ describe.each(realQueueBackends())('Worker on $label', (backend) => {
     expect(dead.every((copy) => typeof copy.dead_letter_reason === 'string')).toBe(true);
     const originals = dead.map(({ dead_letter_reason: _reason, ...original }) => original);
     expect(originals).toHaveLength(2);
-    expect(originals).toEqual(expect.arrayContaining([JSON.parse(task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body), { hello: 'world' }]));
+    expect(originals).toEqual(
+      expect.arrayContaining([JSON.parse(task('a-fail', { cmd: `echo run >> ${dir}/fail; exit 1` }, 1).body), { hello: 'world' }]),
+    );
     cleanup();
   });
 

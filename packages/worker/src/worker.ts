@@ -1,6 +1,17 @@
 import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core/wire';
 import type { Attributes } from '@opentelemetry/api';
-import { clockTimeout, envValue, isJobqError, JobqError, noopInstruments, realClock, type Clock, type Instruments, type ReceivedMessage, type TaskQueue } from '@jobq/ports';
+import {
+  clockTimeout,
+  envValue,
+  isJobqError,
+  JobqError,
+  noopInstruments,
+  realClock,
+  type Clock,
+  type Instruments,
+  type ReceivedMessage,
+  type TaskQueue,
+} from '@jobq/ports';
 import { Backoff, sleep } from './backoff';
 import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
@@ -67,7 +78,8 @@ export const DEFAULT_MAX_DELIVERIES = 20;
 export function maxDeliveriesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const text = envValue(env, 'JOBQ_MAX_DELIVERIES');
   if (text === null) return DEFAULT_MAX_DELIVERIES;
-  if (!/^[1-9]\d{0,8}$/.test(text)) throw new JobqError('invalid-config', `JOBQ_MAX_DELIVERIES must be an integer from 1 to 999999999, got "${text}"`);
+  if (!/^[1-9]\d{0,8}$/.test(text))
+    throw new JobqError('invalid-config', `JOBQ_MAX_DELIVERIES must be an integer from 1 to 999999999, got "${text}"`);
   return Number(text);
 }
 
@@ -221,7 +233,8 @@ export class Worker {
     this.renewEveryFraction = fraction;
     this.receiveWaitInMs = Math.max(0, options.receiveWaitInMs ?? 1_000);
     const maxDeliveries = options.maxDeliveries ?? DEFAULT_MAX_DELIVERIES;
-    if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1)) throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
+    if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1))
+      throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
     this.maxDeliveries = maxDeliveries;
     this.log = options.log ?? stderrLog;
     this.taskLines = options.taskLines ?? null;
@@ -236,7 +249,15 @@ export class Worker {
     this.heartbeat =
       beat === undefined || !(interval > 0)
         ? null
-        : new Heartbeat(beat.registry, interval, this.clock, () => this.heartbeatSnapshot(), this.log, beat.version ?? 'unknown', beat.workerId);
+        : new Heartbeat(
+            beat.registry,
+            interval,
+            this.clock,
+            () => this.heartbeatSnapshot(),
+            this.log,
+            beat.version ?? 'unknown',
+            beat.workerId,
+          );
   }
 
   /** The row id of this worker's heartbeat (null without heartbeats). */
@@ -306,7 +327,9 @@ export class Worker {
     const grace = Math.max(0, options.gracePeriodInMs ?? this.gracePeriodInMs);
     if (!this.stopping) {
       this.stopRequestedAt = this.clock.now();
-      this.log(`stopping: no new work${this.tasks.size > 0 ? `; ${this.tasks.size} running task(s) get ${Math.round(grace / 1000)}s to finish` : ''}`);
+      this.log(
+        `stopping: no new work${this.tasks.size > 0 ? `; ${this.tasks.size} running task(s) get ${Math.round(grace / 1000)}s to finish` : ''}`,
+      );
       this.stopController.abort('stop');
       // Tell at once that this worker takes no new work (it may still run tasks for a while).
       if (this.tasks.size > 0) this.heartbeat?.poke();
@@ -357,7 +380,9 @@ export class Worker {
 
   /** `settling`: messages not settled yet (a worker that still settles one is not idle). */
   private idleExpired(settling: number): boolean {
-    return this.idleTimeoutInMs !== null && this.active === 0 && settling === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs;
+    return (
+      this.idleTimeoutInMs !== null && this.active === 0 && settling === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs
+    );
   }
 
   /** Lets each processor release what it holds between tasks (no task runs any more). */
@@ -409,7 +434,10 @@ export class Worker {
         if (this.stopping) break;
         this.lastTickAt = this.clock.now();
         this.lastReceiveError = errorText(error);
-        this.instruments.inc('jobq_worker_receive_errors_total', { queue: this.queueLabel, code: isJobqError(error) ? error.code : 'unknown' });
+        this.instruments.inc('jobq_worker_receive_errors_total', {
+          queue: this.queueLabel,
+          code: isJobqError(error) ? error.code : 'unknown',
+        });
         if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
           this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; stopping`);
           this.fatal ??= error;
@@ -431,7 +459,8 @@ export class Worker {
         }
         // With tasks running, a slot that frees up ends the wait early.
         let delay = backoff.next();
-        if (this.idleTimeoutInMs !== null) delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - this.clock.now()));
+        if (this.idleTimeoutInMs !== null)
+          delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - this.clock.now()));
         await sleepUntilFirst(this.clock, delay, signal, running);
         continue;
       }
@@ -499,7 +528,12 @@ export class Worker {
       return;
     }
     // The delivery's span: a child of the sender's, linked to it (docs/observability.md#tracing).
-    const span = startProcessSpan(remoteSpanContext(envelope.traceparent, envelope.tracestate), this.queueLabel, this.queue.name, processAttributes(message, envelope));
+    const span = startProcessSpan(
+      remoteSpanContext(envelope.traceparent, envelope.tracestate),
+      this.queueLabel,
+      this.queue.name,
+      processAttributes(message, envelope),
+    );
     let error: string | null = null;
     try {
       error = await this.runTask(message, envelope, processor, taskLog, output, release, envelopeTraceOf(span));
@@ -520,7 +554,10 @@ export class Worker {
     }
     const decoded = decodeWorkflowTask(envelope.kwargs);
     const info = decoded.ok ? decoded.value : null;
-    const task: TaskRef = { id: envelope.id, workflowTask: info === null ? null : { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo } };
+    const task: TaskRef = {
+      id: envelope.id,
+      workflowTask: info === null ? null : { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo },
+    };
     return {
       taskLog: (text) => sink({ task, stream: null, text }),
       output: (stream, text) => sink({ task, stream, text }),
@@ -563,7 +600,11 @@ export class Worker {
         taskLog(`started (${processor.name}, delivery ${message.deliveryCount})`);
         const started = this.clock.now();
         if (message.enqueuedAt !== null) {
-          this.instruments.observe('jobq_worker_task_queue_wait_seconds', { queue: this.queueLabel }, Math.max(0, started - message.enqueuedAt.getTime()) / 1000);
+          this.instruments.observe(
+            'jobq_worker_task_queue_wait_seconds',
+            { queue: this.queueLabel },
+            Math.max(0, started - message.enqueuedAt.getTime()) / 1000,
+          );
         }
         try {
           outcome = await processor.process(context);
@@ -572,7 +613,11 @@ export class Worker {
         }
         // A workflow task that failed is `done` for the message (its failure went out as a completion) but `failed` for the metric.
         const measured = outcome.kind === 'done' && outcome.failed === true ? 'failed' : outcome.kind;
-        this.instruments.observe('jobq_worker_task_duration_seconds', { queue: this.queueLabel, outcome: measured }, Math.max(0, this.clock.now() - started) / 1000);
+        this.instruments.observe(
+          'jobq_worker_task_duration_seconds',
+          { queue: this.queueLabel, outcome: measured },
+          Math.max(0, this.clock.now() - started) / 1000,
+        );
         // A task left at the last allowed delivery is not run again. (Not when we stopped it
         // ourselves: a lost lock or a shutdown is not the message's fault.)
         if (outcome.kind === 'leave' && message.deliveryCount >= this.maxDeliveries && !task.controller.signal.aborted && !this.stopping) {
@@ -634,7 +679,10 @@ export class Worker {
       if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
     } else {
       taskLog(`failed: ${outcome.error}; dead-lettering after ${message.deliveryCount} deliveries`);
-      const reason = message.deliveryCount <= envelope.numRetries ? oneLine(`${outcome.error} (the delivery limit ${this.maxDeliveries} was reached)`) : outcome.error;
+      const reason =
+        message.deliveryCount <= envelope.numRetries
+          ? oneLine(`${outcome.error} (the delivery limit ${this.maxDeliveries} was reached)`)
+          : outcome.error;
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
     }
     return outcome.error;

@@ -43,7 +43,18 @@ async function throughWorker(input: TaskMessageInput, overrides: Partial<Workflo
   const { completions, processor } = setup({ clock, ...overrides });
   const queue = new MemoryTaskQueue({ clock });
   await queue.send({ body: encodeTaskMessage(input) });
-  const summary = await runOnClock(clock, new Worker({ queue, processors: [processor], idleTimeoutInMs: 200, receiveWaitInMs: 20, maxIdleBackoffInMs: 50, log: () => undefined, clock }));
+  const summary = await runOnClock(
+    clock,
+    new Worker({
+      queue,
+      processors: [processor],
+      idleTimeoutInMs: 200,
+      receiveWaitInMs: 20,
+      maxIdleBackoffInMs: 50,
+      log: () => undefined,
+      clock,
+    }),
+  );
   return {
     summary,
     sent: completions.forAttempt(input.workflowId, input.taskName, input.attemptNo),
@@ -80,7 +91,10 @@ describe('WorkflowProcessor: a failure of the worker itself still reports the at
     await writeFile(file, 'x');
     const { summary, sent, left } = await throughWorker(task('a', { cmd: 'true' }), { tempDir: join(file, 'below') });
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ success: false, error: expect.stringMatching(/^could not create the task's temporary directory in ".*below": ENOTDIR/) });
+    expect(sent[0]).toMatchObject({
+      success: false,
+      error: expect.stringMatching(/^could not create the task's temporary directory in ".*below": ENOTDIR/),
+    });
     expect(summary).toMatchObject({ succeeded: 1, deadLettered: 0 });
     expect(left).toBe(0);
   });
@@ -89,7 +103,11 @@ describe('WorkflowProcessor: a failure of the worker itself still reports the at
     const file = join(scratch, 'not-a-dir-either');
     await writeFile(file, 'x');
     const tempDir = join(file, 'below');
-    const quiet = await throughWorker(task('quiet', { cmd: 'in-process' }), { tempDir, runCommand: () => Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null }) });
+    const quiet = await throughWorker(task('quiet', { cmd: 'in-process' }), {
+      tempDir,
+      runCommand: () =>
+        Promise.resolve({ exitCode: 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null }),
+    });
     expect(quiet.sent).toEqual([expect.objectContaining({ success: true, outputRef: null })]);
     let reads = 0;
     const { sent, left } = await throughWorker(task('reads', { cmd: 'in-process' }), {
@@ -108,18 +126,32 @@ describe('WorkflowProcessor: a failure of the worker itself still reports the at
         read();
         // Not caught here: the command fails as one that cannot start.
         const socket = options.env.JOBQ_TASK_SOCKET;
-        return Promise.resolve({ exitCode: socket === undefined ? 1 : 0, exitSignal: null, stopped: false, timedOut: false, killed: false, spawnError: null });
+        return Promise.resolve({
+          exitCode: socket === undefined ? 1 : 0,
+          exitSignal: null,
+          stopped: false,
+          timedOut: false,
+          killed: false,
+          spawnError: null,
+        });
       },
     });
     expect(reads).toBe(2);
     expect(sent).toEqual([
-      expect.objectContaining({ success: false, error: expect.stringMatching(/^the worker failed while running the task: could not create the task's temporary directory in ".*below": ENOTDIR/) }),
+      expect.objectContaining({
+        success: false,
+        error: expect.stringMatching(
+          /^the worker failed while running the task: could not create the task's temporary directory in ".*below": ENOTDIR/,
+        ),
+      }),
     ]);
     expect(left).toBe(0);
   });
 
   it('a runCommand that throws (an unexpected failure inside the worker) sends one failure completion', async () => {
-    const { sent, left } = await throughWorker(task('a', { cmd: 'true' }), { runCommand: () => Promise.reject(new Error('EMFILE: too many open files')) });
+    const { sent, left } = await throughWorker(task('a', { cmd: 'true' }), {
+      runCommand: () => Promise.reject(new Error('EMFILE: too many open files')),
+    });
     expect(sent).toEqual([
       expect.objectContaining({ success: false, error: 'the worker failed while running the task: EMFILE: too many open files' }),
     ]);
@@ -172,9 +204,13 @@ describe('WorkflowProcessor: the log says what was sent', () => {
     completions.failures = [new JobqError('message-too-large', 'the message is 70000 bytes; the limit is 65536')];
     const context = workflowContext(task('big', { cmd: 'true' }));
     expect(await processor.process(context)).toEqual({ kind: 'done', failed: true });
-    expect(completions.sent).toEqual([expect.objectContaining({ success: false, outputRef: null, error: expect.stringMatching(/does not fit/) })]);
+    expect(completions.sent).toEqual([
+      expect.objectContaining({ success: false, outputRef: null, error: expect.stringMatching(/does not fit/) }),
+    ]);
     const sentLines = context.lines.filter((line) => line.startsWith('completion sent'));
-    expect(sentLines).toEqual([expect.stringMatching(/^completion sent: task "big" attempt 1 failed \(the completion carrying the output does not fit/)]);
+    expect(sentLines).toEqual([
+      expect.stringMatching(/^completion sent: task "big" attempt 1 failed \(the completion carrying the output does not fit/),
+    ]);
   });
 });
 
@@ -192,7 +228,9 @@ describe('WorkflowProcessor: inline or blob is decided on the completion as it i
       },
     });
     expect(await processor.process(workflowContext(task('quotes', { cmd: 'true' })))).toEqual({ kind: 'done' });
-    expect(completions.sent).toEqual([expect.objectContaining({ success: true, outputRef: 'blob:mem-outputs/outputs/wf-fail/quotes/1.json' })]);
+    expect(completions.sent).toEqual([
+      expect.objectContaining({ success: true, outputRef: 'blob:mem-outputs/outputs/wf-fail/quotes/1.json' }),
+    ]);
     expect(outputs.blobs.get('outputs/wf-fail/quotes/1.json')).toBe(output);
   });
 
@@ -218,10 +256,13 @@ describe('WorkflowProcessor: startedAt and cancelled in the completion', () => {
     await processor.process(workflowContext(task('exit', { cmd: 'exit 4' })));
     const timingOut = setup({
       now: clock,
-      runCommand: () => Promise.resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: false, timedOut: true, killed: false, spawnError: null }),
+      runCommand: () =>
+        Promise.resolve({ exitCode: null, exitSignal: 'SIGTERM', stopped: false, timedOut: true, killed: false, spawnError: null }),
     });
     await timingOut.processor.process(workflowContext({ ...task('slow', { cmd: 'sleep 5' }), timeoutS: 3 }));
-    expect([...completions.sent, ...timingOut.completions.sent].map((c) => [c.taskName, c.success, c.error, c.startedAt, c.cancelled])).toEqual([
+    expect(
+      [...completions.sent, ...timingOut.completions.sent].map((c) => [c.taskName, c.success, c.error, c.startedAt, c.cancelled]),
+    ).toEqual([
       ['ok', true, null, STARTED_AT, false],
       ['exit', false, 'exit code 4', STARTED_AT, false],
       ['slow', false, 'timed out after 3s', STARTED_AT, false],
@@ -261,6 +302,8 @@ describe('WorkflowProcessor: startedAt and cancelled in the completion', () => {
   it('an unexpected failure after the start keeps startedAt', async () => {
     const { completions, processor } = setup({ now: clock, runCommand: () => Promise.reject(new Error('boom')) });
     await processor.process(workflowContext(task('throws', { cmd: 'true' })));
-    expect(completions.sent).toEqual([expect.objectContaining({ success: false, error: 'the worker failed while running the task: boom', startedAt: STARTED_AT })]);
+    expect(completions.sent).toEqual([
+      expect.objectContaining({ success: false, error: 'the worker failed while running the task: boom', startedAt: STARTED_AT }),
+    ]);
   });
 });

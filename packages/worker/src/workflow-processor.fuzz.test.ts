@@ -39,7 +39,10 @@ const anyText = (maxLength: number) =>
   fc.oneof(
     fc.string({ maxLength }),
     fc.string({ unit: 'binary', maxLength }),
-    fc.string({ unit: fc.constantFrom('\0', '\n', '\r', '"', '\\', '$', '`', '\u2028', '\uFFFE', '\uFFFF', '\uD800', 'a', ' ', '='), maxLength }),
+    fc.string({
+      unit: fc.constantFrom('\0', '\n', '\r', '"', '\\', '$', '`', '\u2028', '\uFFFE', '\uFFFF', '\uD800', 'a', ' ', '='),
+      maxLength,
+    }),
   );
 
 const cmdArb = fc.oneof(anyText(40), fc.constant('true'), fc.constant(''), fc.integer(), fc.constant(null));
@@ -111,30 +114,41 @@ function checkOutcome(outcome: ProcessOutcome, completions: RecordingCompletions
 describe('WorkflowProcessor fuzz', () => {
   it('random cmd, cwd, env, output and faults (in-process runner): one completion per attempt, or leave', async () => {
     await fc.assert(
-      fc.asyncProperty(cmdArb, cwdArb, envArb, outputArb, runArb, faultArb, fc.integer({ min: 1, max: 5 }), async (cmd, cwd, env, output, run, faults, attemptNo) => {
-        const completions = new RecordingCompletions();
-        completions.failures = Array.from({ length: faults.sendFailures }, () =>
-          faults.sendFailureRetryable ? new JobqError('unavailable', 'injected outage') : new JobqError('invalid-argument', 'injected 400'),
-        );
-        const outputs = memoryOutputs();
-        if (faults.putFailure !== null) outputs.failNext = new JobqError(faults.putFailure, `injected ${faults.putFailure}`);
-        const processor = new WorkflowProcessor({
-          outputs,
-          completions,
-          isCancelled: () => Promise.resolve(false),
-          env: BASE_ENV,
-          killTimeoutInMs: 100,
-          completionSendMaxAttempts: 3,
-          completionBackoff: { initialInMs: 0, maxInMs: 0 },
-          tempDir,
-          runCommand: inProcessRunner(run, output),
-        });
-        const kwargs: Record<string, unknown> = { cmd, cwd: resolvePlaceholder(cwd), env };
-        for (const key of Object.keys(kwargs)) if (kwargs[key] === undefined) delete kwargs[key];
-        const input: TaskMessageInput = { workflowId: 'wf-fuzz', taskName: 't', attemptNo, kwargs };
-        const outcome = await processor.process(workflowContext(input));
-        checkOutcome(outcome, completions, input);
-      }),
+      fc.asyncProperty(
+        cmdArb,
+        cwdArb,
+        envArb,
+        outputArb,
+        runArb,
+        faultArb,
+        fc.integer({ min: 1, max: 5 }),
+        async (cmd, cwd, env, output, run, faults, attemptNo) => {
+          const completions = new RecordingCompletions();
+          completions.failures = Array.from({ length: faults.sendFailures }, () =>
+            faults.sendFailureRetryable
+              ? new JobqError('unavailable', 'injected outage')
+              : new JobqError('invalid-argument', 'injected 400'),
+          );
+          const outputs = memoryOutputs();
+          if (faults.putFailure !== null) outputs.failNext = new JobqError(faults.putFailure, `injected ${faults.putFailure}`);
+          const processor = new WorkflowProcessor({
+            outputs,
+            completions,
+            isCancelled: () => Promise.resolve(false),
+            env: BASE_ENV,
+            killTimeoutInMs: 100,
+            completionSendMaxAttempts: 3,
+            completionBackoff: { initialInMs: 0, maxInMs: 0 },
+            tempDir,
+            runCommand: inProcessRunner(run, output),
+          });
+          const kwargs: Record<string, unknown> = { cmd, cwd: resolvePlaceholder(cwd), env };
+          for (const key of Object.keys(kwargs)) if (kwargs[key] === undefined) delete kwargs[key];
+          const input: TaskMessageInput = { workflowId: 'wf-fuzz', taskName: 't', attemptNo, kwargs };
+          const outcome = await processor.process(workflowContext(input));
+          checkOutcome(outcome, completions, input);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -148,11 +162,20 @@ describe('WorkflowProcessor fuzz', () => {
           { arbitrary: anyText(30), weight: 1 },
         ),
         fc.oneof({ arbitrary: fc.constantFrom(undefined, '__existing_dir__'), weight: 4 }, { arbitrary: cwdArb, weight: 1 }),
-        fc.dictionary(fc.oneof(fc.stringMatching(/^[A-Z0-9_]{0,6}$/), anyText(6)).map((name) => `FUZZ_${name}`), anyText(20), { maxKeys: 2 }),
+        fc.dictionary(
+          fc.oneof(fc.stringMatching(/^[A-Z0-9_]{0,6}$/), anyText(6)).map((name) => `FUZZ_${name}`),
+          anyText(20),
+          { maxKeys: 2 },
+        ),
         fc.constantFrom(0, 0, 3),
         fc.integer({ min: 0, max: 7 }).map((n) => n === 0),
         async (data, cwd, extraEnv, exitCode, nulInCmd) => {
-          const { completions, processor } = memoryWorkflowProcessor({ env: BASE_ENV, killTimeoutInMs: 100, completionBackoff: { initialInMs: 0, maxInMs: 0 }, tempDir });
+          const { completions, processor } = memoryWorkflowProcessor({
+            env: BASE_ENV,
+            killTimeoutInMs: 100,
+            completionBackoff: { initialInMs: 0, maxInMs: 0 },
+            tempDir,
+          });
           // The random data is written by the task, never executed.
           const cmd = `printf '%s' "$FUZZ_DATA" > "$JOBQ_OUTPUT_FILE"; exit ${exitCode}${nulInCmd ? ' #\0' : ''}`;
           const kwargs: Record<string, unknown> = { cmd, env: { ...extraEnv, FUZZ_DATA: data } };

@@ -36,7 +36,10 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  completions = await openStorageQueue({ connection: { connectionString: storage.connectionString }, queueName: `wfproc-completions-${++queueNo}` });
+  completions = await openStorageQueue({
+    connection: { connectionString: storage.connectionString },
+    queueName: `wfproc-completions-${++queueNo}`,
+  });
 });
 
 function processor(overrides: Partial<WorkflowProcessorOptions> = {}): WorkflowProcessor {
@@ -73,14 +76,25 @@ function only(published: Completion[]): Completion {
 describe('WorkflowProcessor', () => {
   it('traced: gives the task TRACEPARENT and TRACESTATE, and the completion carries the context as a top-level key', async () => {
     const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'k=v' };
-    const context = { ...workflowContext(task('wf-traced', 'echo', `printf '"%s %s"' "$TRACEPARENT" "$TRACESTATE" > "$JOBQ_OUTPUT_FILE"`)), trace };
+    const context = {
+      ...workflowContext(task('wf-traced', 'echo', `printf '"%s %s"' "$TRACEPARENT" "$TRACESTATE" > "$JOBQ_OUTPUT_FILE"`)),
+      trace,
+    };
     const p = processor();
     expect(await p.process(context)).toEqual({ kind: 'done' });
     await p.close();
     const [message] = await completions.receive({ maxMessages: 1, maxWaitTimeInMs: 0 });
     const decoded = decodeCoordinatorMessage(message!.body);
     expect(decoded).toMatchObject({ kind: 'completion', completion: { success: true, outputRef: `"${trace.traceparent} k=v"` }, trace });
-    expect(Object.keys(decodeEnvelope(message!.body).ok ? (JSON.parse(message!.body) as object) : {})).toEqual(['version', 'reply_requested', 'kwargs', 'num_retries', 'id', 'traceparent', 'tracestate']);
+    expect(Object.keys(decodeEnvelope(message!.body).ok ? (JSON.parse(message!.body) as object) : {})).toEqual([
+      'version',
+      'reply_requested',
+      'kwargs',
+      'num_retries',
+      'id',
+      'traceparent',
+      'tracestate',
+    ]);
   });
 
   it('accepts only workflow kwargs', () => {
@@ -94,7 +108,16 @@ describe('WorkflowProcessor', () => {
     const p = processor();
     const { outcome, published } = await runOne(p, task('wf-empty', 'a', 'echo hello'));
     expect(outcome).toEqual({ kind: 'done' });
-    expect(only(published)).toEqual({ workflowId: 'wf-empty', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: STARTED_AT, cancelled: false });
+    expect(only(published)).toEqual({
+      workflowId: 'wf-empty',
+      taskName: 'a',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+      startedAt: STARTED_AT,
+      cancelled: false,
+    });
     // The slot's directory stays for its next attempt, holding only the task's empty directory.
     const [slot, ...others] = await readdir(tempDir);
     expect(others).toEqual([]);
@@ -125,7 +148,8 @@ describe('WorkflowProcessor', () => {
   });
 
   it('reports the first stored output of an attempt again when the attempt is delivered twice', async () => {
-    const write = (char: string) => `node -e 'require("fs").writeFileSync(process.env.JOBQ_OUTPUT_FILE, JSON.stringify("${char}".repeat(40 * 1024)))'`;
+    const write = (char: string) =>
+      `node -e 'require("fs").writeFileSync(process.env.JOBQ_OUTPUT_FILE, JSON.stringify("${char}".repeat(40 * 1024)))'`;
     const first = await runOne(processor(), task('wf-twice', 'big', write('a')));
     const second = await runOne(processor(), task('wf-twice', 'big', write('b')));
     const [a, b] = [only(first.published), only(second.published)];
@@ -152,7 +176,9 @@ describe('WorkflowProcessor', () => {
     const c = only(published);
     expect(c.success).toBe(false);
     expect(c.outputRef).toBeNull();
-    expect(c.error).toMatch(/could not store the output.*could not be uploaded.*does not fit in the completion message, so it cannot be sent inline/);
+    expect(c.error).toMatch(
+      /could not store the output.*could not be uploaded.*does not fit in the completion message, so it cannot be sent inline/,
+    );
   });
 
   it('invalid JSON output fails the attempt', async () => {
@@ -160,7 +186,9 @@ describe('WorkflowProcessor', () => {
     expect(outcome).toEqual({ kind: 'done', failed: true });
     const c = only(published);
     expect(c.success).toBe(false);
-    expect(c.error).toBe('the output file is not JSON: found "{bad\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output');
+    expect(c.error).toBe(
+      'the output file is not JSON: found "{bad\\n"; write JSON (a quoted string, a number, an object…), e.g. with jobq task set-output',
+    );
   });
 
   it('non-zero exit fails with the exit code; the task timeout from the message stops it locally', async () => {
@@ -185,7 +213,9 @@ describe('WorkflowProcessor', () => {
   it('gives the task every JOBQ_* variable, the user env and the upstream refs file', async () => {
     const dump = join(work, 'env-dump');
     const cmd = `env | grep -E '^(JOBQ_|MY_VAR=)' | sort > '${dump}.env'; cat "$JOBQ_WORKFLOW_UPSTREAM_REFS" > '${dump}.refs'; test -f "$JOBQ_OUTPUT_FILE" && test ! -s "$JOBQ_OUTPUT_FILE"`;
-    const p = processor({ env: { ...BASE_ENV, JOBQ_WORKFLOW_QUEUES: 'devstoreaccount1', JOBQ_WORKFLOW_BLOBS: 'devstoreaccount1/wfproc-outputs' } });
+    const p = processor({
+      env: { ...BASE_ENV, JOBQ_WORKFLOW_QUEUES: 'devstoreaccount1', JOBQ_WORKFLOW_BLOBS: 'devstoreaccount1/wfproc-outputs' },
+    });
     const input = task('wf-env', 'child', cmd, {
       attemptNo: 3,
       kwargs: { cmd, env: { MY_VAR: 'from kwargs', JOBQ_WORKFLOW_ID: 'spoofed' } },
@@ -235,10 +265,21 @@ describe('WorkflowProcessor', () => {
 
   it('completes a merge node without running anything', async () => {
     const marker = join(work, 'merge-ran');
-    const input = task('wf-merge', '__merge_T_0', null, { kwargs: { __batch_merge: true, __target: 'T', __batch: 0, cmd: `touch '${marker}'` } });
+    const input = task('wf-merge', '__merge_T_0', null, {
+      kwargs: { __batch_merge: true, __target: 'T', __batch: 0, cmd: `touch '${marker}'` },
+    });
     const { outcome, published } = await runOne(processor(), input);
     expect(outcome).toEqual({ kind: 'done' });
-    expect(only(published)).toEqual({ workflowId: 'wf-merge', taskName: '__merge_T_0', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: null, cancelled: false });
+    expect(only(published)).toEqual({
+      workflowId: 'wf-merge',
+      taskName: '__merge_T_0',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+      startedAt: null,
+      cancelled: false,
+    });
     expect(existsSync(marker)).toBe(false);
   });
 
@@ -253,7 +294,10 @@ describe('WorkflowProcessor', () => {
 
   it('leaves the message when the completion cannot be sent within the cap', async () => {
     const flaky = flakyQueue(completions, 'always');
-    const { outcome, published } = await runOne(processor({ completions: flaky, completionSendMaxAttempts: 3 }), task('wf-outage', 'b', 'true'));
+    const { outcome, published } = await runOne(
+      processor({ completions: flaky, completionSendMaxAttempts: 3 }),
+      task('wf-outage', 'b', 'true'),
+    );
     expect(outcome).toMatchObject({ kind: 'leave' });
     expect(outcome.kind === 'leave' && outcome.reason).toMatch(/could not be sent after 3 attempt.*injected/);
     expect(flaky.sendCalls).toBe(3);
@@ -271,7 +315,9 @@ describe('WorkflowProcessor', () => {
     });
     const foreign = await runOne(p, task('wf-theirs', 'a', `touch '${marker}'`));
     expect(foreign.outcome).toMatchObject({ kind: 'leave' });
-    expect(foreign.outcome.kind === 'leave' && foreign.outcome.reason).toMatch(/"wf-theirs" is not in this worker's deployment \(devstoreaccount1\/WfProc\)/);
+    expect(foreign.outcome.kind === 'leave' && foreign.outcome.reason).toMatch(
+      /"wf-theirs" is not in this worker's deployment \(devstoreaccount1\/WfProc\)/,
+    );
     expect(foreign.published).toEqual([]);
     expect(existsSync(marker)).toBe(false);
     // Ours runs; a known id is asked once, an unknown one every time.
@@ -302,7 +348,11 @@ describe('WorkflowProcessor', () => {
     const trapping = `trap 'if test -f "$JOBQ_WORKFLOW_CANCEL_FILE"; then echo cancelled > ${m('a-term')}; else echo term > ${m('a-term')}; fi; exit 3' TERM; echo up > ${m('a-up')}; while true; do sleep 0.1; done`;
     const ignoring = `trap '' TERM; echo up > ${m('b-up')}; sleep 30; echo survived > ${m('b-survived')}`;
     const other = `echo up > ${m('c-up')}; sleep 1.5; echo '{"ok":true}' > "$JOBQ_OUTPUT_FILE"`;
-    const contexts = [workflowContext(task('wf-cancel', 'a', trapping)), workflowContext(task('wf-cancel', 'b', ignoring)), workflowContext(task('wf-other', 'c', other))];
+    const contexts = [
+      workflowContext(task('wf-cancel', 'a', trapping)),
+      workflowContext(task('wf-cancel', 'b', ignoring)),
+      workflowContext(task('wf-other', 'c', other)),
+    ];
     const running = contexts.map((c) => p.process(c));
     await waitFor(() => ['a-up', 'b-up', 'c-up'].every((n) => existsSync(m(n))), 10_000, 'tasks to start');
     cancelled.add('wf-cancel');
@@ -310,15 +360,33 @@ describe('WorkflowProcessor', () => {
     expect(outcomes).toEqual([{ kind: 'done', failed: true }, { kind: 'done', failed: true }, { kind: 'done' }]);
     const published = await drainCompletions(completions);
     const byTask = Object.fromEntries(published.map((c) => [c.taskName, c]));
-    expect(byTask.a).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled', cancelled: true, startedAt: STARTED_AT });
-    expect(byTask.b).toMatchObject({ workflowId: 'wf-cancel', success: false, error: 'stopped: workflow cancelled (killed after the grace period)', cancelled: true });
+    expect(byTask.a).toMatchObject({
+      workflowId: 'wf-cancel',
+      success: false,
+      error: 'stopped: workflow cancelled',
+      cancelled: true,
+      startedAt: STARTED_AT,
+    });
+    expect(byTask.b).toMatchObject({
+      workflowId: 'wf-cancel',
+      success: false,
+      error: 'stopped: workflow cancelled (killed after the grace period)',
+      cancelled: true,
+    });
     expect(byTask.c).toMatchObject({ workflowId: 'wf-other', success: true, outputRef: '{"ok":true}\n', cancelled: false });
     expect(await readFile(m('a-term'), 'utf8')).toBe('cancelled\n');
     expect(existsSync(m('b-survived'))).toBe(false);
 
     const late = await runOne(p, task('wf-cancel', 'd', `touch ${m('d-ran')}`));
     expect(late.outcome).toEqual({ kind: 'done', failed: true });
-    expect(only(late.published)).toMatchObject({ taskName: 'd', success: false, error: 'workflow cancelled', outputRef: null, cancelled: true, startedAt: null });
+    expect(only(late.published)).toMatchObject({
+      taskName: 'd',
+      success: false,
+      error: 'workflow cancelled',
+      outputRef: null,
+      cancelled: true,
+      startedAt: null,
+    });
     expect(existsSync(m('d-ran'))).toBe(false);
   });
 

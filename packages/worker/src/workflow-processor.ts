@@ -10,7 +10,18 @@ import {
   type Completion,
   type WorkflowTaskInfo,
 } from '@jobq/dag-core/wire';
-import { JobqError, envValue, isJobqError, parseDurationInMs, realClock, workflowEnvironment, type Clock, type OutputStore, type TaskQueue, type WorkflowEnvironment } from '@jobq/ports';
+import {
+  JobqError,
+  envValue,
+  isJobqError,
+  parseDurationInMs,
+  realClock,
+  workflowEnvironment,
+  type Clock,
+  type OutputStore,
+  type TaskQueue,
+  type WorkflowEnvironment,
+} from '@jobq/ports';
 import { AttemptFiles } from './attempt-files';
 import { CancelFlagCache, DEFAULT_CANCEL_POLL_INTERVAL_IN_MS, jittered } from './cancel-flag';
 import {
@@ -174,7 +185,6 @@ export interface WorkflowProcessorEnvSettings {
   cancelPollIntervalInMs: number;
 }
 
-
 /** Reads `JOBQ_KILL_TIMEOUT`, `JOBQ_COMPLETION_SEND_MAX_ATTEMPTS`, `JOBQ_CANCEL_POLL_INTERVAL`; bad values are `invalid-config`. */
 export function workflowProcessorSettingsFromEnv(env: NodeJS.ProcessEnv): WorkflowProcessorEnvSettings {
   const kill = envValue(env, 'JOBQ_KILL_TIMEOUT');
@@ -195,9 +205,6 @@ export function workflowProcessorSettingsFromEnv(env: NodeJS.ProcessEnv): Workfl
     cancelPollIntervalInMs,
   };
 }
-
-
-
 
 /**
  * Runs workflow tasks (docs/design.md#the-workflow-processor, docs/design.md#cancellation-on-the-worker): the task's `cmd` with the workflow variables, its output
@@ -350,7 +357,12 @@ export class WorkflowProcessor implements Processor {
    * unseen: {@link prepare} (what to run), {@link run} (the command in a slot), {@link conclude}
    * (its output and completion).
    */
-  private async attempt(context: TaskContext, info: WorkflowTaskInfo, config: WorkflowEnvironment, state: AttemptState): Promise<ProcessOutcome> {
+  private async attempt(
+    context: TaskContext,
+    info: WorkflowTaskInfo,
+    config: WorkflowEnvironment,
+    state: AttemptState,
+  ): Promise<ProcessOutcome> {
     const finish = this.finisher(context, info, state);
     const prepared = await this.prepare(context, info, state, finish);
     if (!prepared.ok) return prepared.outcome;
@@ -497,21 +509,32 @@ export class WorkflowProcessor implements Processor {
       worker: this.workerName,
       started: state.startedAt,
       counters: this.taskLogCounters,
-      onUploadFailure: () => context.instruments?.inc('jobq_worker_task_log_upload_failures_total', { queue: context.queueLabel ?? 'unknown' }),
+      onUploadFailure: () =>
+        context.instruments?.inc('jobq_worker_task_log_upload_failures_total', { queue: context.queueLabel ?? 'unknown' }),
       log: (line) => context.log(line),
     });
     state.log = attemptLog;
-    const { result, cancelled } = await this.runWithCancel(context, info, prepared.cmd, env, files, prepared.cwd, timeoutInMs, (line) => attemptLog.line(state.masker.mask(line)));
+    const { result, cancelled } = await this.runWithCancel(context, info, prepared.cmd, env, files, prepared.cwd, timeoutInMs, (line) =>
+      attemptLog.line(state.masker.mask(line)),
+    );
     state.exitCode = result.exitCode;
     await files.commandEnded(); // the attempt's process is gone: nothing may use the channel any more
     return { ok: true, result, cancelled, timeoutInMs };
   }
 
   /** How the command ended becomes the attempt's completion: stopped, failed, or its output stored and the task completed. */
-  private async conclude(context: TaskContext, info: WorkflowTaskInfo, state: AttemptState, ran: RanCommand, files: AttemptFiles, finish: Finish): Promise<ProcessOutcome> {
+  private async conclude(
+    context: TaskContext,
+    info: WorkflowTaskInfo,
+    state: AttemptState,
+    ran: RanCommand,
+    files: AttemptFiles,
+    finish: Finish,
+  ): Promise<ProcessOutcome> {
     const { result, cancelled, timeoutInMs } = ran;
     if (result.stopped && !result.timedOut) {
-      if (cancelled) return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
+      if (cancelled)
+        return finish(false, null, `stopped: ${WORKFLOW_CANCELLED}${result.killed ? ' (killed after the grace period)' : ''}`, true);
       // The worker's drain: this attempt did not finish; the worker abandons the message (no
       // retry spent), so another worker takes it at once rather than when the lock ends.
       if (context.signal.reason === 'shutdown') return { kind: 'failed', error: 'stopped: shutdown' };
@@ -526,19 +549,36 @@ export class WorkflowProcessor implements Processor {
     // Inline only when the completion carrying the output fits the completion queue as it is
     // really sent (the output is escaped twice more on the way, and the queue escapes more):
     // any valid JSON output then succeeds, inline or in the attempt's blob.
-    const success: Completion = { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: true, outputRef: null, error: null, startedAt: state.startedAt ?? null };
+    const success: Completion = {
+      workflowId: info.workflowId,
+      taskName: info.taskName,
+      attemptNo: info.attemptNo,
+      success: true,
+      outputRef: null,
+      error: null,
+      startedAt: state.startedAt ?? null,
+    };
     const fitsInline = (json: string): boolean =>
-      utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES && messageByteLength(encodeCompletion({ ...success, outputRef: json }, context.trace)) <= this.options.completions.maxMessageBytes;
+      utf8ByteLength(json) <= INLINE_OUTPUT_MAX_BYTES &&
+      messageByteLength(encodeCompletion({ ...success, outputRef: json }, context.trace)) <= this.options.completions.maxMessageBytes;
     // A command that was never given the output file has written no output.
     const outputFile = files.givenOutputFile;
     const stored =
       outputFile === null
         ? ({ ok: true, result: { ref: null, placement: 'none', bytes: 0 } } as const)
-        : await storeTaskOutput(this.options.outputs, info.workflowId, info.taskName, info.attemptNo, outputFile, context.log.bind(context), {
-            abortSignal: context.signal,
-            ownerUid: this.taskUser?.uid,
-            fitsInline,
-          });
+        : await storeTaskOutput(
+            this.options.outputs,
+            info.workflowId,
+            info.taskName,
+            info.attemptNo,
+            outputFile,
+            context.log.bind(context),
+            {
+              abortSignal: context.signal,
+              ownerUid: this.taskUser?.uid,
+              fitsInline,
+            },
+          );
     if (!stored.ok) {
       if (stored.aborted) return { kind: 'leave', reason: `stopped while storing the output: ${String(context.signal.reason)}` };
       context.log(`task "${info.taskName}" failed: ${stored.error}`);
@@ -560,7 +600,14 @@ export class WorkflowProcessor implements Processor {
       context.log(`workflow "${info.workflowId}" is not in this worker's deployment: no completion is sent`);
       return;
     }
-    const outcome = await this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+    const outcome = await this.publish(context, {
+      workflowId: info.workflowId,
+      taskName: info.taskName,
+      attemptNo: info.attemptNo,
+      success: false,
+      outputRef: null,
+      error: reason,
+    });
     if (outcome.kind === 'leave') context.log(`could not report that the worker gave up: ${outcome.reason}`);
   }
 
@@ -591,7 +638,9 @@ export class WorkflowProcessor implements Processor {
       if (isCancelled) {
         cancelled = true;
         files.markCancelled();
-        context.log(`workflow "${info.workflowId}" was cancelled: stopping task "${info.taskName}" (SIGTERM, SIGKILL after ${this.killTimeoutInMs} ms)`);
+        context.log(
+          `workflow "${info.workflowId}" was cancelled: stopping task "${info.taskName}" (SIGTERM, SIGKILL after ${this.killTimeoutInMs} ms)`,
+        );
         stop.abort(new Error(WORKFLOW_CANCELLED));
       } else {
         schedule();
@@ -643,7 +692,9 @@ export class WorkflowProcessor implements Processor {
     }
     if (sent.sent) {
       this.reported.add(context);
-      context.log(`completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`);
+      context.log(
+        `completion sent: task "${sending.taskName}" attempt ${sending.attemptNo ?? 'current'} ${sending.success ? 'succeeded' : `failed (${sending.error ?? ''})`}`,
+      );
       return sending.success ? { kind: 'done' } : { kind: 'done', failed: true };
     }
     if (sent.permanent) {

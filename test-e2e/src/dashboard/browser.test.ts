@@ -25,6 +25,8 @@ describe('finding chromium for the browser tests', () => {
     } finally {
       write.mockRestore();
     }
-    expect(() => chromiumOrSkip({ PATH: empty, JOBQ_REQUIRE_BROWSER: '1' })).toThrow('JOBQ_REQUIRE_BROWSER=1 but dashboard browser tests: no chromium (apt-get install chromium or set JOBQ_CHROMIUM)');
+    expect(() => chromiumOrSkip({ PATH: empty, JOBQ_REQUIRE_BROWSER: '1' })).toThrow(
+      'JOBQ_REQUIRE_BROWSER=1 but dashboard browser tests: no chromium (apt-get install chromium or set JOBQ_CHROMIUM)',
+    );
   });
 });

@@ -10,7 +10,12 @@ import { gzipSync } from 'node:zlib';
 import { REPO } from '../cli';
 
 const WEB = join(REPO, 'packages', 'dashboard', 'dist', 'web');
-const NAMESPACES = new Set(['http://www.w3.org/2000/svg', 'http://www.w3.org/1999/xhtml', 'http://www.w3.org/1998/Math/MathML', 'http://www.w3.org/1999/xlink']);
+const NAMESPACES = new Set([
+  'http://www.w3.org/2000/svg',
+  'http://www.w3.org/1999/xhtml',
+  'http://www.w3.org/1998/Math/MathML',
+  'http://www.w3.org/1999/xlink',
+]);
 
 describe('the built web UI', () => {
   const files = readdirSync(WEB);
@@ -18,7 +23,11 @@ describe('the built web UI', () => {
 
   it('has an index.html naming its hashed script and stylesheet by root paths', () => {
     const named = [...index.matchAll(/(?:src|href)="\/([^"]+)"/g)].map((m) => m[1]!);
-    expect(named).toEqual([expect.stringMatching(/^favicon\.svg$/), expect.stringMatching(/^style-[A-Z0-9]{8}\.css$/), expect.stringMatching(/^app-[A-Z0-9]{8}\.js$/)]);
+    expect(named).toEqual([
+      expect.stringMatching(/^favicon\.svg$/),
+      expect.stringMatching(/^style-[A-Z0-9]{8}\.css$/),
+      expect.stringMatching(/^app-[A-Z0-9]{8}\.js$/),
+    ]);
     for (const name of named) expect(files).toContain(name);
     expect(index).not.toMatch(/<script>|<style>|style="/);
   });

@@ -8,7 +8,9 @@ import type { WorkflowStore } from '@jobq/ports';
 const T0 = '2026-01-01T00:00:00.000Z';
 
 function definitionOf(name: string, tasks: Array<{ name: string; depends_on?: string[]; queue?: string }>): WorkflowDefinition {
-  const parsed = parseWorkflow(JSON.stringify({ name, tasks: tasks.map((t) => ({ ...t, kwargs: { cmd: 'true' } })) }), { filename: `${name}.json` });
+  const parsed = parseWorkflow(JSON.stringify({ name, tasks: tasks.map((t) => ({ ...t, kwargs: { cmd: 'true' } })) }), {
+    filename: `${name}.json`,
+  });
   if (!parsed.ok) throw new Error(`fixture ${name}: ${JSON.stringify(parsed.issues.slice(0, 2))}`);
   return parsed.value;
 }
@@ -60,12 +62,26 @@ export async function createWorkflow(store: WorkflowStore, workflowId: string, d
 }
 
 /** Finishes running tasks of a stored workflow (success or failure), as a coordinator would, and saves it. */
-export async function finishTasks(store: WorkflowStore, workflowId: string, names: readonly string[], success = true, output: unknown = { ok: true }): Promise<void> {
+export async function finishTasks(
+  store: WorkflowStore,
+  workflowId: string,
+  names: readonly string[],
+  success = true,
+  output: unknown = { ok: true },
+): Promise<void> {
   const loaded = await store.load(workflowId);
   if (!loaded) throw new Error(`fixture: no workflow ${workflowId}`);
   let runtime = loaded.runtime;
   for (const taskName of names) {
-    runtime = reduce(runtime, { type: 'completion', now: T0, taskName, attemptNo: null, success, outputRef: success ? JSON.stringify(output) : null, error: success ? null : 'fixture failure' }).runtime;
+    runtime = reduce(runtime, {
+      type: 'completion',
+      now: T0,
+      taskName,
+      attemptNo: null,
+      success,
+      outputRef: success ? JSON.stringify(output) : null,
+      error: success ? null : 'fixture failure',
+    }).runtime;
   }
   await store.save(runtime, loaded.etag);
   await store.writeIndexRow(runtime);

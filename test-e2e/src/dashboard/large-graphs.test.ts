@@ -189,10 +189,16 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     // Its output holds markup: the drawer shows it as text.
     await finishTasks(store, 'fan', ['prep'], true, { note: '<img src=x onerror=alert(1)><b>bold</b>' });
     await finishTasks(store, 'layered', ['l00-0007'], false);
-    await rollup.waitForFunction(() => /prep: completed/.test(document.querySelector('.graph-svg .node')?.getAttribute('aria-label') ?? ''), null, {
-      timeout: BUDGET.statusChangeMs * SLACK,
-    });
-    await canvas.locator('.node-list button', { hasText: 'l00-0007: failed' }).waitFor({ state: 'attached', timeout: BUDGET.statusChangeMs * SLACK });
+    await rollup.waitForFunction(
+      () => /prep: completed/.test(document.querySelector('.graph-svg .node')?.getAttribute('aria-label') ?? ''),
+      null,
+      {
+        timeout: BUDGET.statusChangeMs * SLACK,
+      },
+    );
+    await canvas
+      .locator('.node-list button', { hasText: 'l00-0007: failed' })
+      .waitFor({ state: 'attached', timeout: BUDGET.statusChangeMs * SLACK });
     expect(Date.now() - changedAt).toBeLessThan(BUDGET.statusChangeMs * SLACK);
     await screenshot(rollup, 'dashboard-fan-live');
     await prep.click();
@@ -216,7 +222,9 @@ maybe('the dashboard with 10 000-task workflows in a browser', () => {
     // The first try and two reconnects.
     expect(streams).toBe(3);
     await finishTasks(store, 'layered', ['l00-0001']);
-    await page.waitForFunction(() => /\b1 completed\b/.test(document.querySelector('.wf-head')?.textContent ?? ''), null, { timeout: 30_000 });
+    await page.waitForFunction(() => /\b1 completed\b/.test(document.querySelector('.wf-head')?.textContent ?? ''), null, {
+      timeout: 30_000,
+    });
     expect(streams).toBe(3);
     expect(guard.external).toEqual([]);
     expect(guard.cspViolations).toEqual([]);

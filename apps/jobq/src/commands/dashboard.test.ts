@@ -21,7 +21,8 @@ describe('dashboard flags', () => {
 
   it('--host takes loopback addresses only', () => {
     expect(['127.0.0.1', 'localhost', '::1', '127.0.0.2'].map(dashboardHost)).toEqual(['127.0.0.1', 'localhost', '::1', '127.0.0.2']);
-    for (const host of ['0.0.0.0', '10.0.0.1', 'example.com', '::']) expect(() => dashboardHost(host)).toThrow(/loopback address only[\s\S]*ssh -L/);
+    for (const host of ['0.0.0.0', '10.0.0.1', 'example.com', '::'])
+      expect(() => dashboardHost(host)).toThrow(/loopback address only[\s\S]*ssh -L/);
   });
 });
 
@@ -128,8 +129,11 @@ describe('jobq dashboard (subprocess, Azurite)', () => {
 });
 
 describe('jobq workflow run --dashboard --linger (embedded stack)', () => {
-  it('prints the workflow URL, keeps serving after the end until Ctrl-C, and exits with the workflow\'s code', async () => {
-    const run = start(['workflow', 'run', join(EXAMPLES, 'conditional-deploy.yaml'), '--dashboard', '--dashboard-port', '0', '--linger', '--quiet'], cleanEnv());
+  it("prints the workflow URL, keeps serving after the end until Ctrl-C, and exits with the workflow's code", async () => {
+    const run = start(
+      ['workflow', 'run', join(EXAMPLES, 'conditional-deploy.yaml'), '--dashboard', '--dashboard-port', '0', '--linger', '--quiet'],
+      cleanEnv(),
+    );
     const [, url, id] = await run.until(/jobq: dashboard on (http:\/\/127\.0\.0\.1:\d+\/)workflows\/(\w+)\n/);
     await run.until(/stays up on .* until Ctrl-C \(--linger\)/);
     const detail = await getJson(`${url}api/workflows/${id}`);
@@ -156,7 +160,23 @@ async function freePort(): Promise<number> {
 describe('jobq dev --dashboard', () => {
   it('serves the dashboard over the stack and names it in the --json document', async () => {
     const [blob, queue, table] = [await freePort(), await freePort(), await freePort()];
-    const dev = start(['dev', '--json', '--no-coordinator', '--dashboard', '--dashboard-port', '0', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)], cleanEnv());
+    const dev = start(
+      [
+        'dev',
+        '--json',
+        '--no-coordinator',
+        '--dashboard',
+        '--dashboard-port',
+        '0',
+        '--blob-port',
+        String(blob),
+        '--queue-port',
+        String(queue),
+        '--table-port',
+        String(table),
+      ],
+      cleanEnv(),
+    );
     const [, url] = await dev.until(/jobq: dashboard on (http:\/\/127\.0\.0\.1:\d+\/)\n/);
     await dev.until(/^\{[\s\S]*\n\}\n/, 'stdout');
     const report = JSON.parse(dev.stdout()) as { dashboard_url?: string };

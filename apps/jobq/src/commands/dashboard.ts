@@ -14,11 +14,12 @@ export interface DashboardReport {
 }
 
 export default class DashboardCommand extends JobqCommand {
-  static override summary = 'Serve a read-only web UI of the deployment on this machine: workflows, their live DAG, tasks, logs and workers';
+  static override summary =
+    'Serve a read-only web UI of the deployment on this machine: workflows, their live DAG, tasks, logs and workers';
   static override description =
     'Starts the dashboard (packages/dashboard/README.md) on a loopback address and prints "jobq: dashboard on http://127.0.0.1:PORT/"; it runs until Ctrl-C or SIGTERM, which stop it and exit 0. ' +
     'Pages: / (the workflow list), /workflows/ID (a workflow: counts, rate, ETA and its DAG, live; ?task=NAME opens a task) and /workers. ' +
-    'It reads a workflow\'s runtime every --poll-interval while a page shows it (once for all open pages), and the list at most every 10 s. ' +
+    "It reads a workflow's runtime every --poll-interval while a page shows it (once for all open pages), and the list at most every 10 s. " +
     'Read-only: it has no buttons that change anything (the task drawer shows the CLI lines to copy), so Data Reader roles are enough. ' +
     'Only loopback hosts are accepted (there is no authentication): reach it from another machine with ssh -L or a port-forward. ' +
     'A port already in use is an error (exit 1); --port 0 picks a free one.';
@@ -33,8 +34,11 @@ export default class DashboardCommand extends JobqCommand {
     port: Flags.integer({ description: `Port to listen on (0 picks a free one)`, default: DEFAULT_DASHBOARD_PORT, min: 0, max: 65_535 }),
     host: Flags.string({ description: 'Loopback address to listen on (127.0.0.1, ::1 or localhost; nothing else)', default: '127.0.0.1' }),
     'poll-interval': Flags.string({ description: 'How often a shown workflow is read: 2s, 500ms, 1m (at least 250ms)', default: '2s' }),
-    open: Flags.boolean({ description: 'Open the dashboard in the desktop\'s browser', default: false }),
-    json: Flags.boolean({ description: 'Print one JSON document once it listens: {url, host, port, poll_interval_ms, target} (then keep running)', default: false }),
+    open: Flags.boolean({ description: "Open the dashboard in the desktop's browser", default: false }),
+    json: Flags.boolean({
+      description: 'Print one JSON document once it listens: {url, host, port, poll_interval_ms, target} (then keep running)',
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {
@@ -50,7 +54,13 @@ export default class DashboardCommand extends JobqCommand {
     process.on('SIGTERM', onSignal);
     try {
       if (flags.json) {
-        const report: DashboardReport = { url: dashboard.url, host: dashboard.host, port: dashboard.port, poll_interval_ms: interval, target: deployment.target };
+        const report: DashboardReport = {
+          url: dashboard.url,
+          host: dashboard.host,
+          port: dashboard.port,
+          poll_interval_ms: interval,
+          target: deployment.target,
+        };
         this.printJson(report);
       }
       this.note(dashboardLine(dashboard.url));

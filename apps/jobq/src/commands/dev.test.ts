@@ -195,7 +195,16 @@ function startDev(args: string[], command = 'dev', env: NodeJS.ProcessEnv = clea
 describe('jobq dev (subprocess)', () => {
   it('--json prints the settings once ready and exits 0 on SIGTERM', async () => {
     const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
-    const dev = startDev(['--json', '--no-coordinator', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table)]);
+    const dev = startDev([
+      '--json',
+      '--no-coordinator',
+      '--blob-port',
+      String(blob),
+      '--queue-port',
+      String(queue),
+      '--table-port',
+      String(table),
+    ]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
     expect(schemaErrors('dev', report)).toEqual([]);
@@ -222,7 +231,9 @@ describe('jobq dev (subprocess)', () => {
     const text = dev.stdout();
     expect(text).toContain('export JOBQ_WORKFLOW_PREFIX=devstoreaccount1/Local\n');
     expect(text).toMatch(
-      new RegExp(`export JOBQ_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=[^']+;BlobEndpoint=http://127\\.0\\.0\\.1:${blob}/devstoreaccount1;QueueEndpoint=http://127\\.0\\.0\\.1:${queue}/devstoreaccount1;TableEndpoint=http://127\\.0\\.0\\.1:${table}/devstoreaccount1;'\\n`),
+      new RegExp(
+        `export JOBQ_STORAGE_CONNECTION_STRING='DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=[^']+;BlobEndpoint=http://127\\.0\\.0\\.1:${blob}/devstoreaccount1;QueueEndpoint=http://127\\.0\\.0\\.1:${queue}/devstoreaccount1;TableEndpoint=http://127\\.0\\.0\\.1:${table}/devstoreaccount1;'\\n`,
+      ),
     );
     expect(text).toContain('jobq workflow coordinator');
     dev.child.kill('SIGINT');
@@ -232,7 +243,19 @@ describe('jobq dev (subprocess)', () => {
   it('--queues sb://local runs a local Service Bus broker; a separate worker with the printed settings runs a workflow on it', async () => {
     const [blob, queue, table] = (await freePorts(3)) as [number, number, number];
     const sbPort = await freePortPair();
-    const dev = startDev(['--json', '--queues', 'sb://local', '--blob-port', String(blob), '--queue-port', String(queue), '--table-port', String(table), '--sb-port', String(sbPort)]);
+    const dev = startDev([
+      '--json',
+      '--queues',
+      'sb://local',
+      '--blob-port',
+      String(blob),
+      '--queue-port',
+      String(queue),
+      '--table-port',
+      String(table),
+      '--sb-port',
+      String(sbPort),
+    ]);
     await dev.until(/^\{[\s\S]*\n\}\n/);
     const report = JSON.parse(dev.stdout()) as DevReport;
     expect(schemaErrors('dev', report)).toEqual([]);
@@ -280,7 +303,16 @@ describe('jobq dev (subprocess)', () => {
     const workflow = join(await tempDir(), 'routed.yaml');
     await writeFile(
       workflow,
-      ['name: routed', 'tasks:', '  - name: hello', '    queue: cpu', '    kwargs:', '      cmd: |', `        echo '{"hello": "cpu"}' > "$JOBQ_OUTPUT_FILE"`, ''].join('\n'),
+      [
+        'name: routed',
+        'tasks:',
+        '  - name: hello',
+        '    queue: cpu',
+        '    kwargs:',
+        '      cmd: |',
+        `        echo '{"hello": "cpu"}' > "$JOBQ_OUTPUT_FILE"`,
+        '',
+      ].join('\n'),
     );
 
     const first = startDev(['--json', '--data', data, '--auto-workers', ...ports]);

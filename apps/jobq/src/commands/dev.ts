@@ -7,7 +7,15 @@ import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import { errorMessage } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../base';
 import { openDeployment, type Deployment } from '../deployment';
-import { EMBEDDED_ACCOUNT, EMBEDDED_PREFIX, LOCAL_MAX_IDLE_BACKOFF_IN_MS, embeddedConfig, loadLocalStack, localWorkerEnvironment, startLocalServiceBus } from '../embedded';
+import {
+  EMBEDDED_ACCOUNT,
+  EMBEDDED_PREFIX,
+  LOCAL_MAX_IDLE_BACKOFF_IN_MS,
+  embeddedConfig,
+  loadLocalStack,
+  localWorkerEnvironment,
+  startLocalServiceBus,
+} from '../embedded';
 import { DEFAULT_DASHBOARD_PORT, dashboardLine, dashboardPortFlag, startDeploymentDashboard } from '../dashboard';
 import { UsageError } from '../errors';
 import { configFromFlags, coordinatorFlags } from '../flags';
@@ -60,11 +68,21 @@ export interface DevReport {
  * `--sb-port` (its admin endpoint then on the next port) override one each. They must all differ.
  */
 export function devPorts(
-  flags: { 'port-base'?: number | undefined; 'blob-port'?: number | undefined; 'queue-port'?: number | undefined; 'table-port'?: number | undefined; 'sb-port'?: number | undefined },
+  flags: {
+    'port-base'?: number | undefined;
+    'blob-port'?: number | undefined;
+    'queue-port'?: number | undefined;
+    'table-port'?: number | undefined;
+    'sb-port'?: number | undefined;
+  },
   serviceBus = false,
 ): DevPorts {
   const base = flags['port-base'] ?? DEFAULT_PORT_BASE;
-  const ports: DevPorts = { blob: flags['blob-port'] ?? base, queue: flags['queue-port'] ?? base + 1, table: flags['table-port'] ?? base + 2 };
+  const ports: DevPorts = {
+    blob: flags['blob-port'] ?? base,
+    queue: flags['queue-port'] ?? base + 1,
+    table: flags['table-port'] ?? base + 2,
+  };
   if (serviceBus) {
     ports.servicebus = flags['sb-port'] ?? base + 3;
     ports.servicebus_admin = ports.servicebus + 1;
@@ -72,7 +90,8 @@ export function devPorts(
     throw new UsageError('--sb-port is the port of the local Service Bus broker: it needs --queues sb://local');
   }
   for (const [name, port] of Object.entries(ports) as Array<[string, number]>) {
-    if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new UsageError(`the ${name.replace('_', ' ')} port must be between 1 and 65535, got ${port}`);
+    if (!Number.isInteger(port) || port < 1 || port > 65_535)
+      throw new UsageError(`the ${name.replace('_', ' ')} port must be between 1 and 65535, got ${port}`);
   }
   const all = Object.values(ports) as number[];
   if (new Set(all).size !== all.length) {
@@ -99,7 +118,11 @@ export function devServiceBus(queues: string | undefined): boolean {
  * `ACCOUNT/NAME`, and with the local broker `sb://NAMESPACE/NAME`; every account and namespace is
  * mapped onto the dev stack), `default` when only `--workers` is given, none when neither is.
  */
-export function devWorkerQueues(queues: readonly string[] | undefined, workers: number | undefined, serviceBus = false): { queues: string[]; numWorkers: number } {
+export function devWorkerQueues(
+  queues: readonly string[] | undefined,
+  workers: number | undefined,
+  serviceBus = false,
+): { queues: string[]; numWorkers: number } {
   const specs = queues ?? [];
   if (specs.length === 0 && workers === undefined) return { queues: [], numWorkers: 0 };
   const out: string[] = [];
@@ -107,7 +130,9 @@ export function devWorkerQueues(queues: readonly string[] | undefined, workers: 
     const parsed = parseQueueSpec(spec);
     if (!parsed.ok) throw new UsageError(`--queue ${spec}: ${parsed.error}`);
     if (parsed.value.backend === 'servicebus' && !serviceBus) {
-      throw new UsageError(`--queue ${spec}: a Service Bus queue needs the local broker: add --queues sb://local (every sb://NAMESPACE/NAME then lives on it as NAME)`);
+      throw new UsageError(
+        `--queue ${spec}: a Service Bus queue needs the local broker: add --queues sb://local (every sb://NAMESPACE/NAME then lives on it as NAME)`,
+      );
     }
     if (!out.includes(spec)) out.push(spec);
   }
@@ -182,7 +207,9 @@ async function lockDataDir(dir: string): Promise<() => Promise<void>> {
     }
     const pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processIsAlive(pid)) {
-      throw new Error(`--data ${dir} is in use by another jobq dev (pid ${pid}): stop it first, or use another directory (remove ${file} if that process is not jobq dev)`);
+      throw new Error(
+        `--data ${dir} is in use by another jobq dev (pid ${pid}): stop it first, or use another directory (remove ${file} if that process is not jobq dev)`,
+      );
     }
     await rm(file, { force: true });
   }
@@ -214,7 +241,9 @@ function portError(error: unknown, ports: DevPorts): Error | null {
   const service = (Object.keys(ports) as Array<keyof DevPorts>).find((name) => ports[name] === e.port);
   const which = e.port === undefined ? 'a port' : `port ${e.port}${service === undefined ? '' : ` (${service})`}`;
   const why = e.code === 'EADDRINUSE' ? 'is already in use' : 'cannot be bound (permission denied)';
-  return new Error(`${which} on 127.0.0.1 ${why}: stop what holds it (another Azurite or jobq dev?) or pick other ports with --port-base N or --blob-port/--queue-port/--table-port`);
+  return new Error(
+    `${which} on 127.0.0.1 ${why}: stop what holds it (another Azurite or jobq dev?) or pick other ports with --port-base N or --blob-port/--queue-port/--table-port`,
+  );
 }
 
 export default class Dev extends JobqCommand {
@@ -222,22 +251,22 @@ export default class Dev extends JobqCommand {
 
   static override summary = 'Keep a local jobq stack running on fixed ports for other terminals';
   static override description =
-    'Starts an in-memory Azurite (Blob, Queue and Table) on 127.0.0.1 at fixed ports (Azurite\'s usual 10000, 10001 and 10002 by default), ' +
+    "Starts an in-memory Azurite (Blob, Queue and Table) on 127.0.0.1 at fixed ports (Azurite's usual 10000, 10001 and 10002 by default), " +
     'a coordinator for the prefix devstoreaccount1/Local (leave it out with --no-coordinator to run `jobq workflow coordinator` against the stack yourself) ' +
     'and, with --workers or --queue, local workers. Once everything runs it prints the connection settings and the export lines ' +
     'that point another terminal at the stack (with --json, one JSON document on stdout); then it keeps running until Ctrl-C or SIGTERM, ' +
     'which stop the workers, the coordinator and Azurite and exit 0. Everything is kept in memory and lost when it stops, ' +
-    'unless --data DIR keeps the storage on disk (Azurite\'s own persistence, as `azurite --location DIR`): a later `jobq dev --data DIR` ' +
+    "unless --data DIR keeps the storage on disk (Azurite's own persistence, as `azurite --location DIR`): a later `jobq dev --data DIR` " +
     'has the same workflows, their history and outputs, and prints the same settings (same ports, same key); one jobq dev per directory at a time. ' +
     'With --auto-workers a queue gets local workers (--workers per queue, default 1) the first time the coordinator routes a task to it, ' +
     'besides the --queue names, which get theirs at once; on a restarted --data stack the queues of unfinished workflows get theirs at start. ' +
     'Every ACCOUNT/NAME queue a workflow names lives on the stack as NAME: run outside workers with --queue NAME. ' +
     'With --queues sb://local a local Service Bus broker joins the stack (AMQP on the port base + 3 or --sb-port, its admin endpoint on the next port): ' +
     'the completion queue, bare queue names and every sb://NAMESPACE/NAME queue live on it, and the export lines include JOBQ_WORKFLOW_QUEUES=sb://local, ' +
-    'JOBQ_SERVICEBUS_CONNECTION_STRING and JOBQ_SERVICEBUS_ADMIN_ENDPOINT (its key is the broker\'s fixed development key); ACCOUNT/NAME queues stay ' +
+    "JOBQ_SERVICEBUS_CONNECTION_STRING and JOBQ_SERVICEBUS_ADMIN_ENDPOINT (its key is the broker's fixed development key); ACCOUNT/NAME queues stay " +
     'Storage Queues (outside workers: --queue devstoreaccount1/NAME). ' +
     'With --dashboard the dashboard (jobq dashboard) runs over the stack too, on 127.0.0.1:8050 or --dashboard-port (0 picks a free one), and its URL is printed. ' +
-    'A port that is already in use is an error (exit 1). The account key printed is Azurite\'s well-known public development key.';
+    "A port that is already in use is an error (exit 1). The account key printed is Azurite's well-known public development key.";
   static override examples = [
     '<%= config.bin %> dev',
     '<%= config.bin %> dev --workers 2',
@@ -247,32 +276,78 @@ export default class Dev extends JobqCommand {
     '<%= config.bin %> dev --queues sb://local --workers 2',
   ];
   static override flags = {
-    'port-base': Flags.integer({ description: `Use ports N (blob), N+1 (queue) and N+2 (table) (default ${DEFAULT_PORT_BASE})`, min: 1, max: 65_533, helpGroup: 'PORTS' }),
-    'blob-port': Flags.integer({ description: 'Port of the Blob service (default: the port base)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
-    'queue-port': Flags.integer({ description: 'Port of the Queue service (default: the port base + 1)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
-    'table-port': Flags.integer({ description: 'Port of the Table service (default: the port base + 2)', min: 1, max: 65_535, helpGroup: 'PORTS' }),
+    'port-base': Flags.integer({
+      description: `Use ports N (blob), N+1 (queue) and N+2 (table) (default ${DEFAULT_PORT_BASE})`,
+      min: 1,
+      max: 65_533,
+      helpGroup: 'PORTS',
+    }),
+    'blob-port': Flags.integer({
+      description: 'Port of the Blob service (default: the port base)',
+      min: 1,
+      max: 65_535,
+      helpGroup: 'PORTS',
+    }),
+    'queue-port': Flags.integer({
+      description: 'Port of the Queue service (default: the port base + 1)',
+      min: 1,
+      max: 65_535,
+      helpGroup: 'PORTS',
+    }),
+    'table-port': Flags.integer({
+      description: 'Port of the Table service (default: the port base + 2)',
+      min: 1,
+      max: 65_535,
+      helpGroup: 'PORTS',
+    }),
     'sb-port': Flags.integer({
-      description: 'AMQP port of the local Service Bus broker, its admin endpoint on the next one (default: the port base + 3; needs --queues sb://local)',
+      description:
+        'AMQP port of the local Service Bus broker, its admin endpoint on the next one (default: the port base + 3; needs --queues sb://local)',
       min: 1,
       max: 65_534,
       helpGroup: 'PORTS',
     }),
-    queues: Flags.string({ description: 'sb://local: task and completion queues on a local Service Bus broker (default: Storage Queues on Azurite)' }),
-    coordinator: Flags.boolean({ description: 'Run a coordinator for devstoreaccount1/Local (--no-coordinator leaves it to `jobq workflow coordinator`)', default: true, allowNo: true }),
-    data: Flags.string({ description: 'Keep the storage on disk in DIR (created when missing), so a restarted jobq dev --data DIR has the history (default: in memory, lost when it stops)' }),
-    workers: Flags.integer({ description: 'Local workers per queue (default: none; 1 when --queue or --auto-workers is given)', min: 1, max: 64 }),
+    queues: Flags.string({
+      description: 'sb://local: task and completion queues on a local Service Bus broker (default: Storage Queues on Azurite)',
+    }),
+    coordinator: Flags.boolean({
+      description: 'Run a coordinator for devstoreaccount1/Local (--no-coordinator leaves it to `jobq workflow coordinator`)',
+      default: true,
+      allowNo: true,
+    }),
+    data: Flags.string({
+      description:
+        'Keep the storage on disk in DIR (created when missing), so a restarted jobq dev --data DIR has the history (default: in memory, lost when it stops)',
+    }),
+    workers: Flags.integer({
+      description: 'Local workers per queue (default: none; 1 when --queue or --auto-workers is given)',
+      min: 1,
+      max: 64,
+    }),
     queue: Flags.string({
-      description: 'A queue the local workers pull (repeatable; default "default" when --workers is given without --auto-workers); sb://… needs --queues sb://local',
+      description:
+        'A queue the local workers pull (repeatable; default "default" when --workers is given without --auto-workers); sb://… needs --queues sb://local',
       multiple: true,
     }),
     'auto-workers': Flags.boolean({
-      description: 'Start local workers on every queue a submitted workflow routes a task to, when the coordinator first sends a task there (with the --queue ones)',
+      description:
+        'Start local workers on every queue a submitted workflow routes a task to, when the coordinator first sends a task there (with the --queue ones)',
       default: false,
     }),
-    json: Flags.boolean({ description: 'Print the settings as one JSON document on stdout once ready (then keep running)', default: false }),
-    dashboard: Flags.boolean({ description: 'Also serve the dashboard (jobq dashboard) over the stack, on 127.0.0.1', default: false, helpGroup: 'DASHBOARD' }),
+    json: Flags.boolean({
+      description: 'Print the settings as one JSON document on stdout once ready (then keep running)',
+      default: false,
+    }),
+    dashboard: Flags.boolean({
+      description: 'Also serve the dashboard (jobq dashboard) over the stack, on 127.0.0.1',
+      default: false,
+      helpGroup: 'DASHBOARD',
+    }),
     'dashboard-port': dashboardPortFlag,
-    config: Flags.string({ description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)', helpGroup: 'CONFIGURATION' }),
+    config: Flags.string({
+      description: 'Config file for the coordinator settings (default: $JOBQ_WORKFLOW_CONFIG, else ./jobq.yaml when present)',
+      helpGroup: 'CONFIGURATION',
+    }),
     ...coordinatorFlags,
     ...metricsFlags,
   };
@@ -283,9 +358,15 @@ export default class Dev extends JobqCommand {
     const ports = devPorts(flags, serviceBus);
     const autoWorkers = flags['auto-workers'];
     if (autoWorkers && !flags.coordinator) {
-      throw new UsageError('--auto-workers starts workers as the stack\'s coordinator routes tasks to new queues: leave out --no-coordinator, or name the queues with --queue');
+      throw new UsageError(
+        "--auto-workers starts workers as the stack's coordinator routes tasks to new queues: leave out --no-coordinator, or name the queues with --queue",
+      );
     }
-    const { queues, numWorkers } = devWorkerQueues(flags.queue, autoWorkers && flags.queue === undefined ? undefined : flags.workers, serviceBus);
+    const { queues, numWorkers } = devWorkerQueues(
+      flags.queue,
+      autoWorkers && flags.queue === undefined ? undefined : flags.workers,
+      serviceBus,
+    );
     const workersPerQueue = numWorkers > 0 ? numWorkers : autoWorkers ? (flags.workers ?? 1) : 0;
     // Only the coordinator settings are taken from flags, environment and config file; the
     // prefix and connection are those of the dev stack.
@@ -321,7 +402,12 @@ export default class Dev extends JobqCommand {
       if (dataDir !== null) cleanups.push(await lockDataDir(dataDir));
       let storage: LocalStorage;
       try {
-        storage = await startAzurite({ blobPort: ports.blob, queuePort: ports.queue, tablePort: ports.table, ...(dataDir === null ? {} : { location: dataDir }) });
+        storage = await startAzurite({
+          blobPort: ports.blob,
+          queuePort: ports.queue,
+          tablePort: ports.table,
+          ...(dataDir === null ? {} : { location: dataDir }),
+        });
       } catch (error) {
         throw portError(error, ports) ?? error;
       }
@@ -379,7 +465,8 @@ export default class Dev extends JobqCommand {
         for (const queue of queues) await pool.add(queue);
       }
       const autoPool = autoWorkers ? pool : null;
-      const announce = (queue: string, why: string): void => this.note(`jobq dev: started ${workersPerQueue} local worker(s) on ${queue} (${why}; --auto-workers)`);
+      const announce = (queue: string, why: string): void =>
+        this.note(`jobq dev: started ${workersPerQueue} local worker(s) on ${queue} (${why}; --auto-workers)`);
 
       if (flags.coordinator && signals === 0) {
         // With --auto-workers the coordinator's first task for a queue starts that queue's workers
@@ -396,7 +483,11 @@ export default class Dev extends JobqCommand {
                   return deployment.queue(spec);
                 },
               };
-        const coordinator = createCoordinator(routed, { ...coordinatorOptions(config), log: (line) => this.note(`[coordinator] ${line}`), instruments });
+        const coordinator = createCoordinator(routed, {
+          ...coordinatorOptions(config),
+          log: (line) => this.note(`[coordinator] ${line}`),
+          instruments,
+        });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         coordinator.run().then(
@@ -425,14 +516,18 @@ export default class Dev extends JobqCommand {
         if (dataDir === null) {
           this.note('jobq dev: everything is kept in memory and lost when it stops (keep it on disk with --data DIR)');
         } else if (serviceBus) {
-          this.note(`jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`);
+          this.note(
+            `jobq dev: the local Service Bus broker keeps its queues in memory: messages on it are lost when it stops (the storage is kept in ${dataDir})`,
+          );
         }
         const report = devReport(storage, broker, ports, flags.coordinator, pool?.queues ?? [], workersPerQueue, dataDir, autoWorkers);
         if (dashboardUrl !== null) report.dashboard_url = dashboardUrl;
         if (flags.json) {
           this.printJson(report);
           const sb = ports.servicebus === undefined ? '' : `, Service Bus ${ports.servicebus}, its admin ${ports.servicebus_admin}`;
-          this.note(`jobq dev: ready on 127.0.0.1 (blob ${ports.blob}, queue ${ports.queue}, table ${ports.table}${sb}); Ctrl-C or SIGTERM stops it`);
+          this.note(
+            `jobq dev: ready on 127.0.0.1 (blob ${ports.blob}, queue ${ports.queue}, table ${ports.table}${sb}); Ctrl-C or SIGTERM stops it`,
+          );
         } else {
           process.stdout.write(readyText(report));
         }
@@ -462,7 +557,10 @@ async function unfinishedWorkflowQueues(deployment: Deployment): Promise<string[
   const specs = new Set<string>();
   let continuationToken: string | undefined;
   do {
-    const page = await deployment.client.list({ status: ['pending', 'running'], ...(continuationToken === undefined ? {} : { continuationToken }) });
+    const page = await deployment.client.list({
+      status: ['pending', 'running'],
+      ...(continuationToken === undefined ? {} : { continuationToken }),
+    });
     for (const summary of page.items) for (const spec of summary.queues) specs.add(spec);
     continuationToken = page.continuationToken ?? undefined;
   } while (continuationToken !== undefined);
@@ -484,7 +582,11 @@ function devReport(
   const serviceBusEnv: Record<string, string> =
     broker === null
       ? {}
-      : { JOBQ_WORKFLOW_QUEUES: 'sb://local', JOBQ_SERVICEBUS_CONNECTION_STRING: broker.connectionString, JOBQ_SERVICEBUS_ADMIN_ENDPOINT: broker.adminEndpoint ?? '' };
+      : {
+          JOBQ_WORKFLOW_QUEUES: 'sb://local',
+          JOBQ_SERVICEBUS_CONNECTION_STRING: broker.connectionString,
+          JOBQ_SERVICEBUS_ADMIN_ENDPOINT: broker.adminEndpoint ?? '',
+        };
   return {
     status: 'ready',
     pid: process.pid,
@@ -517,7 +619,9 @@ function readyText(report: DevReport): string {
     `  table        ${report.table_endpoint}`,
     ...(report.servicebus === undefined
       ? []
-      : [`  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`]),
+      : [
+          `  service bus  ${report.servicebus.connection_string.replace(/;.*$/, '')} (admin ${report.servicebus.admin_endpoint}): completions and task queues, sb://local`,
+        ]),
     `  coordinator  ${report.coordinator ? 'running' : 'not started (run `jobq workflow coordinator` with the settings below)'}`,
     `  workers      ${workersLine(report)}`,
     ...(report.dashboard_url === undefined ? [] : [`  dashboard    ${report.dashboard_url}`]),
@@ -525,7 +629,9 @@ function readyText(report: DevReport): string {
     'Use it from another terminal:',
     '',
     ...Object.entries(report.env).map(([name, value]) => `  export ${name}=${shellQuote(value)}`),
-    report.servicebus === undefined ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT' : '  unset JOBQ_WORKFLOW_BLOBS',
+    report.servicebus === undefined
+      ? '  unset JOBQ_WORKFLOW_QUEUES JOBQ_WORKFLOW_BLOBS JOBQ_SERVICEBUS_CONNECTION_STRING JOBQ_SERVICEBUS_ADMIN_ENDPOINT'
+      : '  unset JOBQ_WORKFLOW_BLOBS',
     '  jobq workflow submit examples/diamond.yaml',
     ...(report.coordinator ? [] : ['  jobq workflow coordinator']),
     ...(report.workers.length === 0 && !report.auto_workers ? ['  jobq worker --queue default'] : []),

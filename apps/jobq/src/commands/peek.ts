@@ -15,7 +15,14 @@ export function messageDocument(message: PeekedMessage | ReceivedMessage): Recor
   const decoded = decodeEnvelope(message.body);
   if (!decoded.ok) return { ...meta, body: message.body, error: decoded.error };
   const envelope = decoded.value;
-  return { id: envelope.id, kwargs: envelope.kwargs, num_retries: envelope.numRetries, version: envelope.version, reply_requested: envelope.replyRequested, ...meta };
+  return {
+    id: envelope.id,
+    kwargs: envelope.kwargs,
+    num_retries: envelope.numRetries,
+    version: envelope.version,
+    reply_requested: envelope.replyRequested,
+    ...meta,
+  };
 }
 
 /** One line for a person: the task id and its command (or kwargs). */
@@ -33,7 +40,7 @@ export default class Peek extends JobqCommand {
   static override description =
     'Prints up to -n visible messages of the queue (at most 32), oldest first, one line each: the task id and its command (or kwargs). ' +
     'Nothing is taken or changed; messages held by a worker are not visible. With --json, one JSON array of ' +
-    '{id, kwargs, num_retries, message_id, delivery_count, enqueued_at}. --failed looks at the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own).';
+    "{id, kwargs, num_retries, message_id, delivery_count, enqueued_at}. --failed looks at the dead-letter queue ({queue}-failed; on Service Bus the queue's own).";
   static override examples = [
     '<%= config.bin %> devstoreaccount1/cpu peek',
     '<%= config.bin %> myaccount/gpu peek -n 32 --json',
@@ -42,7 +49,10 @@ export default class Peek extends JobqCommand {
   static override flags = {
     ...queueFlags,
     count: Flags.integer({ char: 'n', description: 'How many messages to show (1–32)', default: 10, min: 1, max: 32 }),
-    failed: Flags.boolean({ description: 'Peek at the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own)', default: false }),
+    failed: Flags.boolean({
+      description: "Peek at the dead-letter queue ({queue}-failed; on Service Bus the queue's own)",
+      default: false,
+    }),
     json: Flags.boolean({ description: 'Print one JSON array', default: false }),
   };
 

@@ -11,7 +11,7 @@ export default class Pull extends JobqCommand {
     'Receives one message and prints it as one JSON document {id, kwargs, num_retries, message_id, delivery_count, enqueued_at, locked_until}. ' +
     'Without --complete the message stays on the queue, hidden for --visibility-timeout, and then becomes visible again (for another pull or a worker); ' +
     'with --complete it is deleted. Nothing is run. When no message arrives within --wait, prints a line on stderr (and null with --json) and exits 1. ' +
-    '--failed takes from the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own). On Service Bus, --visibility-timeout must be 5s–5m.';
+    "--failed takes from the dead-letter queue ({queue}-failed; on Service Bus the queue's own). On Service Bus, --visibility-timeout must be 5s–5m.";
   static override examples = [
     '<%= config.bin %> devstoreaccount1/cpu pull',
     '<%= config.bin %> myaccount/cpu pull --complete | jq -r .kwargs.cmd',
@@ -21,9 +21,15 @@ export default class Pull extends JobqCommand {
   static override flags = {
     ...queueFlags,
     complete: Flags.boolean({ description: 'Delete the message once received', default: false }),
-    'visibility-timeout': Flags.string({ description: 'How long the message stays hidden when not completed (e.g. 30, 30s, 10m)', default: '30s' }),
+    'visibility-timeout': Flags.string({
+      description: 'How long the message stays hidden when not completed (e.g. 30, 30s, 10m)',
+      default: '30s',
+    }),
     wait: Flags.string({ description: 'How long to wait for a message (e.g. 0, 5s, 1m)', default: '0' }),
-    failed: Flags.boolean({ description: 'Take from the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own)', default: false }),
+    failed: Flags.boolean({
+      description: "Take from the dead-letter queue ({queue}-failed; on Service Bus the queue's own)",
+      default: false,
+    }),
     json: Flags.boolean({ description: 'Also print null (instead of nothing) when no message arrives', default: false }),
   };
 

@@ -117,7 +117,11 @@ export default class Push extends JobqCommand {
   static override flags = {
     ...queueFlags,
     command: Flags.string({ char: 'c', description: 'A shell command to run as one task (repeatable)', multiple: true }),
-    'json-lines': Flags.boolean({ description: 'Read one JSON object of kwargs per line of standard input', default: false, exclusive: ['command'] }),
+    'json-lines': Flags.boolean({
+      description: 'Read one JSON object of kwargs per line of standard input',
+      default: false,
+      exclusive: ['command'],
+    }),
     'num-retries': Flags.integer({ description: 'Retries after a failure before the task is dead-lettered', default: 0, min: 0 }),
     env: Flags.string({ description: 'NAME=VALUE added to the environment of every task (repeatable)', multiple: true }),
     cwd: Flags.string({ description: 'Working directory of every task (unless its kwargs set one)' }),
@@ -129,7 +133,8 @@ export default class Push extends JobqCommand {
     const commands = flags.command ?? [];
     let input: string | null = null;
     if (commands.length === 0) {
-      if (process.stdin.isTTY) throw new UsageError('nothing to push: pass -c CMD, or pipe commands (or --json-lines kwargs) on standard input');
+      if (process.stdin.isTTY)
+        throw new UsageError('nothing to push: pass -c CMD, or pipe commands (or --json-lines kwargs) on standard input');
       input = await readStdin();
     }
     const tasks = tasksFromInput({ commands, input, jsonLines: flags['json-lines'], env: parseEnvPairs(flags.env ?? []), cwd: flags.cwd });

@@ -72,7 +72,10 @@ describe('push, size, peek, pull', () => {
     expect(pulled).toMatchObject({ id: ids[0], kwargs: { cmd: 'echo one' }, num_retries: 0, delivery_count: 1 });
     expect(pulled.locked_until).toBeUndefined();
 
-    const [after, sizeJson] = await Promise.all([runCli([spec, 'peek', '--json'], { env }), runCli(['size', '--queue', spec, '--json'], { env })]);
+    const [after, sizeJson] = await Promise.all([
+      runCli([spec, 'peek', '--json'], { env }),
+      runCli(['size', '--queue', spec, '--json'], { env }),
+    ]);
     expect((JSON.parse(after.stdout) as MessageDoc[]).map((m) => m.id)).toEqual([ids[1], ids[2]]);
     expect(JSON.parse(sizeJson.stdout)).toEqual({ queue: spec, approximate_count: 2 });
   });
@@ -119,7 +122,9 @@ describe('push, size, peek, pull', () => {
     expect(bodies).toHaveLength(3);
     const envelopes = bodies.map((body) => JSON.parse(body) as Record<string, unknown>);
     for (const envelope of envelopes) expect(Object.keys(envelope)).toEqual(['version', 'reply_requested', 'kwargs', 'num_retries', 'id']);
-    expect(envelopes.map((e): unknown[] => [e.version, e.reply_requested, JSON.parse(e.kwargs as string) as unknown, e.num_retries])).toEqual([
+    expect(
+      envelopes.map((e): unknown[] => [e.version, e.reply_requested, JSON.parse(e.kwargs as string) as unknown, e.num_retries]),
+    ).toEqual([
       [1, false, { cmd: 'echo a', env: { A: '1' } }, 2],
       [1, false, { cmd: 'echo b', env: { A: '1' } }, 2],
       [1, false, { cmd: 'make', cwd: '/tmp', env: { J: '4' } }, 0],

@@ -29,7 +29,12 @@ describe('push, size, peek, pull and worker on sb://', () => {
     expect(push.code).toBe(0);
     expect(push.stdout.trim().split('\n')).toHaveLength(3);
     const [peek, sizeBefore] = await Promise.all([runCli([spec, 'peek', '-n', '2'], { env }), runCli([spec, 'size'], { env })]);
-    expect(peek.stdout.split('\n').filter(Boolean).map((line) => line.split('  ')[1])).toEqual(['echo fine', 'echo broken >&2; exit 3']);
+    expect(
+      peek.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split('  ')[1]),
+    ).toEqual(['echo fine', 'echo broken >&2; exit 3']);
     expect(sizeBefore).toMatchObject({ code: 0, stdout: '3 (dead-letter 0)\n' });
 
     const pulled = await runCli([spec, 'pull', '--complete'], { env });
@@ -59,11 +64,19 @@ describe('push, size, peek, pull and worker on sb://', () => {
 
   it('refuses a lock duration Service Bus does not take, an illegal sb:// spec and sb://local without a broker: exit 2, one line', async () => {
     const cases: Array<{ args: string[]; env: NodeJS.ProcessEnv; says: RegExp }> = [
-      { args: [freshQueue(), 'worker', '--visibility-timeout', '2s'], env, says: /--visibility-timeout must be between 5 s and 5 min for a Service Bus queue/ },
+      {
+        args: [freshQueue(), 'worker', '--visibility-timeout', '2s'],
+        env,
+        says: /--visibility-timeout must be between 5 s and 5 min for a Service Bus queue/,
+      },
       { args: [freshQueue(), 'pull', '--visibility-timeout', '10m'], env, says: /--visibility-timeout must be between 5 s and 5 min/ },
       { args: ['sb://ab/gpu', 'size'], env, says: /"ab" is not a Service Bus namespace name/ },
       { args: ['worker', '--queue', 'sb://my-namespace'], env, says: /needs a queue name: sb:\/\/NAMESPACE\/NAME/ },
-      { args: ['sb://local/gpu', 'worker'], env: cleanEnv(), says: /sb:\/\/local names the local Service Bus broker, but none is configured/ },
+      {
+        args: ['sb://local/gpu', 'worker'],
+        env: cleanEnv(),
+        says: /sb:\/\/local names the local Service Bus broker, but none is configured/,
+      },
       { args: ['worker', '--queue', 'gpu', '--queues', 'sb://local'], env: cleanEnv(), says: /JOBQ_SERVICEBUS_CONNECTION_STRING/ },
     ];
     const results = await Promise.all(cases.map((c) => runCli(c.args, { env: c.env })));

@@ -10,7 +10,7 @@ export default class Size extends JobqCommand {
     'For a Service Bus queue the count of its dead-letter queue follows, e.g. "3 (dead-letter 1)"; without the Data Owner role (or the local ' +
     "broker's admin endpoint) both are counted by peeking, at most 250 each. " +
     'With --json, one JSON document {queue, approximate_count} (Service Bus: also dead_letter_count and counted_by). ' +
-    '--failed counts the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own).';
+    "--failed counts the dead-letter queue ({queue}-failed; on Service Bus the queue's own).";
   static override examples = [
     '<%= config.bin %> devstoreaccount1/cpu size',
     '<%= config.bin %> size --queue myaccount/gpu --json',
@@ -19,7 +19,7 @@ export default class Size extends JobqCommand {
   ];
   static override flags = {
     ...queueFlags,
-    failed: Flags.boolean({ description: 'Count the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own)', default: false }),
+    failed: Flags.boolean({ description: "Count the dead-letter queue ({queue}-failed; on Service Bus the queue's own)", default: false }),
     json: Flags.boolean({ description: 'Print one JSON document', default: false }),
   };
 
@@ -31,9 +31,15 @@ export default class Size extends JobqCommand {
       if (isDescribable(queue) && !flags.failed) {
         const described = await queue.describe();
         const countedBy = described.countedBy;
-        if (countedBy === 'peek') this.note('counted by peeking (at most 250 each): reading exact counts needs the Azure Service Bus Data Owner role');
+        if (countedBy === 'peek')
+          this.note('counted by peeking (at most 250 each): reading exact counts needs the Azure Service Bus Data Owner role');
         if (flags.json) {
-          this.printJson({ queue: name, approximate_count: described.activeMessageCount, dead_letter_count: described.deadLetterMessageCount, counted_by: countedBy });
+          this.printJson({
+            queue: name,
+            approximate_count: described.activeMessageCount,
+            dead_letter_count: described.deadLetterMessageCount,
+            counted_by: countedBy,
+          });
         } else {
           process.stdout.write(`${described.activeMessageCount} (dead-letter ${described.deadLetterMessageCount})\n`);
         }

@@ -125,7 +125,9 @@ describe('jobq worker', () => {
   it('stops with a clear error when a workflow task reaches a worker with no prefix, leaving the message', async () => {
     const plainConfig = resolveConfig({}, { JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString }, dir);
     const queue = await openPlainQueue(plainConfig, 'devstoreaccount1/unconfigured');
-    await queue.send({ body: encodeEnvelope({ id: 'wf-1', kwargs: { __workflow_id: 'w1', __workflow_task: 'a', cmd: 'true' }, numRetries: 0 }) });
+    await queue.send({
+      body: encodeEnvelope({ id: 'wf-1', kwargs: { __workflow_id: 'w1', __workflow_task: 'a', cmd: 'true' }, numRetries: 0 }),
+    });
     const result = await runCli(['devstoreaccount1/unconfigured', 'worker', '--max-idle-backoff', '0.5'], {
       env: cleanEnv({ JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString }),
       cwd: dir,

@@ -1,6 +1,16 @@
 import { Flags } from '@oclif/core';
 import { JobqError, type Instruments } from '@jobq/ports';
-import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, ShellProcessor, Worker, killTimeoutFromEnv, maxDeliveriesFromEnv, type Processor, type ProcessOutcome, type TaskContext, type TaskLogMode } from '@jobq/worker';
+import {
+  DEFAULT_HEARTBEAT_INTERVAL_IN_MS,
+  ShellProcessor,
+  Worker,
+  killTimeoutFromEnv,
+  maxDeliveriesFromEnv,
+  type Processor,
+  type ProcessOutcome,
+  type TaskContext,
+  type TaskLogMode,
+} from '@jobq/worker';
 import { JobqCommand } from '../base';
 import { storageConfigured, type CliConfig } from '../config';
 import { openDeployment } from '../deployment';
@@ -35,7 +45,14 @@ export function workerHealth(worker: Worker | null, now: () => number = Date.now
       const receiveOk = h.lastReceiveAt !== null && h.lastReceiveError === null;
       return {
         ok: !h.stopping && receiveOk,
-        details: { role: 'worker', stopping: h.stopping, last_receive_at: h.lastReceiveAt, last_receive_error: h.lastReceiveError, busy: h.busy, slots: h.slots },
+        details: {
+          role: 'worker',
+          stopping: h.stopping,
+          last_receive_at: h.lastReceiveAt,
+          last_receive_error: h.lastReceiveError,
+          busy: h.busy,
+          slots: h.slots,
+        },
       };
     },
   };
@@ -81,7 +98,7 @@ export default class WorkerCommand extends JobqCommand {
     'as shell commands; workflow tasks run too when a workflow prefix is configured (--prefix, JOBQ_WORKFLOW_PREFIX or a config file). ' +
     'Its tasks find this jobq on their PATH (and in $JOBQ_CLI), so a script can call `jobq task set-output` without installing the CLI. ' +
     'Durations: a bare number is seconds; suffixes ms, s, m, h. SIGINT/SIGTERM stop it gracefully (a second SIGINT aborts running tasks). ' +
-    'A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue ({queue}-failed; on Service Bus the queue\'s own) with its reason. ' +
+    "A message delivered more than JOBQ_MAX_DELIVERIES times (default 20) goes to the dead-letter queue ({queue}-failed; on Service Bus the queue's own) with its reason. " +
     'On Service Bus, --visibility-timeout must be 5s–5m and is the LockDuration of a queue the worker creates (an existing queue keeps its own).';
   static override examples = [
     '<%= config.bin %> myaccount/gpu worker --num-workers 4',
@@ -90,13 +107,24 @@ export default class WorkerCommand extends JobqCommand {
   ];
   static override flags = {
     ...configFlags,
-    queue: Flags.string({ char: 'q', description: 'The queue: NAME (on the default account, or the namespace of --queues sb://NAMESPACE), ACCOUNT/NAME or sb://NAMESPACE/NAME', required: true }),
+    queue: Flags.string({
+      char: 'q',
+      description:
+        'The queue: NAME (on the default account, or the namespace of --queues sb://NAMESPACE), ACCOUNT/NAME or sb://NAMESPACE/NAME',
+      required: true,
+    }),
     'num-workers': Flags.integer({ description: 'Tasks run at once', default: 1, min: 1, max: 1024 }),
     'idle-timeout': Flags.string({ description: 'Exit after this long without a message (default: never)' }),
-    'max-idle-backoff': Flags.string({ description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`, env: 'JOBQ_MAX_IDLE_BACKOFF' }),
-    'visibility-timeout': Flags.string({ description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)' }),
+    'max-idle-backoff': Flags.string({
+      description: `Cap of the empty-queue back-off (default ${DEFAULT_MAX_IDLE_BACKOFF})`,
+      env: 'JOBQ_MAX_IDLE_BACKOFF',
+    }),
+    'visibility-timeout': Flags.string({
+      description: 'Lock (visibility) duration of a received message, renewed while the task runs (default 30s)',
+    }),
     'task-logs': Flags.string({
-      description: 'Which workflow task attempts leave a log blob (workflow-logs/{wf}/{task}/{attempt}.log, read with `jobq workflow logs`): always, failed or off (default: JOBQ_TASK_LOGS, else always)',
+      description:
+        'Which workflow task attempts leave a log blob (workflow-logs/{wf}/{task}/{attempt}.log, read with `jobq workflow logs`): always, failed or off (default: JOBQ_TASK_LOGS, else always)',
       options: ['always', 'failed', 'off'],
     }),
     ...metricsFlags,
@@ -110,7 +138,8 @@ export default class WorkerCommand extends JobqCommand {
     }),
     ...healthFlags,
     'heartbeat-interval': Flags.string({
-      description: 'Write this worker\'s heartbeat row ({PREFIX}Workers, read by `jobq workers`, status and doctor) at start and this often; 0 = off (default 30s; needs a workflow prefix)',
+      description:
+        "Write this worker's heartbeat row ({PREFIX}Workers, read by `jobq workers`, status and doctor) at start and this often; 0 = off (default 30s; needs a workflow prefix)",
       env: 'JOBQ_HEARTBEAT_INTERVAL',
     }),
   };
@@ -119,23 +148,36 @@ export default class WorkerCommand extends JobqCommand {
     const { flags } = await this.parse(WorkerCommand);
     const idleTimeoutInMs = duration(flags['idle-timeout'], '--idle-timeout');
     const backoffText = flags['max-idle-backoff']?.trim();
-    const maxIdleBackoffInMs = duration(backoffText === undefined || backoffText === '' ? DEFAULT_MAX_IDLE_BACKOFF : backoffText, '--max-idle-backoff')!;
+    const maxIdleBackoffInMs = duration(
+      backoffText === undefined || backoffText === '' ? DEFAULT_MAX_IDLE_BACKOFF : backoffText,
+      '--max-idle-backoff',
+    )!;
     const lockDurationInMs = duration(flags['visibility-timeout'], '--visibility-timeout');
     if (lockDurationInMs !== undefined && (lockDurationInMs < 1_000 || lockDurationInMs > 7 * 24 * 3600 * 1000)) {
       throw new UsageError(`--visibility-timeout must be between 1s and 7 days, got ${flags['visibility-timeout']}`);
     }
     if (maxIdleBackoffInMs < 1) throw new UsageError('--max-idle-backoff must be above 0');
     const heartbeatText = flags['heartbeat-interval']?.trim();
-    const heartbeatIntervalInMs = heartbeatText === undefined || heartbeatText === '' ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS : durationMs(heartbeatText, '--heartbeat-interval');
+    const heartbeatIntervalInMs =
+      heartbeatText === undefined || heartbeatText === ''
+        ? DEFAULT_HEARTBEAT_INTERVAL_IN_MS
+        : durationMs(heartbeatText, '--heartbeat-interval');
     const graceText = flags['shutdown-grace']?.trim();
-    const gracePeriodInMs = durationMs(graceText === undefined || graceText === '' ? DEFAULT_SHUTDOWN_GRACE : graceText, '--shutdown-grace');
+    const gracePeriodInMs = durationMs(
+      graceText === undefined || graceText === '' ? DEFAULT_SHUTDOWN_GRACE : graceText,
+      '--shutdown-grace',
+    );
     const killText = flags['shutdown-kill-timeout']?.trim();
-    const shutdownKillTimeoutInMs = durationMs(killText === undefined || killText === '' ? DEFAULT_SHUTDOWN_KILL_TIMEOUT : killText, '--shutdown-kill-timeout');
+    const shutdownKillTimeoutInMs = durationMs(
+      killText === undefined || killText === '' ? DEFAULT_SHUTDOWN_KILL_TIMEOUT : killText,
+      '--shutdown-kill-timeout',
+    );
     const maxDeliveries = maxDeliveriesFromEnv(process.env);
     const config = configFromFlags(flags);
     // A bad queue spec, or sb://local with no local broker configured, is a usage error before anything is opened.
     const location = plainQueueLocation(config, flags.queue);
-    if (location.backend === 'servicebus' && lockDurationInMs !== undefined) checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
+    if (location.backend === 'servicebus' && lockDurationInMs !== undefined)
+      checkServiceBusLockDuration(lockDurationInMs, '--visibility-timeout');
 
     const instruments = await startMetrics(flags, (line) => this.note(line));
     const health: { worker: Worker | null } = { worker: null };
@@ -184,7 +226,18 @@ export default class WorkerCommand extends JobqCommand {
       onWorker: (worker: Worker) => void;
     },
   ): Promise<void> {
-    const { config, lockDurationInMs, maxIdleBackoffInMs, idleTimeoutInMs, maxDeliveries, heartbeatIntervalInMs, env, instruments, gracePeriodInMs, shutdownKillTimeoutInMs } = o;
+    const {
+      config,
+      lockDurationInMs,
+      maxIdleBackoffInMs,
+      idleTimeoutInMs,
+      maxDeliveries,
+      heartbeatIntervalInMs,
+      env,
+      instruments,
+      gracePeriodInMs,
+      shutdownKillTimeoutInMs,
+    } = o;
     const state: { configError: JobqError | null } = { configError: null };
     let worker: Worker;
     const onConfigError = (error: Error): void => {
@@ -210,10 +263,16 @@ export default class WorkerCommand extends JobqCommand {
       });
       this.note(
         `worker: ${flags['num-workers']} slot(s) on ${flags.queue}, workflow prefix ${deployment.target}` +
-          (worker.workerId === null ? ', no heartbeats' : `, heartbeat ${worker.workerId} every ${Math.round(heartbeatIntervalInMs / 100) / 10}s`),
+          (worker.workerId === null
+            ? ', no heartbeats'
+            : `, heartbeat ${worker.workerId} every ${Math.round(heartbeatIntervalInMs / 100) / 10}s`),
       );
     } else {
-      const queue = await openPlainQueue(config, flags.queue, { ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}), policies: storageRequestPolicies(instruments).queue, instruments });
+      const queue = await openPlainQueue(config, flags.queue, {
+        ...(lockDurationInMs !== undefined ? { lockDurationInMs } : {}),
+        policies: storageRequestPolicies(instruments).queue,
+        instruments,
+      });
       worker = new Worker({
         queue,
         numWorkers: flags['num-workers'],
@@ -223,7 +282,10 @@ export default class WorkerCommand extends JobqCommand {
         instruments,
         queueLabel: flags.queue,
         gracePeriodInMs,
-        processors: [new MissingWorkflowConfig(onConfigError), new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), shutdownKillTimeoutInMs, baseEnv: env })],
+        processors: [
+          new MissingWorkflowConfig(onConfigError),
+          new ShellProcessor({ killTimeoutInMs: killTimeoutFromEnv(process.env), shutdownKillTimeoutInMs, baseEnv: env }),
+        ],
       });
       this.note(`worker: ${flags['num-workers']} slot(s) on ${flags.queue} (plain tasks; no workflow prefix configured)`);
     }

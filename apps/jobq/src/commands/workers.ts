@@ -13,7 +13,11 @@ export default class Workers extends JobqCommand {
     '(on the storage service clock), Queues (busy/slots per queue) and Running tasks. State: ok, stopping (takes no new work), lost (silent for 3 heartbeat intervals). ' +
     'Lost workers are shown only with --all; rows silent for a day are removed by the coordinator. Workers of older jobq versions and Python workers send no heartbeats. ' +
     'Prints "No workers found." on stderr when none match.';
-  static override examples = ['<%= config.bin %> workers', '<%= config.bin %> workers --queue cpu', '<%= config.bin %> workers --all --json'];
+  static override examples = [
+    '<%= config.bin %> workers',
+    '<%= config.bin %> workers --queue cpu',
+    '<%= config.bin %> workers --all --json',
+  ];
   static override flags = {
     ...configFlags,
     queue: Flags.string({ char: 'q', description: 'Only workers pulling this queue (NAME, ACCOUNT/NAME or sb://NAMESPACE/NAME)' }),

@@ -13,7 +13,10 @@ async function loadNotFoundPlugin(config: Config): Promise<NotFoundPlugin> {
   // The plugin exports only its hook; its closest-match search sits next to it (pinned version, see package.json).
   const lib = dirname(require.resolve('@oclif/plugin-not-found'));
   const hook = await ModuleLoader.load<{ default: Hook<'command_not_found'> }>(config, join(lib, 'index.js'));
-  const utils = await ModuleLoader.load<{ default: { closest(this: void, target: string, possibilities: string[]): string } }>(config, join(lib, 'utils.js'));
+  const utils = await ModuleLoader.load<{ default: { closest(this: void, target: string, possibilities: string[]): string } }>(
+    config,
+    join(lib, 'utils.js'),
+  );
   return { hook: hook.default, closest: utils.default.closest };
 }
 
@@ -56,7 +59,9 @@ const hook: Hook<'command_not_found'> = async function (options) {
   const notACommand = `${config.bin}: "${typed}" is not a ${config.bin} command`;
   const seeHelp = `see "${helpCommand(config, id)}"`;
   const fail = (): never => {
-    process.stderr.write(suggestion === '' ? `${notACommand}; ${seeHelp}\n` : `${notACommand}; did you mean "${suggestion}"? (${seeHelp})\n`);
+    process.stderr.write(
+      suggestion === '' ? `${notACommand}; ${seeHelp}\n` : `${notACommand}; did you mean "${suggestion}"? (${seeHelp})\n`,
+    );
     return Errors.exit(2);
   };
   if (!process.stdin.isTTY || suggestion === '') return fail();

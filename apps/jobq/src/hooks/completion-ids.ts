@@ -83,7 +83,8 @@ export async function addIdCompletion(config: Interfaces.Config): Promise<void> 
   if (commands.length === 0) return;
   const bashFile = join(dir, 'bash', `${config.bin}.bash`);
   const bash = await readFile(bashFile, 'utf8').catch(() => null);
-  if (bash !== null && !bash.includes(`_${config.bin}_autocomplete_with_ids`)) await writeFile(bashFile, `${bash}${bashIdCompletion(config.bin, commands)}`);
+  if (bash !== null && !bash.includes(`_${config.bin}_autocomplete_with_ids`))
+    await writeFile(bashFile, `${bash}${bashIdCompletion(config.bin, commands)}`);
   const zshFile = join(dir, 'zsh', `_${config.bin}`);
   const zsh = await readFile(zshFile, 'utf8').catch(() => null);
   if (zsh !== null) await writeFile(zshFile, patchZsh(zsh, config.bin, commands));

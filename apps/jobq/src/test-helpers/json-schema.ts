@@ -22,5 +22,8 @@ export function schemaValidator(name: string): ValidateFunction {
 export function schemaErrors(name: string, doc: unknown): string[] {
   const validate = schemaValidator(name);
   if (validate(doc)) return [];
-  return (validate.errors ?? []).map((e) => `${name}: ${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+  return (validate.errors ?? []).map(
+    (e) =>
+      `${name}: ${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+  );
 }

@@ -48,7 +48,8 @@ export async function startTestStorage(): Promise<TestStorage> {
 }
 
 /** A workflow of `a` then `b` (echo commands). */
-export const TWO_TASKS = 'name: two\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
+export const TWO_TASKS =
+  'name: two\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
 
 /** A root and three tasks of one layer (`fan-001` … `fan-003`). */
 export const FAN_OUT =
@@ -73,7 +74,9 @@ interface SasSdk {
  */
 export function sasConnectionString(azurite: LocalStorage): { connectionString: string; signature: string } {
   // The SDK as a dependency of @jobq/store-azure.
-  const sdk = createRequire(join(__dirname, '..', '..', '..', '..', 'packages', 'store-azure', 'package.json'))('@azure/storage-blob') as SasSdk;
+  const sdk = createRequire(join(__dirname, '..', '..', '..', '..', 'packages', 'store-azure', 'package.json'))(
+    '@azure/storage-blob',
+  ) as SasSdk;
   const sas = sdk.generateAccountSASQueryParameters(
     {
       expiresOn: new Date(Date.now() + 3_600_000),

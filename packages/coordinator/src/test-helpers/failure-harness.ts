@@ -1,6 +1,18 @@
 import { openStack, type Harness, type Stack, type StackOptions } from './stack';
 
-export { openTestQueue, useHarness, waitUntil, type CoordinatorPorts, type Harness, type QueueBackend, type Stack, type StackOptions, type TestQueue, type WorkerHandle, type WorkerProcess } from './stack';
+export {
+  openTestQueue,
+  useHarness,
+  waitUntil,
+  type CoordinatorPorts,
+  type Harness,
+  type QueueBackend,
+  type Stack,
+  type StackOptions,
+  type TestQueue,
+  type WorkerHandle,
+  type WorkerProcess,
+} from './stack';
 export { countRun, outcome, taskNameOf, wrapStore, WrappedQueue, type LeaseHook, type SaveHook } from './wrappers';
 
 // The coordinator's failure tests: the stack of ./stack (Azurite, real queues, real workers, every

@@ -3,7 +3,15 @@ import { isMergeNode, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jo
 import { decodeWorkflowTask, expandUpstreamRefs, type Completion, type WorkflowTaskInfo } from '@jobq/dag-core/wire';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
-import { Worker, cancelCheckFromStore, publishCompletion, type ProcessOutcome, type Processor, type TaskContext, type WorkerSummary } from '@jobq/worker';
+import {
+  Worker,
+  cancelCheckFromStore,
+  publishCompletion,
+  type ProcessOutcome,
+  type Processor,
+  type TaskContext,
+  type WorkerSummary,
+} from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type CoordinatorShard, type SubmitOptions } from '../index';
 import { taskNameOf, WrappedQueue } from './wrappers';
 
@@ -63,7 +71,9 @@ export const scriptedRun: SimulatedRun = async (task, { signal, clock }) => {
   };
   if (task.timeoutS === null) return steps();
   const limit = new AbortController();
-  const timedOut = clock.sleep(task.timeoutS * 1000, limit.signal).then((): SimulatedResult | null => (limit.signal.aborted ? null : { success: false, error: `timed out after ${task.timeoutS}s` }));
+  const timedOut = clock
+    .sleep(task.timeoutS * 1000, limit.signal)
+    .then((): SimulatedResult | null => (limit.signal.aborted ? null : { success: false, error: `timed out after ${task.timeoutS}s` }));
   try {
     const first = await Promise.race([steps(), timedOut]);
     return first ?? { stopped: true };
@@ -102,7 +112,15 @@ export class SimulatedWorkflowProcessor implements Processor {
     const info = decoded.value;
     const o = this.options;
     const finish = (success: boolean, outputRef: string | null, error: string | null, cancelled = false) =>
-      this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success, outputRef, error, ...(cancelled ? { cancelled } : {}) });
+      this.publish(context, {
+        workflowId: info.workflowId,
+        taskName: info.taskName,
+        attemptNo: info.attemptNo,
+        success,
+        outputRef,
+        error,
+        ...(cancelled ? { cancelled } : {}),
+      });
     if (isMergeNode(info.taskName, context.envelope.kwargs)) return finish(true, null, null);
     if (await o.isCancelled(info.workflowId)) return finish(false, null, 'workflow cancelled', true);
     if (context.signal.aborted) return { kind: 'leave', reason: `not started: ${String(context.signal.reason)}` };
@@ -126,7 +144,17 @@ export class SimulatedWorkflowProcessor implements Processor {
     })();
     let result: SimulatedResult;
     try {
-      result = await o.run({ workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, kwargs: info.userKwargs, upstream, timeoutS: info.timeoutS }, { signal: stop.signal, clock: o.clock });
+      result = await o.run(
+        {
+          workflowId: info.workflowId,
+          taskName: info.taskName,
+          attemptNo: info.attemptNo,
+          kwargs: info.userKwargs,
+          upstream,
+          timeoutS: info.timeoutS,
+        },
+        { signal: stop.signal, clock: o.clock },
+      );
     } finally {
       stop.abort('finished');
       context.signal.removeEventListener('abort', onAbort);
@@ -145,7 +173,14 @@ export class SimulatedWorkflowProcessor implements Processor {
     const decoded = decodeWorkflowTask(context.envelope.kwargs);
     if (!decoded.ok || decoded.value === null) return;
     const info = decoded.value;
-    await this.publish(context, { workflowId: info.workflowId, taskName: info.taskName, attemptNo: info.attemptNo, success: false, outputRef: null, error: reason });
+    await this.publish(context, {
+      workflowId: info.workflowId,
+      taskName: info.taskName,
+      attemptNo: info.attemptNo,
+      success: false,
+      outputRef: null,
+      error: reason,
+    });
   }
 
   private async upstreamOf(info: WorkflowTaskInfo): Promise<Record<string, string | null>> {
@@ -162,7 +197,10 @@ export class SimulatedWorkflowProcessor implements Processor {
       ...(context.trace === undefined ? {} : { trace: context.trace }),
     });
     if (sent.sent) return { kind: 'done' };
-    return { kind: 'leave', reason: `the completion of task "${completion.taskName}" could not be sent after ${sent.attempts} attempt(s): ${sent.error}; the message is left for redelivery` };
+    return {
+      kind: 'leave',
+      reason: `the completion of task "${completion.taskName}" could not be sent after ${sent.attempts} attempt(s): ${sent.error}; the message is left for redelivery`,
+    };
   }
 }
 
@@ -258,7 +296,11 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
   const outputs = new MemoryOutputStore({ outputsContainer: 'mem-outputs', workflowsContainer: 'mem-workflows' });
   // A purge deletes the overflow blobs with the runtime, as the Azure store deletes `upstream/{wf}/`.
   const store = new MemoryWorkflowStore({ stateBlobs: outputs });
-  const completions = new MemoryTaskQueue({ name: 'mem-workflow-completions', lockDurationInMs: options.completionLockInMs ?? 2_000, clock });
+  const completions = new MemoryTaskQueue({
+    name: 'mem-workflow-completions',
+    lockDurationInMs: options.completionLockInMs ?? 2_000,
+    clock,
+  });
   const taskQueue = new MemoryTaskQueue({ name: 'mem-default', lockDurationInMs: options.taskLockInMs ?? 2_000, clock });
   const logs: string[] = [];
   const workerLogs: string[] = [];
@@ -372,8 +414,29 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), withinMs);
   const runCount = (taskName: string, workflowId?: string) => {
     let n = 0;
-    for (const [key, count] of runs) if (workflowId === undefined ? key.endsWith(`/${taskName}`) : key === `${workflowId}/${taskName}`) n += count;
+    for (const [key, count] of runs)
+      if (workflowId === undefined ? key.endsWith(`/${taskName}`) : key === `${workflowId}/${taskName}`) n += count;
     return n;
   };
-  return { clock, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, runs, worker, newCoordinator, startWorker, submit, until, waitFor, run, runCount };
+  return {
+    clock,
+    store,
+    outputs,
+    completions,
+    taskQueue,
+    client,
+    coordinator,
+    logs,
+    workerLogs,
+    pushed,
+    runs,
+    worker,
+    newCoordinator,
+    startWorker,
+    submit,
+    until,
+    waitFor,
+    run,
+    runCount,
+  };
 }

@@ -63,7 +63,8 @@ class FakeLease implements CoordinatorLease {
 
   lose(why: string): void {
     this.stopTimer.abort();
-    if (!this.released && !this.lost.aborted) this.lostController.abort(new JobqError('lease-lost', `the lease of shard ${this.shard} was lost (${why}); stop writing`));
+    if (!this.released && !this.lost.aborted)
+      this.lostController.abort(new JobqError('lease-lost', `the lease of shard ${this.shard} was lost (${why}); stop writing`));
   }
 
   release(): Promise<void> {
@@ -183,7 +184,9 @@ export class FakeOwnership {
         const now = this.clock.now();
         const view: OwnershipView = {
           manifest: this.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 },
-          shards: this.shards.slice(0, this.manifest?.shards ?? 1).map((s, index) => ({ index, leased: s.lease?.held() ?? false, owner: s.owner, epoch: s.epoch })),
+          shards: this.shards
+            .slice(0, this.manifest?.shards ?? 1)
+            .map((s, index) => ({ index, leased: s.lease?.held() ?? false, owner: s.owner, epoch: s.epoch })),
           members: [...this.members].filter(([, at]) => now - at < MEMBER_LIVE_FOR_MS).map(([id, at]) => ({ id, lastSeen: new Date(at) })),
           serverTime: new Date(now),
         };
@@ -248,7 +251,10 @@ export function crashableClock(clock: Clock): { clock: Clock; crash(): void } {
   let crashed = false;
   const never = new Promise<void>(() => undefined);
   return {
-    clock: { now: () => clock.now(), sleep: (ms, signal) => (crashed ? never : clock.sleep(ms, signal).then(() => (crashed ? never : undefined))) },
+    clock: {
+      now: () => clock.now(),
+      sleep: (ms, signal) => (crashed ? never : clock.sleep(ms, signal).then(() => (crashed ? never : undefined))),
+    },
     crash: () => {
       crashed = true;
     },

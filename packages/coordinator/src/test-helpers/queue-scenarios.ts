@@ -5,7 +5,17 @@ import { join } from 'node:path';
 import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { decodeCoordinatorMessage, encodeEnvelope } from '@jobq/dag-core/wire';
 import { JobqError, type TaskQueue } from '@jobq/ports';
-import { countRun, failureStack, outcome, waitUntil, WrappedQueue, type Harness, type QueueBackend, type Stack, type StackOptions } from './failure-harness';
+import {
+  countRun,
+  failureStack,
+  outcome,
+  waitUntil,
+  WrappedQueue,
+  type Harness,
+  type QueueBackend,
+  type Stack,
+  type StackOptions,
+} from './failure-harness';
 
 // The end-to-end scenarios whose outcome depends on the queues: what travels in task messages and
 // completions, redelivery after a lock runs out, duplicates, dead-lettering and the message size
@@ -35,7 +45,11 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
   };
   /** The runs counted by `countRun` for each task, by task name. */
   const runsOf = async (s: Stack, tasks: readonly string[]): Promise<Record<string, number>> =>
-    Object.fromEntries(await Promise.all(tasks.map(async (t): Promise<[string, number]> => [t, (await linesOf(join(h.work, `runs-${s.prefix}-${t}`))).length])));
+    Object.fromEntries(
+      await Promise.all(
+        tasks.map(async (t): Promise<[string, number]> => [t, (await linesOf(join(h.work, `runs-${s.prefix}-${t}`))).length]),
+      ),
+    );
   const counted = (s: Stack, task: string) => countRun(join(h.work, `runs-${s.prefix}-${task}`));
 
   describe(`Coordinator and workers on ${backend === 'servicebus' ? 'Service Bus queues (in-process broker)' : 'Storage Queues (Azurite)'}`, () => {
@@ -69,7 +83,13 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       const s = await stack();
       const marker = join(h.work, `term-${s.prefix}`);
       const cmd = `if [ -f '${marker}' ]; then exit 0; fi; trap 'touch ${marker}; exit 143' TERM; sleep 30 & wait`;
-      const workflowId = await s.submit({ name: 'cancel-me', tasks: [{ name: 'long', kwargs: { cmd } }, { name: 'after', depends_on: ['long'], kwargs: { cmd: 'true' } }] });
+      const workflowId = await s.submit({
+        name: 'cancel-me',
+        tasks: [
+          { name: 'long', kwargs: { cmd } },
+          { name: 'after', depends_on: ['long'], kwargs: { cmd: 'true' } },
+        ],
+      });
       await s.waitFor(workflowId, (r) => r.tasks.long?.status === 'running');
       await new Promise((r) => setTimeout(r, 500)); // let the worker start the script
       expect(await s.client.cancel(workflowId)).toMatchObject({ requested: true });
@@ -88,7 +108,11 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       const notJob = encodeEnvelope({ id: 'x', kwargs: { something: 'else' }, numRetries: 0 });
       await s.completions.send({ body: 'this is not an envelope' });
       await s.completions.send({ body: notJob });
-      await waitUntil(() => s.coordinator.counters.poison >= 2, () => s.logs.join('\n'), 10_000);
+      await waitUntil(
+        () => s.coordinator.counters.poison >= 2,
+        () => s.logs.join('\n'),
+        10_000,
+      );
       await s.coordinator.stop();
       expect(await s.store.readCoordinatorStats()).toMatchObject({ poison: 2, saves: 0, completionsApplied: 0 });
       expect(await s.completions.approximateMessageCount()).toBe(0);
@@ -101,7 +125,11 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       if (backend === 'servicebus') {
         // The broker's own dead-letter queue, the reason in DeadLetterReason (read back into the bodies above).
         const stats = await brokerStats(s.completions.name);
-        expect({ deadLetter: stats.deadLetter, dispositions: stats.dispositions.deadLetter, auto: stats.autoDeadLetters.maxDeliveryCount }).toEqual({ deadLetter: 2, dispositions: 2, auto: 0 });
+        expect({
+          deadLetter: stats.deadLetter,
+          dispositions: stats.dispositions.deadLetter,
+          auto: stats.autoDeadLetters.maxDeliveryCount,
+        }).toEqual({ deadLetter: 2, dispositions: 2, auto: 0 });
       }
     });
 
@@ -118,7 +146,10 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
             await send();
           },
         });
-      const s = await stack({ coordinatorTasks: twice((n) => (duplicatedPushes += n)), workerCompletions: twice((n) => (duplicatedCompletions += n)) });
+      const s = await stack({
+        coordinatorTasks: twice((n) => (duplicatedPushes += n)),
+        workerCompletions: twice((n) => (duplicatedCompletions += n)),
+      });
       const runtime = await s.run({
         name: 'duplicates',
         tasks: [
@@ -131,7 +162,10 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       expect(duplicatedPushes).toBe(3);
       if (backend === 'servicebus') {
         // Duplicate detection (on the queues jobq creates) drops the second copies: each task runs once.
-        await waitUntil(async () => (await s.taskQueue.approximateMessageCount()) === 0, () => 'task messages left');
+        await waitUntil(
+          async () => (await s.taskQueue.approximateMessageCount()) === 0,
+          () => 'task messages left',
+        );
         expect(duplicatedCompletions).toBe(3);
         expect((await brokerStats(s.taskQueue.name)).dedupDrops).toBe(3);
         expect((await brokerStats(s.completions.name)).dedupDrops).toBe(3);
@@ -140,8 +174,14 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       } else {
         // Storage Queues deliver both copies: each task runs twice, and of its four completions one
         // is applied and three are ignored.
-        await waitUntil(async () => Object.values(await runsOf(s, tasks)).every((n) => n === 2), () => `runs ${JSON.stringify(s.workerLogs)}`);
-        await waitUntil(() => s.coordinator.counters.completionsIgnored === 9, () => `ignored ${s.coordinator.counters.completionsIgnored}\n${s.logs.join('\n')}`);
+        await waitUntil(
+          async () => Object.values(await runsOf(s, tasks)).every((n) => n === 2),
+          () => `runs ${JSON.stringify(s.workerLogs)}`,
+        );
+        await waitUntil(
+          () => s.coordinator.counters.completionsIgnored === 9,
+          () => `ignored ${s.coordinator.counters.completionsIgnored}\n${s.logs.join('\n')}`,
+        );
         expect(duplicatedCompletions).toBe(6);
         expect(s.coordinator.counters.completionsApplied).toBe(3);
       }
@@ -189,8 +229,17 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       const pidFile = join(h.work, `killed-${s.prefix}.pid`);
       // The first run records its process group and hangs; the run after the kill succeeds.
       const cmd = `${counted(s, 'a')}; if [ -f '${started}' ]; then ${out('{"v":1}')}; exit 0; fi; touch '${started}'; echo $$ > '${pidFile}'; sleep 30`;
-      const workflowId = await s.submit({ name: 'killed', tasks: [{ name: 'a', kwargs: { cmd } }, { name: 'b', depends_on: ['a'], kwargs: { cmd: counted(s, 'b') } }] });
-      await waitUntil(async () => (await linesOf(pidFile)).length === 1, () => `the task never started: ${child.lines.join('\n')}`);
+      const workflowId = await s.submit({
+        name: 'killed',
+        tasks: [
+          { name: 'a', kwargs: { cmd } },
+          { name: 'b', depends_on: ['a'], kwargs: { cmd: counted(s, 'b') } },
+        ],
+      });
+      await waitUntil(
+        async () => (await linesOf(pidFile)).length === 1,
+        () => `the task never started: ${child.lines.join('\n')}`,
+      );
       await child.kill();
       // The machine is gone with it: so is the task's process group.
       process.kill(-Number((await linesOf(pidFile))[0]), 'SIGKILL');
@@ -215,7 +264,10 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
         const names = Array.from({ length: parents }, (_, i) => `p${i}`);
         const runtime = await s.run({
           name,
-          tasks: [...names.map((n) => ({ name: n, kwargs: { cmd: parentCmd } })), { name: 'sink', depends_on: names, kwargs: { cmd: `cp "$JOBQ_WORKFLOW_UPSTREAM_REFS" '${refs}'` } }],
+          tasks: [
+            ...names.map((n) => ({ name: n, kwargs: { cmd: parentCmd } })),
+            { name: 'sink', depends_on: names, kwargs: { cmd: `cp "$JOBQ_WORKFLOW_UPSTREAM_REFS" '${refs}'` } },
+          ],
         });
         expect(runtime.status).toBe('completed');
         const upstream = JSON.parse(await readFile(refs, 'utf8')) as Record<string, string>;

@@ -10,7 +10,14 @@ import { openServiceBusQueue } from '@jobq/queue-servicebus';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { adminPolicy, startServiceBus, type ServiceBusEmulator } from '@jobq/servicebus-emulator';
 import { openOutputStore, openWorkflowStore, type AzureOutputStore, type AzureWorkflowStore } from '@jobq/store-azure';
-import { ShellProcessor, Worker, WorkflowProcessor, cancelCheckFromStore, type WorkerSummary, type WorkflowProcessorOptions } from '@jobq/worker';
+import {
+  ShellProcessor,
+  Worker,
+  WorkflowProcessor,
+  cancelCheckFromStore,
+  type WorkerSummary,
+  type WorkflowProcessorOptions,
+} from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
 import { taskNameOf, WrappedQueue } from './wrappers';
 
@@ -212,7 +219,8 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
   const connection = { connectionString: h.azurite.connectionString };
   const queues = options.queues ?? 'storage';
   const openQueue = (queueName: string, lockDurationInMs: number) => openTestQueue(h, queues, queueName, lockDurationInMs);
-  const lease = options.leaseRenewIntervalInMs === undefined ? {} : { leaseDurationInMs: 15_000, renewIntervalInMs: options.leaseRenewIntervalInMs };
+  const lease =
+    options.leaseRenewIntervalInMs === undefined ? {} : { leaseDurationInMs: 15_000, renewIntervalInMs: options.leaseRenewIntervalInMs };
   const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000, ...lease });
   h.dispose(() => store.deleteStorage());
   const outputs = await openOutputStore({ connection, prefix });
@@ -237,7 +245,11 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
           outputs,
           completions: workerCompletions,
           isCancelled: cancelCheckFromStore(store),
-          env: { ...process.env, JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`, JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString },
+          env: {
+            ...process.env,
+            JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${prefix}`,
+            JOBQ_STORAGE_CONNECTION_STRING: h.azurite.connectionString,
+          },
           killTimeoutInMs: 2_000,
           completionBackoff: { initialInMs: 20, maxInMs: 100 },
           completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
@@ -367,5 +379,24 @@ export async function openStack(h: Harness, options: StackOptions = {}): Promise
   };
   const run = async (definition: object, submitOptions: SubmitOptions = {}, timeoutInMs = 20_000) =>
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), timeoutInMs);
-  return { prefix, queues, store, outputs, completions, taskQueue, client, coordinator, logs, workerLogs, pushed, worker, newCoordinator, startWorker, spawnWorker, submit, run, waitFor };
+  return {
+    prefix,
+    queues,
+    store,
+    outputs,
+    completions,
+    taskQueue,
+    client,
+    coordinator,
+    logs,
+    workerLogs,
+    pushed,
+    worker,
+    newCoordinator,
+    startWorker,
+    spawnWorker,
+    submit,
+    run,
+    waitFor,
+  };
 }

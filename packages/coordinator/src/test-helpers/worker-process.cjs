@@ -42,7 +42,12 @@ async function main() {
         outputs,
         completions,
         isCancelled: cancelCheckFromStore(store),
-        env: { ...process.env, JOBQ_TEST_WORKER_CONFIG: '', JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${config.prefix}`, JOBQ_STORAGE_CONNECTION_STRING: config.storageConnectionString },
+        env: {
+          ...process.env,
+          JOBQ_TEST_WORKER_CONFIG: '',
+          JOBQ_WORKFLOW_PREFIX: `devstoreaccount1/${config.prefix}`,
+          JOBQ_STORAGE_CONNECTION_STRING: config.storageConnectionString,
+        },
         killTimeoutInMs: 2_000,
         completionBackoff: { initialInMs: 20, maxInMs: 100 },
         cancelPollIntervalInMs: 200,

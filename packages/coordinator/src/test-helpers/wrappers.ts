@@ -38,7 +38,9 @@ export class WrappedQueue implements TaskQueue {
     return this.inner.maxMessageBytes;
   }
   send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
-    const list: readonly OutgoingMessage[] = Array.isArray(messages) ? (messages as readonly OutgoingMessage[]) : [messages as OutgoingMessage];
+    const list: readonly OutgoingMessage[] = Array.isArray(messages)
+      ? (messages as readonly OutgoingMessage[])
+      : [messages as OutgoingMessage];
     const send = () => this.inner.send(messages, options);
     return this.hooks.send ? this.hooks.send(list, send) : send();
   }
@@ -74,13 +76,22 @@ export class WrappedQueue implements TaskQueue {
 }
 
 /** The hook of a {@link wrapStore}d `save`: call `save()` (or not) and return its result. */
-export type SaveHook = (runtime: WorkflowRuntime, etag: string, save: () => Promise<SaveResult>, options?: SaveOptions) => Promise<SaveResult>;
+export type SaveHook = (
+  runtime: WorkflowRuntime,
+  etag: string,
+  save: () => Promise<SaveResult>,
+  options?: SaveOptions,
+) => Promise<SaveResult>;
 
 /** The hook of a {@link wrapStore}d `acquireLease`: call `acquire()` (or not) and return a lease. */
 export type LeaseHook = (options: AcquireLeaseOptions | undefined, acquire: () => Promise<CoordinatorLease>) => Promise<CoordinatorLease>;
 
 /** The hook of a {@link wrapStore}d `writeTaskRows`: call `write()` (or not) and return its result. */
-export type TaskRowsHook = (runtime: WorkflowRuntime, names: readonly string[], write: () => Promise<TaskRowsResult>) => Promise<TaskRowsResult>;
+export type TaskRowsHook = (
+  runtime: WorkflowRuntime,
+  names: readonly string[],
+  write: () => Promise<TaskRowsResult>,
+) => Promise<TaskRowsResult>;
 
 /** The hook of a {@link wrapStore}d `writeIndexRow`: call `write()` (or not). */
 export type IndexRowHook = (runtime: WorkflowRuntime, write: () => Promise<void>) => Promise<void>;
@@ -100,8 +111,14 @@ export function wrapStore(
     load: (id, options) => store.load(id, options),
     save: (runtime, etag, options) =>
       hook ? hook(runtime, etag, () => store.save(runtime, etag, options), options) : store.save(runtime, etag, options),
-    writeTaskRows: (runtime, names, options) => (hooks.writeTaskRows ? hooks.writeTaskRows(runtime, names, () => store.writeTaskRows(runtime, names, options)) : store.writeTaskRows(runtime, names, options)),
-    writeIndexRow: (runtime, options) => (hooks.writeIndexRow ? hooks.writeIndexRow(runtime, () => store.writeIndexRow(runtime, options)) : store.writeIndexRow(runtime, options)),
+    writeTaskRows: (runtime, names, options) =>
+      hooks.writeTaskRows
+        ? hooks.writeTaskRows(runtime, names, () => store.writeTaskRows(runtime, names, options))
+        : store.writeTaskRows(runtime, names, options),
+    writeIndexRow: (runtime, options) =>
+      hooks.writeIndexRow
+        ? hooks.writeIndexRow(runtime, () => store.writeIndexRow(runtime, options))
+        : store.writeIndexRow(runtime, options),
     getWorkflow: (id, options) => store.getWorkflow(id, options),
     listWorkflows: (filter) => store.listWorkflows(filter),
     countWorkflows: (options) => store.countWorkflows(options),
@@ -113,7 +130,9 @@ export function wrapStore(
     requestRerun: (request, options) => store.requestRerun(request, options),
     listReruns: (filter) => store.listReruns(filter),
     clearRerun: (id, requestId, etag, options) =>
-      hooks.clearRerun ? hooks.clearRerun(id, requestId, () => store.clearRerun(id, requestId, etag, options)) : store.clearRerun(id, requestId, etag, options),
+      hooks.clearRerun
+        ? hooks.clearRerun(id, requestId, () => store.clearRerun(id, requestId, etag, options))
+        : store.clearRerun(id, requestId, etag, options),
     purge: (id, options) => store.purge(id, options),
     markCorrupt: (id, reason, at, options) => store.markCorrupt(id, reason, at, options),
     acquireLease: (options) => (leaseHook ? leaseHook(options, () => store.acquireLease(options)) : store.acquireLease(options)),

@@ -253,9 +253,7 @@ describe('compileCondition: syntax errors', () => {
   });
 
   it('says what was expected and what was found', () => {
-    expect(issuesOf('(inputs.a.x')[0]?.message).toBe(
-      "expected ')' to close '(' at column 1, found the end of the expression",
-    );
+    expect(issuesOf('(inputs.a.x')[0]?.message).toBe("expected ')' to close '(' at column 1, found the end of the expression");
     expect(issuesOf('inputs.a.x ==')[0]?.message).toBe('expected an expression, found the end of the expression');
   });
 
@@ -283,9 +281,7 @@ describe('compileCondition: syntax errors', () => {
     const atLimit = `inputs.a.x == "${'x'.repeat(MAX_CONDITION_LENGTH - 16)}"`;
     expect(atLimit).toHaveLength(MAX_CONDITION_LENGTH);
     expect(compileCondition(atLimit, DEPENDS_ON).ok).toBe(true);
-    expect(issuesOf(`${atLimit} `)).toEqual([
-      expect.objectContaining({ code: 'condition-syntax', column: MAX_CONDITION_LENGTH + 1 }),
-    ]);
+    expect(issuesOf(`${atLimit} `)).toEqual([expect.objectContaining({ code: 'condition-syntax', column: MAX_CONDITION_LENGTH + 1 })]);
   });
 
   it('handles long flat chains, which do not nest', () => {

@@ -10,7 +10,12 @@ const MARKER = '<!-- conditions-table:';
 
 // The scenario the document states above its table.
 const DEPENDS_ON = ['a', 'train-gpu', 'train-cpu', 'train-tpu'];
-const INPUTS = { a: { accuracy: 0.95, loss: 0.1, tags: ['gpu'], note: null }, 'train-gpu': null, 'train-cpu': { accuracy: 0.85 }, 'train-tpu': { accuracy: 0.95 } };
+const INPUTS = {
+  a: { accuracy: 0.95, loss: 0.1, tags: ['gpu'], note: null },
+  'train-gpu': null,
+  'train-cpu': { accuracy: 0.85 },
+  'train-tpu': { accuracy: 0.95 },
+};
 const STATUS = { a: 'completed', 'train-gpu': 'failed', 'train-cpu': 'completed', 'train-tpu': 'completed' };
 
 interface Row {

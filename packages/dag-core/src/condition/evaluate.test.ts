@@ -374,9 +374,7 @@ describe('aggregates', () => {
 
   it('evaluates every match, so an error is not hidden by an earlier deciding result', () => {
     const withError = { 't-a': { x: 1 }, 't-b': { x: 'b' }, 't-c': { x: 1 } };
-    expect(errorOf('any(inputs["t-*"].x > 0)', withError)).toBe(
-      'cannot compare str and int with > (column 21) in any() for "t-b"',
-    );
+    expect(errorOf('any(inputs["t-*"].x > 0)', withError)).toBe('cannot compare str and int with > (column 21) in any() for "t-b"');
     expect(run('all(inputs["t-*"].x < 0)', withError)).toMatchObject({ ok: false });
     expect(run('count(inputs["t-*"].x > 0) >= 0', withError)).toMatchObject({ ok: false });
   });

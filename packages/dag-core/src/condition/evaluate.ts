@@ -4,7 +4,19 @@
  */
 import type { Failed, Result } from '../result';
 import type { CompiledCondition } from './compile';
-import { explain, joinFacts, MAX_FACTS, NO_FACTS, oneFact, UNKNOWN, type Fact, type Facts, type NullOrigin, type Operand, type Truth } from './explain';
+import {
+  explain,
+  joinFacts,
+  MAX_FACTS,
+  NO_FACTS,
+  oneFact,
+  UNKNOWN,
+  type Fact,
+  type Facts,
+  type NullOrigin,
+  type Operand,
+  type Truth,
+} from './explain';
 import { matchingNames } from './glob';
 import type { AggregateNode, CompareNode, CompareOperator, ConditionNode, LogicalNode, ReferenceNode } from './parser';
 import { pythonCompare, pythonContains, pythonEquals, PythonNoneOrderingError, PythonTypeError, pythonType, truthy } from './python';
@@ -113,9 +125,7 @@ function evaluate(node: ConditionNode, scope: Scope): Outcome {
     case 'aggregate':
       return evaluateAggregate(node, scope);
     default:
-      throw new EvaluationError(
-        `invalid compiled condition: unknown node type ${JSON.stringify((node as { type?: unknown }).type)}`,
-      );
+      throw new EvaluationError(`invalid compiled condition: unknown node type ${JSON.stringify((node as { type?: unknown }).type)}`);
   }
 }
 

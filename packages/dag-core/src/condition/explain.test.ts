@@ -1,7 +1,14 @@
 // Skip reasons in words (docs/conditions.md): which references and comparisons decided, with
 // their values; missing fields with the fields present; one bounded line.
 import { describe, expect, it } from '@jest/globals';
-import { compileCondition, conditionSkipReason, evaluateCondition, MAX_SKIP_REASON_LENGTH, skipReasonKind, type ConditionEvaluation } from './index';
+import {
+  compileCondition,
+  conditionSkipReason,
+  evaluateCondition,
+  MAX_SKIP_REASON_LENGTH,
+  skipReasonKind,
+  type ConditionEvaluation,
+} from './index';
 
 function evaluation(
   expression: string,
@@ -14,7 +21,12 @@ function evaluation(
   return evaluateCondition(compiled.value, inputs, { parentStatus });
 }
 
-function reason(expression: string, dependsOn: readonly string[], inputs: Record<string, unknown>, parentStatus: Record<string, string> = {}): string | null {
+function reason(
+  expression: string,
+  dependsOn: readonly string[],
+  inputs: Record<string, unknown>,
+  parentStatus: Record<string, string> = {},
+): string | null {
   return conditionSkipReason(evaluation(expression, dependsOn, inputs, parentStatus));
 }
 
@@ -23,11 +35,23 @@ const HEADLINE = 'any(inputs["train-*"].accuracy > 0.9)';
 
 describe('skip reasons', () => {
   it('name each deciding reference with its value, and why a null is null', () => {
-    expect(reason(HEADLINE, TRAINERS, { 'train-gpu': null, 'train-cpu': { accuracy: 0.85 } }, { 'train-gpu': 'failed', 'train-cpu': 'completed' })).toBe(
-      'condition false: inputs["train-cpu"].accuracy = 0.85, not > 0.9; inputs["train-gpu"].accuracy is null (train-gpu failed)',
-    );
+    expect(
+      reason(
+        HEADLINE,
+        TRAINERS,
+        { 'train-gpu': null, 'train-cpu': { accuracy: 0.85 } },
+        { 'train-gpu': 'failed', 'train-cpu': 'completed' },
+      ),
+    ).toBe('condition false: inputs["train-cpu"].accuracy = 0.85, not > 0.9; inputs["train-gpu"].accuracy is null (train-gpu failed)');
     // One trainer failed, the other reached the bar: the task runs, no reason.
-    expect(reason(HEADLINE, TRAINERS, { 'train-gpu': null, 'train-cpu': { accuracy: 0.95 } }, { 'train-gpu': 'failed', 'train-cpu': 'completed' })).toBeNull();
+    expect(
+      reason(
+        HEADLINE,
+        TRAINERS,
+        { 'train-gpu': null, 'train-cpu': { accuracy: 0.95 } },
+        { 'train-gpu': 'failed', 'train-cpu': 'completed' },
+      ),
+    ).toBeNull();
   });
 
   it.each([
@@ -39,12 +63,14 @@ describe('skip reasons', () => {
     expect(reason('inputs.x.v > 1', ['x'], { x: null }, { x: status })).toBe(`condition false: inputs.x.v is null (${words})`);
   });
 
-  it('say a field is missing from a completed parent\'s output and list the fields it has', () => {
+  it("say a field is missing from a completed parent's output and list the fields it has", () => {
     const missing = evaluation('inputs.a.acc > 0.9', ['a'], { a: { accuracy: 0.95, loss: 0.1 } }, { a: 'completed' });
     expect(missing).toMatchObject({ ok: true, value: false, truth: 'unknown', missingField: true });
     expect(conditionSkipReason(missing)).toBe('condition false: output of "a" has no field "acc"; it has: accuracy, loss');
     // Also when the comparison is plain == (null == 1 is false).
-    expect(reason('inputs.a.acc == 1', ['a'], { a: { accuracy: 0.95 } })).toBe('condition false: output of "a" has no field "acc"; it has: accuracy');
+    expect(reason('inputs.a.acc == 1', ['a'], { a: { accuracy: 0.95 } })).toBe(
+      'condition false: output of "a" has no field "acc"; it has: accuracy',
+    );
     expect(reason('inputs.a.metrics.acc > 1', ['a'], { a: { metrics: { f1: 1, loss: 2 } } })).toBe(
       'condition false: inputs.a.metrics has no field "acc"; it has: f1, loss',
     );
@@ -60,7 +86,9 @@ describe('skip reasons', () => {
     expect(explicit).toMatchObject({ truth: 'unknown', missingField: false });
     expect(conditionSkipReason(explicit)).toBe('condition false: inputs.a.acc is null');
     expect(reason('inputs.a.m.acc > 1', ['a'], { a: { m: null } })).toBe('condition false: inputs.a.m.acc is null (inputs.a.m is null)');
-    expect(reason('inputs.a.l[5] > 1', ['a'], { a: { l: [1, 2] } })).toBe('condition false: inputs.a.l[5] is null (inputs.a.l has 2 items)');
+    expect(reason('inputs.a.l[5] > 1', ['a'], { a: { l: [1, 2] } })).toBe(
+      'condition false: inputs.a.l[5] is null (inputs.a.l has 2 items)',
+    );
   });
 
   it('explain false comparisons, bare values and aggregates', () => {
@@ -71,8 +99,12 @@ describe('skip reasons', () => {
     expect(reason('count(inputs["t-*"].ok) >= 2', ['t-a', 't-b'], { 't-a': { ok: true }, 't-b': { ok: false } })).toBe(
       'condition false: count(inputs["t-*"].ok) = 1, not >= 2',
     );
-    expect(reason('inputs.a.x > inputs.b.y', ['a', 'b'], { a: { x: 1 }, b: { y: 2 } })).toBe('condition false: inputs.a.x = 1, not > inputs.b.y (= 2)');
-    expect(reason('all(inputs["t-*"].ok)', ['t-a', 't-b'], { 't-a': { ok: true }, 't-b': { ok: false } })).toBe('condition false: inputs["t-b"].ok = false');
+    expect(reason('inputs.a.x > inputs.b.y', ['a', 'b'], { a: { x: 1 }, b: { y: 2 } })).toBe(
+      'condition false: inputs.a.x = 1, not > inputs.b.y (= 2)',
+    );
+    expect(reason('all(inputs["t-*"].ok)', ['t-a', 't-b'], { 't-a': { ok: true }, 't-b': { ok: false } })).toBe(
+      'condition false: inputs["t-b"].ok = false',
+    );
     expect(reason('not (inputs.a.x > 1)', ['a'], { a: { x: 3 } })).toBe('condition false: inputs.a.x = 3, > 1');
   });
 

@@ -36,9 +36,7 @@ export interface Operand {
 }
 
 /** Something that decided a result. */
-export type Fact =
-  | { kind: 'value'; operand: Operand }
-  | { kind: 'link'; op: CompareOperator; left: Operand; right: Operand; truth: Truth };
+export type Fact = { kind: 'value'; operand: Operand } | { kind: 'link'; op: CompareOperator; left: Operand; right: Operand; truth: Truth };
 
 /** A bounded list of facts: the first few kept, all of them counted. */
 export interface Facts {
@@ -155,7 +153,10 @@ function describeNull(operand: Operand, origin: NullOrigin, context: ExplainCont
       if (status === 'completed') {
         const first = node.path[0];
         if (first === undefined) return plain(`${whole} is null (${task} completed without an output)`);
-        return { text: `output of ${JSON.stringify(task)} has no field ${renderKey(first)}; ${task} completed without an output`, missingField: true };
+        return {
+          text: `output of ${JSON.stringify(task)} has no field ${renderKey(first)}; ${task} completed without an output`,
+          missingField: true,
+        };
       }
       const words = status === undefined ? undefined : STATUS_WORDS[status];
       return plain(`${whole} is null (${words === undefined ? `no output of ${task}` : `${task} ${words}`})`);

@@ -41,7 +41,10 @@ describe('fnmatch', () => {
 
   it('matches every name against itself when it holds no special characters', () => {
     fc.assert(
-      fc.property(fc.string().filter((s) => !/[*?[]/.test(s)), (name) => fnmatch(name, name)),
+      fc.property(
+        fc.string().filter((s) => !/[*?[]/.test(s)),
+        (name) => fnmatch(name, name),
+      ),
       { numRuns: 200 },
     );
   });

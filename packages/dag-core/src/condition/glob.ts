@@ -19,7 +19,10 @@ type GlobToken =
  * `[` or `[!` belongs to the set. Characters are Unicode code points, as in Python.
  */
 export function fnmatch(name: string, pattern: string): boolean {
-  return matchTokens(parseGlob(pattern), Array.from(name, (ch) => ch.codePointAt(0) ?? 0));
+  return matchTokens(
+    parseGlob(pattern),
+    Array.from(name, (ch) => ch.codePointAt(0) ?? 0),
+  );
 }
 
 /** Compares strings by UTF-16 code units, independently of locale. */
@@ -36,7 +39,13 @@ export function matchingNames(pattern: string, names: readonly string[]): string
   const tokens = parseGlob(pattern);
   const matches = new Set<string>();
   for (const name of names) {
-    if (matchTokens(tokens, Array.from(name, (ch) => ch.codePointAt(0) ?? 0))) matches.add(name);
+    if (
+      matchTokens(
+        tokens,
+        Array.from(name, (ch) => ch.codePointAt(0) ?? 0),
+      )
+    )
+      matches.add(name);
   }
   return [...matches].sort(compareCodeUnits);
 }

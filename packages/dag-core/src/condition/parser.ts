@@ -100,14 +100,7 @@ export interface AggregateNode {
 }
 
 /** A node of a compiled condition. Plain data: it survives `JSON.stringify`/`JSON.parse`. */
-export type ConditionNode =
-  | LiteralNode
-  | ListNode
-  | ReferenceNode
-  | NotNode
-  | LogicalNode
-  | CompareNode
-  | AggregateNode;
+export type ConditionNode = LiteralNode | ListNode | ReferenceNode | NotNode | LogicalNode | CompareNode | AggregateNode;
 
 /** Where the expression reads a task: an exact name or a glob pattern. */
 export interface ReferenceSite {
@@ -121,9 +114,7 @@ export interface ReferenceSite {
  * The outcome of {@link parseCondition}: a tree plus every reference and every disallowed
  * construct, or the first syntax error.
  */
-export type ParseResult =
-  | { ok: true; ast: ConditionNode; references: ReferenceSite[]; disallowed: Issue[] }
-  | { ok: false; issue: Issue };
+export type ParseResult = { ok: true; ast: ConditionNode; references: ReferenceSite[]; disallowed: Issue[] } | { ok: false; issue: Issue };
 
 const AGGREGATES: ReadonlySet<string> = new Set<AggregateFunction>(['all', 'any', 'count', 'almost_all']);
 const COMPARE_OPERATORS: ReadonlySet<string> = new Set(['==', '!=', '<', '<=', '>', '>=']);
@@ -137,14 +128,7 @@ const LITERAL_KEYWORDS: Readonly<Partial<Record<Keyword, LiteralValue>>> = {
 };
 
 // Python's binary operator levels between comparisons and unary operators, loosest first.
-const BINARY_LEVELS: readonly (readonly Operator[])[] = [
-  ['|'],
-  ['^'],
-  ['&'],
-  ['<<', '>>'],
-  ['+', '-'],
-  ['*', '/', '//', '%'],
-];
+const BINARY_LEVELS: readonly (readonly Operator[])[] = [['|'], ['^'], ['&'], ['<<', '>>'], ['+', '-'], ['*', '/', '//', '%']];
 const BITWISE_OPERATORS: ReadonlySet<string> = new Set(['|', '^', '&', '<<', '>>']);
 const BITWISE_HINTS: Readonly<Partial<Record<Operator, string>>> = { '|': 'or', '&': 'and' };
 const C_LOGICAL: Readonly<Record<'and' | 'or', Operator>> = { and: '&&', or: '||' };
@@ -454,10 +438,7 @@ class Parser {
       return `bitwise operator '${op}' is not allowed`;
     }
     // `inputs.train-a.score` parses as a subtraction: point at the spelling that works.
-    const hint =
-      op === '-' && left.type === 'reference'
-        ? '; a task name containing \'-\' must be written inputs["train-a"]'
-        : '';
+    const hint = op === '-' && left.type === 'reference' ? '; a task name containing \'-\' must be written inputs["train-a"]' : '';
     return `arithmetic operator '${op}' is not allowed${hint}`;
   }
 
@@ -552,10 +533,7 @@ class Parser {
     }
     if (index.key === undefined) {
       if (index.clean) {
-        this.disallow(
-          index.column,
-          'a subscript must be a string or integer literal, such as ["score"] or [-1]',
-        );
+        this.disallow(index.column, 'a subscript must be a string or integer literal, such as ["score"] or [-1]');
       }
       return this.placeholder(node.column);
     }
@@ -714,10 +692,7 @@ class Parser {
     if (this.isOp(next, '(')) {
       this.next();
       this.parseArguments();
-      this.disallow(
-        name.column,
-        `function calls are not allowed: ${name.text}() (only all(), any(), count() and almost_all())`,
-      );
+      this.disallow(name.column, `function calls are not allowed: ${name.text}() (only all(), any(), count() and almost_all())`);
       return this.placeholder(name.column);
     }
     this.disallow(

@@ -1,7 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import type { Result } from '../result';
-import { compileCondition, conditionSkipReason, evaluateCondition, MAX_SKIP_REASON_LENGTH, type CompiledCondition, type ConditionEvaluation, type ConditionTruth } from './index';
+import {
+  compileCondition,
+  conditionSkipReason,
+  evaluateCondition,
+  MAX_SKIP_REASON_LENGTH,
+  type CompiledCondition,
+  type ConditionEvaluation,
+  type ConditionTruth,
+} from './index';
 import { pythonContains, pythonEquals } from './python';
 import { evaluateTwoValued } from './test-helpers/two-valued';
 
@@ -65,13 +73,87 @@ const output = fc.oneof(
 const inputsArbitrary = fc.dictionary(fc.constantFrom(...DEPENDS_ON), output);
 
 const TOKENS = [
-  'inputs', 'inputs.a', 'inputs.b.x', 'inputs.zz', 'inputs["t-*"]', 'inputs["prep/*"]', 'inputs.*',
-  '.', '.x', '.ok', '.*', '[0]', '[-1]', '["x"]', '[', ']', '(', ')', ',', ':', '{', '}',
-  '0', '1', '-1', '2.5', '.5', '1e3', '"x"', "'t-*'", '"inputs.*"', '"', "'", '\\',
-  'True', 'False', 'None', 'true', 'false', 'null',
-  'and', 'or', 'not', 'in', 'is', 'if', 'else', 'lambda', 'for',
-  '==', '!=', '<', '<=', '>', '>=', '+', '-', '*', '/', '//', '%', '**', '&', '|', '^', '~', '<<', '>>', ':=', '=',
-  'all', 'any', 'count', 'almost_all', 'len', 'x', '$', '@', ';', '\n', '😀',
+  'inputs',
+  'inputs.a',
+  'inputs.b.x',
+  'inputs.zz',
+  'inputs["t-*"]',
+  'inputs["prep/*"]',
+  'inputs.*',
+  '.',
+  '.x',
+  '.ok',
+  '.*',
+  '[0]',
+  '[-1]',
+  '["x"]',
+  '[',
+  ']',
+  '(',
+  ')',
+  ',',
+  ':',
+  '{',
+  '}',
+  '0',
+  '1',
+  '-1',
+  '2.5',
+  '.5',
+  '1e3',
+  '"x"',
+  "'t-*'",
+  '"inputs.*"',
+  '"',
+  "'",
+  '\\',
+  'True',
+  'False',
+  'None',
+  'true',
+  'false',
+  'null',
+  'and',
+  'or',
+  'not',
+  'in',
+  'is',
+  'if',
+  'else',
+  'lambda',
+  'for',
+  '==',
+  '!=',
+  '<',
+  '<=',
+  '>',
+  '>=',
+  '+',
+  '-',
+  '*',
+  '/',
+  '//',
+  '%',
+  '**',
+  '&',
+  '|',
+  '^',
+  '~',
+  '<<',
+  '>>',
+  ':=',
+  '=',
+  'all',
+  'any',
+  'count',
+  'almost_all',
+  'len',
+  'x',
+  '$',
+  '@',
+  ';',
+  '\n',
+  '😀',
 ];
 const tokenSoup = fc
   .tuple(fc.array(fc.constantFrom(...TOKENS), { maxLength: 30 }), fc.constantFrom('', ' '))
@@ -96,13 +178,7 @@ const literal = fc.oneof(
 );
 const compareOperator = fc.constantFrom('==', '!=', '<', '<=', '>', '>=', 'in', 'not in');
 const aggregate = fc
-  .tuple(
-    fc.constantFrom('all', 'any', 'count', 'almost_all'),
-    globReference,
-    compareOperator,
-    fc.oneof(literal, reference),
-    fc.nat(3),
-  )
+  .tuple(fc.constantFrom('all', 'any', 'count', 'almost_all'), globReference, compareOperator, fc.oneof(literal, reference), fc.nat(3))
   .map(([fn, glob, op, right, k]) => {
     const argument = `${glob} ${op} ${right}`;
     return fn === 'almost_all' ? `almost_all(${argument}, ${k})` : `${fn}(${argument})`;
@@ -115,9 +191,7 @@ const { expression } = fc.letrec<{ expression: string }>((tie) => ({
     literal,
     aggregate,
     tie('expression').map((e) => `not (${e})`),
-    fc
-      .tuple(tie('expression'), fc.constantFrom('and', 'or'), tie('expression'))
-      .map(([a, op, b]) => `(${a}) ${op} (${b})`),
+    fc.tuple(tie('expression'), fc.constantFrom('and', 'or'), tie('expression')).map(([a, op, b]) => `(${a}) ${op} (${b})`),
     fc
       .tuple(tie('expression'), fc.array(fc.tuple(compareOperator, tie('expression')), { minLength: 1, maxLength: 2 }))
       .map(([first, rest]) => [`(${first})`, ...rest.map(([op, e]) => `${op} (${e})`)].join(' ')),
@@ -329,7 +403,13 @@ const nonNullLiteral = fc.oneof(
   fc.constantFrom('True', 'False', '[]', '()', '[1, "x"]', '(0,)', '"k"'),
 );
 const nonNullAggregate = fc
-  .tuple(fc.constantFrom('all', 'any', 'count', 'almost_all'), nonNullPath, compareOperator, fc.oneof(nonNullLiteral, nonNullReference), fc.nat(2))
+  .tuple(
+    fc.constantFrom('all', 'any', 'count', 'almost_all'),
+    nonNullPath,
+    compareOperator,
+    fc.oneof(nonNullLiteral, nonNullReference),
+    fc.nat(2),
+  )
   .map(([fn, rest, op, right, k]) => {
     const argument = `inputs["t-*"]${rest} ${op} ${right}`;
     return fn === 'almost_all' ? `almost_all(${argument}, ${k})` : `${fn}(${argument})`;
@@ -351,14 +431,18 @@ const { nonNull } = fc.letrec<{ nonNull: string }>((tie) => ({
 describe('without nulls', () => {
   it('gives exactly the two-valued result: the same truth, or the same error', () => {
     fc.assert(
-      fc.property(fc.tuple(nonNull, fc.constantFrom('and', 'or'), nonNullReference).map(([e, op, ref]) => `(${e}) ${op} ${ref}`), nonNullInputs, (source, inputs) => {
-        const compiled = compileCondition(source, NON_NULL_DEPS);
-        if (!compiled.ok) throw new Error(`generated condition did not compile: ${source}`);
-        const before = evaluateTwoValued(compiled.value, inputs);
-        const now = evaluateCondition(compiled.value, inputs);
-        if (before.ok) expect(now).toMatchObject({ ok: true, truth: before.value, value: before.value });
-        else expect(now).toEqual(before);
-      }),
+      fc.property(
+        fc.tuple(nonNull, fc.constantFrom('and', 'or'), nonNullReference).map(([e, op, ref]) => `(${e}) ${op} ${ref}`),
+        nonNullInputs,
+        (source, inputs) => {
+          const compiled = compileCondition(source, NON_NULL_DEPS);
+          if (!compiled.ok) throw new Error(`generated condition did not compile: ${source}`);
+          const before = evaluateTwoValued(compiled.value, inputs);
+          const now = evaluateCondition(compiled.value, inputs);
+          if (before.ok) expect(now).toMatchObject({ ok: true, truth: before.value, value: before.value });
+          else expect(now).toEqual(before);
+        },
+      ),
       { numRuns: 1000 },
     );
   });

@@ -106,9 +106,7 @@ export function pythonEquals(a: unknown, b: unknown, depth = 0): boolean {
     case 'dict': {
       const keysA = Object.keys(a as object);
       if (keysA.length !== Object.keys(b as object).length) return false;
-      return keysA.every(
-        (key) => Object.hasOwn(b as object, key) && pythonEquals(dictGet(a, key), dictGet(b, key), depth + 1),
-      );
+      return keysA.every((key) => Object.hasOwn(b as object, key) && pythonEquals(dictGet(a, key), dictGet(b, key), depth + 1));
     }
     default:
       return a === b;

@@ -41,14 +41,26 @@ describe('not', () => {
 
 describe('and / or (Kleene)', () => {
   const AND: Record<string, ConditionTruth> = {
-    TT: true, TF: false, TU: 'unknown',
-    FT: false, FF: false, FU: false,
-    UT: 'unknown', UF: false, UU: 'unknown',
+    TT: true,
+    TF: false,
+    TU: 'unknown',
+    FT: false,
+    FF: false,
+    FU: false,
+    UT: 'unknown',
+    UF: false,
+    UU: 'unknown',
   };
   const OR: Record<string, ConditionTruth> = {
-    TT: true, TF: true, TU: true,
-    FT: true, FF: false, FU: 'unknown',
-    UT: true, UF: 'unknown', UU: 'unknown',
+    TT: true,
+    TF: true,
+    TU: true,
+    FT: true,
+    FF: false,
+    FU: 'unknown',
+    UT: true,
+    UF: 'unknown',
+    UU: 'unknown',
   };
   it.each(Object.keys(AND))('%s', (pair) => {
     const [x, y] = [pair[0] as 'T' | 'F' | 'U', pair[1] as 'T' | 'F' | 'U'];
@@ -179,7 +191,9 @@ describe('aggregates over true (T), false (F) and unknown (U) elements', () => {
     // The README example: one trainer failed, the other reached the bar.
     expect(outcome('any(inputs["t-*"].accuracy > 0.9)', { 't-a': null, 't-b': { accuracy: 0.95 } })).toBe(true);
     expect(outcome('any(inputs["t-*"].accuracy > 0.9)', { 't-a': null, 't-b': { accuracy: 0.85 } })).toBe('unknown');
-    expect(outcome('all(inputs["t-*"].accuracy > 0.9)', { 't-a': null, 't-b': { accuracy: 0.95 }, 't-c': { accuracy: 0.95 } })).toBe('unknown');
+    expect(outcome('all(inputs["t-*"].accuracy > 0.9)', { 't-a': null, 't-b': { accuracy: 0.95 }, 't-c': { accuracy: 0.95 } })).toBe(
+      'unknown',
+    );
   });
 
   it('an error in any element stays an error, whatever the others', () => {

@@ -44,7 +44,21 @@ describe('tokenize', () => {
 
   it('prefers the longest operator', () => {
     expect(kindsAndValues('** // << >> <= >= == != := * / < > =').map(([, value]) => value)).toEqual([
-      '**', '//', '<<', '>>', '<=', '>=', '==', '!=', ':=', '*', '/', '<', '>', '=', '',
+      '**',
+      '//',
+      '<<',
+      '>>',
+      '<=',
+      '>=',
+      '==',
+      '!=',
+      ':=',
+      '*',
+      '/',
+      '<',
+      '>',
+      '=',
+      '',
     ]);
   });
 
@@ -52,7 +66,14 @@ describe('tokenize', () => {
     const numbers = tokens('12 1.5 1e-3 .5 2. 1E3 0 00').filter((token) => token.kind === 'number');
     expect(numbers.map((token) => token.value)).toEqual([12, 1.5, 0.001, 0.5, 2, 1000, 0, 0]);
     expect(numbers.map((token) => (token.kind === 'number' ? token.integer : undefined))).toEqual([
-      true, false, false, false, false, false, true, true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
     ]);
   });
 
@@ -63,7 +84,9 @@ describe('tokenize', () => {
 
   it('decodes single- and double-quoted strings with backslash escapes', () => {
     const values = (source: string): unknown[] =>
-      tokens(source).filter((token) => token.kind === 'string').map((token) => token.value);
+      tokens(source)
+        .filter((token) => token.kind === 'string')
+        .map((token) => token.value);
     expect(values(`'a"b' "a'b" "q\\"q" 'q\\'q'`)).toEqual(['a"b', "a'b", 'q"q', "q'q"]);
     expect(values('"\\n\\t\\r\\\\\\0\\x41\\u00e9\\U0001F600\\101"')).toEqual(['\n\t\r\\\0Aé😀A']);
     // Unknown escapes are kept verbatim, as in Python.

@@ -15,7 +15,8 @@ function fixture(name: string): string {
 }
 
 function valid(result: Result<WorkflowDefinition>): WorkflowDefinition {
-  if (!result.ok) throw new Error(`expected a valid definition, got:\n${result.issues.map((i) => `${i.path}: ${i.code}: ${i.message}`).join('\n')}`);
+  if (!result.ok)
+    throw new Error(`expected a valid definition, got:\n${result.issues.map((i) => `${i.path}: ${i.code}: ${i.message}`).join('\n')}`);
   return result.value;
 }
 
@@ -28,7 +29,8 @@ const task = (name: string, extra: Record<string, unknown> = {}) => ({ name, kwa
 const workflow = (tasks: unknown[], extra: Record<string, unknown> = {}) => ({ name: 'w', ...extra, tasks });
 
 describe('matrix tasks', () => {
-  const sweep = () => valid(parseWorkflow(fixture('matrix-params.yaml'), { filename: 'matrix-params.yaml', params: { text: { epochs: '5' } } }));
+  const sweep = () =>
+    valid(parseWorkflow(fixture('matrix-params.yaml'), { filename: 'matrix-params.yaml', params: { text: { epochs: '5' } } }));
 
   it('make one task per combination, first axis slowest, excludes left out and includes added, with readable names', () => {
     expect(sweep().tasks.map((t) => t.name)).toEqual([
@@ -80,7 +82,13 @@ describe('matrix tasks', () => {
             matrix: {
               fruit: ['apple', 'pear'],
               animal: ['cat', 'dog'],
-              include: [{ color: 'green' }, { color: 'pink', animal: 'cat' }, { fruit: 'apple', shape: 'circle' }, { fruit: 'banana' }, { fruit: 'banana', animal: 'cat' }],
+              include: [
+                { color: 'green' },
+                { color: 'pink', animal: 'cat' },
+                { fruit: 'apple', shape: 'circle' },
+                { fruit: 'banana' },
+                { fruit: 'banana', animal: 'cat' },
+              ],
             },
           }),
         ]),
@@ -97,7 +105,9 @@ describe('matrix tasks', () => {
   });
 
   it('write string values so that a name holds no glob character, "/", "," or "=" and two values never read the same', () => {
-    const definition = valid(validateWorkflow(workflow([task('t', { matrix: { v: ['a*b', 'c?[d]', 's3://x/y', 'k=v,w', 'x y', '100%', 'ü'] } })])));
+    const definition = valid(
+      validateWorkflow(workflow([task('t', { matrix: { v: ['a*b', 'c?[d]', 's3://x/y', 'k=v,w', 'x y', '100%', 'ü'] } })])),
+    );
     expect(definition.tasks.map((t) => t.name)).toEqual([
       't(v=a%2Ab)',
       't(v=c%3F%5Bd%5D)',
@@ -135,12 +145,34 @@ describe('matrix tasks', () => {
   });
 
   it(`refuse more than 256 tasks, and names that clash`, () => {
-    const big = issuesOf(validateWorkflow(workflow([task('t', { matrix: { a: Array.from({ length: 17 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => i) } })])));
-    expect(big).toEqual([{ code: 'matrix-too-large', path: 'tasks[0].matrix', message: 'the matrix of task "t" makes 272 tasks (17 × 16); a matrix makes at most 256' }]);
-    const huge = issuesOf(validateWorkflow(workflow([task('t', { matrix: { a: Array.from({ length: 300 }, (_, i) => i), b: Array.from({ length: 300 }, (_, i) => i) } })])));
+    const big = issuesOf(
+      validateWorkflow(
+        workflow([task('t', { matrix: { a: Array.from({ length: 17 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => i) } })]),
+      ),
+    );
+    expect(big).toEqual([
+      {
+        code: 'matrix-too-large',
+        path: 'tasks[0].matrix',
+        message: 'the matrix of task "t" makes 272 tasks (17 × 16); a matrix makes at most 256',
+      },
+    ]);
+    const huge = issuesOf(
+      validateWorkflow(
+        workflow([task('t', { matrix: { a: Array.from({ length: 300 }, (_, i) => i), b: Array.from({ length: 300 }, (_, i) => i) } })]),
+      ),
+    );
     expect(huge[0]?.message).toBe('the matrix of task "t" has 300 × 300 = 90000 combinations; a matrix makes at most 256 tasks');
     // Excluding enough brings a product over the limit under it.
-    expect(validateWorkflow(workflow([task('t', { matrix: { a: Array.from({ length: 17 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => i), exclude: [{ a: 0 }] } })])).ok).toBe(true);
+    expect(
+      validateWorkflow(
+        workflow([
+          task('t', {
+            matrix: { a: Array.from({ length: 17 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => i), exclude: [{ a: 0 }] },
+          }),
+        ]),
+      ).ok,
+    ).toBe(true);
     const clash = issuesOf(validateWorkflow(workflow([task('t', { matrix: { v: [1, '1'] } })])));
     expect(clash.map((i) => [i.code, i.path])).toEqual([['bad-matrix', 'tasks[0].matrix']]);
     expect(clash[0]?.message).toContain('make the task "t(v=1)"');
@@ -154,12 +186,17 @@ describe('matrix tasks', () => {
   });
 
   it('say how to read a matrix task in a condition that names it', () => {
-    const issues = issuesOf(validateWorkflow(workflow([task('train', { matrix: { n: [1, 2] } }), task('c', { depends_on: ['train'], condition: 'inputs.train.ok' })])));
+    const issues = issuesOf(
+      validateWorkflow(
+        workflow([task('train', { matrix: { n: [1, 2] } }), task('c', { depends_on: ['train'], condition: 'inputs.train.ok' })]),
+      ),
+    );
     expect(issues).toEqual([
       {
         code: 'condition-unknown-input',
         path: 'tasks[1].condition',
-        message: '"train" is a matrix task (2 tasks): read them with a glob inside an aggregate, e.g. any(inputs["train(*"].accuracy > 0.9) (column 8 of the condition)',
+        message:
+          '"train" is a matrix task (2 tasks): read them with a glob inside an aggregate, e.g. any(inputs["train(*"].accuracy > 0.9) (column 8 of the condition)',
       },
     ]);
   });
@@ -179,20 +216,32 @@ describe('parameters', () => {
   it('take their defaults, then the params file, then --param, each read as its type', () => {
     const declared = { s: 'x', n: 0.5, i: { type: 'integer', default: 1 }, b: false, r: { type: 'number' } };
     const overrides: ParamOverrides = { values: { s: 'from file', i: 7, r: 2 }, text: { i: '-3', b: 'true', r: '1e-4' } };
-    expect(valid(validateWorkflow(params(declared), { params: overrides })).params).toEqual({ s: 'from file', n: 0.5, i: -3, b: true, r: 0.0001 });
+    expect(valid(validateWorkflow(params(declared), { params: overrides })).params).toEqual({
+      s: 'from file',
+      n: 0.5,
+      i: -3,
+      b: true,
+      r: 0.0001,
+    });
   });
 
   it('are substituted into kwargs, queues and default_queue as text, and reach every task as JOBQ_PARAM_*', () => {
     const definition = valid(
       validateWorkflow(
-        workflow([task('a', { queue: 'q-${{ params.pool }}', kwargs: { cmd: 'run ${{params.n}}', args: ['--n', '${{ params.n }}'] } }), task('b')], {
-          params: { pool: 'gpu', n: 3 },
-          default_queue: 'd-${{ params.pool }}',
-        }),
+        workflow(
+          [task('a', { queue: 'q-${{ params.pool }}', kwargs: { cmd: 'run ${{params.n}}', args: ['--n', '${{ params.n }}'] } }), task('b')],
+          {
+            params: { pool: 'gpu', n: 3 },
+            default_queue: 'd-${{ params.pool }}',
+          },
+        ),
       ),
     );
     expect(definition.defaultQueue).toBe('d-gpu');
-    expect(definition.tasks[0]).toMatchObject({ queue: 'q-gpu', kwargs: { cmd: 'run 3', args: ['--n', '3'], env: { JOBQ_PARAM_POOL: 'gpu', JOBQ_PARAM_N: '3' } } });
+    expect(definition.tasks[0]).toMatchObject({
+      queue: 'q-gpu',
+      kwargs: { cmd: 'run 3', args: ['--n', '3'], env: { JOBQ_PARAM_POOL: 'gpu', JOBQ_PARAM_N: '3' } },
+    });
     expect(definition.tasks[1]?.kwargs).toEqual({ cmd: 'true', env: { JOBQ_PARAM_POOL: 'gpu', JOBQ_PARAM_N: '3' } });
   });
 
@@ -203,7 +252,15 @@ describe('parameters', () => {
 
   it('enter a condition as a typed literal, never as code', () => {
     const tricky = "0.9' or True or '";
-    const result = validateWorkflow(params({ mode: 'fast', bar: 0.9, on: true, tricky }, [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.a.m == ${{ params.tricky }} or (inputs.a.on == ${{ params.on }} and inputs.a.x > ${{ params.bar }})' })]));
+    const result = validateWorkflow(
+      params({ mode: 'fast', bar: 0.9, on: true, tricky }, [
+        task('a'),
+        task('b', {
+          depends_on: ['a'],
+          condition: 'inputs.a.m == ${{ params.tricky }} or (inputs.a.on == ${{ params.on }} and inputs.a.x > ${{ params.bar }})',
+        }),
+      ]),
+    );
     const b = valid(result).tasks[1]!;
     expect(b.condition).toBe("inputs.a.m == '0.9\\' or True or \\'' or (inputs.a.on == True and inputs.a.x > 0.9)");
     const compiled = compileCondition(b.condition!, ['a']);
@@ -213,7 +270,9 @@ describe('parameters', () => {
   });
 
   it('round-trip: the resolved definition validates to itself, and survives the stored form', () => {
-    const definition = valid(parseWorkflow(fixture('matrix-params.yaml'), { filename: 'matrix-params.yaml', params: { text: { epochs: '5', threshold: '0.8' } } }));
+    const definition = valid(
+      parseWorkflow(fixture('matrix-params.yaml'), { filename: 'matrix-params.yaml', params: { text: { epochs: '5', threshold: '0.8' } } }),
+    );
     expect(valid(validateWorkflow(toRawDefinition(definition)))).toEqual(definition);
     expect(decodeDefinition(encodeDefinition(definition))).toEqual(definition);
     expect(definition.params).toEqual({ data: 's3://bucket/data', threshold: 0.8, epochs: 5, queue: 'cpu' });
@@ -229,7 +288,9 @@ describe('parameters', () => {
 
   it('refuse an override of an undeclared parameter, a value not of its type, and a missing one', () => {
     const declared = { n: { type: 'integer' }, b: true, s: 'x' };
-    const issues = issuesOf(validateWorkflow(params(declared), { params: { text: { nope: '1', b: 'yes' }, values: { s: 3, other: 1 }, valuesSource: 'p.yaml' } }));
+    const issues = issuesOf(
+      validateWorkflow(params(declared), { params: { text: { nope: '1', b: 'yes' }, values: { s: 3, other: 1 }, valuesSource: 'p.yaml' } }),
+    );
     expect(issues.map((i) => [i.code, i.path, i.message])).toEqual([
       ['bad-param', 'params.s', 'p.yaml: parameter "s" must be a string, got the number 3'],
       ['unknown-param', 'params', 'p.yaml: the workflow has no parameter "other" (its parameters: n, b, s)'],
@@ -240,7 +301,11 @@ describe('parameters', () => {
   });
 
   it('refuse declarations that are not scalars or the long form, and names that clash as variables', () => {
-    const issues = issuesOf(validateWorkflow(params({ l: [1], o: { typ: 'x' }, t: { type: 'float' }, d: { type: 'integer', default: 1.5 }, '1x': 1, ab: 1, AB: 2, z: 'a${{b' })));
+    const issues = issuesOf(
+      validateWorkflow(
+        params({ l: [1], o: { typ: 'x' }, t: { type: 'float' }, d: { type: 'integer', default: 1.5 }, '1x': 1, ab: 1, AB: 2, z: 'a${{b' }),
+      ),
+    );
     expect(issues.map((i) => [i.code, i.path])).toEqual([
       ['bad-param', 'params.l'],
       ['bad-param', 'params.o.typ'],
@@ -256,7 +321,9 @@ describe('parameters', () => {
 
 describe('references and their diagnostics', () => {
   it('report each problem with its file, line and column', () => {
-    const issues = issuesOf(parseWorkflow(fixture('matrix-params-bad.yaml'), { filename: 'matrix-params-bad.yaml', params: { text: { nope: '1' } } }));
+    const issues = issuesOf(
+      parseWorkflow(fixture('matrix-params-bad.yaml'), { filename: 'matrix-params-bad.yaml', params: { text: { nope: '1' } } }),
+    );
     expect(issues.map((i) => [i.code, i.path, i.line, i.column])).toEqual([
       ['bad-param', 'params.mode', 5, 9],
       ['unknown-param', 'params', 2, 1],
@@ -272,21 +339,37 @@ describe('references and their diagnostics', () => {
     const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
     expect(byPath['tasks[0].matrix.seed']).toBe('matrix axis "seed" is empty: it would give no task at all');
     expect(byPath['tasks[0].matrix.opt[1]']).toBe('matrix axis "opt", value 2: must be a string, a number or a boolean, got an object');
-    expect(byPath['tasks[0].kwargs.cmd']).toBe('kwargs.cmd: ${{ params.lrr }}: the workflow has no parameter "lrr" (its parameters: lr, data, mode) (column 12 of the value)');
+    expect(byPath['tasks[0].kwargs.cmd']).toBe(
+      'kwargs.cmd: ${{ params.lrr }}: the workflow has no parameter "lrr" (its parameters: lr, data, mode) (column 12 of the value)',
+    );
     expect(byPath['tasks[2].queue']).toBe('queue: ${{ matrix.x }}: task "plain" has no matrix (column 3 of the value)');
   });
 
   it('name an unknown matrix key with the keys there are', () => {
-    const issues = issuesOf(validateWorkflow(workflow([task('t', { matrix: { lr: [1], seed: [2] }, kwargs: { cmd: 'x ${{ matrix.rl }}' } })])));
-    expect(issues.map((i) => i.message)).toEqual(['kwargs.cmd: ${{ matrix.rl }}: the matrix of task "t" has no key "rl" (its keys: lr, seed) (column 3 of the value)']);
+    const issues = issuesOf(
+      validateWorkflow(workflow([task('t', { matrix: { lr: [1], seed: [2] }, kwargs: { cmd: 'x ${{ matrix.rl }}' } })])),
+    );
+    expect(issues.map((i) => i.message)).toEqual([
+      'kwargs.cmd: ${{ matrix.rl }}: the matrix of task "t" has no key "rl" (its keys: lr, seed) (column 3 of the value)',
+    ]);
   });
 });
 
 describe('parseParamsFile', () => {
   it('reads a YAML or JSON object of values, and says where it is not one', () => {
-    expect(parseParamsFile('lr: 0.1\nname: x\n', { filename: 'p.yaml' })).toEqual({ ok: true, value: { lr: 0.1, name: 'x' }, warnings: [] });
+    expect(parseParamsFile('lr: 0.1\nname: x\n', { filename: 'p.yaml' })).toEqual({
+      ok: true,
+      value: { lr: 0.1, name: 'x' },
+      warnings: [],
+    });
     expect(parseParamsFile('{"lr": 0.1}', { filename: 'p.json' })).toMatchObject({ ok: true, value: { lr: 0.1 } });
-    expect(parseParamsFile('- 1\n', { filename: 'p.yaml' })).toMatchObject({ ok: false, issues: [{ code: 'not-an-object', line: 1, column: 1 }] });
-    expect(parseParamsFile('a: 1\na: 2\n', { filename: 'p.yaml' })).toMatchObject({ ok: false, issues: [{ code: 'syntax', line: 2, column: 1 }] });
+    expect(parseParamsFile('- 1\n', { filename: 'p.yaml' })).toMatchObject({
+      ok: false,
+      issues: [{ code: 'not-an-object', line: 1, column: 1 }],
+    });
+    expect(parseParamsFile('a: 1\na: 2\n', { filename: 'p.yaml' })).toMatchObject({
+      ok: false,
+      issues: [{ code: 'syntax', line: 2, column: 1 }],
+    });
   });
 });

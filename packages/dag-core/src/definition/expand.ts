@@ -77,7 +77,12 @@ class Expander {
   }
 
   /** What one reference reads in `scope`, as text for `place`; undefined when it cannot be read (reported). */
-  private resolve(site: Extract<ReferenceSite, { ok: true }>, scope: Scope, place: Place, problem: (message: string, hint?: string) => void): string | undefined {
+  private resolve(
+    site: Extract<ReferenceSite, { ok: true }>,
+    scope: Scope,
+    place: Place,
+    problem: (message: string, hint?: string) => void,
+  ): string | undefined {
     const name = site.name;
     if (site.namespace === 'secrets') {
       if (place === 'env') return undefined;
@@ -92,7 +97,10 @@ class Expander {
       if (value !== undefined) return place === 'condition' ? conditionLiteral(value) : valueText(value);
       if (!this.params.broken.has(name)) {
         const known = this.params.declared;
-        problem(`\${{ params.${name} }}: the workflow has no parameter "${name}" (${known.length === 0 ? 'it declares none under params' : `its parameters: ${known.join(', ')}`})`, unknownNameHint(name, known));
+        problem(
+          `\${{ params.${name} }}: the workflow has no parameter "${name}" (${known.length === 0 ? 'it declares none under params' : `its parameters: ${known.join(', ')}`})`,
+          unknownNameHint(name, known),
+        );
       }
       return undefined;
     }
@@ -102,7 +110,10 @@ class Expander {
       return undefined;
     }
     if (!scope.matrixKeys.has(name)) {
-      problem(`\${{ matrix.${name} }}: the matrix of task "${scope.taskName}" has no key "${name}" (its keys: ${[...scope.matrixKeys].join(', ')})`, unknownNameHint(name, scope.matrixKeys));
+      problem(
+        `\${{ matrix.${name} }}: the matrix of task "${scope.taskName}" has no key "${name}" (its keys: ${[...scope.matrixKeys].join(', ')})`,
+        unknownNameHint(name, scope.matrixKeys),
+      );
       return undefined;
     }
     const value = scope.matrix.get(name);
@@ -172,7 +183,11 @@ class Expander {
  * kwargs with `JOBQ_PARAM_*` and `JOBQ_MATRIX_*` added to its env; a variable the task sets
  * itself keeps its value. kwargs or an env that is not an object is left for validation to report.
  */
-function withEnvironment(kwargs: unknown, params: ReadonlyMap<string, ParamValue>, matrix: ReadonlyMap<string, ParamValue> | null): unknown {
+function withEnvironment(
+  kwargs: unknown,
+  params: ReadonlyMap<string, ParamValue>,
+  matrix: ReadonlyMap<string, ParamValue> | null,
+): unknown {
   if (params.size === 0 && (matrix === null || matrix.size === 0)) return kwargs;
   if (kwargs !== undefined && !isRecord(kwargs)) return kwargs;
   const env: unknown = kwargs?.env;
@@ -207,7 +222,13 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
   const warnings: RawIssue[] = [];
   const matrixTasks = new Map<string, string[]>();
   const built: Built[] = [];
-  const noMatrix = (name: string, broken = false): Scope => ({ params, matrix: null, matrixKeys: null, matrixBroken: broken, taskName: name });
+  const noMatrix = (name: string, broken = false): Scope => ({
+    params,
+    matrix: null,
+    matrixKeys: null,
+    matrixBroken: broken,
+    taskName: name,
+  });
 
   raw.tasks.forEach((task: unknown, j) => {
     if (!isRecord(task)) {
@@ -222,8 +243,14 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
       if (expanded?.ok) {
         warnings.push(...expanded.warnings);
         const keys = expanded.value.keys;
-        scopes = expanded.value.combinations.map((c) => ({ name: c.name, scope: { params, matrix: c.values, matrixKeys: keys, matrixBroken: false, taskName: name } }));
-        matrixTasks.set(name, scopes.map((s) => s.name!));
+        scopes = expanded.value.combinations.map((c) => ({
+          name: c.name,
+          scope: { params, matrix: c.values, matrixKeys: keys, matrixBroken: false, taskName: name },
+        }));
+        matrixTasks.set(
+          name,
+          scopes.map((s) => s.name!),
+        );
       } else {
         expander.issues.push(...(expanded?.issues ?? []));
         scopes = [{ name: undefined, scope: noMatrix(name, true) }];
@@ -233,12 +260,17 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
       const out: Record<string, unknown> = { ...plain };
       if (expandedName !== undefined) out.name = expandedName;
       if (typeof plain.queue === 'string') out.queue = expander.substitute(plain.queue, scope, 'text', ['tasks', j, 'queue'], 'queue');
-      if (typeof plain.condition === 'string') out.condition = expander.substitute(plain.condition, scope, 'condition', ['tasks', j, 'condition'], 'condition');
+      if (typeof plain.condition === 'string')
+        out.condition = expander.substitute(plain.condition, scope, 'condition', ['tasks', j, 'condition'], 'condition');
       if (plain.kwargs !== undefined) setOwn(out, 'kwargs', expander.kwargs(plain.kwargs, scope, ['tasks', j, 'kwargs'], 0));
       const kwargs = withEnvironment(out.kwargs, params.values, scope.matrix);
       if (kwargs !== undefined) setOwn(out, 'kwargs', kwargs);
       const dependsOn = Array.isArray(plain.depends_on) ? plain.depends_on.map((_: unknown, k) => k) : [];
-      built.push({ task: out, origin: { source: j, matrix: expandedName !== undefined, dependsOn }, base: expandedName !== undefined ? name : null });
+      built.push({
+        task: out,
+        origin: { source: j, matrix: expandedName !== undefined, dependsOn },
+        base: expandedName !== undefined ? name : null,
+      });
     }
   });
 
@@ -252,7 +284,11 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
       if (!isRecord(task) || typeof task.name !== 'string' || !Object.hasOwn(task, 'matrix') || !matrixTasks.has(task.name)) return;
       const other = plainNames.get(task.name);
       if (other !== undefined) {
-        expander.issues.push({ code: 'duplicate-task', path: ['tasks', j, 'name'], message: `duplicate task name "${task.name}" (tasks[${other}] has it; this one is a matrix task)` });
+        expander.issues.push({
+          code: 'duplicate-task',
+          path: ['tasks', j, 'name'],
+          message: `duplicate task name "${task.name}" (tasks[${other}] has it; this one is a matrix task)`,
+        });
       }
     });
     for (const entry of built) {
@@ -265,7 +301,11 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
           list.push(dep);
           origins.push(k);
         } else if (dep === entry.base) {
-          expander.issues.push({ code: 'self-dependency', path: ['tasks', entry.origin.source, 'depends_on', k], message: `matrix task "${entry.base}" depends on itself` });
+          expander.issues.push({
+            code: 'self-dependency',
+            path: ['tasks', entry.origin.source, 'depends_on', k],
+            message: `matrix task "${entry.base}" depends on itself`,
+          });
         } else {
           for (const name of expansions) {
             list.push(name);
@@ -280,7 +320,8 @@ export function expandWorkflow(raw: unknown, overrides: ParamOverrides = {}): Ex
 
   const value: Record<string, unknown> = { ...raw, tasks: built.map((b) => b.task) };
   const scope = noMatrix('');
-  if (typeof raw.default_queue === 'string') value.default_queue = expander.substitute(raw.default_queue, scope, 'text', ['default_queue'], 'default_queue');
+  if (typeof raw.default_queue === 'string')
+    value.default_queue = expander.substitute(raw.default_queue, scope, 'text', ['default_queue'], 'default_queue');
   // The values used replace the declarations: what is stored says what ran.
   if (params.values.size > 0) value.params = Object.fromEntries(params.values);
   else delete value.params;

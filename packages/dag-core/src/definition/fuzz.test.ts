@@ -9,7 +9,9 @@ function wellFormed(result: Result<unknown>): boolean {
   if (result.ok) return Array.isArray(result.warnings);
   return (
     result.issues.length > 0 &&
-    result.issues.every((i) => typeof i.code === 'string' && i.code !== '' && typeof i.path === 'string' && typeof i.message === 'string' && i.message !== '')
+    result.issues.every(
+      (i) => typeof i.code === 'string' && i.code !== '' && typeof i.path === 'string' && typeof i.message === 'string' && i.message !== '',
+    )
   );
 }
 
@@ -18,22 +20,53 @@ const taskName = fc.oneof(fc.constantFrom('a', 'b', 'c', 'prep/x', '__m', '', ' 
 /** Strings with the characters and forms the kwargs checks care about. */
 const awkward = fc.oneof(
   fc.string({ maxLength: 6 }),
-  fc.constantFrom('a\u0000b', '${{ secrets.X }}', 'x${{ bad }}', '${{ secrets.1 }}', '', ' ', '${{ params.p }}', '${{ matrix.m }}', '${{ params.q'),
+  fc.constantFrom(
+    'a\u0000b',
+    '${{ secrets.X }}',
+    'x${{ bad }}',
+    '${{ secrets.1 }}',
+    '',
+    ' ',
+    '${{ params.p }}',
+    '${{ matrix.m }}',
+    '${{ params.q',
+  ),
 );
 /** Matrix axes, include and exclude lists, sometimes malformed. */
-const scalarish = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('x', 'a*', true), fc.constant(null), fc.jsonValue({ maxDepth: 1 }));
+const scalarish = fc.oneof(
+  fc.integer({ min: 0, max: 3 }),
+  fc.constantFrom('x', 'a*', true),
+  fc.constant(null),
+  fc.jsonValue({ maxDepth: 1 }),
+);
 const matrix = fc.oneof(
-  fc.dictionary(fc.constantFrom('m', 'n', 'include', 'exclude', 'M', '1x'), fc.oneof(fc.array(scalarish, { maxLength: 3 }), fc.array(fc.dictionary(fc.constantFrom('m', 'n', 'k'), scalarish), { maxLength: 2 }), scalarish)),
+  fc.dictionary(
+    fc.constantFrom('m', 'n', 'include', 'exclude', 'M', '1x'),
+    fc.oneof(
+      fc.array(scalarish, { maxLength: 3 }),
+      fc.array(fc.dictionary(fc.constantFrom('m', 'n', 'k'), scalarish), { maxLength: 2 }),
+      scalarish,
+    ),
+  ),
   fc.jsonValue({ maxDepth: 1 }),
 );
 const params = fc.oneof(
-  fc.dictionary(fc.constantFrom('p', 'q', 'P', '1x'), fc.oneof(scalarish, fc.record({ type: fc.constantFrom('string', 'integer', 'float'), default: scalarish }, { requiredKeys: [] }))),
+  fc.dictionary(
+    fc.constantFrom('p', 'q', 'P', '1x'),
+    fc.oneof(scalarish, fc.record({ type: fc.constantFrom('string', 'integer', 'float'), default: scalarish }, { requiredKeys: [] })),
+  ),
   fc.jsonValue({ maxDepth: 1 }),
 );
-const env = fc.dictionary(fc.oneof(fc.constantFrom('A', 'A=B', '', '__proto__', 'N\u0000'), fc.string({ maxLength: 4 })), fc.oneof(awkward, fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 1 })));
+const env = fc.dictionary(
+  fc.oneof(fc.constantFrom('A', 'A=B', '', '__proto__', 'N\u0000'), fc.string({ maxLength: 4 })),
+  fc.oneof(awkward, fc.integer(), fc.boolean(), fc.constant(null), fc.jsonValue({ maxDepth: 1 })),
+);
 /** kwargs keys: the ones the shell processor reads, reserved ones and "__proto__", which JavaScript treats apart. */
 const kwargKey = fc.oneof(fc.constantFrom('cmd', 'cwd', 'env', 'bg_dirsync_to', '__proto__', '__x'), fc.string({ maxLength: 4 }));
-const kwargs = fc.dictionary(kwargKey, fc.oneof(awkward, env, fc.jsonValue({ maxDepth: 2 }), fc.dictionary(fc.constantFrom('__proto__', 'k'), fc.jsonValue({ maxDepth: 1 }))));
+const kwargs = fc.dictionary(
+  kwargKey,
+  fc.oneof(awkward, env, fc.jsonValue({ maxDepth: 2 }), fc.dictionary(fc.constantFrom('__proto__', 'k'), fc.jsonValue({ maxDepth: 1 }))),
+);
 
 /** Definition-shaped values, mostly valid and sometimes slightly off, to reach the deep checks. */
 const definitionLike = fc.record(

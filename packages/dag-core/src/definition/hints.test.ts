@@ -25,8 +25,16 @@ describe('did you mean: unknown fields', () => {
     [{ name: 'w', tasks: [task('a', { timeout: 5 })] }, 'tasks[0].timeout', 'did you mean "timeout_s"?'],
     [{ name: 'w', tasks: [task('a')], default_queu: 'cpu' }, 'default_queu', 'did you mean "default_queue"?'],
     [{ name: 'w', tasks: [task('a')], queue: 'cpu' }, 'queue', 'did you mean "default_queue"?'],
-    [{ name: 'w', tasks: [{ name: 'a', cmd: 'echo a' }] }, 'tasks[0].cmd', 'did you mean "kwargs.cmd"? (the shell processor reads cmd from kwargs)'],
-    [{ name: 'w', tasks: [{ name: 'a', command: 'echo a' }] }, 'tasks[0].command', 'did you mean "kwargs.cmd"? (the shell processor reads cmd from kwargs)'],
+    [
+      { name: 'w', tasks: [{ name: 'a', cmd: 'echo a' }] },
+      'tasks[0].cmd',
+      'did you mean "kwargs.cmd"? (the shell processor reads cmd from kwargs)',
+    ],
+    [
+      { name: 'w', tasks: [{ name: 'a', command: 'echo a' }] },
+      'tasks[0].command',
+      'did you mean "kwargs.cmd"? (the shell processor reads cmd from kwargs)',
+    ],
   ])('%j: %s', (definition, path, hint) => {
     const issue = issuesOf(definition).find((i) => i.code === 'unknown-field');
     expect(issue).toMatchObject({ path, hint });
@@ -81,7 +89,8 @@ describe('did you mean: condition operators', () => {
   });
 
   it('carries the hint to the workflow issue, at the operator', () => {
-    const text = 'name: w\ntasks:\n  - name: a\n    kwargs: {cmd: x}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: x}\n    condition: inputs.a.ok && inputs.a.n > 1\n';
+    const text =
+      'name: w\ntasks:\n  - name: a\n    kwargs: {cmd: x}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: x}\n    condition: inputs.a.ok && inputs.a.n > 1\n';
     const result = parseWorkflow(text, { filename: 'w.yaml' });
     expect(!result.ok && result.issues).toEqual([
       {
@@ -158,7 +167,11 @@ describe('kwargs types, at the line and column of the value', () => {
 });
 
 describe('did you mean: parameters and matrix keys', () => {
-  const sweep = (cmd: string) => ({ name: 'w', params: { epochs: 3, lr: 0.1 }, tasks: [{ name: 't', matrix: { seed: [1, 2] }, kwargs: { cmd } }] });
+  const sweep = (cmd: string) => ({
+    name: 'w',
+    params: { epochs: 3, lr: 0.1 },
+    tasks: [{ name: 't', matrix: { seed: [1, 2] }, kwargs: { cmd } }],
+  });
 
   it('suggests the parameter an override or a reference probably means', () => {
     const override = validateWorkflow(sweep('x'), { params: { text: { epoch: '4' } } });
@@ -167,7 +180,9 @@ describe('did you mean: parameters and matrix keys', () => {
   });
 
   it('suggests the matrix key a reference probably means', () => {
-    expect(issuesOf(sweep('train --seed ${{ matrix.seeds }}')).map((i) => [i.code, i.hint])).toEqual([['bad-reference', 'did you mean "seed"?']]);
+    expect(issuesOf(sweep('train --seed ${{ matrix.seeds }}')).map((i) => [i.code, i.hint])).toEqual([
+      ['bad-reference', 'did you mean "seed"?'],
+    ]);
     expect(issuesOf(sweep('train --seed ${{ matrix.rate }}')).map((i) => [i.code, i.hint])).toEqual([['bad-reference', undefined]]);
   });
 });

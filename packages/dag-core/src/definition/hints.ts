@@ -74,7 +74,11 @@ export function unknownFieldHint(path: readonly PathSegment[], field: string, al
   const inTask = path.length === 3 && path[0] === 'tasks' && typeof path[1] === 'number';
   const atTop = path.length === 1;
   const aliases = inTask ? TASK_FIELD_ALIASES : atTop ? WORKFLOW_FIELD_ALIASES : undefined;
-  const near = closestName(field, allowed.filter((f) => f !== '$schema'), aliases === undefined ? {} : { aliases });
+  const near = closestName(
+    field,
+    allowed.filter((f) => f !== '$schema'),
+    aliases === undefined ? {} : { aliases },
+  );
   if (near !== undefined) return didYouMean(near);
   if (inTask) {
     const kwarg = (SHELL_KWARGS as readonly string[]).includes(field)

@@ -57,7 +57,9 @@ describe('the kwargs the shell processor reads', () => {
 
   it('keeps messages short when a name or key is long (the path holds all of it)', () => {
     const long = 'K'.repeat(10_000);
-    const issues = issuesOf(one({ cmd: 'true', env: { [`${long}=`]: 'x', [long]: '${{ nope }}' }, data: { [long]: JSON.parse('{"__proto__": 1}') as unknown } }));
+    const issues = issuesOf(
+      one({ cmd: 'true', env: { [`${long}=`]: 'x', [long]: '${{ nope }}' }, data: { [long]: JSON.parse('{"__proto__": 1}') as unknown } }),
+    );
     expect(issues.map((i) => i.code).sort()).toEqual(['bad-kwarg', 'bad-kwarg', 'secret-ref-syntax']);
     for (const issue of issues) expect(issue.message.length).toBeLessThan(250);
   });
@@ -142,7 +144,9 @@ describe('a "__proto__" key in kwargs', () => {
       [11, 9],
       [17, 17],
     ]);
-    expect(issues[1]?.message).toBe('kwargs.env.__proto__: a key named "__proto__" would be dropped (JavaScript treats it as the prototype); rename it');
+    expect(issues[1]?.message).toBe(
+      'kwargs.env.__proto__: a key named "__proto__" would be dropped (JavaScript treats it as the prototype); rename it',
+    );
   });
 
   it('is reported from a JSON file, at the key', () => {

@@ -29,7 +29,12 @@ function protoKeys(kwargs: Record<string, unknown>, at: readonly PathSegment[]):
       const where = [...path, PROTO];
       issues.push(
         path.length === 1
-          ? { code: 'reserved-kwarg', path: [...at, ...where], message: 'kwargs keys starting with "__" are reserved for the engine', target: 'key' }
+          ? {
+              code: 'reserved-kwarg',
+              path: [...at, ...where],
+              message: 'kwargs keys starting with "__" are reserved for the engine',
+              target: 'key',
+            }
           : {
               code: 'bad-kwarg',
               path: [...at, ...where],

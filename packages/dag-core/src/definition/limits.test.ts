@@ -70,7 +70,10 @@ describe('the limits of the storage a definition meets', () => {
 
     it(`accepts ${MAX_WORKFLOW_QUEUES} queues, and ${MAX_WORKFLOW_QUEUES} of the longest queue specs fit one table property`, () => {
       expect(validateWorkflow({ name: 'w', tasks: queues(64) }).ok).toBe(true);
-      const longest = Array.from({ length: MAX_WORKFLOW_QUEUES }, (_, i) => `sb://${'n'.repeat(98)}${String(i).padStart(2, '0')}/${'q'.repeat(260)}`);
+      const longest = Array.from(
+        { length: MAX_WORKFLOW_QUEUES },
+        (_, i) => `sb://${'n'.repeat(98)}${String(i).padStart(2, '0')}/${'q'.repeat(260)}`,
+      );
       expect(validateWorkflow({ name: 'w', tasks: longest.map((queue, i) => task(`t${i}`, { queue })) }).ok).toBe(true);
       // The index row stores the sorted JSON array of the distinct queue specs.
       expect(JSON.stringify([...longest].sort()).length).toBeLessThanOrEqual(TABLE_STRING_MAX_CHARS);
@@ -84,7 +87,9 @@ describe('the limits of the storage a definition meets', () => {
         {
           code: 'storage-limit',
           path: 'tasks[0].kwargs',
-          message: expect.stringMatching(/^the task message of "a" would be 7\d{4} bytes; queue "default" takes at most 65536 \(kwargs are too large\)$/),
+          message: expect.stringMatching(
+            /^the task message of "a" would be 7\d{4} bytes; queue "default" takes at most 65536 \(kwargs are too large\)$/,
+          ),
         },
       ]);
     });
@@ -143,9 +148,9 @@ describe('the limits of the storage a definition meets', () => {
       expect(worst('x'.repeat(n + 1))).toBeGreaterThan(STORAGE_QUEUE_MAX_MESSAGE_BYTES);
       expect(n).toBeGreaterThan(STORAGE_QUEUE_MAX_MESSAGE_BYTES - 600);
       // A real message (short id, first attempt) is smaller still.
-      expect(messageByteLength(encodeTaskMessage({ workflowId: 'wf', taskName: 'root', attemptNo: 1, kwargs: { cmd: 'x'.repeat(n) } }))).toBeLessThan(
-        STORAGE_QUEUE_MAX_MESSAGE_BYTES,
-      );
+      expect(
+        messageByteLength(encodeTaskMessage({ workflowId: 'wf', taskName: 'root', attemptNo: 1, kwargs: { cmd: 'x'.repeat(n) } })),
+      ).toBeLessThan(STORAGE_QUEUE_MAX_MESSAGE_BYTES);
       expect(longestCmd((cmd) => [task('root', { kwargs: { cmd }, queue: 'sb://ns/q' })], SERVICE_BUS_MAX_MESSAGE_BYTES)).toBeGreaterThan(
         SERVICE_BUS_MAX_MESSAGE_BYTES - 600,
       );
@@ -166,7 +171,9 @@ describe('the limits of the storage a definition meets', () => {
         {
           code: 'bad-name',
           path: 'tasks[0].name',
-          message: expect.stringContaining('the table key of a task name ("%" and "/" count 3 characters) has at most 480 characters (this one has 600)'),
+          message: expect.stringContaining(
+            'the table key of a task name ("%" and "/" count 3 characters) has at most 480 characters (this one has 600)',
+          ),
         },
       ]);
       const slashes = `${'a/'.repeat(120)}a`; // 241 characters, 120 of them "/"
@@ -176,7 +183,10 @@ describe('the limits of the storage a definition meets', () => {
     it('accepts names up to that key length, and their merge nodes still fit a key', () => {
       const name = `${'a/'.repeat(112)}${'b'.repeat(32)}`; // 256 characters, key of 480
       expect(name).toHaveLength(256);
-      const result = validateWorkflow({ name: 'w', tasks: [task('p1'), task('p2'), task('p3'), task(name, { depends_on: ['p1', 'p2', 'p3'] })] });
+      const result = validateWorkflow({
+        name: 'w',
+        tasks: [task('p1'), task('p2'), task('p3'), task(name, { depends_on: ['p1', 'p2', 'p3'] })],
+      });
       expect(result.ok).toBe(true);
       if (!result.ok) return;
       const wide = sequentializeFanIn(result.value, 2);

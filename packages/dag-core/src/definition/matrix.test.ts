@@ -29,7 +29,9 @@ describe('expandMatrix', () => {
       const combos = product(matrix);
       // Excludes: sub-combinations picked from the product (some keys only), so they match something.
       const exclude = fc.array(
-        fc.tuple(fc.nat({ max: combos.length - 1 }), fc.subarray(Object.keys(matrix), { minLength: 1 })).map(([i, keys]) => Object.fromEntries(keys.map((k) => [k, combos[i]![k]!]))),
+        fc
+          .tuple(fc.nat({ max: combos.length - 1 }), fc.subarray(Object.keys(matrix), { minLength: 1 }))
+          .map(([i, keys]) => Object.fromEntries(keys.map((k) => [k, combos[i]![k]!]))),
         { maxLength: 3 },
       );
       // Includes that fit no combination (an axis value no axis has) and ones that only add a key.
@@ -52,7 +54,10 @@ describe('expandMatrix', () => {
         const expected = kept.length + (kept.length === 0 ? include.length : newA0.size);
         // Refused, never thrown: nothing left; two kept combinations that read the same in a name (1 and "1"
         // of one axis, unless an exclude removed one of them); two identical entries that each make a task of their own.
-        const nameOf = (c: Record<string, ParamValue>): string => Object.keys(matrix).map((k) => matrixNameValue(c[k]!)).join('\u0000');
+        const nameOf = (c: Record<string, ParamValue>): string =>
+          Object.keys(matrix)
+            .map((k) => matrixNameValue(c[k]!))
+            .join('\u0000');
         const clash = new Set(kept.map(nameOf)).size < kept.length;
         const twins = kept.length === 0 ? new Set(include.map((e) => JSON.stringify(e))).size < include.length : newA0.size < fresh.length;
         if (expected === 0 || clash || twins) {
@@ -85,13 +90,22 @@ describe('expandMatrix', () => {
 
 describe('conditionLiteral', () => {
   it('is read back by a condition as the same value, whatever a string holds', () => {
-    const scalar = fc.oneof(fc.string(), fc.string({ unit: fc.constantFrom("'", '"', '\\', '\n', ' or True', 'x', '\u0000', '\u2028') }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.boolean());
+    const scalar = fc.oneof(
+      fc.string(),
+      fc.string({ unit: fc.constantFrom("'", '"', '\\', '\n', ' or True', 'x', '\u0000', '\u2028') }),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer(),
+      fc.boolean(),
+    );
     fc.assert(
       fc.property(scalar, (v) => {
         const compiled = compileCondition(`inputs.a.v == ${conditionLiteral(v)}`, ['a']);
         if (!compiled.ok) throw new Error(`${conditionLiteral(v)}: ${compiled.issues[0]?.message}`);
         expect(evaluateCondition(compiled.value, { a: { v } })).toMatchObject({ ok: true, value: true });
-        expect(evaluateCondition(compiled.value, { a: { v: typeof v === 'string' ? `${v}!` : String(v) } })).toMatchObject({ ok: true, value: false });
+        expect(evaluateCondition(compiled.value, { a: { v: typeof v === 'string' ? `${v}!` : String(v) } })).toMatchObject({
+          ok: true,
+          value: false,
+        });
       }),
       { numRuns: 500 },
     );

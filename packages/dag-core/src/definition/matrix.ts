@@ -77,26 +77,50 @@ export function matrixTaskName(base: string, values: Iterable<[string, ParamValu
 }
 
 /** The `include` or `exclude` entries, checked: objects of key → scalar. */
-function readEntries(field: 'include' | 'exclude', list: unknown, axes: ReadonlySet<string>, at: PathSegment[], issues: RawIssue[]): Array<Map<string, ParamValue>> {
+function readEntries(
+  field: 'include' | 'exclude',
+  list: unknown,
+  axes: ReadonlySet<string>,
+  at: PathSegment[],
+  issues: RawIssue[],
+): Array<Map<string, ParamValue>> {
   const path = [...at, field];
   if (!Array.isArray(list)) {
-    issues.push({ code: 'bad-matrix', path, message: `matrix.${field} must be a list of objects (KEY: VALUE), got ${describeValue(list)}` });
+    issues.push({
+      code: 'bad-matrix',
+      path,
+      message: `matrix.${field} must be a list of objects (KEY: VALUE), got ${describeValue(list)}`,
+    });
     return [];
   }
   const entries: Array<Map<string, ParamValue>> = [];
   list.forEach((entry: unknown, i) => {
     if (!isRecord(entry) || Object.keys(entry).length === 0) {
-      issues.push({ code: 'bad-matrix', path: [...path, i], message: `matrix.${field}[${i}] must be a non-empty object of KEY: VALUE, got ${isRecord(entry) ? 'an empty object' : describeValue(entry)}` });
+      issues.push({
+        code: 'bad-matrix',
+        path: [...path, i],
+        message: `matrix.${field}[${i}] must be a non-empty object of KEY: VALUE, got ${isRecord(entry) ? 'an empty object' : describeValue(entry)}`,
+      });
       return;
     }
     const values = new Map<string, ParamValue>();
     for (const [key, value] of Object.entries(entry)) {
       if (!NAME.test(key) || RESERVED.includes(key)) {
-        issues.push({ code: 'bad-matrix', path: [...path, i, key], target: 'key', message: `${quoteShort(key)} is not a matrix key: use letters, digits and "_", not starting with a digit (include and exclude are reserved)` });
+        issues.push({
+          code: 'bad-matrix',
+          path: [...path, i, key],
+          target: 'key',
+          message: `${quoteShort(key)} is not a matrix key: use letters, digits and "_", not starting with a digit (include and exclude are reserved)`,
+        });
         continue;
       }
       if (field === 'exclude' && !axes.has(key)) {
-        issues.push({ code: 'bad-matrix', path: [...path, i, key], target: 'key', message: `matrix.exclude[${i}] names "${key}", which is not an axis of the matrix (${[...axes].join(', ') || 'it has none'})` });
+        issues.push({
+          code: 'bad-matrix',
+          path: [...path, i, key],
+          target: 'key',
+          message: `matrix.exclude[${i}] names "${key}", which is not an axis of the matrix (${[...axes].join(', ') || 'it has none'})`,
+        });
         continue;
       }
       const problem = scalarProblem(value);
@@ -111,7 +135,11 @@ function readEntries(field: 'include' | 'exclude', list: unknown, axes: Readonly
   return entries;
 }
 
-function matches(combination: ReadonlyMap<string, ParamValue>, entry: ReadonlyMap<string, ParamValue>, only?: ReadonlyMap<string, unknown>): boolean {
+function matches(
+  combination: ReadonlyMap<string, ParamValue>,
+  entry: ReadonlyMap<string, ParamValue>,
+  only?: ReadonlyMap<string, unknown>,
+): boolean {
   for (const [key, value] of entry) {
     if (only !== undefined && !only.has(key)) continue;
     if (combination.get(key) !== value) return false;
@@ -133,7 +161,16 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
   const issues: RawIssue[] = [];
   const warnings: RawIssue[] = [];
   if (!isRecord(matrix)) {
-    return { ok: false, issues: [{ code: 'bad-matrix', path: at, message: `matrix must be an object of axes (KEY: [VALUES…]) with optional include and exclude lists, got ${describeValue(matrix)}` }] };
+    return {
+      ok: false,
+      issues: [
+        {
+          code: 'bad-matrix',
+          path: at,
+          message: `matrix must be an object of axes (KEY: [VALUES…]) with optional include and exclude lists, got ${describeValue(matrix)}`,
+        },
+      ],
+    };
   }
   const axes = new Map<string, ParamValue[]>();
   /** Every axis written, a malformed one included (an exclude may name it). */
@@ -143,7 +180,12 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
     written.add(key);
     const path = [...at, key];
     if (!NAME.test(key)) {
-      issues.push({ code: 'bad-matrix', path, target: 'key', message: `${quoteShort(key)} is not a matrix key: use letters, digits and "_", not starting with a digit` });
+      issues.push({
+        code: 'bad-matrix',
+        path,
+        target: 'key',
+        message: `${quoteShort(key)} is not a matrix key: use letters, digits and "_", not starting with a digit`,
+      });
       continue;
     }
     if (!Array.isArray(list)) {
@@ -157,8 +199,10 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
     const values: ParamValue[] = [];
     list.forEach((value: unknown, i) => {
       const problem = scalarProblem(value);
-      if (problem !== null) issues.push({ code: 'bad-matrix', path: [...path, i], message: `matrix axis "${key}", value ${i + 1}: ${problem}` });
-      else if (values.includes(value as ParamValue)) issues.push({ code: 'bad-matrix', path: [...path, i], message: `matrix axis "${key}" lists ${describeValue(value)} twice` });
+      if (problem !== null)
+        issues.push({ code: 'bad-matrix', path: [...path, i], message: `matrix axis "${key}", value ${i + 1}: ${problem}` });
+      else if (values.includes(value as ParamValue))
+        issues.push({ code: 'bad-matrix', path: [...path, i], message: `matrix axis "${key}" lists ${describeValue(value)} twice` });
       else values.push(value as ParamValue);
     });
     axes.set(key, values);
@@ -173,7 +217,12 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
   const envNames = new Map<string, string>();
   for (const key of keys) {
     const clash = envNames.get(key.toUpperCase());
-    if (clash !== undefined) issues.push({ code: 'bad-matrix', path: at, message: `matrix keys "${clash}" and "${key}" would both be ${MATRIX_ENV_PREFIX}${key.toUpperCase()}: rename one` });
+    if (clash !== undefined)
+      issues.push({
+        code: 'bad-matrix',
+        path: at,
+        message: `matrix keys "${clash}" and "${key}" would both be ${MATRIX_ENV_PREFIX}${key.toUpperCase()}: rename one`,
+      });
     envNames.set(key.toUpperCase(), key);
   }
   if (issues.length > 0) return { ok: false, issues };
@@ -184,7 +233,13 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
   if (product > MAX_MATRIX_AXIS_PRODUCT) {
     return {
       ok: false,
-      issues: [{ code: 'matrix-too-large', path: at, message: `the matrix of task "${base}" has ${sizes} = ${product} combinations; a matrix makes at most ${MAX_MATRIX_TASKS} tasks` }],
+      issues: [
+        {
+          code: 'matrix-too-large',
+          path: at,
+          message: `the matrix of task "${base}" has ${sizes} = ${product} combinations; a matrix makes at most ${MAX_MATRIX_TASKS} tasks`,
+        },
+      ],
     };
   }
 
@@ -205,7 +260,12 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
     else originals.push(ordered);
   }
   exclude.forEach((_, i) => {
-    if (!usedExcludes.has(i)) warnings.push({ code: 'unused-exclude', path: [...at, 'exclude', i], message: `matrix.exclude[${i}] of task "${base}" matches no combination of the axes` });
+    if (!usedExcludes.has(i))
+      warnings.push({
+        code: 'unused-exclude',
+        path: [...at, 'exclude', i],
+        message: `matrix.exclude[${i}] of task "${base}" matches no combination of the axes`,
+      });
   });
 
   const added = originals.map(() => new Map<string, ParamValue>());
@@ -228,11 +288,20 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
     const counted = `${sizes || '0 axes'}${exclude.length > 0 ? ` − ${product - originals.length} excluded` : ''}${extra.length > 0 ? ` + ${extra.length} included` : ''}`;
     return {
       ok: false,
-      issues: [{ code: 'matrix-too-large', path: at, message: `the matrix of task "${base}" makes ${combinations.length} tasks (${counted}); a matrix makes at most ${MAX_MATRIX_TASKS}` }],
+      issues: [
+        {
+          code: 'matrix-too-large',
+          path: at,
+          message: `the matrix of task "${base}" makes ${combinations.length} tasks (${counted}); a matrix makes at most ${MAX_MATRIX_TASKS}`,
+        },
+      ],
     };
   }
   if (combinations.length === 0) {
-    return { ok: false, issues: [{ code: 'bad-matrix', path: at, message: `the matrix of task "${base}" makes no task: exclude removes every combination` }] };
+    return {
+      ok: false,
+      issues: [{ code: 'bad-matrix', path: at, message: `the matrix of task "${base}" makes no task: exclude removes every combination` }],
+    };
   }
   const seen = new Set<string>();
   for (const { name } of combinations) {
@@ -242,7 +311,11 @@ export function expandMatrix(base: string, matrix: unknown, at: PathSegment[]): 
       break;
     }
     if (seen.has(name)) {
-      issues.push({ code: 'bad-matrix', path: at, message: `two combinations of this matrix make the task ${quoteShort(name)} (a value written as a string and as a number, or an include entry repeated?)` });
+      issues.push({
+        code: 'bad-matrix',
+        path: at,
+        message: `two combinations of this matrix make the task ${quoteShort(name)} (a value written as a string and as a number, or an include entry repeated?)`,
+      });
       break;
     }
     seen.add(name);

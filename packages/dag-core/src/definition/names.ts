@@ -102,10 +102,16 @@ export function parseQueueSpec(spec: string): Result<QueueSpec, Failed, object> 
     const namespace = rest.slice(0, slash);
     const name = rest.slice(slash + 1);
     if (!SB_NAMESPACE_RE.test(namespace)) {
-      return { ok: false, error: `queue "${spec}": "${namespace}" is not a Service Bus namespace (letters, digits, "." and "-", starting with a letter)` };
+      return {
+        ok: false,
+        error: `queue "${spec}": "${namespace}" is not a Service Bus namespace (letters, digits, "." and "-", starting with a letter)`,
+      };
     }
     if (!SB_QUEUE_RE.test(name)) {
-      return { ok: false, error: `queue "${spec}": "${name}" is not a Service Bus queue name (letters, digits, ".", "_" and "-", starting and ending with a letter or digit)` };
+      return {
+        ok: false,
+        error: `queue "${spec}": "${name}" is not a Service Bus queue name (letters, digits, ".", "_" and "-", starting and ending with a letter or digit)`,
+      };
     }
     return { ok: true, value: { backend: 'servicebus', namespace, name } };
   }

@@ -113,14 +113,17 @@ function readDeclaration(name: string, spec: unknown, at: PathSegment[], issues:
     return { type: typeOf(spec as ParamValue), default: spec as ParamValue };
   }
   for (const key of Object.keys(spec)) {
-    if (!LONG_FORM_KEYS.includes(key)) return bad(`unknown field ${quoteShort(key)} (a parameter has type, default and description)`, [...at, key]);
+    if (!LONG_FORM_KEYS.includes(key))
+      return bad(`unknown field ${quoteShort(key)} (a parameter has type, default and description)`, [...at, key]);
   }
-  if (spec.description !== undefined && typeof spec.description !== 'string') return bad('description must be a string', [...at, 'description']);
+  if (spec.description !== undefined && typeof spec.description !== 'string')
+    return bad('description must be a string', [...at, 'description']);
   const declared = spec.type;
   if (declared !== undefined && !PARAM_TYPES.includes(declared as ParamType)) {
     return bad(`type must be "string", "number", "integer" or "boolean", got ${describeValue(declared)}`, [...at, 'type']);
   }
-  if (spec.default === undefined || spec.default === null) return { type: (declared as ParamType | undefined) ?? 'string', default: undefined };
+  if (spec.default === undefined || spec.default === null)
+    return { type: (declared as ParamType | undefined) ?? 'string', default: undefined };
   const problem = scalarProblem(spec.default);
   if (problem !== null) return bad(`the default ${problem}`, [...at, 'default']);
   const dflt = spec.default as ParamValue;
@@ -141,19 +144,33 @@ export function resolveParams(declared: unknown, overrides: ParamOverrides = {})
   const broken = new Set<string>();
   const declarations = new Map<string, Declaration>();
   if (declared !== undefined && declared !== null && !isRecord(declared)) {
-    issues.push({ code: 'bad-param', path: ['params'], message: `params must be an object of parameters with their defaults, got ${describeValue(declared)}` });
+    issues.push({
+      code: 'bad-param',
+      path: ['params'],
+      message: `params must be an object of parameters with their defaults, got ${describeValue(declared)}`,
+    });
   }
   const envNames = new Map<string, string>();
   for (const [name, spec] of Object.entries(isRecord(declared) ? declared : {})) {
     const at: PathSegment[] = ['params', name];
     if (!NAME.test(name)) {
-      issues.push({ code: 'bad-param', path: at, target: 'key', message: `${quoteShort(name)} is not a parameter name: use letters, digits and "_", not starting with a digit` });
+      issues.push({
+        code: 'bad-param',
+        path: at,
+        target: 'key',
+        message: `${quoteShort(name)} is not a parameter name: use letters, digits and "_", not starting with a digit`,
+      });
       continue;
     }
     const env = name.toUpperCase();
     const clash = envNames.get(env);
     if (clash !== undefined) {
-      issues.push({ code: 'bad-param', path: at, target: 'key', message: `parameters "${clash}" and "${name}" would both be ${PARAM_ENV_PREFIX}${env}: rename one` });
+      issues.push({
+        code: 'bad-param',
+        path: at,
+        target: 'key',
+        message: `parameters "${clash}" and "${name}" would both be ${PARAM_ENV_PREFIX}${env}: rename one`,
+      });
       broken.add(name);
       continue;
     }
@@ -184,7 +201,11 @@ export function resolveParams(declared: unknown, overrides: ParamOverrides = {})
     }
     const problem = scalarProblem(value);
     if (problem !== null || !fitsType(value as ParamValue, declaration.type)) {
-      issues.push({ code: 'bad-param', path: ['params', name], message: `${source}: parameter "${name}" ${problem ?? `must be ${TYPE_WORDS[declaration.type]}, got ${describeValue(value)}`}` });
+      issues.push({
+        code: 'bad-param',
+        path: ['params', name],
+        message: `${source}: parameter "${name}" ${problem ?? `must be ${TYPE_WORDS[declaration.type]}, got ${describeValue(value)}`}`,
+      });
       broken.add(name);
       continue;
     }
@@ -197,9 +218,16 @@ export function resolveParams(declared: unknown, overrides: ParamOverrides = {})
       continue;
     }
     const value = fromText(text, declaration.type);
-    const problem = value === undefined ? `is ${TYPE_WORDS[declaration.type]} parameter; ${quoteShort(text)} is not ${TYPE_WORDS[declaration.type]}` : scalarProblem(value);
+    const problem =
+      value === undefined
+        ? `is ${TYPE_WORDS[declaration.type]} parameter; ${quoteShort(text)} is not ${TYPE_WORDS[declaration.type]}`
+        : scalarProblem(value);
     if (problem !== null || value === undefined) {
-      issues.push({ code: 'bad-param', path: ['params', name], message: `--param ${name}=${quoteShort(text).slice(1, -1)}: "${name}" ${problem}` });
+      issues.push({
+        code: 'bad-param',
+        path: ['params', name],
+        message: `--param ${name}=${quoteShort(text).slice(1, -1)}: "${name}" ${problem}`,
+      });
       broken.add(name);
       continue;
     }

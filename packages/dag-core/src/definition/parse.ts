@@ -32,7 +32,16 @@ export function parseWorkflow(source: string, options: ParseWorkflowOptions = {}
     return isYaml(text, options.filename) ? parseYaml(text, params) : parseJson(text, params);
   } catch (error) {
     if (error instanceof RangeError) {
-      return { ok: false, issues: [{ code: 'syntax', path: '', message: `the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)` }] };
+      return {
+        ok: false,
+        issues: [
+          {
+            code: 'syntax',
+            path: '',
+            message: `the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)`,
+          },
+        ],
+      };
     }
     return { ok: false, issues: [{ code: 'internal', path: '', message: `could not parse the workflow: ${firstLine(String(error))}` }] };
   }
@@ -54,11 +63,12 @@ function parseYaml(text: string, extra: { params?: ParamOverrides }): Result<Wor
   try {
     value = doc.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSION });
   } catch (error) {
-    const message = error instanceof ReferenceError && /alias/i.test(error.message)
-      ? `YAML aliases expand past the limit of ${MAX_YAML_ALIAS_EXPANSION} nodes (a recursive or exploding anchor?)`
-      : error instanceof RangeError
-        ? `YAML: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)`
-        : `YAML: ${firstLine(String(error))}`;
+    const message =
+      error instanceof ReferenceError && /alias/i.test(error.message)
+        ? `YAML aliases expand past the limit of ${MAX_YAML_ALIAS_EXPANSION} nodes (a recursive or exploding anchor?)`
+        : error instanceof RangeError
+          ? `YAML: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)`
+          : `YAML: ${firstLine(String(error))}`;
     return { ok: false, issues: [{ code: error instanceof ReferenceError ? 'alias-limit' : 'syntax', path: '', message }] };
   }
   return validateWith(value, { ...extra, locate: yamlLocator(doc, text, lineCounter) });
@@ -73,7 +83,10 @@ function parseJson(text: string, extra: { params?: ParamOverrides }): Result<Wor
     const issue: Issue = {
       code: 'syntax',
       path: '',
-      message: error instanceof RangeError ? `JSON: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)` : `JSON: ${firstLine(message)}`,
+      message:
+        error instanceof RangeError
+          ? `JSON: the document nests too deeply to parse (at most ${MAX_DEFINITION_DEPTH} levels are allowed)`
+          : `JSON: ${firstLine(message)}`,
     };
     const at = /at position (\d+)/.exec(message);
     if (at) Object.assign(issue, positionOf(text, Number(at[1])));
@@ -127,12 +140,29 @@ export function parseParamsFile(source: string, options: { filename?: string } =
     const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
     const problems = doc.errors.map((e): Issue => {
       const pos = lineCounter.linePos(e.pos[0]);
-      return { code: 'syntax', path: '', message: `${isYaml(text, options.filename) ? 'YAML' : 'JSON'}: ${firstLine(e.message)}`, line: pos.line, column: pos.col };
+      return {
+        code: 'syntax',
+        path: '',
+        message: `${isYaml(text, options.filename) ? 'YAML' : 'JSON'}: ${firstLine(e.message)}`,
+        line: pos.line,
+        column: pos.col,
+      };
     });
     if (problems.length > 0) return { ok: false, issues: problems };
     const value: unknown = doc.toJS({ maxAliasCount: MAX_YAML_ALIAS_EXPANSION });
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      return { ok: false, issues: [{ code: 'not-an-object', path: '', message: 'a params file must be an object of parameter values (KEY: VALUE)', line: 1, column: 1 }] };
+      return {
+        ok: false,
+        issues: [
+          {
+            code: 'not-an-object',
+            path: '',
+            message: 'a params file must be an object of parameter values (KEY: VALUE)',
+            line: 1,
+            column: 1,
+          },
+        ],
+      };
     }
     return { ok: true, value: value as Record<string, unknown>, warnings: [] };
   } catch (error) {

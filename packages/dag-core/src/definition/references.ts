@@ -53,7 +53,12 @@ export function findReferences(text: string): ReferenceSite[] {
         message: `${quoteShort(text.slice(index, index + length))} is not a reference: write \${{ params.NAME }}, \${{ matrix.KEY }} or, in kwargs.env, \${{ secrets.NAME }}`,
       });
     } else if (!NAME.test(name)) {
-      sites.push({ ok: false, index, length, message: `${quoteShort(name)} is not a ${namespace === 'matrix' ? 'matrix key' : namespace === 'params' ? 'parameter name' : 'secret name'}: use letters, digits and "_", not starting with a digit` });
+      sites.push({
+        ok: false,
+        index,
+        length,
+        message: `${quoteShort(name)} is not a ${namespace === 'matrix' ? 'matrix key' : namespace === 'params' ? 'parameter name' : 'secret name'}: use letters, digits and "_", not starting with a digit`,
+      });
     } else {
       sites.push({ ok: true, namespace: namespace as ReferenceNamespace, name, index, length });
     }
@@ -65,7 +70,11 @@ export function findReferences(text: string): ReferenceSite[] {
  * Replaces the references of `text` by what `replace` returns for each (undefined keeps the
  * reference as written). One pass: a replacement is never read again.
  */
-export function replaceReferences(text: string, sites: readonly ReferenceSite[], replace: (site: Extract<ReferenceSite, { ok: true }>) => string | undefined): string {
+export function replaceReferences(
+  text: string,
+  sites: readonly ReferenceSite[],
+  replace: (site: Extract<ReferenceSite, { ok: true }>) => string | undefined,
+): string {
   const parts: string[] = [];
   let from = 0;
   for (const site of sites) {

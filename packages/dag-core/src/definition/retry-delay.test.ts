@@ -95,7 +95,9 @@ describe('retry delays and the workflow deadline in definitions', () => {
     );
     expect(found).toHaveLength(7);
     const message = (path: string) => result.issues.find((i) => i.path === path)?.message;
-    expect(message('tasks[0].retry_delay_s')).toBe('retry_delay_s must be an integer from 0 to 604800 (7 days, the longest a queue delays a message) or null, got the integer -1');
+    expect(message('tasks[0].retry_delay_s')).toBe(
+      'retry_delay_s must be an integer from 0 to 604800 (7 days, the longest a queue delays a message) or null, got the integer -1',
+    );
     expect(message('tasks[0].retry_backoff')).toBe('retry_backoff must be a number ≥ 1 or null, got the number 0.5');
     expect(message('tasks[0].retry_max_delay_s')).toContain('got the integer 700000');
     expect(message('tasks[1].retry_backoff')).toContain('got the string "fast"');
@@ -103,7 +105,16 @@ describe('retry delays and the workflow deadline in definitions', () => {
 
   it('refuses retries whose backoff would take them past 7 days, at the field that makes it so', () => {
     const text = (extra: string) =>
-      ['name: w', 'tasks:', '  - name: a', '    kwargs: { cmd: "true" }', '    num_retries: 5', '    retry_delay_s: 86400', `    ${extra}`, ''].join('\n');
+      [
+        'name: w',
+        'tasks:',
+        '  - name: a',
+        '    kwargs: { cmd: "true" }',
+        '    num_retries: 5',
+        '    retry_delay_s: 86400',
+        `    ${extra}`,
+        '',
+      ].join('\n');
     // 86 400 × 2^4 = 1 382 400 s for the fifth retry.
     const grown = parse(text('retry_backoff: 2'));
     expect(grown.ok).toBe(false);
@@ -114,7 +125,9 @@ describe('retry delays and the workflow deadline in definitions', () => {
           path: 'tasks[0].retry_backoff',
           line: 7,
           column: 20,
-          message: expect.stringMatching(/^task "a": retry 5 would wait 1382400 s \(retry_delay_s 86400 × retry_backoff 2\^4\), longer than a queue can delay a message \(604800 s, 7 days\)/),
+          message: expect.stringMatching(
+            /^task "a": retry 5 would wait 1382400 s \(retry_delay_s 86400 × retry_backoff 2\^4\), longer than a queue can delay a message \(604800 s, 7 days\)/,
+          ),
         }),
       ]);
     }
@@ -122,13 +135,30 @@ describe('retry delays and the workflow deadline in definitions', () => {
     expect(parse(text('retry_max_delay_s: 604800')).ok).toBe(true);
     expect(parse(text('retry_backoff: 1.5')).ok).toBe(true);
     // The workflow's defaults count too; the issue points at the task's own field, else at its num_retries.
-    const byDefault = validateWorkflow({ name: 'w', default_retry_backoff: 10, tasks: [{ name: 'a', kwargs: { cmd: 'true' }, num_retries: 3, retry_delay_s: 7000 }] });
+    const byDefault = validateWorkflow({
+      name: 'w',
+      default_retry_backoff: 10,
+      tasks: [{ name: 'a', kwargs: { cmd: 'true' }, num_retries: 3, retry_delay_s: 7000 }],
+    });
     expect(byDefault.ok).toBe(false);
-    if (!byDefault.ok) expect(byDefault.issues).toEqual([expect.objectContaining({ code: 'bad-retry-delay', path: 'tasks[0].retry_delay_s' })]);
-    const onlyDefaults = validateWorkflow({ name: 'w', default_retry_delay_s: 7000, default_retry_backoff: 10, tasks: [{ name: 'a', kwargs: { cmd: 'true' }, num_retries: 3 }] });
+    if (!byDefault.ok)
+      expect(byDefault.issues).toEqual([expect.objectContaining({ code: 'bad-retry-delay', path: 'tasks[0].retry_delay_s' })]);
+    const onlyDefaults = validateWorkflow({
+      name: 'w',
+      default_retry_delay_s: 7000,
+      default_retry_backoff: 10,
+      tasks: [{ name: 'a', kwargs: { cmd: 'true' }, num_retries: 3 }],
+    });
     expect(!onlyDefaults.ok && onlyDefaults.issues[0]).toMatchObject({ code: 'bad-retry-delay', path: 'tasks[0].num_retries' });
     // Without retries nothing waits.
-    expect(validateWorkflow({ name: 'w', default_retry_delay_s: MAX_RETRY_DELAY_S, default_retry_backoff: 10, tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] }).ok).toBe(true);
+    expect(
+      validateWorkflow({
+        name: 'w',
+        default_retry_delay_s: MAX_RETRY_DELAY_S,
+        default_retry_backoff: 10,
+        tasks: [{ name: 'a', kwargs: { cmd: 'true' } }],
+      }).ok,
+    ).toBe(true);
   });
 
   it('caps every delay at 7 days at run time, whatever the settings', () => {
@@ -144,7 +174,8 @@ describe('retry delays and the workflow deadline in definitions', () => {
     expect(task.retry_delay_s!.anyOf![0]).toMatchObject({ type: 'integer', minimum: 0, maximum: MAX_RETRY_DELAY_S });
     expect(task.retry_max_delay_s!.anyOf![0]).toMatchObject({ type: 'integer', minimum: 0, maximum: MAX_RETRY_DELAY_S });
     expect(task.retry_backoff!.anyOf![0]).toMatchObject({ type: 'number', minimum: 1 });
-    for (const key of ['default_retry_delay_s', 'default_retry_backoff', 'default_retry_max_delay_s', 'timeout_s']) expect(schema.properties[key]).toBeDefined();
+    for (const key of ['default_retry_delay_s', 'default_retry_backoff', 'default_retry_max_delay_s', 'timeout_s'])
+      expect(schema.properties[key]).toBeDefined();
     expect(schema.properties.timeout_s!.anyOf![0]).toMatchObject({ type: 'integer', minimum: 1 });
   });
 });

@@ -17,7 +17,9 @@ describe('workflowJsonSchema', () => {
   });
 
   it('carries the same name and queue rules the validator applies', () => {
-    const schema = workflowJsonSchema() as { properties: { tasks: { items: { properties: Record<string, { pattern?: string; anyOf?: Array<{ pattern?: string }> }> } } } };
+    const schema = workflowJsonSchema() as {
+      properties: { tasks: { items: { properties: Record<string, { pattern?: string; anyOf?: Array<{ pattern?: string }> }> } } };
+    };
     const task = schema.properties.tasks.items.properties;
     const namePattern = new RegExp(task.name!.pattern!);
     expect(namePattern.test('prep/featurize')).toBe(true);
@@ -28,7 +30,15 @@ describe('workflowJsonSchema', () => {
   });
 
   it('carries the kwargs rules and the name limit the validator applies', () => {
-    type Node = { properties?: Record<string, Node>; items?: Node; anyOf?: Node[]; additionalProperties?: Node; propertyNames?: { pattern: string }; pattern?: string; maxLength?: number };
+    type Node = {
+      properties?: Record<string, Node>;
+      items?: Node;
+      anyOf?: Node[];
+      additionalProperties?: Node;
+      propertyNames?: { pattern: string };
+      pattern?: string;
+      maxLength?: number;
+    };
     const schema = workflowJsonSchema() as Node;
     expect(schema.properties!.name!.maxLength).toBe(1000);
     const kwargs = schema.properties!.tasks!.items!.properties!.kwargs!;
@@ -36,7 +46,13 @@ describe('workflowJsonSchema', () => {
     expect(Object.keys(kwargs.properties!).sort()).toEqual(['bg_dirsync_to', 'cmd', 'cwd', 'env']);
     const env = kwargs.properties!.env!.anyOf![0]!;
     const envName = new RegExp(env.propertyNames!.pattern);
-    for (const [name, ok] of [['PATH', true], ['', false], ['A=B', false], ['A\u0000', false]] as const) expect(envName.test(name)).toBe(ok);
+    for (const [name, ok] of [
+      ['PATH', true],
+      ['', false],
+      ['A=B', false],
+      ['A\u0000', false],
+    ] as const)
+      expect(envName.test(name)).toBe(ok);
     expect(env.additionalProperties!.anyOf![0]!.pattern).toBe(ENV_VALUE_PATTERN);
   });
 

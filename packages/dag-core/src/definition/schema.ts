@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { SECRET_REF_PATTERN } from '../wire/secret-refs';
 import { REFERENCE_NAME_PATTERN } from './references';
-import { MAX_MATRIX_TASKS, MAX_RETRY_DELAY_S, MAX_TASK_KEY_LENGTH, MAX_TASK_NAME_LENGTH, MAX_WORKFLOW_NAME_LENGTH, MERGE_NAME_ROOM } from './limits';
+import {
+  MAX_MATRIX_TASKS,
+  MAX_RETRY_DELAY_S,
+  MAX_TASK_KEY_LENGTH,
+  MAX_TASK_NAME_LENGTH,
+  MAX_WORKFLOW_NAME_LENGTH,
+  MERGE_NAME_ROOM,
+} from './limits';
 import {
   INTERNAL_TASK_NAME_PATTERN,
   KWARG_KEY_PATTERN,
@@ -107,22 +114,24 @@ const KWARG_KEY = new RegExp(KWARG_KEY_PATTERN);
 
 /** The user's kwargs: the shell kwargs checked, and no key starting with "__". */
 function userKwargs() {
-  return shellKwargs
-    .superRefine((kwargs, ctx) => {
-      for (const key of Object.keys(kwargs)) {
-        if (KWARG_KEY.test(key)) continue;
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          input: key,
-          message: 'kwargs keys starting with "__" are reserved for the engine',
-          params: { code: 'reserved-kwarg', target: 'key' },
-        });
-      }
-    })
-    .describe(KWARGS_DESCRIPTION)
-    // The rule the check above enforces, for the JSON Schema (which cannot carry a refinement).
-    .meta({ propertyNames: { type: 'string', pattern: KWARG_KEY_PATTERN } });
+  return (
+    shellKwargs
+      .superRefine((kwargs, ctx) => {
+        for (const key of Object.keys(kwargs)) {
+          if (KWARG_KEY.test(key)) continue;
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            input: key,
+            message: 'kwargs keys starting with "__" are reserved for the engine',
+            params: { code: 'reserved-kwarg', target: 'key' },
+          });
+        }
+      })
+      .describe(KWARGS_DESCRIPTION)
+      // The rule the check above enforces, for the JSON Schema (which cannot carry a refinement).
+      .meta({ propertyNames: { type: 'string', pattern: KWARG_KEY_PATTERN } })
+  );
 }
 
 const DEP_POLICY_RULE = 'dep_policy must be "all", "any", "all_settled" or an integer ≥ 1';
@@ -151,7 +160,11 @@ function referenceName() {
  * messages of its own) before the model sees the definition, which by then has none.
  */
 function matrixSchema() {
-  const entries = (description: string) => z.array(z.record(referenceName(), scalar()).meta({ minProperties: 1 })).optional().describe(description);
+  const entries = (description: string) =>
+    z
+      .array(z.record(referenceName(), scalar()).meta({ minProperties: 1 }))
+      .optional()
+      .describe(description);
   return z
     .object({
       include: entries('Combinations to add, or keys to add to the combinations whose axis values they match (as in GitHub Actions)'),
@@ -178,7 +191,9 @@ function paramsSchema(allowReserved: boolean) {
   return z
     .record(referenceName(), allowReserved ? scalar() : z.union([scalar(), long]))
     .optional()
-    .describe('Parameters with their defaults; --param KEY=VALUE and --params-file override them; ${{ params.KEY }} and JOBQ_PARAM_<KEY> give their values');
+    .describe(
+      'Parameters with their defaults; --param KEY=VALUE and --params-file override them; ${{ params.KEY }} and JOBQ_PARAM_<KEY> give their values',
+    );
 }
 
 function taskSchema(allowReserved: boolean) {
@@ -193,14 +208,12 @@ function taskSchema(allowReserved: boolean) {
         .union([z.enum(['all', 'any', 'all_settled']), z.int().min(1)], { error: DEP_POLICY_RULE })
         .optional()
         .describe('all | any | all_settled | N: how many dependencies must succeed'),
-      condition: z
-        .string()
-        .nullable()
-        .optional()
-        .describe('Python-like expression over inputs.PARENT.field; false skips the task'),
+      condition: z.string().nullable().optional().describe('Python-like expression over inputs.PARENT.field; false skips the task'),
       num_retries: z.int().min(0).optional().describe('Extra attempts after a failure (attempts = num_retries + 1)'),
       timeout_s: z.int().min(1).nullable().optional().describe('Seconds a running attempt may take; null = default_task_timeout_s'),
-      retry_delay_s: retryDelaySeconds('Seconds the first retry waits before its queue delivers it (at most 7 days); null = default_retry_delay_s'),
+      retry_delay_s: retryDelaySeconds(
+        'Seconds the first retry waits before its queue delivers it (at most 7 days); null = default_retry_delay_s',
+      ),
       retry_backoff: retryBackoff('Each further retry waits this many times longer (≥ 1); null = default_retry_backoff'),
       retry_max_delay_s: retryDelaySeconds('Longest wait of a retry in seconds (at most 7 days); null = default_retry_max_delay_s'),
       ...(allowReserved ? { gates: z.array(z.string()).optional() } : { matrix: matrixSchema().optional() }),
@@ -219,7 +232,9 @@ export function definitionSchema(allowReserved: boolean) {
   return z
     .strictObject({
       $schema: z.string().optional().describe('Ignored; lets editors find this schema'),
-      name: allowReserved ? workflowName : workflowName.max(MAX_WORKFLOW_NAME_LENGTH, { error: (issue) => workflowNameTooLong(issue.input) }),
+      name: allowReserved
+        ? workflowName
+        : workflowName.max(MAX_WORKFLOW_NAME_LENGTH, { error: (issue) => workflowNameTooLong(issue.input) }),
       tasks: z.array(taskSchema(allowReserved)).min(1, { error: 'a workflow needs at least one task' }),
       default_queue: queueSpec().optional().describe('Queue of tasks without their own; default "default"'),
       default_task_timeout_s: z.int().min(1).nullable().optional(),

@@ -8,7 +8,6 @@ import { checkStorageFit } from './storage-fit';
 import { nearShellKwarg, unknownNameHint } from './hints';
 import { didYouMean } from '../suggest';
 
-
 /** Unknown dependencies of one definition that get a "did you mean" hint. */
 const MAX_DEPENDENCY_HINTS = 20;
 
@@ -163,7 +162,10 @@ export function checkSemantics(
   const edges = new Map<string, string[]>();
   for (const task of tasks) {
     if (task.name === undefined || firstIndex.get(task.name) !== task.index) continue;
-    edges.set(task.name, [...task.dependsOn, ...task.gates].map((r) => r.name).filter((d) => d !== task.name));
+    edges.set(
+      task.name,
+      [...task.dependsOn, ...task.gates].map((r) => r.name).filter((d) => d !== task.name),
+    );
   }
   if (!internal) {
     const defaultQueue = isRecord(raw) && typeof raw.default_queue === 'string' ? raw.default_queue : 'default';
@@ -206,7 +208,13 @@ function checkRefs(
     } else if (seen.has(ref.name)) {
       issues.push({ code: 'duplicate-dependency', path, message: `"${ref.name}" is listed twice in ${field}` });
     } else if (!known.has(ref.name)) {
-      const hint = hints.left-- > 0 ? unknownNameHint(ref.name, [...known.keys()].filter((name) => name !== task.name)) : undefined;
+      const hint =
+        hints.left-- > 0
+          ? unknownNameHint(
+              ref.name,
+              [...known.keys()].filter((name) => name !== task.name),
+            )
+          : undefined;
       issues.push({
         code: 'unknown-dependency',
         path,
@@ -249,7 +257,10 @@ function checkCondition(
     });
     return;
   }
-  const compiled = compileCondition(condition, task.dependsOn.map((d) => d.name));
+  const compiled = compileCondition(
+    condition,
+    task.dependsOn.map((d) => d.name),
+  );
   if (compiled.ok) return;
   for (const issue of compiled.issues) {
     const input = issue.code === 'condition-unknown-input' ? unknownInput(issue.message) : undefined;
@@ -281,7 +292,14 @@ function numberIn(value: unknown, min: number, max: number, integer: boolean): n
  */
 function retryDelayIssue(raw: unknown, task: LooseTask, at: (...rest: PathSegment[]) => PathSegment[]): RawIssue | null {
   const workflow = isRecord(raw) ? raw : {};
-  const pick = (own: string, fallback: string, min: number, max: number, integer: boolean, dflt: number | null): number | null | undefined => {
+  const pick = (
+    own: string,
+    fallback: string,
+    min: number,
+    max: number,
+    integer: boolean,
+    dflt: number | null,
+  ): number | null | undefined => {
     const value = task.raw[own] ?? workflow[fallback] ?? dflt;
     return value === null ? null : numberIn(value, min, max, integer);
   };
@@ -289,7 +307,16 @@ function retryDelayIssue(raw: unknown, task: LooseTask, at: (...rest: PathSegmen
   const delayS = pick('retry_delay_s', 'default_retry_delay_s', 0, MAX_RETRY_DELAY_S, true, 0);
   const backoff = pick('retry_backoff', 'default_retry_backoff', 1, Number.MAX_VALUE, false, 1);
   const maxDelayS = pick('retry_max_delay_s', 'default_retry_max_delay_s', 0, MAX_RETRY_DELAY_S, true, null);
-  if (retries === undefined || retries === 0 || delayS === undefined || delayS === null || backoff === undefined || backoff === null || maxDelayS === undefined) return null;
+  if (
+    retries === undefined ||
+    retries === 0 ||
+    delayS === undefined ||
+    delayS === null ||
+    backoff === undefined ||
+    backoff === null ||
+    maxDelayS === undefined
+  )
+    return null;
   if (maxDelayS !== null) return null;
   const longest = delayS * Math.pow(backoff, retries - 1);
   if (longest <= MAX_RETRY_DELAY_S) return null;

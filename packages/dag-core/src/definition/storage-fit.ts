@@ -92,7 +92,8 @@ export function checkStorageFit(tasks: readonly FitTask[], defaultQueue: string)
     const at = (...rest: PathSegment[]): PathSegment[] => ['tasks', task.index, ...rest];
     const queue = task.queue ?? defaultQueue;
     queues.add(queue);
-    if (tooMany === undefined && queues.size > MAX_WORKFLOW_QUEUES) tooMany = { code: 'storage-limit', path: task.queue === undefined ? at() : at('queue'), message: '' };
+    if (tooMany === undefined && queues.size > MAX_WORKFLOW_QUEUES)
+      tooMany = { code: 'storage-limit', path: task.queue === undefined ? at() : at('queue'), message: '' };
 
     if (task.name === undefined || task.kwargs === undefined) continue;
     const limit = queueMessageLimit(queue);

@@ -37,10 +37,58 @@ describe('validateWorkflow', () => {
         defaultRetryMaxDelayS: null,
         timeoutS: null,
         tasks: [
-          { name: 'a', kwargs: { cmd: 'echo a' }, dependsOn: [], queue: null, depPolicy: 'all', condition: null, numRetries: 0, timeoutS: null, retryDelayS: null, retryBackoff: null, retryMaxDelayS: null },
-          { name: 'b', kwargs: { cmd: 'echo b' }, dependsOn: ['a'], queue: null, depPolicy: 'all', condition: null, numRetries: 0, timeoutS: null, retryDelayS: null, retryBackoff: null, retryMaxDelayS: null },
-          { name: 'c', kwargs: { cmd: 'echo c' }, dependsOn: ['a'], queue: null, depPolicy: 'all', condition: null, numRetries: 0, timeoutS: null, retryDelayS: null, retryBackoff: null, retryMaxDelayS: null },
-          { name: 'd', kwargs: { cmd: 'echo d' }, dependsOn: ['b', 'c'], queue: null, depPolicy: 'all', condition: null, numRetries: 0, timeoutS: null, retryDelayS: null, retryBackoff: null, retryMaxDelayS: null },
+          {
+            name: 'a',
+            kwargs: { cmd: 'echo a' },
+            dependsOn: [],
+            queue: null,
+            depPolicy: 'all',
+            condition: null,
+            numRetries: 0,
+            timeoutS: null,
+            retryDelayS: null,
+            retryBackoff: null,
+            retryMaxDelayS: null,
+          },
+          {
+            name: 'b',
+            kwargs: { cmd: 'echo b' },
+            dependsOn: ['a'],
+            queue: null,
+            depPolicy: 'all',
+            condition: null,
+            numRetries: 0,
+            timeoutS: null,
+            retryDelayS: null,
+            retryBackoff: null,
+            retryMaxDelayS: null,
+          },
+          {
+            name: 'c',
+            kwargs: { cmd: 'echo c' },
+            dependsOn: ['a'],
+            queue: null,
+            depPolicy: 'all',
+            condition: null,
+            numRetries: 0,
+            timeoutS: null,
+            retryDelayS: null,
+            retryBackoff: null,
+            retryMaxDelayS: null,
+          },
+          {
+            name: 'd',
+            kwargs: { cmd: 'echo d' },
+            dependsOn: ['b', 'c'],
+            queue: null,
+            depPolicy: 'all',
+            condition: null,
+            numRetries: 0,
+            timeoutS: null,
+            retryDelayS: null,
+            retryBackoff: null,
+            retryMaxDelayS: null,
+          },
         ],
       },
     });
@@ -61,7 +109,12 @@ describe('validateWorkflow', () => {
     });
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    expect(result.value).toMatchObject({ defaultQueue: 'cpu', defaultTaskTimeoutS: 60, maxParallelism: 2, resultPolicy: 'all_tasks_succeed' });
+    expect(result.value).toMatchObject({
+      defaultQueue: 'cpu',
+      defaultTaskTimeoutS: 60,
+      maxParallelism: 2,
+      resultPolicy: 'all_tasks_succeed',
+    });
     expect(result.value.tasks[0]).toMatchObject({ queue: 'gpustore/gpu-a100', numRetries: 3, timeoutS: 5 });
     expect(result.value.tasks[1]).toMatchObject({ depPolicy: 1, condition: 'inputs.a.ok', queue: 'sb://myns/train.q' });
   });
@@ -102,13 +155,43 @@ describe('validateWorkflow', () => {
     ['bad-name', { name: 'w', tasks: [task('a\u0001')] }, 'tasks[0].name', 'control characters'],
     ['bad-name', { name: 'w', tasks: [task('x'.repeat(257))] }, 'tasks[0].name', 'at most 256'],
     ['duplicate-task', { name: 'w', tasks: [task('a'), task('a')] }, 'tasks[1].name', 'first used by tasks[0]'],
-    ['unknown-dependency', { name: 'w', tasks: [task('a', { depends_on: ['zz'] })] }, 'tasks[0].depends_on[0]', '"zz", which is not a task'],
+    [
+      'unknown-dependency',
+      { name: 'w', tasks: [task('a', { depends_on: ['zz'] })] },
+      'tasks[0].depends_on[0]',
+      '"zz", which is not a task',
+    ],
     ['self-dependency', { name: 'w', tasks: [task('a', { depends_on: ['a'] })] }, 'tasks[0].depends_on[0]', 'depends on itself'],
-    ['duplicate-dependency', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a', 'a'] })] }, 'tasks[1].depends_on[1]', 'listed twice'],
-    ['bad-dep-policy', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 'most' })] }, 'tasks[1].dep_policy', 'dep_policy must be'],
-    ['bad-dep-policy', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 2 })] }, 'tasks[1].dep_policy', 'needs at least 2 dependencies'],
-    ['bad-dep-policy', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 0 })] }, 'tasks[1].dep_policy', 'integer ≥ 1'],
-    ['bad-dep-policy', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: true })] }, 'tasks[1].dep_policy', 'boolean'],
+    [
+      'duplicate-dependency',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a', 'a'] })] },
+      'tasks[1].depends_on[1]',
+      'listed twice',
+    ],
+    [
+      'bad-dep-policy',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 'most' })] },
+      'tasks[1].dep_policy',
+      'dep_policy must be',
+    ],
+    [
+      'bad-dep-policy',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 2 })] },
+      'tasks[1].dep_policy',
+      'needs at least 2 dependencies',
+    ],
+    [
+      'bad-dep-policy',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: 0 })] },
+      'tasks[1].dep_policy',
+      'integer ≥ 1',
+    ],
+    [
+      'bad-dep-policy',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], dep_policy: true })] },
+      'tasks[1].dep_policy',
+      'boolean',
+    ],
     ['bad-max-parallelism', { ...diamond, max_parallelism: 0 }, 'max_parallelism', 'integer ≥ 1'],
     ['bad-max-parallelism', { ...diamond, max_parallelism: true }, 'max_parallelism', 'integer ≥ 1'],
     ['bad-result-policy', { ...diamond, result_policy: 'majority' }, 'result_policy', 'all_sinks_succeed'],
@@ -117,14 +200,57 @@ describe('validateWorkflow', () => {
     ['bad-queue', { name: 'w', tasks: [task('a', { queue: 'x'.repeat(57) })] }, 'tasks[0].queue', '3–56'],
     ['bad-queue', { ...diamond, default_queue: 'Bad_Account/q1q' }, 'default_queue', 'storage account'],
     ['bad-queue', { name: 'w', tasks: [task('a', { queue: 'sb://ns' })] }, 'tasks[0].queue', 'needs a queue name'],
-    ['reserved-kwarg', { name: 'w', tasks: [task('a', { kwargs: { cmd: 'x', __workflow_id: 'y' } })] }, 'tasks[0].kwargs.__workflow_id', 'reserved'],
-    ['cycle', { name: 'w', tasks: [task('a', { depends_on: ['c'] }), task('b', { depends_on: ['a'] }), task('c', { depends_on: ['b'] })] }, 'tasks[0].depends_on', 'a -> c -> b -> a'],
-    ['condition-without-deps', { name: 'w', tasks: [task('a', { condition: 'inputs.a.x' })] }, 'tasks[0].condition', 'at least one dependency'],
-    ['condition-syntax', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.a.x ==' })] }, 'tasks[1].condition', 'column'],
-    ['condition-disallowed', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.a.x + 1 > 2' })] }, 'tasks[1].condition', 'column 12'],
-    ['condition-unknown-input', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.z.ok' })] }, 'tasks[1].condition', 'z'],
-    ['condition-no-input', { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: '1 < 2' })] }, 'tasks[1].condition', ''],
-    ['condition-with-fan-in', { name: 'w', tasks: [task('a', { depends_on: [] }), task('b', { depends_on: ['__merge_x_0'], condition: 'inputs["__merge_x_0"].ok' })] }, 'tasks[1].condition', '--max-fan-in'],
+    [
+      'reserved-kwarg',
+      { name: 'w', tasks: [task('a', { kwargs: { cmd: 'x', __workflow_id: 'y' } })] },
+      'tasks[0].kwargs.__workflow_id',
+      'reserved',
+    ],
+    [
+      'cycle',
+      { name: 'w', tasks: [task('a', { depends_on: ['c'] }), task('b', { depends_on: ['a'] }), task('c', { depends_on: ['b'] })] },
+      'tasks[0].depends_on',
+      'a -> c -> b -> a',
+    ],
+    [
+      'condition-without-deps',
+      { name: 'w', tasks: [task('a', { condition: 'inputs.a.x' })] },
+      'tasks[0].condition',
+      'at least one dependency',
+    ],
+    [
+      'condition-syntax',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.a.x ==' })] },
+      'tasks[1].condition',
+      'column',
+    ],
+    [
+      'condition-disallowed',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.a.x + 1 > 2' })] },
+      'tasks[1].condition',
+      'column 12',
+    ],
+    [
+      'condition-unknown-input',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: 'inputs.z.ok' })] },
+      'tasks[1].condition',
+      'z',
+    ],
+    [
+      'condition-no-input',
+      { name: 'w', tasks: [task('a'), task('b', { depends_on: ['a'], condition: '1 < 2' })] },
+      'tasks[1].condition',
+      '',
+    ],
+    [
+      'condition-with-fan-in',
+      {
+        name: 'w',
+        tasks: [task('a', { depends_on: [] }), task('b', { depends_on: ['__merge_x_0'], condition: 'inputs["__merge_x_0"].ok' })],
+      },
+      'tasks[1].condition',
+      '--max-fan-in',
+    ],
   ];
 
   it.each(cases)('reports %s at the path (%#)', (code, value, path, fragment) => {
@@ -141,12 +267,21 @@ describe('validateWorkflow', () => {
       tasks: [task('a', { num_retries: 'three' }), task('b', { depends_on: ['nope', 'b'] }), task('a')],
     });
     expect(issues.map((i) => `${i.code}@${i.path}`).sort()).toEqual(
-      ['unknown-field@extra', 'type@tasks[0].num_retries', 'unknown-dependency@tasks[1].depends_on[0]', 'self-dependency@tasks[1].depends_on[1]', 'duplicate-task@tasks[2].name'].sort(),
+      [
+        'unknown-field@extra',
+        'type@tasks[0].num_retries',
+        'unknown-dependency@tasks[1].depends_on[0]',
+        'self-dependency@tasks[1].depends_on[1]',
+        'duplicate-task@tasks[2].name',
+      ].sort(),
     );
   });
 
   it('accepts names with path segments, spaces and unicode', () => {
-    const result = validateWorkflow({ name: 'w', tasks: [task('prep/featurize'), task('train model ✓', { depends_on: ['prep/featurize'] })] });
+    const result = validateWorkflow({
+      name: 'w',
+      tasks: [task('prep/featurize'), task('train model ✓', { depends_on: ['prep/featurize'] })],
+    });
     expect(result.ok).toBe(true);
   });
 
@@ -165,7 +300,8 @@ describe('validateWorkflow', () => {
 
 describe('parseWorkflow', () => {
   it('parses YAML and JSON to the same definition', () => {
-    const yaml = 'name: diamond\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
+    const yaml =
+      'name: diamond\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n';
     const json = JSON.stringify({ name: 'diamond', tasks: [task('a'), task('b', { depends_on: ['a'] })] });
     const fromYaml = parseWorkflow(yaml, { filename: 'dag.yaml' });
     const fromJson = parseWorkflow(json, { filename: 'dag.json' });
@@ -174,7 +310,16 @@ describe('parseWorkflow', () => {
   });
 
   it('gives YAML issues their line and column', () => {
-    const yaml = ['name: w', 'tasks:', '  - name: a', '    kwargs: {cmd: x}', '  - name: b', '    depends_on: [a, zz]', '    colour: red', '    kwargs: {cmd: x}'].join('\n');
+    const yaml = [
+      'name: w',
+      'tasks:',
+      '  - name: a',
+      '    kwargs: {cmd: x}',
+      '  - name: b',
+      '    depends_on: [a, zz]',
+      '    colour: red',
+      '    kwargs: {cmd: x}',
+    ].join('\n');
     const result = parseWorkflow(yaml, { filename: 'w.yml' });
     expect(result.ok).toBe(false);
     if (result.ok) return;
@@ -187,7 +332,15 @@ describe('parseWorkflow', () => {
   });
 
   it('points a condition error at its column in the file when the condition is on one line', () => {
-    const yaml = ['name: w', 'tasks:', '  - {name: a, kwargs: {cmd: x}}', '  - name: b', '    depends_on: [a]', '    condition: "inputs.a.x + 1"', '    kwargs: {cmd: x}'].join('\n');
+    const yaml = [
+      'name: w',
+      'tasks:',
+      '  - {name: a, kwargs: {cmd: x}}',
+      '  - name: b',
+      '    depends_on: [a]',
+      '    condition: "inputs.a.x + 1"',
+      '    kwargs: {cmd: x}',
+    ].join('\n');
     const result = parseWorkflow(yaml, { filename: 'w.yaml' });
     expect(result.ok).toBe(false);
     if (result.ok) return;
@@ -251,7 +404,9 @@ describe('parseWorkflow', () => {
     const deep = (n: number) => `{"name":"w","tasks":[{"name":"a","kwargs":{"cmd":"true","x":${'['.repeat(n)}${']'.repeat(n)}}}]}`;
     expect(parseWorkflow(deep(50), { filename: 'ok.json' }).ok).toBe(true);
     const tooDeep = parseWorkflow(deep(200), { filename: 'deep.json' });
-    expect(!tooDeep.ok && tooDeep.issues).toEqual([{ code: 'type', path: '', message: expect.stringMatching(/nests deeper than 64 levels/) }]);
+    expect(!tooDeep.ok && tooDeep.issues).toEqual([
+      { code: 'type', path: '', message: expect.stringMatching(/nests deeper than 64 levels/) },
+    ]);
     const hostile = parseWorkflow(deep(200_000), { filename: 'hostile.json' });
     expect(hostile.ok).toBe(false);
     expect(!hostile.ok && hostile.issues[0]?.message.length).toBeLessThan(300);
@@ -287,7 +442,15 @@ describe('parseWorkflow', () => {
 
 describe('validateDefinition (a definition in hand, before submit)', () => {
   const user = (): WorkflowDefinition => {
-    const r = validateWorkflow({ name: 'w', tasks: [{ name: 'p1', kwargs: { cmd: 'x' } }, { name: 'p2', kwargs: { cmd: 'x' } }, { name: 'p3', kwargs: { cmd: 'x' } }, { name: 'sink', depends_on: ['p1', 'p2', 'p3'], kwargs: { cmd: 'x' } }] });
+    const r = validateWorkflow({
+      name: 'w',
+      tasks: [
+        { name: 'p1', kwargs: { cmd: 'x' } },
+        { name: 'p2', kwargs: { cmd: 'x' } },
+        { name: 'p3', kwargs: { cmd: 'x' } },
+        { name: 'sink', depends_on: ['p1', 'p2', 'p3'], kwargs: { cmd: 'x' } },
+      ],
+    });
     if (!r.ok) throw new Error('invalid test definition');
     return r.value;
   };

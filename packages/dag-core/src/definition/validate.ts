@@ -135,7 +135,9 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
     const expanded = expansion === null ? value : expansion.value;
     const schema = internal ? internalDefinitionSchema : userDefinitionSchema;
     const parsed = schema.safeParse(expanded, { reportInput: true });
-    let raw: RawIssue[] = parsed.success ? [] : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal), internal ? internalFields : userFields);
+    let raw: RawIssue[] = parsed.success
+      ? []
+      : fromZodIssues(parsed.error.issues, (n) => taskNameProblem(n, internal), internal ? internalFields : userFields);
     const semantics = checkSemantics(expanded, { internal, matrixTasks: expansion?.matrixTasks });
     raw.push(...semantics.issues);
     let warnings = semantics.warnings;
@@ -145,7 +147,9 @@ export function validateWith(value: unknown, options: ValidateOptions = {}): Res
     }
     if (!parsed.success || raw.length > 0) {
       // Warnings go along with the errors, so one pass shows everything (sorted by the reader).
-      return warnings.length > 0 ? { ok: false, issues: finish(raw, options.locate), warnings: finish(warnings, options.locate) } : { ok: false, issues: finish(raw, options.locate) };
+      return warnings.length > 0
+        ? { ok: false, issues: finish(raw, options.locate), warnings: finish(warnings, options.locate) }
+        : { ok: false, issues: finish(raw, options.locate) };
     }
     return { ok: true, value: fromRaw(parsed.data), warnings: finish(warnings, options.locate) };
   } catch (error) {
@@ -177,7 +181,10 @@ export function validateDefinition(definition: WorkflowDefinition): Result<Workf
     internal = definition.tasks.some((t) => isMergeNode(t.name, t.kwargs));
     raw = toRawDefinition(definition);
   } catch (error) {
-    return { ok: false, issues: [{ code: 'type', path: '', message: `not a workflow definition: ${error instanceof Error ? error.message : String(error)}` }] };
+    return {
+      ok: false,
+      issues: [{ code: 'type', path: '', message: `not a workflow definition: ${error instanceof Error ? error.message : String(error)}` }],
+    };
   }
   return internal ? validateWith(raw, { internal: true }) : validateWorkflow(raw);
 }

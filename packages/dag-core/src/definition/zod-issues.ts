@@ -51,7 +51,11 @@ function retryRules(delay: string, backoff: string, max: string): Record<string,
     code: 'bad-retry-delay',
     rule: `${name} must be an integer from 0 to ${MAX_RETRY_DELAY_S} (7 days, the longest a queue delays a message) or null`,
   });
-  return { [delay]: seconds(delay), [max]: seconds(max), [backoff]: { code: 'bad-retry-delay', rule: `${backoff} must be a number ≥ 1 or null` } };
+  return {
+    [delay]: seconds(delay),
+    [max]: seconds(max),
+    [backoff]: { code: 'bad-retry-delay', rule: `${backoff} must be a number ≥ 1 or null` },
+  };
 }
 
 /** Codes for fields whose *format* problems (not type problems) have a dedicated code. */
@@ -113,13 +117,24 @@ function translate(
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const hint = unknownFieldHint([...path, key], key, fieldsAt(path));
-        out.push({ code: 'unknown-field', path: [...path, key], message: `unknown field ${quoteForMessage(key)}`, target: 'key', ...(hint === undefined ? {} : { hint }) });
+        out.push({
+          code: 'unknown-field',
+          path: [...path, key],
+          message: `unknown field ${quoteForMessage(key)}`,
+          target: 'key',
+          ...(hint === undefined ? {} : { hint }),
+        });
       }
       continue;
     }
     if (issue.code === 'custom' && typeof issue.params?.code === 'string') {
       // A refinement that knows its stable code.
-      out.push({ code: issue.params.code, path, message: issue.message, ...(issue.params.target === 'key' ? { target: 'key' as const } : {}) });
+      out.push({
+        code: issue.params.code,
+        path,
+        message: issue.message,
+        ...(issue.params.target === 'key' ? { target: 'key' as const } : {}),
+      });
       continue;
     }
     const kwargsAt = kwargsIndex(path);

@@ -15,21 +15,19 @@ function fast(tasks: Array<{ name: string; dependsOn?: string[]; queue?: string 
     defaultRetryBackoff: 1,
     defaultRetryMaxDelayS: null,
     timeoutS: null,
-    tasks: tasks.map(
-      (t): TaskDefinition => ({
-        name: t.name,
-        kwargs: {},
-        dependsOn: t.dependsOn ?? [],
-        queue: t.queue ?? null,
-        depPolicy: 'all',
-        condition: null,
-        numRetries: 0,
-        timeoutS: null,
-        retryDelayS: null,
-        retryBackoff: null,
-        retryMaxDelayS: null,
-      }),
-    ),
+    tasks: tasks.map((t): TaskDefinition => ({
+      name: t.name,
+      kwargs: {},
+      dependsOn: t.dependsOn ?? [],
+      queue: t.queue ?? null,
+      depPolicy: 'all',
+      condition: null,
+      numRetries: 0,
+      timeoutS: null,
+      retryDelayS: null,
+      retryBackoff: null,
+      retryMaxDelayS: null,
+    })),
   };
 }
 
@@ -100,9 +98,19 @@ describe('layerOf', () => {
 
 describe('rollupGraph goldens', () => {
   it('diamond: 4 nodes at every level but layers (3)', () => {
-    const def = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
+    const def = definition([
+      { name: 'a' },
+      { name: 'b', depends_on: ['a'] },
+      { name: 'c', depends_on: ['a'] },
+      { name: 'd', depends_on: ['b', 'c'] },
+    ]);
     expect(golden(rollupGraph(def, 'families'))).toEqual({
-      nodes: ['a task "a" default size=1 depth=0', 'b task "b" default size=1 depth=1', 'c task "c" default size=1 depth=1', 'd task "d" default size=1 depth=2'],
+      nodes: [
+        'a task "a" default size=1 depth=0',
+        'b task "b" default size=1 depth=1',
+        'c task "c" default size=1 depth=1',
+        'd task "d" default size=1 depth=2',
+      ],
       edges: ['a -> b', 'a -> c', 'b -> d', 'c -> d'],
     });
     expect(golden(rollupGraph(def, 'siblings'))).toEqual({
@@ -121,7 +129,11 @@ describe('rollupGraph goldens', () => {
   it('seed shape (root → 998 leaves → terminal): 3 nodes', () => {
     const def = seedShape();
     expect(golden(rollupGraph(def, 'families'))).toEqual({
-      nodes: ['root task "root" default size=1 depth=0', '#0 group "leaves/leaf ×998" default size=998 depth=1', 'terminal task "terminal" default size=1 depth=2'],
+      nodes: [
+        'root task "root" default size=1 depth=0',
+        '#0 group "leaves/leaf ×998" default size=998 depth=1',
+        'terminal task "terminal" default size=1 depth=2',
+      ],
       edges: ['root -> leaves/leaf ×998', 'leaves/leaf ×998 -> terminal'],
     });
     expect(autoRollupLevel(def)).toBe('families');
@@ -143,9 +155,22 @@ describe('rollupGraph goldens', () => {
   });
 
   it('families keeps stems apart that siblings merges, and never merges across queues', () => {
-    const def = fast([{ name: 'root' }, { name: 'x-001', dependsOn: ['root'] }, { name: 'x-002', dependsOn: ['root'] }, { name: 'y', dependsOn: ['root'] }, { name: 'z', dependsOn: ['root'], queue: 'gpu' }]);
-    expect(golden(rollupGraph(def, 'families')).nodes.slice(1)).toEqual(['#0 group "x ×2" default size=2 depth=1', 'y task "y" default size=1 depth=1', 'z task "z" gpu size=1 depth=1']);
-    expect(golden(rollupGraph(def, 'siblings')).nodes.slice(1)).toEqual(['#0 group "x-001 +2" default size=3 depth=1', 'z task "z" gpu size=1 depth=1']);
+    const def = fast([
+      { name: 'root' },
+      { name: 'x-001', dependsOn: ['root'] },
+      { name: 'x-002', dependsOn: ['root'] },
+      { name: 'y', dependsOn: ['root'] },
+      { name: 'z', dependsOn: ['root'], queue: 'gpu' },
+    ]);
+    expect(golden(rollupGraph(def, 'families')).nodes.slice(1)).toEqual([
+      '#0 group "x ×2" default size=2 depth=1',
+      'y task "y" default size=1 depth=1',
+      'z task "z" gpu size=1 depth=1',
+    ]);
+    expect(golden(rollupGraph(def, 'siblings')).nodes.slice(1)).toEqual([
+      '#0 group "x-001 +2" default size=3 depth=1',
+      'z task "z" gpu size=1 depth=1',
+    ]);
   });
 
   it('random layered 10 000 tasks: auto picks layers (100 nodes, edges only between neighbouring depths)', () => {
@@ -180,7 +205,9 @@ describe('rollupGraph goldens', () => {
   });
 
   it('rolls 100 000 tasks up without deep recursion', () => {
-    const def = fast(Array.from({ length: 100_000 }, (_, i) => ({ name: `w-${String(i).padStart(6, '0')}`, dependsOn: i === 0 ? [] : ['w-000000'] })));
+    const def = fast(
+      Array.from({ length: 100_000 }, (_, i) => ({ name: `w-${String(i).padStart(6, '0')}`, dependsOn: i === 0 ? [] : ['w-000000'] })),
+    );
     const graph = rollupGraph(def, 'families');
     expect(graph.nodes.map((n) => n.label)).toEqual(['w-000000', 'w ×99999']);
   });

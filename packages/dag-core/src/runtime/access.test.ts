@@ -2,7 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import { changedTasks, taskCount, taskState, taskStatus, tasksIn } from './access';
 import { Harness, definition } from './test-helpers/build';
 
-const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
+const diamond = definition([
+  { name: 'a' },
+  { name: 'b', depends_on: ['a'] },
+  { name: 'c', depends_on: ['a'] },
+  { name: 'd', depends_on: ['b', 'c'] },
+]);
 
 describe('task accessors', () => {
   it('read states by name and in definition order; unknown names are undefined / pending', () => {
@@ -27,12 +32,20 @@ describe('task accessors', () => {
   });
 
   it('reads tasks named like Object.prototype members as any other', () => {
-    const h = new Harness(definition([{ name: 'constructor' }, { name: 'toString', depends_on: ['constructor'] }, { name: 'hasOwnProperty', depends_on: ['toString'] }]));
+    const h = new Harness(
+      definition([
+        { name: 'constructor' },
+        { name: 'toString', depends_on: ['constructor'] },
+        { name: 'hasOwnProperty', depends_on: ['toString'] },
+      ]),
+    );
     h.activate();
     h.succeed('constructor');
     expect(taskStatus(h.runtime, 'toString')).toBe('running');
     expect(taskState(h.runtime, 'valueOf')).toBeUndefined();
-    expect(h.send({ type: 'completion', taskName: 'valueOf', attemptNo: 1, success: true, outputRef: null, error: null }).effects).toEqual([{ type: 'ignored', reason: 'unknown task "valueOf"' }]);
+    expect(h.send({ type: 'completion', taskName: 'valueOf', attemptNo: 1, success: true, outputRef: null, error: null }).effects).toEqual([
+      { type: 'ignored', reason: 'unknown task "valueOf"' },
+    ]);
     h.succeed('toString');
     h.succeed('hasOwnProperty');
     expect(h.runtime.status).toBe('completed');

@@ -51,7 +51,11 @@ const REPLACEABLE = new Set<string>([
  *
  * @throws RangeError for a name the definition does not have or a state with an unknown status.
  */
-export function withTaskStates(runtime: WorkflowRuntime, entries: Iterable<readonly [string, TaskRuntime]>, fields: ReplaceableFields = {}): WorkflowRuntime {
+export function withTaskStates(
+  runtime: WorkflowRuntime,
+  entries: Iterable<readonly [string, TaskRuntime]>,
+  fields: ReplaceableFields = {},
+): WorkflowRuntime {
   const draft = new Draft(runtime);
   for (const [name, state] of entries) {
     const position = draft.positionOf(name);
@@ -60,7 +64,8 @@ export function withTaskStates(runtime: WorkflowRuntime, entries: Iterable<reado
     draft.setTask(position, state);
   }
   for (const key of Object.keys(fields) as Array<keyof ReplaceableFields>) {
-    if (!REPLACEABLE.has(key)) throw new RangeError(`withTaskStates: ${JSON.stringify(key)} is not a workflow-level field that can be replaced`);
+    if (!REPLACEABLE.has(key))
+      throw new RangeError(`withTaskStates: ${JSON.stringify(key)} is not a workflow-level field that can be replaced`);
     const value = fields[key];
     if (value !== undefined) draft.set(key, value);
   }

@@ -4,7 +4,15 @@ import { decodeRuntime, encodeRuntime } from './codec';
 import { Harness, decodedRuntime, definition } from './test-helpers/build';
 
 function sample() {
-  const base = definition([{ name: 'a', num_retries: 1 }, { name: 'b' }, { name: 'c' }, { name: 'prep/x', depends_on: ['a', 'b', 'c'], condition: 'inputs.a.ok' }], { max_parallelism: 5, default_task_timeout_s: 30 });
+  const base = definition(
+    [
+      { name: 'a', num_retries: 1 },
+      { name: 'b' },
+      { name: 'c' },
+      { name: 'prep/x', depends_on: ['a', 'b', 'c'], condition: 'inputs.a.ok' },
+    ],
+    { max_parallelism: 5, default_task_timeout_s: 30 },
+  );
   const h = new Harness(base);
   h.activate();
   h.fail('a');
@@ -20,7 +28,10 @@ describe('encodeRuntime / decodeRuntime', () => {
   });
 
   it('round-trips merge nodes and gates', () => {
-    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    const t = sequentializeFanIn(
+      definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]),
+      2,
+    );
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);
     h.activate();
@@ -32,7 +43,11 @@ describe('encodeRuntime / decodeRuntime', () => {
     const json = JSON.parse(encodeRuntime(sample())) as Record<string, unknown>;
     expect(json.version).toBe(1);
     expect(json).toMatchObject({ workflow_id: 'wf1', cancel_requested: true, cancel_applied_at: '2026-01-01T00:10:00.000Z' });
-    expect((json.tasks as Record<string, unknown>)['prep/x']).toEqual({ status: 'cancelled', error: 'workflow cancelled', completed_at: expect.any(String) });
+    expect((json.tasks as Record<string, unknown>)['prep/x']).toEqual({
+      status: 'cancelled',
+      error: 'workflow cancelled',
+      completed_at: expect.any(String),
+    });
     expect((json.definition as { tasks: unknown[] }).tasks[0]).toMatchObject({ name: 'a', num_retries: 1, depends_on: [] });
   });
 
@@ -48,7 +63,11 @@ describe('encodeRuntime / decodeRuntime', () => {
   });
 
   it('rejects a blob whose tasks do not match its definition, or whose fields are malformed', () => {
-    const json = JSON.parse(encodeRuntime(sample())) as { tasks: Record<string, unknown>; status: unknown; definition: { tasks: unknown[] } };
+    const json = JSON.parse(encodeRuntime(sample())) as {
+      tasks: Record<string, unknown>;
+      status: unknown;
+      definition: { tasks: unknown[] };
+    };
     const missing = structuredClone(json);
     delete missing.tasks.b;
     expect(() => decodedRuntime(JSON.stringify(missing))).toThrow('task "b" of the definition has no state');

@@ -58,7 +58,17 @@ export function encodeRuntime(runtime: WorkflowRuntime): string {
 const SUBJECT = 'runtime blob';
 
 /** The workflow-level keys of a format-1 document (everything else is ignored, as it always was). */
-const V1_FIELD_KEYS = ['status', 'activated', 'cancel_requested', 'cancel_applied_at', 'retry_applied_at', 'created_at', 'updated_at', 'finished_at', 'outputs_container'];
+const V1_FIELD_KEYS = [
+  'status',
+  'activated',
+  'cancel_requested',
+  'cancel_applied_at',
+  'retry_applied_at',
+  'created_at',
+  'updated_at',
+  'finished_at',
+  'outputs_container',
+];
 
 /**
  * Reads a runtime written by {@link encodeRuntime}. Never throws on bad input: an unknown version,
@@ -81,19 +91,25 @@ export function decodeRuntimeJson(json: unknown): DecodeResult<WorkflowRuntime> 
   try {
     return decodeOk(readRuntimeJson(json));
   } catch (error) {
-    return decodeError(error instanceof RuntimeDecodeError ? error.message : `${SUBJECT}: ${error instanceof Error ? error.message : String(error)}`);
+    return decodeError(
+      error instanceof RuntimeDecodeError ? error.message : `${SUBJECT}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
 function readRuntimeJson(json: unknown): WorkflowRuntime {
   if (!isRecord(json)) throw new RuntimeDecodeError('not a JSON object');
   if (json.version !== RUNTIME_FORMAT_VERSION) {
-    throw new RuntimeDecodeError(`unknown format version ${JSON.stringify(json.version)} (this jobq reads version ${RUNTIME_FORMAT_VERSION}; is a newer jobq writing this prefix?)`);
+    throw new RuntimeDecodeError(
+      `unknown format version ${JSON.stringify(json.version)} (this jobq reads version ${RUNTIME_FORMAT_VERSION}; is a newer jobq writing this prefix?)`,
+    );
   }
   const definition = validateWith(json.definition, { internal: true });
   if (!definition.ok) {
     const first = definition.issues[0];
-    throw new RuntimeDecodeError(`invalid definition: ${first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : 'unknown problem'}`);
+    throw new RuntimeDecodeError(
+      `invalid definition: ${first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : 'unknown problem'}`,
+    );
   }
   const rawTasks = json.tasks;
   if (!isRecord(rawTasks)) throw new RuntimeDecodeError('"tasks" must be an object');
@@ -114,5 +130,12 @@ function readRuntimeJson(json: unknown): WorkflowRuntime {
   stored.reruns_applied = json.reruns_applied ?? null;
   stored.traceparent = json.traceparent ?? null;
   decodeWorkflowFields(stored, fields, false, '', SUBJECT);
-  return assembleRuntime({ workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT), definition: definition.value, ...(fields as StoredWorkflowFields) }, states);
+  return assembleRuntime(
+    {
+      workflowId: field(json, 'workflow_id', isString, 'a string', '', SUBJECT),
+      definition: definition.value,
+      ...(fields as StoredWorkflowFields),
+    },
+    states,
+  );
 }

@@ -9,7 +9,12 @@ import { foldEvents, reduce } from './reduce';
 import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import type { CompletionEvent, TaskRuntime, WorkflowRuntime } from './types';
 
-const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
+const diamond = definition([
+  { name: 'a' },
+  { name: 'b', depends_on: ['a'] },
+  { name: 'c', depends_on: ['a'] },
+  { name: 'd', depends_on: ['b', 'c'] },
+]);
 
 function wide(n: number, extra: Record<string, unknown> = {}) {
   const leaves = Array.from({ length: n }, (_, i) => ({ name: `leaf${i}`, depends_on: ['root'] }));
@@ -50,11 +55,16 @@ describe('runtime.tasks: a read-only view for tests and old callers', () => {
     h.activate();
     h.succeed('a');
     const rt = h.runtime;
-    const rebuilt = assembleRuntime(rt, [...tasksIn(rt)].map(([, state]) => ({ ...state })));
+    const rebuilt = assembleRuntime(
+      rt,
+      [...tasksIn(rt)].map(([, state]) => ({ ...state })),
+    );
     expect(rebuilt).toEqual(rt);
     expect(decodedRuntime(encodeRuntime(rt))).toEqual(rt);
     const { definition: _definition, tasks: _tasks, counts: _counts, ...fields } = rt;
-    expect(withTaskStates(createRuntime(diamond, { workflowId: 'wf1', now: at(0), outputsContainer: 'test-outputs' }), tasksIn(rt), fields)).toEqual(rt);
+    expect(
+      withTaskStates(createRuntime(diamond, { workflowId: 'wf1', now: at(0), outputsContainer: 'test-outputs' }), tasksIn(rt), fields),
+    ).toEqual(rt);
     const other = withTaskStates(rt, [['d', { ...taskState(rt, 'd')!, error: 'x' }]]);
     expect(other).not.toEqual(rt);
     // Nothing internal is enumerable: a spread copy or JSON shows the fields, the tasks and the counts.
@@ -101,7 +111,10 @@ describe('withTaskStates', () => {
     h.activate();
     const before = h.runtime;
     const a = taskState(before, 'a')!;
-    const next = withTaskStates(before, [['a', { ...a, status: 'completed', completedAt: at(5) }]], { status: 'running', updatedAt: at(5) });
+    const next = withTaskStates(before, [['a', { ...a, status: 'completed', completedAt: at(5) }]], {
+      status: 'running',
+      updatedAt: at(5),
+    });
     expect(taskState(next, 'a')).toMatchObject({ status: 'completed', completedAt: at(5) });
     expect(next.updatedAt).toBe(at(5));
     expect(next.counts).toMatchObject({ running: 0, completed: 1, pending: 3 });
@@ -118,7 +131,9 @@ describe('withTaskStates', () => {
     expect(withTaskStates(rt, [])).toBe(rt);
     expect(withTaskStates(rt, [], { status: 'pending' })).toBe(rt);
     expect(() => withTaskStates(rt, [['zz', taskState(rt, 'a')!]])).toThrow(/has no task "zz"/);
-    expect(() => withTaskStates(rt, [['a', { ...taskState(rt, 'a')!, status: 'exploded' as never }]])).toThrow(/unknown task status "exploded"/);
+    expect(() => withTaskStates(rt, [['a', { ...taskState(rt, 'a')!, status: 'exploded' as never }]])).toThrow(
+      /unknown task status "exploded"/,
+    );
     expect(() => withTaskStates(rt, [], { definition: diamond } as never)).toThrow(/"definition" is not a workflow-level field/);
     expect(() => withTaskStates(rt, [], { counts: rt.counts } as never)).toThrow(/"counts" is not a workflow-level field/);
   });
@@ -147,7 +162,7 @@ describe('the persistent layout', () => {
     const before = h.runtime;
     h.succeed('leaf2500');
     // The leaf's chunk (its state) and the sink's chunk (its parent counters): nothing else.
-    expect(differingChunks(before, h.runtime)).toEqual([(2501 >> 8), (5001 >> 8)]);
+    expect(differingChunks(before, h.runtime)).toEqual([2501 >> 8, 5001 >> 8]);
     expect(changedTasks(before, h.runtime)).toEqual(['leaf2500']);
     expect(checkCore(coreOf(h.runtime))).toEqual([]);
   });
@@ -173,7 +188,11 @@ describe('the persistent layout', () => {
   it('keeps the counters of many hubs of one chunk in groups, and behaves as with no hubs at all', () => {
     const raw = [
       ...Array.from({ length: 6 }, (_, i) => ({ name: `r${i}` })),
-      ...Array.from({ length: 40 }, (_, i) => ({ name: `h${i}`, depends_on: [`r${i % 6}`, `r${(i + 1) % 6}`, ...(i > 0 ? [`h${i - 1}`] : [])], dep_policy: i % 3 === 0 ? 'any' : 'all' })),
+      ...Array.from({ length: 40 }, (_, i) => ({
+        name: `h${i}`,
+        depends_on: [`r${i % 6}`, `r${(i + 1) % 6}`, ...(i > 0 ? [`h${i - 1}`] : [])],
+        dep_policy: i % 3 === 0 ? 'any' : 'all',
+      })),
     ];
     const hubs = definition(raw);
     useLayout(hubs, { hubThreshold: 0 });
@@ -195,7 +214,8 @@ describe('the persistent layout', () => {
     for (let i = 0; i < 40; i++) if (a.status(`h${i}`) === 'running') both((h) => h.succeed(`h${i}`));
     both((h) => h.send({ type: 'retry' }));
     for (const name of ['r2', 'r3', 'r4', 'r5']) both((h) => h.succeed(name));
-    for (let round = 0; round < 3; round++) for (let i = 0; i < 40; i++) if (a.status(`h${i}`) === 'running') both((h) => h.succeed(`h${i}`));
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < 40; i++) if (a.status(`h${i}`) === 'running') both((h) => h.succeed(`h${i}`));
     expect(a.runtime.status).toBe('completed');
   });
 

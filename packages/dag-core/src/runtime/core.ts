@@ -204,7 +204,8 @@ export function tasksView(core: TaskCore): Readonly<Record<string, TaskRuntime>>
 
 /** The status index of a state, checked. */
 export function statusIndex(state: TaskRuntime): number {
-  if (!Object.prototype.hasOwnProperty.call(STATUS_INDEX, state.status)) throw new RangeError(`unknown task status ${JSON.stringify(state.status)}`);
+  if (!Object.prototype.hasOwnProperty.call(STATUS_INDEX, state.status))
+    throw new RangeError(`unknown task status ${JSON.stringify(state.status)}`);
   return STATUS_INDEX[state.status];
 }
 
@@ -240,7 +241,8 @@ export function buildCore(index: GraphIndex, states: readonly TaskRuntime[]): Ta
       if (s === S_READY && readyFrom === size) readyFrom = start + o;
     }
     const counters: number[][] = [];
-    for (let left = 4 * index.chunkHubs[c]!; left > 0; left -= 1 << COUNTER_GROUP_SHIFT) counters.push(zeros(Math.min(left, 1 << COUNTER_GROUP_SHIFT)));
+    for (let left = 4 * index.chunkHubs[c]!; left > 0; left -= 1 << COUNTER_GROUP_SHIFT)
+      counters.push(zeros(Math.min(left, 1 << COUNTER_GROUP_SHIFT)));
     all.push({ states: states.slice(start, start + length), counts, counters });
   }
   // Each finished task counts once per edge towards the hubs below it.
@@ -284,7 +286,8 @@ export function checkCore(core: TaskCore): string[] {
       });
     };
     compare('counts', have.counts, expected.counts);
-    if (have.counters.length !== expected.counters.length) problems.push(`chunk ${c}: ${have.counters.length} counter groups, expected ${expected.counters.length}`);
+    if (have.counters.length !== expected.counters.length)
+      problems.push(`chunk ${c}: ${have.counters.length} counter groups, expected ${expected.counters.length}`);
     expected.counters.forEach((group, g) => compare(`counters[${g}]`, have.counters[g], group));
   });
   if (fresh.readyFrom < core.readyFrom) problems.push(`task ${fresh.readyFrom} is ready but readyFrom is ${core.readyFrom}`);

@@ -46,7 +46,10 @@ export function decodeDefinition(text: string): WorkflowDefinition {
   const definition = validateWith(json, { internal: true });
   if (!definition.ok) {
     const first = definition.issues[0];
-    throw new RuntimeDecodeError(`invalid: ${first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : 'unknown problem'}`.slice(0, 300), SUBJECT);
+    throw new RuntimeDecodeError(
+      `invalid: ${first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : 'unknown problem'}`.slice(0, 300),
+      SUBJECT,
+    );
   }
   return definition.value;
 }

@@ -37,7 +37,14 @@ export function dispatchRound(step: Step): void {
       remaining--;
       budget--;
       const attemptNo = task.attemptNo + 1;
-      transition(step, position, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: null });
+      transition(step, position, {
+        status: 'running',
+        attemptNo,
+        dispatchedAt: step.now,
+        startedAt: null,
+        completedAt: null,
+        retryDueAt: null,
+      });
       step.effects.push(dispatchEffect(step, position, attemptNo));
     }
   }
@@ -75,7 +82,15 @@ export function waitingRetries(step: Step): number {
 export function dispatchDelayed(step: Step, position: number, patch: Partial<TaskRuntime>, attemptNo: number, delayInMs: number): boolean {
   const dueAt = addMs(step.now, delayInMs);
   if (dueAt === null) return false;
-  transition(step, position, { ...patch, status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
+  transition(step, position, {
+    ...patch,
+    status: 'running',
+    attemptNo,
+    dispatchedAt: step.now,
+    startedAt: null,
+    completedAt: null,
+    retryDueAt: dueAt,
+  });
   step.effects.push({ ...dispatchEffect(step, position, attemptNo), delayInMs });
   return true;
 }

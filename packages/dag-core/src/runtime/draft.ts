@@ -162,7 +162,16 @@ export class Draft {
     if (this.changes === 0) return this.base;
     const base = this.baseCore;
     const core: TaskCore =
-      this.segments === base.segments ? base : { index: this.index, segments: this.segments, chunks: base.chunks, readyFrom: this.readyFrom, delayed: this.delayed, view: undefined };
+      this.segments === base.segments
+        ? base
+        : {
+            index: this.index,
+            segments: this.segments,
+            chunks: base.chunks,
+            readyFrom: this.readyFrom,
+            delayed: this.delayed,
+            view: undefined,
+          };
     return makeRuntime(this.runtime, this.runtime.counts, core);
   }
 

@@ -73,7 +73,14 @@ const taskArb = fc.record({
   policyPick: fc.nat({ max: 4 }),
   nPick: fc.nat({ max: 5 }),
   retries: fc.nat({ max: 2 }),
-  condition: fc.option(fc.record({ kind: fc.constantFrom<ConditionKind>('ok', 'not-ok', 'eq-true', 'n-gt-1', 'or', 'count'), a: fc.nat({ max: 5 }), b: fc.nat({ max: 5 }) }), { nil: null, freq: 3 }),
+  condition: fc.option(
+    fc.record({
+      kind: fc.constantFrom<ConditionKind>('ok', 'not-ok', 'eq-true', 'n-gt-1', 'or', 'count'),
+      a: fc.nat({ max: 5 }),
+      b: fc.nat({ max: 5 }),
+    }),
+    { nil: null, freq: 3 },
+  ),
   timeout: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null, freq: 2 }),
   queue: fc.constantFrom<string | null>(null, null, null, 'gpu'),
   delay: fc.record({
@@ -97,31 +104,45 @@ const dagArb: fc.Arbitrary<DagSpec> = fc
     chunkShift: fc.constantFrom(0, 1, 2, 3, DEFAULT_CHUNK_SHIFT),
     hubThreshold: fc.constantFrom(0, 1, 2, 3, DEFAULT_HUB_THRESHOLD),
   })
-  .map(({ raw, order, maxParallelism, resultPolicy, defaultTimeout, defaultDelay, defaultBackoff, workflowTimeout, fanIn, chunkShift, hubThreshold }) => ({
-    chunkShift,
-    hubThreshold,
-    order,
-    maxParallelism,
-    resultPolicy,
-    defaultTimeout,
-    defaultDelay,
-    defaultBackoff,
-    workflowTimeout,
-    fanIn,
-    tasks: raw.map((r, i): TaskSpec => {
-      const deps: number[] = [];
-      for (let j = 0; j < i && deps.length < r.maxDeps; j++) if (r.depMask & (1 << j)) deps.push(j);
-      const n = deps.length;
-      let policy: Policy = n === 0 ? 'all' : (['all', 'any', 'all_settled', 1 + (r.nPick % n), 'all'] as const)[r.policyPick]!;
-      let condition = n > 0 ? r.condition : null;
-      // Only an `all` task without a condition can be split by sequentializeFanIn.
-      if (fanIn !== null && n > fanIn) {
-        policy = 'all';
-        condition = null;
-      }
-      return { deps, policy, retries: r.retries, condition, timeout: r.timeout, queue: r.queue, delay: r.delay };
+  .map(
+    ({
+      raw,
+      order,
+      maxParallelism,
+      resultPolicy,
+      defaultTimeout,
+      defaultDelay,
+      defaultBackoff,
+      workflowTimeout,
+      fanIn,
+      chunkShift,
+      hubThreshold,
+    }) => ({
+      chunkShift,
+      hubThreshold,
+      order,
+      maxParallelism,
+      resultPolicy,
+      defaultTimeout,
+      defaultDelay,
+      defaultBackoff,
+      workflowTimeout,
+      fanIn,
+      tasks: raw.map((r, i): TaskSpec => {
+        const deps: number[] = [];
+        for (let j = 0; j < i && deps.length < r.maxDeps; j++) if (r.depMask & (1 << j)) deps.push(j);
+        const n = deps.length;
+        let policy: Policy = n === 0 ? 'all' : (['all', 'any', 'all_settled', 1 + (r.nPick % n), 'all'] as const)[r.policyPick]!;
+        let condition = n > 0 ? r.condition : null;
+        // Only an `all` task without a condition can be split by sequentializeFanIn.
+        if (fanIn !== null && n > fanIn) {
+          policy = 'all';
+          condition = null;
+        }
+        return { deps, policy, retries: r.retries, condition, timeout: r.timeout, queue: r.queue, delay: r.delay };
+      }),
     }),
-  }));
+  );
 
 const nameOf = (i: number): string => `t${i}`;
 
@@ -289,7 +310,17 @@ class World {
       return { type: 'completion', now, taskName: task, attemptNo, success: false, outputRef: null, error, startedAt, ...cancelled };
     }
     const success = r % 5 !== 0;
-    if (!success) return { type: 'completion', now, taskName: task, attemptNo, success, outputRef: null, error: r % 7 === 0 ? null : 'exit code 1', ...(startedAt === undefined ? {} : { startedAt }) };
+    if (!success)
+      return {
+        type: 'completion',
+        now,
+        taskName: task,
+        attemptNo,
+        success,
+        outputRef: null,
+        error: r % 7 === 0 ? null : 'exit code 1',
+        ...(startedAt === undefined ? {} : { startedAt }),
+      };
     const k = Math.floor(r / 5) % (OUTPUTS.length + 1);
     let outputRef: string | null = null;
     if (k < OUTPUTS.length) {
@@ -301,7 +332,16 @@ class World {
         outputRef = OUTPUTS[k]!;
       }
     }
-    return { type: 'completion', now, taskName: task, attemptNo, success, outputRef, error: null, ...(startedAt === undefined ? {} : { startedAt }) };
+    return {
+      type: 'completion',
+      now,
+      taskName: task,
+      attemptNo,
+      success,
+      outputRef,
+      error: null,
+      ...(startedAt === undefined ? {} : { startedAt }),
+    };
   }
 
   /** The next event, built against `rt` (the state the event will meet); undefined when out of choices. */
@@ -348,7 +388,12 @@ class World {
       case 31: {
         const ttl = [undefined, 1_000, 0, null, Number.POSITIVE_INFINITY, 2_500][r % 6];
         const grace = [undefined, 1_000, 0][Math.floor(r / 6) % 3];
-        return { type: 'timeout-sweep', now: this.now(), ...(ttl === undefined ? {} : { messageTtlInMs: ttl }), ...(grace === undefined ? {} : { graceInMs: grace }) };
+        return {
+          type: 'timeout-sweep',
+          now: this.now(),
+          ...(ttl === undefined ? {} : { messageTtlInMs: ttl }),
+          ...(grace === undefined ? {} : { graceInMs: grace }),
+        };
       }
       case 32:
       case 33:
@@ -357,7 +402,12 @@ class World {
         const now = this.now();
         const when = Math.floor(r / 2) % 5;
         // Now and then a request that is not newer than one applied before.
-        const requestedAt = when === 0 ? new Date(T0 + (this.clock - 3) * 1000).toISOString() : when === 1 ? (rt.cancelAppliedAt ?? rt.retryAppliedAt ?? now) : undefined;
+        const requestedAt =
+          when === 0
+            ? new Date(T0 + (this.clock - 3) * 1000).toISOString()
+            : when === 1
+              ? (rt.cancelAppliedAt ?? rt.retryAppliedAt ?? now)
+              : undefined;
         return requestedAt === undefined ? { type, now } : { type, now, requestedAt };
       }
       case 35: {
@@ -369,7 +419,9 @@ class World {
           : { type: 'condition-inputs', now: this.now(), taskName: task, inputs: {}, errors: { [parent]: 'gone' } };
       }
       case 36:
-        return r % 23 === 0 ? { type: 'corrupt', now: this.now(), reason: r % 2 === 0 ? '  ' : 'a test said so' } : { type: 'activate', now: this.now() };
+        return r % 23 === 0
+          ? { type: 'corrupt', now: this.now(), reason: r % 2 === 0 ? '  ' : 'a test said so' }
+          : { type: 'activate', now: this.now() };
       case 37:
         return r % 19 === 0 ? ({ type: 'explode', now: this.now() } as unknown as WorkflowEvent) : { type: 'activate', now: this.now() };
       case 38:
@@ -453,8 +505,13 @@ function drive(run: Run, options: DriveOptions): void {
     const liveBefore = live;
     const snapshot = plain(liveBefore);
     const refResult = referenceFold(ref, events);
-    const liveResult = single && events.length === 1 ? (({ runtime, effects, changed }) => ({ runtime, effects: [effects], changed }))(reduce(live, events[0]!)) : foldEvents(live, events);
-    log.push(`${events.map((e) => (e.type === 'completion' ? `${e.type}(${e.taskName}#${e.attemptNo} ${e.success ? 'ok' : 'fail'})` : e.type)).join(' + ')} -> ${refResult.runtime.status}`);
+    const liveResult =
+      single && events.length === 1
+        ? (({ runtime, effects, changed }) => ({ runtime, effects: [effects], changed }))(reduce(live, events[0]!))
+        : foldEvents(live, events);
+    log.push(
+      `${events.map((e) => (e.type === 'completion' ? `${e.type}(${e.taskName}#${e.attemptNo} ${e.success ? 'ok' : 'fail'})` : e.type)).join(' + ')} -> ${refResult.runtime.status}`,
+    );
     const context = log.slice(-6).join('\n');
     expect({ context, effects: liveResult.effects }).toEqual({ context, effects: refResult.effects });
     expect({ context, runtime: plain(liveResult.runtime) }).toEqual({ context, runtime: refResult.runtime });

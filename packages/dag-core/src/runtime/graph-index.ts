@@ -99,7 +99,8 @@ export function graphIndex(definition: WorkflowDefinition): GraphIndex {
 export function useLayout(definition: WorkflowDefinition, layout: Partial<Layout>): void {
   const wanted = { ...DEFAULT_LAYOUT, ...layout };
   const known = cache.get(definition);
-  if (known && (known.chunkShift !== wanted.chunkShift || known.hubThreshold !== wanted.hubThreshold)) throw new Error('useLayout: the definition is already indexed with another layout');
+  if (known && (known.chunkShift !== wanted.chunkShift || known.hubThreshold !== wanted.hubThreshold))
+    throw new Error('useLayout: the definition is already indexed with another layout');
   if (!known) cache.set(definition, buildIndex(definition, wanted));
 }
 
@@ -109,7 +110,10 @@ function buildIndex(definition: WorkflowDefinition, { chunkShift, hubThreshold }
   // A dictionary without prototype: looking a name up costs one probe of an open-addressed table,
   // cheaper than a Map's chained buckets once there are 100 000 names (cache misses).
   const positions = Object.create(null) as Record<string, number>;
-  const position = { get: (name: string): number | undefined => positions[name], set: (name: string, at: number) => (positions[name] = at) };
+  const position = {
+    get: (name: string): number | undefined => positions[name],
+    set: (name: string, at: number) => (positions[name] = at),
+  };
   const merge = new Uint8Array(size);
   const root = new Uint8Array(size);
   const timed = new Uint8Array(size);
@@ -219,7 +223,8 @@ function buildIndex(definition: WorkflowDefinition, { chunkShift, hubThreshold }
         const own: number[] = [];
         for (let e = deps.start[at]!; e < deps.start[at + 1]!; e++) own.push(deps.parent[e]!);
         const task = tasks[at];
-        parents = task && own.some((p) => merge[p] === 1) ? realUpstreamTasks(definition, task.name).map((name) => position.get(name) ?? -1) : own;
+        parents =
+          task && own.some((p) => merge[p] === 1) ? realUpstreamTasks(definition, task.name).map((name) => position.get(name) ?? -1) : own;
         parents = parents.filter((p) => p >= 0);
         realParents[at] = parents;
       }

@@ -54,7 +54,12 @@ describe('dependency policies through reduce', () => {
   const STATUS_OF = { ready: 'running', blocked: 'upstream_failed', wait: 'pending' } as const;
 
   it.each(POLICIES.map((p) => [String(p), p] as const))('%s', (_name, policy) => {
-    const def = definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'child', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy }]);
+    const def = definition([
+      { name: 'p1' },
+      { name: 'p2' },
+      { name: 'p3' },
+      { name: 'child', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy },
+    ]);
     const base = new Harness(def);
     base.activate(); // p1..p3 running at attempt 1
     const mismatches: string[] = [];

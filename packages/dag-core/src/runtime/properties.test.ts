@@ -255,7 +255,9 @@ interface Trace {
 }
 
 /** A completion still to deliver (`stopped`: its worker saw a cancel and stopped it), or a fetch to answer. */
-type Pending = { kind: 'completion'; task: string; attemptNo: number; stopped?: boolean } | { kind: 'fetch'; task: string; refs: Record<string, string> };
+type Pending =
+  | { kind: 'completion'; task: string; attemptNo: number; stopped?: boolean }
+  | { kind: 'fetch'; task: string; refs: Record<string, string> };
 
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 
@@ -278,7 +280,11 @@ function simulate(run: Run, options: SimOptions): Trace {
   const taskIndex = new Map(dag.tasks.map((t, i) => [t.name, i]));
   const fetchFails = new Set(dag.tasks.filter((t) => t.fetchFails).map((t) => t.name));
   let clock = 0;
-  const initial = createRuntime(def, { workflowId: WORKFLOW_ID, now: at(clock), outputsContainer: run.outputsContainer ? CONTAINER : null });
+  const initial = createRuntime(def, {
+    workflowId: WORKFLOW_ID,
+    now: at(clock),
+    outputsContainer: run.outputsContainer ? CONTAINER : null,
+  });
   let rt = initial;
   const steps: Step[] = [];
   const pending: Pending[] = [];
@@ -320,8 +326,26 @@ function simulate(run: Run, options: SimOptions): Trace {
         outputRef = JSON.stringify(value);
       }
     }
-    if (stopped) return { type: 'completion', now: tick(), taskName: task, attemptNo: attemptField, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true };
-    return { type: 'completion', now: tick(), taskName: task, attemptNo: attemptField, success: o.success, outputRef, error: o.success ? null : 'exit code 1' };
+    if (stopped)
+      return {
+        type: 'completion',
+        now: tick(),
+        taskName: task,
+        attemptNo: attemptField,
+        success: false,
+        outputRef: null,
+        error: 'stopped: workflow cancelled',
+        cancelled: true,
+      };
+    return {
+      type: 'completion',
+      now: tick(),
+      taskName: task,
+      attemptNo: attemptField,
+      success: o.success,
+      outputRef,
+      error: o.success ? null : 'exit code 1',
+    };
   };
 
   const deliver = (index: number, nullAttempt = false): void => {
@@ -438,7 +462,10 @@ function truthy(v: unknown): boolean {
 }
 
 /** The reference model: final (status, attempt) of every task when all parents are known. */
-function referenceModel(dag: DagSpec, outcomes: readonly Outcome[]): { tasks: Record<string, [TaskStatus, number]>; status: WorkflowStatus } {
+function referenceModel(
+  dag: DagSpec,
+  outcomes: readonly Outcome[],
+): { tasks: Record<string, [TaskStatus, number]>; status: WorkflowStatus } {
   const tasks: Record<string, [TaskStatus, number]> = {};
   const outputs: Record<string, { value: unknown; blob: boolean } | null> = {};
   dag.tasks.forEach((t, i) => {
@@ -517,7 +544,12 @@ function describeRun(trace: Trace): string {
   return trace.steps
     .map((s) => {
       const e = s.event;
-      const what = e.type === 'completion' ? `${e.taskName}#${e.attemptNo} ${e.success ? 'ok' : 'fail'} ${e.outputRef ?? ''}` : e.type === 'condition-inputs' ? `${e.taskName} ${JSON.stringify(e.errors)}` : '';
+      const what =
+        e.type === 'completion'
+          ? `${e.taskName}#${e.attemptNo} ${e.success ? 'ok' : 'fail'} ${e.outputRef ?? ''}`
+          : e.type === 'condition-inputs'
+            ? `${e.taskName} ${JSON.stringify(e.errors)}`
+            : '';
       const eff = s.result.effects.map((x) => (x.type === 'dispatch' ? `dispatch ${x.taskName}#${x.attemptNo}` : x.type)).join(', ');
       return `${e.type} ${what} -> ${s.result.runtime.status} [${eff}]`;
     })
@@ -608,7 +640,9 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
   it('(c) every run whose dispatched tasks all complete terminates, with exactly one workflow-finished', () => {
     fc.assert(
       fc.property(runArb({ conditions: 'any', timeouts: true }), fc.boolean(), (run, withCancel) => {
-        const extras: Extra[] = withCancel ? ['duplicate', 'null-attempt', 'activate', 'sweep', 'cancel'] : ['duplicate', 'null-attempt', 'activate', 'sweep'];
+        const extras: Extra[] = withCancel
+          ? ['duplicate', 'null-attempt', 'activate', 'sweep', 'cancel']
+          : ['duplicate', 'null-attempt', 'activate', 'sweep'];
         const trace = simulate(run, { extras });
         const final = trace.final;
         const finished = finishedEffects(trace);
@@ -622,10 +656,14 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
         expect({ log, finished }).toEqual({ log, finished: [{ type: 'workflow-finished', status: final.status }] });
         // A cancel applied before the end makes it `cancelled`; otherwise the final-status rule decides.
         const cancelledInFlight = trace.steps.some(
-          (s) => s.event.type === 'cancel' && !s.result.effects.some((e) => e.type === 'ignored') && !isTerminalWorkflowStatus(s.before.status),
+          (s) =>
+            s.event.type === 'cancel' && !s.result.effects.some((e) => e.type === 'ignored') && !isTerminalWorkflowStatus(s.before.status),
         );
         const statuses = Object.fromEntries(Object.entries(final.tasks).map(([n, t]) => [n, t.status]));
-        expect({ log, status: final.status }).toEqual({ log, status: cancelledInFlight ? 'cancelled' : expectedEndStatus(run.dag, statuses) });
+        expect({ log, status: final.status }).toEqual({
+          log,
+          status: cancelledInFlight ? 'cancelled' : expectedEndStatus(run.dag, statuses),
+        });
       }),
       { numRuns: 250 },
     );
@@ -693,7 +731,12 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
           for (const [name, t] of Object.entries(before.tasks)) {
             const next = result.runtime.tasks[name]!;
             if (!isTerminalTaskStatus(t.status) || isTerminalTaskStatus(next.status)) continue;
-            expect({ name, from: t.status, to: next.status, event: event.type }).toEqual({ name, from: t.status, to: next.status, event: 'retry' });
+            expect({ name, from: t.status, to: next.status, event: event.type }).toEqual({
+              name,
+              from: t.status,
+              to: next.status,
+              event: 'retry',
+            });
             // Only failed, upstream_failed and cancelled tasks are retried (docs/design.md#cancel-and-retry-requests).
             expect(['failed', 'upstream_failed', 'cancelled']).toContain(t.status);
           }
@@ -732,7 +775,8 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
         for (const s of trace.steps) {
           const rt = s.result.runtime;
-          const retryWins = rt.retryAppliedAt !== null && (rt.cancelAppliedAt === null || Date.parse(rt.retryAppliedAt) > Date.parse(rt.cancelAppliedAt));
+          const retryWins =
+            rt.retryAppliedAt !== null && (rt.cancelAppliedAt === null || Date.parse(rt.retryAppliedAt) > Date.parse(rt.cancelAppliedAt));
           if (!retryWins) continue;
           const log = describeRun(trace);
           expect({ log, cancelRequested: rt.cancelRequested }).toEqual({ log, cancelRequested: false });
@@ -748,10 +792,17 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
         const trace = simulate(run, { extras: ALL_EXTRAS });
         const specs = new Map(run.dag.tasks.map((t) => [t.name, t]));
         /** What becomes of a task whose attempt `applied` failed. */
-        const afterFailure = (before: WorkflowRuntime, name: string, applied: number, now: TaskRuntime, byCancel = false): Partial<TaskRuntime> => {
+        const afterFailure = (
+          before: WorkflowRuntime,
+          name: string,
+          applied: number,
+          now: TaskRuntime,
+          byCancel = false,
+        ): Partial<TaskRuntime> => {
           if (before.cancelRequested) return { status: 'cancelled', attemptNo: applied };
           // A cancel-caused failure once a retry lifted the cancel: re-armed, the attempt given back to the budget.
-          if (byCancel) return now.status === 'running' ? { status: 'running', attemptNo: applied + 1 } : { status: 'ready', attemptNo: applied };
+          if (byCancel)
+            return now.status === 'running' ? { status: 'running', attemptNo: applied + 1 } : { status: 'ready', attemptNo: applied };
           if (applied - before.tasks[name]!.retryBase > specs.get(name)!.retries) return { status: 'failed', attemptNo: applied };
           // Re-armed: still ready at that attempt, or already dispatched as the next one.
           return now.status === 'running' ? { status: 'running', attemptNo: applied + 1 } : { status: 'ready', attemptNo: applied };
@@ -773,13 +824,21 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
             for (const [name, was] of Object.entries(before.tasks)) {
               if (was.status !== 'running') continue;
               const limit = specs.get(name)!.timeout;
-              const late = limit !== null && Date.parse(event.now) - Date.parse(was.dispatchedAt!) > SWEEP_TTL_MS + limit * 1000 + SWEEP_GRACE_MS;
+              const late =
+                limit !== null && Date.parse(event.now) - Date.parse(was.dispatchedAt!) > SWEEP_TTL_MS + limit * 1000 + SWEEP_GRACE_MS;
               const now = result.runtime.tasks[name]!;
               const context = `sweep at ${event.now} of ${name} ${JSON.stringify(was)} (timeout ${limit})`;
               const expected = late
-                ? { ...afterFailure(before, name, was.attemptNo, now), error: expect.stringContaining(`timeout_s ${limit}`) as unknown as string }
+                ? {
+                    ...afterFailure(before, name, was.attemptNo, now),
+                    error: expect.stringContaining(`timeout_s ${limit}`) as unknown as string,
+                  }
                 : { status: 'running', attemptNo: was.attemptNo };
-              expect({ context, ignored: ignored && late, task: now }).toEqual({ context, ignored: false, task: expect.objectContaining(expected) });
+              expect({ context, ignored: ignored && late, task: now }).toEqual({
+                context,
+                ignored: false,
+                task: expect.objectContaining(expected),
+              });
             }
           }
         }
@@ -796,12 +855,18 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
         const limit = run.dag.maxParallelism ?? Number.POSITIVE_INFINITY;
         for (const { event, result } of trace.steps) {
           const rt = result.runtime;
-          const ready = Object.entries(rt.tasks).filter(([, t]) => t.status === 'ready').map(([n]) => position.get(n)!);
+          const ready = Object.entries(rt.tasks)
+            .filter(([, t]) => t.status === 'ready')
+            .map(([n]) => position.get(n)!);
           const running = tally(rt).running;
           const context = `${event.type} -> ${JSON.stringify(snapshotTasks(rt))}`;
           // A ready task stays behind only before activation, or when max_parallelism is reached.
           if (ready.length > 0 && rt.activated) {
-            expect({ context, cancelRequested: rt.cancelRequested, full: running >= limit }).toEqual({ context, cancelRequested: false, full: true });
+            expect({ context, cancelRequested: rt.cancelRequested, full: running >= limit }).toEqual({
+              context,
+              cancelRequested: false,
+              full: true,
+            });
           }
           const sent = dispatches(result.effects).map((d) => position.get(d.taskName)!);
           expect(sent).toEqual([...sent].sort((x, y) => x - y));
@@ -843,7 +908,10 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
                 } else (expected.i ??= {})[p] = t.outputRef!;
               }
             }
-            expect({ task: d.taskName, upstream: message.upstream ?? null }).toEqual({ task: d.taskName, upstream: parents.length === 0 ? null : expected });
+            expect({ task: d.taskName, upstream: message.upstream ?? null }).toEqual({
+              task: d.taskName,
+              upstream: parents.length === 0 ? null : expected,
+            });
           }
         }
       }),
@@ -879,7 +947,12 @@ describe('reduce: properties (docs/design.md#how-a-workflow-moves)', () => {
               expect({ context, name, status: now.status }).toEqual({ context, name, status: expected });
             } else if (was.status === 'failed' || was.status === 'upstream_failed' || was.status === 'cancelled') {
               // Retried with a fresh budget and re-evaluated at once; nothing it waits for is blocking any more.
-              expect({ context, name, retryBase: now.retryBase, blocking: isBlocking(now.status) }).toEqual({ context, name, retryBase: was.attemptNo, blocking: false });
+              expect({ context, name, retryBase: now.retryBase, blocking: isBlocking(now.status) }).toEqual({
+                context,
+                name,
+                retryBase: was.attemptNo,
+                blocking: false,
+              });
             } else {
               // Completed outputs are kept; running and waiting tasks are left alone.
               if (isTerminalTaskStatus(was.status)) expect({ context, name, task: now }).toEqual({ context, name, task: was });

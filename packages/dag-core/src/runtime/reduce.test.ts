@@ -7,7 +7,12 @@ import { foldEvents, reduce } from './reduce';
 import { Harness, at, decodedRuntime, definition } from './test-helpers/build';
 import type { DispatchEffect } from './types';
 
-const diamond = definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['a'] }, { name: 'd', depends_on: ['b', 'c'] }]);
+const diamond = definition([
+  { name: 'a' },
+  { name: 'b', depends_on: ['a'] },
+  { name: 'c', depends_on: ['a'] },
+  { name: 'd', depends_on: ['b', 'c'] },
+]);
 
 function upstreamOf(effect: DispatchEffect): CompactUpstreamRefs | null {
   return effect.message.upstream ?? null;
@@ -83,7 +88,12 @@ describe('completions (docs/design.md#which-completions-apply)', () => {
   });
 
   it('ignores a stale attempt, a completion of a pending task and of an unknown task', () => {
-    const h = new Harness(definition([{ name: 'a', num_retries: 1 }, { name: 'b', depends_on: ['a'] }]));
+    const h = new Harness(
+      definition([
+        { name: 'a', num_retries: 1 },
+        { name: 'b', depends_on: ['a'] },
+      ]),
+    );
     h.activate();
     h.fail('a', 'boom', 1); // re-armed, dispatched as attempt 2
     expect(h.runtime.tasks.a).toMatchObject({ status: 'running', attemptNo: 2 });
@@ -112,7 +122,9 @@ describe('completions (docs/design.md#which-completions-apply)', () => {
     h.activate();
     for (const attempt of [3, 1000, Number.MAX_SAFE_INTEGER]) {
       const r = h.send({ type: 'completion', taskName: 'a', attemptNo: attempt, success: false, outputRef: null, error: 'x' });
-      expect(r.effects).toEqual([{ type: 'ignored', reason: expect.stringContaining(`attempt ${attempt} while the task is running at attempt 1`) }]);
+      expect(r.effects).toEqual([
+        { type: 'ignored', reason: expect.stringContaining(`attempt ${attempt} while the task is running at attempt 1`) },
+      ]);
     }
     // The defect: 2^53−1 was applied, and the retry after it made reduce throw (attempt 2^53 is not a safe integer).
     h.fail('a');
@@ -123,7 +135,15 @@ describe('completions (docs/design.md#which-completions-apply)', () => {
   it('records when the worker started the attempt', () => {
     const h = new Harness(diamond);
     h.activate();
-    h.send({ type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null, startedAt: '2026-01-01T00:00:01.500Z' });
+    h.send({
+      type: 'completion',
+      taskName: 'a',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+      startedAt: '2026-01-01T00:00:01.500Z',
+    });
     expect(h.runtime.tasks.a).toMatchObject({ status: 'completed', dispatchedAt: at(1), startedAt: '2026-01-01T00:00:01.500Z' });
   });
 
@@ -144,7 +164,13 @@ describe('completions (docs/design.md#which-completions-apply)', () => {
 
 describe('retries (docs/design.md#which-completions-apply)', () => {
   it('re-arms a failure while attempts remain, then fails and cascades upstream_failed', () => {
-    const h = new Harness(definition([{ name: 'a', num_retries: 2 }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['b'] }]));
+    const h = new Harness(
+      definition([
+        { name: 'a', num_retries: 2 },
+        { name: 'b', depends_on: ['a'] },
+        { name: 'c', depends_on: ['b'] },
+      ]),
+    );
     h.activate();
     h.fail('a', 'first');
     expect(h.last?.effects).toEqual([expect.objectContaining({ type: 'dispatch', taskName: 'a', attemptNo: 2, messageId: 'wf1/a/2' })]);
@@ -161,7 +187,12 @@ describe('retries (docs/design.md#which-completions-apply)', () => {
 
 describe('dependency policies (docs/workflow-language.md#dependency-policies)', () => {
   const three = (policy: unknown, extra: Record<string, unknown> = {}) =>
-    definition([{ name: 'p1' }, { name: 'p2' }, { name: 'p3' }, { name: 'c', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy, ...extra }]);
+    definition([
+      { name: 'p1' },
+      { name: 'p2' },
+      { name: 'p3' },
+      { name: 'c', depends_on: ['p1', 'p2', 'p3'], dep_policy: policy, ...extra },
+    ]);
 
   it('all: waits for every parent, blocks on the first failure', () => {
     const h = new Harness(three('all'));
@@ -224,7 +255,8 @@ describe('dependency policies (docs/workflow-language.md#dependency-policies)', 
 });
 
 describe('conditions (docs/conditions.md)', () => {
-  const cond = (expression: string) => definition([{ name: 'a' }, { name: 'b', depends_on: ['a'], condition: expression }, { name: 'c', depends_on: ['b'] }]);
+  const cond = (expression: string) =>
+    definition([{ name: 'a' }, { name: 'b', depends_on: ['a'], condition: expression }, { name: 'c', depends_on: ['b'] }]);
 
   it('runs the task when the condition on inline outputs is true', () => {
     const h = new Harness(cond('inputs.a.score > 0.5'));
@@ -256,11 +288,14 @@ describe('conditions (docs/conditions.md)', () => {
     expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false: inputs.a.score is null' });
   });
 
-  it('names a field missing from a completed parent\'s output and the fields it has', () => {
+  it("names a field missing from a completed parent's output and the fields it has", () => {
     const h = new Harness(cond('inputs.a.acc > 0.9'));
     h.activate();
     h.succeed('a', '{"accuracy":0.95,"loss":0.1}');
-    expect(h.runtime.tasks.b).toMatchObject({ status: 'skipped', error: 'condition false: output of "a" has no field "acc"; it has: accuracy, loss' });
+    expect(h.runtime.tasks.b).toMatchObject({
+      status: 'skipped',
+      error: 'condition false: output of "a" has no field "acc"; it has: accuracy, loss',
+    });
   });
 
   it('runs the README example: all_settled with any() over two trainers, one failed and one above the bar', () => {
@@ -268,7 +303,12 @@ describe('conditions (docs/conditions.md)', () => {
       definition([
         { name: 'train-gpu' },
         { name: 'train-cpu' },
-        { name: 'compare', depends_on: ['train-gpu', 'train-cpu'], dep_policy: 'all_settled', condition: 'any(inputs["train-*"].accuracy > 0.9)' },
+        {
+          name: 'compare',
+          depends_on: ['train-gpu', 'train-cpu'],
+          dep_policy: 'all_settled',
+          condition: 'any(inputs["train-*"].accuracy > 0.9)',
+        },
       ]),
     );
     h.activate();
@@ -280,7 +320,12 @@ describe('conditions (docs/conditions.md)', () => {
       definition([
         { name: 'train-gpu' },
         { name: 'train-cpu' },
-        { name: 'compare', depends_on: ['train-gpu', 'train-cpu'], dep_policy: 'all_settled', condition: 'any(inputs["train-*"].accuracy > 0.9)' },
+        {
+          name: 'compare',
+          depends_on: ['train-gpu', 'train-cpu'],
+          dep_policy: 'all_settled',
+          condition: 'any(inputs["train-*"].accuracy > 0.9)',
+        },
       ]),
     );
     below.activate();
@@ -425,7 +470,13 @@ describe('workflow retry (docs/design.md#cancel-and-retry-requests)', () => {
   });
 
   it('re-evaluates a task waiting for condition inputs when a parent starts over', () => {
-    const h = new Harness(definition([{ name: 't0' }, { name: 't1' }, { name: 't2', depends_on: ['t0', 't1'], dep_policy: 'all_settled', condition: 'inputs.t0.ok' }]));
+    const h = new Harness(
+      definition([
+        { name: 't0' },
+        { name: 't1' },
+        { name: 't2', depends_on: ['t0', 't1'], dep_policy: 'all_settled', condition: 'inputs.t0.ok' },
+      ]),
+    );
     h.activate();
     h.fail('t1');
     h.succeed('t0', 'blob:test-outputs/wf1/t0.json');
@@ -462,7 +513,15 @@ describe('a cancel followed by a retry', () => {
     h.send({ type: 'cancel', requestedAt: cancelAt });
     h.send({ type: 'retry', requestedAt: retryAt });
     expect(h.statuses()).toMatchObject({ a: 'running', b: 'running', c: 'pending' });
-    const r = h.send({ type: 'completion', taskName: 'b', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    const r = h.send({
+      type: 'completion',
+      taskName: 'b',
+      attemptNo: 1,
+      success: false,
+      outputRef: null,
+      error: 'stopped: workflow cancelled',
+      cancelled: true,
+    });
     expect(r.runtime.tasks.b).toMatchObject({ status: 'running', attemptNo: 2, retryBase: 1 });
     expect(r.runtime.status).toBe('running');
     h.succeed('a');
@@ -484,7 +543,15 @@ describe('a cancel followed by a retry', () => {
     const h = new Harness(definition([{ name: 'b' }, { name: 'x' }]));
     h.activate();
     h.send({ type: 'cancel', requestedAt: cancelAt });
-    h.send({ type: 'completion', taskName: 'b', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    h.send({
+      type: 'completion',
+      taskName: 'b',
+      attemptNo: 1,
+      success: false,
+      outputRef: null,
+      error: 'stopped: workflow cancelled',
+      cancelled: true,
+    });
     expect(h.status('b')).toBe('cancelled');
     h.send({ type: 'retry', requestedAt: retryAt });
     h.fail('x', 'exit code 1');
@@ -499,8 +566,15 @@ describe('corrupt workflows', () => {
     const r = h.send({ type: 'corrupt', reason: 'reduce threw: RangeError' });
     expect(r.runtime).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError', finishedAt: at(2) });
     expect(r.effects).toEqual([{ type: 'workflow-finished', status: 'corrupt' }]);
-    for (const event of [{ type: 'activate' }, { type: 'retry' }, { type: 'cancel' }, { type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null }] as const) {
-      expect(h.send(event).effects).toEqual([{ type: 'ignored', reason: 'the workflow is corrupt (reduce threw: RangeError): it takes no more events' }]);
+    for (const event of [
+      { type: 'activate' },
+      { type: 'retry' },
+      { type: 'cancel' },
+      { type: 'completion', taskName: 'a', attemptNo: 1, success: true, outputRef: null, error: null },
+    ] as const) {
+      expect(h.send(event).effects).toEqual([
+        { type: 'ignored', reason: 'the workflow is corrupt (reduce threw: RangeError): it takes no more events' },
+      ]);
     }
     expect(decodedRuntime(encodeRuntime(h.runtime))).toMatchObject({ status: 'corrupt', corruptReason: 'reduce threw: RangeError' });
   });
@@ -524,7 +598,12 @@ describe('lost tasks (timeouts are enforced by workers)', () => {
   it('never fails a task that may still be waiting in its queue: only past message lifetime + timeout + grace', () => {
     // The defect: 4 tasks of timeout_s 3 on one worker; those still queued failed at 3 s, and a
     // success that arrived after its sweep was ignored.
-    const h = new Harness(definition([{ name: 'a', timeout_s: 60, num_retries: 1 }, { name: 'b', timeout_s: 600 }]));
+    const h = new Harness(
+      definition([
+        { name: 'a', timeout_s: 60, num_retries: 1 },
+        { name: 'b', timeout_s: 600 },
+      ]),
+    );
     h.activate();
     h.advance(70);
     expect(h.send(sweep).effects[0]).toEqual({ type: 'ignored', reason: 'no running task is overdue' });
@@ -552,7 +631,10 @@ describe('lost tasks (timeouts are enforced by workers)', () => {
     const h = new Harness(definition([{ name: 'a', timeout_s: 1 }, { name: 'b' }]));
     h.activate();
     h.advance(80_000);
-    expect(h.send({ ...sweep, messageTtlInMs: null }).effects[0]).toEqual({ type: 'ignored', reason: 'task messages never expire: no running task can be declared lost' });
+    expect(h.send({ ...sweep, messageTtlInMs: null }).effects[0]).toEqual({
+      type: 'ignored',
+      reason: 'task messages never expire: no running task can be declared lost',
+    });
     expect(h.send({ ...sweep, messageTtlInMs: 1 }).runtime.tasks).toMatchObject({ a: { status: 'failed' }, b: { status: 'running' } });
   });
 
@@ -596,7 +678,11 @@ describe('workflow status (docs/workflow-language.md#workflow-status-and-result_
   });
 
   it('all_tasks_succeed: any blocking task fails the workflow', () => {
-    const h = new Harness(definition([{ name: 'a' }, { name: 'b' }, { name: 'sink', depends_on: ['a', 'b'], dep_policy: 'any' }], { result_policy: 'all_tasks_succeed' }));
+    const h = new Harness(
+      definition([{ name: 'a' }, { name: 'b' }, { name: 'sink', depends_on: ['a', 'b'], dep_policy: 'any' }], {
+        result_policy: 'all_tasks_succeed',
+      }),
+    );
     h.activate();
     h.fail('a');
     h.succeed('b');
@@ -614,7 +700,13 @@ describe('workflow status (docs/workflow-language.md#workflow-status-and-result_
 
 describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () => {
   it('completes merge nodes without dispatching them, honours gates, and sends the real parents to the target', () => {
-    const base = definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'l3' }, { name: 'join', depends_on: ['l0', 'l1', 'l2', 'l3'] }]);
+    const base = definition([
+      { name: 'l0' },
+      { name: 'l1' },
+      { name: 'l2' },
+      { name: 'l3' },
+      { name: 'join', depends_on: ['l0', 'l1', 'l2', 'l3'] },
+    ]);
     const t = sequentializeFanIn(base, 2);
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);
@@ -634,7 +726,10 @@ describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () =>
   });
 
   it('keeps the dependencies of the fan-in target in the definition once it was dispatched (the stored definition sees them)', () => {
-    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    const t = sequentializeFanIn(
+      definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]),
+      2,
+    );
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);
     h.activate();
@@ -648,7 +743,10 @@ describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () =>
   });
 
   it('fails a gated batch when the gate fails', () => {
-    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    const t = sequentializeFanIn(
+      definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'join', depends_on: ['l0', 'l1', 'l2'] }]),
+      2,
+    );
     if (!t.ok) throw new Error('transform failed');
     const h = new Harness(t.value);
     h.activate();
@@ -662,7 +760,14 @@ describe('merge nodes and gates (docs/workflow-language.md#wide-fan-ins)', () =>
 
 describe('task messages (docs/design.md#task-message)', () => {
   it('carries the kwargs, ids and the compact refs of completed and skipped parents only', () => {
-    const h = new Harness(definition([{ name: 'a' }, { name: 'b', condition: 'inputs.a.go', depends_on: ['a'] }, { name: 'f' }, { name: 'c', depends_on: ['a', 'b', 'f'], dep_policy: 'any', kwargs: { cmd: 'echo c', env: { X: '1' } } }]));
+    const h = new Harness(
+      definition([
+        { name: 'a' },
+        { name: 'b', condition: 'inputs.a.go', depends_on: ['a'] },
+        { name: 'f' },
+        { name: 'c', depends_on: ['a', 'b', 'f'], dep_policy: 'any', kwargs: { cmd: 'echo c', env: { X: '1' } } },
+      ]),
+    );
     h.activate();
     h.fail('f');
     h.succeed('a', '{"go":false}');

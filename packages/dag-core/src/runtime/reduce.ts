@@ -2,7 +2,17 @@ import { boundSkipReason } from '../condition';
 import { retryDelayS, taskTimeoutS } from '../definition/types';
 import { Draft } from './draft';
 import { dispatchDelayed, dispatchRound } from './dispatch';
-import { M_AWAITING, M_DELAYED_RUNNING, M_TIMED_RUNNING, S_CANCELLED, S_FAILED, S_PENDING, S_READY, S_UPSTREAM_FAILED, isDelayedRunning } from './core';
+import {
+  M_AWAITING,
+  M_DELAYED_RUNNING,
+  M_TIMED_RUNNING,
+  S_CANCELLED,
+  S_FAILED,
+  S_PENDING,
+  S_READY,
+  S_UPSTREAM_FAILED,
+  isDelayedRunning,
+} from './core';
 import { rerunPositions, rerunRefusal } from './rerun';
 import { freshTask } from './create';
 import { drain, finishCondition, pendingFetch } from './settle';
@@ -34,7 +44,10 @@ import {
  * True when `runtime` has a deadline (`timeout_s`) that has passed at `now` and nothing has ended
  * it yet: not finished, no cancel standing. A `timeout-sweep` event then cancels the workflow.
  */
-export function deadlinePassed(runtime: Pick<WorkflowRuntime, 'deadlineAt' | 'cancelRequested' | 'corruptReason' | 'status' | 'activated'>, now: string): boolean {
+export function deadlinePassed(
+  runtime: Pick<WorkflowRuntime, 'deadlineAt' | 'cancelRequested' | 'corruptReason' | 'status' | 'activated'>,
+  now: string,
+): boolean {
   if (runtime.deadlineAt === null || runtime.cancelRequested || runtime.corruptReason !== null || !runtime.activated) return false;
   if (isTerminalWorkflowStatus(runtime.status)) return false;
   return epochMs(now) >= epochMs(runtime.deadlineAt);
@@ -175,7 +188,10 @@ function completion(step: Step, event: CompletionEvent): void {
   if (event.success) {
     transition(step, position, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null, startedAt });
   } else {
-    failAttempt(step, position, applied, event.error ?? 'task failed', { startedAt, byCancel: event.cancelled === true || isCancelText(event.error) });
+    failAttempt(step, position, applied, event.error ?? 'task failed', {
+      startedAt,
+      byCancel: event.cancelled === true || isCancelText(event.error),
+    });
   }
 }
 
@@ -190,13 +206,24 @@ function isCancelText(error: string | null): boolean {
  * the task) re-arms the task and gives the attempt back to its budget. A retry with a delay
  * (`retry_delay_s`) is sent at once with that delivery delay instead of becoming ready.
  */
-function failAttempt(step: Step, position: number, attemptNo: number, error: string, how: { startedAt?: string | null; byCancel?: boolean } = {}): void {
+function failAttempt(
+  step: Step,
+  position: number,
+  attemptNo: number,
+  error: string,
+  how: { startedAt?: string | null; byCancel?: boolean } = {},
+): void {
   const task = step.d.task(position);
   const def = step.index.tasks[position]!;
   const patch = { attemptNo, error, ...(how.startedAt === undefined ? {} : { startedAt: how.startedAt }) };
   if (step.d.runtime.cancelRequested) return transition(step, position, { ...patch, status: 'cancelled' });
   if (how.byCancel) {
-    return transition(step, position, { ...patch, status: 'ready', retryBase: task.retryBase + 1, error: `${error} (the cancel was lifted by a retry: dispatched again)` });
+    return transition(step, position, {
+      ...patch,
+      status: 'ready',
+      retryBase: task.retryBase + 1,
+      error: `${error} (the cancel was lifted by a retry: dispatched again)`,
+    });
   }
   if (attemptNo - task.retryBase > def.numRetries) return transition(step, position, { ...patch, status: 'failed' });
   const next = attemptNo + 1;
@@ -218,10 +245,14 @@ function cancel(step: Step, event: CancelEvent): void {
   const reason = event.reason === undefined || event.reason.trim() === '' ? null : event.reason;
   const rt = step.d.runtime;
   const at = requestTime(event);
-  if (!isNewer(at, rt.cancelAppliedAt)) throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
+  if (!isNewer(at, rt.cancelAppliedAt))
+    throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
   step.d.set('cancelAppliedAt', at);
   if (rt.retryAppliedAt !== null && !isNewer(at, rt.retryAppliedAt)) {
-    step.effects.push({ type: 'notice', message: `cancel requested at ${at} is older than the retry applied at ${rt.retryAppliedAt}: the retry stands` });
+    step.effects.push({
+      type: 'notice',
+      message: `cancel requested at ${at} is older than the retry applied at ${rt.retryAppliedAt}: the retry stands`,
+    });
     return;
   }
   if (isTerminalWorkflowStatus(rt.status)) {
@@ -250,10 +281,14 @@ const RETRYABLE = new Set<TaskStatus>(['failed', 'upstream_failed', 'cancelled']
 function retry(step: Step, event: RetryEvent): void {
   const rt = step.d.runtime;
   const at = requestTime(event);
-  if (!isNewer(at, rt.retryAppliedAt)) throw new Ignored(`retry requested at ${at} is not newer than the last applied (${rt.retryAppliedAt})`);
+  if (!isNewer(at, rt.retryAppliedAt))
+    throw new Ignored(`retry requested at ${at} is not newer than the last applied (${rt.retryAppliedAt})`);
   step.d.set('retryAppliedAt', at);
   if (rt.cancelAppliedAt !== null && !isNewer(at, rt.cancelAppliedAt)) {
-    step.effects.push({ type: 'notice', message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands` });
+    step.effects.push({
+      type: 'notice',
+      message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands`,
+    });
     return;
   }
   // The latest request is now this retry: a cancel no longer applies, even with nothing to retry.
@@ -370,7 +405,12 @@ function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
     if (limit === null || from === null) continue;
     const bound = ttl + limit * 1000 + grace;
     if (now - epochMs(from) > bound) {
-      failAttempt(step, position, task.attemptNo, `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
+      failAttempt(
+        step,
+        position,
+        task.attemptNo,
+        `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`,
+      );
       lost++;
     }
   }

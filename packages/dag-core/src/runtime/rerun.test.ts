@@ -31,7 +31,12 @@ function diamond(): Harness {
   return h;
 }
 
-function rerunEvent(taskName: string, downstream: boolean, requestId = `r-${taskName}`, extra: Partial<RerunEvent> = {}): Omit<RerunEvent, 'now'> {
+function rerunEvent(
+  taskName: string,
+  downstream: boolean,
+  requestId = `r-${taskName}`,
+  extra: Partial<RerunEvent> = {},
+): Omit<RerunEvent, 'now'> {
   return { type: 'rerun', requestId, taskName, downstream, ...extra };
 }
 
@@ -48,7 +53,14 @@ describe('rerun event', () => {
     expect(h.runtime.status).toBe('running');
     expect(h.runtime.finishedAt).toBeNull();
     expect(changedTasks(before, h.runtime)).toEqual(['b']);
-    expect(taskState(h.runtime, 'b')).toMatchObject({ status: 'running', attemptNo: 2, retryBase: 1, outputRef: null, error: null, completedAt: null });
+    expect(taskState(h.runtime, 'b')).toMatchObject({
+      status: 'running',
+      attemptNo: 2,
+      retryBase: 1,
+      outputRef: null,
+      error: null,
+      completedAt: null,
+    });
     expect(taskState(h.runtime, 'd')).toBe(taskState(before, 'd'));
     expect(h.runtime.rerunsApplied).toEqual([{ id: 'r-b', at: h.runtime.updatedAt }]);
     const done = h.succeed('b', '{"ok":false}');
@@ -92,7 +104,12 @@ describe('rerun event', () => {
   });
 
   it('gives a failed task a fresh retry budget; attempt numbers keep counting', () => {
-    const h = new Harness(definition([{ name: 'x', num_retries: 1 }, { name: 'y', depends_on: ['x'] }]));
+    const h = new Harness(
+      definition([
+        { name: 'x', num_retries: 1 },
+        { name: 'y', depends_on: ['x'] },
+      ]),
+    );
     h.activate();
     h.fail('x');
     h.fail('x');
@@ -137,11 +154,19 @@ describe('rerun event', () => {
   });
 
   it('refuses, with a notice, a task that is running, queued or not yet run, a dependent that is running, an unknown task, and a workflow under a cancel; each is recorded as applied', () => {
-    const h = new Harness(definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['b'] }], { max_parallelism: 1 }));
+    const h = new Harness(
+      definition([{ name: 'a' }, { name: 'b', depends_on: ['a'] }, { name: 'c', depends_on: ['b'] }], { max_parallelism: 1 }),
+    );
     const cases: Array<[Omit<RerunEvent, 'now'>, string]> = [];
     // a ready (not yet dispatched: not activated), b and c pending.
-    cases.push([rerunEvent('a', false, 'q1'), 're-run of "a" not applied: task "a" is queued now (ready, about to be dispatched): wait until it has finished']);
-    cases.push([rerunEvent('b', false, 'q2'), 're-run of "b" not applied: task "b" has not run yet (pending): it runs when its dependencies allow']);
+    cases.push([
+      rerunEvent('a', false, 'q1'),
+      're-run of "a" not applied: task "a" is queued now (ready, about to be dispatched): wait until it has finished',
+    ]);
+    cases.push([
+      rerunEvent('b', false, 'q2'),
+      're-run of "b" not applied: task "b" has not run yet (pending): it runs when its dependencies allow',
+    ]);
     cases.push([rerunEvent('nope', true, 'q3'), 're-run of "nope" not applied: the workflow has no such task']);
     for (const [event, message] of cases.splice(0)) {
       const before = h.runtime;
@@ -150,7 +175,9 @@ describe('rerun event', () => {
       expect(changedTasks(before, h.runtime)).toEqual([]);
     }
     h.activate();
-    expect(notices(h.send(rerunEvent('a', true, 'q4')).effects)).toEqual(['re-run of "a" not applied: task "a" is running now (attempt 1): wait until it has finished']);
+    expect(notices(h.send(rerunEvent('a', true, 'q4')).effects)).toEqual([
+      're-run of "a" not applied: task "a" is running now (attempt 1): wait until it has finished',
+    ]);
     h.succeed('a');
     expect(notices(h.send(rerunEvent('a', true, 'q5')).effects)).toEqual([
       're-run of "a" not applied: task "b", which depends on "a", is running now (attempt 1): wait until it has finished',
@@ -211,7 +238,9 @@ describe('rerun event', () => {
     expect(replayed.rerunsApplied).toEqual(after.rerunsApplied);
     expect(decodeSnapshot(encodeSnapshot(after, meta), after.definition, meta).fields.rerunsApplied).toEqual(after.rerunsApplied);
     expect(decodedRuntime(encodeRuntime(after)).rerunsApplied).toEqual(after.rerunsApplied);
-    expect(() => decodedRuntime(encodeRuntime(after).replace('"reruns_applied":[{', '"reruns_applied":[{"x":1,'))).toThrow(/reruns_applied/);
+    expect(() => decodedRuntime(encodeRuntime(after).replace('"reruns_applied":[{', '"reruns_applied":[{"x":1,'))).toThrow(
+      /reruns_applied/,
+    );
   });
 });
 
@@ -220,7 +249,11 @@ describe('planRerun', () => {
     const h = diamond();
     expect(planRerun(h.runtime, 'b', false)).toEqual({ ok: true, tasks: ['b'] });
     expect(planRerun(h.runtime, 'a', true)).toEqual({ ok: true, tasks: ['a', 'b', 'c', 'd'] });
-    expect(planRerun(h.runtime, 'zz', true)).toEqual({ ok: false, code: 'unknown-task', reason: 'workflow "wf1" has no task "zz" (its tasks: a, b, c, d, e)' });
+    expect(planRerun(h.runtime, 'zz', true)).toEqual({
+      ok: false,
+      code: 'unknown-task',
+      reason: 'workflow "wf1" has no task "zz" (its tasks: a, b, c, d, e)',
+    });
     h.send(rerunEvent('b', false));
     expect(planRerun(h.runtime, 'a', true)).toEqual({
       ok: false,
@@ -250,7 +283,11 @@ interface Spec {
 
 const specArb: fc.Arbitrary<Spec> = fc.integer({ min: 1, max: 9 }).chain((n) =>
   fc.record({
-    deps: fc.tuple(...Array.from({ length: n }, (_, i) => (i === 0 ? fc.constant([] as number[]) : fc.uniqueArray(fc.nat({ max: i - 1 }), { maxLength: 3 })))),
+    deps: fc.tuple(
+      ...Array.from({ length: n }, (_, i) =>
+        i === 0 ? fc.constant([] as number[]) : fc.uniqueArray(fc.nat({ max: i - 1 }), { maxLength: 3 }),
+      ),
+    ),
     policies: fc.array(fc.constantFrom('all' as const, 'any' as const, 'all_settled' as const), { minLength: n, maxLength: n }),
     retries: fc.array(fc.nat({ max: 2 }), { minLength: n, maxLength: n }),
     conditions: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
@@ -280,8 +317,11 @@ function runToEnd(h: Harness, spec: Spec, counter: { k: number }, pending: Array
     const next = pending.shift()!;
     const before = h.runtime;
     const ok = spec.outcomes[counter.k++ % spec.outcomes.length]!;
-    const result = ok ? h.succeed(next.task, `{"ok":${counter.k % 3 !== 0}}`, next.attemptNo) : h.fail(next.task, 'exit code 1', next.attemptNo);
-    for (const [taskName, state] of tasksIn(h.runtime)) expect(state.attemptNo).toBeGreaterThanOrEqual(taskState(before, taskName)!.attemptNo);
+    const result = ok
+      ? h.succeed(next.task, `{"ok":${counter.k % 3 !== 0}}`, next.attemptNo)
+      : h.fail(next.task, 'exit code 1', next.attemptNo);
+    for (const [taskName, state] of tasksIn(h.runtime))
+      expect(state.attemptNo).toBeGreaterThanOrEqual(taskState(before, taskName)!.attemptNo);
     for (const e of result.effects) if (e.type === 'dispatch') pending.push({ task: e.taskName, attemptNo: e.attemptNo });
   }
   expect(pending).toEqual([]);

@@ -42,7 +42,9 @@ export interface RerunView {
 function busy(task: TaskRuntime): string | null {
   if (task.status === 'ready') return 'queued now (ready, about to be dispatched)';
   if (task.status !== 'running') return null;
-  return task.retryDueAt === null ? `running now (attempt ${task.attemptNo})` : `running now (attempt ${task.attemptNo}, a retry waiting for its delay)`;
+  return task.retryDueAt === null
+    ? `running now (attempt ${task.attemptNo})`
+    : `running now (attempt ${task.attemptNo}, a retry waiting for its delay)`;
 }
 
 /**
@@ -97,10 +99,19 @@ export function planRerun(runtime: WorkflowRuntime, taskName: string, downstream
   if (position === undefined) {
     const names = index.tasks.slice(0, NAMES_SHOWN).map((t) => t.name);
     const more = index.size > NAMES_SHOWN ? `, … (${index.size} in all)` : '';
-    return { ok: false, code: 'unknown-task', reason: `workflow "${runtime.workflowId}" has no task "${taskName}" (its tasks: ${names.join(', ')}${more})` };
+    return {
+      ok: false,
+      code: 'unknown-task',
+      reason: `workflow "${runtime.workflowId}" has no task "${taskName}" (its tasks: ${names.join(', ')}${more})`,
+    };
   }
   const positions = rerunPositions(index, position, downstream);
-  const view: RerunView = { workflowId: runtime.workflowId, cancelRequested: runtime.cancelRequested, status: runtime.status, task: (p) => stateAt(core, p) };
+  const view: RerunView = {
+    workflowId: runtime.workflowId,
+    cancelRequested: runtime.cancelRequested,
+    status: runtime.status,
+    task: (p) => stateAt(core, p),
+  };
   const reason = rerunRefusal(index, view, position, positions);
   if (reason !== null) return { ok: false, code: 'refused', reason };
   return { ok: true, tasks: positions.map((p) => index.tasks[p]!.name) };

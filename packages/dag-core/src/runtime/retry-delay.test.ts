@@ -21,7 +21,10 @@ function dispatches(effects: readonly Effect[]): DispatchEffect[] {
 const SWEEP = { type: 'timeout-sweep', messageTtlInMs: 1_000, graceInMs: 0 } as const;
 
 describe('a retry with a delay', () => {
-  const def = definition([{ name: 'a', num_retries: 3, retry_delay_s: 10, retry_backoff: 3, retry_max_delay_s: 60 }, { name: 'b' }, { name: 'c' }], { max_parallelism: 1 });
+  const def = definition(
+    [{ name: 'a', num_retries: 3, retry_delay_s: 10, retry_backoff: 3, retry_max_delay_s: 60 }, { name: 'b' }, { name: 'c' }],
+    { max_parallelism: 1 },
+  );
 
   it('is sent at once with its delay, and waits as running without holding a max_parallelism slot', () => {
     const h = new Harness(def);
@@ -33,7 +36,14 @@ describe('a retry with a delay', () => {
       expect.objectContaining({ taskName: 'b', attemptNo: 1 }),
     ]);
     expect(dispatches(failed.effects)[1]).not.toHaveProperty('delayInMs');
-    expect(taskState(h.runtime, 'a')).toMatchObject({ status: 'running', attemptNo: 2, dispatchedAt: at(2), retryDueAt: at(12), error: 'exit code 1', startedAt: null });
+    expect(taskState(h.runtime, 'a')).toMatchObject({
+      status: 'running',
+      attemptNo: 2,
+      dispatchedAt: at(2),
+      retryDueAt: at(12),
+      error: 'exit code 1',
+      startedAt: null,
+    });
     expect(taskState(h.runtime, 'b')).toMatchObject({ status: 'running', retryDueAt: null });
     expect(h.runtime.counts).toMatchObject({ running: 2, ready: 1 });
     // b ends before a is due: c takes the slot, a still waiting.
@@ -74,7 +84,12 @@ describe('a retry with a delay', () => {
   });
 
   it('is cancelled by a cancel while it waits; a due one is left to its worker', () => {
-    const h = new Harness(definition([{ name: 'a', num_retries: 1, retry_delay_s: 100 }, { name: 'b', num_retries: 1, retry_delay_s: 5 }]));
+    const h = new Harness(
+      definition([
+        { name: 'a', num_retries: 1, retry_delay_s: 100 },
+        { name: 'b', num_retries: 1, retry_delay_s: 5 },
+      ]),
+    );
     h.activate();
     h.fail('a'); // due at(102)
     h.fail('b'); // due at(8)
@@ -88,13 +103,26 @@ describe('a retry with a delay', () => {
   });
 
   it('goes out at once without a delay, and a re-arm after a lifted cancel never waits', () => {
-    const h = new Harness(definition([{ name: 'a', num_retries: 1 }, { name: 'b', num_retries: 1, retry_delay_s: 30 }]));
+    const h = new Harness(
+      definition([
+        { name: 'a', num_retries: 1 },
+        { name: 'b', num_retries: 1, retry_delay_s: 30 },
+      ]),
+    );
     h.activate();
     expect(dispatches(h.fail('a').effects)).toEqual([expect.not.objectContaining({ delayInMs: expect.anything() })]);
     h.send({ type: 'cancel' });
     h.send({ type: 'retry' });
     // b's worker reports the stop the cancel caused: re-armed without spending its budget, at once.
-    const rearmed = h.send({ type: 'completion', taskName: 'b', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    const rearmed = h.send({
+      type: 'completion',
+      taskName: 'b',
+      attemptNo: 1,
+      success: false,
+      outputRef: null,
+      error: 'stopped: workflow cancelled',
+      cancelled: true,
+    });
     expect(dispatches(rearmed.effects)).toEqual([expect.objectContaining({ taskName: 'b', attemptNo: 2 })]);
     expect(dispatches(rearmed.effects)[0]).not.toHaveProperty('delayInMs');
   });
@@ -112,12 +140,16 @@ describe('a retry with a delay', () => {
     const parts = decodeSnapshot(snapshot, rt.definition, { workflowId: 'wf1', ...meta });
     expect(assembleParts(parts).tasks).toEqual(rt.tasks);
     const fromLog = decodeSnapshot(encodeSnapshot(before, meta), rt.definition, { workflowId: 'wf1', ...meta });
-    for (const record of decodeLogRecords(encodeDeltaRecord(1, before, rt, ['a']), rt.definition)) if (record.kind === 'delta') applyDeltaRecord(fromLog, record);
+    for (const record of decodeLogRecords(encodeDeltaRecord(1, before, rt, ['a']), rt.definition))
+      if (record.kind === 'delta') applyDeltaRecord(fromLog, record);
     expect(assembleParts(fromLog).tasks).toEqual(rt.tasks);
     // A snapshot written before the field existed: no key at all.
     expect(encodeSnapshot(before, meta)).not.toContain('retry_due_at');
     expect(encodeSnapshot(before, meta)).not.toContain('deadline_at');
-    expect(taskState(assembleParts(decodeSnapshot(encodeSnapshot(before, meta), rt.definition, { workflowId: 'wf1', ...meta })), 'a')!.retryDueAt).toBeNull();
+    expect(
+      taskState(assembleParts(decodeSnapshot(encodeSnapshot(before, meta), rt.definition, { workflowId: 'wf1', ...meta })), 'a')!
+        .retryDueAt,
+    ).toBeNull();
   });
 });
 
@@ -142,7 +174,15 @@ describe('the workflow deadline (timeout_s)', () => {
     expect(taskState(h.runtime, 'b')).toMatchObject({ status: 'cancelled', error: `workflow cancelled: ${reason}` });
     expect(deadlinePassed(h.runtime, at(100))).toBe(false);
     // a's worker is stopped by the cancel and reports it.
-    h.send({ type: 'completion', taskName: 'a', attemptNo: 1, success: false, outputRef: null, error: 'stopped: workflow cancelled', cancelled: true });
+    h.send({
+      type: 'completion',
+      taskName: 'a',
+      attemptNo: 1,
+      success: false,
+      outputRef: null,
+      error: 'stopped: workflow cancelled',
+      cancelled: true,
+    });
     expect(h.runtime).toMatchObject({ status: 'cancelled', cancelReason: reason });
     expect(decodedRuntime(encodeRuntime(h.runtime))).toMatchObject({ deadlineAt: at(61), cancelReason: reason });
   });
@@ -195,7 +235,14 @@ const specArb: fc.Arbitrary<Spec> = fc.record({
     { minLength: 1, maxLength: 6 },
   ),
   maxParallelism: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
-  steps: fc.array(fc.record({ wait: fc.nat({ max: 40 }), pick: fc.nat(), outcome: fc.constantFrom<'ok' | 'fail' | 'sweep'>('ok', 'fail', 'fail', 'sweep') }), { maxLength: 60 }),
+  steps: fc.array(
+    fc.record({
+      wait: fc.nat({ max: 40 }),
+      pick: fc.nat(),
+      outcome: fc.constantFrom<'ok' | 'fail' | 'sweep'>('ok', 'fail', 'fail', 'sweep'),
+    }),
+    { maxLength: 60 },
+  ),
 });
 
 /** Running tasks whose delay has not ended at `now`. */
@@ -210,7 +257,13 @@ describe('retry delay properties', () => {
     fc.assert(
       fc.property(specArb, fc.boolean(), (spec, batched) => {
         const def = definition(
-          spec.tasks.map((t, i) => ({ name: `t${i}`, num_retries: t.retries, retry_delay_s: t.delay, retry_backoff: t.backoff, retry_max_delay_s: t.max })),
+          spec.tasks.map((t, i) => ({
+            name: `t${i}`,
+            num_retries: t.retries,
+            retry_delay_s: t.delay,
+            retry_backoff: t.backoff,
+            retry_max_delay_s: t.max,
+          })),
           { max_parallelism: spec.maxParallelism, timeout_s: 600 },
         );
         let rt = createRuntime(def, { workflowId: 'wf1', now: at(0), outputsContainer: null });
@@ -218,7 +271,9 @@ describe('retry delay properties', () => {
         const delays = new Map<string, number[]>();
         const dueTimes = new Map<string, number[]>();
         const apply = (event: WorkflowEvent) => {
-          const result = batched ? foldEvents(rt, [event]) : (({ runtime, effects }) => ({ runtime, effects: [effects] }))(reduce(rt, event));
+          const result = batched
+            ? foldEvents(rt, [event])
+            : (({ runtime, effects }) => ({ runtime, effects: [effects] }))(reduce(rt, event));
           rt = result.runtime;
           for (const d of dispatches(result.effects.flat())) {
             if (d.attemptNo === 1) continue;
@@ -237,11 +292,22 @@ describe('retry delay properties', () => {
           clock += 1 + step.wait;
           const now = at(clock);
           // Only a delivered attempt can complete: running, and due.
-          const deliverable = [...tasksIn(rt)].filter(([, t]) => t.status === 'running' && (t.retryDueAt === null || epochMs(t.retryDueAt) <= clock * 1000 + epochMs(at(0))));
+          const deliverable = [...tasksIn(rt)].filter(
+            ([, t]) => t.status === 'running' && (t.retryDueAt === null || epochMs(t.retryDueAt) <= clock * 1000 + epochMs(at(0))),
+          );
           const [name, t] = deliverable[step.pick % Math.max(1, deliverable.length)] ?? [];
           if (step.outcome === 'sweep') apply({ ...SWEEP, now });
           else if (name === undefined || t === undefined) apply({ type: 'activate', now });
-          else apply({ type: 'completion', now, taskName: name, attemptNo: t.attemptNo, success: step.outcome === 'ok', outputRef: null, error: step.outcome === 'ok' ? null : 'exit code 1' });
+          else
+            apply({
+              type: 'completion',
+              now,
+              taskName: name,
+              attemptNo: t.attemptNo,
+              success: step.outcome === 'ok',
+              outputRef: null,
+              error: step.outcome === 'ok' ? null : 'exit code 1',
+            });
         }
         for (const [name, list] of delays) {
           // The budget never starts over here (no workflow retry): each delay is at least the one before,

@@ -27,7 +27,10 @@ export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number
 
 /** `"a", "b", "c" and 4 more`: the first blockers by name, and how many there are in all. */
 function describeBlockers(first: readonly string[], total: number): string {
-  const shown = first.slice(0, 3).map((n) => `"${n}"`).join(', ');
+  const shown = first
+    .slice(0, 3)
+    .map((n) => `"${n}"`)
+    .join(', ');
   return total > 3 ? `${shown} and ${total - 3} more` : shown;
 }
 
@@ -58,12 +61,18 @@ export function settle(step: Step, position: number): void {
 
   if (parents.blockingGate >= 0) {
     const gate = step.index.gateParent[step.index.gateStart[position]! + parents.blockingGate]!;
-    transition(step, position, { status: 'upstream_failed', error: `gate "${def.gates![parents.blockingGate]}" is ${d.task(gate).status}` });
+    transition(step, position, {
+      status: 'upstream_failed',
+      error: `gate "${def.gates![parents.blockingGate]}" is ${d.task(gate).status}`,
+    });
     return;
   }
   const verdict = policyVerdict(def.depPolicy, def.dependsOn.length, parents.satisfied, parents.blocking);
   if (verdict === 'blocked') {
-    transition(step, position, { status: 'upstream_failed', error: `upstream failed: ${describeBlockers(firstBlockers(step, position, 3), parents.blocking)}` });
+    transition(step, position, {
+      status: 'upstream_failed',
+      error: `upstream failed: ${describeBlockers(firstBlockers(step, position, 3), parents.blocking)}`,
+    });
     return;
   }
   if (verdict === 'wait' || parents.waitingForGate) return;
@@ -90,7 +99,8 @@ function fromCounters(step: Step, position: number): Parents {
   const gates = gateStart[position + 1]! - gateStart[position]!;
   let blockingGate = -1;
   if (d.counter(position, C_GATE_BLOCKING) > 0) {
-    for (let k = 0; k < gates && blockingGate < 0; k++) if (isBlocking(parentStatus(step, gateParent[gateStart[position]! + k]!))) blockingGate = k;
+    for (let k = 0; k < gates && blockingGate < 0; k++)
+      if (isBlocking(parentStatus(step, gateParent[gateStart[position]! + k]!))) blockingGate = k;
   }
   return {
     satisfied: d.counter(position, C_DEP_SATISFIED),

@@ -23,10 +23,18 @@ const HASH = 'a'.repeat(64);
 const META = { workflowId: 'wf1', definitionHash: HASH, generation: 3 };
 
 function sample(): Harness {
-  const base = definition([{ name: 'a', num_retries: 1 }, { name: 'b' }, { name: 'c' }, { name: 'prep/x', depends_on: ['a', 'b', 'c'], condition: 'inputs.a.ok' }], {
-    max_parallelism: 5,
-    default_task_timeout_s: 30,
-  });
+  const base = definition(
+    [
+      { name: 'a', num_retries: 1 },
+      { name: 'b' },
+      { name: 'c' },
+      { name: 'prep/x', depends_on: ['a', 'b', 'c'], condition: 'inputs.a.ok' },
+    ],
+    {
+      max_parallelism: 5,
+      default_task_timeout_s: 30,
+    },
+  );
   const h = new Harness(base);
   h.activate();
   h.fail('a');
@@ -61,7 +69,10 @@ describe('canonicalJson / encodeDefinition / decodeDefinition', () => {
   });
 
   it('round-trips a definition, merge nodes and gates included, and encodes equal definitions equally', () => {
-    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    const t = sequentializeFanIn(
+      definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]),
+      2,
+    );
     if (!t.ok) throw new Error('transform failed');
     const text = encodeDefinition(t.value);
     expect(decodeDefinition(text)).toEqual(t.value);
@@ -87,7 +98,13 @@ describe('snapshots', () => {
     expect(json).toMatchObject({ version: 2, workflow_id: 'wf1', definition_hash: HASH, generation: 3 });
     expect(json).not.toHaveProperty('definition');
     expect((json.workflow as Record<string, unknown>).cancel_applied_at).toBe('2026-01-01T00:10:00.000Z');
-    expect((json.tasks as unknown[])[1]).toEqual({ status: 'completed', attempt_no: 1, output_ref: '{"v":[1,2]}', dispatched_at: at(1), completed_at: at(3) });
+    expect((json.tasks as unknown[])[1]).toEqual({
+      status: 'completed',
+      attempt_no: 1,
+      output_ref: '{"v":[1,2]}',
+      dispatched_at: at(1),
+      completed_at: at(3),
+    });
   });
 
   it('keeps started_at and dispatched_at as they are (a completion may report a start whose dispatch was never recorded)', () => {
@@ -101,7 +118,10 @@ describe('snapshots', () => {
     const h = sample();
     h.send({ type: 'corrupt', reason: 'set aside' });
     expect(assembleParts(decodeSnapshot(encodeSnapshot(h.runtime, META), h.runtime.definition, META))).toEqual(h.runtime);
-    const t = sequentializeFanIn(definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]), 2);
+    const t = sequentializeFanIn(
+      definition([{ name: 'l0' }, { name: 'l1' }, { name: 'l2' }, { name: 'j', depends_on: ['l0', 'l1', 'l2'] }]),
+      2,
+    );
     if (!t.ok) throw new Error('transform failed');
     const m = new Harness(t.value);
     m.activate();
@@ -173,7 +193,9 @@ describe('log records', () => {
     const json = JSON.parse(line) as { seq: number; workflow: Record<string, unknown>; tasks: Record<string, unknown> };
     expect(json.seq).toBe(7);
     expect(Object.keys(json.workflow)).toEqual(['updated_at']);
-    expect(Object.keys(json.tasks).sort()).toEqual(['a', 'c', 'prep/x'].filter((n) => taskState(before, n) !== taskState(h.runtime, n)).sort());
+    expect(Object.keys(json.tasks).sort()).toEqual(
+      ['a', 'c', 'prep/x'].filter((n) => taskState(before, n) !== taskState(h.runtime, n)).sort(),
+    );
   });
 
   it('decode a roll record, which must be the last', () => {
@@ -187,9 +209,9 @@ describe('log records', () => {
       { kind: 'rolled', seq: 2, ...to },
     ];
     expect(records).toEqual(expected);
-    expect(decodeError(() => decodeLogRecords(encodeRollRecord(1, to) + encodeDeltaRecord(2, h.runtime, h.runtime, []), def)).message).toMatch(
-      /record 1 closes the log, but 1 record\(s\) follow it/,
-    );
+    expect(
+      decodeError(() => decodeLogRecords(encodeRollRecord(1, to) + encodeDeltaRecord(2, h.runtime, h.runtime, []), def)).message,
+    ).toMatch(/record 1 closes the log, but 1 record\(s\) follow it/);
   });
 
   it('refuse a log that is cut, out of order, or names tasks the definition does not have', () => {
@@ -273,7 +295,15 @@ describe('log records', () => {
     const h = sample();
     const parts: RuntimeParts = decodeSnapshot(encodeSnapshot(h.runtime, META), h.runtime.definition, META);
     const before = [...parts.states];
-    const next = reduce(h.runtime, { type: 'completion', now: at(50), taskName: 'c', attemptNo: 1, success: true, outputRef: null, error: null }).runtime;
+    const next = reduce(h.runtime, {
+      type: 'completion',
+      now: at(50),
+      taskName: 'c',
+      attemptNo: 1,
+      success: true,
+      outputRef: null,
+      error: null,
+    }).runtime;
     const [record] = decodeLogRecords(encodeDeltaRecord(1, h.runtime, next, changedTasks(h.runtime, next)), h.runtime.definition);
     if (record?.kind !== 'delta') throw new Error('expected a delta');
     applyDeltaRecord(parts, record);

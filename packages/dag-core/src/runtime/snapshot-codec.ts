@@ -74,19 +74,26 @@ export function decodeSnapshot(text: string, definition: WorkflowDefinition, exp
     throw new RuntimeDecodeError('not JSON', SNAPSHOT);
   }
   if (!isRecord(json)) throw new RuntimeDecodeError('not a JSON object', SNAPSHOT);
-  if (json.version !== STATE_FORMAT_VERSION) throw new RuntimeDecodeError(`format version ${JSON.stringify(json.version)?.slice(0, 20)} where ${STATE_FORMAT_VERSION} was expected`, SNAPSHOT);
+  if (json.version !== STATE_FORMAT_VERSION)
+    throw new RuntimeDecodeError(
+      `format version ${JSON.stringify(json.version)?.slice(0, 20)} where ${STATE_FORMAT_VERSION} was expected`,
+      SNAPSHOT,
+    );
   const workflowId = field(json, 'workflow_id', isString, 'a string', '', SNAPSHOT);
   if (workflowId !== expected.workflowId) throw new RuntimeDecodeError(`it holds workflow "${workflowId.slice(0, 130)}"`, SNAPSHOT);
   const hash = field(json, 'definition_hash', isString, 'a string', '', SNAPSHOT);
-  if (hash !== expected.definitionHash) throw new RuntimeDecodeError(`it was written for definition ${hash.slice(0, 64)}, not ${expected.definitionHash}`, SNAPSHOT);
+  if (hash !== expected.definitionHash)
+    throw new RuntimeDecodeError(`it was written for definition ${hash.slice(0, 64)}, not ${expected.definitionHash}`, SNAPSHOT);
   const generation = field(json, 'generation', isCount, 'a count', '', SNAPSHOT);
-  if (generation !== expected.generation) throw new RuntimeDecodeError(`it is generation ${generation}, not ${expected.generation}`, SNAPSHOT);
+  if (generation !== expected.generation)
+    throw new RuntimeDecodeError(`it is generation ${generation}, not ${expected.generation}`, SNAPSHOT);
   const fields: Partial<StoredWorkflowFields> = {};
   decodeWorkflowFields(json.workflow, fields, false, '"workflow"', SNAPSHOT);
   const tasks = json.tasks;
   if (!Array.isArray(tasks)) throw new RuntimeDecodeError('"tasks" must be an array', SNAPSHOT);
   const defs = definition.tasks;
-  if (tasks.length !== defs.length) throw new RuntimeDecodeError(`${tasks.length} task records for the ${defs.length} tasks of the definition`, SNAPSHOT);
+  if (tasks.length !== defs.length)
+    throw new RuntimeDecodeError(`${tasks.length} task records for the ${defs.length} tasks of the definition`, SNAPSHOT);
   const states = tasks.map((raw, i) => decodeTaskState(raw, `tasks[${i}]`, SNAPSHOT, true));
   return { workflowId, definition, fields: fields as StoredWorkflowFields, states };
 }
@@ -146,12 +153,14 @@ function decodeRecord(line: string, index: number, definition: WorkflowDefinitio
     throw new RuntimeDecodeError(`${where} is not JSON`, LOG);
   }
   if (!isRecord(json)) throw new RuntimeDecodeError(`${where} is not a JSON object`, LOG);
-  for (const key of Object.keys(json)) if (!RECORD_KEYS.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, LOG);
+  for (const key of Object.keys(json))
+    if (!RECORD_KEYS.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, LOG);
   const seq = field(json, 'seq', isCount, 'a count', `${where}: `, LOG);
   if (seq !== index + 1) throw new RuntimeDecodeError(`${where} is numbered ${seq}: a record is missing or repeated`, LOG);
   if (json.rolled_to !== undefined) {
     const to = json.rolled_to;
-    if (!isRecord(to) || json.workflow !== undefined || json.tasks !== undefined) throw new RuntimeDecodeError(`${where}: a malformed roll record`, LOG);
+    if (!isRecord(to) || json.workflow !== undefined || json.tasks !== undefined)
+      throw new RuntimeDecodeError(`${where}: a malformed roll record`, LOG);
     const at = `${where}: rolled_to.`;
     return {
       kind: 'rolled',
@@ -188,7 +197,8 @@ export function decodeLogRecords(text: string, definition: WorkflowDefinition): 
   const lines = text.slice(0, -1).split('\n');
   const records = lines.map((line, i) => decodeRecord(line, i, definition));
   const rolled = records.findIndex((r) => r.kind === 'rolled');
-  if (rolled !== -1 && rolled !== records.length - 1) throw new RuntimeDecodeError(`record ${rolled + 1} closes the log, but ${records.length - rolled - 1} record(s) follow it`, LOG);
+  if (rolled !== -1 && rolled !== records.length - 1)
+    throw new RuntimeDecodeError(`record ${rolled + 1} closes the log, but ${records.length - rolled - 1} record(s) follow it`, LOG);
   return records;
 }
 

@@ -78,12 +78,22 @@ export const isCount = (v: unknown): v is number => typeof v === 'number' && Num
 /** Null, or a list of `{"id": …, "at": …}` (strings, and nothing else). */
 export const isAppliedReruns = (v: unknown): v is readonly AppliedRerun[] | null =>
   v === null ||
-  (Array.isArray(v) &&
-    v.every((e) => isRecord(e) && typeof e.id === 'string' && typeof e.at === 'string' && Object.keys(e).length === 2));
+  (Array.isArray(v) && v.every((e) => isRecord(e) && typeof e.id === 'string' && typeof e.at === 'string' && Object.keys(e).length === 2));
 const isWorkflowStatus = (v: unknown): v is WorkflowStatus => WORKFLOW_STATUSES.includes(v as WorkflowStatus);
 const isTaskStatus = (v: unknown): v is TaskStatus => TASK_STATUSES.includes(v as TaskStatus);
 
-const TASK_KEYS = new Set(['status', 'attempt_no', 'retry_base', 'output_ref', 'error', 'dispatched_at', 'started_at', 'completed_at', 'awaiting_inputs', 'retry_due_at']);
+const TASK_KEYS = new Set([
+  'status',
+  'attempt_no',
+  'retry_base',
+  'output_ref',
+  'error',
+  'dispatched_at',
+  'started_at',
+  'completed_at',
+  'awaiting_inputs',
+  'retry_due_at',
+]);
 
 /**
  * A task state from its stored record. `strict` refuses keys this version does not write (the
@@ -92,7 +102,8 @@ const TASK_KEYS = new Set(['status', 'attempt_no', 'retry_base', 'output_ref', '
 export function decodeTaskState(raw: unknown, where: string, subject: string, strict: boolean): TaskRuntime {
   if (!isRecord(raw)) throw new RuntimeDecodeError(`${where} must be an object, got ${shown(raw)}`, subject);
   if (strict) {
-    for (const key of Object.keys(raw)) if (!TASK_KEYS.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, subject);
+    for (const key of Object.keys(raw))
+      if (!TASK_KEYS.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, subject);
   }
   const at = `${where}.`;
   const status = field(raw, 'status', isTaskStatus, 'a task status', at, subject);
@@ -205,9 +216,16 @@ export function encodeWorkflowFields(runtime: StoredWorkflowFields, previous?: S
  * Reads stored workflow fields onto `into`: every field is required unless `partial` (a log
  * record carries only the fields that changed). Unknown keys are refused.
  */
-export function decodeWorkflowFields(raw: unknown, into: Partial<StoredWorkflowFields>, partial: boolean, where: string, subject: string): void {
+export function decodeWorkflowFields(
+  raw: unknown,
+  into: Partial<StoredWorkflowFields>,
+  partial: boolean,
+  where: string,
+  subject: string,
+): void {
   if (!isRecord(raw)) throw new RuntimeDecodeError(`${where} must be an object, got ${shown(raw)}`, subject);
-  for (const key of Object.keys(raw)) if (!FIELD_BY_JSON.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, subject);
+  for (const key of Object.keys(raw))
+    if (!FIELD_BY_JSON.has(key)) throw new RuntimeDecodeError(`${where} has an unknown field "${key.slice(0, 40)}"`, subject);
   const target = into as Record<string, unknown>;
   const at = where === '' ? '' : `${where}.`;
   for (const spec of WORKFLOW_FIELDS) {

@@ -12,10 +12,27 @@ export type TaskStatus = 'pending' | 'ready' | 'running' | 'completed' | 'failed
 export type WorkflowStatus = 'pending' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'corrupt';
 
 /** Every task status, in lifecycle order. */
-export const TASK_STATUSES: readonly TaskStatus[] = ['pending', 'ready', 'running', 'completed', 'failed', 'upstream_failed', 'skipped', 'cancelled'];
+export const TASK_STATUSES: readonly TaskStatus[] = [
+  'pending',
+  'ready',
+  'running',
+  'completed',
+  'failed',
+  'upstream_failed',
+  'skipped',
+  'cancelled',
+];
 
 /** Every workflow status. */
-export const WORKFLOW_STATUSES: readonly WorkflowStatus[] = ['pending', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'corrupt'];
+export const WORKFLOW_STATUSES: readonly WorkflowStatus[] = [
+  'pending',
+  'running',
+  'cancelling',
+  'completed',
+  'failed',
+  'cancelled',
+  'corrupt',
+];
 
 const TERMINAL_TASK = new Set<TaskStatus>(['completed', 'failed', 'upstream_failed', 'skipped', 'cancelled']);
 const TERMINAL_WORKFLOW = new Set<WorkflowStatus>(['completed', 'failed', 'cancelled', 'corrupt']);
@@ -256,7 +273,8 @@ export interface ConditionInputsEvent {
 }
 
 /** Everything that moves a workflow forward. Time arrives here, never from a clock. */
-export type WorkflowEvent = ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | RerunEvent | TimeoutSweepEvent | ConditionInputsEvent | CorruptEvent;
+export type WorkflowEvent =
+  ActivateEvent | CompletionEvent | CancelEvent | RetryEvent | RerunEvent | TimeoutSweepEvent | ConditionInputsEvent | CorruptEvent;
 
 /** Push one task message to its queue. */
 export interface DispatchEffect {

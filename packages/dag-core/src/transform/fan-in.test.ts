@@ -58,7 +58,16 @@ describe('sequentializeFanIn', () => {
   it('keeps the user tasks in their order, with merge nodes placed before their target', () => {
     const result = sequentializeFanIn(fanIn(4), 2);
     if (!result.ok) throw new Error('expected success');
-    expect(result.value.tasks.map((t) => t.name)).toEqual(['root', 'leaf0', 'leaf1', 'leaf2', 'leaf3', '__merge_join_0', '__merge_join_1', 'join']);
+    expect(result.value.tasks.map((t) => t.name)).toEqual([
+      'root',
+      'leaf0',
+      'leaf1',
+      'leaf2',
+      'leaf3',
+      '__merge_join_0',
+      '__merge_join_1',
+      'join',
+    ]);
   });
 
   it('returns the same object when no task has more dependencies than the cap', () => {

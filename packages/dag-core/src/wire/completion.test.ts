@@ -86,7 +86,9 @@ describe('encodeCompletion', () => {
 
 describe('encodeWakeup', () => {
   it('writes the wake-up envelope with an optional suffix', () => {
-    expect(encodeWakeup('wf-1')).toBe('{"version":1,"reply_requested":false,"kwargs":"{\\"__workflow_wakeup\\":\\"wf-1\\"}","num_retries":0,"id":"wakeup/wf-1"}');
+    expect(encodeWakeup('wf-1')).toBe(
+      '{"version":1,"reply_requested":false,"kwargs":"{\\"__workflow_wakeup\\":\\"wf-1\\"}","num_retries":0,"id":"wakeup/wf-1"}',
+    );
     const env = decodeEnvelope(encodeWakeup('wf-1', 'n42'));
     expect(env.ok && env.value.id).toBe('wakeup/wf-1/n42');
     const noSuffix = decodeEnvelope(encodeWakeup('wf-1', ''));
@@ -107,7 +109,16 @@ describe('decodeCompletionBody', () => {
   it('reads absent attempt_no, output_ref and error as null and ignores extra keys', () => {
     expect(decodeCompletionBody('{"workflow_id":"wf","task_name":"t","success":false,"duration_ms":5}')).toEqual({
       ok: true,
-      value: { workflowId: 'wf', taskName: 't', success: false, attemptNo: null, outputRef: null, error: null, startedAt: null, cancelled: false },
+      value: {
+        workflowId: 'wf',
+        taskName: 't',
+        success: false,
+        attemptNo: null,
+        outputRef: null,
+        error: null,
+        startedAt: null,
+        cancelled: false,
+      },
     });
   });
 
@@ -117,7 +128,9 @@ describe('decodeCompletionBody', () => {
     const text = encodeCompletionBody({ ...base, startedAt: '2026-01-01T00:00:00.000Z', cancelled: true });
     expect(JSON.parse(text)).toMatchObject({ started_at: '2026-01-01T00:00:00.000Z', cancelled: true });
     expect(decodeCompletionBody(text)).toEqual({ ok: true, value: { ...base, startedAt: '2026-01-01T00:00:00.000Z', cancelled: true } });
-    expect(decodeCompletionBody(JSON.stringify({ workflow_id: 'wf', task_name: 't', success: false, cancelled: 'yes' }))).toMatchObject({ ok: false });
+    expect(decodeCompletionBody(JSON.stringify({ workflow_id: 'wf', task_name: 't', success: false, cancelled: 'yes' }))).toMatchObject({
+      ok: false,
+    });
   });
 });
 
@@ -137,7 +150,11 @@ describe('decodeCoordinatorMessage', () => {
     ['workflow id with slash', withBody({ ...goodBody, workflow_id: 'a/b' }), '"workflow_id" must be a non-empty workflow id'],
     ['missing task name', withBody({ ...goodBody, task_name: undefined }), '"task_name" must be a non-empty string, got nothing'],
     ['success as string', withBody({ ...goodBody, success: 'true' }), '"success" must be a boolean, got the string "true"'],
-    ['attempt as string', withBody({ ...goodBody, attempt_no: '2' }), 'completion body: "attempt_no" must be an integer ≥ 1 or null, got the string "2"'],
+    [
+      'attempt as string',
+      withBody({ ...goodBody, attempt_no: '2' }),
+      'completion body: "attempt_no" must be an integer ≥ 1 or null, got the string "2"',
+    ],
     ['attempt zero', withBody({ ...goodBody, attempt_no: 0 }), '"attempt_no" must be an integer ≥ 1 or null'],
     ['attempt fractional', withBody({ ...goodBody, attempt_no: 1.5 }), '"attempt_no" must be an integer ≥ 1 or null'],
     ['output_ref as object', withBody({ ...goodBody, output_ref: { a: 1 } }), '"output_ref" must be a string or null, got an object'],
@@ -145,7 +162,11 @@ describe('decodeCoordinatorMessage', () => {
     ['wakeup empty id', envelopeWith({ __workflow_wakeup: '' }), 'wakeup: "__workflow_wakeup" must be a non-empty workflow id'],
     ['wakeup non-string', envelopeWith({ __workflow_wakeup: 7 }), 'got the number 7'],
     ['wakeup naming an engine blob', envelopeWith({ __workflow_wakeup: '_coordinator.stats' }), 'must be a non-empty workflow id'],
-    ['completion naming an engine blob', withBody({ ...goodBody, workflow_id: '_coordinator.stats' }), '"workflow_id" must be a non-empty workflow id'],
+    [
+      'completion naming an engine blob',
+      withBody({ ...goodBody, workflow_id: '_coordinator.stats' }),
+      '"workflow_id" must be a non-empty workflow id',
+    ],
   ];
 
   it.each(poison)('classifies %s as poison', (_label, text, fragment) => {
@@ -160,7 +181,16 @@ describe('decodeCoordinatorMessage', () => {
   it('accepts a well-formed completion with nulls and a version-0 envelope', () => {
     expect(decodeCoordinatorMessage(withBody(goodBody))).toEqual({
       kind: 'completion',
-      completion: { workflowId: 'wf', taskName: 't', success: true, attemptNo: 1, outputRef: null, error: null, startedAt: null, cancelled: false },
+      completion: {
+        workflowId: 'wf',
+        taskName: 't',
+        success: true,
+        attemptNo: 1,
+        outputRef: null,
+        error: null,
+        startedAt: null,
+        cancelled: false,
+      },
     });
     const v0 = JSON.stringify({ version: 0, kwargs: JSON.stringify({ __workflow_wakeup: 'wf' }), num_retries: 0, id: 'w' });
     expect(decodeCoordinatorMessage(v0)).toEqual({ kind: 'wakeup', workflowId: 'wf' });

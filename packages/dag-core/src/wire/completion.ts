@@ -51,7 +51,8 @@ function checkCompletion(c: Completion): void {
   }
   if (c.outputRef !== null && typeof c.outputRef !== 'string') throw new RangeError('completion: outputRef must be a string or null');
   if (c.error !== null && typeof c.error !== 'string') throw new RangeError('completion: error must be a string or null');
-  if (c.startedAt !== undefined && c.startedAt !== null && typeof c.startedAt !== 'string') throw new RangeError('completion: startedAt must be a string or null');
+  if (c.startedAt !== undefined && c.startedAt !== null && typeof c.startedAt !== 'string')
+    throw new RangeError('completion: startedAt must be a string or null');
   if (c.cancelled !== undefined && typeof c.cancelled !== 'boolean') throw new RangeError('completion: cancelled must be a boolean');
 }
 
@@ -138,7 +139,9 @@ export function decodeCompletionBody(text: string): DecodeResult<Completion> {
 
   const workflowId = own(body, 'workflow_id');
   if (!isValidWorkflowId(workflowId)) {
-    return decodeError(`${ctx}: "workflow_id" must be a non-empty workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(workflowId)}`);
+    return decodeError(
+      `${ctx}: "workflow_id" must be a non-empty workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(workflowId)}`,
+    );
   }
   const taskName = own(body, 'task_name');
   if (!isValidTaskName(taskName)) {
@@ -193,7 +196,10 @@ export function decodeCoordinatorMessage(text: string): CoordinatorMessage {
   const value = own(kwargs, key);
   if (key === COMPLETION_BODY_KWARG) {
     if (typeof value !== 'string') {
-      return { kind: 'poison', reason: `coordinator message: "${COMPLETION_BODY_KWARG}" must be a string of JSON, got ${describeValue(value)}` };
+      return {
+        kind: 'poison',
+        reason: `coordinator message: "${COMPLETION_BODY_KWARG}" must be a string of JSON, got ${describeValue(value)}`,
+      };
     }
     const body = decodeCompletionBody(value);
     if (!body.ok) return { kind: 'poison', reason: body.error };

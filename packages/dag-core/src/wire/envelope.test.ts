@@ -78,22 +78,46 @@ describe('decodeEnvelope', () => {
     expectError('[1,2]', 'envelope: must be a JSON object, got an array');
     expectError('null', 'envelope: must be a JSON object, got null');
     expectError('"str"', 'envelope: must be a JSON object, got the string "str"');
-    expectError('{"version":2,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"x"}', '"version" must be 0 or 1, got the number 2');
+    expectError(
+      '{"version":2,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"x"}',
+      '"version" must be 0 or 1, got the number 2',
+    );
     expectError('{"version":"1","reply_requested":false,"kwargs":"{}","num_retries":0,"id":"x"}', '"version" must be 0 or 1');
     expectError('{"version":true,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"x"}', '"version" must be 0 or 1, got true');
     expectError('{"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"x"}', '"version" must be 0 or 1, got nothing');
     expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0}', '"id" must be a non-empty string, got nothing');
     expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":""}', '"id" must be a non-empty string');
-    expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":7}', '"id" must be a non-empty string, got the number 7');
-    expectError('{"version":1,"reply_requested":false,"kwargs":{},"num_retries":0,"id":"x"}', '"kwargs" must be a string holding a JSON object, got an object');
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":7}',
+      '"id" must be a non-empty string, got the number 7',
+    );
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":{},"num_retries":0,"id":"x"}',
+      '"kwargs" must be a string holding a JSON object, got an object',
+    );
     expectError('{"version":1,"reply_requested":false,"num_retries":0,"id":"x"}', '"kwargs" must be a string');
     expectError('{"version":1,"reply_requested":false,"kwargs":"{oops","num_retries":0,"id":"x"}', '"kwargs" is not valid JSON');
-    expectError('{"version":1,"reply_requested":false,"kwargs":"[1]","num_retries":0,"id":"x"}', '"kwargs" must encode a JSON object, got an array');
-    expectError('{"version":1,"reply_requested":false,"kwargs":"null","num_retries":0,"id":"x"}', '"kwargs" must encode a JSON object, got null');
-    expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":-1,"id":"x"}', '"num_retries" must be an integer ≥ 0, got the number -1');
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":"[1]","num_retries":0,"id":"x"}',
+      '"kwargs" must encode a JSON object, got an array',
+    );
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":"null","num_retries":0,"id":"x"}',
+      '"kwargs" must encode a JSON object, got null',
+    );
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":-1,"id":"x"}',
+      '"num_retries" must be an integer ≥ 0, got the number -1',
+    );
     expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":1.5,"id":"x"}', '"num_retries" must be an integer ≥ 0');
-    expectError('{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":"0","id":"x"}', '"num_retries" must be an integer ≥ 0, got the string "0"');
-    expectError('{"version":1,"kwargs":"{}","num_retries":0,"id":"x"}', '"reply_requested" must be a boolean in a version-1 envelope, got nothing');
+    expectError(
+      '{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":"0","id":"x"}',
+      '"num_retries" must be an integer ≥ 0, got the string "0"',
+    );
+    expectError(
+      '{"version":1,"kwargs":"{}","num_retries":0,"id":"x"}',
+      '"reply_requested" must be a boolean in a version-1 envelope, got nothing',
+    );
     expectError('{"version":1,"reply_requested":"no","kwargs":"{}","num_retries":0,"id":"x"}', '"reply_requested" must be a boolean');
   });
 
@@ -108,7 +132,10 @@ describe('decodeEnvelope', () => {
         {
           version: fc.oneof(fc.constantFrom(0, 1, 2, '1'), fc.jsonValue()),
           reply_requested: fc.oneof(fc.boolean(), fc.jsonValue()),
-          kwargs: fc.oneof(fc.string(), fc.jsonValue().map((v) => JSON.stringify(v))),
+          kwargs: fc.oneof(
+            fc.string(),
+            fc.jsonValue().map((v) => JSON.stringify(v)),
+          ),
           num_retries: fc.oneof(fc.nat(), fc.jsonValue()),
           id: fc.oneof(fc.string(), fc.jsonValue()),
         },

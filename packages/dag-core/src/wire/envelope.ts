@@ -99,7 +99,8 @@ export function encodeEnvelope(input: EnvelopeInput): string {
  */
 export function withEnvelopeTrace(text: string, trace: EnvelopeTrace): string {
   if (!text.endsWith('}')) throw new RangeError('envelope: expected the text of a JSON object');
-  if (typeof trace.traceparent !== 'string') throw new RangeError(`envelope: "traceparent" must be a string, got ${describeValue(trace.traceparent)}`);
+  if (typeof trace.traceparent !== 'string')
+    throw new RangeError(`envelope: "traceparent" must be a string, got ${describeValue(trace.traceparent)}`);
   const state = typeof trace.tracestate === 'string' && trace.tracestate !== '' ? `,"tracestate":${JSON.stringify(trace.tracestate)}` : '';
   return `${text.slice(0, -1)},"traceparent":${JSON.stringify(trace.traceparent)}${state}}`;
 }

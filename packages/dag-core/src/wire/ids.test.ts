@@ -4,8 +4,10 @@ import { isValidTaskName, isValidWorkflowId, WORKFLOW_ID_PATTERN } from './ids';
 
 describe('ids', () => {
   it('accepts workflow ids of 1–128 [A-Za-z0-9._-] starting with a letter or digit', () => {
-    for (const ok of ['wf', 'WF-1', '01JZ8K3V7Q2M4N6P8R0T2W4Y6A', 'a.b_c-d', '7', 'a..', `a${'b'.repeat(127)}`]) expect(isValidWorkflowId(ok)).toBe(true);
-    for (const bad of ['', '.', '..', '...', 'a/b', 'a b', 'é', 'a:b', 7, null, `a${'b'.repeat(128)}`]) expect(isValidWorkflowId(bad)).toBe(false);
+    for (const ok of ['wf', 'WF-1', '01JZ8K3V7Q2M4N6P8R0T2W4Y6A', 'a.b_c-d', '7', 'a..', `a${'b'.repeat(127)}`])
+      expect(isValidWorkflowId(ok)).toBe(true);
+    for (const bad of ['', '.', '..', '...', 'a/b', 'a b', 'é', 'a:b', 7, null, `a${'b'.repeat(128)}`])
+      expect(isValidWorkflowId(bad)).toBe(false);
   });
 
   it('refuses the engine namespace: no id starts with "_", "." or "-"', () => {

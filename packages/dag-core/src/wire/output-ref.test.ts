@@ -92,7 +92,8 @@ describe('canonicalOutputBlobPath / blobOutputRef', () => {
       fc.property(parts, parts, ([wf, task, attemptNo], [wf2, task2, attemptNo2]) => {
         const path = canonicalOutputBlobPath(wf, task, attemptNo);
         expect(parseCanonicalOutputPath(path)).toEqual({ workflowId: wf, taskName: task, attemptNo });
-        if (wf !== wf2 || task !== task2 || attemptNo !== attemptNo2) expect(canonicalOutputBlobPath(wf2, task2, attemptNo2)).not.toBe(path);
+        if (wf !== wf2 || task !== task2 || attemptNo !== attemptNo2)
+          expect(canonicalOutputBlobPath(wf2, task2, attemptNo2)).not.toBe(path);
       }),
     );
   });
@@ -114,7 +115,9 @@ describe('canonicalOutputBlobPath / blobOutputRef', () => {
   });
 
   it('round-trips through parseOutputRef (property)', () => {
-    const pathArb = fc.string({ minLength: 1, maxLength: 30 }).filter((p) => !isBase64Md5(p.slice(p.lastIndexOf(':') + 1)) || !p.includes(':'));
+    const pathArb = fc
+      .string({ minLength: 1, maxLength: 30 })
+      .filter((p) => !isBase64Md5(p.slice(p.lastIndexOf(':') + 1)) || !p.includes(':'));
     fc.assert(
       fc.property(containerArb, pathArb, fc.option(md5Arb, { nil: null }), (container, path, md5) => {
         expect(parseOutputRef(blobOutputRef(container, path, md5))).toEqual({ kind: 'blob', container, path, md5 });
@@ -154,7 +157,12 @@ describe('parseOutputRef', () => {
   });
 
   it('parses a blob ref without md5, including paths with ":"', () => {
-    expect(parseOutputRef('blob:outputs/wf-1/train.json')).toEqual({ kind: 'blob', container: 'outputs', path: 'wf-1/train.json', md5: null });
+    expect(parseOutputRef('blob:outputs/wf-1/train.json')).toEqual({
+      kind: 'blob',
+      container: 'outputs',
+      path: 'wf-1/train.json',
+      md5: null,
+    });
     expect(parseOutputRef('blob:outputs/a:b/c:d.json')).toEqual({ kind: 'blob', container: 'outputs', path: 'a:b/c:d.json', md5: null });
     // something after the last colon that is not an md5 stays in the path
     expect(parseOutputRef('blob:outputs/x.json:1B2M2Y8AsgTpgAmY7PhCfg')).toEqual({
@@ -166,17 +174,35 @@ describe('parseOutputRef', () => {
   });
 
   it('returns unknown for garbage and malformed blob refs', () => {
-    for (const raw of ['', 'garbage', '{unterminated', 'blob:', 'blob:outputs', 'blob:outputs/', 'blob:UP/x', 'blob:ab/x', `blob:outputs/:${MD5_PLUS}`, 'https://x/y']) {
+    for (const raw of [
+      '',
+      'garbage',
+      '{unterminated',
+      'blob:',
+      'blob:outputs',
+      'blob:outputs/',
+      'blob:UP/x',
+      'blob:ab/x',
+      `blob:outputs/:${MD5_PLUS}`,
+      'https://x/y',
+    ]) {
       expect(parseOutputRef(raw)).toEqual({ kind: 'unknown', raw });
     }
   });
 
   it('never throws on arbitrary strings (property)', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string().map((s) => `blob:${s}`), fc.string({ unit: 'binary' })), (s) => {
-        const r = parseOutputRef(s);
-        expect(['inline', 'blob', 'unknown']).toContain(r.kind);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string().map((s) => `blob:${s}`),
+          fc.string({ unit: 'binary' }),
+        ),
+        (s) => {
+          const r = parseOutputRef(s);
+          expect(['inline', 'blob', 'unknown']).toContain(r.kind);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -209,13 +235,20 @@ describe('isCanonicalOutputRef / canonicalOutputAttempt', () => {
 
   it('holds for every canonical ref built from its parts (property)', () => {
     fc.assert(
-      fc.property(workflowIdArb, taskNameArb, fc.integer({ min: 1 }), containerArb, fc.option(md5Arb, { nil: null }), (wf, task, attemptNo, container, md5) => {
-        const ref = blobOutputRef(container, canonicalOutputBlobPath(wf, task, attemptNo), md5);
-        expect(canonicalOutputAttempt(ref, wf, task, container)).toBe(attemptNo);
-        expect(isCanonicalOutputRef(ref, wf, task, container)).toBe(true);
-        expect(isCanonicalOutputRef(ref, wf, `${task}x`, container)).toBe(false);
-        expect(isCanonicalOutputRef(blobOutputRef(container, legacyOutputBlobPath(wf, task), md5), wf, task, container)).toBe(false);
-      }),
+      fc.property(
+        workflowIdArb,
+        taskNameArb,
+        fc.integer({ min: 1 }),
+        containerArb,
+        fc.option(md5Arb, { nil: null }),
+        (wf, task, attemptNo, container, md5) => {
+          const ref = blobOutputRef(container, canonicalOutputBlobPath(wf, task, attemptNo), md5);
+          expect(canonicalOutputAttempt(ref, wf, task, container)).toBe(attemptNo);
+          expect(isCanonicalOutputRef(ref, wf, task, container)).toBe(true);
+          expect(isCanonicalOutputRef(ref, wf, `${task}x`, container)).toBe(false);
+          expect(isCanonicalOutputRef(blobOutputRef(container, legacyOutputBlobPath(wf, task), md5), wf, task, container)).toBe(false);
+        },
+      ),
     );
   });
 });

@@ -4,12 +4,35 @@ import { queueSafeByteLength, queueSafeText } from './queue-safe';
 
 /** Any character XML 1.0 forbids, as a code unit (surrogates here are lone by construction below). */
 // eslint-disable-next-line no-control-regex
-const FORBIDDEN_AFTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const FORBIDDEN_AFTER =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Characters that matter here: every forbidden kind, their allowed neighbours, and ordinary text. */
 const trickyUnit = fc.constantFrom(
-  '\u0000', '\u0001', '\u0008', '\u0009', '\n', '\u000b', '\u000c', '\r', '\u000e', '\u001f', ' ',
-  '\ufffd', '\ufffe', '\uffff', '\ud800', '\udbff', '\udc00', '\udfff', '😀', 'é', 'a', '"', '\\', 'u',
+  '\u0000',
+  '\u0001',
+  '\u0008',
+  '\u0009',
+  '\n',
+  '\u000b',
+  '\u000c',
+  '\r',
+  '\u000e',
+  '\u001f',
+  ' ',
+  '\ufffd',
+  '\ufffe',
+  '\uffff',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '😀',
+  'é',
+  'a',
+  '"',
+  '\\',
+  'u',
 );
 const anyText = fc.oneof(fc.string({ unit: trickyUnit }), fc.string({ unit: 'binary' }), fc.string());
 
@@ -30,7 +53,9 @@ const jsonValue = fc.letrec<{ value: unknown }>((tie) => ({
 
 /** A JSON text as a producer might write it: raw U+FFFE/U+FFFF and lone surrogates stay raw; JSON.stringify escapes controls (and, since ES2019, lone surrogates). */
 function rawJson(value: unknown): string {
-  return JSON.stringify(value).replace(/\\\\|\\u(d[89a-f][0-9a-f]{2})/g, (m: string, hex: string | undefined) => (hex === undefined ? m : String.fromCharCode(parseInt(hex, 16))));
+  return JSON.stringify(value).replace(/\\\\|\\u(d[89a-f][0-9a-f]{2})/g, (m: string, hex: string | undefined) =>
+    hex === undefined ? m : String.fromCharCode(parseInt(hex, 16)),
+  );
 }
 
 const TE = (globalThis as unknown as { TextEncoder: new () => { encode(s: string): Uint8Array } }).TextEncoder;

@@ -49,14 +49,17 @@ describe('findSecretRefs', () => {
   it('never throws and reports only well-formed names', () => {
     const name = new RegExp(SECRET_NAME_PATTERN);
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('$', '{', '}', ' ', 's', 'e', 'c', 'r', 't', '.', 'A', '1', '_', '\n', 'x') }), (text) => {
-        const scan = findSecretRefs(text);
-        for (const ref of scan.refs) {
-          expect(name.test(ref.name)).toBe(true);
-          expect(text.slice(ref.index, ref.index + 3)).toBe('${{');
-        }
-        for (const problem of scan.problems) expect(text.slice(problem.index, problem.index + 3)).toBe('${{');
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('$', '{', '}', ' ', 's', 'e', 'c', 'r', 't', '.', 'A', '1', '_', '\n', 'x') }),
+        (text) => {
+          const scan = findSecretRefs(text);
+          for (const ref of scan.refs) {
+            expect(name.test(ref.name)).toBe(true);
+            expect(text.slice(ref.index, ref.index + 3)).toBe('${{');
+          }
+          for (const problem of scan.problems) expect(text.slice(problem.index, problem.index + 3)).toBe('${{');
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -87,6 +90,10 @@ describe('resolveSecretRefs', () => {
 
   it('fails on a malformed reference', () => {
     const result = resolveSecretRefs('${{ secrets.TOKEN }} ${{ secret.TOKEN }}', lookup);
-    expect(result).toEqual({ ok: false, missing: [], problems: [{ index: 21, message: expect.stringContaining('not a secret reference') }] });
+    expect(result).toEqual({
+      ok: false,
+      missing: [],
+      problems: [{ index: 21, message: expect.stringContaining('not a secret reference') }],
+    });
   });
 });

@@ -36,16 +36,25 @@ describe('stashBlobName', () => {
     expect(canonicalOutputBlobPath('workflow-files', 'w/t/1/f', 1)).toBe('outputs/workflow-files/w/t/1/f/1.json');
     expect(canonicalOutputBlobPath('workflow-files', 'w/t/1', 1).startsWith(OUTPUT_BLOB_PREFIX)).toBe(true);
     fc.assert(
-      fc.property(workflowIdArb, taskNameArb, fc.integer({ min: 1, max: 1e6 }), workflowIdArb, taskNameArb, fc.integer({ min: 1, max: 1e6 }), fc.string({ minLength: 1, maxLength: 12 }), (wf, task, attemptNo, otherWf, otherTask, otherAttempt, file) => {
-        const name = stashBlobName(wf, task, attemptNo, file);
-        fc.pre(name.ok);
-        if (!name.ok) return;
-        // No output blob of any workflow is a stashed file.
-        expect(canonicalOutputBlobPath(otherWf, otherTask, otherAttempt)).not.toBe(name.value);
-        // Another (workflow, task, attempt) never gets the same name for any file.
-        const other = stashBlobName(otherWf, otherTask, otherAttempt, file);
-        if (other.ok && (otherWf !== wf || otherTask !== task || otherAttempt !== attemptNo)) expect(other.value).not.toBe(name.value);
-      }),
+      fc.property(
+        workflowIdArb,
+        taskNameArb,
+        fc.integer({ min: 1, max: 1e6 }),
+        workflowIdArb,
+        taskNameArb,
+        fc.integer({ min: 1, max: 1e6 }),
+        fc.string({ minLength: 1, maxLength: 12 }),
+        (wf, task, attemptNo, otherWf, otherTask, otherAttempt, file) => {
+          const name = stashBlobName(wf, task, attemptNo, file);
+          fc.pre(name.ok);
+          if (!name.ok) return;
+          // No output blob of any workflow is a stashed file.
+          expect(canonicalOutputBlobPath(otherWf, otherTask, otherAttempt)).not.toBe(name.value);
+          // Another (workflow, task, attempt) never gets the same name for any file.
+          const other = stashBlobName(otherWf, otherTask, otherAttempt, file);
+          if (other.ok && (otherWf !== wf || otherTask !== task || otherAttempt !== attemptNo)) expect(other.value).not.toBe(name.value);
+        },
+      ),
     );
   });
 
@@ -61,7 +70,10 @@ describe('stashBlobName', () => {
     expect(stashBlobName('w/f', 't', 1, 'x')).toEqual({ ok: false, error: 'stash: invalid workflow id the string "w/f"' });
     expect(stashBlobName('wf', '', 1, 'x')).toEqual({ ok: false, error: 'stash: task name must be a non-empty string, got the string ""' });
     for (const attemptNo of [0, -1, 1.5, Number.NaN, 2 ** 53]) {
-      expect(stashBlobName('wf', 't', attemptNo, 'x')).toMatchObject({ ok: false, error: expect.stringContaining('stash: attempt number must be an integer ≥ 1') });
+      expect(stashBlobName('wf', 't', attemptNo, 'x')).toMatchObject({
+        ok: false,
+        error: expect.stringContaining('stash: attempt number must be an integer ≥ 1'),
+      });
     }
     expect(isPlainFileName('ok.txt')).toBe(true);
     expect(isPlainFileName(3)).toBe(false);
@@ -89,15 +101,23 @@ describe('makeStashMarker / parseStashMarker', () => {
 
   it('round-trips through JSON (property)', () => {
     fc.assert(
-      fc.property(workflowIdArb, taskNameArb, fc.integer({ min: 1 }), fc.string({ minLength: 1, maxLength: 20 }), md5Arb, fc.nat(), (wf, task, attemptNo, file, md5, size) => {
-        const name = stashBlobName(wf, task, attemptNo, file);
-        fc.pre(name.ok);
-        if (!name.ok) return;
-        const m = { blobName: name.value, md5, size };
-        const json: unknown = JSON.parse(JSON.stringify(makeStashMarker(m)));
-        expect(parseStashMarker(json)).toEqual(m);
-        expect(isStashMarkerLike(json)).toBe(true);
-      }),
+      fc.property(
+        workflowIdArb,
+        taskNameArb,
+        fc.integer({ min: 1 }),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        md5Arb,
+        fc.nat(),
+        (wf, task, attemptNo, file, md5, size) => {
+          const name = stashBlobName(wf, task, attemptNo, file);
+          fc.pre(name.ok);
+          if (!name.ok) return;
+          const m = { blobName: name.value, md5, size };
+          const json: unknown = JSON.parse(JSON.stringify(makeStashMarker(m)));
+          expect(parseStashMarker(json)).toEqual(m);
+          expect(isStashMarkerLike(json)).toBe(true);
+        },
+      ),
     );
   });
 

@@ -103,15 +103,10 @@ describe('taskMessageId / parseTaskMessageId', () => {
 
   it('round-trips (property, names with "/", "%", digits, r-segments)', () => {
     fc.assert(
-      fc.property(
-        workflowIdArb,
-        taskNameArb,
-        fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
-        (workflowId, taskName, attemptNo) => {
-          const id = taskMessageId(workflowId, taskName, attemptNo);
-          expect(parseTaskMessageId(id)).toEqual({ ok: true, value: { workflowId, taskName, attemptNo } });
-        },
-      ),
+      fc.property(workflowIdArb, taskNameArb, fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (workflowId, taskName, attemptNo) => {
+        const id = taskMessageId(workflowId, taskName, attemptNo);
+        expect(parseTaskMessageId(id)).toEqual({ ok: true, value: { workflowId, taskName, attemptNo } });
+      }),
       { numRuns: 500 },
     );
   });
@@ -171,11 +166,26 @@ describe('encodeTaskMessage', () => {
 
   it('round-trips through decodeEnvelope + decodeWorkflowTask (property)', () => {
     const compactArb: fc.Arbitrary<CompactUpstreamRefs> = fc
-      .uniqueArray(fc.tuple(taskNameArb, fc.option(fc.jsonValue({ maxDepth: 1 }).map((v) => JSON.stringify(v) ?? 'null'), { nil: null })), {
-        selector: ([n]) => n,
-        maxLength: 6,
-      })
-      .map((pairs) => compactUpstreamRefs('wf', pairs.map(([name, outputRef]) => ({ name, outputRef })), 'outputs'));
+      .uniqueArray(
+        fc.tuple(
+          taskNameArb,
+          fc.option(
+            fc.jsonValue({ maxDepth: 1 }).map((v) => JSON.stringify(v) ?? 'null'),
+            { nil: null },
+          ),
+        ),
+        {
+          selector: ([n]) => n,
+          maxLength: 6,
+        },
+      )
+      .map((pairs) =>
+        compactUpstreamRefs(
+          'wf',
+          pairs.map(([name, outputRef]) => ({ name, outputRef })),
+          'outputs',
+        ),
+      );
     const userKwargs = kwargsArb.map((k) => Object.fromEntries(Object.entries(k).filter(([key]) => !isReservedKwarg(key))));
     fc.assert(
       fc.property(
@@ -226,7 +236,9 @@ describe('decodeWorkflowTask', () => {
   });
 
   it('separates user kwargs from reserved ones', () => {
-    const kwargs = JSON.parse('{"a":1,"__proto__":{"b":2},"__workflow_extra":3,"__upstream_x":4,"__workflow_id":"wf","__workflow_task":"t","__attempt_no":5}') as Record<string, unknown>;
+    const kwargs = JSON.parse(
+      '{"a":1,"__proto__":{"b":2},"__workflow_extra":3,"__upstream_x":4,"__workflow_id":"wf","__workflow_task":"t","__attempt_no":5}',
+    ) as Record<string, unknown>;
     const r = decodeWorkflowTask(kwargs);
     expect(r.ok).toBe(true);
     if (r.ok && r.value !== null) {
@@ -237,15 +249,24 @@ describe('decodeWorkflowTask', () => {
   });
 
   it('reports ill-typed workflow kwargs', () => {
-    expectError(decodeWorkflowTask({ __workflow_task: 't', __attempt_no: 1 }), '"__workflow_id" must be a workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got nothing');
+    expectError(
+      decodeWorkflowTask({ __workflow_task: 't', __attempt_no: 1 }),
+      '"__workflow_id" must be a workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got nothing',
+    );
     expectError(decodeWorkflowTask({ ...good, __workflow_id: 'a/b' }), '"__workflow_id" must be a workflow id');
     expectError(decodeWorkflowTask({ __workflow_id: 'wf', __attempt_no: 1 }), '"__workflow_task" must be a non-empty string, got nothing');
     expectError(decodeWorkflowTask({ ...good, __workflow_task: 3 }), '"__workflow_task" must be a non-empty string, got the number 3');
     expectError(decodeWorkflowTask({ ...good, __attempt_no: undefined }), '"__attempt_no" must be an integer ≥ 1, got nothing');
     expectError(decodeWorkflowTask({ ...good, __attempt_no: '1' }), '"__attempt_no" must be an integer ≥ 1, got the string "1"');
     expectError(decodeWorkflowTask({ ...good, __attempt_no: 0 }), '"__attempt_no" must be an integer ≥ 1');
-    expectError(decodeWorkflowTask({ ...good, __upstream_outputs_compact: { s: 'x' } }), '"__upstream_outputs_compact": upstream refs: "s" must be an object of attempt number');
-    expectError(decodeWorkflowTask({ ...good, __upstream_outputs_blob: 'nope' }), '"__upstream_outputs_blob" must be "{container}/{path}", got the string "nope"');
+    expectError(
+      decodeWorkflowTask({ ...good, __upstream_outputs_compact: { s: 'x' } }),
+      '"__upstream_outputs_compact": upstream refs: "s" must be an object of attempt number',
+    );
+    expectError(
+      decodeWorkflowTask({ ...good, __upstream_outputs_blob: 'nope' }),
+      '"__upstream_outputs_blob" must be "{container}/{path}", got the string "nope"',
+    );
     expectError(decodeWorkflowTask({ ...good, __upstream_outputs_blob: 5 }), '"__upstream_outputs_blob" must be');
     expectError(
       decodeWorkflowTask({ ...good, __upstream_outputs_blob: 'state/x', __upstream_outputs_compact: {} }),

@@ -199,7 +199,9 @@ export function decodeWorkflowTask(kwargs: Record<string, unknown>): DecodeResul
 
   const workflowId = own(kwargs, WORKFLOW_ID_KWARG);
   if (!isValidWorkflowId(workflowId)) {
-    return decodeError(`${ctx}: "${WORKFLOW_ID_KWARG}" must be a workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(workflowId)}`);
+    return decodeError(
+      `${ctx}: "${WORKFLOW_ID_KWARG}" must be a workflow id (1–128 of [A-Za-z0-9._-], starting with a letter or digit), got ${describeValue(workflowId)}`,
+    );
   }
   const taskName = own(kwargs, WORKFLOW_TASK_KWARG);
   if (!isValidTaskName(taskName)) {

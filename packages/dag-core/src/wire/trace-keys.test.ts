@@ -1,7 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { encodeRuntime } from '../runtime/codec';
 import { createRuntime } from '../runtime/create';
-import { assembleParts, decodeLogRecords, decodeSnapshot, encodeDeltaRecord, encodeSnapshot, applyDeltaRecord } from '../runtime/snapshot-codec';
+import {
+  assembleParts,
+  decodeLogRecords,
+  decodeSnapshot,
+  encodeDeltaRecord,
+  encodeSnapshot,
+  applyDeltaRecord,
+} from '../runtime/snapshot-codec';
 import { decodedRuntime, definition } from '../runtime/test-helpers/build';
 import { withTaskStates } from '../runtime/assemble';
 import { type Completion, decodeCoordinatorMessage, encodeCompletion } from './completion';
@@ -16,9 +23,13 @@ describe('the trace context keys of an envelope (docs/observability.md#tracing)'
     const plain = encodeTaskMessage({ workflowId: 'wf-1', taskName: 'a', attemptNo: 1, kwargs: { cmd: 'true' } });
     const traced = withEnvelopeTrace(plain, { traceparent: TP });
     expect(traced).toBe(`${plain.slice(0, -1)},"traceparent":"${TP}"}`);
-    expect(withEnvelopeTrace(plain, { traceparent: TP, tracestate: 'k=v' })).toBe(`${plain.slice(0, -1)},"traceparent":"${TP}","tracestate":"k=v"}`);
+    expect(withEnvelopeTrace(plain, { traceparent: TP, tracestate: 'k=v' })).toBe(
+      `${plain.slice(0, -1)},"traceparent":"${TP}","tracestate":"k=v"}`,
+    );
     expect(withEnvelopeTrace(plain, { traceparent: TP, tracestate: '' })).toBe(traced);
-    expect(encodeEnvelope({ id: 'i', kwargs: {}, numRetries: 0, trace: { traceparent: TP } })).toBe(`{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"i","traceparent":"${TP}"}`);
+    expect(encodeEnvelope({ id: 'i', kwargs: {}, numRetries: 0, trace: { traceparent: TP } })).toBe(
+      `{"version":1,"reply_requested":false,"kwargs":"{}","num_retries":0,"id":"i","traceparent":"${TP}"}`,
+    );
   });
 
   it('decode to the same envelope plus the strings as found; the kwargs never hold them', () => {
@@ -36,9 +47,16 @@ describe('the trace context keys of an envelope (docs/observability.md#tracing)'
   it('ride on a completion as top-level keys, so it is still a completion (an extra kwarg would be poison)', () => {
     const text = encodeCompletion(done, { traceparent: TP });
     expect(text).toBe(`${encodeCompletion(done).slice(0, -1)},"traceparent":"${TP}"}`);
-    expect(decodeCoordinatorMessage(text)).toEqual({ kind: 'completion', completion: expect.objectContaining({ taskName: 'train' }), trace: { traceparent: TP } });
+    expect(decodeCoordinatorMessage(text)).toEqual({
+      kind: 'completion',
+      completion: expect.objectContaining({ taskName: 'train' }),
+      trace: { traceparent: TP },
+    });
     expect(decodeCoordinatorMessage(encodeCompletion(done))).not.toHaveProperty('trace');
-    expect(decodeCoordinatorMessage(encodeCompletion(done, { traceparent: 'garbage', tracestate: 's=1' }))).toMatchObject({ kind: 'completion', trace: { traceparent: 'garbage', tracestate: 's=1' } });
+    expect(decodeCoordinatorMessage(encodeCompletion(done, { traceparent: 'garbage', tracestate: 's=1' }))).toMatchObject({
+      kind: 'completion',
+      trace: { traceparent: 'garbage', tracestate: 's=1' },
+    });
   });
 
   it('refuse text that is not an object and a traceparent that is not a string', () => {
@@ -72,7 +90,8 @@ describe("a runtime's traceparent", () => {
     const meta = { workflowId: 'wf1', definitionHash: 'a'.repeat(64), generation: 1 };
     const later = withTaskStates(plain, [], { traceparent: 'zz' });
     const parts = decodeSnapshot(encodeSnapshot(plain, meta), def, meta);
-    for (const record of decodeLogRecords(encodeDeltaRecord(1, plain, later, []), def)) if (record.kind === 'delta') applyDeltaRecord(parts, record);
+    for (const record of decodeLogRecords(encodeDeltaRecord(1, plain, later, []), def))
+      if (record.kind === 'delta') applyDeltaRecord(parts, record);
     expect(assembleParts(parts).traceparent).toBe('zz');
   });
 });

@@ -70,7 +70,14 @@ describe('compactUpstreamRefs', () => {
     expect(() => compactUpstreamRefs('wf', [], 'O')).toThrow('invalid container name');
     expect(() => compactUpstreamRefs('wf', [{ name: '', outputRef: null }], 'outputs')).toThrow('invalid parent name');
     expect(() =>
-      compactUpstreamRefs('wf', [{ name: 'a', outputRef: null }, { name: 'a', outputRef: '1' }], 'outputs'),
+      compactUpstreamRefs(
+        'wf',
+        [
+          { name: 'a', outputRef: null },
+          { name: 'a', outputRef: '1' },
+        ],
+        'outputs',
+      ),
     ).toThrow('listed twice');
   });
 });
@@ -113,21 +120,23 @@ describe('expandUpstreamRefs', () => {
   it('expand ∘ compact is the identity up to the md5 of canonical refs (property)', () => {
     const container = 'outputs';
     const parentArb = (wf: string) =>
-      fc.uniqueArray(
-        fc.tuple(
-          taskNameArb,
-          fc.oneof(
-            fc.integer({ min: 1, max: 5 }).map((attemptNo) => ({ canonical: attemptNo, md5: false })),
-            fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }).map((attemptNo) => ({ canonical: attemptNo, md5: true })),
-            fc.constant<'legacy'>('legacy'),
-            fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v) ?? 'null'),
-            fc.constant(null),
-            fc.string({ minLength: 1, maxLength: 10 }).map((p) => `blob:elsewhere/${p}`),
-            fc.string(),
+      fc
+        .uniqueArray(
+          fc.tuple(
+            taskNameArb,
+            fc.oneof(
+              fc.integer({ min: 1, max: 5 }).map((attemptNo) => ({ canonical: attemptNo, md5: false })),
+              fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }).map((attemptNo) => ({ canonical: attemptNo, md5: true })),
+              fc.constant<'legacy'>('legacy'),
+              fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v) ?? 'null'),
+              fc.constant(null),
+              fc.string({ minLength: 1, maxLength: 10 }).map((p) => `blob:elsewhere/${p}`),
+              fc.string(),
+            ),
           ),
-        ),
-        { selector: ([name]) => name, maxLength: 12 },
-      ).map((pairs) => ({ wf, pairs }));
+          { selector: ([name]) => name, maxLength: 12 },
+        )
+        .map((pairs) => ({ wf, pairs }));
     fc.assert(
       fc.property(workflowIdArb.chain(parentArb), md5Arb, ({ wf, pairs }, md5) => {
         const expected = new Map<string, string | null>();
@@ -165,16 +174,25 @@ describe('decodeCompactUpstreamRefs', () => {
     expect(decodeCompactUpstreamRefs({ s: [], i: {}, n: [] })).toEqual({ ok: true, value: {} });
     expect(decodeCompactUpstreamRefs({ s: {}, i: {}, n: [] })).toEqual({ ok: true, value: {} });
     // The legacy array form.
-    expect(decodeCompactUpstreamRefs({ s: ['a'], i: { b: '1' }, n: ['c'] })).toEqual({ ok: true, value: { s: ['a'], i: { b: '1' }, n: ['c'] } });
+    expect(decodeCompactUpstreamRefs({ s: ['a'], i: { b: '1' }, n: ['c'] })).toEqual({
+      ok: true,
+      value: { s: ['a'], i: { b: '1' }, n: ['c'] },
+    });
   });
 
   it('reports each problem', () => {
     expectError(decodeCompactUpstreamRefs(null), 'upstream refs: must be an object with "s", "i" and/or "n", got null');
     expectError(decodeCompactUpstreamRefs([]), 'got an array');
     expectError(decodeCompactUpstreamRefs({ x: [] }), 'unknown key "x"');
-    expectError(decodeCompactUpstreamRefs({ s: 'a' }), '"s" must be an object of attempt number → parent names (or an array of parent names), got the string "a"');
+    expectError(
+      decodeCompactUpstreamRefs({ s: 'a' }),
+      '"s" must be an object of attempt number → parent names (or an array of parent names), got the string "a"',
+    );
     for (const key of ['0', '01', '-1', '1.5', 'a', '', '9007199254740992', '__proto__']) {
-      expectError(decodeCompactUpstreamRefs(JSON.parse(`{"s":{${JSON.stringify(key)}:["a"]}}`)), `"s" key ${JSON.stringify(key)} must be an attempt number`);
+      expectError(
+        decodeCompactUpstreamRefs(JSON.parse(`{"s":{${JSON.stringify(key)}:["a"]}}`)),
+        `"s" key ${JSON.stringify(key)} must be an attempt number`,
+      );
     }
     expectError(decodeCompactUpstreamRefs({ s: { '1': 'a' } }), '"s.1" must be an array of parent names');
     expectError(decodeCompactUpstreamRefs({ s: { '1': [''] } }), '"s.1[0]" must be a non-empty string');

@@ -165,12 +165,15 @@ function decodeNameList(value: unknown, context: string, key: string, seen: Set<
 function decodeCanonicalSection(value: unknown, context: string, seen: Set<string>): DecodeResult<CompactUpstreamRefs['s']> {
   if (Array.isArray(value)) return decodeNameList(value, context, 's', seen);
   if (!isPlainObject(value)) {
-    return decodeError(`${context}: "s" must be an object of attempt number → parent names (or an array of parent names), got ${describeValue(value)}`);
+    return decodeError(
+      `${context}: "s" must be an object of attempt number → parent names (or an array of parent names), got ${describeValue(value)}`,
+    );
   }
   const groups: Array<[number, string[]]> = [];
   for (const [key, names] of Object.entries(value)) {
     const attemptNo = parseAttemptText(key);
-    if (attemptNo === null) return decodeError(`${context}: "s" key ${quoteShort(key)} must be an attempt number (an integer ≥ 1 without leading zeros)`);
+    if (attemptNo === null)
+      return decodeError(`${context}: "s" key ${quoteShort(key)} must be an attempt number (an integer ≥ 1 without leading zeros)`);
     const r = decodeNameList(names, context, `s.${key}`, seen);
     if (!r.ok) return r;
     groups.push([attemptNo, r.value]);

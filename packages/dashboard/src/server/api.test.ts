@@ -31,14 +31,31 @@ tasks:
 
 function fan(n: number): string {
   const lines = ['name: fan', 'tasks:', '  - name: root', "    kwargs: { cmd: 'true' }"];
-  for (let i = 0; i < n; i++) lines.push(`  - name: leaf-${String(i).padStart(4, '0')}`, '    depends_on: [root]', "    kwargs: { cmd: 'true' }");
-  lines.push('  - name: end', `    depends_on: [${Array.from({ length: n }, (_, i) => `leaf-${String(i).padStart(4, '0')}`).join(', ')}]`, "    kwargs: { cmd: 'true' }");
+  for (let i = 0; i < n; i++)
+    lines.push(`  - name: leaf-${String(i).padStart(4, '0')}`, '    depends_on: [root]', "    kwargs: { cmd: 'true' }");
+  lines.push(
+    '  - name: end',
+    `    depends_on: [${Array.from({ length: n }, (_, i) => `leaf-${String(i).padStart(4, '0')}`).join(', ')}]`,
+    "    kwargs: { cmd: 'true' }",
+  );
   return lines.join('\n');
 }
 
 /** root → n leaves → end, built directly (validating a 50 000-task file is not what is tested). */
 function wideDefinition(n: number): WorkflowDefinition {
-  const task = (name: string, dependsOn: string[]): TaskDefinition => ({ name, kwargs: { cmd: 'true' }, dependsOn, queue: null, depPolicy: 'all', condition: null, numRetries: 0, timeoutS: null, retryDelayS: null, retryBackoff: null, retryMaxDelayS: null });
+  const task = (name: string, dependsOn: string[]): TaskDefinition => ({
+    name,
+    kwargs: { cmd: 'true' },
+    dependsOn,
+    queue: null,
+    depPolicy: 'all',
+    condition: null,
+    numRetries: 0,
+    timeoutS: null,
+    retryDelayS: null,
+    retryBackoff: null,
+    retryMaxDelayS: null,
+  });
   const leaves = Array.from({ length: n }, (_, i) => `leaf-${String(i).padStart(5, '0')}`);
   return {
     name: 'wide',
@@ -65,7 +82,15 @@ describe('the dashboard API', () => {
     dir = mkdtempSync(join(tmpdir(), 'jobq-dash-api-'));
     mkdirSync(join(dir, 'web'));
     writeFileSync(join(dir, 'web', 'index.html'), '<!doctype html>');
-    dashboard = await startDashboard({ store: f.store, outputs: f.outputs, workers: f.workers, client: f.client, clock: f.clock, webRoot: join(dir, 'web'), pollIntervalMs: 2_000 });
+    dashboard = await startDashboard({
+      store: f.store,
+      outputs: f.outputs,
+      workers: f.workers,
+      client: f.client,
+      clock: f.clock,
+      webRoot: join(dir, 'web'),
+      pollIntervalMs: 2_000,
+    });
   });
 
   afterEach(async () => {
@@ -114,7 +139,17 @@ describe('the dashboard API', () => {
     await f.submit('wf', fan(3));
     await f.apply('wf', { type: 'activate' });
     const first = json<ApiWorkflowDetail>(await api('/api/workflows/wf'));
-    expect(first).toMatchObject({ workflow_id: 'wf', name: 'fan', status: 'running', total: 5, runtime_present: true, banner: null, auto_level: 'tasks', has_workers: true, has_logs: true });
+    expect(first).toMatchObject({
+      workflow_id: 'wf',
+      name: 'fan',
+      status: 'running',
+      total: 5,
+      runtime_present: true,
+      banner: null,
+      auto_level: 'tasks',
+      has_workers: true,
+      has_logs: true,
+    });
     expect(first.counts.running).toBe(1);
     expect(first.rate_per_s).toBeNull();
     expect(first.level_sizes).toEqual({ families: 3, siblings: 3, layers: 3, tasks: 5 });
@@ -148,7 +183,10 @@ describe('the dashboard API', () => {
 
   it('answers 502 with one line and no secret when storage fails', async () => {
     await f.submit('wf', CONDITIONAL);
-    f.counting.fail.next = new JobqError('unavailable', 'connection refused\n at DefaultEndpointsProtocol=https;AccountName=x;AccountKey=c2VjcmV0c2VjcmV0;');
+    f.counting.fail.next = new JobqError(
+      'unavailable',
+      'connection refused\n at DefaultEndpointsProtocol=https;AccountName=x;AccountKey=c2VjcmV0c2VjcmV0;',
+    );
     for (const path of ['/api/workflows', '/api/workflows/wf', '/api/workflows/wf/graph']) {
       const answer = await api(path);
       expect([path, answer.status]).toEqual([path, 502]);
@@ -184,8 +222,13 @@ describe('the dashboard API', () => {
     expect(zipped.headers['content-encoding']).toBe('gzip');
     expect(JSON.parse(gunzipSync(zipped.raw).toString('utf8'))).toEqual(tasks);
     expect(Number(zipped.headers['content-length'])).toBeLessThan(JSON.stringify(tasks).length / 5);
-    expect((await get(`${dashboard.url}api/workflows/fan/graph?level=tasks`, { headers: { 'Accept-Encoding': 'gzip;q=0' } })).headers['content-encoding']).toBeUndefined();
-    for (const level of ['siblings', 'layers']) expect(json<ApiGraph>(await api(`/api/workflows/fan/graph?level=${level}`)).nodes).toHaveLength(3);
+    expect(
+      (await get(`${dashboard.url}api/workflows/fan/graph?level=tasks`, { headers: { 'Accept-Encoding': 'gzip;q=0' } })).headers[
+        'content-encoding'
+      ],
+    ).toBeUndefined();
+    for (const level of ['siblings', 'layers'])
+      expect(json<ApiGraph>(await api(`/api/workflows/fan/graph?level=${level}`)).nodes).toHaveLength(3);
     const bad = await api('/api/workflows/fan/graph?level=all');
     expect(bad.status).toBe(400);
     expect(json(bad).error.message).toContain('level "all" is not one of');
@@ -217,21 +260,36 @@ describe('the dashboard API', () => {
     expect(json<ApiTaskDetail>(await api('/api/workflows/fan/task?name=leaf-0002')).placement?.state).toBe('in-queue');
     const workers = json<ApiWorkers>(await api('/api/workers'));
     expect(workers.available).toBe(true);
-    expect(workers.workers[0]).toMatchObject({ worker_id: 'h-1-a', state: 'ok', running: [{ id: 'fan/leaf-0001/1', workflow_id: 'fan', task: 'leaf-0001', attempt_no: 1 }] });
+    expect(workers.workers[0]).toMatchObject({
+      worker_id: 'h-1-a',
+      state: 'ok',
+      running: [{ id: 'fan/leaf-0001/1', workflow_id: 'fan', task: 'leaf-0001', attempt_no: 1 }],
+    });
   });
 
   it('shows a task: dependencies, policy verdict, condition with parent values, attempts, logs, output, explain, CLI lines', async () => {
     await f.submit('cd', CONDITIONAL);
     await f.apply('cd', { type: 'activate' });
     const log = new TextEncoder().encode('120 tests passed\n');
-    await f.outputs.putTaskLog('cd', 'test', 1, log, { outcome: 'succeeded', exitCode: 0, started: '2026-01-01T00:00:00.000Z', ended: '2026-01-01T00:00:02.000Z', bytes: log.length, worker: 'h-1-a' });
+    await f.outputs.putTaskLog('cd', 'test', 1, log, {
+      outcome: 'succeeded',
+      exitCode: 0,
+      started: '2026-01-01T00:00:00.000Z',
+      ended: '2026-01-01T00:00:02.000Z',
+      bytes: log.length,
+      worker: 'h-1-a',
+    });
     await f.finish('cd', 'test', { output: { passed: true, coverage: 0.93 } });
 
     const skipped = json<ApiTaskDetail>(await api('/api/workflows/cd/task?name=page-oncall'));
     expect(skipped.status).toBe('skipped');
     expect(skipped.dependencies).toEqual([{ name: 'test', status: 'completed', gate: false }]);
     expect(skipped.policy_verdict).toBe('ready');
-    expect(skipped.condition).toMatchObject({ expression: 'not inputs.test.passed', result: false, parents: [{ name: 'test', status: 'completed', value: { passed: true, coverage: 0.93 }, unavailable: null }] });
+    expect(skipped.condition).toMatchObject({
+      expression: 'not inputs.test.passed',
+      result: false,
+      parents: [{ name: 'test', status: 'completed', value: { passed: true, coverage: 0.93 }, unavailable: null }],
+    });
     expect(skipped.condition!.skip_reason).toBeTruthy();
     expect(skipped.commands.logs).toBe('jobq workflow logs cd page-oncall');
 
@@ -241,8 +299,26 @@ describe('the dashboard API', () => {
     expect(deploy.explain.length).toBeGreaterThan(0);
 
     const test = json<ApiTaskDetail>(await api('/api/workflows/cd/task?name=test'));
-    expect(test).toMatchObject({ status: 'completed', attempt_no: 1, max_attempts: 1, output: { passed: true, coverage: 0.93 }, output_url: '/api/workflows/cd/output?name=test', dependents: ['deploy', 'page-oncall'] });
-    expect(test.attempts).toEqual([{ attempt_no: 1, outcome: 'succeeded', exit_code: 0, started: '2026-01-01T00:00:00.000Z', ended: '2026-01-01T00:00:02.000Z', worker: 'h-1-a', log_bytes: log.length, log_url: '/api/workflows/cd/log?name=test&attempt=1' }]);
+    expect(test).toMatchObject({
+      status: 'completed',
+      attempt_no: 1,
+      max_attempts: 1,
+      output: { passed: true, coverage: 0.93 },
+      output_url: '/api/workflows/cd/output?name=test',
+      dependents: ['deploy', 'page-oncall'],
+    });
+    expect(test.attempts).toEqual([
+      {
+        attempt_no: 1,
+        outcome: 'succeeded',
+        exit_code: 0,
+        started: '2026-01-01T00:00:00.000Z',
+        ended: '2026-01-01T00:00:02.000Z',
+        worker: 'h-1-a',
+        log_bytes: log.length,
+        log_url: '/api/workflows/cd/log?name=test&attempt=1',
+      },
+    ]);
 
     const text = await api(test.attempts[0]!.log_url!);
     expect(text.status).toBe(200);
@@ -255,7 +331,9 @@ describe('the dashboard API', () => {
 
     const report = json<ApiTaskDetail>(await api('/api/workflows/cd/task?name=report'));
     expect(report).toMatchObject({ status: 'running', dep_policy: 'any', policy_verdict: 'ready', placement: { state: 'in-queue' } });
-    expect(report.attempts).toEqual([{ attempt_no: 1, outcome: null, exit_code: null, started: null, ended: null, worker: null, log_bytes: null, log_url: null }]);
+    expect(report.attempts).toEqual([
+      { attempt_no: 1, outcome: null, exit_code: null, started: null, ended: null, worker: null, log_bytes: null, log_url: null },
+    ]);
 
     expect((await api('/api/workflows/cd/task?name=nope')).status).toBe(404);
     expect((await api('/api/workflows/cd/task')).status).toBe(400);
@@ -270,7 +348,14 @@ describe('the dashboard API', () => {
     await f.submit('cd', CONDITIONAL);
     const big = new Uint8Array(100 * 1024).fill(0x61);
     big[big.length - 1] = 0x7a;
-    await f.outputs.putTaskLog('cd', 'test', 1, big, { outcome: 'live', exitCode: null, started: '2026-01-01T00:00:00.000Z', ended: null, bytes: big.length, worker: 'w' });
+    await f.outputs.putTaskLog('cd', 'test', 1, big, {
+      outcome: 'live',
+      exitCode: null,
+      started: '2026-01-01T00:00:00.000Z',
+      ended: null,
+      bytes: big.length,
+      worker: 'w',
+    });
     const answer = await api('/api/workflows/cd/log?name=test&attempt=1');
     expect(answer.body).toHaveLength(64 * 1024);
     expect(answer.body.endsWith('z')).toBe(true);

@@ -257,7 +257,9 @@ export class Api {
     if (text === 'auto') return autoRollupLevel(cache.definition, this.sizesOf(cache));
     if (text === 'families' || text === 'siblings' || text === 'layers' || text === 'tasks') {
       if (text === 'tasks' && cache.definition.tasks.length > MAX_TASKS_LEVEL) {
-        throw badRequest(`level "tasks" shows at most ${MAX_TASKS_LEVEL} tasks; this workflow has ${cache.definition.tasks.length}: pick families, siblings or layers`);
+        throw badRequest(
+          `level "tasks" shows at most ${MAX_TASKS_LEVEL} tasks; this workflow has ${cache.definition.tasks.length}: pick families, siblings or layers`,
+        );
       }
       return text;
     }
@@ -281,7 +283,8 @@ export class Api {
     for (const record of records) {
       for (const running of record.running) {
         const parts = parseTaskMessageId(running.id);
-        if (parts.ok && parts.value.workflowId === workflowId) map.set(parts.value.taskName, { record, since: running.since, attemptNo: parts.value.attemptNo });
+        if (parts.ok && parts.value.workflowId === workflowId)
+          map.set(parts.value.taskName, { record, since: running.since, attemptNo: parts.value.attemptNo });
       }
     }
     return map;
@@ -293,7 +296,8 @@ export class Api {
     const statusText = query.get('status') ?? '';
     const statuses = statusText === '' ? [] : statusText.split(',');
     for (const s of statuses) {
-      if (!(WORKFLOW_STATUSES as readonly string[]).includes(s)) throw badRequest(`status "${safeLine(s).slice(0, 40)}" is not one of ${WORKFLOW_STATUSES.join(', ')}`);
+      if (!(WORKFLOW_STATUSES as readonly string[]).includes(s))
+        throw badRequest(`status "${safeLine(s).slice(0, 40)}" is not one of ${WORKFLOW_STATUSES.join(', ')}`);
     }
     const prefix = query.get('prefix') ?? '';
     if (prefix.length > 256) throw badRequest('prefix is longer than 256 characters');
@@ -303,7 +307,9 @@ export class Api {
     let cached = this.lists.get(key);
     if (!cached) {
       if (this.lists.size > 200) this.lists.clear();
-      cached = new Cached(this.clock, this.options.listCacheMs ?? 10_000, () => this.readList(statuses as WorkflowStatus[], prefix, cursor, limit));
+      cached = new Cached(this.clock, this.options.listCacheMs ?? 10_000, () =>
+        this.readList(statuses as WorkflowStatus[], prefix, cursor, limit),
+      );
       this.lists.set(key, cached);
     }
     try {
@@ -373,7 +379,9 @@ export class Api {
       finished_at: runtime?.finishedAt ?? summary?.finishedAt ?? null,
       index_status: summary?.status ?? null,
       error: summary?.error ?? null,
-      queues: runtime ? [...new Set(runtime.definition.tasks.map((t) => taskQueue(runtime.definition, t)))].sort() : (summary?.queues ?? []),
+      queues: runtime
+        ? [...new Set(runtime.definition.tasks.map((t) => taskQueue(runtime.definition, t)))].sort()
+        : (summary?.queues ?? []),
       runtime_present: runtime !== null,
       banner,
       auto_level: cache ? autoRollupLevel(cache.definition, sizes) : 'tasks',
@@ -402,7 +410,16 @@ export class Api {
       if (node.kind === 'task') {
         const t = node.tasks[0]!;
         const status = states[t]!;
-        return { id: node.id, kind: 'task', label: node.label, queue: node.queue, size: 1, status, on_worker: onWorkerOf(onWorker, tasks[t]!.name, status), depth: node.depth };
+        return {
+          id: node.id,
+          kind: 'task',
+          label: node.label,
+          queue: node.queue,
+          size: 1,
+          status,
+          on_worker: onWorkerOf(onWorker, tasks[t]!.name, status),
+          depth: node.depth,
+        };
       }
       const counts = emptyCounts();
       let busy = 0;
@@ -412,7 +429,17 @@ export class Api {
         names[i] = tasks[t]!.name;
         if (states[t] === 'running' && onWorker?.has(tasks[t]!.name)) busy++;
       });
-      return { id: node.id, kind: 'group', label: node.label, queue: node.queue, size: node.tasks.length, counts, on_worker: busy, task_names: names, depth: node.depth };
+      return {
+        id: node.id,
+        kind: 'group',
+        label: node.label,
+        queue: node.queue,
+        size: node.tasks.length,
+        counts,
+        on_worker: busy,
+        task_names: names,
+        depth: node.depth,
+      };
     });
     const edges = graph.edges.map(([from, to]) => ({ from: graph.nodes[from]!.id, to: graph.nodes[to]!.id }));
     return { workflow_id: workflowId, level, nodes, edges, total_tasks: tasks.length, token };
@@ -426,7 +453,10 @@ export class Api {
     if (!def || !state) throw notFound(`workflow "${workflowId}" has no task "${safeLine(name).slice(0, 200)}"`);
     const statusOf = (n: string): TaskStatus => taskState(runtime, n)?.status ?? 'pending';
 
-    const dependencies = [...def.dependsOn.map((n) => ({ name: n, status: statusOf(n), gate: false })), ...(def.gates ?? []).map((n) => ({ name: n, status: statusOf(n), gate: true }))];
+    const dependencies = [
+      ...def.dependsOn.map((n) => ({ name: n, status: statusOf(n), gate: false })),
+      ...(def.gates ?? []).map((n) => ({ name: n, status: statusOf(n), gate: true })),
+    ];
     const verdict = dependencyState(runtime, name)!.verdict;
     const dependents = definition.tasks.filter((t) => t.dependsOn.includes(name) || (t.gates ?? []).includes(name)).map((t) => t.name);
 
@@ -439,7 +469,8 @@ export class Api {
         references.slice(0, MAX_CONDITION_PARENTS).map(async (parent) => {
           const ps = taskState(runtime, parent);
           const status = ps?.status ?? 'pending';
-          if (!ps || ps.outputRef === null) return { name: parent, status, value: null, unavailable: ps && isSatisfying(status) ? null : `${parent} has not finished` };
+          if (!ps || ps.outputRef === null)
+            return { name: parent, status, value: null, unavailable: ps && isSatisfying(status) ? null : `${parent} has not finished` };
           if (!outputs) return { name: parent, status, value: null, unavailable: 'outputs cannot be read here' };
           try {
             return { name: parent, status, value: await outputs.getOutput(ps.outputRef), unavailable: null };
@@ -449,7 +480,12 @@ export class Api {
         }),
       );
       const decided = state.status === 'skipped' ? false : ['ready', 'running', 'completed', 'failed'].includes(state.status) ? true : null;
-      condition = { expression: def.condition, parents, result: decided, skip_reason: state.status === 'skipped' ? (state.error ?? (compiled.ok ? null : (compiled.issues[0]?.message ?? null))) : null };
+      condition = {
+        expression: def.condition,
+        parents,
+        result: decided,
+        skip_reason: state.status === 'skipped' ? (state.error ?? (compiled.ok ? null : (compiled.issues[0]?.message ?? null))) : null,
+      };
     }
 
     const onWorker = await this.onWorker(workflowId);
@@ -475,7 +511,11 @@ export class Api {
         }
       }
     }
-    const stash = findStashMarkers(output).map((found) => ({ filename: found.marker.blobName.split('/').pop() ?? '', size: found.marker.size, blob: found.marker.blobName }));
+    const stash = findStashMarkers(output).map((found) => ({
+      filename: found.marker.blobName.split('/').pop() ?? '',
+      size: found.marker.size,
+      blob: found.marker.blobName,
+    }));
 
     const q = shellQuote;
     return {
@@ -500,7 +540,8 @@ export class Api {
       explain: await this.explainFor(workflowId, name),
       output,
       output_error: outputError,
-      output_url: state.outputRef !== null ? `/api/workflows/${encodeURIComponent(workflowId)}/output?name=${encodeURIComponent(name)}` : null,
+      output_url:
+        state.outputRef !== null ? `/api/workflows/${encodeURIComponent(workflowId)}/output?name=${encodeURIComponent(name)}` : null,
       stash,
       commands: {
         logs: `jobq workflow logs ${q(workflowId)} ${q(name)}`,
@@ -534,7 +575,17 @@ export class Api {
       }
     }
     for (let k = 1; k <= attemptNo; k++) {
-      if (!byAttempt.has(k)) byAttempt.set(k, { attempt_no: k, outcome: null, exit_code: null, started: null, ended: null, worker: null, log_bytes: null, log_url: null });
+      if (!byAttempt.has(k))
+        byAttempt.set(k, {
+          attempt_no: k,
+          outcome: null,
+          exit_code: null,
+          started: null,
+          ended: null,
+          worker: null,
+          log_bytes: null,
+          log_url: null,
+        });
     }
     return [...byAttempt.values()].sort((a, b) => a.attempt_no - b.attempt_no);
   }
@@ -597,7 +648,8 @@ export class Api {
     } catch (error) {
       throw storageError(error, `read the log of "${name}" attempt ${attempt}`);
     }
-    if (read === null || read.notModified) throw notFound(`no log of task "${safeLine(name).slice(0, 200)}" attempt ${attempt} in workflow "${workflowId}"`);
+    if (read === null || read.notModified)
+      throw notFound(`no log of task "${safeLine(name).slice(0, 200)}" attempt ${attempt} in workflow "${workflowId}"`);
     const size = read.bytes.length;
     const start = Math.max(from ?? 0, size - LOG_TAIL_BYTES, 0);
     const body = Buffer.from(read.bytes.buffer, read.bytes.byteOffset + Math.min(start, size), Math.max(0, size - start));
@@ -629,7 +681,13 @@ export class Api {
       queues: r.queues.map((q) => ({ queue: q.queue, slots: q.slots, busy: q.busy, last_receive_at: q.lastReceiveAt })),
       running: r.running.map((t) => {
         const parts = parseTaskMessageId(t.id);
-        return { id: t.id, since: t.since, workflow_id: parts.ok ? parts.value.workflowId : null, task: parts.ok ? parts.value.taskName : null, attempt_no: parts.ok ? parts.value.attemptNo : null };
+        return {
+          id: t.id,
+          since: t.since,
+          workflow_id: parts.ok ? parts.value.workflowId : null,
+          task: parts.ok ? parts.value.taskName : null,
+          attempt_no: parts.ok ? parts.value.attemptNo : null,
+        };
       }),
       running_more: r.runningMore,
     }));
@@ -650,7 +708,13 @@ export class Api {
       return;
     }
     if (this.closed) throw new HttpError(503, 'closing', 'the dashboard is closing');
-    res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
     res.write(`retry: ${Math.max(1000, this.intervalMs)}\n\n`);
     this.streams.add(res);
 
@@ -666,7 +730,12 @@ export class Api {
     };
 
     /** `names` null: a snapshot; `baseline`: only note what the client has (a resumed stream). */
-    const build = async (rt: WorkflowRuntime, tok: string | null, names: readonly string[] | null, baseline = false): Promise<ApiDeltaEvent> => {
+    const build = async (
+      rt: WorkflowRuntime,
+      tok: string | null,
+      names: readonly string[] | null,
+      baseline = false,
+    ): Promise<ApiDeltaEvent> => {
       const onWorker = await this.onWorker(workflowId);
       const cache = this.graphCache(rt);
       const graph = this.rollup(cache, level);
@@ -688,7 +757,13 @@ export class Api {
         const s = taskState(rt, def.name);
         if (!s) continue;
         if (snapshot ? s.status === 'pending' : !changedNames.has(def.name)) continue;
-        tasks.push({ name: def.name, status: s.status, attempt_no: s.attemptNo, on_worker: nowOnWorker.get(def.name) ?? null, error: s.error });
+        tasks.push({
+          name: def.name,
+          status: s.status,
+          attempt_no: s.attemptNo,
+          on_worker: nowOnWorker.get(def.name) ?? null,
+          error: s.error,
+        });
         const position = cache.positions.get(def.name);
         if (position !== undefined) touched.add(graph.nodeOfTask[position]!);
       }
@@ -711,7 +786,16 @@ export class Api {
       }
       const total = totalOf(rt.counts);
       const done = total - rt.counts.pending - rt.counts.ready - rt.counts.running;
-      return { workflow_id: workflowId, token: tok ?? '', status: rt.status, counts: { ...rt.counts }, rate_per_s: watch.rate.rate(), eta_ms: watch.rate.etaMs(total - done), tasks, groups };
+      return {
+        workflow_id: workflowId,
+        token: tok ?? '',
+        status: rt.status,
+        counts: { ...rt.counts },
+        rate_per_s: watch.rate.rate(),
+        eta_ms: watch.rate.etaMs(total - done),
+        tasks,
+        groups,
+      };
     };
 
     const lastEventId = req.headers['last-event-id'];
@@ -731,7 +815,10 @@ export class Api {
         }
         const rt = result.state.runtime;
         if (rt === null) {
-          write('error', null, { message: `the runtime of workflow "${workflowId}" is gone`, retry_in_ms: watch.nextDelayMs() } satisfies ApiStreamError);
+          write('error', null, {
+            message: `the runtime of workflow "${workflowId}" is gone`,
+            retry_in_ms: watch.nextDelayMs(),
+          } satisfies ApiStreamError);
           return;
         }
         // With heartbeats, a task can move from its queue onto a worker while the runtime stays put.
@@ -787,4 +874,3 @@ function intParam(query: URLSearchParams, key: string, min: number, max: number)
 function shellQuote(word: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
-

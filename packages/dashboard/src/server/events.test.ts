@@ -27,7 +27,14 @@ describe('live updates (server-sent events)', () => {
 
   beforeEach(async () => {
     f = new Fixture();
-    dashboard = await startDashboard({ store: f.store, outputs: f.outputs, workers: f.workers, clock: f.clock, webRoot: __dirname, pollIntervalMs: 2_000 });
+    dashboard = await startDashboard({
+      store: f.store,
+      outputs: f.outputs,
+      workers: f.workers,
+      clock: f.clock,
+      webRoot: __dirname,
+      pollIntervalMs: 2_000,
+    });
     await f.submit('fan', fan(300));
     await f.apply('fan', { type: 'activate' });
   });
@@ -120,7 +127,9 @@ describe('live updates (server-sent events)', () => {
 
   it('tells when a running task moves from its queue onto a worker (heartbeats), the runtime unchanged', async () => {
     const stream = await open('workflow=fan');
-    expect(((await stream.waitFor(1)).data as ApiDeltaEvent).tasks).toEqual([{ name: 'root', status: 'running', attempt_no: 1, on_worker: false, error: null }]);
+    expect(((await stream.waitFor(1)).data as ApiDeltaEvent).tasks).toEqual([
+      { name: 'root', status: 'running', attempt_no: 1, on_worker: false, error: null },
+    ]);
     await f.workers.beat({
       workerId: 'h-1-a',
       host: 'h',
@@ -136,7 +145,9 @@ describe('live updates (server-sent events)', () => {
     await f.clock.advance(8_000); // heartbeats are read every 10 s: nothing yet
     expect(stream.events).toHaveLength(1);
     await f.clock.advance(2_000);
-    expect(((await stream.waitFor(2)).data as ApiDeltaEvent).tasks).toEqual([{ name: 'root', status: 'running', attempt_no: 1, on_worker: true, error: null }]);
+    expect(((await stream.waitFor(2)).data as ApiDeltaEvent).tasks).toEqual([
+      { name: 'root', status: 'running', attempt_no: 1, on_worker: true, error: null },
+    ]);
   });
 
   it('answers a reconnect at the current token with an empty delta instead of a snapshot', async () => {

@@ -53,16 +53,41 @@ function send(res: ServerResponse, req: IncomingMessage, status: number, headers
   res.end(req.method === 'HEAD' ? undefined : bytes);
 }
 
-export function sendJson(res: ServerResponse, req: IncomingMessage, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  send(res, req, status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', ...headers }, JSON.stringify(value));
+export function sendJson(
+  res: ServerResponse,
+  req: IncomingMessage,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): void {
+  send(
+    res,
+    req,
+    status,
+    { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', ...headers },
+    JSON.stringify(value),
+  );
 }
 
-export function sendError(res: ServerResponse, req: IncomingMessage, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  req: IncomingMessage,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const body: ApiError = { error: { code, message } };
   sendJson(res, req, status, body, headers);
 }
 
-export function sendText(res: ServerResponse, req: IncomingMessage, status: number, text: string | Buffer, headers: Record<string, string> = {}): void {
+export function sendText(
+  res: ServerResponse,
+  req: IncomingMessage,
+  status: number,
+  text: string | Buffer,
+  headers: Record<string, string> = {},
+): void {
   send(res, req, status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', ...headers }, text);
 }
 

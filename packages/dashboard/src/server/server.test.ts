@@ -49,7 +49,14 @@ describe('the dashboard server', () => {
   });
 
   it('never serves a file outside the web root (.., encoded .., symlinks): 404', async () => {
-    for (const path of ['/../secret.txt', '/%2e%2e/secret.txt', '/assets/%2e%2e/%2e%2e/secret.txt', '/link.txt', '/%00', '/..%5csecret.txt']) {
+    for (const path of [
+      '/../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/assets/%2e%2e/%2e%2e/secret.txt',
+      '/link.txt',
+      '/%00',
+      '/..%5csecret.txt',
+    ]) {
       const answer = await get(`http://127.0.0.1:${dashboard.port}${path}`);
       expect([path, answer.status]).toEqual([path, 404]);
       expect(answer.body).not.toContain('outside');

@@ -67,10 +67,14 @@ function isPagePath(path: string): boolean {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const host = options.host ?? '127.0.0.1';
   if (!isLoopbackHost(host)) {
-    throw new JobqError('invalid-argument', `dashboard host "${host}" is not a loopback address: the dashboard listens on this machine only (reach it from elsewhere with ssh -L or a port-forward)`);
+    throw new JobqError(
+      'invalid-argument',
+      `dashboard host "${host}" is not a loopback address: the dashboard listens on this machine only (reach it from elsewhere with ssh -L or a port-forward)`,
+    );
   }
   const port = options.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new JobqError('invalid-argument', `dashboard port ${port} is not a port number (0–65535)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new JobqError('invalid-argument', `dashboard port ${port} is not a port number (0–65535)`);
   const webRoot = options.webRoot ?? defaultWebRoot();
   const clock = options.clock ?? realClock;
   let allowedHosts = new Set<string>();
@@ -83,7 +87,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendError(res, req, 405, 'method-not-allowed', `${req.method ?? '?'} is not allowed: the dashboard is read-only (GET and HEAD only)`, { Allow: 'GET, HEAD' });
+      sendError(
+        res,
+        req,
+        405,
+        'method-not-allowed',
+        `${req.method ?? '?'} is not allowed: the dashboard is read-only (GET and HEAD only)`,
+        { Allow: 'GET, HEAD' },
+      );
       return;
     }
     let url: URL;
@@ -134,8 +145,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   await new Promise<void>((resolvePromise, reject) => {
     const onError = (error: NodeJS.ErrnoException): void => {
       server.off('listening', onListening);
-      if (error.code === 'EADDRINUSE') reject(new JobqError('unavailable', `port ${port} on ${host} is taken: pick another with --port (0 picks a free one)`));
-      else if (error.code === 'EACCES') reject(new JobqError('auth', `may not listen on port ${port} on ${host} (ports below 1024 need privileges)`));
+      if (error.code === 'EADDRINUSE')
+        reject(new JobqError('unavailable', `port ${port} on ${host} is taken: pick another with --port (0 picks a free one)`));
+      else if (error.code === 'EACCES')
+        reject(new JobqError('auth', `may not listen on port ${port} on ${host} (ports below 1024 need privileges)`));
       else reject(new JobqError('unavailable', `cannot listen on ${host}:${port}: ${error.code ?? error.message}`));
     };
     const onListening = (): void => {

@@ -47,7 +47,11 @@ export async function readStatic(root: string, urlPath: string): Promise<StaticF
     if (!info.isFile()) return null;
     const body = await readFile(real);
     const ext = extname(real).toLowerCase();
-    return { body, contentType: TYPES[ext] ?? 'application/octet-stream', immutable: /[.-][0-9A-Za-z_]{8,}\.[a-z]+$/.test(real) && ext !== '.html' };
+    return {
+      body,
+      contentType: TYPES[ext] ?? 'application/octet-stream',
+      immutable: /[.-][0-9A-Za-z_]{8,}\.[a-z]+$/.test(real) && ext !== '.html',
+    };
   } catch {
     return null;
   }

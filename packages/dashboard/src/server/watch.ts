@@ -1,8 +1,6 @@
 import { RateWindow, changedTasks, doneCount, type WorkflowRuntime } from '@jobq/dag-core';
 import type { Clock, WorkflowStore } from '@jobq/ports';
 
-
-
 /** A runtime as last read, with what changed since the read before it. */
 export interface RuntimeState {
   runtime: WorkflowRuntime | null;
@@ -78,14 +76,18 @@ export class RuntimeWatch {
     const previous = before;
     const runtime = loaded?.runtime ?? null;
     const token = loaded?.etag ?? null;
-    const replaced = previous === null || (previous.runtime === null) !== (runtime === null) || (runtime !== null && previous.runtime !== null && previous.runtime.createdAt !== runtime.createdAt);
+    const replaced =
+      previous === null ||
+      (previous.runtime === null) !== (runtime === null) ||
+      (runtime !== null && previous.runtime !== null && previous.runtime.createdAt !== runtime.createdAt);
     let changed: string[];
     if (runtime === null) changed = [];
     else if (replaced || previous?.runtime == null) changed = runtime.definition.tasks.map((t) => t.name);
     else if (previous.token === token) changed = [];
     else changed = changedTasks(previous.runtime, runtime);
     // Keep the previous object when nothing changed, so identity tells "same runtime" to caches.
-    const state: RuntimeState = previous !== null && !replaced && previous.token === token ? { ...previous, readAt: now } : { runtime, token, readAt: now };
+    const state: RuntimeState =
+      previous !== null && !replaced && previous.token === token ? { ...previous, readAt: now } : { runtime, token, readAt: now };
     this.state = state;
     if (runtime !== null) this.rate.add(now, doneCount(runtime));
     const result = { state, changed, replaced };

@@ -39,7 +39,14 @@ export function App() {
   }, [navigate]);
 
   useEffect(() => {
-    document.title = route.page === 'workflow' ? `${route.id} · jobq` : route.page === 'workers' ? 'workers · jobq' : route.page === 'list' ? 'workflows · jobq' : 'not found · jobq';
+    document.title =
+      route.page === 'workflow'
+        ? `${route.id} · jobq`
+        : route.page === 'workers'
+          ? 'workers · jobq'
+          : route.page === 'list'
+            ? 'workflows · jobq'
+            : 'not found · jobq';
   }, [route]);
 
   let page;

@@ -20,7 +20,12 @@ export function rateText(rate: number | null | undefined): string {
 export function timeText(iso: string | null | undefined): string {
   if (!iso) return '-';
   const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? iso : at.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return Number.isNaN(at.getTime())
+    ? iso
+    : at
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
 }
 
 /** A word quoted for a POSIX shell when it needs it (task names may hold anything). */

@@ -9,7 +9,6 @@ import { STATE_STYLES, styleOf } from './palette';
 import { groupSegments, taskDisplayState } from './graph/model';
 import { ROW_HEIGHT, VIEW_ROWS, windowRows } from './vlist';
 
-
 export interface GroupPanelProps {
   node: ApiGroupNode;
   /** Known states of tasks that are not pending (from the live stream). */
@@ -31,7 +30,10 @@ export function GroupPanel(props: GroupPanelProps) {
     const style = styleOf(known ? taskDisplayState(known.status, known.on_worker, props.hasWorkers) : 'pending');
     rows.push(
       html`<li key=${name} style=${`top:${i * ROW_HEIGHT}px`}>
-        <button type="button" class="link" onClick=${() => props.onPick(name)}><span class="state-icon" style=${`background:${style.fill};color:${style.ink}`} aria-label=${style.label}>${style.icon}</span> ${name}</button>
+        <button type="button" class="link" onClick=${() => props.onPick(name)}>
+          <span class="state-icon" style=${`background:${style.fill};color:${style.ink}`} aria-label=${style.label}>${style.icon}</span>
+          ${name}
+        </button>
       </li>`,
     );
   }
@@ -44,8 +46,14 @@ export function GroupPanel(props: GroupPanelProps) {
     <ul class="legend">
       ${groupSegments(node.counts, node.on_worker, props.hasWorkers).map((s) => html`<li><span class="swatch" style=${`background:${STATE_STYLES[s.state].fill}`}></span>${STATE_STYLES[s.state].icon} ${STATE_STYLES[s.state].label}: ${s.count}</li>`)}
     </ul>
-    <div class="vlist" style=${`height:${VIEW_ROWS * ROW_HEIGHT}px`} onScroll=${(e: Event) => setScrollTop((e.currentTarget as HTMLElement).scrollTop)}>
-      <ul style=${`height:${names.length * ROW_HEIGHT}px`} aria-label=${`tasks of ${node.label}`}>${rows}</ul>
+    <div
+      class="vlist"
+      style=${`height:${VIEW_ROWS * ROW_HEIGHT}px`}
+      onScroll=${(e: Event) => setScrollTop((e.currentTarget as HTMLElement).scrollTop)}
+    >
+      <ul style=${`height:${names.length * ROW_HEIGHT}px`} aria-label=${`tasks of ${node.label}`}>
+        ${rows}
+      </ul>
     </div>
   </aside>`;
 }

@@ -124,9 +124,9 @@ describe('layoutGraph', () => {
   it('never overlaps two nodes and keeps every edge pointing right (property)', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 40 }).chain((n) =>
-          fc.tuple(fc.constant(n), fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 80 })),
-        ),
+        fc
+          .integer({ min: 1, max: 40 })
+          .chain((n) => fc.tuple(fc.constant(n), fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 80 }))),
         ([n, raw]) => {
           // Only forward edges: a DAG.
           const edges = raw.filter(([a, b]) => a < b);

@@ -27,7 +27,15 @@ export interface LayoutOptions {
   columnGap: number;
 }
 
-export const DEFAULT_LAYOUT: LayoutOptions = { nodeWidth: 200, nodeHeight: 40, layerGap: 90, rowGap: 14, sweeps: 4, wrapAbove: 200, columnGap: 24 };
+export const DEFAULT_LAYOUT: LayoutOptions = {
+  nodeWidth: 200,
+  nodeHeight: 40,
+  layerGap: 90,
+  rowGap: 14,
+  sweeps: 4,
+  wrapAbove: 200,
+  columnGap: 24,
+};
 
 /** Rows of a layer of `n` nodes: all of them up to `wrapAbove`, else a roughly square block. */
 export function layerRows(n: number, options: LayoutOptions): number {
@@ -58,7 +66,11 @@ export interface Layout {
  * point at unknown indexes or at the node itself are ignored; nodes on a cycle (not a DAG) go to
  * the layer after their placed parents, in input order.
  */
-export function layoutGraph(count: number, edges: ReadonlyArray<readonly [number, number]>, options: LayoutOptions = DEFAULT_LAYOUT): Layout {
+export function layoutGraph(
+  count: number,
+  edges: ReadonlyArray<readonly [number, number]>,
+  options: LayoutOptions = DEFAULT_LAYOUT,
+): Layout {
   const { parents, children } = adjacency(count, edges);
   const layer = longestPathLayers(count, parents, children);
   let layers = 0;
@@ -148,7 +160,7 @@ function longestPathLayers(count: number, parents: number[][], children: number[
     if (waiting[i] === 0) queue.push(i);
   }
   const placed = new Uint8Array(count);
-  for (let head = 0; ; ) {
+  for (let head = 0; ;) {
     while (head < queue.length) {
       const node = queue[head++]!;
       placed[node] = 1;

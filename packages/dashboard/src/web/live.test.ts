@@ -43,12 +43,16 @@ function harness() {
   const events: Array<{ event: ApiDeltaEvent; snapshot: boolean }> = [];
   const streamErrors: string[] = [];
   let polls = 0;
-  const feed = new LiveFeed('/api/events?workflow=w', {
-    onEvent: (event, snapshot) => events.push({ event, snapshot }),
-    onStreamError: (e) => streamErrors.push(e.message),
-    onMode: (m) => modes.push(m),
-    poll: () => polls++,
-  }, deps);
+  const feed = new LiveFeed(
+    '/api/events?workflow=w',
+    {
+      onEvent: (event, snapshot) => events.push({ event, snapshot }),
+      onStreamError: (e) => streamErrors.push(e.message),
+      onMode: (m) => modes.push(m),
+      poll: () => polls++,
+    },
+    deps,
+  );
   return { feed, sources, timers, modes, events, streamErrors, polls: () => polls };
 }
 

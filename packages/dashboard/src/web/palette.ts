@@ -6,10 +6,22 @@
  */
 
 /** A task state as the page shows it. */
-export type DisplayState = 'pending' | 'ready' | 'in_queue' | 'on_worker' | 'running' | 'completed' | 'failed' | 'upstream_failed' | 'skipped' | 'cancelled';
+export type DisplayState =
+  'pending' | 'ready' | 'in_queue' | 'on_worker' | 'running' | 'completed' | 'failed' | 'upstream_failed' | 'skipped' | 'cancelled';
 
 /** Every display state, in lifecycle order (the order of status bars and legends). */
-export const DISPLAY_STATES: readonly DisplayState[] = ['pending', 'ready', 'in_queue', 'on_worker', 'running', 'completed', 'failed', 'upstream_failed', 'skipped', 'cancelled'];
+export const DISPLAY_STATES: readonly DisplayState[] = [
+  'pending',
+  'ready',
+  'in_queue',
+  'on_worker',
+  'running',
+  'completed',
+  'failed',
+  'upstream_failed',
+  'skipped',
+  'cancelled',
+];
 
 export interface StateStyle {
   /** Fill of the node and of its share of a status bar. */

@@ -16,7 +16,15 @@ describe('routes', () => {
     const route: Route = {
       page: 'workflow',
       id: 'wf 1',
-      view: { level: 'tasks', status: ['failed', 'in_queue'], queue: 'gpu', name: 'train', task: 'train/007 a&b', zoom: { x: 10.5, y: -3, k: 0.25 }, all: true },
+      view: {
+        level: 'tasks',
+        status: ['failed', 'in_queue'],
+        queue: 'gpu',
+        name: 'train',
+        task: 'train/007 a&b',
+        zoom: { x: 10.5, y: -3, k: 0.25 },
+        all: true,
+      },
     };
     const href = routeHref(route);
     const url = new URL(href, 'http://127.0.0.1:8050');

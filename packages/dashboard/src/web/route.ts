@@ -46,7 +46,8 @@ function parseZoom(text: string | null): WorkflowView['zoom'] {
 export function parseRoute(pathname: string, search: string): Route {
   const query = new URLSearchParams(search);
   const path = pathname.replace(/\/+$/, '') || '/';
-  if (path === '/') return { page: 'list', status: query.get('status') ?? '', prefix: query.get('prefix') ?? '', cursor: query.get('cursor') };
+  if (path === '/')
+    return { page: 'list', status: query.get('status') ?? '', prefix: query.get('prefix') ?? '', cursor: query.get('cursor') };
   if (path === '/workers') return { page: 'workers' };
   const match = /^\/workflows\/([^/]+)$/.exec(path);
   if (match) {

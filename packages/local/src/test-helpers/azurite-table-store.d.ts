@@ -23,7 +23,14 @@ declare module 'azurite/dist/src/table/persistence/LokiTableMetadataStore' {
     close(): Promise<void>;
     createTable(context: StoreContext, table: { account: string; table: string }): Promise<void>;
     insertTableEntity(context: StoreContext, table: string, account: string, entity: StoredEntity, batchId?: string): Promise<StoredEntity>;
-    insertOrMergeTableEntity(context: StoreContext, table: string, account: string, entity: StoredEntity, ifMatch: string | undefined, batchId?: string): Promise<StoredEntity>;
+    insertOrMergeTableEntity(
+      context: StoreContext,
+      table: string,
+      account: string,
+      entity: StoredEntity,
+      ifMatch: string | undefined,
+      batchId?: string,
+    ): Promise<StoredEntity>;
     beginBatchTransaction(batchId: string): Promise<void>;
     endBatchTransaction(account: string, table: string, batchId: string, context: StoreContext, succeeded: boolean): Promise<void>;
   }

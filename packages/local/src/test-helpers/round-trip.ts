@@ -35,10 +35,7 @@ export async function storageRoundTrip(storage: LocalStorage): Promise<void> {
   await blob.upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
   expect((await blob.downloadToBuffer()).toString('utf8')).toBe(body);
 
-  const queues = new QueueServiceClient(
-    storage.queueEndpoint,
-    new StorageSharedKeyCredential(storage.accountName, storage.accountKey),
-  );
+  const queues = new QueueServiceClient(storage.queueEndpoint, new StorageSharedKeyCredential(storage.accountName, storage.accountKey));
   const queue = queues.getQueueClient(uniqueName('q'));
   await queue.create();
   await queue.sendMessage('ping');

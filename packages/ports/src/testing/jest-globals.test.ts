@@ -14,7 +14,9 @@ jestDescribe('the contract suites’ jest functions', () => {
     const saved = globals.expect;
     delete globals.expect;
     try {
-      jestExpect(() => expect(1)).toThrow('@jobq/ports/testing runs inside jest tests: the global "expect" is missing (is injectGlobals off?)');
+      jestExpect(() => expect(1)).toThrow(
+        '@jobq/ports/testing runs inside jest tests: the global "expect" is missing (is injectGlobals off?)',
+      );
     } finally {
       globals.expect = saved;
     }

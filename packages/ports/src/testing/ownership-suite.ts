@@ -50,7 +50,11 @@ async function firedWithin(signal: AbortSignal, withinMs: number): Promise<boole
 }
 
 /** The contract of {@link OwnershipStore} (docs/sharding.md), as jest tests. */
-export function describeOwnershipStoreContract(label: string, open: () => Promise<OwnershipStoreFixture>, options: OwnershipStoreContractOptions = {}): void {
+export function describeOwnershipStoreContract(
+  label: string,
+  open: () => Promise<OwnershipStoreFixture>,
+  options: OwnershipStoreContractOptions = {},
+): void {
   describe(`OwnershipStore contract: ${label}`, () => {
     let fixture: OwnershipStoreFixture | undefined;
     const claims: ShardClaim[] = [];
@@ -219,7 +223,7 @@ export function describeOwnershipStoreContract(label: string, open: () => Promis
     );
 
     it(
-      'lets a crashed holder\'s lease run out after the lease duration, by the store\'s clock',
+      "lets a crashed holder's lease run out after the lease duration, by the store's clock",
       async () => {
         const f = await fresh();
         if (f.advance === undefined || f.crash === undefined || f.leaseDurationInMs === undefined) return; // see OwnershipStoreFixture.crash
@@ -280,7 +284,7 @@ export function describeOwnershipStoreContract(label: string, open: () => Promis
     );
 
     it(
-      'keeps a healthy holder\'s lease however long it holds it',
+      "keeps a healthy holder's lease however long it holds it",
       async () => {
         const f = await fresh();
         if (f.advance === undefined || f.leaseDurationInMs === undefined) return;
@@ -293,7 +297,7 @@ export function describeOwnershipStoreContract(label: string, open: () => Promis
     );
 
     it(
-      'lists members that heartbeated, by the store\'s time, until they leave',
+      "lists members that heartbeated, by the store's time, until they leave",
       async () => {
         const f = await fresh();
         const b = await f.another();

@@ -55,7 +55,11 @@ const sorted = (ids: readonly string[]): string[] => [...ids].sort();
  * lists exactly the workflows (requests, re-run requests) whose `shardOf(id, count)` is `index`,
  * paged as usual. Adapters run it beside `describeWorkflowStoreContract`, with the same fixture.
  */
-export function describeWorkflowStoreShardContract(label: string, open: () => Promise<WorkflowStoreFixture>, options: WorkflowStoreContractOptions = {}): void {
+export function describeWorkflowStoreShardContract(
+  label: string,
+  open: () => Promise<WorkflowStoreFixture>,
+  options: WorkflowStoreContractOptions = {},
+): void {
   describe(`WorkflowStore shard filters: ${label}`, () => {
     let fixture: WorkflowStoreFixture | undefined;
     const fresh = async (): Promise<WorkflowStore> => {
@@ -69,7 +73,7 @@ export function describeWorkflowStoreShardContract(label: string, open: () => Pr
     const timeout = options.timeoutInMs ?? 60_000;
 
     it(
-      'lists each shard\'s workflows, in pages, with the other conditions, and nothing twice',
+      "lists each shard's workflows, in pages, with the other conditions, and nothing twice",
       async () => {
         const store = await fresh();
         const ids = await seed(store, 12);
@@ -81,9 +85,13 @@ export function describeWorkflowStoreShardContract(label: string, open: () => Pr
             const listed = await all((token) => store.listWorkflows({ shard, limit: 2, ...(token ? { continuationToken: token } : {}) }));
             expect(sorted(listed.map((w) => w.workflowId))).toEqual(sorted(mine));
             union.push(...listed.map((w) => w.workflowId));
-            const running = await all((token) => store.listWorkflows({ shard, savedStatus: ['running'], limit: 1, ...(token ? { continuationToken: token } : {}) }));
+            const running = await all((token) =>
+              store.listWorkflows({ shard, savedStatus: ['running'], limit: 1, ...(token ? { continuationToken: token } : {}) }),
+            );
             expect(sorted(running.map((w) => w.workflowId))).toEqual(sorted(mine.filter((id) => Number(id.slice(2)) % 2 === 0)));
-            const recent = await all((token) => store.listWorkflows({ shard, recent: true, limit: 3, ...(token ? { continuationToken: token } : {}) }));
+            const recent = await all((token) =>
+              store.listWorkflows({ shard, recent: true, limit: 3, ...(token ? { continuationToken: token } : {}) }),
+            );
             expect(sorted(recent.map((w) => w.workflowId))).toEqual(sorted(mine));
             const pending = await store.listWorkflows({ shard, status: ['pending'] });
             expect(sorted(pending.items.map((w) => w.workflowId))).toEqual(sorted(mine.filter((id) => Number(id.slice(2)) % 2 === 1)));
@@ -95,7 +103,7 @@ export function describeWorkflowStoreShardContract(label: string, open: () => Pr
     );
 
     it(
-      'lists each shard\'s requests and re-run requests only',
+      "lists each shard's requests and re-run requests only",
       async () => {
         const store = await fresh();
         const ids = await seed(store, 8);
@@ -125,7 +133,12 @@ export function describeWorkflowStoreShardContract(label: string, open: () => Pr
       'refuses a shard filter that names no shard',
       async () => {
         const store = await fresh();
-        for (const shard of [{ index: 4, count: 4 }, { index: 0, count: 3 }, { index: -1, count: 2 }, { index: 0.5, count: 2 }] as ShardFilter[]) {
+        for (const shard of [
+          { index: 4, count: 4 },
+          { index: 0, count: 3 },
+          { index: -1, count: 2 },
+          { index: 0.5, count: 2 },
+        ] as ShardFilter[]) {
           expect(await codeOf(store.listWorkflows({ shard }))).toBe('invalid-argument');
           expect(await codeOf(store.listRequests({ shard }))).toBe('invalid-argument');
           expect(await codeOf(store.listReruns({ shard }))).toBe('invalid-argument');

@@ -32,7 +32,11 @@ function heartbeat(overrides: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat {
 }
 
 /** The contract of {@link WorkerRegistry} (docs/design.md#worker-heartbeats), as jest tests. */
-export function describeWorkerRegistryContract(label: string, open: () => Promise<WorkerRegistryFixture>, options: WorkerRegistryContractOptions = {}): void {
+export function describeWorkerRegistryContract(
+  label: string,
+  open: () => Promise<WorkerRegistryFixture>,
+  options: WorkerRegistryContractOptions = {},
+): void {
   describe(`WorkerRegistry contract: ${label}`, () => {
     let fixture: WorkerRegistryFixture | undefined;
     const fresh = async (): Promise<WorkerRegistryFixture> => {
@@ -91,7 +95,10 @@ export function describeWorkerRegistryContract(label: string, open: () => Promis
       'cuts a long running list to the cap and counts the rest',
       async () => {
         const { registry } = await fresh();
-        const running = Array.from({ length: MAX_HEARTBEAT_RUNNING + 5 }, (_, i) => ({ id: `wf-${'x'.repeat(60)}/task-${i}/1`, since: '2026-01-01T00:00:00.000Z' }));
+        const running = Array.from({ length: MAX_HEARTBEAT_RUNNING + 5 }, (_, i) => ({
+          id: `wf-${'x'.repeat(60)}/task-${i}/1`,
+          since: '2026-01-01T00:00:00.000Z',
+        }));
         await registry.beat(heartbeat({ workerId: 'busy-1-z', running }));
         const [record] = await registry.list();
         expect(record!.running).toEqual(running.slice(0, MAX_HEARTBEAT_RUNNING));

@@ -11,7 +11,13 @@ export function rawConnection(port: number, entity: string, key: RawKey): Promis
 /** Receives one message (receive-and-delete) and returns its AMQP body section as rhea decodes it. */
 export function receiveRaw(connection: rhea.Connection, address: string): Promise<rhea.Message> {
   return new Promise((resolve) => {
-    const receiver = connection.open_receiver({ source: { address }, autoaccept: true, rcv_settle_mode: 0, snd_settle_mode: 1, credit_window: 1 });
+    const receiver = connection.open_receiver({
+      source: { address },
+      autoaccept: true,
+      rcv_settle_mode: 0,
+      snd_settle_mode: 1,
+      credit_window: 1,
+    });
     receiver.once('message', (ctx: rhea.EventContext) => {
       receiver.close();
       resolve(ctx.message!);

@@ -61,8 +61,12 @@ export function targets(emulator: () => ServiceBusEmulator): Target[] {
         ...(p.lockDurationMs !== undefined ? { lockDuration: isoDuration(p.lockDurationMs) } : {}),
         ...(p.maxDeliveryCount !== undefined ? { maxDeliveryCount: p.maxDeliveryCount } : {}),
         ...(p.requiresDuplicateDetection !== undefined ? { requiresDuplicateDetection: p.requiresDuplicateDetection } : {}),
-        ...(p.duplicateDetectionHistoryTimeWindowMs !== undefined ? { duplicateDetectionHistoryTimeWindow: isoDuration(p.duplicateDetectionHistoryTimeWindowMs) } : {}),
-        ...(p.deadLetteringOnMessageExpiration !== undefined ? { deadLetteringOnMessageExpiration: p.deadLetteringOnMessageExpiration } : {}),
+        ...(p.duplicateDetectionHistoryTimeWindowMs !== undefined
+          ? { duplicateDetectionHistoryTimeWindow: isoDuration(p.duplicateDetectionHistoryTimeWindowMs) }
+          : {}),
+        ...(p.deadLetteringOnMessageExpiration !== undefined
+          ? { deadLetteringOnMessageExpiration: p.deadLetteringOnMessageExpiration }
+          : {}),
       });
       return name;
     },

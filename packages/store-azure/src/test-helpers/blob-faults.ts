@@ -5,7 +5,8 @@
 import { RestError, type RequestPolicy, type RequestPolicyFactory, type WebResource } from '@azure/storage-blob';
 
 /** What a request of the runtime store is, by its URL, method and headers. */
-export type BlobRequestKind = 'head-put' | 'snapshot-put' | 'definition-put' | 'log-create' | 'log-append' | 'read' | 'delete' | 'list' | 'other';
+export type BlobRequestKind =
+  'head-put' | 'snapshot-put' | 'definition-put' | 'log-create' | 'log-append' | 'read' | 'delete' | 'list' | 'other';
 
 export function kindOf(request: WebResource): BlobRequestKind {
   const url = new URL(request.url);

@@ -37,7 +37,9 @@ class InjectorPolicyFactory implements RequestPolicyFactory {
           if (state.loseAnswers > 0) {
             // The request reaches the service; its answer is lost on the way back.
             state.loseAnswers--;
-            return next.sendRequest(request).then(() => Promise.reject(new RestError('injected fault: read ECONNRESET', { code: 'ECONNRESET' })));
+            return next
+              .sendRequest(request)
+              .then(() => Promise.reject(new RestError('injected fault: read ECONNRESET', { code: 'ECONNRESET' })));
           }
         }
         return next.sendRequest(request);
@@ -76,7 +78,10 @@ function tableClient(connectionString: string, name: string): TableClient {
 }
 
 /** A {@link WorkflowStoreFixture}: a store on a prefix of its own, removed (container and tables) by `dispose`. */
-export async function workflowStoreFixture(connectionString: string, extra: Partial<OpenWorkflowStoreOptions> = {}): Promise<WorkflowStoreFixture> {
+export async function workflowStoreFixture(
+  connectionString: string,
+  extra: Partial<OpenWorkflowStoreOptions> = {},
+): Promise<WorkflowStoreFixture> {
   const store = await openWorkflowStore({
     connection: { connectionString },
     prefix: randomPrefix(),
@@ -93,7 +98,9 @@ export async function workflowStoreFixture(connectionString: string, extra: Part
       await index.deleteEntity(indexPartition(workflowId), workflowId);
     },
     damageRuntime: async (workflowId) => {
-      const head = JSON.parse((await blobs.getBlobClient(`${workflowId}.json`).downloadToBuffer()).toString('utf8')) as { snapshot: string };
+      const head = JSON.parse((await blobs.getBlobClient(`${workflowId}.json`).downloadToBuffer()).toString('utf8')) as {
+        snapshot: string;
+      };
       await blobs.getBlobClient(head.snapshot).delete();
     },
     writeNewerFormat: async (workflowId) => {

@@ -1,5 +1,12 @@
 import { decodeCoordinatorMessage, type Completion } from '@jobq/dag-core/wire';
-import { JobqError, type OutgoingMessage, type OutputStore, type PutOutputOptions, type PutOutputResult, type TaskLogMetadata } from '@jobq/ports';
+import {
+  JobqError,
+  type OutgoingMessage,
+  type OutputStore,
+  type PutOutputOptions,
+  type PutOutputResult,
+  type TaskLogMetadata,
+} from '@jobq/ports';
 import { MemoryTaskQueue } from '@jobq/memory';
 import { WorkflowProcessor, type WorkflowProcessorOptions } from '../workflow-processor';
 
@@ -59,7 +66,9 @@ export function memoryOutputs(): OutputStore & {
       try {
         JSON.parse(json);
       } catch (error) {
-        return Promise.reject(new JobqError('invalid-argument', `the output of task "${taskName}" is not valid JSON: ${(error as Error).message}`));
+        return Promise.reject(
+          new JobqError('invalid-argument', `the output of task "${taskName}" is not valid JSON: ${(error as Error).message}`),
+        );
       }
       const bytes = Buffer.byteLength(json, 'utf8');
       const inline = options?.fitsInline ? options.fitsInline(json) : bytes <= INLINE_LIMIT_BYTES;
@@ -132,7 +141,10 @@ export class RecordingCompletions extends MemoryTaskQueue {
  * A workflow processor on {@link memoryOutputs} and {@link RecordingCompletions}, never cancelled,
  * with short kill and send back-off times; `options` (an `env` and a `tempDir` at least) go on top.
  */
-export function memoryWorkflowProcessor(options: Partial<WorkflowProcessorOptions>): { completions: RecordingCompletions; processor: WorkflowProcessor } {
+export function memoryWorkflowProcessor(options: Partial<WorkflowProcessorOptions>): {
+  completions: RecordingCompletions;
+  processor: WorkflowProcessor;
+} {
   const completions = new RecordingCompletions();
   const processor = new WorkflowProcessor({
     outputs: memoryOutputs(),

@@ -2,7 +2,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeEnvelope } from '@jobq/dag-core/wire';
-import { JobqError, realClock, type Clock, type OperationOptions, type ReceiveOptions, type ReceivedMessage, type TaskQueue, type VirtualClock } from '@jobq/ports';
+import {
+  JobqError,
+  realClock,
+  type Clock,
+  type OperationOptions,
+  type ReceiveOptions,
+  type ReceivedMessage,
+  type TaskQueue,
+  type VirtualClock,
+} from '@jobq/ports';
 import type { Worker, WorkerSummary } from '../worker';
 
 /** A jobq envelope body for a plain task. */
@@ -19,7 +28,9 @@ export function tempDir(): { dir: string; cleanup: () => void } {
 /** The lines of a file, or [] when it does not exist. */
 export function lines(path: string): string[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '');
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 }
 
 /** Polls `check` every 20 ms until it is true or `timeoutInMs` passes. */
@@ -78,11 +89,14 @@ export class WrappedQueue implements TaskQueue {
       this.failReceives--;
       return Promise.reject(new JobqError('unavailable', 'receive: simulated outage'));
     }
-    if (this.delivered >= this.deliverAtMost) return this.clock.sleep(Math.min(options.maxWaitTimeInMs, 50), options.abortSignal).then(() => []);
-    return this.inner.receive({ ...options, maxMessages: Math.min(options.maxMessages, this.deliverAtMost - this.delivered) }).then((messages) => {
-      this.delivered += messages.length;
-      return messages;
-    });
+    if (this.delivered >= this.deliverAtMost)
+      return this.clock.sleep(Math.min(options.maxWaitTimeInMs, 50), options.abortSignal).then(() => []);
+    return this.inner
+      .receive({ ...options, maxMessages: Math.min(options.maxMessages, this.deliverAtMost - this.delivered) })
+      .then((messages) => {
+        this.delivered += messages.length;
+        return messages;
+      });
   }
   renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
     this.renewCalls++;
@@ -122,7 +136,10 @@ export async function runOnClock(clock: VirtualClock, worker: Worker): Promise<W
     (summary) => (outcome = { summary }),
     (error: unknown) => (outcome = { error }),
   );
-  await clock.runUntil(() => outcome !== undefined, () => 'the worker never stopped');
+  await clock.runUntil(
+    () => outcome !== undefined,
+    () => 'the worker never stopped',
+  );
   if (outcome === undefined) throw new Error('unreachable');
   if ('error' in outcome) throw outcome.error;
   return outcome.summary;

@@ -3,11 +3,20 @@ import { JobqError, type OutgoingMessage, type OperationOptions, type ReceivedMe
 import type { TaskContext } from '../processor';
 
 /** A task context for `encodeTaskMessage(input)`, its log lines collected in `lines`. */
-export function workflowContext(input: TaskMessageInput, signal: AbortSignal = new AbortController().signal): TaskContext & { lines: string[] } {
+export function workflowContext(
+  input: TaskMessageInput,
+  signal: AbortSignal = new AbortController().signal,
+): TaskContext & { lines: string[] } {
   const body = encodeTaskMessage(input);
   const envelope = decodeEnvelope(body);
   if (!envelope.ok) throw new Error(envelope.error);
-  const message: ReceivedMessage = { messageId: `m-${input.taskName}`, body, deliveryCount: 1, enqueuedAt: new Date(), lockedUntil: new Date(Date.now() + 60_000) };
+  const message: ReceivedMessage = {
+    messageId: `m-${input.taskName}`,
+    body,
+    deliveryCount: 1,
+    enqueuedAt: new Date(),
+    lockedUntil: new Date(Date.now() + 60_000),
+  };
   const lines: string[] = [];
   return { message, envelope: envelope.value, signal, lines, log: (line: string) => lines.push(line) };
 }

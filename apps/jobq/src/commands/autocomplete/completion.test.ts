@@ -101,15 +101,25 @@ describe('jobq autocomplete workflow-ids', () => {
 
   it('touches no storage when no deployment is configured', async () => {
     const before = accepted.length;
-    const env = cleanEnv({ JOBQ_STORAGE_CONNECTION_STRING: silentConnectionString(), AZURE_STORAGE_CONNECTION_STRING: silentConnectionString() });
+    const env = cleanEnv({
+      JOBQ_STORAGE_CONNECTION_STRING: silentConnectionString(),
+      AZURE_STORAGE_CONNECTION_STRING: silentConnectionString(),
+    });
     const result = await runCli(['autocomplete', 'workflow-ids'], { env, cwd: dir });
     expect(result).toEqual({ code: 0, stdout: '', stderr: '' });
     // The old spelling of --timeout (milliseconds) still works, with one warning line.
     const old = await runCli(['autocomplete', 'workflow-ids', '--timeout-ms', '300'], { env, cwd: dir });
-    expect(old).toEqual({ code: 0, stdout: '', stderr: 'jobq: warning: --timeout-ms (milliseconds) is deprecated and goes in the next minor version: use --timeout 300ms\n' });
+    expect(old).toEqual({
+      code: 0,
+      stdout: '',
+      stderr: 'jobq: warning: --timeout-ms (milliseconds) is deprecated and goes in the next minor version: use --timeout 300ms\n',
+    });
     expect(accepted.length).toBe(before);
     // The same storage with a prefix configured is asked, and its silence ends in nothing printed, exit 0.
-    const configured = await runCli(['autocomplete', 'workflow-ids', '--timeout', '300ms'], { env: { ...env, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Silent' }, cwd: dir });
+    const configured = await runCli(['autocomplete', 'workflow-ids', '--timeout', '300ms'], {
+      env: { ...env, JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/Silent' },
+      cwd: dir,
+    });
     expect(configured).toEqual({ code: 0, stdout: '', stderr: '' });
     expect(accepted.length).toBeGreaterThan(before);
   });

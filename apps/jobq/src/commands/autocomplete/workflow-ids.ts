@@ -17,7 +17,11 @@ async function workflowIds(config: CliConfig, signal: AbortSignal): Promise<stri
   const { openWorkflowStore } = require('@jobq/store-azure') as typeof import('@jobq/store-azure');
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS require keeps the load lazy (an import() would load it as ECMAScript)
   const { connectionFor } = require('../../deployment') as typeof import('../../deployment');
-  const store = await openWorkflowStore({ connection: connectionFor(config, prefix.account), prefix: prefix.prefix, createIfMissing: false });
+  const store = await openWorkflowStore({
+    connection: connectionFor(config, prefix.account),
+    prefix: prefix.prefix,
+    createIfMissing: false,
+  });
   const page = await store.listWorkflows({ limit: MAX_IDS, abortSignal: signal });
   return page.items.map((w) => w.workflowId);
 }

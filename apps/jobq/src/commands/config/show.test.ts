@@ -15,7 +15,10 @@ interface Shown {
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'jobq-config-show-'));
-  await writeFile(join(dir, 'jobq.yaml'), 'connection:\n  prefix: fileacct/FromFile\n  blobs: fileacct/outputs\ncoordinator:\n  batch_size: 8\n  flush_retry_limit: 5\n');
+  await writeFile(
+    join(dir, 'jobq.yaml'),
+    'connection:\n  prefix: fileacct/FromFile\n  blobs: fileacct/outputs\ncoordinator:\n  batch_size: 8\n  flush_retry_limit: 5\n',
+  );
   await writeFile(join(dir, 'bad.yaml'), 'coordinator:\n  batchsize: 8\n');
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -44,7 +47,10 @@ describe('jobq config show', () => {
     expect(doc.settings.connection_string?.value).toContain('AccountKey=***');
 
     const flagged = await runCli(['config', 'show', '--json', '--prefix', 'flagacct/FromFlag'], { env, cwd: dir });
-    expect((JSON.parse(flagged.stdout) as { settings: Record<string, Shown> }).settings.prefix).toMatchObject({ value: 'flagacct/FromFlag', source: 'flag' });
+    expect((JSON.parse(flagged.stdout) as { settings: Record<string, Shown> }).settings.prefix).toMatchObject({
+      value: 'flagacct/FromFlag',
+      source: 'flag',
+    });
   });
 
   it('says what really reaches each account: a SAS connection string (no AccountName), or DefaultAzureCredential and why', async () => {
@@ -52,7 +58,11 @@ describe('jobq config show', () => {
     const sasString =
       'BlobEndpoint=https://envacct.blob.core.windows.net;QueueEndpoint=https://envacct.queue.core.windows.net;' +
       `TableEndpoint=https://envacct.table.core.windows.net;SharedAccessSignature=sv=2024-08-04&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=${sig}`;
-    const env = cleanEnv({ JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv', JOBQ_WORKFLOW_QUEUES: 'otheracct', JOBQ_STORAGE_CONNECTION_STRING: sasString });
+    const env = cleanEnv({
+      JOBQ_WORKFLOW_PREFIX: 'envacct/FromEnv',
+      JOBQ_WORKFLOW_QUEUES: 'otheracct',
+      JOBQ_STORAGE_CONNECTION_STRING: sasString,
+    });
     const json = await runCli(['config', 'show', '--json'], { env, cwd: dir });
     expect(json.code).toBe(0);
     const doc = JSON.parse(json.stdout) as { storage_access: unknown[] };
@@ -69,9 +79,13 @@ describe('jobq config show', () => {
       expect.objectContaining({ account: 'fileacct', uses: 'DefaultAzureCredential' }),
     ]);
     const text = await runCli(['config', 'show'], { env, cwd: dir });
-    expect(text.stdout).toContain('Storage access:\n  envacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)\n  otheracct: DefaultAzureCredential (');
+    expect(text.stdout).toContain(
+      'Storage access:\n  envacct: connection string from JOBQ_STORAGE_CONNECTION_STRING (SAS)\n  otheracct: DefaultAzureCredential (',
+    );
     // Not a terminal: the masked connection string stays on one line, however long.
-    expect(text.stdout).toMatch(/connection string\s+BlobEndpoint=\S+SharedAccessSignature=\*\*\*&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=\*\*\*\s+env/);
+    expect(text.stdout).toMatch(
+      /connection string\s+BlobEndpoint=\S+SharedAccessSignature=\*\*\*&ss=bqt&srt=sco&sp=rl&se=2030-01-01&sig=\*\*\*\s+env/,
+    );
     for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) expect(out).not.toContain(sig);
   });
 
@@ -86,9 +100,13 @@ describe('jobq config show', () => {
     const doc = JSON.parse(json.stdout) as { settings: Record<string, Shown>; servicebus_access: string[] };
     expect(doc.settings.servicebus_connection_string).toMatchObject({ source: 'env', from: 'JOBQ_SERVICEBUS_CONNECTION_STRING' });
     expect(doc.settings.servicebus_connection_string?.value).toContain('SharedAccessKey=***');
-    expect(doc.servicebus_access).toEqual(['sb://my-namespace: connection string from JOBQ_SERVICEBUS_CONNECTION_STRING (my-namespace.servicebus.windows.net)']);
+    expect(doc.servicebus_access).toEqual([
+      'sb://my-namespace: connection string from JOBQ_SERVICEBUS_CONNECTION_STRING (my-namespace.servicebus.windows.net)',
+    ]);
     const other = await runCli(['config', 'show', '--queues', 'sb://other-namespace'], { env, cwd: dir });
-    expect(other.stdout).toContain('Service Bus access:\n  sb://other-namespace: DefaultAzureCredential on other-namespace.servicebus.windows.net (the connection string');
+    expect(other.stdout).toContain(
+      'Service Bus access:\n  sb://other-namespace: DefaultAzureCredential on other-namespace.servicebus.windows.net (the connection string',
+    );
     for (const out of [json.stdout, json.stderr, other.stdout, other.stderr]) expect(out).not.toContain(sbKey);
   });
 
@@ -102,13 +120,19 @@ describe('jobq config show', () => {
 
   it('takes durations for the coordinator time settings; the old -s spellings are deprecated aliases in seconds', async () => {
     const settingsOf = (stdout: string) => (JSON.parse(stdout) as { settings: Record<string, Shown> }).settings;
-    const current = await runCli(['config', 'show', '--json', '--visibility-timeout', '2m', '--idle-sleep', '250ms'], { env: cleanEnv(), cwd: dir });
+    const current = await runCli(['config', 'show', '--json', '--visibility-timeout', '2m', '--idle-sleep', '250ms'], {
+      env: cleanEnv(),
+      cwd: dir,
+    });
     expect(current.code).toBe(0);
     expect(current.stderr).toBe('');
     expect(settingsOf(current.stdout).visibility_timeout_s).toEqual({ value: 120, source: 'flag', from: '--visibility-timeout' });
     expect(settingsOf(current.stdout).idle_sleep_s).toEqual({ value: 0.25, source: 'flag', from: '--idle-sleep' });
 
-    const old = await runCli(['config', 'show', '--json', '--visibility-timeout-s', '90', '--task-message-ttl-s', '3600'], { env: cleanEnv(), cwd: dir });
+    const old = await runCli(['config', 'show', '--json', '--visibility-timeout-s', '90', '--task-message-ttl-s', '3600'], {
+      env: cleanEnv(),
+      cwd: dir,
+    });
     expect(old.code).toBe(0);
     expect(old.stderr.split('\n').filter((l) => l !== '')).toEqual([
       'jobq: warning: --visibility-timeout-s (seconds) is deprecated and goes in the next minor version: use --visibility-timeout 90s',
@@ -117,7 +141,10 @@ describe('jobq config show', () => {
     expect(settingsOf(old.stdout).visibility_timeout_s).toEqual({ value: 90, source: 'flag', from: '--visibility-timeout' });
     expect(settingsOf(old.stdout).task_message_ttl_s).toEqual({ value: 3600, source: 'flag', from: '--task-message-ttl' });
 
-    const both = await runCli(['config', 'show', '--visibility-timeout-s', '90', '--visibility-timeout', '1m'], { env: cleanEnv(), cwd: dir });
+    const both = await runCli(['config', 'show', '--visibility-timeout-s', '90', '--visibility-timeout', '1m'], {
+      env: cleanEnv(),
+      cwd: dir,
+    });
     expect(both.code).toBe(2);
     expect(both.stderr.trim().split('\n')).toHaveLength(1);
     expect(both.stderr).toContain('--visibility-timeout');

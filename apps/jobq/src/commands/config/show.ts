@@ -83,9 +83,16 @@ export default class ConfigShow extends JobqCommand {
       serviceBusAdminEndpoint: 'servicebus admin endpoint',
       ...Object.fromEntries(COORDINATOR_SETTINGS.map((s) => [s.key, s.flag])),
     };
-    const rows = Object.entries(settings).map(([key, v]) => [names[key] ?? key, v.value === null ? '(unset)' : String(v.value), v.from === null ? v.source : `${v.source} (${v.from})`]);
+    const rows = Object.entries(settings).map(([key, v]) => [
+      names[key] ?? key,
+      v.value === null ? '(unset)' : String(v.value),
+      v.from === null ? v.source : `${v.source} (${v.from})`,
+    ]);
     const accessLines = access.length === 0 ? ['  (no storage account configured)'] : access.map((a) => `  ${storageAccessLine(a)}`);
-    const serviceBusLines = serviceBus.length === 0 ? '' : `\nService Bus access:\n${serviceBus.map((line) => `  ${maskSecret(line)}`).join('\n')}\n`;
-    process.stdout.write(`Config file: ${config.file ?? '(none)'}\n\n${fittedTable(['Setting', 'Value', 'Source'], rows, { wrap: 1, width: process.stdout.isTTY ? process.stdout.columns : null })}\n\nStorage access:\n${accessLines.join('\n')}\n${serviceBusLines}`);
+    const serviceBusLines =
+      serviceBus.length === 0 ? '' : `\nService Bus access:\n${serviceBus.map((line) => `  ${maskSecret(line)}`).join('\n')}\n`;
+    process.stdout.write(
+      `Config file: ${config.file ?? '(none)'}\n\n${fittedTable(['Setting', 'Value', 'Source'], rows, { wrap: 1, width: process.stdout.isTTY ? process.stdout.columns : null })}\n\nStorage access:\n${accessLines.join('\n')}\n${serviceBusLines}`,
+    );
   }
 }

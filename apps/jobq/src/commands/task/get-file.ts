@@ -18,7 +18,10 @@ export function markerArgument(text: string): StashedFile | null {
     throw new UsageError(`jobq task get-file: the marker is not valid JSON: ${(error as Error).message}`);
   }
   const marker = parseStashMarker(value);
-  if (marker === null) throw new UsageError('jobq task get-file: not a stash marker: expected {"__jobq_stash__":{"v":1,"state":"ready","blob_name":…,"md5":…,"size":…}}');
+  if (marker === null)
+    throw new UsageError(
+      'jobq task get-file: not a stash marker: expected {"__jobq_stash__":{"v":1,"state":"ready","blob_name":…,"md5":…,"size":…}}',
+    );
   return new StashedFile(marker);
 }
 
@@ -46,7 +49,11 @@ export default class TaskGetFile extends JobqCommand {
   static override usage = ['task get-file TASK [KEY] DEST', 'task get-file MARKER DEST'];
   static override args = {
     task: Args.string({ description: 'The upstream task (or a stash marker as JSON)', required: false, ignoreStdin: true }),
-    key: Args.string({ description: 'The top-level key of its output holding the file (omit when the output is the file)', required: false, ignoreStdin: true }),
+    key: Args.string({
+      description: 'The top-level key of its output holding the file (omit when the output is the file)',
+      required: false,
+      ignoreStdin: true,
+    }),
     dest: Args.string({ description: 'Where to write the file (a path or an existing directory)', required: false, ignoreStdin: true }),
   };
 

@@ -45,10 +45,13 @@ export function requireTaskEnvironment(command: string, extra: readonly string[]
 
 /** A helper's message with `helperName()` replaced by the `jobq task …` command. */
 export function cliMessage(message: string): string {
-  return message.replace(/\b(setOutput|getUpstreamOutputs|getUpstreamOutput|getRealUpstreamTasks|isCancelled|stashFile|getFile)\(\)/g, (_m, helper: string) => {
-    const command = COMMAND_OF_HELPER[helper];
-    return command === undefined ? `${helper}()` : `jobq task ${command}`;
-  });
+  return message.replace(
+    /\b(setOutput|getUpstreamOutputs|getUpstreamOutput|getRealUpstreamTasks|isCancelled|stashFile|getFile)\(\)/g,
+    (_m, helper: string) => {
+      const command = COMMAND_OF_HELPER[helper];
+      return command === undefined ? `${helper}()` : `jobq task ${command}`;
+    },
+  );
 }
 
 /**
@@ -80,7 +83,11 @@ export default class TaskInfo extends JobqCommand {
     'Prints the workflow id, task name, attempt and the other JOBQ_* settings the worker gives a workflow task, as one JSON object ' +
     '(values that are not set are null; connection strings are never printed). "in_task" is false outside a workflow task; ' +
     'with --check, running outside a workflow task is an error (exit 2).';
-  static override examples = ['<%= config.bin %> task info', 'echo "attempt $(<%= config.bin %> task info | jq .attempt)"', '<%= config.bin %> task info --check'];
+  static override examples = [
+    '<%= config.bin %> task info',
+    'echo "attempt $(<%= config.bin %> task info | jq .attempt)"',
+    '<%= config.bin %> task info --check',
+  ];
   static override flags = {
     check: Flags.boolean({ description: 'Exit 2 with one line on stderr when not inside a workflow task', default: false }),
   };

@@ -25,10 +25,16 @@ export function cliCancellationChecker(offline: boolean, warn: (line: string) =>
     if (prefixText === null) return false;
     try {
       const prefix = parseWorkflowPrefix(prefixText);
-      const store = await openWorkflowStore({ connection: withStorageCredential(storageConnectionFor(prefix.account, env)), prefix: prefix.prefix, createIfMissing: false });
+      const store = await openWorkflowStore({
+        connection: withStorageCredential(storageConnectionFor(prefix.account, env)),
+        prefix: prefix.prefix,
+        createIfMissing: false,
+      });
       return await cancelCheckFromStore(store)(workflowId);
     } catch (error) {
-      warn(`jobq task is-cancelled: could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${errorLine(error)}`);
+      warn(
+        `jobq task is-cancelled: could not read the cancel flag of workflow "${workflowId}" (treated as not cancelled): ${errorLine(error)}`,
+      );
       return false;
     }
   };

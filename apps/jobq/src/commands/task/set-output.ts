@@ -38,16 +38,20 @@ export default class TaskSetOutput extends JobqCommand {
       text = await readStdin();
       if (!flags.json) text = text.replace(/\r?\n$/, '');
     } else {
-      if (args.value === undefined) throw new UsageError('jobq task set-output: missing VALUE (or pass --stdin to read it from standard input)');
+      if (args.value === undefined)
+        throw new UsageError('jobq task set-output: missing VALUE (or pass --stdin to read it from standard input)');
       text = args.value;
     }
     let value: unknown = text;
     if (flags.json) {
-      if (text.trim() === '') throw new UsageError(`jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is empty, which is not JSON`);
+      if (text.trim() === '')
+        throw new UsageError(`jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is empty, which is not JSON`);
       try {
         value = JSON.parse(text) as unknown;
       } catch (error) {
-        throw new UsageError(`jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is not valid JSON: ${(error as Error).message}`);
+        throw new UsageError(
+          `jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is not valid JSON: ${(error as Error).message}`,
+        );
       }
     }
     await callHelper(() => setOutput(value));

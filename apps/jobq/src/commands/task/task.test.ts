@@ -76,7 +76,10 @@ async function taskEnv(
 }
 
 /** Runs `jobq task ARGS…` once per argument list, all at once; results in the same order. */
-function runTasks<const T extends ReadonlyArray<readonly string[]>>(argsList: T, env: NodeJS.ProcessEnv): Promise<{ [K in keyof T]: CliResult }> {
+function runTasks<const T extends ReadonlyArray<readonly string[]>>(
+  argsList: T,
+  env: NodeJS.ProcessEnv,
+): Promise<{ [K in keyof T]: CliResult }> {
   return Promise.all(argsList.map((args) => runCli(['task', ...args], { env }))) as Promise<{ [K in keyof T]: CliResult }>;
 }
 
@@ -97,12 +100,23 @@ describe('outside a workflow task', () => {
       const command = COMMANDS[index]![0];
       expect(result.code).toBe(2);
       expect(result.stdout).toBe('');
-      expect(result.stderr.trim().split('\n')).toEqual([`jobq: jobq task ${command} can only run inside a jobq workflow task (JOBQ_WORKFLOW_TASK is not set)`]);
+      expect(result.stderr.trim().split('\n')).toEqual([
+        `jobq: jobq task ${command} can only run inside a jobq workflow task (JOBQ_WORKFLOW_TASK is not set)`,
+      ]);
     });
   });
 
   it('every command has a summary, a description and examples for --help', async () => {
-    const classes = [TaskSetOutput, TaskGetUpstream, TaskGetUpstreamOutputs, TaskGetRealUpstreamTasks, TaskIsCancelled, TaskStashFile, TaskGetFile, TaskInfo];
+    const classes = [
+      TaskSetOutput,
+      TaskGetUpstream,
+      TaskGetUpstreamOutputs,
+      TaskGetRealUpstreamTasks,
+      TaskIsCancelled,
+      TaskStashFile,
+      TaskGetFile,
+      TaskInfo,
+    ];
     for (const command of classes) {
       expect(command.summary).toBeTruthy();
       expect(command.description).toBeTruthy();
@@ -114,7 +128,10 @@ describe('outside a workflow task', () => {
   });
 
   it('task info says it is not in a task; --check exits 2', async () => {
-    const [info, check] = await Promise.all([runCli(['task', 'info'], { env: cleanEnv() }), runCli(['task', 'info', '--check'], { env: cleanEnv() })]);
+    const [info, check] = await Promise.all([
+      runCli(['task', 'info'], { env: cleanEnv() }),
+      runCli(['task', 'info', '--check'], { env: cleanEnv() }),
+    ]);
     expect(info.code).toBe(0);
     expect(JSON.parse(info.stdout)).toMatchObject({ in_task: false, workflow_id: null, task: null });
     expect(check.code).toBe(2);
@@ -199,7 +216,10 @@ describe('upstream outputs', () => {
 
   it('get-upstream: a failed parent is an error (exit 1), a task that is not upstream a usage error (exit 2)', async () => {
     const { env } = await consumer();
-    const [failed, stranger] = await Promise.all([runCli(['task', 'get-upstream', 'failed'], { env }), runCli(['task', 'get-upstream', 'stranger'], { env })]);
+    const [failed, stranger] = await Promise.all([
+      runCli(['task', 'get-upstream', 'failed'], { env }),
+      runCli(['task', 'get-upstream', 'stranger'], { env }),
+    ]);
     expect(failed.code).toBe(1);
     expect(failed.stdout).toBe('');
     expect(failed.stderr.trim().split('\n')).toHaveLength(1);
@@ -298,7 +318,9 @@ describe("through the worker's task channel (no storage credential in the task)"
 
   beforeAll(async () => {
     const stashed = await outputs.putFile(WORKFLOW, 'train', 1, 'model.bin', bytes);
-    marker = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: stashed.blobName, md5: stashed.md5, size: stashed.size } });
+    marker = JSON.stringify({
+      __jobq_stash__: { v: 1, state: 'ready', blob_name: stashed.blobName, md5: stashed.md5, size: stashed.size },
+    });
     bigRef = (await outputs.putOutput(WORKFLOW, 'chanbig', 1, JSON.stringify(big))).ref!;
   });
 
@@ -310,7 +332,14 @@ describe("through the worker's task channel (no storage credential in the task)"
   async function channelTask(): Promise<TaskEnv> {
     const refs = { train: `{"model":${marker},"loss":0.1}`, chanbig: bigRef };
     const task = await taskEnv('eval', refs);
-    const channel = await startTaskChannel({ dir: task.taskDir, workflowId: WORKFLOW, taskName: 'eval', attemptNo: 1, upstreamRefs: refs, outputs });
+    const channel = await startTaskChannel({
+      dir: task.taskDir,
+      workflowId: WORKFLOW,
+      taskName: 'eval',
+      attemptNo: 1,
+      upstreamRefs: refs,
+      outputs,
+    });
     channels.push(channel);
     delete task.env.JOBQ_STORAGE_CONNECTION_STRING;
     Object.assign(task.env, channel.env);
@@ -342,14 +371,20 @@ describe("through the worker's task channel (no storage credential in the task)"
     expect(stash.code).toBe(0);
     const stashed = JSON.parse(stash.stdout) as { __jobq_stash__: { blob_name: string; md5: string; size: number } };
     expect(stashed.__jobq_stash__.blob_name).toBe(`workflow-files/${WORKFLOW}/eval/1/report.csv`);
-    const back = await outputs.getFile({ blobName: stashed.__jobq_stash__.blob_name, md5: stashed.__jobq_stash__.md5, size: stashed.__jobq_stash__.size });
+    const back = await outputs.getFile({
+      blobName: stashed.__jobq_stash__.blob_name,
+      md5: stashed.__jobq_stash__.md5,
+      size: stashed.__jobq_stash__.size,
+    });
     expect(Buffer.from(back).toString()).toBe('a,b\n1,2\n');
   });
 
   it("get-file of a marker in no parent's output is refused by the worker (exit 1, one line); is-cancelled reads no storage", async () => {
     const task = await channelTask();
     const other = await outputs.putFile(WORKFLOW, 'sibling', 1, 'secret.bin', Buffer.from('not yours'));
-    const foreign = JSON.stringify({ __jobq_stash__: { v: 1, state: 'ready', blob_name: other.blobName, md5: other.md5, size: other.size } });
+    const foreign = JSON.stringify({
+      __jobq_stash__: { v: 1, state: 'ready', blob_name: other.blobName, md5: other.md5, size: other.size },
+    });
     const [refused, cancelled] = await runTasks([['get-file', foreign, join(task.taskDir, 'stolen.bin')], ['is-cancelled']], task.env);
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split('\n')).toEqual([
@@ -364,7 +399,11 @@ describe('is-cancelled', () => {
   let deployment: Deployment;
 
   beforeAll(async () => {
-    const config = resolveConfig({ prefix: `devstoreaccount1/${PREFIX}` }, { JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString }, dir);
+    const config = resolveConfig(
+      { prefix: `devstoreaccount1/${PREFIX}` },
+      { JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString },
+      dir,
+    );
     deployment = await openDeployment(config);
   });
 
@@ -374,10 +413,16 @@ describe('is-cancelled', () => {
 
   it('reflects a cancel requested through WorkflowClient.cancel; --exit-code answers with the exit code', async () => {
     const workflowId = 'wf-cancel-me';
-    await deployment.client.submit({ definition: { name: 'c', tasks: [{ name: 'a', kwargs: { cmd: 'sleep 100' } }] } as never }, { id: workflowId });
+    await deployment.client.submit(
+      { definition: { name: 'c', tasks: [{ name: 'a', kwargs: { cmd: 'sleep 100' } }] } as never },
+      { id: workflowId },
+    );
     const { env } = await taskEnv('a', {}, { workflowId });
 
-    const [before, beforeCode] = await Promise.all([runCli(['task', 'is-cancelled'], { env }), runCli(['task', 'is-cancelled', '--exit-code'], { env })]);
+    const [before, beforeCode] = await Promise.all([
+      runCli(['task', 'is-cancelled'], { env }),
+      runCli(['task', 'is-cancelled', '--exit-code'], { env }),
+    ]);
     expect(before.code).toBe(0);
     expect(before.stdout).toBe('false\n');
     expect(beforeCode.code).toBe(1);
@@ -387,7 +432,10 @@ describe('is-cancelled', () => {
     const requested = await deployment.client.cancel(workflowId);
     expect(requested.requested).toBe(true);
 
-    const [after, afterCode, offline] = await runTasks([['is-cancelled'], ['is-cancelled', '--exit-code'], ['is-cancelled', '--offline']], env);
+    const [after, afterCode, offline] = await runTasks(
+      [['is-cancelled'], ['is-cancelled', '--exit-code'], ['is-cancelled', '--offline']],
+      env,
+    );
     expect(after.code).toBe(0);
     expect(after.stdout).toBe('true\n');
     expect(afterCode.code).toBe(0);
@@ -397,7 +445,17 @@ describe('is-cancelled', () => {
   });
 
   it("is true when the worker's cancel mark exists, without reading storage", async () => {
-    const { env, taskDir } = await taskEnv('a', {}, { workflowId: 'wf-unknown', extra: { JOBQ_STORAGE_CONNECTION_STRING: 'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=bm9wZQ==;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;' } });
+    const { env, taskDir } = await taskEnv(
+      'a',
+      {},
+      {
+        workflowId: 'wf-unknown',
+        extra: {
+          JOBQ_STORAGE_CONNECTION_STRING:
+            'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=bm9wZQ==;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;TableEndpoint=http://127.0.0.1:1/devstoreaccount1;QueueEndpoint=http://127.0.0.1:1/devstoreaccount1;',
+        },
+      },
+    );
     await writeFile(join(taskDir, 'cancelled'), '');
     const result = await runCli(['task', 'is-cancelled'], { env });
     expect(result.code).toBe(0);
@@ -410,7 +468,11 @@ describe('inside a real workflow task (WorkflowProcessor)', () => {
   const jobq = `"${process.execPath}" "${CLI}"`;
 
   beforeAll(async () => {
-    const config = resolveConfig({ prefix: `devstoreaccount1/E2e${process.pid}` }, { JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString }, dir);
+    const config = resolveConfig(
+      { prefix: `devstoreaccount1/E2e${process.pid}` },
+      { JOBQ_STORAGE_CONNECTION_STRING: azurite.connectionString },
+      dir,
+    );
     deployment = await openDeployment(config);
   });
 
@@ -483,14 +545,19 @@ describe('inside a real workflow task (WorkflowProcessor)', () => {
   it("stash-file, get-upstream and get-file work through the worker's channel; the task finds no credential to open the store with", async () => {
     const workflowId = 'wf-e2e-channel';
     // A workflow of this deployment that a task must not be able to list.
-    await deployment.client.submit({ definition: { name: 'visible', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] } as never }, { id: 'wf-not-yours' });
+    await deployment.client.submit(
+      { definition: { name: 'visible', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] } as never },
+      { id: 'wf-not-yours' },
+    );
     const producerCmd = [
       'd=$(dirname "$JOBQ_OUTPUT_FILE")',
       'seq 1 20000 > "$d/model.txt"',
       `m=$(${jobq} task stash-file "$d/model.txt") || exit 11`,
       `${jobq} task set-output --json "{\\"model\\": $m, \\"padding\\": \\"$(head -c 40000 /dev/zero | tr '\\0' p)\\"}"`,
     ].join('; ');
-    const { byTask: produced } = await runTasksOnWorker(workflowId, [{ workflowId, taskName: 'producer', attemptNo: 1, kwargs: { cmd: producerCmd } }]);
+    const { byTask: produced } = await runTasksOnWorker(workflowId, [
+      { workflowId, taskName: 'producer', attemptNo: 1, kwargs: { cmd: producerCmd } },
+    ]);
     expect(produced.producer).toMatchObject({ success: true, error: null });
     const producerRef = produced.producer!.outputRef!;
     expect(producerRef).toMatch(/^blob:/);

@@ -20,7 +20,7 @@ async function confirm(question: string): Promise<boolean> {
 export default class WorkflowBreakLease extends JobqCommand {
   static override summary = 'Break the coordinator lease of the deployment';
   static override description =
-    'Breaks the lease on the prefix\'s coordinator lock so that a new coordinator can start at once, for example after a coordinator ' +
+    "Breaks the lease on the prefix's coordinator lock so that a new coordinator can start at once, for example after a coordinator " +
     'was killed and its lease has not run out yet (it runs out by itself within 60 s). A coordinator still running loses the lease ' +
     'and stops at once. Asks for confirmation unless -y/--yes is given; -y is required when stdin is not a terminal.';
   static override examples = ['<%= config.bin %> workflow myaccount/MyProject break-lease', '<%= config.bin %> workflow break-lease --yes'];
@@ -35,7 +35,8 @@ export default class WorkflowBreakLease extends JobqCommand {
     const prefix = requirePrefix(config);
     const target = `${prefix.account}/${prefix.prefix}`;
     if (!flags.yes) {
-      if (!process.stdin.isTTY) throw new UsageError('stdin is not a terminal: pass -y/--yes to break the coordinator lease without confirmation');
+      if (!process.stdin.isTTY)
+        throw new UsageError('stdin is not a terminal: pass -y/--yes to break the coordinator lease without confirmation');
       const ok = await confirm(`Break the coordinator lease of ${target}? A coordinator still running there stops at once. [y/N] `);
       if (!ok) {
         this.note('Aborted: the lease was left alone.');

@@ -61,7 +61,10 @@ afterAll(async () => {
 describe('jobq workflow coordinator', () => {
   it('runs a submitted workflow to completion with a worker, refuses a second coordinator, stops cleanly on SIGTERM', async () => {
     const env = storage.env(prefix);
-    const coordinator = start(['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2', '--retention', '30d'], env);
+    const coordinator = start(
+      ['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2', '--retention', '30d'],
+      env,
+    );
     started.push(coordinator);
     await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
     expect(coordinator.stderr()).toContain(`Coordinator for devstoreaccount1/${prefix}`);
@@ -69,7 +72,9 @@ describe('jobq workflow coordinator', () => {
     expect(coordinator.stderr()).toContain('idle-sleep=0.2 (flag --idle-sleep)');
     expect(coordinator.stderr()).toContain('retention=30d (flag --retention)');
     // The old spelling of --cancel-poll-interval (seconds) still works, with one warning line.
-    expect(coordinator.stderr()).toContain('jobq: warning: --cancel-poll-interval-s (seconds) is deprecated and goes in the next minor version: use --cancel-poll-interval 0.2s\n');
+    expect(coordinator.stderr()).toContain(
+      'jobq: warning: --cancel-poll-interval-s (seconds) is deprecated and goes in the next minor version: use --cancel-poll-interval 0.2s\n',
+    );
     expect(coordinator.stderr()).toContain('cancel-poll-interval=0.2 (flag --cancel-poll-interval)');
 
     const second = await runCli(['workflow', 'coordinator'], { env });
@@ -82,9 +87,17 @@ describe('jobq workflow coordinator', () => {
     expect(submitted.code).toBe(0);
     const id = submitted.stdout.trim();
 
-    worker = await createWorker(await openDeployment(configFromFlags({}, env)), { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
+    worker = await createWorker(await openDeployment(configFromFlags({}, env)), {
+      queue: 'default',
+      numWorkers: 2,
+      maxIdleBackoffInMs: 200,
+      log: () => {},
+    });
     const workerRun = worker.run();
-    await waitFor('the workflow to complete', async () => (await deployment.client.status(id, { detail: true }))?.runtime?.status === 'completed');
+    await waitFor(
+      'the workflow to complete',
+      async () => (await deployment.client.status(id, { detail: true }))?.runtime?.status === 'completed',
+    );
     await worker.stop();
     await workerRun;
     worker = null;

@@ -16,7 +16,10 @@ export function coordinatorHealth(coordinator: Coordinator | null, now: () => nu
       if (coordinator === null) return { ok: true, details: { role: 'coordinator', phase: 'starting', holds: 'nothing' } };
       const h = coordinator.health();
       const sinceTick = Math.max(0, now() - h.lastTickAt);
-      return { ok: h.phase === 'stopping' || h.phase === 'stopped' || sinceTick <= LIVENESS_STALE_AFTER_IN_MS, details: { role: 'coordinator', phase: h.phase, holds: h.holds, last_tick_ms_ago: sinceTick } };
+      return {
+        ok: h.phase === 'stopping' || h.phase === 'stopped' || sinceTick <= LIVENESS_STALE_AFTER_IN_MS,
+        details: { role: 'coordinator', phase: h.phase, holds: h.holds, last_tick_ms_ago: sinceTick },
+      };
     },
     ready() {
       if (coordinator === null) return { ok: false, details: { role: 'coordinator', phase: 'starting', holds: 'nothing' } };
@@ -48,9 +51,13 @@ export default class WorkflowCoordinator extends JobqCommand {
   static override flags = {
     ...configFlags,
     ...coordinatorFlags,
-    'break-lease': Flags.boolean({ description: 'Break a lease held by another coordinator first (that coordinator stops at once)', default: false }),
+    'break-lease': Flags.boolean({
+      description: 'Break a lease held by another coordinator first (that coordinator stops at once)',
+      default: false,
+    }),
     'wait-for-lease': Flags.boolean({
-      description: 'While another coordinator holds the lease, wait as a standby (trying every 2s) and take over once it is free, instead of exiting 1; SIGTERM ends the wait',
+      description:
+        'While another coordinator holds the lease, wait as a standby (trying every 2s) and take over once it is free, instead of exiting 1; SIGTERM ends the wait',
       default: false,
       env: 'JOBQ_WAIT_FOR_LEASE',
       exclusive: ['break-lease'],
@@ -82,7 +89,9 @@ export default class WorkflowCoordinator extends JobqCommand {
     const onSignal = (signal: NodeJS.Signals): void => {
       signals++;
       if (signals === 1) {
-        this.note(`${signal}: stopping${coordinator.health().phase === 'waiting' ? ' the wait for the lease' : ' after the current batch'}…`);
+        this.note(
+          `${signal}: stopping${coordinator.health().phase === 'waiting' ? ' the wait for the lease' : ' after the current batch'}…`,
+        );
         // A failing stop surfaces through run() below.
         coordinator.stop().catch(() => undefined);
       } else {
@@ -110,9 +119,15 @@ export default class WorkflowCoordinator extends JobqCommand {
     }
   }
 
-  private announce(brokeLease: boolean, deployment: Awaited<ReturnType<typeof openDeployment>>, config: ReturnType<typeof configFromFlags>): Promise<void> {
+  private announce(
+    brokeLease: boolean,
+    deployment: Awaited<ReturnType<typeof openDeployment>>,
+    config: ReturnType<typeof configFromFlags>,
+  ): Promise<void> {
     const queues = config.queues.value ?? deployment.prefix.account;
-    this.note(`Coordinator for ${deployment.target} (task queues on ${queues}, completions in ${deployment.completions.name}, outputs in ${deployment.outputs.outputsContainer})`);
+    this.note(
+      `Coordinator for ${deployment.target} (task queues on ${queues}, completions in ${deployment.completions.name}, outputs in ${deployment.outputs.outputsContainer})`,
+    );
     const settings = COORDINATOR_SETTINGS.map((s) => {
       const r = config.coordinator[s.key];
       const value = isDurationSetting(s) ? (r.value === 0 ? 'off' : formatDuration(Math.round(r.value * 1000))) : r.value;

@@ -47,7 +47,9 @@ describe('jobq workflow doctor', () => {
     // The old spelling of --stale-pending (in seconds) still works, with one warning line.
     const result = await runCli(['workflow', 'doctor', '--stale-pending-sec', '0'], { env: storage.env(idle) });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('jobq: warning: --stale-pending-sec (seconds) is deprecated and goes in the next minor version: use --stale-pending 0s\n');
+    expect(result.stderr).toContain(
+      'jobq: warning: --stale-pending-sec (seconds) is deprecated and goes in the next minor version: use --stale-pending 0s\n',
+    );
     expect(result.stdout).toMatch(/✔ config\s+devstoreaccount1\//);
     expect(result.stdout).toMatch(/✔ store\s+1 workflow/);
     expect(result.stdout).toMatch(/✖ coordinator lease/);
@@ -87,7 +89,13 @@ describe('jobq workflow doctor', () => {
   });
 
   it('with a running coordinator: lease and stats pass, exit 0', async () => {
-    coordinator = createCoordinator(servedDeployment, { receiveWaitInMs: 100, idleSleepInMs: 50, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: () => {} });
+    coordinator = createCoordinator(servedDeployment, {
+      receiveWaitInMs: 100,
+      idleSleepInMs: 50,
+      cancelPollIntervalInMs: 200,
+      statsIntervalInMs: 500,
+      log: () => {},
+    });
     await coordinator.start();
     await waitFor('the coordinator stats', async () => (await servedDeployment.store.readCoordinatorStats()) !== null);
     const result = await runCli(['workflow', 'doctor', '--json'], { env: storage.env(served) });
@@ -112,7 +120,9 @@ describe('jobq workflow doctor', () => {
     // The old spelling of --oldest-message (in minutes) still works, with one warning line.
     const explain = await runCli(['workflow', 'explain', 'unserved-1', '--oldest-message-min', '0'], { env: storage.env(served) });
     expect(explain.code).toBe(0);
-    expect(explain.stderr).toContain('jobq: warning: --oldest-message-min (minutes) is deprecated and goes in the next minor version: use --oldest-message 0m\n');
+    expect(explain.stderr).toContain(
+      'jobq: warning: --oldest-message-min (minutes) is deprecated and goes in the next minor version: use --oldest-message 0m\n',
+    );
     expect(explain.stdout).toMatch(/Status\s+running/);
     expect(explain.stdout).toMatch(/a\s+running\s+queue nobody\s+attempt 1/);
     expect(explain.stdout).toContain('waiting for "a" (running)');
@@ -123,12 +133,20 @@ describe('jobq workflow doctor', () => {
     const prefix = uniquePrefix('DocCorrupt');
     const deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
     await deployment.client.submit({ text: TWO_TASKS, filename: 'two.yaml' }, { id: 'broken-1' });
-    await deployment.store.markCorrupt('broken-1', 'the runtime of workflow "broken-1" cannot be read: it is not JSON', new Date().toISOString());
+    await deployment.store.markCorrupt(
+      'broken-1',
+      'the runtime of workflow "broken-1" cannot be read: it is not JSON',
+      new Date().toISOString(),
+    );
     const result = await runCli(['workflow', 'doctor'], { env: storage.env(prefix) });
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/✖ corrupt workflows\s+1 workflow set aside as corrupt: broken-1 \(the runtime of workflow "broken-1" cannot be read: it is not JSON\)/);
+    expect(result.stdout).toMatch(
+      /✖ corrupt workflows\s+1 workflow set aside as corrupt: broken-1 \(the runtime of workflow "broken-1" cannot be read: it is not JSON\)/,
+    );
     const listed = await runCli(['workflow', 'list', '--status', 'corrupt', '--json'], { env: storage.env(prefix) });
-    expect((JSON.parse(listed.stdout) as Array<{ workflow_id: string; status: string }>).map((w) => [w.workflow_id, w.status])).toEqual([['broken-1', 'corrupt']]);
+    expect((JSON.parse(listed.stdout) as Array<{ workflow_id: string; status: string }>).map((w) => [w.workflow_id, w.status])).toEqual([
+      ['broken-1', 'corrupt'],
+    ]);
   });
 
   it('uses a SAS connection string (no AccountName) and says so, without printing the signature', async () => {

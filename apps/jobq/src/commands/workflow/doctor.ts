@@ -65,10 +65,16 @@ export function configCheck(config: CliConfig, env: NodeJS.ProcessEnv = process.
   const parts = [`${prefix.account}/${prefix.prefix} (prefix from ${source(config.prefix)})`];
   const access = storageAccess(config);
   parts.push(`storage access: ${access.map(storageAccessLine).join(', ')}`);
-  parts.push(config.queues.value === null ? "queues: the prefix's account" : `queues: ${config.queues.value} (from ${source(config.queues)})`);
+  parts.push(
+    config.queues.value === null ? "queues: the prefix's account" : `queues: ${config.queues.value} (from ${source(config.queues)})`,
+  );
   const namespace = queuesNamespace(config);
   if (namespace !== null) parts.push(`service bus access: ${serviceBusAccessLine(config, namespace)}`);
-  parts.push(config.blobs.value === null ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs` : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`);
+  parts.push(
+    config.blobs.value === null
+      ? `blobs: container ${prefix.prefix.toLowerCase()}-outputs`
+      : `blobs: ${config.blobs.value} (from ${source(config.blobs)})`,
+  );
   if (config.file !== null) parts.push(`config file ${config.file}`);
   const identity = workloadIdentityStatus(env);
   parts.push(workloadIdentityLine(identity));
@@ -186,7 +192,9 @@ async function storeCheck(deployment: Deployment): Promise<{ check: DoctorCheck;
       check: {
         name: 'store',
         status: 'fail',
-        message: missing ? `the workflow index of ${target} does not exist: nothing was ever submitted to this prefix` : `cannot list workflows in ${target}: ${errorLine(error)}`,
+        message: missing
+          ? `the workflow index of ${target} does not exist: nothing was ever submitted to this prefix`
+          : `cannot list workflows in ${target}: ${errorLine(error)}`,
         hint: missing
           ? 'check the prefix (it is case-sensitive for tables); submitting a workflow or starting a coordinator creates the storage'
           : 'check the account name, the credential (az login, or the connection string) and network access to the storage account',
@@ -196,7 +204,15 @@ async function storeCheck(deployment: Deployment): Promise<{ check: DoctorCheck;
   }
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   const byStatus = (Object.entries(counts) as Array<[WorkflowStatus, number]>).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${n}`);
-  return { check: { name: 'store', status: 'ok', message: `${plural(total, 'workflow')} in ${target}${byStatus.length > 0 ? ` (${byStatus.join(', ')})` : ''}`, hint: null }, counts };
+  return {
+    check: {
+      name: 'store',
+      status: 'ok',
+      message: `${plural(total, 'workflow')} in ${target}${byStatus.length > 0 ? ` (${byStatus.join(', ')})` : ''}`,
+      hint: null,
+    },
+    counts,
+  };
 }
 
 /** The checks after `store`, in the order they print (the command's description lists them). */
@@ -207,14 +223,23 @@ const CHECKS: Check[] = [
       const queueName = deployment.completions.name;
       try {
         const messages = await deployment.completions.approximateMessageCount();
-        return { name: 'completion queue', status: 'ok', message: `${queueName}: about ${plural(messages, 'message')} waiting`, hint: null };
+        return {
+          name: 'completion queue',
+          status: 'ok',
+          message: `${queueName}: about ${plural(messages, 'message')} waiting`,
+          hint: null,
+        };
       } catch (error) {
         const missing = isJobqError(error, 'not-found');
         return {
           name: 'completion queue',
           status: missing && total === 0 ? 'warn' : 'fail',
-          message: missing ? `${queueName} does not exist${total === 0 ? ' yet: nothing was submitted and no coordinator has run on this prefix' : ''}` : `cannot read ${queueName}: ${errorLine(error)}`,
-          hint: missing ? 'submitting a workflow or starting a coordinator creates it' : 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
+          message: missing
+            ? `${queueName} does not exist${total === 0 ? ' yet: nothing was submitted and no coordinator has run on this prefix' : ''}`
+            : `cannot read ${queueName}: ${errorLine(error)}`,
+          hint: missing
+            ? 'submitting a workflow or starting a coordinator creates it'
+            : 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
         };
       }
     },
@@ -235,7 +260,12 @@ const CHECKS: Check[] = [
           hint: START_HINT,
         };
       } catch (error) {
-        return { name: 'coordinator lease', status: 'fail', message: `cannot read the coordinator lease: ${errorLine(error)}`, hint: 'check the credential and network access to the blob service' };
+        return {
+          name: 'coordinator lease',
+          status: 'fail',
+          message: `cannot read the coordinator lease: ${errorLine(error)}`,
+          hint: 'check the credential and network access to the blob service',
+        };
       }
     },
   },
@@ -251,16 +281,24 @@ const CHECKS: Check[] = [
           return {
             name: 'coordinator stats',
             status: 'warn',
-            message: leaseHeld ? 'the coordinator holding the lease has written no stats yet' : 'no stats were ever written: no coordinator has run on this prefix',
+            message: leaseHeld
+              ? 'the coordinator holding the lease has written no stats yet'
+              : 'no stats were ever written: no coordinator has run on this prefix',
             hint: leaseHeld ? 'run doctor again in a few seconds' : START_HINT,
           };
         }
         if (!Number.isFinite(writtenAt)) {
-          return { name: 'coordinator stats', status: 'warn', message: 'the stats document has no writtenAt time', hint: 'a coordinator of another version may be running' };
+          return {
+            name: 'coordinator stats',
+            status: 'warn',
+            message: 'the stats document has no writtenAt time',
+            hint: 'a coordinator of another version may be running',
+          };
         }
         const statsAge = ctx.now - writtenAt;
         const summary = `${statNumber(stats, 'completionsApplied')} completions applied, ${statNumber(stats, 'pushes')} tasks pushed, ${statNumber(stats, 'batches')} batches since ${statText(stats, 'startedAt')}`;
-        if (statsAge <= settings.staleStatsMs) return { name: 'coordinator stats', status: 'ok', message: `written ${age(statsAge)} ago: ${summary}`, hint: null };
+        if (statsAge <= settings.staleStatsMs)
+          return { name: 'coordinator stats', status: 'ok', message: `written ${age(statsAge)} ago: ${summary}`, hint: null };
         if (leaseHeld) {
           return {
             name: 'coordinator stats',
@@ -276,7 +314,12 @@ const CHECKS: Check[] = [
           hint: START_HINT,
         };
       } catch (error) {
-        return { name: 'coordinator stats', status: 'warn', message: `cannot read the coordinator stats: ${errorLine(error)}`, hint: 'the stats blob may be damaged; a running coordinator rewrites it every 10 s' };
+        return {
+          name: 'coordinator stats',
+          status: 'warn',
+          message: `cannot read the coordinator stats: ${errorLine(error)}`,
+          hint: 'the stats blob may be damaged; a running coordinator rewrites it every 10 s',
+        };
       }
     },
   },
@@ -303,7 +346,9 @@ const CHECKS: Check[] = [
       if (counts.corrupt === 0) return { name: 'corrupt workflows', status: 'ok', message: 'none', hint: null };
       try {
         const corrupt = await collectWorkflows(deployment.client, { status: ['corrupt'] }, 10_000);
-        const shown = corrupt.items.slice(0, 3).map((w) => `${w.workflowId} (${(w.error ?? 'no reason recorded').replace(/^corrupt: /, '')})`);
+        const shown = corrupt.items
+          .slice(0, 3)
+          .map((w) => `${w.workflowId} (${(w.error ?? 'no reason recorded').replace(/^corrupt: /, '')})`);
         return {
           name: 'corrupt workflows',
           status: 'fail',
@@ -311,7 +356,12 @@ const CHECKS: Check[] = [
           hint: 'the coordinator cannot process them and moves their messages to the dead-letter queue; submit them again under new ids (jobq workflow list --status corrupt)',
         };
       } catch (error) {
-        return { name: 'corrupt workflows', status: 'fail', message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt (cannot list them: ${errorLine(error)})`, hint: null };
+        return {
+          name: 'corrupt workflows',
+          status: 'fail',
+          message: `${plural(counts.corrupt, 'workflow')} set aside as corrupt (cannot list them: ${errorLine(error)})`,
+          hint: null,
+        };
       }
     },
   },
@@ -330,7 +380,12 @@ const CHECKS: Check[] = [
               message: `${plural(stale.length, 'workflow')} pending for more than ${limit}: ${someNames(stale.map((w) => w.workflowId))}: no coordinator is activating workflows`,
               hint: leaseHeld ? 'the coordinator holds the lease but does not activate them: check its log for errors' : START_HINT,
             }
-          : { name: 'pending workflows', status: 'ok', message: `none pending for more than ${limit}${pending.items.length > 0 ? ` (${pending.items.length} pending)` : ''}`, hint: null };
+          : {
+              name: 'pending workflows',
+              status: 'ok',
+              message: `none pending for more than ${limit}${pending.items.length > 0 ? ` (${pending.items.length} pending)` : ''}`,
+              hint: null,
+            };
       } catch (error) {
         return { name: 'pending workflows', status: 'warn', message: `cannot list pending workflows: ${errorLine(error)}`, hint: null };
       }
@@ -430,10 +485,13 @@ export async function readActiveWork(deployment: Deployment, settings: DoctorSet
   for (const runtime of runtimes) {
     const stillForMs = now - Date.parse(runtime.updatedAt);
     for (const task of explainRuntime(runtime, at).tasks) {
-      if (task.status === 'running' || (task.status === 'ready' && runtime.activated)) dispatched.set(task.queue, (dispatched.get(task.queue) ?? 0) + 1);
+      if (task.status === 'running' || (task.status === 'ready' && runtime.activated))
+        dispatched.set(task.queue, (dispatched.get(task.queue) ?? 0) + 1);
       // A retry sent with a delay counts from when it is due.
-      if (task.status === 'running' && task.ageMs !== null && task.ageMs >= settings.staleRunningMs) longRunning.push(`${runtime.workflowId}/${task.name} (${age(task.ageMs)})`);
-      if (task.status === 'ready' && task.heldBy === null && stillForMs >= settings.staleReadyMs) stuckReady.push(`${runtime.workflowId}/${task.name} (${age(stillForMs)})`);
+      if (task.status === 'running' && task.ageMs !== null && task.ageMs >= settings.staleRunningMs)
+        longRunning.push(`${runtime.workflowId}/${task.name} (${age(task.ageMs)})`);
+      if (task.status === 'ready' && task.heldBy === null && stillForMs >= settings.staleReadyMs)
+        stuckReady.push(`${runtime.workflowId}/${task.name} (${age(stillForMs)})`);
     }
   }
   return { ok: true, scope, longRunning, stuckReady, dispatched };
@@ -474,7 +532,11 @@ async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly str
       const location = deployment.locate(spec);
       if (location.backend !== 'servicebus' || seen.has(location.key)) continue;
       seen.add(location.key);
-      queues.push({ spec: `sb://${location.access.namespace}/${location.queueName}`, queue: await deployment.queue(spec), completions: false });
+      queues.push({
+        spec: `sb://${location.access.namespace}/${location.queueName}`,
+        queue: await deployment.queue(spec),
+        completions: false,
+      });
     } catch {
       // The task queues check above already says what is wrong with this queue.
     }
@@ -484,8 +546,14 @@ async function serviceBusQueuesCheck(deployment: Deployment, specs: readonly str
 }
 
 /** The task queues the active workflows use: their sizes, and whether their oldest message waits too long (no worker). */
-async function queuesCheck(deployment: Deployment, dispatched: Map<string, number>, staleQueueMs: number, now: number): Promise<DoctorCheck> {
-  if (dispatched.size === 0) return { name: 'task queues', status: 'ok', message: 'no task of an active workflow is queued or running', hint: null };
+async function queuesCheck(
+  deployment: Deployment,
+  dispatched: Map<string, number>,
+  staleQueueMs: number,
+  now: number,
+): Promise<DoctorCheck> {
+  if (dispatched.size === 0)
+    return { name: 'task queues', status: 'ok', message: 'no task of an active workflow is queued or running', hint: null };
   const specs = [...dispatched.keys()].sort().slice(0, MAX_QUEUES);
   const parts: string[] = [];
   const idle: string[] = [];
@@ -528,13 +596,21 @@ async function queuesCheck(deployment: Deployment, dispatched: Map<string, numbe
 }
 
 /** Runs every check; never throws for what it diagnoses. */
-export async function runDoctor(resolve: () => CliConfig, settings: DoctorSettings): Promise<{ target: string | null; checks: DoctorCheck[] }> {
+export async function runDoctor(
+  resolve: () => CliConfig,
+  settings: DoctorSettings,
+): Promise<{ target: string | null; checks: DoctorCheck[] }> {
   const checks: DoctorCheck[] = [];
   let config: CliConfig;
   try {
     config = resolve();
   } catch (error) {
-    checks.push({ name: 'config', status: 'fail', message: errorLine(error), hint: 'fix the setting named above (flag, environment variable or jobq.yaml)' });
+    checks.push({
+      name: 'config',
+      status: 'fail',
+      message: errorLine(error),
+      hint: 'fix the setting named above (flag, environment variable or jobq.yaml)',
+    });
     return { target: null, checks };
   }
   const first = configCheck(config);
@@ -546,7 +622,12 @@ export async function runDoctor(resolve: () => CliConfig, settings: DoctorSettin
   try {
     deployment = await openDeployment(config, { createIfMissing: false });
   } catch (error) {
-    checks.push({ name: 'store', status: 'fail', message: `cannot open the deployment: ${errorLine(error)}`, hint: 'check the prefix, JOBQ_WORKFLOW_QUEUES and JOBQ_WORKFLOW_BLOBS' });
+    checks.push({
+      name: 'store',
+      status: 'fail',
+      message: `cannot open the deployment: ${errorLine(error)}`,
+      hint: 'check the prefix, JOBQ_WORKFLOW_QUEUES and JOBQ_WORKFLOW_BLOBS',
+    });
     return { target, checks };
   }
   await deploymentChecks(deployment, settings, checks);
@@ -583,10 +664,20 @@ export default class WorkflowDoctor extends JobqCommand {
     'stale-running': Flags.string({ description: 'Warn about tasks running longer than this (a duration)', default: '60m' }),
     'stale-ready': Flags.string({ description: 'Warn about ready tasks not dispatched for longer than this (a duration)', default: '60m' }),
     'stale-stats': Flags.string({ description: 'Coordinator stats older than this are stale (a duration, at least 1s)', default: '60s' }),
-    'stale-queue': Flags.string({ description: 'Warn about a task queue whose oldest message is older than this (no worker; a duration)', default: '5m' }),
-    'worker-stale': Flags.string({ description: 'A worker heartbeat older than this does not count: a queue with waiting messages that no fresher heartbeat names is an error', default: '2m' }),
+    'stale-queue': Flags.string({
+      description: 'Warn about a task queue whose oldest message is older than this (no worker; a duration)',
+      default: '5m',
+    }),
+    'worker-stale': Flags.string({
+      description:
+        'A worker heartbeat older than this does not count: a queue with waiting messages that no fresher heartbeat names is an error',
+      default: '2m',
+    }),
     'max-workflows': Flags.integer({ description: 'Read the runtimes of at most this many active workflows', default: 50, min: 1 }),
-    json: Flags.boolean({ description: 'Print one JSON document: { ok, target, checks: [{ name, status, message, hint }], summary }', default: false }),
+    json: Flags.boolean({
+      description: 'Print one JSON document: { ok, target, checks: [{ name, status, message, hint }], summary }',
+      default: false,
+    }),
     'stale-pending-sec': legacyDurationFlag('stale-pending-sec', 'stale-pending', 'seconds'),
     'stale-running-min': legacyDurationFlag('stale-running-min', 'stale-running', 'minutes'),
     'stale-ready-min': legacyDurationFlag('stale-ready-min', 'stale-ready', 'minutes'),

@@ -40,7 +40,10 @@ describe('jobq workflow explain', () => {
 
     const json = await runCli(['workflow', 'explain', 'two-1', '--task', 'b', '--json'], { env: storage.env(prefix) });
     expect(json.code).toBe(0);
-    const doc = JSON.parse(json.stdout) as { workflow: { workflow_id: string; status: string; activated: boolean }; task: TaskDoc & { depends_on: string[] } };
+    const doc = JSON.parse(json.stdout) as {
+      workflow: { workflow_id: string; status: string; activated: boolean };
+      task: TaskDoc & { depends_on: string[] };
+    };
     expect(doc.workflow).toMatchObject({ workflow_id: 'two-1', status: 'pending', activated: false });
     expect(doc.task).toMatchObject({ name: 'b', status: 'pending', depends_on: ['a'] });
     expect(doc.task.reasons.join('\n')).toContain('waiting for "a"');
@@ -54,7 +57,9 @@ describe('jobq workflow explain', () => {
     expect(task.stderr).toContain('task "nope" is not in workflow "two-1"');
     const workflow = await runCli(['workflow', 'explain', 'no-such-workflow', '--json'], { env: storage.env(prefix) });
     expect(workflow.code).toBe(1);
-    expect(JSON.parse(workflow.stdout)).toEqual({ error: { code: 'not_found', message: expect.stringContaining('workflow "no-such-workflow" does not exist') } });
+    expect(JSON.parse(workflow.stdout)).toEqual({
+      error: { code: 'not_found', message: expect.stringContaining('workflow "no-such-workflow" does not exist') },
+    });
     expect(workflow.stderr).toContain('workflow "no-such-workflow" does not exist');
   });
 });

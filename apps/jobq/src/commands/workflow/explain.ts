@@ -1,5 +1,14 @@
 import { Args, Flags } from '@oclif/core';
-import { taskStatus, taskState, isBlocking, isTerminalTaskStatus, taskQueue, type TaskDefinition, type TaskStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  taskStatus,
+  taskState,
+  isBlocking,
+  isTerminalTaskStatus,
+  taskQueue,
+  type TaskDefinition,
+  type TaskStatus,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import type { ExplainReport, ExplainedQueue, ExplainedTask } from '@jobq/coordinator';
 import { JobqError, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../../base';
@@ -104,7 +113,16 @@ function taskDetail(runtime: WorkflowRuntime, def: TaskDefinition, explained: Ex
 }
 
 function workflowJson(w: ExplainReport['workflow']): ExplainedWorkflowJson {
-  return { workflow_id: w.workflowId, name: w.name, status: w.status, index_status: w.indexStatus, counts: w.counts, activated: w.activated, updated_at: w.updatedAt, reasons: w.reasons };
+  return {
+    workflow_id: w.workflowId,
+    name: w.name,
+    status: w.status,
+    index_status: w.indexStatus,
+    counts: w.counts,
+    activated: w.activated,
+    updated_at: w.updatedAt,
+    reasons: w.reasons,
+  };
 }
 
 function explainedTaskJson(t: ExplainedTask): ExplainedTaskJson {
@@ -154,7 +172,13 @@ async function addPlacements(deployment: Deployment, workflowId: string, runtime
   for (const task of tasks) {
     const state = taskState(runtime, task.name);
     if (state === undefined) continue;
-    const placement = placementOf(workflowId, { taskName: task.name, status: state.status, attemptNo: state.attemptNo, queue: task.queue, dispatchedAt: state.dispatchedAt }, workers, now, key);
+    const placement = placementOf(
+      workflowId,
+      { taskName: task.name, status: state.status, attemptNo: state.attemptNo, queue: task.queue, dispatchedAt: state.dispatchedAt },
+      workers,
+      now,
+      key,
+    );
     if (placement !== null) task.reasons.unshift(placement.text);
   }
 }
@@ -213,7 +237,7 @@ function taskLines(detail: TaskDetail, indent: string): string[] {
 export default class WorkflowExplain extends JobqCommand {
   static override summary = 'Explain why a workflow, or one of its tasks, is not progressing';
   static override description =
-    'Reads the workflow\'s runtime and says, for every unfinished task, why it is where it is: the dependencies it still waits for ' +
+    "Reads the workflow's runtime and says, for every unfinished task, why it is where it is: the dependencies it still waits for " +
     '(and its dep_policy), a condition and the parent outputs it reads, max_parallelism holding it back, the workflow not yet ' +
     'activated by a coordinator, a cancel request, or a task running for longer than --stale-running (its message may be lost). ' +
     'The task queues in use are peeked: an oldest message older than --oldest-message means no worker is taking them. ' +
@@ -230,11 +254,21 @@ export default class WorkflowExplain extends JobqCommand {
     ...configFlags,
     task: Flags.string({ description: 'Explain only this task' }),
     'stale-running': Flags.string({ description: 'Flag tasks running for longer than this (a duration)', default: '60m' }),
-    'oldest-message': Flags.string({ description: 'Flag a queue whose oldest visible message is older than this (a duration)', default: '5m' }),
+    'oldest-message': Flags.string({
+      description: 'Flag a queue whose oldest visible message is older than this (a duration)',
+      default: '5m',
+    }),
     'stale-running-min': legacyDurationFlag('stale-running-min', 'stale-running', 'minutes'),
     'oldest-message-min': legacyDurationFlag('oldest-message-min', 'oldest-message', 'minutes'),
-    limit: Flags.integer({ description: 'Unfinished and skipped tasks shown in text (0 = all; --json always has all)', default: 20, min: 0 }),
-    json: Flags.boolean({ description: 'Print one JSON document: the workflow, its unfinished tasks (or the one --task) and the queues', default: false }),
+    limit: Flags.integer({
+      description: 'Unfinished and skipped tasks shown in text (0 = all; --json always has all)',
+      default: 20,
+      min: 0,
+    }),
+    json: Flags.boolean({
+      description: 'Print one JSON document: the workflow, its unfinished tasks (or the one --task) and the queues',
+      default: false,
+    }),
   };
 
   async run(): Promise<void> {
@@ -245,7 +279,10 @@ export default class WorkflowExplain extends JobqCommand {
     const runtime = loaded.runtime;
     const taskDef = flags.task === undefined ? undefined : runtime.definition.tasks.find((t) => t.name === flags.task);
     if (flags.task !== undefined && taskDef === undefined) {
-      throw new JobqError('not-found', `task "${flags.task}" is not in workflow "${args.id}" (${runtime.definition.tasks.length} tasks; jobq workflow tasks ${args.id} lists them)`);
+      throw new JobqError(
+        'not-found',
+        `task "${flags.task}" is not in workflow "${args.id}" (${runtime.definition.tasks.length} tasks; jobq workflow tasks ${args.id} lists them)`,
+      );
     }
     const queues = await openQueues(deployment, runtime);
     const report = await deployment.client.explain(args.id, {
@@ -272,12 +309,16 @@ export default class WorkflowExplain extends JobqCommand {
         return;
       }
       const lines = [...workflowLines(report, deployment.target, fresh), '', ...taskLines(detail, '')];
-      if (detail.dependsOn.length > 0) lines.push(`  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${taskState(fresh, p)?.status ?? '?'})`).join(', ')}`);
+      if (detail.dependsOn.length > 0)
+        lines.push(
+          `  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${taskState(fresh, p)?.status ?? '?'})`).join(', ')}`,
+        );
       if (detail.error !== null && detail.status !== 'failed' && detail.status !== 'skipped') lines.push(`  last error: ${detail.error}`);
       if (queue !== null && !isTerminalTaskStatus(taskStatus(fresh, taskDef.name))) {
         lines.push('', `Queue ${queueLine(queue)}`, ...queue.reasons.map((r) => `  - ${r}`));
       }
-      if (detail.status === 'failed') lines.push(...(await failedTailLines(deployment.outputs, fresh, { maxTasks: 1, lines: 20, only: taskDef.name })));
+      if (detail.status === 'failed')
+        lines.push(...(await failedTailLines(deployment.outputs, fresh, { maxTasks: 1, lines: 20, only: taskDef.name })));
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
@@ -303,10 +344,15 @@ export default class WorkflowExplain extends JobqCommand {
         const def = fresh.definition.tasks.find((t) => t.name === task.name);
         if (def !== undefined) lines.push(...taskLines(taskDetail(fresh, def, task), '  '));
       }
-      if (shown.length < report.tasks.length) lines.push(`  … ${report.tasks.length - shown.length} more (--limit 0 shows all; --task NAME explains one)`);
+      if (shown.length < report.tasks.length)
+        lines.push(`  … ${report.tasks.length - shown.length} more (--limit 0 shows all; --task NAME explains one)`);
     }
     if (skipped.length > 0) {
-      lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.limit, more: '--limit 0 shows all' }));
+      lines.push(
+        '',
+        `Skipped tasks (${skipped.length})`,
+        ...skipLines(skipped, { prefix: '  ', limit: flags.limit, more: '--limit 0 shows all' }),
+      );
     }
     if (report.queues.length > 0) {
       lines.push('', 'Queues');

@@ -57,7 +57,10 @@ describe('jobq workflow list', () => {
     const loaded = await deployment.store.load('wf-cancelled');
     if (loaded === null) throw new Error('wf-cancelled was not created');
     // What a coordinator does with a cancel request of a workflow that has not started.
-    const saved = await deployment.store.save(reduce(loaded.runtime, { type: 'cancel', now: new Date().toISOString() }).runtime, loaded.etag);
+    const saved = await deployment.store.save(
+      reduce(loaded.runtime, { type: 'cancel', now: new Date().toISOString() }).runtime,
+      loaded.etag,
+    );
     expect(saved).toBeTruthy();
     const result = await runCli(['workflow', 'list', '--status', 'cancelled'], { env: storage.env(prefix) });
     expect(result.code).toBe(0);

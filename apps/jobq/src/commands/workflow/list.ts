@@ -20,7 +20,12 @@ export default class WorkflowList extends JobqCommand {
   ];
   static override flags = {
     ...configFlags,
-    status: Flags.string({ description: 'Only workflows in these statuses', multiple: true, delimiter: ',', options: [...WORKFLOW_STATUSES] }),
+    status: Flags.string({
+      description: 'Only workflows in these statuses',
+      multiple: true,
+      delimiter: ',',
+      options: [...WORKFLOW_STATUSES],
+    }),
     recent: Flags.integer({ description: 'Only the N most recently updated finished workflows, newest first', min: 1 }),
     json: Flags.boolean({ description: 'Print one JSON document: an array of index rows', default: false }),
   };

@@ -32,7 +32,11 @@ beforeAll(async () => {
   storage = await startTestStorage();
   const prefix = uniquePrefix('Logs');
   env = storage.env(prefix);
-  const config = resolveConfig({ prefix: `devstoreaccount1/${prefix}` }, { JOBQ_STORAGE_CONNECTION_STRING: storage.azurite.connectionString }, storage.dir);
+  const config = resolveConfig(
+    { prefix: `devstoreaccount1/${prefix}` },
+    { JOBQ_STORAGE_CONNECTION_STRING: storage.azurite.connectionString },
+    storage.dir,
+  );
   coordinator = createCoordinator(await openDeployment(config), { ...coordinatorOptions(config), log: () => undefined });
   await coordinator.start();
   const file = await storage.file('logs.yaml', WORKFLOW);
@@ -61,12 +65,29 @@ describe('jobq workflow logs', () => {
     expect(doc).toEqual({
       workflow_id: id,
       task: 'prep/a',
-      logs: [{ task: 'prep/a', attempt: 1, outcome: 'succeeded', exit_code: 0, started: expect.any(String), ended: expect.any(String), bytes: 14, stored_bytes: 14, worker: expect.any(String) }],
+      logs: [
+        {
+          task: 'prep/a',
+          attempt: 1,
+          outcome: 'succeeded',
+          exit_code: 0,
+          started: expect.any(String),
+          ended: expect.any(String),
+          bytes: 14,
+          stored_bytes: 14,
+          worker: expect.any(String),
+        },
+      ],
     });
   });
 
   it('prints one attempt raw, its last lines with --tail, and follows a finished task to its exit code', async () => {
-    const [raw, tail, follow, failed] = await Promise.all([logs('prep/a'), logs('bad', '--tail', '2'), logs('prep/a', '--follow'), logs('bad', '--follow', '--attempt', '1')]);
+    const [raw, tail, follow, failed] = await Promise.all([
+      logs('prep/a'),
+      logs('bad', '--tail', '2'),
+      logs('prep/a', '--follow'),
+      logs('bad', '--follow', '--attempt', '1'),
+    ]);
     expect(raw).toMatchObject({ code: 0, stdout: 'one\ntwo\nthree\n' });
     expect(tail).toMatchObject({ code: 0, stdout: 'line 29\nline 30\n' });
     expect(follow).toMatchObject({ code: 0, stdout: 'one\ntwo\nthree\n' });
@@ -101,7 +122,10 @@ describe('jobq workflow logs', () => {
   });
 
   it('status shows the last 5 lines of a failed task, explain --task the last 20', async () => {
-    const [status, explain] = await Promise.all([runCli(['workflow', 'status', id], { env }), runCli(['workflow', 'explain', id, '--task', 'bad'], { env })]);
+    const [status, explain] = await Promise.all([
+      runCli(['workflow', 'status', id], { env }),
+      runCli(['workflow', 'explain', id, '--task', 'bad'], { env }),
+    ]);
     expect(status.stdout).toContain(`Log of failed task bad (attempt 1, last 5 lines; all: jobq workflow logs ${id} bad)`);
     expect(status.stdout).toContain('  line 26\n  line 27\n  line 28\n  line 29\n  line 30');
     expect(status.stdout).not.toContain('line 25');

@@ -32,14 +32,22 @@ function table(entries: readonly TaskLogEntry[]): string {
   const rows = [['Task', 'Attempt', 'Outcome', 'Exit', 'Bytes', 'Worker', 'Ended']];
   for (const e of entries) {
     const m = e.metadata;
-    rows.push([e.taskName, String(e.attemptNo), m?.outcome ?? '?', m?.exitCode === null || m === null ? '-' : String(m.exitCode), String(m?.bytes ?? e.size), m?.worker || '-', m?.ended ?? '-']);
+    rows.push([
+      e.taskName,
+      String(e.attemptNo),
+      m?.outcome ?? '?',
+      m?.exitCode === null || m === null ? '-' : String(m.exitCode),
+      String(m?.bytes ?? e.size),
+      m?.worker || '-',
+      m?.ended ?? '-',
+    ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n');
 }
 
 export default class WorkflowLogs extends JobqCommand {
-  static override summary = 'List task logs, or print one attempt\'s log';
+  static override summary = "List task logs, or print one attempt's log";
   static override description =
     'Workers keep what each workflow task attempt prints (stdout and stderr: its first 64 KiB and its last JOBQ_TASK_LOG_TAIL_BYTES, default 1 MiB) in a log blob, ' +
     'written before the attempt completes and, for tasks running longer than JOBQ_TASK_LOG_FLUSH_INTERVAL (30s), rewritten as a live snapshot. ' +
@@ -67,8 +75,10 @@ export default class WorkflowLogs extends JobqCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowLogs);
     if (flags.follow && args.task === undefined) throw new UsageError('--follow needs a TASK: jobq workflow logs ID TASK --follow');
-    if (flags.json && (flags.follow || flags.attempt !== undefined || flags.tail !== undefined)) throw new UsageError('--json lists the logs; it cannot be used with --follow, --attempt or --tail');
-    if (args.task === undefined && (flags.attempt !== undefined || flags.tail !== undefined)) throw new UsageError('--attempt and --tail need a TASK');
+    if (flags.json && (flags.follow || flags.attempt !== undefined || flags.tail !== undefined))
+      throw new UsageError('--json lists the logs; it cannot be used with --follow, --attempt or --tail');
+    if (args.task === undefined && (flags.attempt !== undefined || flags.tail !== undefined))
+      throw new UsageError('--attempt and --tail need a TASK');
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     await requireWorkflow(deployment.client, args.id, deployment.target);
     const runtime = await this.runtime(deployment, args.id);
@@ -98,7 +108,8 @@ export default class WorkflowLogs extends JobqCommand {
           const t = taskState(loaded, taskName);
           return { status: t?.status ?? 'pending', attemptNo: t?.attemptNo ?? 0 };
         },
-        read: (attemptNo, ifNoneMatch) => deployment.outputs.getTaskLog(args.id, taskName, attemptNo, ifNoneMatch !== undefined ? { ifNoneMatch } : {}),
+        read: (attemptNo, ifNoneMatch) =>
+          deployment.outputs.getTaskLog(args.id, taskName, attemptNo, ifNoneMatch !== undefined ? { ifNoneMatch } : {}),
         write: (bytes) => process.stdout.write(bytes),
         note: (line) => this.note(line),
         sleep: (ms) => sleep(ms),
@@ -112,7 +123,11 @@ export default class WorkflowLogs extends JobqCommand {
       return;
     }
 
-    if (current === 0) throw new JobqError('not-found', `task "${taskName}" has not started yet (${state?.status ?? 'pending'}): no log to print (--follow waits for it)`);
+    if (current === 0)
+      throw new JobqError(
+        'not-found',
+        `task "${taskName}" has not started yet (${state?.status ?? 'pending'}): no log to print (--follow waits for it)`,
+      );
     const attemptNo = flags.attempt === undefined ? current : this.checkAttempt(taskName, flags.attempt, current);
     const read = await deployment.outputs.getTaskLog(args.id, taskName, attemptNo);
     if (read === null || read.notModified) {
@@ -138,7 +153,10 @@ export default class WorkflowLogs extends JobqCommand {
     const names = runtime.definition.tasks.map((t) => t.name);
     if (names.includes(taskName)) return;
     const close = closestName(taskName, names);
-    throw new JobqError('not-found', `workflow "${runtime.workflowId}" has no task "${taskName}"${close !== undefined ? `; did you mean "${close}"?` : ''}`);
+    throw new JobqError(
+      'not-found',
+      `workflow "${runtime.workflowId}" has no task "${taskName}"${close !== undefined ? `; did you mean "${close}"?` : ''}`,
+    );
   }
 
   private checkAttempt(taskName: string, attempt: number, current: number): number {

@@ -42,7 +42,8 @@ const WORKFLOW = [
   '',
 ].join('\n');
 
-const STUCK = 'name: stuck\ntasks:\n  - name: first\n    queue: nobody\n    kwargs: {cmd: "true"}\n  - name: second\n    depends_on: [first]\n    kwargs: {cmd: "true"}\n';
+const STUCK =
+  'name: stuck\ntasks:\n  - name: first\n    queue: nobody\n    kwargs: {cmd: "true"}\n  - name: second\n    depends_on: [first]\n    kwargs: {cmd: "true"}\n';
 
 let storage: TestStorage;
 let prefix: string;
@@ -126,7 +127,11 @@ describe('jobq workflow outputs', () => {
     expect(result.stdout).toBe('');
     const lines = result.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^jobq: corrupt: file "data\\.txt" stashed by task "export" \\(workflow-files/${id}/export/1/data\\.txt\\) does not match its marker`));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^jobq: corrupt: file "data\\.txt" stashed by task "export" \\(workflow-files/${id}/export/1/data\\.txt\\) does not match its marker`,
+      ),
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 
@@ -142,11 +147,17 @@ describe('jobq workflow outputs', () => {
       runCli(['workflow', 'outputs', stuck, 'second'], { env }),
     ]);
     expect(unknownWorkflow.code).toBe(1);
-    expect(unknownWorkflow.stderr.trim()).toBe(`jobq: not-found: workflow "${near}" does not exist in devstoreaccount1/${prefix}; did you mean "${id}"?`);
+    expect(unknownWorkflow.stderr.trim()).toBe(
+      `jobq: not-found: workflow "${near}" does not exist in devstoreaccount1/${prefix}; did you mean "${id}"?`,
+    );
     expect(unknownTask.code).toBe(1);
-    expect(unknownTask.stderr.trim()).toBe(`jobq: not-found: task "cuont" is not in workflow "${id}"; did you mean "count"? (jobq workflow tasks ${id} lists them)`);
+    expect(unknownTask.stderr.trim()).toBe(
+      `jobq: not-found: task "cuont" is not in workflow "${id}"; did you mean "count"? (jobq workflow tasks ${id} lists them)`,
+    );
     expect(failed.code).toBe(1);
-    expect(failed.stderr.trim()).toBe(`jobq: task "broken" failed on attempt 1: exit code 3; jobq workflow logs ${id} broken prints what it printed`);
+    expect(failed.stderr.trim()).toBe(
+      `jobq: task "broken" failed on attempt 1: exit code 3; jobq workflow logs ${id} broken prints what it printed`,
+    );
     expect(failed.stdout).toBe('');
 
     expect(running.code).toBe(1);

@@ -24,10 +24,19 @@ async function requireRuntime(deployment: Deployment, workflowId: string): Promi
   const loaded = await deployment.store.load(workflowId);
   if (loaded !== null) return loaded.runtime;
   if ((await deployment.client.status(workflowId)) !== null) {
-    throw new JobqError('not-found', `workflow "${workflowId}" has no runtime in ${deployment.target} (its submit did not finish; jobq workflow status ${workflowId} shows its index row)`);
+    throw new JobqError(
+      'not-found',
+      `workflow "${workflowId}" has no runtime in ${deployment.target} (its submit did not finish; jobq workflow status ${workflowId} shows its index row)`,
+    );
   }
   const known = await collectWorkflows(deployment.client, {}, IDS_COMPARED).catch(() => ({ items: [] }));
-  throw new JobqError('not-found', `workflow "${workflowId}" does not exist in ${deployment.target}${hint(workflowId, known.items.map((w) => w.workflowId))}`);
+  throw new JobqError(
+    'not-found',
+    `workflow "${workflowId}" does not exist in ${deployment.target}${hint(
+      workflowId,
+      known.items.map((w) => w.workflowId),
+    )}`,
+  );
 }
 
 /** Why one task has no output to print yet (exit 1), or null when it has one (completed) or never will (skipped: null). */
@@ -58,13 +67,13 @@ export function taskFolder(taskName: string): string {
 }
 
 export default class WorkflowOutputs extends JobqCommand {
-  static override summary = 'Print the outputs of a workflow\'s tasks, or of one task';
+  static override summary = "Print the outputs of a workflow's tasks, or of one task";
   static override description =
     'Without TASK, prints one JSON object {task: output} of every task of the workflow in definition order (merge nodes left out); ' +
-    'a task with no output (skipped, not finished, or it set none) is null. With TASK, prints that task\'s output alone as JSON ' +
+    "a task with no output (skipped, not finished, or it set none) is null. With TASK, prints that task's output alone as JSON " +
     '(null for a skipped task); exits 1 when the task failed (jobq workflow logs ID TASK shows what it printed), is still running or has not run yet. ' +
     'With --files DIR, also downloads the files the task(s) stashed (jobq task stash-file) and their outputs name: into DIR for one TASK, ' +
-    'into DIR/TASK/ otherwise (characters such as / percent-encoded in the folder name); each file\'s size and md5 are checked against its marker ' +
+    "into DIR/TASK/ otherwise (characters such as / percent-encoded in the folder name); each file's size and md5 are checked against its marker " +
     'and a file is renamed into place only once they match (exit 1 naming the file otherwise); each path written goes to stderr. ' +
     'Exits 1 when the workflow or the task does not exist, suggesting a close name.';
   static override examples = [
@@ -89,7 +98,10 @@ export default class WorkflowOutputs extends JobqCommand {
     const taskName = args.task;
     if (taskName !== undefined) {
       if (!names.includes(taskName)) {
-        throw new JobqError('not-found', `task ${JSON.stringify(taskName)} is not in workflow "${args.id}"${hint(taskName, names)} (jobq workflow tasks ${args.id} lists them)`);
+        throw new JobqError(
+          'not-found',
+          `task ${JSON.stringify(taskName)} is not in workflow "${args.id}"${hint(taskName, names)} (jobq workflow tasks ${args.id} lists them)`,
+        );
       }
       const reason = noOutputReason(args.id, taskName, taskState(runtime, taskName));
       if (reason !== null) throw new Error(reason);
@@ -105,7 +117,8 @@ export default class WorkflowOutputs extends JobqCommand {
       },
       taskName === undefined ? undefined : new Set([taskName]),
     );
-    if (taskName !== undefined && unreadable) throw new JobqError('unavailable', `the output of task ${JSON.stringify(taskName)} cannot be read`);
+    if (taskName !== undefined && unreadable)
+      throw new JobqError('unavailable', `the output of task ${JSON.stringify(taskName)} cannot be read`);
     if (flags.files !== undefined) await this.download(deployment, outputs, flags.files, taskName !== undefined);
     const value = taskName === undefined ? Object.fromEntries(outputs) : outputs.get(taskName);
     process.stdout.write(`${JSON.stringify(value ?? null, null, 2)}\n`);
@@ -126,7 +139,11 @@ export default class WorkflowOutputs extends JobqCommand {
           await deployment.outputs.downloadFileTo(marker, path);
         } catch (error) {
           const what = `file "${fileName}" stashed by task ${JSON.stringify(taskName)} (${marker.blobName})`;
-          if (isJobqError(error, 'corrupt')) throw new JobqError('corrupt', `${what} does not match its marker (size ${marker.size}, md5 ${marker.md5}): not written to ${path}`);
+          if (isJobqError(error, 'corrupt'))
+            throw new JobqError(
+              'corrupt',
+              `${what} does not match its marker (size ${marker.size}, md5 ${marker.md5}): not written to ${path}`,
+            );
           throw new JobqError(isJobqError(error) ? error.code : 'unavailable', `${what} cannot be downloaded: ${errorLine(error)}`);
         }
         this.note(`wrote ${path} (${marker.size} bytes, from task ${JSON.stringify(taskName)})`);

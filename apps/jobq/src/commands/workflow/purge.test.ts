@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createRuntime, foldEvents, parseWorkflow, type WorkflowDefinition, type WorkflowEvent, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  createRuntime,
+  foldEvents,
+  parseWorkflow,
+  type WorkflowDefinition,
+  type WorkflowEvent,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import { isJobqError } from '@jobq/ports';
 import { openWorkflowStore, type AzureWorkflowStore, type TablePipelinePolicy } from '@jobq/store-azure';
 import { configFromFlags } from '../../flags';
@@ -15,7 +22,15 @@ function definition(): WorkflowDefinition {
   return parsed.value;
 }
 
-const done = (taskName: string, now: string, success = true): WorkflowEvent => ({ type: 'completion', now, taskName, attemptNo: null, success, outputRef: null, error: success ? null : 'exit 1' });
+const done = (taskName: string, now: string, success = true): WorkflowEvent => ({
+  type: 'completion',
+  now,
+  taskName,
+  attemptNo: null,
+  success,
+  outputRef: null,
+  error: success ? null : 'exit 1',
+});
 
 /** The runtime of TWO_TASKS after `events` (activated at `start` first). */
 function runtimeAfter(workflowId: string, start: string, events: WorkflowEvent[]): WorkflowRuntime {
@@ -25,7 +40,10 @@ function runtimeAfter(workflowId: string, start: string, events: WorkflowEvent[]
 
 /** Writes a workflow as the coordinator would have left it (no coordinator runs in this file). */
 async function seed(store: AzureWorkflowStore, runtime: WorkflowRuntime): Promise<void> {
-  const { etag } = await store.create(createRuntime(runtime.definition, { workflowId: runtime.workflowId, now: runtime.createdAt, outputsContainer: null }), 'h');
+  const { etag } = await store.create(
+    createRuntime(runtime.definition, { workflowId: runtime.workflowId, now: runtime.createdAt, outputsContainer: null }),
+    'h',
+  );
   await store.save(runtime, etag);
 }
 
@@ -56,9 +74,17 @@ beforeAll(async () => {
   let loseIndexWrites = false;
   const lose: TablePipelinePolicy = {
     name: 'test-lose-index-writes',
-    sendRequest: (request, next) => (loseIndexWrites && request.method !== 'GET' && request.url.includes(`/${store.names.indexTable}(`) ? Promise.reject(new Error('lost')) : next(request)),
+    sendRequest: (request, next) =>
+      loseIndexWrites && request.method !== 'GET' && request.url.includes(`/${store.names.indexTable}(`)
+        ? Promise.reject(new Error('lost'))
+        : next(request),
   };
-  const lossy = await openWorkflowStore({ connection: { connectionString: storage.azurite.connectionString }, prefix, createIfMissing: false, tablePolicies: [lose] });
+  const lossy = await openWorkflowStore({
+    connection: { connectionString: storage.azurite.connectionString },
+    prefix,
+    createIfMissing: false,
+    tablePolicies: [lose],
+  });
   const lagging = await lossy.load('lagging');
   if (!lagging) throw new Error('no runtime');
   loseIndexWrites = true;
@@ -102,17 +128,30 @@ describe('jobq workflow purge', () => {
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n').sort();
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^would purge a \(completed, finished 2025-01-01T00:00:03\.000Z\): its runtime, blobs, outputs and 2 task rows$/);
+    expect(lines[0]).toMatch(
+      /^would purge a \(completed, finished 2025-01-01T00:00:03\.000Z\): its runtime, blobs, outputs and 2 task rows$/,
+    );
     expect(lines[1]).toMatch(/^would purge old-failed \(failed, finished 2025-01-01T00:00:02\.000Z\)/);
     expect(lines[2]).toMatch(/^would purge upstream \(completed/);
     expect(result.stderr).toMatch(/skipped retry-waiting: a retry was requested at .* and is not applied yet/);
     expect(result.stderr).toMatch(/skipped lagging: it is not finished: its runtime is running/);
-    expect(result.stderr).toMatch(new RegExp(`Dry run: 3 workflows finished before \\S+ \\(1h ago\\) would be purged from devstoreaccount1/${prefix} \\(6 task rows\\); nothing was deleted; 2 skipped\\.`));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `Dry run: 3 workflows finished before \\S+ \\(1h ago\\) would be purged from devstoreaccount1/${prefix} \\(6 task rows\\); nothing was deleted; 2 skipped\\.`,
+      ),
+    );
     for (const id of ['a', 'a.b', 'upstream']) expect(await exists(id)).toEqual(everything);
 
     const json = await runCli(['workflow', 'purge', '--finished-before', '1h', '--dry-run', '--json'], { env: storage.env(prefix) });
     expect(json.code).toBe(0);
-    const doc = JSON.parse(json.stdout) as { dry_run: boolean; purged: number; would_purge: number; skipped: number; failed: number; workflows: Array<{ workflow_id: string; outcome: string }> };
+    const doc = JSON.parse(json.stdout) as {
+      dry_run: boolean;
+      purged: number;
+      would_purge: number;
+      skipped: number;
+      failed: number;
+      workflows: Array<{ workflow_id: string; outcome: string }>;
+    };
     expect(doc).toMatchObject({ dry_run: true, purged: 0, would_purge: 3, skipped: 2, failed: 0 });
     expect(Object.fromEntries(doc.workflows.map((w) => [w.workflow_id, w.outcome]))).toEqual({
       a: 'would-purge',

@@ -35,7 +35,7 @@ export default class WorkflowPurge extends JobqCommand {
     '(30d, 12h, 90m, 2w, or seconds; 0 = every finished workflow) or a date (2026-01-31, 2026-01-31T12:00:00Z) — with a server-side ' +
     'query of the index, then deletes each one: its runtime, its upstream overflow blobs, its outputs, stashed files and task logs ' +
     '(in the outputs target, which may be another account: JOBQ_WORKFLOW_BLOBS), its task rows, its pending request and its index row, last. ' +
-    'Before deleting anything it re-reads the workflow\'s runtime and leaves it alone when it is not finished (running, pending, a retry ' +
+    "Before deleting anything it re-reads the workflow's runtime and leaves it alone when it is not finished (running, pending, a retry " +
     'waiting) or finished after the cutoff since it was listed: such workflows are reported as skipped. --dry-run deletes nothing and ' +
     'prints what would be deleted. Prints one line per workflow on stdout ("purged ID …", or "would purge ID …"); skipped workflows, ' +
     'progress and a summary go to stderr. A purge that fails half-way leaves the workflow listed: run the command again to finish it. ' +
@@ -47,11 +47,15 @@ export default class WorkflowPurge extends JobqCommand {
   ];
   static override flags = {
     ...configFlags,
-    'finished-before': Flags.string({ description: 'Cutoff: a duration before now (30d, 12h, 3600) or a date/time (2026-01-31, 2026-01-31T12:00:00Z)', required: true }),
+    'finished-before': Flags.string({
+      description: 'Cutoff: a duration before now (30d, 12h, 3600) or a date/time (2026-01-31, 2026-01-31T12:00:00Z)',
+      required: true,
+    }),
     'dry-run': Flags.boolean({ description: 'Delete nothing; print what would be deleted', default: false }),
     concurrency: Flags.integer({ description: 'Workflows purged at once', default: 4, min: 1, max: 64 }),
     json: Flags.boolean({
-      description: 'Print one JSON document: {target, finished_before, dry_run, purged, would_purge, skipped, failed, workflows: [{workflow_id, outcome, status, finished_at, reason, blobs, output_blobs, task_rows, error}]}',
+      description:
+        'Print one JSON document: {target, finished_before, dry_run, purged, would_purge, skipped, failed, workflows: [{workflow_id, outcome, status, finished_at, reason, blobs, output_blobs, task_rows, error}]}',
       default: false,
     }),
   };
@@ -75,11 +79,23 @@ export default class WorkflowPurge extends JobqCommand {
     }
     progress.done();
     if (ids.length === 0) {
-      if (flags.json) this.printJson({ target: deployment.target, finished_before: cutoff, dry_run: dryRun, purged: 0, would_purge: 0, skipped: 0, failed: 0, workflows: [] });
+      if (flags.json)
+        this.printJson({
+          target: deployment.target,
+          finished_before: cutoff,
+          dry_run: dryRun,
+          purged: 0,
+          would_purge: 0,
+          skipped: 0,
+          failed: 0,
+          workflows: [],
+        });
       this.note(`No workflows ${when} in ${deployment.target}.`);
       return;
     }
-    this.note(`${dryRun ? 'Dry run: checking' : 'Purging'} ${ids.length} workflow${ids.length === 1 ? '' : 's'} ${when} in ${deployment.target}…`);
+    this.note(
+      `${dryRun ? 'Dry run: checking' : 'Purging'} ${ids.length} workflow${ids.length === 1 ? '' : 's'} ${when} in ${deployment.target}…`,
+    );
 
     const entries: Entry[] = new Array<Entry>(ids.length);
     let next = 0;
@@ -94,7 +110,17 @@ export default class WorkflowPurge extends JobqCommand {
           const result = await purgeWorkflow(deployment.store, deployment.outputs, workflowId, { dryRun, finishedBefore: cutoff });
           entry = { ...result, error: null };
         } catch (error) {
-          entry = { workflowId, outcome: 'failed', status: null, finishedAt: null, reason: null, blobs: 0, outputBlobs: 0, taskRows: 0, error: errorLine(error) };
+          entry = {
+            workflowId,
+            outcome: 'failed',
+            status: null,
+            finishedAt: null,
+            reason: null,
+            blobs: 0,
+            outputBlobs: 0,
+            taskRows: 0,
+            error: errorLine(error),
+          };
         }
         entries[index] = entry;
         settled++;
@@ -127,8 +153,14 @@ export default class WorkflowPurge extends JobqCommand {
     const blobs = entries.reduce((n, e) => n + e.blobs + e.outputBlobs, 0);
     const rows = entries.reduce((n, e) => n + e.taskRows, 0);
     const tail = `${skipped > 0 ? `; ${skipped} skipped` : ''}${failed > 0 ? `; ${failed} failed` : ''}`;
-    if (dryRun) this.note(`Dry run: ${done} workflow${done === 1 ? '' : 's'} ${when} would be purged from ${deployment.target} (${rows} task rows); nothing was deleted${tail}.`);
-    else this.note(`Purged ${done} workflow${done === 1 ? '' : 's'} ${when} from ${deployment.target}: ${blobs} blobs, ${rows} task rows${tail}.`);
+    if (dryRun)
+      this.note(
+        `Dry run: ${done} workflow${done === 1 ? '' : 's'} ${when} would be purged from ${deployment.target} (${rows} task rows); nothing was deleted${tail}.`,
+      );
+    else
+      this.note(
+        `Purged ${done} workflow${done === 1 ? '' : 's'} ${when} from ${deployment.target}: ${blobs} blobs, ${rows} task rows${tail}.`,
+      );
     if (failed > 0) throw new ReportedFailure(`${failed} purge(s) failed`);
   }
 
@@ -137,10 +169,14 @@ export default class WorkflowPurge extends JobqCommand {
     const finished = entry.finishedAt === null ? '' : `, finished ${entry.finishedAt}`;
     switch (entry.outcome) {
       case 'purged':
-        process.stdout.write(`purged ${entry.workflowId} (${entry.status}${finished}): ${entry.blobs + entry.outputBlobs} blobs, ${entry.taskRows} task rows\n`);
+        process.stdout.write(
+          `purged ${entry.workflowId} (${entry.status}${finished}): ${entry.blobs + entry.outputBlobs} blobs, ${entry.taskRows} task rows\n`,
+        );
         return;
       case 'would-purge':
-        process.stdout.write(`would purge ${entry.workflowId} (${entry.status}${finished}): its runtime, blobs, outputs and ${entry.taskRows} task rows\n`);
+        process.stdout.write(
+          `would purge ${entry.workflowId} (${entry.status}${finished}): its runtime, blobs, outputs and ${entry.taskRows} task rows\n`,
+        );
         return;
       case 'skipped':
         progress.log(`skipped ${entry.workflowId}: ${entry.reason ?? 'not finished'}`);

@@ -42,7 +42,14 @@ beforeAll(async () => {
   deployment = await openDeployment(config);
   coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: () => undefined });
   await coordinator.start();
-  worker = await createWorker(deployment, { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, gracePeriodInMs: 0, env: cleanEnv(), log: () => undefined });
+  worker = await createWorker(deployment, {
+    queue: 'default',
+    numWorkers: 2,
+    maxIdleBackoffInMs: 200,
+    gracePeriodInMs: 0,
+    env: cleanEnv(),
+    log: () => undefined,
+  });
   working = worker.run();
 });
 afterAll(async () => {
@@ -65,7 +72,9 @@ async function waitFor(workflowId: string, until: (runtime: WorkflowRuntime) => 
 }
 
 function summary(runtime: WorkflowRuntime): Record<string, string> {
-  return Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((t) => [t, `${taskState(runtime, t)!.status}#${taskState(runtime, t)!.attemptNo}`]));
+  return Object.fromEntries(
+    ['a', 'b', 'c', 'd', 'e'].map((t) => [t, `${taskState(runtime, t)!.status}#${taskState(runtime, t)!.attemptNo}`]),
+  );
 }
 
 describe('jobq workflow retry --task', () => {
@@ -108,7 +117,9 @@ describe('jobq workflow retry --task', () => {
     // Without --downstream only the task itself runs again.
     const single = await runCli(['workflow', 'retry', workflowId, '--task', 'c'], { env });
     expect(single.code).toBe(0);
-    expect(single.stdout).toBe(`Re-run of task "c" requested for workflow ${workflowId} in devstoreaccount1/${prefix}: the coordinator runs c again.\n`);
+    expect(single.stdout).toBe(
+      `Re-run of task "c" requested for workflow ${workflowId} in devstoreaccount1/${prefix}: the coordinator runs c again.\n`,
+    );
     const third = await waitFor(workflowId, (r) => r.status === 'completed' && taskState(r, 'c')!.attemptNo === 2);
     expect(summary(third)).toEqual({ a: 'completed#1', b: 'completed#2', c: 'completed#2', d: 'completed#2', e: 'skipped#1' });
   });
@@ -135,7 +146,12 @@ describe('jobq workflow retry --task', () => {
     for (const [flags, line] of cases) {
       const result = await runCli(['workflow', 'retry', 'busy-1', ...flags, '--json'], { env });
       const error = { code: 'usage', message: line.replace(/^jobq: /, '') };
-      expect({ flags, code: result.code, stdout: JSON.parse(result.stdout) as unknown, stderr: result.stderr.trim().split('\n') }).toEqual({ flags, code: 2, stdout: { error }, stderr: [line] });
+      expect({ flags, code: result.code, stdout: JSON.parse(result.stdout) as unknown, stderr: result.stderr.trim().split('\n') }).toEqual({
+        flags,
+        code: 2,
+        stdout: { error },
+        stderr: [line],
+      });
     }
     const alone = await runCli(['workflow', 'retry', 'busy-1', '--downstream'], { env });
     expect(alone.code).toBe(2);

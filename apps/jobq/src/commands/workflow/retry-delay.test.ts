@@ -48,7 +48,11 @@ describe('retry delays and the deadline in the CLI', () => {
     const deadlineAt = new Date(now + 600_000).toISOString();
     const loaded = await deployment.store.load('delays-1');
     const flaky = taskState(loaded!.runtime, 'flaky')!;
-    await rewrite([['flaky', { ...flaky, status: 'running', attemptNo: 2, dispatchedAt, error: 'exit code 1', retryDueAt: dueAt }]], { activated: true, status: 'running', deadlineAt });
+    await rewrite([['flaky', { ...flaky, status: 'running', attemptNo: 2, dispatchedAt, error: 'exit code 1', retryDueAt: dueAt }]], {
+      activated: true,
+      status: 'running',
+      deadlineAt,
+    });
 
     const text = await runCli(['workflow', 'explain', 'delays-1', '--task', 'flaky'], { env: storage.env(prefix) });
     expect(text.code).toBe(0);
@@ -56,7 +60,9 @@ describe('retry delays and the deadline in the CLI', () => {
     const json = await runCli(['workflow', 'explain', 'delays-1', '--task', 'flaky', '--json'], { env: storage.env(prefix) });
     const doc = JSON.parse(json.stdout) as { task: { retry_due_at: string | null }; workflow: { reasons: string[] } };
     expect(doc.task.retry_due_at).toBe(dueAt);
-    expect(doc.workflow.reasons).toContain(`deadline at ${deadlineAt} (timeout_s 600): the coordinator cancels the workflow if it is still running then`);
+    expect(doc.workflow.reasons).toContain(
+      `deadline at ${deadlineAt} (timeout_s 600): the coordinator cancels the workflow if it is still running then`,
+    );
 
     const reason = `deadline passed: the workflow's timeout_s (600 s) ran out at ${deadlineAt}`;
     const current = (await deployment.store.load('delays-1'))!.runtime;
@@ -72,7 +78,9 @@ describe('retry delays and the deadline in the CLI', () => {
     expect(status.stdout).toMatch(/Status\s+cancelled/);
     expect(status.stdout).toContain(`Deadline  ${deadlineAt} (timeout_s 600)`);
     expect(status.stdout).toContain(`Cancelled ${reason}`);
-    const statusJson = JSON.parse((await runCli(['workflow', 'status', 'delays-1', '--json', '--no-tasks'], { env: storage.env(prefix) })).stdout) as Record<string, unknown>;
+    const statusJson = JSON.parse(
+      (await runCli(['workflow', 'status', 'delays-1', '--json', '--no-tasks'], { env: storage.env(prefix) })).stdout,
+    ) as Record<string, unknown>;
     expect(statusJson).toMatchObject({ deadline_at: deadlineAt, cancel_reason: reason });
   });
 });

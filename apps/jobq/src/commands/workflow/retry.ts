@@ -11,7 +11,7 @@ const NAMES_SHOWN = 10;
 export default class WorkflowRetry extends JobqCommand {
   static override summary = 'Retry the failed, upstream_failed and cancelled tasks of a workflow, or re-run one task (--task)';
   static override description =
-    'Records a retry request on the workflow\'s index row and wakes the coordinator, which resets the failed, upstream_failed and cancelled ' +
+    "Records a retry request on the workflow's index row and wakes the coordinator, which resets the failed, upstream_failed and cancelled " +
     'tasks (and what they blocked) and dispatches those that are ready again. A workflow with nothing to retry is left alone and the reason is printed. ' +
     'With --task NAME it re-runs that one task instead — also a completed one — and, with --downstream, every task that depends on it, transitively: ' +
     'the request is recorded as a record of its own, and the coordinator sends the task again with its next attempt number (a new output), ' +

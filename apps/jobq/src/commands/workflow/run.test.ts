@@ -111,7 +111,11 @@ describe('jobq workflow run (embedded stack)', () => {
     expect(report.status).toBe('completed');
     const tasks = byName(report);
     expect(tasks.check?.output).toEqual({ big: false });
-    expect(tasks['big-path']).toMatchObject({ status: 'skipped', output: null, skip_reason: 'condition false: inputs.check.big = false, not == True' });
+    expect(tasks['big-path']).toMatchObject({
+      status: 'skipped',
+      output: null,
+      skip_reason: 'condition false: inputs.check.big = false, not == True',
+    });
     expect(tasks['small-path']).toMatchObject({ status: 'completed', output: 1, queue: 'otheraccount/gpu' });
   });
 
@@ -180,7 +184,18 @@ describe('jobq workflow run (embedded stack)', () => {
     );
     await writeFile(join(dir, 'sweep-params.yaml'), 'threshold: 0.95\n');
     // The params file sets a bar no trainer reaches; --param, which wins, lowers it again.
-    const result = await runCli(['workflow', 'run', file, '--json', '--param', 'tag=nightly', '--params-file', join(dir, 'sweep-params.yaml'), '--param', 'threshold=0.8']);
+    const result = await runCli([
+      'workflow',
+      'run',
+      file,
+      '--json',
+      '--param',
+      'tag=nightly',
+      '--params-file',
+      join(dir, 'sweep-params.yaml'),
+      '--param',
+      'threshold=0.8',
+    ]);
     expect(result.code).toBe(0);
     const report = parseReport(result.stdout);
     expect(report.tasks.map((t) => [t.name, t.status, t.output])).toEqual([
@@ -268,9 +283,21 @@ describe('jobq workflow run (embedded stack)', () => {
     const result = await runCli(['workflow', 'run', file, '--verbose', '--workers', '3']);
     expect(result.code).toBe(0);
     const lines = result.stderr.split('\n');
-    expect(lines).toEqual(expect.arrayContaining(['[flaky#1] try 1', '[flaky#1] boom', '[flaky#2] try 2', '[p1#1] one-end', '[p1#1] tail-one', '[p2#1] two-end', '[p2#1] tail-two']));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        '[flaky#1] try 1',
+        '[flaky#1] boom',
+        '[flaky#2] try 2',
+        '[p1#1] one-end',
+        '[p1#1] tail-one',
+        '[p2#1] two-end',
+        '[p2#1] tail-two',
+      ]),
+    );
     // The task events, read from the workflow, and the workers' own lines about each task.
-    expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^flaky#1 failed(: exit code 1)?; retrying$/), 'flaky#2 completed', 'p1#1 completed']));
+    expect(lines).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^flaky#1 failed(: exit code 1)?; retrying$/), 'flaky#2 completed', 'p1#1 completed']),
+    );
     expect(lines).toEqual(expect.arrayContaining(['[worker default] [flaky#2] started (workflow, delivery 1)']));
     for (const half of ['[p1#1] one-', '[p1#1] end', '[p2#1] two-', '[p2#1] end']) expect(lines).not.toContain(half);
     expect(result.stderr).toMatch(/workflow "verbose" \S+: completed \(completed 3\)\n/);
@@ -286,7 +313,16 @@ describe('jobq workflow run (embedded stack)', () => {
     const pidFile = join(dir, 'task.pid');
     const file = await workflowFile(
       'long.yaml',
-      ['name: long', 'tasks:', '  - name: wait', `    kwargs: {cmd: "echo $$ > ${pidFile}; exec sleep 120"}`, '  - name: after', '    depends_on: [wait]', '    kwargs: {cmd: "true"}', ''].join('\n'),
+      [
+        'name: long',
+        'tasks:',
+        '  - name: wait',
+        `    kwargs: {cmd: "echo $$ > ${pidFile}; exec sleep 120"}`,
+        '  - name: after',
+        '    depends_on: [wait]',
+        '    kwargs: {cmd: "true"}',
+        '',
+      ].join('\n'),
     );
     const child = spawn(process.execPath, [CLI, 'workflow', 'run', file, '--json'], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -346,7 +382,11 @@ describe('jobq workflow run (storage configured)', () => {
   let coordinator: Coordinator;
   beforeAll(async () => {
     storage = await startAzurite();
-    const config = resolveConfig({ prefix: 'devstoreaccount1/RunRemote' }, { JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString }, dir);
+    const config = resolveConfig(
+      { prefix: 'devstoreaccount1/RunRemote' },
+      { JOBQ_STORAGE_CONNECTION_STRING: storage.connectionString },
+      dir,
+    );
     deployment = await openDeployment(config);
     coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: () => undefined });
     await coordinator.start();
@@ -375,7 +415,9 @@ describe('jobq workflow run (storage configured)', () => {
     expect(result.stderr).not.toContain('embedded stack');
     expect(result.code).toBe(0);
     const report = parseReport(result.stdout);
-    expect(report.tasks).toEqual([{ name: 'a', status: 'completed', attempt_no: 1, queue: 'devstoreaccount1/remote-q', error: null, skip_reason: null, output: 'cli' }]);
+    expect(report.tasks).toEqual([
+      { name: 'a', status: 'completed', attempt_no: 1, queue: 'devstoreaccount1/remote-q', error: null, skip_reason: null, output: 'cli' },
+    ]);
     const status = await deployment.client.status(report.workflow_id);
     expect(status?.name).toBe('remote');
   });

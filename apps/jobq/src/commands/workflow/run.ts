@@ -1,7 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import type { Coordinator } from '@jobq/coordinator';
-import { taskStatus, taskState, isMergeNode, isTerminalWorkflowStatus, taskQueue, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
+import {
+  taskStatus,
+  taskState,
+  isMergeNode,
+  isTerminalWorkflowStatus,
+  taskQueue,
+  type TaskStatus,
+  type WorkflowDefinition,
+  type WorkflowRuntime,
+} from '@jobq/dag-core';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, type Worker } from '@jobq/worker';
 import type { WorkflowSummary } from '@jobq/ports';
 import type { Dashboard } from '@jobq/dashboard';
@@ -70,11 +79,11 @@ export default class WorkflowRun extends JobqCommand {
     '(local workers only with --workers; the coordinator of that deployment must be running, and the COORDINATOR flags apply only to the embedded one). Exits 0 when the workflow completes, 1 when it fails or is cancelled. ' +
     'Ctrl-C cancels the workflow and stops everything. ' +
     'With --dashboard the dashboard (jobq dashboard) serves the stack on 127.0.0.1:8050 or --dashboard-port (0 picks a free one) and "jobq: dashboard on URL" names the workflow\'s page; ' +
-    'with --linger it stays up after the workflow ends (the summary printed) until Ctrl-C, and the exit code is still the workflow\'s. ' +
-    'On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator\'s and workers\' own lines ' +
-    '(not the workers\' routine lines about each task: started, done, completion sent), and a summary listing the failed and skipped tasks with their reasons. ' +
+    "with --linger it stays up after the workflow ends (the summary printed) until Ctrl-C, and the exit code is still the workflow's. " +
+    "On stderr: the progress line, each line a task prints prefixed with its name and attempt ([train#2] …), the local coordinator's and workers' own lines " +
+    "(not the workers' routine lines about each task: started, done, completion sent), and a summary listing the failed and skipped tasks with their reasons. " +
     '--quiet keeps only the progress line, problems and the summary; --verbose adds every task event (dispatched, completed, failed, retrying, skipped) ' +
-    'and the workers\' routine lines (it reads the whole workflow at each poll).';
+    "and the workers' routine lines (it reads the whole workflow at each poll).";
   static override examples = [
     '<%= config.bin %> workflow run examples/diamond.yaml',
     '<%= config.bin %> workflow run examples/diamond.yaml --workers 4 --json',
@@ -90,17 +99,26 @@ export default class WorkflowRun extends JobqCommand {
     workers: Flags.integer({ description: 'Local workers per queue (default 2 with the embedded stack; none otherwise)', min: 1, max: 64 }),
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this with merge nodes (≥ 2)', min: 2 }),
     ...paramFlags,
-    json: Flags.boolean({ description: 'Print one JSON document with the final status and every task\'s output', default: false }),
-    dashboard: Flags.boolean({ description: 'Serve the dashboard (jobq dashboard) while the workflow runs and print the workflow\'s URL', default: false, helpGroup: 'DASHBOARD' }),
+    json: Flags.boolean({ description: "Print one JSON document with the final status and every task's output", default: false }),
+    dashboard: Flags.boolean({
+      description: "Serve the dashboard (jobq dashboard) while the workflow runs and print the workflow's URL",
+      default: false,
+      helpGroup: 'DASHBOARD',
+    }),
     'dashboard-port': dashboardPortFlag,
     linger: Flags.boolean({
-      description: 'With --dashboard: keep the dashboard (and the embedded stack) up after the workflow ends, until Ctrl-C (the exit code is the workflow\'s)',
+      description:
+        "With --dashboard: keep the dashboard (and the embedded stack) up after the workflow ends, until Ctrl-C (the exit code is the workflow's)",
       default: false,
       dependsOn: ['dashboard'],
       helpGroup: 'DASHBOARD',
     }),
     quiet: Flags.boolean({ description: 'Show only the progress line, problems and the summary (no task output lines)', default: false }),
-    verbose: Flags.boolean({ char: 'v', description: 'Also show every task event and the local workers\' routine lines about each task', default: false }),
+    verbose: Flags.boolean({
+      char: 'v',
+      description: "Also show every task event and the local workers' routine lines about each task",
+      default: false,
+    }),
     ...metricsFlags,
   };
 
@@ -139,11 +157,17 @@ export default class WorkflowRun extends JobqCommand {
         // names on it) and for the workflow's sb://… queues (every namespace mapped onto it).
         const completionsOnServiceBus = queuesNamespace(baseConfig) !== null;
         const serviceBus = completionsOnServiceBus || definition.tasks.some((t) => taskQueue(definition, t).startsWith('sb://'));
-        const started = await startEmbeddedStorage(baseConfig, { serviceBus: serviceBus ? { completions: completionsOnServiceBus } : null });
+        const started = await startEmbeddedStorage(baseConfig, {
+          serviceBus: serviceBus ? { completions: completionsOnServiceBus } : null,
+        });
         cleanups.push(() => started.stop());
         config = started.config;
-        const broker = serviceBus ? ` and a Service Bus broker (sb://local${completionsOnServiceBus ? ': completions and task queues' : ': the sb://… queues'})` : '';
-        out.info(`embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`);
+        const broker = serviceBus
+          ? ` and a Service Bus broker (sb://local${completionsOnServiceBus ? ': completions and task queues' : ': the sb://… queues'})`
+          : '';
+        out.info(
+          `embedded stack: in-memory Azurite on 127.0.0.1${broker}, prefix ${config.prefix.value?.account}/${config.prefix.value?.prefix}`,
+        );
       }
       session.checkInterrupted();
       const instruments = await startMetrics(flags, (line) => out.problem(line));
@@ -152,7 +176,11 @@ export default class WorkflowRun extends JobqCommand {
       cleanups.push(() => deployment.close());
 
       if (embedded) {
-        const coordinator = createCoordinator(deployment, { ...coordinatorOptions(config), log: (line) => out.service('coordinator', line), instruments });
+        const coordinator = createCoordinator(deployment, {
+          ...coordinatorOptions(config),
+          log: (line) => out.service('coordinator', line),
+          instruments,
+        });
         await coordinator.start();
         cleanups.push(() => coordinator.stop());
         session.watchCoordinator(coordinator);
@@ -228,7 +256,8 @@ export default class WorkflowRun extends JobqCommand {
     if (report === null) throw new ReportedFailure('the workflow did not finish');
     if (!printed) this.printOutcome(report, flags.json);
     if (session.failure !== null) this.note(`jobq: ${errorLine(session.failure)}`);
-    if (report.status !== 'completed' || session.interrupted || session.failure !== null) throw new ReportedFailure(`workflow ${report.status}`);
+    if (report.status !== 'completed' || session.interrupted || session.failure !== null)
+      throw new ReportedFailure(`workflow ${report.status}`);
   }
 
   /** The `--json` document or the summary, and the warnings about skips. */
@@ -243,11 +272,14 @@ export default class WorkflowRun extends JobqCommand {
     const counts: Partial<Record<TaskStatus, number>> = {};
     for (const task of report.tasks) counts[task.status] = (counts[task.status] ?? 0) + 1;
     this.note(`workflow "${report.name}" ${report.workflow_id}: ${report.status} (${formatCounts(counts)})`);
-    const failed = report.tasks.filter((t) => t.status === 'failed').map((t) => ({ name: t.name, attemptNo: t.attempt_no, error: t.error }));
+    const failed = report.tasks
+      .filter((t) => t.status === 'failed')
+      .map((t) => ({ name: t.name, attemptNo: t.attempt_no, error: t.error }));
     for (const line of failureLines(failed, { limit: FAILED_SHOWN, more: '--json lists every task' })) this.note(line);
     // Skips that deserve a warning are said once, as warnings.
     const skipped = skippedOf(report).filter((s) => !s.warning);
-    for (const line of skipLines(skipped, { prefix: '  skipped: ', limit: SKIPPED_SHOWN, more: '--json lists every task' })) this.note(line);
+    for (const line of skipLines(skipped, { prefix: '  skipped: ', limit: SKIPPED_SHOWN, more: '--json lists every task' }))
+      this.note(line);
   }
 }
 
@@ -356,7 +388,9 @@ class RunSession {
         if (summary !== null) {
           if (!warned && summary.status === 'pending' && Date.now() - started > NOT_ACTIVATED_WARNING_IN_MS) {
             warned = true;
-            this.out.problem(`the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`);
+            this.out.problem(
+              `the workflow is still not activated after ${NOT_ACTIVATED_WARNING_IN_MS / 1000} s: is a coordinator running for ${deployment.target}? (jobq workflow doctor)`,
+            );
           }
         }
         const full = everyPoll || summary === null || isTerminalWorkflowStatus(summary.status) || poll % FULL_READ_EVERY === 0;
@@ -399,7 +433,12 @@ class RunSession {
   }
 
   /** Ctrl-C: requests a cancel and, unless interrupted twice, waits a little for it to settle. */
-  private async cancel(deployment: Deployment, workflowId: string, definition: WorkflowDefinition, last: WorkflowRuntime | null): Promise<WorkflowRuntime | null> {
+  private async cancel(
+    deployment: Deployment,
+    workflowId: string,
+    definition: WorkflowDefinition,
+    last: WorkflowRuntime | null,
+  ): Promise<WorkflowRuntime | null> {
     let runtime = last;
     const budget = AbortSignal.timeout(CANCEL_SETTLE_IN_MS);
     try {

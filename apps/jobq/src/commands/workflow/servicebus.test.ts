@@ -73,7 +73,8 @@ function start(args: string[], env: NodeJS.ProcessEnv): Running {
     until: async (pattern, withinMs = 60_000) => {
       const deadline = Date.now() + withinMs;
       while (!pattern.test(err) && !pattern.test(out)) {
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${String(pattern)} in the output of jobq ${args.join(' ')}:\n${out}\n${err}`);
+        if (child.exitCode !== null || Date.now() > deadline)
+          throw new Error(`no ${String(pattern)} in the output of jobq ${args.join(' ')}:\n${out}\n${err}`);
         await sleep(50);
       }
     },
@@ -158,7 +159,11 @@ describe('a deployment on Service Bus (shared Azurite and broker, coordinator in
       PATH: [shim.dir, process.env.PATH].filter(Boolean).join(delimiter),
     });
     deployment = await openDeployment(resolveConfig({}, env, dir));
-    coordinator = createCoordinator(deployment, { ...coordinatorOptions(resolveConfig({}, env, dir)), idleSleepInMs: 100, log: () => undefined });
+    coordinator = createCoordinator(deployment, {
+      ...coordinatorOptions(resolveConfig({}, env, dir)),
+      idleSleepInMs: 100,
+      log: () => undefined,
+    });
     await coordinator.start();
     coordinator.run().catch(() => undefined);
   });
@@ -251,7 +256,10 @@ describe('a deployment on Service Bus (shared Azurite and broker, coordinator in
     const file = await workflowFile('fan-in.yaml', [
       'name: wide',
       'tasks:',
-      ...parents.flatMap((p) => [`  - name: ${p}`, `    kwargs: {cmd: "printf '\\"%s\\"' $(head -c 30000 /dev/zero | tr '\\\\0' x) > \\"$JOBQ_OUTPUT_FILE\\""}`]),
+      ...parents.flatMap((p) => [
+        `  - name: ${p}`,
+        `    kwargs: {cmd: "printf '\\"%s\\"' $(head -c 30000 /dev/zero | tr '\\\\0' x) > \\"$JOBQ_OUTPUT_FILE\\""}`,
+      ]),
       '  - name: join',
       `    depends_on: [${parents.join(', ')}]`,
       `    kwargs: {cmd: "${count}"}`,
@@ -266,13 +274,16 @@ describe('a deployment on Service Bus (shared Azurite and broker, coordinator in
   it('dead-letters a poison completion; workflow doctor shows it in the dead-letter count', async () => {
     const before = coordinator.counters.poison;
     await deployment.completions.send({ body: 'this is not a completion' });
-    for (const until = Date.now() + 30_000; coordinator.counters.poison === before && Date.now() < until; ) await sleep(100);
+    for (const until = Date.now() + 30_000; coordinator.counters.poison === before && Date.now() < until;) await sleep(100);
     expect(coordinator.counters.poison).toBe(before + 1);
     const doctor = await runCli(['workflow', 'doctor', '--json'], { env, cwd: dir });
-    const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; message: string; hint: string | null }> }).checks;
+    const checks = (JSON.parse(doctor.stdout) as { checks: Array<{ name: string; status: string; message: string; hint: string | null }> })
+      .checks;
     const serviceBus = checks.find((c) => c.name === 'service bus queues');
     expect(serviceBus).toMatchObject({ status: 'warn' });
-    expect(serviceBus?.message).toMatch(/^sb:\/\/local\/sbe2e-workflow-completions: LockDuration 1m, MaxDeliveryCount 1000, duplicate detection 10m, 0 messages, dead-letter 1 — 1 dead-lettered message/);
+    expect(serviceBus?.message).toMatch(
+      /^sb:\/\/local\/sbe2e-workflow-completions: LockDuration 1m, MaxDeliveryCount 1000, duplicate detection 10m, 0 messages, dead-letter 1 — 1 dead-lettered message/,
+    );
     expect(serviceBus?.hint).toContain('jobq sb://local/sbe2e-workflow-completions peek --failed');
     expect(doctor.stdout).not.toContain('SAS_KEY_VALUE');
   });
@@ -292,15 +303,20 @@ describe('a deployment on Service Bus (shared Azurite and broker, coordinator in
       ...env,
       JOBQ_WORKFLOW_PREFIX: 'devstoreaccount1/SbDead',
       // A port nothing listens on (the broker's, once stopped, would be reused): 1 is never a broker.
-      JOBQ_SERVICEBUS_CONNECTION_STRING: 'Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true',
+      JOBQ_SERVICEBUS_CONNECTION_STRING:
+        'Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true',
       JOBQ_SERVICEBUS_ADMIN_ENDPOINT: '',
     });
     const worker = start(['sb://local/nowhere', 'worker'], dead);
     const coordinatorProcess = start(['workflow', 'coordinator', '--idle-sleep', '0.2'], dead);
     await Promise.all([
       // `unavailable` (retryable): the worker backs off (100 ms, 200 ms, …) instead of stopping.
-      worker.until(/the namespace could not be reached[^\n]*; retrying in 100 ms\n[^\n]*the namespace could not be reached[^\n]*; retrying in 200 ms/),
-      coordinatorProcess.until(/receive failed: [^\n]*the namespace could not be reached[\s\S]*receive failed: [^\n]*the namespace could not be reached/),
+      worker.until(
+        /the namespace could not be reached[^\n]*; retrying in 100 ms\n[^\n]*the namespace could not be reached[^\n]*; retrying in 200 ms/,
+      ),
+      coordinatorProcess.until(
+        /receive failed: [^\n]*the namespace could not be reached[\s\S]*receive failed: [^\n]*the namespace could not be reached/,
+      ),
     ]);
     worker.child.kill('SIGTERM');
     coordinatorProcess.child.kill('SIGTERM');

@@ -44,7 +44,21 @@ describe('jobq workflow status', () => {
     expect(doc.counts).toMatchObject({ ready: 1, pending: 3, completed: 0 });
     expect(doc.runtime).toMatchObject({ status: 'pending', activated: false });
     expect(doc.tasks.map((t) => t.task_name)).toEqual(['root', 'fan-001', 'fan-002', 'fan-003']);
-    expect(doc.tasks[0]).toEqual({ task_name: 'root', status: 'ready', queue: 'default', attempt_no: 0, error: null, deps: '0/0', dispatched_at: null, started_at: null, completed_at: null, skip_reason: null, output: null, log_blob: null, placement: null });
+    expect(doc.tasks[0]).toEqual({
+      task_name: 'root',
+      status: 'ready',
+      queue: 'default',
+      attempt_no: 0,
+      error: null,
+      deps: '0/0',
+      dispatched_at: null,
+      started_at: null,
+      completed_at: null,
+      skip_reason: null,
+      output: null,
+      log_blob: null,
+      placement: null,
+    });
     expect(doc.tasks[1]).toMatchObject({ task_name: 'fan-001', status: 'pending', deps: '0/1' });
     expect(doc.layers).toEqual([
       { layer: 'root', total: 1, pending: 0, ready: 1, running: 0, completed: 0, failed: 0, skipped: 0 },
@@ -69,8 +83,12 @@ describe('jobq workflow status', () => {
   it('exits 1 with one line for an unknown id, 2 without a prefix', async () => {
     const unknown = await runCli(['workflow', 'status', 'no-such-workflow', '--json'], { env: storage.env(prefix) });
     expect(unknown.code).toBe(1);
-    expect(JSON.parse(unknown.stdout)).toEqual({ error: { code: 'not_found', message: `workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}` } });
-    expect(unknown.stderr.trim().split('\n')).toEqual([`jobq: not-found: workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}`]);
+    expect(JSON.parse(unknown.stdout)).toEqual({
+      error: { code: 'not_found', message: `workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}` },
+    });
+    expect(unknown.stderr.trim().split('\n')).toEqual([
+      `jobq: not-found: workflow "no-such-workflow" does not exist in devstoreaccount1/${prefix}`,
+    ]);
     const withDebug = await runCli(['workflow', 'status', 'no-such-workflow', '--debug'], { env: storage.env(prefix) });
     expect(withDebug.code).toBe(1);
     expect(withDebug.stderr.trim().split('\n').length).toBeGreaterThan(1);

@@ -33,7 +33,12 @@ interface StatusTask extends TaskLine {
 }
 
 /** `outputs` null: leave the key out (--no-outputs); merge nodes run nothing and have no log. */
-function statusTaskJson(workflowId: string, t: StatusTask, outputs: Map<string, unknown> | null, merges: ReadonlySet<string>): StatusTaskJson {
+function statusTaskJson(
+  workflowId: string,
+  t: StatusTask,
+  outputs: Map<string, unknown> | null,
+  merges: ReadonlySet<string>,
+): StatusTaskJson {
   return {
     task_name: t.taskName,
     status: t.status,
@@ -75,9 +80,9 @@ function runtimeTasks(runtime: WorkflowRuntime): StatusTask[] {
 export default class WorkflowStatus extends JobqCommand {
   static override summary = 'Show the status of one workflow';
   static override description =
-    'Prints the workflow\'s name and status, a progress bar (# completed, X failed/upstream_failed/cancelled, - skipped, > running, . pending or ready), ' +
+    "Prints the workflow's name and status, a progress bar (# completed, X failed/upstream_failed/cancelled, - skipped, > running, . pending or ready), " +
     'the task counts and a task table (Task, Status, Queue, Attempt, Error) in definition order, then each skipped task with the reason it was skipped. Everything comes from the runtime blob, the source of truth ' +
-    '(the index row, which lists use, may lag it for a moment). --by-layer adds a rollup by layer: a task\'s layer is its name without a ' +
+    "(the index row, which lists use, may lag it for a moment). --by-layer adds a rollup by layer: a task's layer is its name without a " +
     'trailing "-NNN" (three or more digits, optionally followed by "_N"). Exits 1 when the workflow does not exist.';
   static override examples = [
     '<%= config.bin %> workflow myaccount/MyProject status 3f2a…',
@@ -90,8 +95,16 @@ export default class WorkflowStatus extends JobqCommand {
     'by-layer': Flags.boolean({ description: 'Add a rollup of the tasks by layer (name without a trailing -NNN)', default: false }),
     tasks: Flags.boolean({ description: 'Include the task table', default: true, allowNo: true }),
     verbose: Flags.boolean({ char: 'v', description: 'Print errors in full instead of shortened', default: false }),
-    json: Flags.boolean({ description: 'Print one JSON document (the index row, the runtime view, the tasks with their outputs and, with --by-layer, the layers)', default: false }),
-    outputs: Flags.boolean({ description: 'With --json, read every task\'s output (--no-outputs leaves the key out and reads no output blob)', default: true, allowNo: true }),
+    json: Flags.boolean({
+      description:
+        'Print one JSON document (the index row, the runtime view, the tasks with their outputs and, with --by-layer, the layers)',
+      default: false,
+    }),
+    outputs: Flags.boolean({
+      description: "With --json, read every task's output (--no-outputs leaves the key out and reads no output blob)",
+      default: true,
+      allowNo: true,
+    }),
   };
 
   async run(): Promise<void> {
@@ -112,7 +125,14 @@ export default class WorkflowStatus extends JobqCommand {
     } else if (flags.tasks || flags['by-layer']) {
       // The runtime blob is missing (a submit that did not finish): the task rows are all there is.
       const rows = (await collectTasks(deployment.client, { workflowId: args.id })).items;
-      tasks = rows.map((r) => ({ ...r, deps: null, dispatchedAt: null, startedAt: null, completedAt: null, skip_reason: r.status === 'skipped' ? r.error : null }));
+      tasks = rows.map((r) => ({
+        ...r,
+        deps: null,
+        dispatchedAt: null,
+        startedAt: null,
+        completedAt: null,
+        skip_reason: r.status === 'skipped' ? r.error : null,
+      }));
     }
     if (tasks.some((t) => t.status === 'running')) {
       const workers = await readWorkers(deployment.workers);
@@ -129,7 +149,11 @@ export default class WorkflowStatus extends JobqCommand {
 
     if (flags.json) {
       const outputs =
-        flags.tasks && flags.outputs ? (runtime === null ? new Map<string, unknown>() : await readTaskOutputs(deployment.outputs, runtime.definition, runtime, (line) => this.note(line))) : null;
+        flags.tasks && flags.outputs
+          ? runtime === null
+            ? new Map<string, unknown>()
+            : await readTaskOutputs(deployment.outputs, runtime.definition, runtime, (line) => this.note(line))
+          : null;
       const merges = new Set(runtime?.definition.tasks.filter((t) => isMergeNode(t.name, t.kwargs)).map((t) => t.name) ?? []);
       this.printJson({
         target: deployment.target,
@@ -167,10 +191,15 @@ export default class WorkflowStatus extends JobqCommand {
     if (placed.length > 0) lines.push('', 'Placement', ...placed.map((t) => `  ${t.taskName}: ${t.placement!.text}`));
     const skipped = tasks.filter((t) => t.status === 'skipped').map((t) => skippedTask(t.taskName, t.error));
     if (skipped.length > 0) {
-      lines.push('', `Skipped tasks (${skipped.length})`, ...skipLines(skipped, { prefix: '  ', limit: flags.verbose ? 0 : SKIPPED_SHOWN, more: '--verbose shows all' }));
+      lines.push(
+        '',
+        `Skipped tasks (${skipped.length})`,
+        ...skipLines(skipped, { prefix: '  ', limit: flags.verbose ? 0 : SKIPPED_SHOWN, more: '--verbose shows all' }),
+      );
     }
     // The end of what failed tasks printed (docs/observability.md#task-logs).
-    if (runtime !== null && counts.failed > 0) lines.push(...(await failedTailLines(deployment.outputs, runtime, { maxTasks: 3, lines: 5 })));
+    if (runtime !== null && counts.failed > 0)
+      lines.push(...(await failedTailLines(deployment.outputs, runtime, { maxTasks: 3, lines: 5 })));
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 }

@@ -74,7 +74,14 @@ describe('jobq workflow submit', () => {
     const prefix = uniquePrefix('SubJson');
     const result = await runCli(['workflow', 'submit', '--json', two, fan], { env: storage.env(prefix) });
     expect(result.code).toBe(0);
-    const doc = JSON.parse(result.stdout) as { target: string; total: number; submitted: number; tasks: number; ids: string[]; results: Array<Record<string, unknown>> };
+    const doc = JSON.parse(result.stdout) as {
+      target: string;
+      total: number;
+      submitted: number;
+      tasks: number;
+      ids: string[];
+      results: Array<Record<string, unknown>>;
+    };
     expect(doc).toMatchObject({ target: `devstoreaccount1/${prefix}`, total: 2, submitted: 2, tasks: 6 });
     expect(doc.ids).toHaveLength(2);
     expect(doc.results[0]).toMatchObject({ file: two, ok: true, workflow_id: doc.ids[0], created: true, name: 'two', tasks: 2 });

@@ -41,10 +41,17 @@ export default class WorkflowSubmit extends JobqCommand {
     '<%= config.bin %> workflow submit sweep.yaml --param lr=0.01 --params-file nightly.yaml',
   ];
   static override strict = false;
-  static override args = { files: Args.string({ description: 'Workflow files (YAML or JSON); read from stdin, one per line, when none are given', ignoreStdin: true }) };
+  static override args = {
+    files: Args.string({
+      description: 'Workflow files (YAML or JSON); read from stdin, one per line, when none are given',
+      ignoreStdin: true,
+    }),
+  };
   static override flags = {
     ...configFlags,
-    id: Flags.string({ description: 'Workflow id (only with one file): 1–128 of [A-Za-z0-9._-], starting with a letter or digit; default a random 32-hex id' }),
+    id: Flags.string({
+      description: 'Workflow id (only with one file): 1–128 of [A-Za-z0-9._-], starting with a letter or digit; default a random 32-hex id',
+    }),
     'max-fan-in': Flags.integer({ description: 'Split dependency lists longer than this into chained merge batches (≥ 2)', min: 2 }),
     ...paramFlags,
     concurrency: Flags.integer({ description: 'Submits in flight at once', default: 20, min: 1, max: 1000 }),
@@ -65,7 +72,9 @@ export default class WorkflowSubmit extends JobqCommand {
     if (flags.id !== undefined) {
       if (files.length !== 1) throw new UsageError(`--id needs exactly one workflow file, got ${files.length}`);
       if (!SUBMIT_ID_PATTERN.test(flags.id)) {
-        throw new UsageError(`--id ${JSON.stringify(flags.id)} is not valid: use 1–128 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+        throw new UsageError(
+          `--id ${JSON.stringify(flags.id)} is not valid: use 1–128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+        );
       }
     }
     const config = configFromFlags(flags);
@@ -104,7 +113,14 @@ export default class WorkflowSubmit extends JobqCommand {
       if (result.ok) {
         ok++;
         tasks += w.definition.tasks.length;
-        out.push({ file: w.path, ok: true, workflow_id: result.workflowId, created: result.created, name: w.definition.name, tasks: w.definition.tasks.length });
+        out.push({
+          file: w.path,
+          ok: true,
+          workflow_id: result.workflowId,
+          created: result.created,
+          name: w.definition.name,
+          tasks: w.definition.tasks.length,
+        });
       } else {
         this.note(`jobq: ${w.path}: ${errorLine(result.error)}`);
         out.push({ file: w.path, ok: false, error: errorLine(result.error) });
@@ -113,7 +129,15 @@ export default class WorkflowSubmit extends JobqCommand {
     const ids = results.map((r) => (r.ok ? r.workflowId : null));
 
     if (flags.json) {
-      this.printJson({ target: deployment.target, total: workflows.length, submitted: ok, failed: workflows.length - ok, tasks, ids, results: out });
+      this.printJson({
+        target: deployment.target,
+        total: workflows.length,
+        submitted: ok,
+        failed: workflows.length - ok,
+        tasks,
+        ids,
+        results: out,
+      });
     } else {
       for (const id of ids) process.stdout.write(`${id ?? ''}\n`);
     }
@@ -123,7 +147,9 @@ export default class WorkflowSubmit extends JobqCommand {
     if (only && first?.ok) {
       const n = only.definition.tasks.length;
       const again = first.created ? '' : ' (already submitted with this definition: nothing written)';
-      this.note(`Submitted "${only.definition.name}" (${n} task${n === 1 ? '' : 's'}, ${rootsText(only.definition)}) to ${deployment.target} → ${first.workflowId}${again}`);
+      this.note(
+        `Submitted "${only.definition.name}" (${n} task${n === 1 ? '' : 's'}, ${rootsText(only.definition)}) to ${deployment.target} → ${first.workflowId}${again}`,
+      );
     } else {
       this.note(`Submitted ${ok}/${workflows.length} workflows (${tasks} tasks) to ${deployment.target}`);
     }

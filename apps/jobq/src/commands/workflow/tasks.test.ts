@@ -34,7 +34,9 @@ describe('jobq workflow tasks', () => {
   it('lists the task rows of one workflow', async () => {
     const one = await rows(['wf-fan']);
     expect(one.map((r) => r.task_name).sort()).toEqual(['fan-001', 'fan-002', 'fan-003', 'root']);
-    expect(one.find((r) => r.task_name === 'root')).toEqual(expect.objectContaining({ workflow_id: 'wf-fan', status: 'ready', queue: 'default', attempt_no: 0, error: null }));
+    expect(one.find((r) => r.task_name === 'root')).toEqual(
+      expect.objectContaining({ workflow_id: 'wf-fan', status: 'ready', queue: 'default', attempt_no: 0, error: null }),
+    );
     const text = await runCli(['workflow', 'tasks', 'wf-two'], { env: storage.env(prefix) });
     expect(text.stdout).toMatch(/Task\s+Status\s+Queue\s+Attempt\s+Error/);
     expect(text.stdout).toMatch(/\nb\s+pending\s+default\s+0/);
@@ -42,7 +44,11 @@ describe('jobq workflow tasks', () => {
 
   it('filters by --status, --name-prefix and --limit; takes several ids or none', async () => {
     expect((await rows(['wf-fan', '--status', 'pending'])).map((r) => r.task_name).sort()).toEqual(['fan-001', 'fan-002', 'fan-003']);
-    expect((await rows(['--workflow', 'wf-fan', '--name-prefix', 'fan-00'])).map((r) => r.task_name).sort()).toEqual(['fan-001', 'fan-002', 'fan-003']);
+    expect((await rows(['--workflow', 'wf-fan', '--name-prefix', 'fan-00'])).map((r) => r.task_name).sort()).toEqual([
+      'fan-001',
+      'fan-002',
+      'fan-003',
+    ]);
     expect(await rows(['wf-fan', '--limit', '2'])).toHaveLength(2);
     expect(await rows(['wf-fan', '--limit', '0'])).toHaveLength(4);
     expect(await rows(['wf-fan', '--queue', 'gpu'])).toEqual([]);

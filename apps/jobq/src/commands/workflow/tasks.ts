@@ -40,7 +40,8 @@ export default class WorkflowTasks extends JobqCommand {
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(WorkflowTasks);
     const ids = [...new Set([...(argv as string[]), ...(flags.workflow ?? [])])];
-    if (flags['name-prefix'] !== undefined && ids.length === 0) throw new UsageError('--name-prefix needs a workflow id (positional or --workflow)');
+    if (flags['name-prefix'] !== undefined && ids.length === 0)
+      throw new UsageError('--name-prefix needs a workflow id (positional or --workflow)');
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const filter: Omit<TaskFilter, 'limit' | 'continuationToken'> = {
       ...(flags.status ? { status: flags.status as TaskStatus[] } : {}),
@@ -66,13 +67,19 @@ export default class WorkflowTasks extends JobqCommand {
     } else {
       const blocks = groups.map((group) => {
         const heading = group.workflowId !== null && groups.length > 1 ? `Workflow ${group.workflowId}\n` : '';
-        const body = group.rows.length === 0 ? 'No tasks found.' : taskTable(group.rows, { verbose: flags.verbose, withWorkflow: group.workflowId === null });
+        const body =
+          group.rows.length === 0
+            ? 'No tasks found.'
+            : taskTable(group.rows, { verbose: flags.verbose, withWorkflow: group.workflowId === null });
         return `${heading}${body}`;
       });
       process.stdout.write(`${blocks.join('\n\n')}\n`);
     }
     for (const group of groups) {
-      if (group.more) this.note(`Showing the first ${flags.limit} tasks${group.workflowId !== null ? ` of ${group.workflowId}` : ''}; --limit 0 shows all.`);
+      if (group.more)
+        this.note(
+          `Showing the first ${flags.limit} tasks${group.workflowId !== null ? ` of ${group.workflowId}` : ''}; --limit 0 shows all.`,
+        );
     }
   }
 }

@@ -7,8 +7,14 @@ import { runCli } from '../../test-helpers/cli';
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'jobq-validate-'));
-  await writeFile(join(dir, 'ok.yaml'), 'name: ok\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n');
-  await writeFile(join(dir, 'cycle.yaml'), 'name: c\ntasks:\n  - name: a\n    depends_on: [b]\n    kwargs: {cmd: x}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: x}\n');
+  await writeFile(
+    join(dir, 'ok.yaml'),
+    'name: ok\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: echo b}\n',
+  );
+  await writeFile(
+    join(dir, 'cycle.yaml'),
+    'name: c\ntasks:\n  - name: a\n    depends_on: [b]\n    kwargs: {cmd: x}\n  - name: b\n    depends_on: [a]\n    kwargs: {cmd: x}\n',
+  );
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -39,7 +45,10 @@ describe('jobq workflow validate', () => {
   });
   it('refuses what a worker or the storage would refuse later, each at its line and column', async () => {
     // A 40 000-character name used to validate and then fail submit with PropertyValueTooLarge.
-    await writeFile(join(dir, 'late.yaml'), `name: ${'n'.repeat(40_000)}\ntasks:\n  - name: a\n    kwargs: {cmd: "echo \\0", __proto__: {x: 1}}\n`);
+    await writeFile(
+      join(dir, 'late.yaml'),
+      `name: ${'n'.repeat(40_000)}\ntasks:\n  - name: a\n    kwargs: {cmd: "echo \\0", __proto__: {x: 1}}\n`,
+    );
     const result = await runCli(['workflow', 'validate', join(dir, 'late.yaml')]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/late\.yaml:1:7: error: bad-name: a workflow name has at most 1000 characters \(this one has 40000\)/);
@@ -63,13 +72,17 @@ describe('jobq workflow validate', () => {
     );
     const bad = await runCli(['workflow', 'validate', sweep, '--param', 'epoch=3']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain(`${sweep}:2:1: error: unknown-param: --param epoch: the workflow has no parameter "epoch" (its parameters: epochs)`);
+    expect(bad.stderr).toContain(
+      `${sweep}:2:1: error: unknown-param: --param epoch: the workflow has no parameter "epoch" (its parameters: epochs)`,
+    );
     expect(bad.stderr).toContain(`${sweep}:3:11: error: missing-param: `);
     expect(bad.stderr).toContain(`${sweep}:6:37: error: bad-matrix: matrix axis "seed" is empty`);
     await writeFile(sweep, (await readFile(sweep, 'utf8')).replace(', seed: []', '').replace('matrix.rate', 'matrix.lr'));
     await writeFile(join(dir, 'p.yaml'), 'epochs: "3"\n');
     const typed = await runCli(['workflow', 'validate', sweep, '--params-file', join(dir, 'p.yaml')]);
-    expect(typed.stderr).toContain(`${sweep}:3:11: error: bad-param: ${join(dir, 'p.yaml')}: parameter "epochs" must be an integer, got the string "3"`);
+    expect(typed.stderr).toContain(
+      `${sweep}:3:11: error: bad-param: ${join(dir, 'p.yaml')}: parameter "epochs" must be an integer, got the string "3"`,
+    );
     await writeFile(join(dir, 'p.yaml'), 'epochs: 3\n');
     const good = await runCli(['workflow', 'validate', sweep, '--params-file', join(dir, 'p.yaml'), '--param', 'epochs=4', '--json']);
     expect(good.code).toBe(0);

@@ -13,14 +13,18 @@ export default class WorkflowValidate extends JobqCommand {
     'Every problem is printed on stderr as "file:line:column: severity: code: message", severity "error" or "warning", sorted by line, ' +
     'with a hint such as (did you mean "depends_on"?) when there is one; in a terminal each is followed by its source line and a caret under the column. ' +
     'Nothing is read from or written to storage. Exits 1 when any file has an error.';
-  static override examples = ['<%= config.bin %> workflow validate examples/diamond.yaml', '<%= config.bin %> workflow validate dags/*.yaml --json'];
+  static override examples = [
+    '<%= config.bin %> workflow validate examples/diamond.yaml',
+    '<%= config.bin %> workflow validate dags/*.yaml --json',
+  ];
   static override strict = false;
   static override args = { files: Args.string({ description: 'Workflow files (YAML or JSON)', required: true, ignoreStdin: true }) };
   static override flags = {
     'max-fan-in': Flags.integer({ description: 'Also check the definition after the fan-in transform with this limit (≥ 2)', min: 2 }),
     ...paramFlags,
     json: Flags.boolean({
-      description: 'Print one JSON document: {"files": [{"file", "ok", "tasks" (valid files), "issues": [{"severity", "code", "message", "path", "line", "column", "hint"}]}]}',
+      description:
+        'Print one JSON document: {"files": [{"file", "ok", "tasks" (valid files), "issues": [{"severity", "code", "message", "path", "line", "column", "hint"}]}]}',
       default: false,
     }),
   };
@@ -40,7 +44,12 @@ export default class WorkflowValidate extends JobqCommand {
     }
     if (flags.json) {
       this.printJson({
-        files: results.map((r) => ({ file: r.path, ok: r.ok, ...(r.ok ? { tasks: r.definition.tasks.length } : {}), issues: r.diagnostics })),
+        files: results.map((r) => ({
+          file: r.path,
+          ok: r.ok,
+          ...(r.ok ? { tasks: r.definition.tasks.length } : {}),
+          issues: r.diagnostics,
+        })),
       });
     }
     const failed = results.filter((r) => !r.ok).length;

@@ -7,7 +7,8 @@ import { createCoordinator, createWorker } from '../../services';
 import { runCli } from '../../test-helpers/cli';
 import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
 
-const FAILING = 'name: failing\ntasks:\n  - name: ok\n    kwargs: {cmd: echo ok}\n  - name: bad\n    depends_on: [ok]\n    kwargs: {cmd: exit 3}\n  - name: after\n    depends_on: [bad]\n    kwargs: {cmd: echo never}\n';
+const FAILING =
+  'name: failing\ntasks:\n  - name: ok\n    kwargs: {cmd: echo ok}\n  - name: bad\n    depends_on: [ok]\n    kwargs: {cmd: exit 3}\n  - name: after\n    depends_on: [bad]\n    kwargs: {cmd: echo never}\n';
 const CONDITIONAL =
   'name: conditional\ntasks:\n  - name: a\n    kwargs: {cmd: echo a}\n  - name: b\n    depends_on: [a]\n    condition: inputs.a == 1\n    kwargs: {cmd: echo b}\n';
 /** `inputs.a.acc` against an output `{"accuracy": 0.95, "loss": 0.1}`: a misspelled field. */
@@ -27,7 +28,13 @@ beforeAll(async () => {
   storage = await startTestStorage();
   prefix = uniquePrefix('Watch');
   deployment = await openDeployment(configFromFlags({}, storage.env(prefix)));
-  coordinator = createCoordinator(deployment, { receiveWaitInMs: 100, idleSleepInMs: 50, cancelPollIntervalInMs: 200, statsIntervalInMs: 500, log: () => {} });
+  coordinator = createCoordinator(deployment, {
+    receiveWaitInMs: 100,
+    idleSleepInMs: 50,
+    cancelPollIntervalInMs: 200,
+    statsIntervalInMs: 500,
+    log: () => {},
+  });
   await coordinator.start();
   worker = await createWorker(deployment, { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
   working = worker.run();
@@ -64,7 +71,13 @@ describe('jobq workflow watch', () => {
   it('prints only the final status as one JSON document with --json', async () => {
     const done = await runCli(['workflow', 'watch', 'two-ok', '--json', '--interval', '200ms'], { env: storage.env(prefix) });
     expect(done.code).toBe(0);
-    const doc = JSON.parse(done.stdout) as { workflow_id: string; status: string; total: number; counts: Record<string, number>; failed_tasks: unknown[] };
+    const doc = JSON.parse(done.stdout) as {
+      workflow_id: string;
+      status: string;
+      total: number;
+      counts: Record<string, number>;
+      failed_tasks: unknown[];
+    };
     expect(doc).toMatchObject({ workflow_id: 'two-ok', status: 'completed', total: 2, failed_tasks: [] });
     expect(doc.counts).toMatchObject({ completed: 2, failed: 0 });
 

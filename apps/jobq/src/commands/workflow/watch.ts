@@ -36,7 +36,7 @@ function failureLine(runtime: WorkflowRuntime): string {
 export default class WorkflowWatch extends JobqCommand {
   static override summary = 'Follow a workflow live until it finishes';
   static override description =
-    'Reads the workflow\'s runtime every --interval and shows its progress: the task counts, a bar (# completed, X failed/upstream_failed/cancelled, ' +
+    "Reads the workflow's runtime every --interval and shows its progress: the task counts, a bar (# completed, X failed/upstream_failed/cancelled, " +
     '- skipped, > running, . pending or ready), the rate of finished tasks per second over the last minute, the time left at that rate, ' +
     'the first running tasks and the first skipped tasks with the reason each was skipped (--by-layer adds a rollup by layer). On a terminal the view is redrawn in place; otherwise a line is ' +
     'printed only when the counts change. Stops when the workflow is completed, failed or cancelled: exits 0 when it completed and 1 ' +
@@ -58,7 +58,8 @@ export default class WorkflowWatch extends JobqCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(WorkflowWatch);
     const intervalInMs = parseInterval(flags.interval);
-    if (intervalInMs === null || intervalInMs < 100) throw new UsageError(`--interval expects a duration of at least 100ms such as 1s, 500ms or 2m, got "${flags.interval}"`);
+    if (intervalInMs === null || intervalInMs < 100)
+      throw new UsageError(`--interval expects a duration of at least 100ms such as 1s, 500ms or 2m, got "${flags.interval}"`);
     const deployment = await openDeployment(configFromFlags(flags), { createIfMissing: false });
     const first = await deployment.store.load(args.id);
     if (first === null) throw workflowNotFound(args.id, deployment.target);
@@ -83,7 +84,19 @@ export default class WorkflowWatch extends JobqCommand {
         for (const def of runtime.definition.tasks) {
           const t = taskState(runtime, def.name);
           if (t?.status !== 'running' || workers === null) continue;
-          const placed = placementOf(runtime.workflowId, { taskName: def.name, status: t.status, attemptNo: t.attemptNo, queue: taskQueue(runtime.definition, def), dispatchedAt: t.dispatchedAt }, workers, now, key);
+          const placed = placementOf(
+            runtime.workflowId,
+            {
+              taskName: def.name,
+              status: t.status,
+              attemptNo: t.attemptNo,
+              queue: taskQueue(runtime.definition, def),
+              dispatchedAt: t.dispatchedAt,
+            },
+            workers,
+            now,
+            key,
+          );
           if (placed !== null) placements.set(def.name, placed.text);
         }
       }

@@ -27,10 +27,7 @@ interface Scope {
  * as None. Never throws: any evaluation error (e.g. `cannot compare NoneType and int with >`)
  * makes the whole condition an error. Otherwise the result is converted with Python truthiness.
  */
-export function evaluateTwoValued(
-  condition: CompiledCondition,
-  inputs: Readonly<Record<string, unknown>>,
-): TwoValuedEvaluation {
+export function evaluateTwoValued(condition: CompiledCondition, inputs: Readonly<Record<string, unknown>>): TwoValuedEvaluation {
   try {
     const scope: Scope = {
       inputs: typeof inputs === 'object' && inputs !== null ? inputs : {},
@@ -78,9 +75,7 @@ function evaluate(node: ConditionNode, scope: Scope): unknown {
     case 'aggregate':
       return evaluateAggregate(node, scope);
     default:
-      throw new EvaluationError(
-        `invalid compiled condition: unknown node type ${JSON.stringify((node as { type?: unknown }).type)}`,
-      );
+      throw new EvaluationError(`invalid compiled condition: unknown node type ${JSON.stringify((node as { type?: unknown }).type)}`);
   }
 }
 

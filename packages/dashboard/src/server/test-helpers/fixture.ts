@@ -36,7 +36,12 @@ export class Fixture {
   readonly outputs = new MemoryOutputStore();
   readonly completions = new MemoryTaskQueue({ name: 'p-workflow-completions' });
   readonly workers = new MemoryWorkerRegistry({ clock: this.clock });
-  readonly client = new WorkflowClient({ store: this.memory, completions: this.completions, outputsContainer: this.outputs.outputsContainer, now: () => new Date(this.clock.now()) });
+  readonly client = new WorkflowClient({
+    store: this.memory,
+    completions: this.completions,
+    outputsContainer: this.outputs.outputsContainer,
+    now: () => new Date(this.clock.now()),
+  });
 
   async submit(id: string, text: string): Promise<void> {
     await this.client.submit({ text, filename: `${id}.yaml` }, { id });
@@ -44,7 +49,11 @@ export class Fixture {
 
   /** Creates a workflow from a definition without validating it (big shapes). */
   async create(id: string, definition: WorkflowDefinition): Promise<void> {
-    const runtime = createRuntime(definition, { workflowId: id, now: new Date(this.clock.now()).toISOString(), outputsContainer: this.outputs.outputsContainer });
+    const runtime = createRuntime(definition, {
+      workflowId: id,
+      now: new Date(this.clock.now()).toISOString(),
+      outputsContainer: this.outputs.outputsContainer,
+    });
     await this.memory.create(runtime, definitionHash(definition));
   }
 
@@ -64,7 +73,15 @@ export class Fixture {
     const loaded = await this.memory.load(id);
     const attemptNo = loaded?.runtime.tasks[taskName]?.attemptNo ?? 1;
     let outputRef: string | null = null;
-    if (outcome.output !== undefined) outputRef = (await this.outputs.putOutput(id, taskName, attemptNo, JSON.stringify(outcome.output))).ref;
-    await this.apply(id, { type: 'completion', taskName, attemptNo, success: outcome.error === undefined, outputRef, error: outcome.error ?? null });
+    if (outcome.output !== undefined)
+      outputRef = (await this.outputs.putOutput(id, taskName, attemptNo, JSON.stringify(outcome.output))).ref;
+    await this.apply(id, {
+      type: 'completion',
+      taskName,
+      attemptNo,
+      success: outcome.error === undefined,
+      outputRef,
+      error: outcome.error ?? null,
+    });
   }
 }

@@ -14,7 +14,13 @@ export function get(url: string, options: { method?: string; host?: string; head
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method: options.method ?? 'GET', headers: { ...(options.host !== undefined ? { Host: options.host } : {}), ...options.headers } },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: `${target.pathname}${target.search}`,
+        method: options.method ?? 'GET',
+        headers: { ...(options.host !== undefined ? { Host: options.host } : {}), ...options.headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -55,13 +61,21 @@ export class SseClient {
   constructor(url: string, headers: Record<string, string> = {}) {
     const target = new URL(url);
     this.opened = new Promise((resolve, reject) => {
-      this.req = request({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
-        this.status = res.statusCode ?? 0;
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => this.feed(chunk));
-        res.on('error', () => undefined);
-        resolve();
-      });
+      this.req = request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: `${target.pathname}${target.search}`,
+          headers: { Accept: 'text/event-stream', ...headers },
+        },
+        (res) => {
+          this.status = res.statusCode ?? 0;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => this.feed(chunk));
+          res.on('error', () => undefined);
+          resolve();
+        },
+      );
       this.req.on('error', reject);
       this.req.end();
     });

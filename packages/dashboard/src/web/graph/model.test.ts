@@ -1,6 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ApiCounts, ApiGraph, ApiGroupNode, ApiTaskNode } from '../../api-types';
-import { applyDelta, barSegments, buildModel, groupSegments, mergeTaskStates, nodeDisplayState, nodeMatches, nodeOfTask, taskDisplayState, visibleNodes } from './model';
+import {
+  applyDelta,
+  barSegments,
+  buildModel,
+  groupSegments,
+  mergeTaskStates,
+  nodeDisplayState,
+  nodeMatches,
+  nodeOfTask,
+  taskDisplayState,
+  visibleNodes,
+} from './model';
 
 const zero: ApiCounts = { pending: 0, ready: 0, running: 0, completed: 0, failed: 0, upstream_failed: 0, skipped: 0, cancelled: 0 };
 const task = (id: string, status: ApiTaskNode['status'] = 'pending', queue = 'cpu', onWorker: boolean | null = null): ApiTaskNode => ({
@@ -29,7 +40,11 @@ function graph(): ApiGraph {
   return {
     workflow_id: 'w',
     level: 'families',
-    nodes: [task('prep', 'completed'), group('group:1', 'train ×3', ['train-000', 'train-001', 'train-002'], { running: 2, failed: 1 }, 1), task('eval')],
+    nodes: [
+      task('prep', 'completed'),
+      group('group:1', 'train ×3', ['train-000', 'train-001', 'train-002'], { running: 2, failed: 1 }, 1),
+      task('eval'),
+    ],
     edges: [
       { from: 'prep', to: 'group:1' },
       { from: 'group:1', to: 'eval' },
@@ -68,7 +83,13 @@ describe('graph model', () => {
   });
 
   it('fills status bars with finished work first', () => {
-    expect(barSegments({ ...zero, pending: 1, running: 2, completed: 3, failed: 1 }, 1, true).map((s) => s.state)).toEqual(['completed', 'failed', 'on_worker', 'in_queue', 'pending']);
+    expect(barSegments({ ...zero, pending: 1, running: 2, completed: 3, failed: 1 }, 1, true).map((s) => s.state)).toEqual([
+      'completed',
+      'failed',
+      'on_worker',
+      'in_queue',
+      'pending',
+    ]);
   });
 
   it('draws a group in its most telling state', () => {
@@ -104,7 +125,10 @@ describe('graph model', () => {
         { name: 'prep', status: 'completed', attempt_no: 1, on_worker: null, error: null },
         { name: 'train-000', status: 'completed', attempt_no: 1, on_worker: null, error: null },
       ],
-      groups: [{ id: 'group:1', counts: { ...zero, running: 1, failed: 1, completed: 1 }, on_worker: 1 }, { id: 'group:9', counts: zero, on_worker: 0 }],
+      groups: [
+        { id: 'group:1', counts: { ...zero, running: 1, failed: 1, completed: 1 }, on_worker: 1 },
+        { id: 'group:9', counts: zero, on_worker: 0 },
+      ],
     });
     expect(changed).toEqual([2, 1]);
     expect(nodeDisplayState(m.graph.nodes[2]!, true)).toBe('in_queue');

@@ -73,7 +73,18 @@ export function groupSegments(counts: ApiCounts, onWorker: number, hasWorkers: b
   return out;
 }
 
-const BAR_ORDER: readonly DisplayState[] = ['completed', 'skipped', 'failed', 'upstream_failed', 'cancelled', 'on_worker', 'running', 'in_queue', 'ready', 'pending'];
+const BAR_ORDER: readonly DisplayState[] = [
+  'completed',
+  'skipped',
+  'failed',
+  'upstream_failed',
+  'cancelled',
+  'on_worker',
+  'running',
+  'in_queue',
+  'ready',
+  'pending',
+];
 
 /** The segments of a status bar: finished work first (from the left), pending last. */
 export function barSegments(counts: ApiCounts, onWorker: number, hasWorkers: boolean): Array<{ state: DisplayState; count: number }> {
@@ -84,7 +95,18 @@ export function barSegments(counts: ApiCounts, onWorker: number, hasWorkers: boo
 export function nodeDisplayState(node: ApiGraphNode, hasWorkers: boolean): DisplayState {
   if (node.kind === 'task') return taskDisplayState(node.status, node.on_worker, hasWorkers);
   const segments = groupSegments(node.counts, node.on_worker, hasWorkers);
-  const priority: DisplayState[] = ['failed', 'upstream_failed', 'on_worker', 'running', 'in_queue', 'ready', 'cancelled', 'pending', 'completed', 'skipped'];
+  const priority: DisplayState[] = [
+    'failed',
+    'upstream_failed',
+    'on_worker',
+    'running',
+    'in_queue',
+    'ready',
+    'cancelled',
+    'pending',
+    'completed',
+    'skipped',
+  ];
   for (const state of priority) if (segments.some((s) => s.state === state)) return state;
   return 'pending';
 }
@@ -157,7 +179,11 @@ export function applyDelta(model: GraphModel, delta: Pick<ApiDeltaEvent, 'tasks'
 }
 
 /** The latest known state of each task that is not pending, kept from the stream's snapshot and deltas. */
-export function mergeTaskStates(states: Map<string, ApiTaskChange>, tasks: readonly ApiTaskChange[], snapshot: boolean): Map<string, ApiTaskChange> {
+export function mergeTaskStates(
+  states: Map<string, ApiTaskChange>,
+  tasks: readonly ApiTaskChange[],
+  snapshot: boolean,
+): Map<string, ApiTaskChange> {
   const next = snapshot ? new Map<string, ApiTaskChange>() : new Map(states);
   for (const t of tasks) next.set(t.name, t);
   return next;

@@ -20,8 +20,17 @@ function clampScale(k: number): number {
  * each side), never zoomed in past 1 nor out past `minScale`; along an axis where the layout then
  * does not fit, it is shown from its start (left, top), else centred.
  */
-export function fitView(layoutWidth: number, layoutHeight: number, width: number, height: number, pad = 24, minScale = MIN_SCALE): Viewport {
-  const k = clampScale(Math.max(minScale, Math.min(1, (width - 2 * pad) / Math.max(1, layoutWidth), (height - 2 * pad) / Math.max(1, layoutHeight))));
+export function fitView(
+  layoutWidth: number,
+  layoutHeight: number,
+  width: number,
+  height: number,
+  pad = 24,
+  minScale = MIN_SCALE,
+): Viewport {
+  const k = clampScale(
+    Math.max(minScale, Math.min(1, (width - 2 * pad) / Math.max(1, layoutWidth), (height - 2 * pad) / Math.max(1, layoutHeight))),
+  );
   const place = (layout: number, screen: number): number => (layout * k <= screen - 2 * pad ? -(screen / k - layout) / 2 : -pad / k);
   return { x: place(layoutWidth, width), y: place(layoutHeight, height), k };
 }

@@ -15,7 +15,9 @@ export function dispatchRound(step: Step): void {
   if (!rt.activated || rt.cancelRequested || rt.corruptReason !== null || rt.counts.ready === 0) return;
   const limit = rt.definition.maxParallelism;
   // Retries waiting for their delay hold no slot.
-  const waiting = Object.values(rt.tasks).filter((t) => t.status === 'running' && t.retryDueAt !== null && epochMs(t.retryDueAt) > epochMs(step.now)).length;
+  const waiting = Object.values(rt.tasks).filter(
+    (t) => t.status === 'running' && t.retryDueAt !== null && epochMs(t.retryDueAt) > epochMs(step.now),
+  ).length;
   let budget = limit === null ? Number.POSITIVE_INFINITY : limit - (rt.counts.running - waiting);
   let remaining = rt.counts.ready;
   for (const def of step.index.tasks) {
@@ -25,7 +27,14 @@ export function dispatchRound(step: Step): void {
     remaining--;
     budget--;
     const attemptNo = task.attemptNo + 1;
-    transition(step, def.name, { status: 'running', attemptNo, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: null });
+    transition(step, def.name, {
+      status: 'running',
+      attemptNo,
+      dispatchedAt: step.now,
+      startedAt: null,
+      completedAt: null,
+      retryDueAt: null,
+    });
     step.effects.push(dispatchEffect(step, def, attemptNo));
   }
 }

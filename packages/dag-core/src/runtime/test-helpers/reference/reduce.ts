@@ -160,7 +160,10 @@ function completion(step: Step, event: CompletionEvent): void {
   if (event.success) {
     transition(step, event.taskName, { status: 'completed', attemptNo: applied, outputRef: event.outputRef, error: null, startedAt });
   } else {
-    failAttempt(step, event.taskName, applied, event.error ?? 'task failed', { startedAt, byCancel: event.cancelled === true || isCancelText(event.error) });
+    failAttempt(step, event.taskName, applied, event.error ?? 'task failed', {
+      startedAt,
+      byCancel: event.cancelled === true || isCancelText(event.error),
+    });
   }
 }
 
@@ -174,14 +177,25 @@ function isCancelText(error: string | null): boolean {
  * failure caused by a cancel that no longer stands (a retry lifted it while the worker was stopping
  * the task) re-arms the task and gives the attempt back to its budget.
  */
-function failAttempt(step: Step, name: string, attemptNo: number, error: string, how: { startedAt?: string | null; byCancel?: boolean } = {}): void {
+function failAttempt(
+  step: Step,
+  name: string,
+  attemptNo: number,
+  error: string,
+  how: { startedAt?: string | null; byCancel?: boolean } = {},
+): void {
   const task = step.d.task(name);
   const def = step.index.tasks[step.index.position.get(name) ?? -1];
   if (!task || !def) return;
   const patch = { attemptNo, error, ...(how.startedAt === undefined ? {} : { startedAt: how.startedAt }) };
   if (step.d.runtime.cancelRequested) return transition(step, name, { ...patch, status: 'cancelled' });
   if (how.byCancel) {
-    return transition(step, name, { ...patch, status: 'ready', retryBase: task.retryBase + 1, error: `${error} (the cancel was lifted by a retry: dispatched again)` });
+    return transition(step, name, {
+      ...patch,
+      status: 'ready',
+      retryBase: task.retryBase + 1,
+      error: `${error} (the cancel was lifted by a retry: dispatched again)`,
+    });
   }
   if (attemptNo - task.retryBase > def.numRetries) return transition(step, name, { ...patch, status: 'failed' });
   // A retry with a delay is sent at once, held back by its queue.
@@ -189,7 +203,15 @@ function failAttempt(step: Step, name: string, attemptNo: number, error: string,
   const delayInMs = Math.round(retryDelayS(step.d.runtime.definition, def, next - task.retryBase) * 1000);
   const dueAt = addMs(step.now, delayInMs);
   if (delayInMs > 0 && step.d.runtime.activated && dueAt !== null) {
-    transition(step, name, { ...patch, status: 'running', attemptNo: next, dispatchedAt: step.now, startedAt: null, completedAt: null, retryDueAt: dueAt });
+    transition(step, name, {
+      ...patch,
+      status: 'running',
+      attemptNo: next,
+      dispatchedAt: step.now,
+      startedAt: null,
+      completedAt: null,
+      retryDueAt: dueAt,
+    });
     step.effects.push({ ...dispatchEffect(step, def, next), delayInMs });
     return;
   }
@@ -205,10 +227,14 @@ function cancel(step: Step, event: CancelEvent): void {
   const reason = event.reason === undefined || event.reason.trim() === '' ? null : event.reason;
   const rt = step.d.runtime;
   const at = requestTime(event);
-  if (!isNewer(at, rt.cancelAppliedAt)) throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
+  if (!isNewer(at, rt.cancelAppliedAt))
+    throw new Ignored(`cancel requested at ${at} is not newer than the last applied (${rt.cancelAppliedAt})`);
   step.d.set('cancelAppliedAt', at);
   if (rt.retryAppliedAt !== null && !isNewer(at, rt.retryAppliedAt)) {
-    step.effects.push({ type: 'notice', message: `cancel requested at ${at} is older than the retry applied at ${rt.retryAppliedAt}: the retry stands` });
+    step.effects.push({
+      type: 'notice',
+      message: `cancel requested at ${at} is older than the retry applied at ${rt.retryAppliedAt}: the retry stands`,
+    });
     return;
   }
   if (isTerminalWorkflowStatus(rt.status)) {
@@ -221,7 +247,8 @@ function cancel(step: Step, event: CancelEvent): void {
   for (const def of step.index.tasks) {
     const task = step.d.task(def.name);
     if (task === undefined) continue;
-    if (task.status === 'pending' || task.status === 'ready' || waitingAt(task, event.now)) transition(step, def.name, { status: 'cancelled', error });
+    if (task.status === 'pending' || task.status === 'ready' || waitingAt(task, event.now))
+      transition(step, def.name, { status: 'cancelled', error });
   }
   // Dependents of the tasks just cancelled are cancelled too; nothing is left to re-evaluate.
   step.worklist.length = 0;
@@ -233,10 +260,14 @@ const RETRYABLE = new Set<TaskStatus>(['failed', 'upstream_failed', 'cancelled']
 function retry(step: Step, event: RetryEvent): void {
   const rt = step.d.runtime;
   const at = requestTime(event);
-  if (!isNewer(at, rt.retryAppliedAt)) throw new Ignored(`retry requested at ${at} is not newer than the last applied (${rt.retryAppliedAt})`);
+  if (!isNewer(at, rt.retryAppliedAt))
+    throw new Ignored(`retry requested at ${at} is not newer than the last applied (${rt.retryAppliedAt})`);
   step.d.set('retryAppliedAt', at);
   if (rt.cancelAppliedAt !== null && !isNewer(at, rt.cancelAppliedAt)) {
-    step.effects.push({ type: 'notice', message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands` });
+    step.effects.push({
+      type: 'notice',
+      message: `retry requested at ${at} is older than the cancel applied at ${rt.cancelAppliedAt}: the cancel stands`,
+    });
     return;
   }
   // The latest request is now this retry: a cancel no longer applies, even with nothing to retry.
@@ -298,7 +329,9 @@ function rerunSet(step: Step, name: string, downstream: boolean): string[] {
 function busyText(task: TaskRuntime): string | null {
   if (task.status === 'ready') return 'queued now (ready, about to be dispatched)';
   if (task.status !== 'running') return null;
-  return task.retryDueAt === null ? `running now (attempt ${task.attemptNo})` : `running now (attempt ${task.attemptNo}, a retry waiting for its delay)`;
+  return task.retryDueAt === null
+    ? `running now (attempt ${task.attemptNo})`
+    : `running now (attempt ${task.attemptNo}, a retry waiting for its delay)`;
 }
 
 /** Re-run: the task (and with downstream its dependents) start over, each request once. */
@@ -306,7 +339,10 @@ function rerun(step: Step, event: RerunEvent): void {
   const rt = step.d.runtime;
   const applied = rt.rerunsApplied ?? [];
   if (applied.some((a) => a.id === event.requestId)) throw new Ignored(`re-run request ${event.requestId} was applied before`);
-  const kept = event.recorded === undefined ? applied : applied.filter((a) => event.recorded!.includes(a.id) || !(epochMs(event.now) - epochMs(a.at) > RERUN_FORGET_AFTER_MS));
+  const kept =
+    event.recorded === undefined
+      ? applied
+      : applied.filter((a) => event.recorded!.includes(a.id) || !(epochMs(event.now) - epochMs(a.at) > RERUN_FORGET_AFTER_MS));
   step.d.set('rerunsApplied', [...kept, { id: event.requestId, at: event.now }]);
   const notice = (why: string): void => {
     step.effects.push({ type: 'notice', message: `re-run of "${event.taskName}" not applied: ${why}` });
@@ -315,7 +351,9 @@ function rerun(step: Step, event: RerunEvent): void {
   if (!own) return notice('the workflow has no such task');
   const names = rerunSet(step, event.taskName, event.downstream);
   if (rt.cancelRequested) {
-    return notice(`workflow "${rt.workflowId}" is ${rt.status === 'cancelling' ? 'being cancelled' : 'cancelled'}: a re-run does not lift a cancel (retry the workflow first)`);
+    return notice(
+      `workflow "${rt.workflowId}" is ${rt.status === 'cancelling' ? 'being cancelled' : 'cancelled'}: a re-run does not lift a cancel (retry the workflow first)`,
+    );
   }
   if (own.status === 'pending') return notice(`task "${event.taskName}" has not run yet (pending): it runs when its dependencies allow`);
   const mine = busyText(own);
@@ -356,8 +394,18 @@ function rerun(step: Step, event: RerunEvent): void {
 function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
   const rt = step.d.runtime;
   const deadline = rt.deadlineAt;
-  if (deadline !== null && !rt.cancelRequested && rt.activated && !isTerminalWorkflowStatus(rt.status) && epochMs(event.now) >= epochMs(deadline)) {
-    cancel(step, { type: 'cancel', now: event.now, reason: `deadline passed: the workflow's timeout_s (${rt.definition.timeoutS} s) ran out at ${deadline}` });
+  if (
+    deadline !== null &&
+    !rt.cancelRequested &&
+    rt.activated &&
+    !isTerminalWorkflowStatus(rt.status) &&
+    epochMs(event.now) >= epochMs(deadline)
+  ) {
+    cancel(step, {
+      type: 'cancel',
+      now: event.now,
+      reason: `deadline passed: the workflow's timeout_s (${rt.definition.timeoutS} s) ran out at ${deadline}`,
+    });
     return;
   }
   let running = rt.counts.running;
@@ -377,7 +425,12 @@ function timeoutSweep(step: Step, event: TimeoutSweepEvent): void {
     if (limit === null || from === null) continue;
     const bound = ttl + limit * 1000 + grace;
     if (now - epochMs(from) > bound) {
-      failAttempt(step, def.name, task.attemptNo, `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`);
+      failAttempt(
+        step,
+        def.name,
+        task.attemptNo,
+        `no completion within ${formatDuration(bound)} of its ${task.retryDueAt === null ? 'dispatch' : 'due time'} (message lifetime ${formatDuration(ttl)} + timeout_s ${limit} + grace ${formatDuration(grace)}): its message was lost or its worker died without reporting`,
+      );
       lost++;
     }
   }

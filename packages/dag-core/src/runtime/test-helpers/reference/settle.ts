@@ -25,7 +25,10 @@ export function policyVerdict(policy: DepPolicy, n: number, s: number, b: number
 }
 
 function describeBlockers(names: readonly string[]): string {
-  const shown = names.slice(0, 3).map((n) => `"${n}"`).join(', ');
+  const shown = names
+    .slice(0, 3)
+    .map((n) => `"${n}"`)
+    .join(', ');
   return names.length > 3 ? `${shown} and ${names.length - 3} more` : shown;
 }
 
