@@ -266,8 +266,8 @@ describe('the committed manifests', () => {
 });
 
 describe('bad values', () => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const refused = (edit: (v: Record<string, any>) => void): string => {
-    // eslint-disable-line @typescript-eslint/no-explicit-any
     const v = rawValues();
     edit(v);
     try {

@@ -11,14 +11,7 @@ import {
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
-import {
-  decodeEnvelope,
-  decodeWorkflowTask,
-  encodeTaskMessage,
-  messageByteLength,
-  type EnvelopeTrace,
-  withEnvelopeTrace,
-} from '@jobq/dag-core/wire';
+import { encodeTaskMessage, messageByteLength, type EnvelopeTrace, withEnvelopeTrace } from '@jobq/dag-core/wire';
 import type { Context, Span } from '@opentelemetry/api';
 import {
   isJobqError,

@@ -3,9 +3,10 @@ import fc from 'fast-check';
 import { queueSafeByteLength, queueSafeText } from './queue-safe';
 
 /** Any character XML 1.0 forbids, as a code unit (surrogates here are lone by construction below). */
-// eslint-disable-next-line no-control-regex
+/* eslint-disable no-control-regex -- the point of this pattern is control characters */
 const FORBIDDEN_AFTER =
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/* eslint-enable no-control-regex */
 
 /** Characters that matter here: every forbidden kind, their allowed neighbours, and ordinary text. */
 const trickyUnit = fc.constantFrom(

@@ -4,9 +4,10 @@
  * Queue bodies travel as XML text, and one such character in a message makes every receive and
  * peek of the queue fail (Azurite) or the send be refused.
  */
-// eslint-disable-next-line no-control-regex
+/* eslint-disable no-control-regex -- the point of this pattern is control characters */
 const XML_FORBIDDEN =
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/* eslint-enable no-control-regex */
 const XML_FORBIDDEN_ALL = new RegExp(XML_FORBIDDEN.source, 'g');
 
 /** Bytes of one `\uXXXX` escape. */
