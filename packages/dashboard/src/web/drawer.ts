@@ -78,10 +78,7 @@ function AttemptLog(props: { attempt: ApiAttempt }) {
 }
 
 function Section(props: { title: string; children: unknown }) {
-  return html`<section class="drawer-section">
-    <h3>${props.title}</h3>
-    ${props.children}
-  </section>`;
+  return html`<section class="drawer-section"><h3>${props.title}</h3>${props.children}</section>`;
 }
 
 function valueText(value: unknown): string {
@@ -146,155 +143,79 @@ export function TaskDrawer(props: TaskDrawerProps) {
     ${
       d
         ? html`<div class="drawer-body">
-            <dl class="facts">
-              <dt>state</dt>
-              <dd>
-                <${StateBadge}
-                  status=${d.status}
-                  onWorker=${d.placement ? d.placement.state === 'on-worker' : null}
-                  hasWorkers=${props.hasWorkers}
-                />
-              </dd>
-              <dt>queue</dt>
-              <dd>${d.queue}</dd>
-              <dt>attempt</dt>
-              <dd>${d.attempt_no}/${d.max_attempts}</dd>
-              <dt>dispatched</dt>
-              <dd>${timeText(d.dispatched_at)}</dd>
-              <dt>started</dt>
-              <dd>${timeText(d.started_at)}</dd>
-              <dt>finished</dt>
-              <dd>${timeText(d.completed_at)}</dd>
-              ${
-                d.retry_due_at
-                  ? html`<dt>retry due</dt>
-                      <dd>${timeText(d.retry_due_at)}</dd>`
-                  : null
-              }
-              ${
-                d.placement
-                  ? html`<dt>worker</dt>
-                      <dd>
-                        ${d.placement.state === 'on-worker' ? `${d.placement.worker_id ?? '?'}${d.placement.host ? ` on ${d.placement.host}` : ''}${d.placement.since ? ` since ${timeText(d.placement.since)}` : ''}` : d.placement.state === 'in-queue' ? 'waiting in its queue' : 'unknown'}
-                      </dd>`
-                  : null
-              }
-            </dl>
-            ${d.error ? html`<${Section} title="error"><pre class="error-text">${d.error}</pre><//>` : null}
+          <dl class="facts">
+            <dt>state</dt><dd><${StateBadge} status=${d.status} onWorker=${d.placement ? d.placement.state === 'on-worker' : null} hasWorkers=${props.hasWorkers} /></dd>
+            <dt>queue</dt><dd>${d.queue}</dd>
+            <dt>attempt</dt><dd>${d.attempt_no}/${d.max_attempts}</dd>
+            <dt>dispatched</dt><dd>${timeText(d.dispatched_at)}</dd>
+            <dt>started</dt><dd>${timeText(d.started_at)}</dd>
+            <dt>finished</dt><dd>${timeText(d.completed_at)}</dd>
+            ${d.retry_due_at ? html`<dt>retry due</dt><dd>${timeText(d.retry_due_at)}</dd>` : null}
+            ${d.placement ? html`<dt>worker</dt><dd>${d.placement.state === 'on-worker' ? `${d.placement.worker_id ?? '?'}${d.placement.host ? ` on ${d.placement.host}` : ''}${d.placement.since ? ` since ${timeText(d.placement.since)}` : ''}` : d.placement.state === 'in-queue' ? 'waiting in its queue' : 'unknown'}</dd>` : null}
+          </dl>
+          ${d.error ? html`<${Section} title="error"><pre class="error-text">${d.error}</pre><//>` : null}
+          ${d.explain.length > 0 ? html`<${Section} title="why"><ul class="explain">${d.explain.map((r) => html`<li>${r}</li>`)}</ul><//>` : null}
+          <${Section} title=${`dependencies (${typeof d.dep_policy === 'number' ? `at least ${d.dep_policy}` : d.dep_policy}: ${d.policy_verdict})`}>
             ${
-              d.explain.length > 0
-                ? html`<${Section} title="why"
-                    ><ul class="explain">
-                      ${d.explain.map((r) => html`<li>${r}</li>`)}
-                    </ul><//
-                  >`
+              d.dependencies.length === 0
+                ? html`<p class="muted">none: a root task</p>`
+                : html`<ul class="deps">${d.dependencies.map(
+                    (dep) =>
+                      html`<li><button type="button" class="link" onClick=${() => props.onOpenTask(dep.name)}>${dep.name}</button> <${StateBadge} status=${dep.status} hasWorkers=${false} />${dep.gate ? html` <span class="muted">(gate)</span>` : null}</li>`,
+                  )}</ul>`
+            }
+          <//>
+          ${
+            d.condition
+              ? html`<${Section} title="condition">
+                <code class="condition">${d.condition.expression}</code>
+                <p>result: <strong class="condition-result">${d.condition.result === null ? 'not decided yet' : String(d.condition.result)}</strong>${d.condition.skip_reason ? html` <span class="muted">(${d.condition.skip_reason})</span>` : null}</p>
+                <table class="parent-values"><thead><tr><th>input</th><th>state</th><th>value</th></tr></thead><tbody>
+                  ${d.condition.parents.map(
+                    (p) =>
+                      html`<tr><td>inputs.${p.name}</td><td>${p.status}</td><td><pre class="value">${p.unavailable ? p.unavailable : valueText(p.value)}</pre></td></tr>`,
+                  )}
+                </tbody></table>
+              <//>`
+              : null
+          }
+          <${Section} title="output">
+            ${d.output_error ? html`<p class="error-text">${d.output_error}</p>` : null}
+            ${d.output === null || d.output === undefined ? html`<p class="muted">none</p>` : html`<pre class="output">${valueText(d.output)}</pre>`}
+            ${d.output_url ? html`<p><a href=${d.output_url} target="_blank" rel="noopener">raw output JSON</a></p>` : null}
+            ${
+              d.stash.length > 0
+                ? html`<p>stashed files:</p>
+                  <ul class="stash">${d.stash.map((s) => html`<li><code title=${s.blob}>${s.filename}</code> <span class="muted">${bytesText(s.size)}</span></li>`)}</ul>
+                  <${CopyLine} label="files" line=${`jobq workflow outputs ${shellQuote(d.workflow_id)} ${shellQuote(d.name)} --files ./${shellQuote(d.name.replace(/[^A-Za-z0-9._-]+/g, '_'))}`} />`
                 : null
             }
-            <${Section}
-              title=${`dependencies (${typeof d.dep_policy === 'number' ? `at least ${d.dep_policy}` : d.dep_policy}: ${d.policy_verdict})`}
-            >
-              ${
-                d.dependencies.length === 0
-                  ? html`<p class="muted">none: a root task</p>`
-                  : html`<ul class="deps">
-                      ${d.dependencies.map(
-                        (dep) =>
-                          html`<li>
-                            <button type="button" class="link" onClick=${() => props.onOpenTask(dep.name)}>${dep.name}</button>
-                            <${StateBadge}
-                              status=${dep.status}
-                              hasWorkers=${false}
-                            />${dep.gate ? html` <span class="muted">(gate)</span>` : null}
-                          </li>`,
-                      )}
-                    </ul>`
-              }
-            <//>
-            ${
-              d.condition
-                ? html`<${Section} title="condition">
-                    <code class="condition">${d.condition.expression}</code>
-                    <p>
-                      result:
-                      <strong class="condition-result"
-                        >${d.condition.result === null ? 'not decided yet' : String(d.condition.result)}</strong
-                      >${d.condition.skip_reason ? html` <span class="muted">(${d.condition.skip_reason})</span>` : null}
-                    </p>
-                    <table class="parent-values">
-                      <thead>
-                        <tr>
-                          <th>input</th>
-                          <th>state</th>
-                          <th>value</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        ${d.condition.parents.map(
-                          (p) =>
-                            html`<tr>
-                              <td>inputs.${p.name}</td>
-                              <td>${p.status}</td>
-                              <td><pre class="value">${p.unavailable ? p.unavailable : valueText(p.value)}</pre></td>
-                            </tr>`,
-                        )}
-                      </tbody>
-                    </table>
-                  <//>`
-                : null
-            }
-            <${Section} title="output">
-              ${d.output_error ? html`<p class="error-text">${d.output_error}</p>` : null}
-              ${d.output === null || d.output === undefined ? html`<p class="muted">none</p>` : html`<pre class="output">${valueText(d.output)}</pre>`}
-              ${d.output_url ? html`<p><a href=${d.output_url} target="_blank" rel="noopener">raw output JSON</a></p>` : null}
-              ${
-                d.stash.length > 0
-                  ? html`<p>stashed files:</p>
-                      <ul class="stash">
-                        ${d.stash.map((s) => html`<li><code title=${s.blob}>${s.filename}</code> <span class="muted">${bytesText(s.size)}</span></li>`)}
-                      </ul>
-                      <${CopyLine}
-                        label="files"
-                        line=${`jobq workflow outputs ${shellQuote(d.workflow_id)} ${shellQuote(d.name)} --files ./${shellQuote(d.name.replace(/[^A-Za-z0-9._-]+/g, '_'))}`}
-                      />`
-                  : null
-              }
-            <//>
-            <${Section} title=${`attempts (${d.attempts.length})`}>
-              ${d.attempts.length === 0 ? html`<p class="muted">none yet</p>` : null}
-              <ol class="attempts">
-                ${d.attempts.map(
-                  (a) =>
-                    html`<li class=${a.attempt_no === shownAttempt ? 'open' : ''}>
-                      <button
-                        type="button"
-                        class="link"
-                        onClick=${() => setOpenAttempt(a.attempt_no)}
-                        aria-expanded=${a.attempt_no === shownAttempt}
-                      >
-                        attempt ${a.attempt_no}:
-                        ${a.outcome ?? 'no log'}${a.exit_code !== null ? ` (exit ${a.exit_code})` : ''}${a.worker ? ` on ${a.worker}` : ''}${a.log_bytes !== null ? `, ${bytesText(a.log_bytes)}` : ''}
-                      </button>
-                      ${a.attempt_no === shownAttempt ? html`<${AttemptLog} key=${`${a.attempt_no}:${a.log_url ?? ''}`} attempt=${a} />` : null}
-                    </li>`,
-                )}
-              </ol>
-            <//>
-            ${
-              d.dependents.length > 0
-                ? html`<${Section} title=${`dependents (${d.dependents.length})`}
-                    ><ul class="deps">
-                      ${d.dependents.slice(0, 50).map((n) => html`<li><button type="button" class="link" onClick=${() => props.onOpenTask(n)}>${n}</button></li>`)}${d.dependents.length > 50 ? html`<li class="muted">+${d.dependents.length - 50} more</li>` : null}
-                    </ul><//
-                  >`
-                : null
-            }
-            <${Section} title="commands">
-              <${CopyLine} label="logs" line=${d.commands.logs} />
-              <${CopyLine} label="retry" line=${d.commands.retry} />
-              <${CopyLine} label="re-run" line=${d.commands.rerun} />
-              <${CopyLine} label="cancel" line=${d.commands.cancel} />
-            <//>
-          </div>`
+          <//>
+          <${Section} title=${`attempts (${d.attempts.length})`}>
+            ${d.attempts.length === 0 ? html`<p class="muted">none yet</p>` : null}
+            <ol class="attempts">
+              ${d.attempts.map(
+                (a) => html`<li class=${a.attempt_no === shownAttempt ? 'open' : ''}>
+                  <button type="button" class="link" onClick=${() => setOpenAttempt(a.attempt_no)} aria-expanded=${a.attempt_no === shownAttempt}>
+                    attempt ${a.attempt_no}: ${a.outcome ?? 'no log'}${a.exit_code !== null ? ` (exit ${a.exit_code})` : ''}${a.worker ? ` on ${a.worker}` : ''}${a.log_bytes !== null ? `, ${bytesText(a.log_bytes)}` : ''}
+                  </button>
+                  ${a.attempt_no === shownAttempt ? html`<${AttemptLog} key=${`${a.attempt_no}:${a.log_url ?? ''}`} attempt=${a} />` : null}
+                </li>`,
+              )}
+            </ol>
+          <//>
+          ${
+            d.dependents.length > 0
+              ? html`<${Section} title=${`dependents (${d.dependents.length})`}><ul class="deps">${d.dependents.slice(0, 50).map((n) => html`<li><button type="button" class="link" onClick=${() => props.onOpenTask(n)}>${n}</button></li>`)}${d.dependents.length > 50 ? html`<li class="muted">+${d.dependents.length - 50} more</li>` : null}</ul><//>`
+              : null
+          }
+          <${Section} title="commands">
+            <${CopyLine} label="logs" line=${d.commands.logs} />
+            <${CopyLine} label="retry" line=${d.commands.retry} />
+            <${CopyLine} label="re-run" line=${d.commands.rerun} />
+            <${CopyLine} label="cancel" line=${d.commands.cancel} />
+          <//>
+        </div>`
         : null
     }
   </aside>`;

@@ -30,10 +30,7 @@ export function GroupPanel(props: GroupPanelProps) {
     const style = styleOf(known ? taskDisplayState(known.status, known.on_worker, props.hasWorkers) : 'pending');
     rows.push(
       html`<li key=${name} style=${`top:${i * ROW_HEIGHT}px`}>
-        <button type="button" class="link" onClick=${() => props.onPick(name)}>
-          <span class="state-icon" style=${`background:${style.fill};color:${style.ink}`} aria-label=${style.label}>${style.icon}</span>
-          ${name}
-        </button>
+        <button type="button" class="link" onClick=${() => props.onPick(name)}><span class="state-icon" style=${`background:${style.fill};color:${style.ink}`} aria-label=${style.label}>${style.icon}</span> ${name}</button>
       </li>`,
     );
   }
@@ -46,14 +43,8 @@ export function GroupPanel(props: GroupPanelProps) {
     <ul class="legend">
       ${groupSegments(node.counts, node.on_worker, props.hasWorkers).map((s) => html`<li><span class="swatch" style=${`background:${STATE_STYLES[s.state].fill}`}></span>${STATE_STYLES[s.state].icon} ${STATE_STYLES[s.state].label}: ${s.count}</li>`)}
     </ul>
-    <div
-      class="vlist"
-      style=${`height:${VIEW_ROWS * ROW_HEIGHT}px`}
-      onScroll=${(e: Event) => setScrollTop((e.currentTarget as HTMLElement).scrollTop)}
-    >
-      <ul style=${`height:${names.length * ROW_HEIGHT}px`} aria-label=${`tasks of ${node.label}`}>
-        ${rows}
-      </ul>
+    <div class="vlist" style=${`height:${VIEW_ROWS * ROW_HEIGHT}px`} onScroll=${(e: Event) => setScrollTop((e.currentTarget as HTMLElement).scrollTop)}>
+      <ul style=${`height:${names.length * ROW_HEIGHT}px`} aria-label=${`tasks of ${node.label}`}>${rows}</ul>
     </div>
   </aside>`;
 }

@@ -73,37 +73,17 @@ function svgNode(props: SvgNodeProps) {
   const text = nodeText(node, hasWorkers);
   const segments = node.kind === 'group' ? barSegments(node.counts, node.on_worker, hasWorkers) : [];
   let offset = 0;
-  return html`<g
-    class=${`node node-${node.kind}${props.selected ? ' selected' : ''}`}
-    data-node=${props.index}
-    transform=${`translate(${x},${y})`}
-    tabindex="0"
-    role="button"
-    aria-label=${describe(node, hasWorkers)}
-  >
+  return html`<g class=${`node node-${node.kind}${props.selected ? ' selected' : ''}`} data-node=${props.index} transform=${`translate(${x},${y})`} tabindex="0" role="button" aria-label=${describe(node, hasWorkers)}>
     <title>${node.label}</title>
     ${props.selected ? html`<rect class="ring" x="-3" y="-3" width=${W + 6} height=${H + 6} fill="none" stroke="#000" stroke-width="3" />` : null}
-    <rect
-      width=${W}
-      height=${H}
-      rx="4"
-      fill=${node.kind === 'task' ? style.fill : '#ffffff'}
-      stroke=${node.kind === 'task' ? 'none' : style.fill}
-      stroke-width="2"
-    />
+    <rect width=${W} height=${H} rx="4" fill=${node.kind === 'task' ? style.fill : '#ffffff'} stroke=${node.kind === 'task' ? 'none' : style.fill} stroke-width="2" />
     ${segments.map((s) => {
       const w = (s.count / Math.max(1, node.size)) * W;
       const bar = html`<rect x=${offset} y=${H - BAR_HEIGHT} width=${w} height=${BAR_HEIGHT} fill=${STATE_STYLES[s.state].fill} />`;
       offset += w;
       return bar;
     })}
-    <text
-      x="8"
-      y=${node.kind === 'task' ? H / 2 : (H - BAR_HEIGHT) / 2 + 1}
-      dominant-baseline="central"
-      fill=${node.kind === 'task' ? style.ink : '#1a1a1a'}
-      >${text.icon} ${text.label}</text
-    >
+    <text x="8" y=${node.kind === 'task' ? H / 2 : (H - BAR_HEIGHT) / 2 + 1} dominant-baseline="central" fill=${node.kind === 'task' ? style.ink : '#1a1a1a'}>${text.icon} ${text.label}</text>
   </g>`;
 }
 
@@ -119,15 +99,7 @@ function SvgGraph(props: GraphViewProps & { view: Viewport; gRef: { current: SVG
   for (let i = 0; i < model.graph.nodes.length; i++) {
     if (!visible[i]) continue;
     nodes.push(
-      html`<${SvgNode}
-        key=${model.graph.nodes[i]!.id}
-        node=${model.graph.nodes[i]}
-        index=${i}
-        x=${x[i]}
-        y=${y[i]}
-        hasWorkers=${model.hasWorkers}
-        selected=${i === selected}
-      />`,
+      html`<${SvgNode} key=${model.graph.nodes[i]!.id} node=${model.graph.nodes[i]} index=${i} x=${x[i]} y=${y[i]} hasWorkers=${model.hasWorkers} selected=${i === selected} />`,
     );
   }
   const v = props.view;
@@ -172,16 +144,10 @@ class ListChunk extends Component<ListChunkProps> {
       if (!visible[i]) continue;
       const node = nodes[i]!;
       items.push(
-        html`<li key=${node.id}>
-          <button type="button" data-node=${i} onClick=${() => onSelect(i)}>${describe(node, model.hasWorkers)}</button>
-        </li>`,
+        html`<li key=${node.id}><button type="button" data-node=${i} onClick=${() => onSelect(i)}>${describe(node, model.hasWorkers)}</button></li>`,
       );
     }
-    return html`<li class="chunk">
-      <ul>
-        ${items}
-      </ul>
-    </li>`;
+    return html`<li class="chunk"><ul>${items}</ul></li>`;
   }
 }
 
@@ -201,19 +167,10 @@ function NodeList(props: { model: GraphModel; visible: Uint8Array; onSelect: (no
   for (let c = 0; c < shown; c++) {
     const start = c * LIST_CHUNK;
     chunks.push(
-      html`<${ListChunk}
-        key=${c}
-        model=${props.model}
-        visible=${props.visible}
-        start=${start}
-        end=${Math.min(props.model.graph.nodes.length, start + LIST_CHUNK)}
-        onSelect=${props.onSelect}
-      />`,
+      html`<${ListChunk} key=${c} model=${props.model} visible=${props.visible} start=${start} end=${Math.min(props.model.graph.nodes.length, start + LIST_CHUNK)} onSelect=${props.onSelect} />`,
     );
   }
-  return html`<ul class="sr-only node-list" aria-label="nodes of the graph" aria-busy=${shown < total}>
-    ${chunks}
-  </ul>`;
+  return html`<ul class="sr-only node-list" aria-label="nodes of the graph" aria-busy=${shown < total}>${chunks}</ul>`;
 }
 
 export function GraphView(props: GraphViewProps) {
@@ -393,16 +350,8 @@ export function GraphView(props: GraphViewProps) {
       <span class="graph-mode">${useCanvas ? `canvas, ${visibleCount} nodes` : `${visibleCount} nodes`}</span>
       <span class="graph-mode" ref=${note} aria-live="polite"></span>
     </div>
-    <div
-      class=${`graph ${useCanvas ? 'graph-canvas' : ''}`}
-      ref=${box}
-      data-version=${version}
-      data-mode=${useCanvas ? 'canvas' : 'svg'}
-      onPointerDown=${onPointerDown}
-      onPointerMove=${onPointerMove}
-      onPointerUp=${onPointerUp}
-      onKeyDown=${onKeyDown}
-    >
+    <div class=${`graph ${useCanvas ? 'graph-canvas' : ''}`} ref=${box} data-version=${version} data-mode=${useCanvas ? 'canvas' : 'svg'}
+      onPointerDown=${onPointerDown} onPointerMove=${onPointerMove} onPointerUp=${onPointerUp} onKeyDown=${onKeyDown}>
       ${v && size.width > 0 ? (useCanvas ? html`<canvas ref=${canvas} style=${`width:${size.width}px;height:${size.height}px`} aria-hidden="true"></canvas>` : html`<${SvgGraph} ...${props} view=${v} gRef=${gRef} />`) : null}
     </div>
     ${useCanvas ? html`<${NodeList} key=${model.graph.level} model=${model} visible=${visible} onSelect=${props.onSelect} />` : null}

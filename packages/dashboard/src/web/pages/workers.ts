@@ -17,41 +17,25 @@ export function WorkersPage() {
     ${
       data && data.workers.length > 0
         ? html`<table class="wf-table">
-            <thead>
-              <tr>
-                <th>worker</th>
-                <th>state</th>
-                <th>queues (busy/slots)</th>
-                <th>running</th>
-                <th>seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${data.workers.map(
-                (w) =>
-                  html`<tr key=${w.worker_id}>
-                    <td>
-                      <span class="wf-name">${w.worker_id}</span><br /><span class="muted"
-                        >${w.host} pid ${w.pid} · ${w.version} · since ${timeText(w.started_at)}</span
-                      >
-                    </td>
-                    <td><span class=${`worker-state worker-${w.state}`}>${w.state}</span></td>
-                    <td>${w.queues.map((q) => html`<div>${q.queue}: ${q.busy}/${q.slots}</div>`)}</td>
-                    <td>
-                      ${w.running.map(
-                        (r) =>
-                          html`<div>
-                            ${r.workflow_id && r.task ? html`<a href=${workflowHref(r.workflow_id, r.task)}>${r.task}</a>` : r.id}${r.attempt_no !== null ? ` #${r.attempt_no}` : ''}
-                            <span class="muted">since ${timeText(r.since)}</span>
-                          </div>`,
-                      )}
-                      ${w.running_more > 0 ? html`<div class="muted">+${w.running_more} more</div>` : null}
-                    </td>
-                    <td>${duration(w.age_ms)} ago</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>`
+          <thead><tr><th>worker</th><th>state</th><th>queues (busy/slots)</th><th>running</th><th>seen</th></tr></thead>
+          <tbody>
+            ${data.workers.map(
+              (w) => html`<tr key=${w.worker_id}>
+                <td><span class="wf-name">${w.worker_id}</span><br /><span class="muted">${w.host} pid ${w.pid} · ${w.version} · since ${timeText(w.started_at)}</span></td>
+                <td><span class=${`worker-state worker-${w.state}`}>${w.state}</span></td>
+                <td>${w.queues.map((q) => html`<div>${q.queue}: ${q.busy}/${q.slots}</div>`)}</td>
+                <td>
+                  ${w.running.map(
+                    (r) =>
+                      html`<div>${r.workflow_id && r.task ? html`<a href=${workflowHref(r.workflow_id, r.task)}>${r.task}</a>` : r.id}${r.attempt_no !== null ? ` #${r.attempt_no}` : ''} <span class="muted">since ${timeText(r.since)}</span></div>`,
+                  )}
+                  ${w.running_more > 0 ? html`<div class="muted">+${w.running_more} more</div>` : null}
+                </td>
+                <td>${duration(w.age_ms)} ago</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
         : null
     }
   </main>`;

@@ -40,20 +40,14 @@ function finished(counts: ApiCounts): number {
 export function CountsBar(props: { counts: ApiCounts; width?: string }) {
   const all = Math.max(1, total(props.counts));
   const segments = barSegments(props.counts, 0, false);
-  return html`<div
-    class="bar"
-    role="img"
-    aria-label=${segments.map((s) => `${s.count} ${STATE_STYLES[s.state].label}`).join(', ') || 'no tasks'}
-  >
+  return html`<div class="bar" role="img" aria-label=${segments.map((s) => `${s.count} ${STATE_STYLES[s.state].label}`).join(', ') || 'no tasks'}>
     ${segments.map((s) => html`<span style=${`width:${(s.count / all) * 100}%;background:${STATE_STYLES[s.state].fill}`}></span>`)}
   </div>`;
 }
 
 export function CountsLine(props: { counts: ApiCounts }) {
   const segments = groupSegments(props.counts, 0, false);
-  return html`<span class="counts"
-    >${segments.map((s) => html`<span class="count"><span class="icon" aria-hidden="true">${STATE_STYLES[s.state].icon}</span> ${s.count} ${STATE_STYLES[s.state].label}</span>`)}</span
-  >`;
+  return html`<span class="counts">${segments.map((s) => html`<span class="count"><span class="icon" aria-hidden="true">${STATE_STYLES[s.state].icon}</span> ${s.count} ${STATE_STYLES[s.state].label}</span>`)}</span>`;
 }
 
 /** A graph fetched again (polling), as a delta of its nodes' states. */
@@ -219,10 +213,7 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
   };
   return html`<main class="page workflow-page">
     <header class="wf-head">
-      <h1>
-        <span class="wf-name">${detail.name}</span> <span class="wf-id">${detail.workflow_id}</span>
-        <span class=${`wf-status status-${detail.status}`}>${detail.status}</span>
-      </h1>
+      <h1><span class="wf-name">${detail.name}</span> <span class="wf-id">${detail.workflow_id}</span> <span class=${`wf-status status-${detail.status}`}>${detail.status}</span></h1>
       <${CountsBar} counts=${counts} />
       <p class="wf-line">
         <span>${done}/${detail.total} finished (${detail.total === 0 ? 0 : Math.floor((done / detail.total) * 100)}%)</span>
@@ -235,90 +226,44 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
     ${streamError ? html`<p class="banner banner-error" role="alert">${streamError}</p>` : null}
     ${graphError ? html`<p class="banner banner-error" role="alert">graph: ${graphError}</p>` : null}
     <form class="filters" onSubmit=${(e: Event) => e.preventDefault()} aria-label="filters">
-      <fieldset class="levels">
-        <legend>level</legend>
+      <fieldset class="levels"><legend>level</legend>
         ${LEVELS.map(
-          (l) =>
-            html`<label class=${view.level === l ? 'on' : ''}
-              ><input
-                type="radio"
-                name="level"
-                value=${l}
-                checked=${view.level === l}
-                onChange=${() => setView({ level: l, all: false, zoom: null }, false)}
-              />
-              ${l}${l === 'auto' ? (model && view.level === 'auto' ? ` (${model.graph.level})` : '') : ` (${detail.level_sizes[l]})`}</label
-            >`,
+          (
+            l,
+          ) => html`<label class=${view.level === l ? 'on' : ''}><input type="radio" name="level" value=${l} checked=${view.level === l} onChange=${() => setView({ level: l, all: false, zoom: null }, false)} />
+            ${l}${l === 'auto' ? (model && view.level === 'auto' ? ` (${model.graph.level})` : '') : ` (${detail.level_sizes[l]})`}</label>`,
         )}
       </fieldset>
-      <fieldset class="states">
-        <legend>state</legend>
+      <fieldset class="states"><legend>state</legend>
         ${DISPLAY_STATES.filter((s) => (hasWorkers ? s !== 'running' : s !== 'in_queue' && s !== 'on_worker')).map(
-          (s) =>
-            html`<label class=${view.status.includes(s) ? 'on' : ''}
-              ><input type="checkbox" checked=${view.status.includes(s)} onChange=${() => toggleStatus(s)} />
-              <span class="swatch" style=${`background:${STATE_STYLES[s].fill}`}></span>${STATE_STYLES[s].icon}
-              ${STATE_STYLES[s].label}</label
-            >`,
+          (
+            s,
+          ) => html`<label class=${view.status.includes(s) ? 'on' : ''}><input type="checkbox" checked=${view.status.includes(s)} onChange=${() => toggleStatus(s)} />
+            <span class="swatch" style=${`background:${STATE_STYLES[s].fill}`}></span>${STATE_STYLES[s].icon} ${STATE_STYLES[s].label}</label>`,
         )}
       </fieldset>
-      <label
-        >queue
-        <select value=${view.queue} onChange=${(e: Event) => setView({ queue: (e.currentTarget as HTMLSelectElement).value })}>
-          <option value="">all</option>
-          ${detail.queues.map((q) => html`<option value=${q}>${q}</option>`)}
-        </select></label
-      >
-      <label
-        >name
-        <input
-          type="search"
-          value=${nameInput}
-          placeholder="part of a task name"
-          onInput=${(e: Event) => setNameInput((e.currentTarget as HTMLInputElement).value)}
-      /></label>
+      <label>queue <select value=${view.queue} onChange=${(e: Event) => setView({ queue: (e.currentTarget as HTMLSelectElement).value })}>
+        <option value="">all</option>
+        ${detail.queues.map((q) => html`<option value=${q}>${q}</option>`)}
+      </select></label>
+      <label>name <input type="search" value=${nameInput} placeholder="part of a task name" onInput=${(e: Event) => setNameInput((e.currentTarget as HTMLInputElement).value)} /></label>
     </form>
     ${
       needsClick
-        ? html`<div class="click-through">
-            <p>${detail.total} tasks: drawing every one of them takes a moment.</p>
-            <button type="button" onClick=${() => setView({ all: true }, false)}>show all ${detail.total} tasks</button>
-          </div>`
+        ? html`<div class="click-through"><p>${detail.total} tasks: drawing every one of them takes a moment.</p><button type="button" onClick=${() => setView({ all: true }, false)}>show all ${detail.total} tasks</button></div>`
         : model && shown
-          ? html`${shown.count === 0 ? html`<p class="banner banner-warn" role="status">No node matches the filters.</p>` : null}<${GraphView}
-                key=${model.graph.level}
-                model=${model}
-                visible=${shown.visible}
-                visibleCount=${shown.count}
-                version=${version}
-                selected=${selected}
-                initialView=${view.zoom}
-                onSelect=${onSelect}
-                onViewChange=${onViewChange}
-              />`
+          ? html`${shown.count === 0 ? html`<p class="banner banner-warn" role="status">No node matches the filters.</p>` : null}<${GraphView} key=${model.graph.level} model=${model} visible=${shown.visible} visibleCount=${shown.count} version=${version} selected=${selected}
+            initialView=${view.zoom} onSelect=${onSelect} onViewChange=${onViewChange} />`
           : html`<p class="muted">loading the graph…</p>`
     }
     ${
       group && group.kind === 'group'
-        ? html`<${GroupPanel}
-            node=${group}
-            taskStates=${taskStates}
-            hasWorkers=${hasWorkers}
-            onPick=${(t: string) => setView({ task: t }, false)}
-            onClose=${() => setOpenGroup(null)}
-          />`
+        ? html`<${GroupPanel} node=${group} taskStates=${taskStates} hasWorkers=${hasWorkers} onPick=${(t: string) => setView({ task: t }, false)} onClose=${() => setOpenGroup(null)} />`
         : null
     }
     ${
       view.task !== null
-        ? html`<${TaskDrawer}
-            workflowId=${id}
-            name=${view.task}
-            version=${drawerVersion}
-            hasWorkers=${hasWorkers}
-            onClose=${() => setView({ task: null }, false)}
-            onOpenTask=${(t: string) => setView({ task: t }, false)}
-          />`
+        ? html`<${TaskDrawer} workflowId=${id} name=${view.task} version=${drawerVersion} hasWorkers=${hasWorkers} onClose=${() => setView({ task: null }, false)} onOpenTask=${(t: string) => setView({ task: t }, false)} />`
         : null
     }
   </main>`;
