@@ -1,11 +1,13 @@
-import { JobqError, noopInstruments, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
+import { JobqError, noopInstruments, shardCompletionQueue, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import {
   openOutputStore,
+  openOwnershipStore,
   openWorkerRegistry,
   openWorkflowStore,
   storeNames,
   type AzureOutputStore,
+  type AzureOwnershipStore,
   type AzureWorkflowStore,
 } from '@jobq/store-azure';
 import type { WorkflowPrefix } from '@jobq/ports';
@@ -54,6 +56,16 @@ export interface Deployment {
   completions: TaskQueue;
   /** The completion queue as a queue spec (`ACCOUNT/NAME` or `sb://NAMESPACE/NAME`). */
   completionsSpec: string;
+  /**
+   * The completion queue of shard `shard` (docs/sharding.md#names): `completions` for shard 0,
+   * `{p}-workflow-completions-{k}` beside it for k ≥ 1, opened once and kept (created when missing
+   * unless the deployment was opened with `createIfMissing: false`).
+   */
+  shardCompletions(shard: number): Promise<TaskQueue>;
+  /** The queue spec of shard `shard`'s completion queue. */
+  shardCompletionsSpec(shard: number): string;
+  /** The shard manifest, shard leases and coordinator members of the prefix (opened on first use). */
+  ownership(): Promise<AzureOwnershipStore>;
   client: WorkflowClient;
   /**
    * The task queue of a queue spec (`NAME`, `ACCOUNT/NAME`, `sb://NAMESPACE/NAME`), opened once and
@@ -103,7 +115,9 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     return namespace === null ? `${mapAllTo ?? config.queues.value ?? prefix.account}/${name}` : `sb://${namespace}/${name}`;
   };
   // Located before anything is opened: a bad setting is a usage error, whatever the command.
-  const completionsSpec = completionSpec(storeNames(prefix.prefix).completionQueue);
+  const completionQueueName = storeNames(prefix.prefix).completionQueue;
+  const completionsSpec = completionSpec(completionQueueName);
+  const shardCompletionsSpec = (shard: number): string => completionSpec(shardCompletionQueue(completionQueueName, shard));
   const completionsLocation = locate(completionsSpec);
   if (completionsLocation.backend === 'servicebus')
     checkServiceBusLockDuration(
@@ -159,6 +173,41 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     return pending;
   };
+  const shardQueues = new Map<number, Promise<TaskQueue>>([[0, Promise.resolve(completions)]]);
+  const shardCompletions = (shard: number): Promise<TaskQueue> => {
+    let pending = shardQueues.get(shard);
+    if (!pending) {
+      let location: QueueLocation;
+      try {
+        location = locate(shardCompletionsSpec(shard));
+      } catch (error) {
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+      pending = openQueueAt(location, {
+        lockDurationInMs: completionLockDurationInMs,
+        createIfMissing,
+        policies: policies.queue,
+        instruments,
+      });
+      pending.then(
+        (q) => opened.push(q),
+        () => shardQueues.delete(shard),
+      );
+      shardQueues.set(shard, pending);
+    }
+    return pending;
+  };
+  let ownershipStore: Promise<AzureOwnershipStore> | null = null;
+  const ownership = (): Promise<AzureOwnershipStore> => {
+    if (ownershipStore === null) {
+      const opening = openOwnershipStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...blobCounted });
+      opening.catch(() => {
+        ownershipStore = null;
+      });
+      ownershipStore = opening;
+    }
+    return ownershipStore;
+  };
   const client = new WorkflowClient({ store, completions, outputsContainer: outputs.outputsContainer });
   let registry: Promise<WorkerRegistry> | null = null;
   const openRegistry = (): Promise<WorkerRegistry> => {
@@ -195,6 +244,9 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     outputs,
     completions,
     completionsSpec,
+    shardCompletions,
+    shardCompletionsSpec,
+    ownership,
     client,
     queue,
     locate,
