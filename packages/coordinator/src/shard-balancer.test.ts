@@ -1,11 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
+import { MemoryOwnershipDeployment, MemoryOwnershipStore } from '@jobq/memory';
 import { isJobqError, JobqError, VirtualClock, type ShardCount } from '@jobq/ports';
 import { ShardBalancer, type ShardBalancerOptions } from './shard-balancer';
+import { crashableClock } from './test-helpers/crashable-clock';
 import { FakeRunner, runnerLog } from './test-helpers/fake-runner';
-import { crashableClock, FakeOwnership } from './test-helpers/ownership';
 
-// The ShardBalancer loop against an in-test OwnershipStore, with runners that do no work, all on a
-// virtual clock: rounds every 10 s ±20 %, claims, hand-overs, a manifest change, stop, a stalled runner.
+// The ShardBalancer loop against the in-memory OwnershipStore (one store per member, one shared
+// deployment), with runners that do no work, all on a virtual clock: rounds every 10 s ±20 %,
+// claims, hand-overs, a manifest change, stop, a stalled runner.
 
 /** A seeded uniform source in [0, 1) (mulberry32). */
 function seeded(seed: number): () => number {
@@ -21,7 +23,8 @@ function seeded(seed: number): () => number {
 
 function world(shards: ShardCount) {
   const clock = new VirtualClock();
-  const ownership = new FakeOwnership({ clock, shards });
+  const ownership = new MemoryOwnershipDeployment(clock, { shards });
+  const stores = new Map<string, MemoryOwnershipStore>();
   const log = runnerLog();
   const runners = new Map<string, FakeRunner[]>();
   const logs: string[] = [];
@@ -30,8 +33,10 @@ function world(shards: ShardCount) {
   const member = (id: string, options: ShardBalancerOptions = {}) => {
     const own = crashableClock(clock);
     crashes.set(id, () => own.crash());
+    const store = new MemoryOwnershipStore({ deployment: ownership });
+    stores.set(id, store);
     const balancer = new ShardBalancer({
-      ownership: ownership.storeFor(id),
+      ownership: store,
       memberId: id,
       runners: (shard) => {
         const runner = new FakeRunner(id, shard, clock, log);
@@ -47,7 +52,7 @@ function world(shards: ShardCount) {
   /** Kills member `id`: its loop never runs again, its store calls fail, its leases run out, its runners are gone. */
   const crash = (id: string) => {
     crashes.get(id)?.();
-    ownership.crash(id);
+    stores.get(id)?.crash({ unreachable: true });
     log.live.delete(id);
   };
   return { clock, ownership, log, runners, logs, member, crash, balancers };
@@ -206,7 +211,7 @@ describe('ShardBalancer', () => {
   it('a claim lost to another member (409/412) is skipped; the shard is tried again next round', async () => {
     const w = world(2);
     let fail = true;
-    w.ownership.claimFault = (shard) => shard === 1 && fail;
+    w.ownership.faults.claim = (shard) => shard === 1 && fail;
     const a = w.member('a');
     await w.clock.advance(0);
     expect(a.held()).toEqual([0]);
@@ -220,11 +225,11 @@ describe('ShardBalancer', () => {
     const a = w.member('a');
     await w.clock.advance(0);
     expect(a.held()).toEqual([0, 1]);
-    w.ownership.listFault = () => new JobqError('unavailable', 'the service is down');
+    w.ownership.faults.list = () => new JobqError('unavailable', 'the service is down');
     await w.clock.advance(25_000);
     expect(a.held()).toEqual([0, 1]);
     expect(w.logs.filter((l) => l.includes('balancing round failed: the service is down')).length).toBeGreaterThanOrEqual(2);
-    w.ownership.listFault = () => new JobqError('unsupported', 'the shard manifest has version 2; this jobq reads version 1');
+    w.ownership.faults.list = () => new JobqError('unsupported', 'the shard manifest has version 2; this jobq reads version 1');
     const ended = a.run().then(
       () => null,
       (e: unknown) => e,

@@ -15,4 +15,12 @@ export {
 } from './workflow-store';
 export { MemoryOutputStore, type MemoryOutputStoreOptions } from './output-store';
 export { MemoryWorkerRegistry, type MemoryWorkerRegistryOptions } from './worker-registry';
-export { MemoryOwnershipDeployment, MemoryOwnershipStore, type MemoryOwnershipStoreOptions } from './ownership-store';
+export {
+  MemoryOwnershipDeployment,
+  MemoryOwnershipStore,
+  type MemoryClaimRecord,
+  type MemoryOwnershipCalls,
+  type MemoryOwnershipDeploymentOptions,
+  type MemoryOwnershipFaults,
+  type MemoryOwnershipStoreOptions,
+} from './ownership-store';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { VirtualClock } from '@jobq/ports';
+import { isJobqError, JobqError, VirtualClock } from '@jobq/ports';
 import { describeOwnershipStoreContract } from '@jobq/ports/testing';
 import { MemoryOwnershipDeployment, MemoryOwnershipStore } from './ownership-store';
 
@@ -44,5 +44,95 @@ describe('MemoryOwnershipStore specifics', () => {
     await clock.advance(20_000);
     expect((await b.list()).shards.map((s) => s.leased)).toEqual([false]);
     expect(deployment.heldLease(1)).not.toBeNull();
+  });
+
+  it('counts every store’s calls on the deployment, records each claim, and reports holders and epochs', async () => {
+    const clock = new VirtualClock();
+    const deployment = new MemoryOwnershipDeployment(clock, { shards: 2 });
+    const a = new MemoryOwnershipStore({ deployment });
+    const b = new MemoryOwnershipStore({ deployment });
+    await a.heartbeat('a');
+    await b.heartbeat('b');
+    await a.claim(0, 'a');
+    await clock.advance(5_000);
+    expect(await b.claim(0, 'b')).toBeNull();
+    await b.claim(1, 'b');
+    await b.release(1);
+    await b.leave('b');
+    await a.list();
+    const t0 = clock.now() - 5_000;
+    expect(deployment.calls).toEqual({ readManifest: 0, list: 1, claim: 3, release: 1, heartbeat: 2, leave: 1 });
+    expect(b.calls).toEqual({ readManifest: 0, list: 0, claim: 2, release: 1, heartbeat: 1, leave: 1 });
+    expect(deployment.claims).toEqual([
+      { shard: 0, owner: 'a', epoch: 1, at: t0 },
+      { shard: 1, owner: 'b', epoch: 1, at: t0 + 5_000 },
+    ]);
+    expect([deployment.holderOf(0), deployment.holderOf(1)]).toEqual(['a', null]);
+    expect(deployment.epochs()).toEqual([1, 1]);
+    // Another coordinator grew the manifest behind the stores' backs (a's lease held).
+    deployment.setManifest(4);
+    expect((await b.list()).manifest.shards).toBe(4);
+    expect(deployment.epochs()).toEqual([1, 1, 0, 0]);
+  });
+
+  it('injects claim and list faults: a claim that loses its race takes nothing; a list rejects with the error', async () => {
+    const deployment = new MemoryOwnershipDeployment(new VirtualClock(), { shards: 2 });
+    const a = new MemoryOwnershipStore({ deployment });
+    deployment.faults.claim = (shard, owner) => shard === 1 && owner === 'a';
+    expect(await a.claim(1, 'a')).toBeNull();
+    expect(await a.claim(0, 'a')).toMatchObject({ shard: 0, epoch: 1 });
+    expect(deployment.epochs()).toEqual([1, 0]);
+    expect(deployment.claims).toHaveLength(1);
+    deployment.faults.claim = undefined;
+    expect(await a.claim(1, 'a')).toMatchObject({ shard: 1, epoch: 1 });
+    deployment.faults.list = () => new JobqError('unavailable', 'the service is down');
+    await expect(a.list()).rejects.toThrow('the service is down');
+    deployment.faults.list = () => null;
+    expect((await a.list()).shards.map((s) => s.leased)).toEqual([true, true]);
+  });
+
+  it('makes each call take its latency on the clock before it acts: the first to arrive wins', async () => {
+    const clock = new VirtualClock();
+    const delays = [300, 100];
+    const deployment = new MemoryOwnershipDeployment(clock, { latencyInMs: () => delays.shift() ?? 0 });
+    const a = new MemoryOwnershipStore({ deployment });
+    const b = new MemoryOwnershipStore({ deployment });
+    const t0 = clock.now();
+    const slow = a.claim(0, 'a');
+    const fast = b.claim(0, 'b');
+    await clock.advance(100);
+    expect(await fast).toMatchObject({ owner: 'b', epoch: 1 });
+    expect(deployment.calls.claim).toBe(1);
+    await clock.advance(200);
+    expect(await slow).toBeNull();
+    expect(deployment.claims.map((c) => [c.owner, c.at])).toEqual([['b', t0 + 100]]);
+  });
+
+  it('a store crashed unreachable fails its calls, those in flight too, and its leases run out (lost fired) a lease later', async () => {
+    const clock = new VirtualClock();
+    const deployment = new MemoryOwnershipDeployment(clock, { shards: 2, latencyInMs: () => 50 });
+    const a = new MemoryOwnershipStore({ deployment, leaseDurationInMs: 20_000 });
+    const b = new MemoryOwnershipStore({ deployment });
+    const claimed = a.claim(0, 'a');
+    await clock.advance(50);
+    const claim = (await claimed)!;
+    const inFlight = a.claim(1, 'a');
+    a.crash({ unreachable: true });
+    await clock.advance(50);
+    const error: unknown = await inFlight.catch((e: unknown) => e);
+    expect(isJobqError(error, 'unavailable')).toBe(true);
+    const beat = a.heartbeat('a').catch((e: unknown) => e);
+    await clock.advance(50);
+    expect(String(await beat)).toMatch(/cannot be reached/);
+    expect(deployment.epochs()).toEqual([1, 0]);
+    await clock.advance(20_000 - 100 - 1); // the crash was 100 ms ago
+    expect(claim.lease.lost.aborted).toBe(false);
+    expect(deployment.holderOf(0)).toBe('a');
+    await clock.advance(1);
+    // Nobody read shard 0: the expiry alone fires lost.
+    expect(claim.lease.lost.aborted).toBe(true);
+    const taking = b.claim(0, 'b');
+    await clock.advance(50);
+    expect(await taking).toMatchObject({ owner: 'b', epoch: 2 });
   });
 });

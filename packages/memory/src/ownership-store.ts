@@ -18,6 +18,45 @@ import {
   type ShardMember,
 } from '@jobq/ports';
 
+/** One successful claim, as the deployment saw it (see {@link MemoryOwnershipDeployment.claims}). */
+export interface MemoryClaimRecord {
+  shard: number;
+  owner: string;
+  epoch: number;
+  /** The store time of the claim. */
+  at: number;
+}
+
+/** Requests served, counted by kind (see {@link MemoryOwnershipStore.calls} and {@link MemoryOwnershipDeployment.calls}). */
+export interface MemoryOwnershipCalls {
+  readManifest: number;
+  list: number;
+  claim: number;
+  release: number;
+  heartbeat: number;
+  leave: number;
+}
+
+/** Injected faults of a deployment's stores (see {@link MemoryOwnershipDeployment.faults}). */
+export interface MemoryOwnershipFaults {
+  /** Returning true for a claim (of a free shard), that claim loses its race (as a 409/412): null, nothing taken. */
+  claim?: ((shard: number, owner: string) => boolean) | undefined;
+  /** Returning an error, `list()` rejects with it. */
+  list?: (() => Error | null) | undefined;
+}
+
+/** Options of {@link MemoryOwnershipDeployment}. */
+export interface MemoryOwnershipDeploymentOptions {
+  /** The manifest it starts with (default none: one shard). */
+  shards?: ShardCount;
+  /** Store time each call of its stores takes before it acts (default none): members' calls then interleave. */
+  latencyInMs?: () => number;
+}
+
+function noCalls(): MemoryOwnershipCalls {
+  return { readManifest: 0, list: 0, claim: 0, release: 0, heartbeat: 0, leave: 0 };
+}
+
 /** A held shard lease: it expires only when its holder stops renewing (its claim's `stopRenewing`, or {@link MemoryOwnershipStore.crash}). */
 class MemoryShardLease implements CoordinatorLease {
   private readonly controller = new AbortController();
@@ -79,15 +118,49 @@ interface ShardState {
  * What the stores of one deployment share, as its storage account holds it: the manifest, every
  * shard's lease, owner and epoch, and the members' last heartbeats. Give the same one to every
  * {@link MemoryOwnershipStore} that stands for a coordinator process of the deployment.
+ *
+ * Test hooks: `latencyInMs` (option), {@link faults}, {@link calls} and {@link claims} (over all its
+ * stores), {@link setManifest}, {@link holderOf}, {@link epochs}.
  */
 export class MemoryOwnershipDeployment {
   /** The manifest's text and its ETag (null: none). */
   manifest: { text: string; etag: string } | null = null;
   readonly shards = new Map<number, ShardState>();
   readonly members = new Map<string, number>();
+  /** Requests served by all its stores, counted. */
+  readonly calls: MemoryOwnershipCalls = noCalls();
+  /** Every successful claim, in order. */
+  readonly claims: MemoryClaimRecord[] = [];
+  /** Faults injected into its stores' calls (set and clear them at will). */
+  readonly faults: MemoryOwnershipFaults = {};
+  readonly latencyInMs: (() => number) | null;
   private nextTag = 1;
 
-  constructor(readonly clock: Clock = realClock) {}
+  constructor(
+    readonly clock: Clock = realClock,
+    options: MemoryOwnershipDeploymentOptions = {},
+  ) {
+    this.latencyInMs = options.latencyInMs ?? null;
+    if (options.shards !== undefined) this.setManifest(options.shards);
+  }
+
+  /** Writes the manifest behind the stores' backs, as another coordinator's grow would (no check of leases or ETag). */
+  setManifest(shards: ShardCount): void {
+    checkShardCount(shards);
+    this.manifest = { text: JSON.stringify({ version: SHARD_MANIFEST_VERSION, shards }), etag: this.tag() };
+  }
+
+  /** The owner of shard `index` while its lease is held; null when it is free. */
+  holderOf(index: number): string | null {
+    return this.heldLease(index) === null ? null : this.shard(index).owner;
+  }
+
+  /** The epoch of each shard of the manifest (one shard without one). */
+  epochs(): number[] {
+    const stored = this.manifest;
+    const n = stored === null ? 1 : parseShardManifest(stored.text).shards;
+    return Array.from({ length: n }, (_, k) => this.shard(k).epoch);
+  }
 
   tag(): string {
     return `"m${this.nextTag++}"`;
@@ -137,15 +210,19 @@ function checkAborted(options: OperationOptions | undefined, what: string): void
  * {@link MemoryOwnershipDeployment}. A lease held by a live store never runs out (as a renewed blob
  * lease); {@link crash} stops the renewals, and its leases run out `leaseDurationInMs` later.
  * Passes `@jobq/ports/testing`'s ownership suite.
+ *
+ * Test hooks: {@link crash} (optionally `unreachable`), {@link loseLease}, {@link calls}; and the
+ * deployment's (latency, faults, the record of claims).
  */
 export class MemoryOwnershipStore implements OwnershipStore {
   readonly deployment: MemoryOwnershipDeployment;
   readonly leaseDurationInMs: number;
-  /** Requests served, counted (for tests and the simulation). */
-  readonly calls = { readManifest: 0, list: 0, claim: 0, heartbeat: 0 };
+  /** Requests served by this store, counted (for tests and the simulation; the deployment counts all its stores'). */
+  readonly calls: MemoryOwnershipCalls = noCalls();
   private readonly held = new Map<number, MemoryShardLease>();
   private nextLease = 1;
   private crashed = false;
+  private unreachable = false;
 
   constructor(options: MemoryOwnershipStoreOptions = {}) {
     this.deployment = options.deployment ?? new MemoryOwnershipDeployment(options.clock ?? realClock);
@@ -160,21 +237,40 @@ export class MemoryOwnershipStore implements OwnershipStore {
     return this.clock.now();
   }
 
+  private count(kind: keyof MemoryOwnershipCalls): void {
+    this.calls[kind]++;
+    this.deployment.calls[kind]++;
+  }
+
+  /**
+   * One request: it takes the deployment's latency (if any) on the clock, then acts at once — unless
+   * this store's process was killed meanwhile ({@link crash} with `unreachable`): then it fails
+   * `unavailable` and never reaches the deployment.
+   */
+  private call<T>(fn: () => T): Promise<T> {
+    const act = (): T => {
+      if (this.unreachable) throw new JobqError('unavailable', 'the ownership store cannot be reached: its process was killed');
+      return fn();
+    };
+    const latency = this.deployment.latencyInMs;
+    return latency === null ? run(act) : this.clock.sleep(latency()).then(act);
+  }
+
   private current(): { manifest: ShardManifest; etag: string } | null {
     const stored = this.deployment.manifest;
     return stored === null ? null : { manifest: parseShardManifest(stored.text), etag: stored.etag };
   }
 
   readManifest(options?: OperationOptions): Promise<{ manifest: ShardManifest; etag: string } | null> {
-    return run(() => {
+    return this.call(() => {
       checkAborted(options, 'read the shard manifest');
-      this.calls.readManifest++;
+      this.count('readManifest');
       return this.current();
     });
   }
 
   ensureManifest(shards: ShardCount, options?: OperationOptions): Promise<ShardManifest> {
-    return run(() => {
+    return this.call(() => {
       checkShardCount(shards);
       checkAborted(options, 'create the shard manifest');
       const existing = this.current();
@@ -186,7 +282,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
   }
 
   growManifest(shards: ShardCount, etag: string, options?: OperationOptions): Promise<ShardManifest> {
-    return run(() => {
+    return this.call(() => {
       checkAborted(options, 'grow the shard manifest');
       const existing = this.current();
       checkShardCount(shards);
@@ -214,9 +310,11 @@ export class MemoryOwnershipStore implements OwnershipStore {
   }
 
   list(options?: OperationOptions): Promise<OwnershipView> {
-    return run(() => {
+    return this.call(() => {
       checkAborted(options, 'list shard ownership');
-      this.calls.list++;
+      this.count('list');
+      const fault = this.deployment.faults.list?.() ?? null;
+      if (fault !== null) throw fault;
       const manifest = this.current()?.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 };
       const shards = Array.from({ length: manifest.shards }, (_, index) => {
         const leased = this.deployment.heldLease(index) !== null;
@@ -233,40 +331,50 @@ export class MemoryOwnershipStore implements OwnershipStore {
   }
 
   claim(shard: number, owner: string, options?: OperationOptions): Promise<ShardClaim | null> {
-    return run(() => {
+    return this.call(() => {
       checkShardIndex(shard);
       checkShardMemberId(owner);
       checkAborted(options, `claim shard ${shard}`);
-      this.calls.claim++;
+      this.count('claim');
       if (this.deployment.heldLease(shard) !== null) return null;
+      if (this.deployment.faults.claim?.(shard, owner) === true) return null;
       const lease = new MemoryShardLease(`memory-shard-lease-${this.nextLease++}`, this, (released) => {
         const state = this.deployment.shard(shard);
         if (state.lease === released) state.lease = null;
         if (this.held.get(shard) === released) this.held.delete(shard);
       });
-      if (this.crashed) lease.expiresAt = this.now() + this.leaseDurationInMs;
       const state = this.deployment.shard(shard);
       state.lease = lease;
       state.owner = owner;
       state.epoch++;
       this.held.set(shard, lease);
-      const expire = (): void => {
-        // The lease ran out: the shard is free, and its holder is told (heldLease drops it as expired).
-        this.deployment.heldLease(shard);
-        if (this.held.get(shard) === lease) this.held.delete(shard);
-      };
-      return { shard, epoch: state.epoch, owner, lease, stopRenewing: () => lease.stopRenewing(this.leaseDurationInMs, expire) };
+      this.deployment.claims.push({ shard, owner, epoch: state.epoch, at: this.now() });
+      const stopRenewing = (): void => this.stopRenewing(shard, lease);
+      if (this.crashed) stopRenewing();
+      return { shard, epoch: state.epoch, owner, lease, stopRenewing };
+    });
+  }
+
+  /** The lease stops being renewed: it runs out `leaseDurationInMs` from now, frees the shard and fires its `lost` then. */
+  private stopRenewing(shard: number, lease: MemoryShardLease): void {
+    lease.stopRenewing(this.leaseDurationInMs, () => {
+      // The lease ran out: the shard is free, and its holder is told (heldLease drops it as expired).
+      this.deployment.heldLease(shard);
+      if (this.held.get(shard) === lease) this.held.delete(shard);
     });
   }
 
   release(shard: number): Promise<void> {
-    const lease = this.held.get(shard);
-    this.held.delete(shard);
-    return lease?.release() ?? Promise.resolve();
+    return this.call(() => {
+      this.count('release');
+      const lease = this.held.get(shard);
+      this.held.delete(shard);
+      void lease?.release();
+    });
   }
 
   breakLease(shard: number, options?: OperationOptions): Promise<void> {
-    return run(() => {
+    return this.call(() => {
       checkShardIndex(shard);
       checkAborted(options, `break shard ${shard}'s lease`);
       const state = this.deployment.shard(shard);
@@ -277,30 +385,33 @@ export class MemoryOwnershipStore implements OwnershipStore {
   }
 
   heartbeat(memberId: string, options?: OperationOptions): Promise<void> {
-    return run(() => {
+    return this.call(() => {
       checkShardMemberId(memberId);
       checkAborted(options, `record member "${memberId}"`);
-      this.calls.heartbeat++;
+      this.count('heartbeat');
       this.deployment.members.set(memberId, this.now());
     });
   }
 
   leave(memberId: string, options?: OperationOptions): Promise<void> {
-    return run(() => {
+    return this.call(() => {
       checkShardMemberId(memberId);
       checkAborted(options, `remove member "${memberId}"`);
+      this.count('leave');
       this.deployment.members.delete(memberId);
     });
   }
 
   /**
    * This store's process dies: it renews nothing any more, so each lease it holds runs out
-   * `leaseDurationInMs` of store time from now (and a later claim's too), then is free to claim.
+   * `leaseDurationInMs` of store time from now (and a later claim's too), then is free to claim, and
+   * its holder's `lost` fires then. With `unreachable`, its calls fail `unavailable` from now on —
+   * those still in their latency too — as a killed process's requests never reach the service.
    */
-  crash(): void {
+  crash(options: { unreachable?: boolean } = {}): void {
     this.crashed = true;
-    const until = this.now() + this.leaseDurationInMs;
-    for (const lease of this.held.values()) lease.expiresAt = Math.min(lease.expiresAt, until);
+    if (options.unreachable === true) this.unreachable = true;
+    for (const [shard, lease] of [...this.held]) this.stopRenewing(shard, lease);
   }
 
   /** The shard's lease is lost as a failed renewal loses it: its `lost` fires and the shard is free (a test hook). */
