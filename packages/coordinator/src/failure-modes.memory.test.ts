@@ -1,9 +1,17 @@
-import { describe, expect, it } from '@jest/globals';
-import { isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { isTerminalWorkflowStatus, shardOf, type WorkflowRuntime } from '@jobq/dag-core';
 import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
-import { isJobqError, JobqError, VirtualClock, type CoordinatorLease, type WorkflowFilter, type WorkflowStore } from '@jobq/ports';
+import {
+  isJobqError,
+  JobqError,
+  VirtualClock,
+  type CoordinatorLease,
+  type ShardCount,
+  type WorkflowFilter,
+  type WorkflowStore,
+} from '@jobq/ports';
 import { WorkflowClient } from './index';
-import { useMemoryStacks, type MemoryStack } from './test-helpers/memory-stack';
+import { useMemoryStacks, type MemoryStack, type MemoryStackOptions } from './test-helpers/memory-stack';
 import { outcome, taskNameOf, wrapStore, WrappedQueue } from './test-helpers/wrappers';
 
 // Failure injection (the race conditions and failure modes of docs/failure-model.md) on the
@@ -45,10 +53,65 @@ function settled<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknow
   );
 }
 
-describe('Coordinator failure modes (in memory, virtual time)', () => {
+/**
+ * Each failure mode runs three times: as a coordinator of an unsharded deployment, and as the
+ * runner of shard 0 and of shard 3 of 4 (docs/sharding.md), its lease a claim of a
+ * MemoryOwnershipStore, its workflows' ids in its shard, its completions on its shard's queue.
+ * Where a mode acts on the coordinator lease, a shard runner's is its claim's: case 9's takeover
+ * breaks the shard's lease (`OwnershipStore.breakLease(k)`) and claims it, its failed renewal is the
+ * claim's lease's. After each case (see `stayedInShard`), every listing a shard runner made carried
+ * its shard filter, read only its shard's index partitions (counted) and returned only its
+ * workflows, and a workflow of another shard in the same store was never touched.
+ */
+const VARIANTS: { name: string; shard: { index: number; count: ShardCount } | null }[] = [
+  { name: 'unsharded', shard: null },
+  { name: 'shard 0 of 4', shard: { index: 0, count: 4 } },
+  { name: 'shard 3 of 4', shard: { index: 3, count: 4 } },
+];
+
+/** What a stack's coordinators listed and touched stayed in its shard (an unsharded stack's listings have no shard filter). */
+async function stayedInShard(s: MemoryStack): Promise<void> {
+  expect(s.listings.length).toBeGreaterThan(0);
+  // A re-run listing of one workflow reads that workflow's rows only (it names the workflow).
+  const scans = s.listings.filter((l) => l.method !== 'listReruns' || l.filter?.workflowId === undefined);
+  if (s.shard === null) {
+    for (const l of scans) expect(l.filter === undefined || !Object.hasOwn(l.filter, 'shard')).toBe(true);
+    return;
+  }
+  const { index, count } = s.shard;
+  const own = Array.from({ length: 16 }, (_, p) => p).filter((p) => p % count === index);
+  for (const l of scans) {
+    expect(l.filter?.shard).toEqual({ index, count });
+    expect(l.partitions).toEqual(own);
+    for (const id of l.ids) expect({ id, shard: shardOf(id, count) }).toEqual({ id, shard: index });
+  }
+  // Counted: 16 / count partitions per scan, a quarter of an unsharded scan's.
+  const read = scans.reduce((n, l) => n + l.partitions.length, 0);
+  expect(read).toBe(scans.length * (16 / count));
+  for (const id of s.touched) if (id.startsWith('wf-')) expect(shardOf(id, count)).toBe(index);
+  // The other shard's workflow: never named nor returned, never dispatched, its wake-up still on its own queue.
+  const foreign = s.foreignId!;
+  expect(shardOf(foreign, count)).not.toBe(index);
+  expect(s.touched.has(foreign)).toBe(false);
+  const stored = await s.store.load(foreign);
+  expect(stored?.runtime.tasks.a).toMatchObject({ status: 'ready', attemptNo: 0 });
+  expect(await s.foreignCompletions!.approximateMessageCount()).toBe(1);
+}
+
+describe.each(VARIANTS)('Coordinator failure modes (in memory, virtual time): $name', ({ shard }) => {
+  const opened: MemoryStack[] = [];
+  const open = async (options: MemoryStackOptions = {}): Promise<MemoryStack> => {
+    const s = await stacks.open({ ...options, ...(shard === null ? {} : { shard }) });
+    opened.push(s);
+    return s;
+  };
+  afterEach(async () => {
+    for (const s of opened.splice(0)) await stayedInShard(s);
+  });
+
   it('1. two completions for one workflow in one batch are applied with one flush', async () => {
     let savesOfWorkflow = 0;
-    const s = await stacks.open({
+    const s = await open({
       coordinatorStore: (store) =>
         wrapStore(store, async (_runtime, _etag, save) => {
           const result = await save();
@@ -72,7 +135,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       () => 'two completions on the completion queue',
     );
     savesOfWorkflow = 0;
-    const second = s.newCoordinator();
+    const second = await s.openCoordinator();
     await second.start();
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
@@ -93,7 +156,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     // (a) One concurrent write: the coordinator's save of a's completion fails with 412 and converges.
     {
       let injected = 0;
-      const s = await stacks.open({
+      const s = await open({
         coordinatorStore: (store) =>
           wrapStore(store, async (runtime, _etag, save) => {
             if (injected === 0 && runtime.tasks.a?.status === 'completed') {
@@ -127,7 +190,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     // (b) flushRetryLimit 0 and a conflict on the first 2 flushes of a's completion: left twice, then applied.
     {
       let injected = 0;
-      const s = await stacks.open({
+      const s = await open({
         coordinator: { flushRetryLimit: 0 },
         coordinatorStore: (store) =>
           wrapStore(store, async (runtime, _etag, save) => {
@@ -158,7 +221,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
 
   it('3. a coordinator "crash" after pushing the children, before the flush: the completion is redelivered, children pushed twice, each task completed once', async () => {
     let crashed = 0;
-    const s = await stacks.open({
+    const s = await open({
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
           if (crashed === 0 && runtime.tasks.a?.status === 'completed') {
@@ -189,7 +252,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
 
   it('4. a worker "crash" after the user code, before the completion: the task message is redelivered and re-run', async () => {
     let failed = 0;
-    const s = await stacks.open({
+    const s = await open({
       completionSendMaxAttempts: 1,
       workerCompletions: (queue) =>
         new WrappedQueue(queue, {
@@ -220,7 +283,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
   });
 
   it('5. one task message delivered to two workers: both run it, one completion applied, the other ignored', async () => {
-    const s = await stacks.open({
+    const s = await open({
       coordinatorTasks: (queue) =>
         new WrappedQueue(queue, {
           send: async (_messages, send) => {
@@ -248,7 +311,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
 
   it('7. receive errors on the completion queue are logged and the loop goes on', async () => {
     let failures = 0;
-    const s = await stacks.open({
+    const s = await open({
       coordinatorCompletions: (queue) =>
         new WrappedQueue(queue, {
           receive: (_options, receive) => {
@@ -278,7 +341,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     const clock = new VirtualClock();
     let crashed = false;
     let finishingSaves = 0;
-    const s = await stacks.open({
+    const s = await open({
       clock,
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {
@@ -326,7 +389,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     expect(old.counters).toMatchObject({ completionsApplied: 1, completionsIgnored: 0, ackErrors: 1 });
     await old.stop(); // releases the lease
 
-    const next = s.newCoordinator({}, { completions: (queue) => queue });
+    const next = await s.openCoordinator({}, { completions: (queue) => queue });
     await next.start();
     const done = await s.waitFor(workflowId, terminal);
     expect(done.status).toBe('completed');
@@ -356,24 +419,18 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       let lost = false;
       let savesBeforeLoss = 0;
       let savesAfterLoss = 0;
-      const s = await stacks.open({
+      const s = await open({
         coordinatorStore: (store) =>
-          wrapStore(
-            store,
-            (_runtime, _etag, save) => {
-              if (lost) savesAfterLoss++;
-              else savesBeforeLoss++;
-              return save();
-            },
-            {
-              acquireLease: async (_options, acquire) => {
-                const lease = await acquire();
-                // Registered before the coordinator's own listener: `lost` is set before it halts.
-                lease.lost.addEventListener('abort', () => (lost = true), { once: true });
-                return lease;
-              },
-            },
-          ),
+          wrapStore(store, (_runtime, _etag, save) => {
+            if (lost) savesAfterLoss++;
+            else savesBeforeLoss++;
+            return save();
+          }),
+        coordinatorLease: (lease) => {
+          // Registered before the coordinator's own listener: `lost` is set before it halts.
+          lease.lost.addEventListener('abort', () => (lost = true), { once: true });
+          return lease;
+        },
       });
       const old = s.coordinator;
       const oldRun = settled(old.run());
@@ -386,7 +443,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       await s.waitFor(workflowId, (r) => r.tasks.a?.status === 'completed');
       expect(savesBeforeLoss).toBeGreaterThan(0);
 
-      const next = s.newCoordinator({ breakLease: true }, { store: (store) => store });
+      const next = await s.openCoordinator({ breakLease: true }, { store: (store) => store, lease: (lease) => lease });
       await next.start();
       const result = await oldRun;
       expect('error' in result && isJobqError(result.error, 'lease-lost')).toBe(true);
@@ -413,29 +470,23 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       let lost = false;
       let savesAfterLoss = 0;
       let holdCompletions = false;
-      const s = await stacks.open({
+      const s = await open({
         coordinatorStore: (store) =>
-          wrapStore(
-            store,
-            (_runtime, _etag, save) => {
-              if (lost) savesAfterLoss++;
-              return save();
-            },
-            {
-              acquireLease: async (_options, acquire): Promise<CoordinatorLease> => {
-                const inner = await acquire();
-                const controller = new AbortController();
-                inner.lost.addEventListener('abort', () => controller.abort(inner.lost.reason), { once: true });
-                failRenewal = () => {
-                  lost = true;
-                  controller.abort(new JobqError('lease-lost', 'the coordinator lease was lost (injected: renewal failed); stop writing'));
-                  // The real lease stops being renewed (it would run out after failed renewals).
-                  released = inner.release().catch(() => undefined);
-                };
-                return { leaseId: inner.leaseId, lost: controller.signal, release: () => inner.release() };
-              },
-            },
-          ),
+          wrapStore(store, (_runtime, _etag, save) => {
+            if (lost) savesAfterLoss++;
+            return save();
+          }),
+        coordinatorLease: (inner): CoordinatorLease => {
+          const controller = new AbortController();
+          inner.lost.addEventListener('abort', () => controller.abort(inner.lost.reason), { once: true });
+          failRenewal = () => {
+            lost = true;
+            controller.abort(new JobqError('lease-lost', 'the coordinator lease was lost (injected: renewal failed); stop writing'));
+            // The real lease stops being renewed (it would run out after failed renewals).
+            released = inner.release().catch(() => undefined);
+          };
+          return { leaseId: inner.leaseId, lost: controller.signal, release: () => inner.release() };
+        },
         // The old coordinator is in the middle of receiving b's completion when the lease goes.
         coordinatorCompletions: (queue) =>
           new WrappedQueue(queue, {
@@ -470,7 +521,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
       expect(stuck && outcome(stuck.runtime)).toEqual({ a: ['completed', 1], b: ['running', 1], c: ['pending', 0] });
 
       await released;
-      const next = s.newCoordinator({}, { store: (store) => store });
+      const next = await s.openCoordinator({}, { store: (store) => store, lease: (lease) => lease });
       await next.start();
       const done = await s.waitFor(workflowId, terminal);
       expect(done.status).toBe('completed');
@@ -490,7 +541,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     let swallowed = 0;
     let ackFailures = 0;
     const down = () => new JobqError('unavailable', 'injected: the completion queue is unreachable');
-    const s = await stacks.open({
+    const s = await open({
       // One batch at a time: the choreography needs the receive after a's ack to be the one that
       // swallows b and c (with more batches in flight a receive made before the ack takes them,
       // and their failed acks bring them back as ignored duplicates: correct, but not this case).
@@ -554,7 +605,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     // (a) No timeout_s: stays running; explain (with a clock 10 min ahead) calls it stale.
     {
       const listings: WorkflowFilter[] = [];
-      const s = await stacks.open({
+      const s = await open({
         coordinator: { timeoutSweepIntervalInMs: 200, readySweepIntervalInMs: 200, readyRepairThresholdInMs: 500 },
         coordinatorStore: (store): WorkflowStore => ({
           ...wrapStore(store, null),
@@ -614,7 +665,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
     // attempt 2 runs.
     {
       let dropped = 0;
-      const s = await stacks.open({
+      const s = await open({
         coordinator: { timeoutSweepIntervalInMs: 200, taskMessageTtlInMs: 5_000, lostTaskGraceInMs: 500 },
         coordinatorTasks: (queue) =>
           new WrappedQueue(queue, {
@@ -648,7 +699,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
         /stale: dispatched longer than 60s ago[^\n]*with timeout_s 1s the coordinator declares it lost once its message has expired/,
       );
 
-      const next = s.newCoordinator();
+      const next = await s.openCoordinator();
       await next.start();
       const done = await s.waitFor(workflowId, terminal);
       expect(dropped).toBe(1);
@@ -665,7 +716,7 @@ describe('Coordinator failure modes (in memory, virtual time)', () => {
 
   it('12. the index row write of the final flush is lost (after the runtime was saved): a sweep finds the row behind its runtime and writes it again', async () => {
     let lostWrites = 0;
-    const s = await stacks.open({
+    const s = await open({
       coordinator: { timeoutSweepIntervalInMs: 200, readySweepIntervalInMs: 200, readyRepairThresholdInMs: 500 },
       coordinatorStore: (store) =>
         wrapStore(store, async (runtime, _etag, save) => {

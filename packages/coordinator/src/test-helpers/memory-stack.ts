@@ -1,8 +1,18 @@
 import { afterEach } from '@jest/globals';
-import { isMergeNode, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
+import { isMergeNode, isTerminalWorkflowStatus, shardOf, type WorkflowRuntime } from '@jobq/dag-core';
 import { decodeWorkflowTask, expandUpstreamRefs, type Completion, type WorkflowTaskInfo } from '@jobq/dag-core/wire';
-import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
-import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
+import { MemoryOutputStore, MemoryOwnershipDeployment, MemoryOwnershipStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
+import {
+  shardCompletionQueue,
+  VirtualClock,
+  type Clock,
+  type CoordinatorLease,
+  type Instruments,
+  type ShardCount,
+  type TaskQueue,
+  type WorkflowStore,
+  type WorkerRegistry,
+} from '@jobq/ports';
 import {
   Worker,
   cancelCheckFromStore,
@@ -235,6 +245,26 @@ export interface MemoryStackOptions {
   workerInstruments?: Instruments;
   /** The worker heartbeats the coordinator prunes (default none). */
   workerRegistry?: WorkerRegistry;
+  /**
+   * The stack is shard `index` of a deployment of `count` shards (docs/sharding.md): its coordinators
+   * are that shard's runners, each claiming the shard through a store of {@link MemoryStack.ownership}
+   * (open them with {@link MemoryStack.openCoordinator}); the completion queue is the shard's; a submit
+   * without an id gets one in the shard; and a workflow of another shard is placed in the store
+   * ({@link MemoryStack.foreignId}, its wake-up on its own shard's queue). Default: no shards.
+   */
+  shard?: { index: number; count: ShardCount };
+  /** Wraps the lease the coordinators hold: the store's coordinator lease, or the shard claim's. */
+  coordinatorLease?: (lease: CoordinatorLease) => CoordinatorLease;
+}
+
+/** One listing a coordinator made through the store (see {@link MemoryStack.listings}). */
+export interface MemoryListing {
+  method: 'listWorkflows' | 'listRequests' | 'listReruns';
+  filter: Record<string, unknown> | undefined;
+  /** The index partitions it reads: the shard filter's (`p mod count = index`), else all 16. */
+  partitions: number[];
+  /** The workflow ids of the items it returned. */
+  ids: string[];
 }
 
 /** Ports of one coordinator that differ from the stack's (see {@link MemoryStack.newCoordinator}). */
@@ -243,6 +273,8 @@ export interface MemoryCoordinatorPorts {
   completions?: (queue: TaskQueue) => TaskQueue;
   /** Runs as this shard's runner (its lease from the claim). */
   shard?: CoordinatorShard;
+  /** Wraps the lease it holds (instead of the stack's `coordinatorLease`). */
+  lease?: (lease: CoordinatorLease) => CoordinatorLease;
 }
 
 /** One running {@link Worker} of a stack. */
@@ -270,6 +302,23 @@ export interface MemoryStack {
   runs: Map<string, number>;
   worker: MemoryWorkerHandle;
   newCoordinator(options?: CoordinatorOptions, ports?: MemoryCoordinatorPorts): Coordinator;
+  /**
+   * {@link newCoordinator}, or in a shard stack the shard's runner: it claims the shard first
+   * (`breakLease` breaks the shard's lease first, the shard's equivalent of `--break-lease`).
+   */
+  openCoordinator(options?: CoordinatorOptions, ports?: MemoryCoordinatorPorts): Promise<Coordinator>;
+  /** The shard of a shard stack (see {@link MemoryStackOptions.shard}); null otherwise. */
+  shard: { index: number; count: ShardCount } | null;
+  /** The shard ownership of a shard stack; null otherwise. */
+  ownership: MemoryOwnershipDeployment | null;
+  /** A workflow of another shard, in the same store (a shard stack's; null otherwise). */
+  foreignId: string | null;
+  /** The queue of {@link foreignId}'s shard, holding its wake-up (a shard stack's; null otherwise). */
+  foreignCompletions: MemoryTaskQueue | null;
+  /** Every listing the coordinators made through the store, in order. */
+  listings: MemoryListing[];
+  /** Every workflow id the coordinators' store calls named or got back. */
+  touched: Set<string>;
   startWorker(numWorkers?: number): MemoryWorkerHandle;
   submit(definition: object, options?: SubmitOptions): Promise<string>;
   /** Runs virtual time until `until()` holds; throws with `describe()` (and the coordinator log) after `withinMs` of virtual time (default 10 min). */
@@ -293,11 +342,12 @@ export function useMemoryStacks(): { open(options?: MemoryStackOptions): Promise
 
 async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: () => Promise<void>) => void): Promise<MemoryStack> {
   const clock = options.clock ?? new VirtualClock();
+  const shard = options.shard ?? null;
   const outputs = new MemoryOutputStore({ outputsContainer: 'mem-outputs', workflowsContainer: 'mem-workflows' });
   // A purge deletes the overflow blobs with the runtime, as the Azure store deletes `upstream/{wf}/`.
   const store = new MemoryWorkflowStore({ stateBlobs: outputs });
   const completions = new MemoryTaskQueue({
-    name: 'mem-workflow-completions',
+    name: shardCompletionQueue('mem-workflow-completions', shard?.index ?? 0),
     lockDurationInMs: options.completionLockInMs ?? 2_000,
     clock,
   });
@@ -362,9 +412,14 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
   const coordinatorTasks = options.coordinatorTasks ? options.coordinatorTasks(counting) : counting;
   const coordinatorStore = options.coordinatorStore ? options.coordinatorStore(store) : store;
   const coordinatorCompletions = options.coordinatorCompletions ? options.coordinatorCompletions(completions) : completions;
+  const listings: MemoryListing[] = [];
+  const touched = new Set<string>();
+  const recorded = (inner: WorkflowStore, lease: ((lease: CoordinatorLease) => CoordinatorLease) | undefined) =>
+    recordingStore(inner, { listings, touched, lease });
   const newCoordinator = (extra: CoordinatorOptions = {}, ports: MemoryCoordinatorPorts = {}) => {
+    if (shard !== null && ports.shard === undefined) throw new Error('a shard stack opens its coordinators with openCoordinator()');
     const coordinator = new Coordinator({
-      store: ports.store ? ports.store(store) : coordinatorStore,
+      store: recorded(ports.store ? ports.store(store) : coordinatorStore, ports.lease ?? options.coordinatorLease),
       completions: ports.completions ? ports.completions(completions) : coordinatorCompletions,
       outputs,
       ...(options.workerRegistry ? { workers: options.workerRegistry } : {}),
@@ -387,7 +442,19 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     dispose(() => coordinator.stop());
     return coordinator;
   };
-  const coordinator = newCoordinator();
+  const ownership = shard === null ? null : new MemoryOwnershipDeployment(clock, { shards: shard.count });
+  let members = 0;
+  const openCoordinator = async (extra: CoordinatorOptions = {}, ports: MemoryCoordinatorPorts = {}): Promise<Coordinator> => {
+    if (shard === null || ownership === null) return newCoordinator(extra, ports);
+    const member = new MemoryOwnershipStore({ deployment: ownership });
+    if (extra.breakLease === true) await member.breakLease(shard.index);
+    const claim = await member.claim(shard.index, `member-${++members}`);
+    if (claim === null) throw new Error(`shard ${shard.index}'s lease is held: stop its runner, or break it`);
+    const wrap = ports.lease ?? options.coordinatorLease;
+    const held = wrap === undefined ? claim : { ...claim, lease: wrap(claim.lease) };
+    return newCoordinator(extra, { ...ports, shard: { index: shard.index, count: shard.count, claim: held } });
+  };
+  const coordinator = await openCoordinator();
   if (options.start ?? true) await coordinator.start();
 
   const until = async (check: () => boolean | Promise<boolean>, describe: () => string = () => '', withinMs = 600_000) => {
@@ -406,10 +473,40 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     if (!last) throw new Error('unreachable');
     return last;
   };
+  let nextId = 0;
+  /** A new workflow id in shard `k` (of the stack's count), found by trying `wf-{k}-{i}` in turn. */
+  const idInShard = (k: number): string => {
+    for (;;) {
+      const id = `wf-${k}-${nextId++}`;
+      if (shard === null || shardOf(id, shard.count) === k) return id;
+    }
+  };
   const submit = async (definition: object, submitOptions: SubmitOptions = {}) => {
-    const { workflowId } = await client.submit({ text: JSON.stringify(definition), filename: 'flow.json' }, submitOptions);
+    const idOptions = shard === null || submitOptions.id !== undefined ? {} : { id: idInShard(shard.index) };
+    const { workflowId } = await client.submit(
+      { text: JSON.stringify(definition), filename: 'flow.json' },
+      { ...submitOptions, ...idOptions },
+    );
     return workflowId;
   };
+  // A shard stack's workflow of the next shard, submitted as its client would: its wake-up on its own shard's queue.
+  let foreignId: string | null = null;
+  let foreignCompletions: MemoryTaskQueue | null = null;
+  if (shard !== null) {
+    const other = (shard.index + 1) % shard.count;
+    foreignCompletions = new MemoryTaskQueue({ name: shardCompletionQueue('mem-workflow-completions', other), clock });
+    const foreignClient = new WorkflowClient({
+      store,
+      completions: foreignCompletions,
+      outputsContainer: outputs.outputsContainer,
+      now: () => new Date(clock.now()),
+    });
+    const definition = { name: 'foreign', tasks: [{ name: 'a', kwargs: { cmd: 'true' } }] };
+    ({ workflowId: foreignId } = await foreignClient.submit(
+      { text: JSON.stringify(definition), filename: 'flow.json' },
+      { id: idInShard(other) },
+    ));
+  }
   const run = async (definition: object, submitOptions: SubmitOptions = {}, withinMs?: number) =>
     waitFor(await submit(definition, submitOptions), (r) => isTerminalWorkflowStatus(r.status), withinMs);
   const runCount = (taskName: string, workflowId?: string) => {
@@ -432,6 +529,13 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     runs,
     worker,
     newCoordinator,
+    openCoordinator,
+    shard,
+    ownership,
+    foreignId,
+    foreignCompletions,
+    listings,
+    touched,
     startWorker,
     submit,
     until,
@@ -439,4 +543,64 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     run,
     runCount,
   };
+}
+
+const LISTINGS = new Set(['listWorkflows', 'listRequests', 'listReruns']);
+
+/** The index partitions a listing of `filter` reads: its shard's, or all 16. */
+function partitionsRead(filter: Record<string, unknown> | undefined): number[] {
+  const shard = filter?.shard as { index: number; count: number } | undefined;
+  const all = Array.from({ length: 16 }, (_, p) => p);
+  return shard === undefined ? all : all.filter((p) => p % shard.count === shard.index);
+}
+
+/** The workflow ids a store call names: string arguments and the `workflowId` of object arguments. */
+function idsIn(values: readonly unknown[]): string[] {
+  const ids: string[] = [];
+  for (const value of values) {
+    if (typeof value === 'string') ids.push(value);
+    else if (typeof value === 'object' && value !== null && typeof (value as { workflowId?: unknown }).workflowId === 'string')
+      ids.push((value as { workflowId: string }).workflowId);
+  }
+  return ids;
+}
+
+/**
+ * The store a coordinator of the stack writes through: it records each listing (its filter, the
+ * partitions it reads, the ids it returns) and every workflow id the calls name or get back, and
+ * wraps the coordinator lease it acquires with `lease`.
+ */
+function recordingStore(
+  inner: WorkflowStore,
+  record: { listings: MemoryListing[]; touched: Set<string>; lease: ((lease: CoordinatorLease) => CoordinatorLease) | undefined },
+): WorkflowStore {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function' || typeof key !== 'string') return value;
+      const call = (args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+      if (key === 'acquireLease' && record.lease !== undefined) {
+        const wrap = record.lease;
+        return async (...args: unknown[]) => wrap(await (call(args) as Promise<CoordinatorLease>));
+      }
+      return (...args: unknown[]) => {
+        for (const id of idsIn(args)) record.touched.add(id);
+        const result = call(args);
+        if (!LISTINGS.has(key)) return result;
+        const filter = args[0] as Record<string, unknown> | undefined;
+        const listing: MemoryListing = {
+          method: key as MemoryListing['method'],
+          filter,
+          partitions: partitionsRead(filter),
+          ids: [],
+        };
+        record.listings.push(listing);
+        return (result as Promise<{ items: { workflowId: string }[] }>).then((page) => {
+          listing.ids = page.items.map((item) => item.workflowId);
+          for (const id of listing.ids) record.touched.add(id);
+          return page;
+        });
+      };
+    },
+  });
 }
