@@ -102,6 +102,36 @@ describe('Coordinator with a shard (a shard runner)', () => {
     expect(await s.store.readCoordinatorStats()).toHaveProperty('completionsApplied');
   });
 
+  it('over the workflow store, shard 0’s runner and a coordinator without shards fence each other (one lease, as `_coordinator.lock`)', async () => {
+    const s = await stacks.open({ start: false });
+    const deployment = new MemoryOwnershipDeployment(s.clock, { shards: 4, workflows: s.store });
+    const claim = (await new MemoryOwnershipStore({ deployment }).claim(0, 'm1'))!;
+    const runner = s.newCoordinator({}, { shard: { index: 0, count: 4, claim } });
+    const running = runner.run().catch((e: unknown) => e);
+    await s.clock.advance(1_000);
+    // An old coordinator (it knows nothing of shards) is fenced by shard 0's owner…
+    const refused: unknown = await s
+      .newCoordinator()
+      .start()
+      .catch((e: unknown) => e);
+    expect(isJobqError(refused, 'lease-held')).toBe(true);
+    // …and one that breaks the lease halts the runner, and holds shard 0 until it stops.
+    const old = s.newCoordinator({ breakLease: true });
+    expect(await old.start()).toBe(true);
+    let error: unknown;
+    await s.until(async () => {
+      error = await Promise.race([running, Promise.resolve('pending')]);
+      return error !== 'pending';
+    });
+    expect(isJobqError(error, 'lease-lost')).toBe(true);
+    expect(await new MemoryOwnershipStore({ deployment }).claim(0, 'm2')).toBeNull();
+    expect((await new MemoryOwnershipStore({ deployment }).list()).shards[0]).toMatchObject({ leased: true, owner: 'm1', epoch: 1 });
+    const done = await s.run(flow);
+    expect(done.status).toBe('completed');
+    await old.stop();
+    expect(await new MemoryOwnershipStore({ deployment }).claim(0, 'm2')).toMatchObject({ epoch: 2, owner: 'm2' });
+  });
+
   it('a one-shard deployment through the balancer (memory OwnershipStore): shard 0 runs as today, and a second member takes over on SIGTERM', async () => {
     const calls: { method: string; filter: unknown }[] = [];
     const s = await stacks.open({ start: false });

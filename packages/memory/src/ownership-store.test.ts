@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { isJobqError, JobqError, VirtualClock } from '@jobq/ports';
 import { describeOwnershipStoreContract } from '@jobq/ports/testing';
 import { MemoryOwnershipDeployment, MemoryOwnershipStore } from './ownership-store';
+import { MemoryWorkflowStore } from './workflow-store';
 
 describeOwnershipStoreContract('in memory', () => {
   const clock = new VirtualClock();
@@ -18,6 +19,78 @@ describeOwnershipStoreContract('in memory', () => {
     crash: (store) => (store as MemoryOwnershipStore).crash(),
     leaseDurationInMs,
     dispose: () => Promise.resolve(),
+  });
+});
+
+describeOwnershipStoreContract('in memory, shard 0 the workflow store’s coordinator lease', () => {
+  const clock = new VirtualClock();
+  const deployment = new MemoryOwnershipDeployment(clock, { workflows: new MemoryWorkflowStore() });
+  const leaseDurationInMs = 15_000;
+  return Promise.resolve({
+    store: new MemoryOwnershipStore({ deployment, leaseDurationInMs }),
+    another: () => Promise.resolve(new MemoryOwnershipStore({ deployment, leaseDurationInMs })),
+    writeManifestText: (text: string) => {
+      deployment.manifest = { text, etag: deployment.tag() };
+      return Promise.resolve();
+    },
+    advance: (ms: number) => clock.advance(ms),
+    crash: (store) => (store as MemoryOwnershipStore).crash(),
+    leaseDurationInMs,
+    dispose: () => Promise.resolve(),
+  });
+});
+
+describe('MemoryOwnershipDeployment over a MemoryWorkflowStore: shard 0’s lease is the coordinator lease', () => {
+  const open = () => {
+    const clock = new VirtualClock();
+    const workflows = new MemoryWorkflowStore();
+    const deployment = new MemoryOwnershipDeployment(clock, { shards: 2, workflows });
+    return { clock, workflows, deployment, a: new MemoryOwnershipStore({ deployment, leaseDurationInMs: 20_000 }) };
+  };
+
+  it('a coordinator without shards holding it holds shard 0: shard 0 cannot be claimed, and the manifest cannot grow', async () => {
+    const { workflows, deployment, a } = open();
+    const old = await workflows.acquireLease();
+    expect(await a.claim(0, 'a')).toBeNull();
+    expect(await a.claim(1, 'a')).toMatchObject({ shard: 1, epoch: 1 });
+    expect((await a.list()).shards.map((s) => s.leased)).toEqual([true, true]);
+    await a.release(1);
+    const error: unknown = await a.growManifest(4, deployment.manifest!.etag).catch((e: unknown) => e);
+    expect(isJobqError(error, 'lease-held')).toBe(true);
+    await old.release();
+    expect(await a.claim(0, 'a')).toMatchObject({ shard: 0, epoch: 1 });
+  });
+
+  it('a claim of shard 0 fences a coordinator without shards, and is lost to one that breaks the lease', async () => {
+    const { workflows, deployment, a } = open();
+    const claim = (await a.claim(0, 'a'))!;
+    expect(await workflows.leaseState()).toEqual({ held: true, state: 'leased' });
+    const refused: unknown = await workflows.acquireLease().catch((e: unknown) => e);
+    expect(isJobqError(refused, 'lease-held')).toBe(true);
+    const old = await workflows.acquireLease({ breakExisting: true });
+    expect(claim.lease.lost.aborted).toBe(true);
+    expect(deployment.holderOf(0)).toBeNull();
+    expect((await a.list()).shards[0]).toMatchObject({ leased: true, owner: 'a', epoch: 1 });
+    // And shard 0's breakLease breaks the coordinator's.
+    await a.breakLease(0);
+    expect(old.lost.aborted).toBe(true);
+    expect(await a.claim(0, 'b')).toMatchObject({ epoch: 2, owner: 'b' });
+  });
+
+  it('releasing, losing or running out shard 0’s claim frees the coordinator lease', async () => {
+    const { clock, workflows, a } = open();
+    await a.claim(0, 'a');
+    await a.release(0);
+    expect(await workflows.leaseState()).toEqual({ held: false, state: 'available' });
+    await a.claim(0, 'a');
+    a.loseLease(0);
+    expect(await workflows.leaseState()).toEqual({ held: false, state: 'expired' });
+    const claim = (await a.claim(0, 'a'))!;
+    a.crash();
+    await clock.advance(20_000);
+    expect(claim.lease.lost.aborted).toBe(true);
+    expect(await workflows.leaseState()).toEqual({ held: false, state: 'expired' });
+    expect((await workflows.acquireLease()).lost.aborted).toBe(false);
   });
 });
 

@@ -17,6 +17,7 @@ import {
   type ShardManifest,
   type ShardMember,
 } from '@jobq/ports';
+import type { MemoryWorkflowStore } from './workflow-store';
 
 /** One successful claim, as the deployment saw it (see {@link MemoryOwnershipDeployment.claims}). */
 export interface MemoryClaimRecord {
@@ -51,6 +52,13 @@ export interface MemoryOwnershipDeploymentOptions {
   shards?: ShardCount;
   /** Store time each call of its stores takes before it acts (default none): members' calls then interleave. */
   latencyInMs?: () => number;
+  /**
+   * The deployment's workflow store: shard 0's lease is then its coordinator lease, as on Azure
+   * (both are `_coordinator.lock`), so a coordinator without shards holding it holds shard 0 —
+   * claims of shard 0 fail meanwhile — and a claim of shard 0 fences it (its `acquireLease` is
+   * `lease-held`; with `breakExisting` the claim's holder loses it). Default none: separate leases.
+   */
+  workflows?: MemoryWorkflowStore;
 }
 
 function noCalls(): MemoryOwnershipCalls {
@@ -71,7 +79,11 @@ class MemoryShardLease implements CoordinatorLease {
     readonly leaseId: string,
     readonly holder: MemoryOwnershipStore,
     private readonly onRelease: (lease: MemoryShardLease) => void,
-  ) {}
+    /** Shard 0's lease in the deployment's workflow store, when it has one: held, lost and released with this one. */
+    private readonly inner: CoordinatorLease | null = null,
+  ) {
+    inner?.lost.addEventListener('abort', () => this.lose('the coordinator lease was taken'), { once: true });
+  }
 
   get lost(): AbortSignal {
     return this.controller.signal;
@@ -81,6 +93,7 @@ class MemoryShardLease implements CoordinatorLease {
     if (this.ended) return;
     this.ended = true;
     this.ending.abort();
+    if (this.inner !== null) this.holder.deployment.workflows?.loseLease(why, this.inner);
     this.controller.abort(new JobqError('lease-lost', `the shard lease was lost (${why}); stop writing`));
   }
 
@@ -103,6 +116,7 @@ class MemoryShardLease implements CoordinatorLease {
       this.ended = true;
       this.ending.abort();
       this.onRelease(this);
+      void this.inner?.release();
     }
     return Promise.resolve();
   }
@@ -134,6 +148,8 @@ export class MemoryOwnershipDeployment {
   /** Faults injected into its stores' calls (set and clear them at will). */
   readonly faults: MemoryOwnershipFaults = {};
   readonly latencyInMs: (() => number) | null;
+  /** The workflow store whose coordinator lease is shard 0's (see {@link MemoryOwnershipDeploymentOptions.workflows}). */
+  readonly workflows: MemoryWorkflowStore | null;
   private nextTag = 1;
 
   constructor(
@@ -141,6 +157,7 @@ export class MemoryOwnershipDeployment {
     options: MemoryOwnershipDeploymentOptions = {},
   ) {
     this.latencyInMs = options.latencyInMs ?? null;
+    this.workflows = options.workflows ?? null;
     if (options.shards !== undefined) this.setManifest(options.shards);
   }
 
@@ -173,6 +190,11 @@ export class MemoryOwnershipDeployment {
       this.shards.set(index, state);
     }
     return state;
+  }
+
+  /** Whether shard `index` is leased: its claim's lease is held, or (shard 0) a coordinator without shards holds the workflow store's lease. */
+  leased(index: number): boolean {
+    return this.heldLease(index) !== null || (index === 0 && this.workflows?.leaseHeld === true);
   }
 
   /** The shard's lease if it is still held (an expired one is dropped, and its holder loses it). */
@@ -296,7 +318,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
       if ((existing?.etag ?? '') !== etag)
         throw new JobqError('conflict', 'grow the shard manifest failed: it changed since it was read; read it again');
       for (let k = 0; k < from; k++) {
-        if (this.deployment.heldLease(k) !== null) {
+        if (this.deployment.leased(k)) {
           throw new JobqError(
             'lease-held',
             `grow the shard manifest failed: shard ${k}'s lease is held; stop every coordinator of this prefix first`,
@@ -317,7 +339,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
       if (fault !== null) throw fault;
       const manifest = this.current()?.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 };
       const shards = Array.from({ length: manifest.shards }, (_, index) => {
-        const leased = this.deployment.heldLease(index) !== null;
+        const leased = this.deployment.leased(index);
         const { owner, epoch } = this.deployment.shard(index);
         return { index, leased, owner, epoch };
       });
@@ -338,11 +360,20 @@ export class MemoryOwnershipStore implements OwnershipStore {
       this.count('claim');
       if (this.deployment.heldLease(shard) !== null) return null;
       if (this.deployment.faults.claim?.(shard, owner) === true) return null;
-      const lease = new MemoryShardLease(`memory-shard-lease-${this.nextLease++}`, this, (released) => {
-        const state = this.deployment.shard(shard);
-        if (state.lease === released) state.lease = null;
-        if (this.held.get(shard) === released) this.held.delete(shard);
-      });
+      // Shard 0 over a workflow store: its coordinator lease, unless a coordinator without shards holds it.
+      const workflows = shard === 0 ? this.deployment.workflows : null;
+      const inner = workflows === null ? null : workflows.tryAcquireLease();
+      if (workflows !== null && inner === null) return null;
+      const lease = new MemoryShardLease(
+        `memory-shard-lease-${this.nextLease++}`,
+        this,
+        (released) => {
+          const state = this.deployment.shard(shard);
+          if (state.lease === released) state.lease = null;
+          if (this.held.get(shard) === released) this.held.delete(shard);
+        },
+        inner,
+      );
       const state = this.deployment.shard(shard);
       state.lease = lease;
       state.owner = owner;
@@ -381,6 +412,8 @@ export class MemoryOwnershipStore implements OwnershipStore {
       const lease = state.lease;
       state.lease = null;
       lease?.lose('it was broken');
+      // Shard 0 over a workflow store: whoever holds its coordinator lease loses it too.
+      if (shard === 0) this.deployment.workflows?.loseLease('it was broken');
     });
   }
 

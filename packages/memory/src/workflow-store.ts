@@ -837,22 +837,38 @@ export class MemoryWorkflowStore implements WorkflowStore {
         }
         this.loseLease('the coordinator lease was broken by another coordinator');
       }
-      const lease = new MemoryLease(`memory-lease-${this.nextLease++}`, (released) => {
-        if (this.holder !== released) return;
-        this.holder = null;
-        this.leaseEnded = 'available';
-      });
-      this.holder = lease;
-      return lease;
+      return this.tryAcquireLease()!;
     });
   }
 
   /**
-   * Takes the lease from its holder, whose `lost` signal fires with a `lease-lost` error (as when
-   * its renewal failed or someone broke it). Harmless when nobody holds it.
+   * {@link acquireLease} without waiting and without breaking: the lease, or null while another
+   * holds it. A {@link MemoryOwnershipDeployment} built over this store claims shard 0 with it.
    */
-  loseLease(why = 'the coordinator lease could not be renewed'): void {
+  tryAcquireLease(): CoordinatorLease | null {
+    if (this.holder !== null) return null;
+    const lease = new MemoryLease(`memory-lease-${this.nextLease++}`, (released) => {
+      if (this.holder !== released) return;
+      this.holder = null;
+      this.leaseEnded = 'available';
+    });
+    this.holder = lease;
+    return lease;
+  }
+
+  /** Whether someone holds the coordinator lease now. */
+  get leaseHeld(): boolean {
+    return this.holder !== null;
+  }
+
+  /**
+   * Takes the lease from its holder, whose `lost` signal fires with a `lease-lost` error (as when
+   * its renewal failed or someone broke it). Harmless when nobody holds it. With `only`, only when
+   * that lease is the one held.
+   */
+  loseLease(why = 'the coordinator lease could not be renewed', only?: CoordinatorLease): void {
     const holder = this.holder;
+    if (only !== undefined && holder !== only) return;
     this.holder = null;
     if (holder !== null) this.leaseEnded = 'expired';
     holder?.lose(new JobqError('lease-lost', `the coordinator lease was lost (${why}); stop writing`));

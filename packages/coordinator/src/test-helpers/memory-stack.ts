@@ -442,7 +442,8 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
     dispose(() => coordinator.stop());
     return coordinator;
   };
-  const ownership = shard === null ? null : new MemoryOwnershipDeployment(clock, { shards: shard.count });
+  // Shard 0's lease is the store's coordinator lease, as on Azure (docs/sharding.md#names).
+  const ownership = shard === null ? null : new MemoryOwnershipDeployment(clock, { shards: shard.count, workflows: store });
   let members = 0;
   const openCoordinator = async (extra: CoordinatorOptions = {}, ports: MemoryCoordinatorPorts = {}): Promise<Coordinator> => {
     if (shard === null || ownership === null) return newCoordinator(extra, ports);
