@@ -31,7 +31,7 @@ export interface ShardRouterOptions {
   clock?: Clock;
   /** Time between manifest reads (default {@link SHARD_MANIFEST_REFRESH_INTERVAL_IN_MS}). */
   refreshIntervalInMs?: number;
-  /** Where the router says what it could not do (a failed read, once until a read succeeds again) and a change of shard count. */
+  /** Where the router says what it could not do (a failed read, once until a read succeeds again) and a later change of shard count. */
   log?: (line: string) => void;
 }
 
@@ -53,6 +53,7 @@ export class ShardRouter implements CompletionRoute {
   private nextReadAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | null = null;
   private failing = false;
+  private readOnce = false;
   private readonly unopenable = new Set<number>();
 
   constructor(private readonly options: ShardRouterOptions) {
@@ -109,10 +110,15 @@ export class ShardRouter implements CompletionRoute {
       this.failing = false;
       this.log('the shard manifest can be read again');
     }
-    if (read === 'unchanged') return;
+    if (read === 'unchanged') {
+      this.readOnce = true;
+      return;
+    }
     const shards = read?.manifest.shards ?? 1;
     this.etag = read?.etag ?? null;
-    if (shards !== this.shards) this.log(`routing completions by ${shards} shard(s) (was ${this.shards})`);
+    // A change is said; the first read is not (a one-shot command would print it at every send).
+    if (shards !== this.shards && this.readOnce) this.log(`routing completions by ${shards} shard(s) (was ${this.shards})`);
     this.shards = shards;
+    this.readOnce = true;
   }
 }
