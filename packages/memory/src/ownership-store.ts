@@ -15,6 +15,7 @@ import {
   type ShardClaim,
   type ShardCount,
   type ShardManifest,
+  type ShardManifestRead,
   type ShardMember,
 } from '@jobq/ports';
 import type { MemoryWorkflowStore } from './workflow-store';
@@ -239,7 +240,7 @@ function checkAborted(options: OperationOptions | undefined, what: string): void
 export class MemoryOwnershipStore implements OwnershipStore {
   readonly deployment: MemoryOwnershipDeployment;
   readonly leaseDurationInMs: number;
-  /** Requests served by this store, counted (for tests and the simulation; the deployment counts all its stores'). */
+  /** Requests served by this store, counted (for tests and the simulation; the deployment counts all its stores'); `readManifest` counts the conditional reads too. */
   readonly calls: MemoryOwnershipCalls = noCalls();
   private readonly held = new Map<number, MemoryShardLease>();
   private nextLease = 1;
@@ -287,6 +288,16 @@ export class MemoryOwnershipStore implements OwnershipStore {
     return this.call(() => {
       checkAborted(options, 'read the shard manifest');
       this.count('readManifest');
+      return this.current();
+    });
+  }
+
+  readManifestIfChanged(etag: string | null, options?: OperationOptions): Promise<ShardManifestRead | null | 'unchanged'> {
+    return this.call(() => {
+      checkAborted(options, 'read the shard manifest');
+      this.count('readManifest');
+      const stored = this.deployment.manifest;
+      if ((stored?.etag ?? null) === etag) return 'unchanged';
       return this.current();
     });
   }
