@@ -9,6 +9,7 @@ import {
   realClock,
   type Clock,
   type CoordinatorLease,
+  type ListOwnershipOptions,
   type OperationOptions,
   type OwnershipStore,
   type OwnershipView,
@@ -73,6 +74,8 @@ interface ShardState {
   owner: string | null;
   epoch: number;
   lease: MemoryShardLease | null;
+  /** Store time of the last claim; null when never claimed. */
+  claimedAt: number | null;
 }
 
 /**
@@ -96,7 +99,7 @@ export class MemoryOwnershipDeployment {
   shard(index: number): ShardState {
     let state = this.shards.get(index);
     if (state === undefined) {
-      state = { owner: null, epoch: 0, lease: null };
+      state = { owner: null, epoch: 0, lease: null, claimedAt: null };
       this.shards.set(index, state);
     }
     return state;
@@ -213,15 +216,16 @@ export class MemoryOwnershipStore implements OwnershipStore {
     });
   }
 
-  list(options?: OperationOptions): Promise<OwnershipView> {
+  list(options?: ListOwnershipOptions): Promise<OwnershipView> {
     return run(() => {
       checkAborted(options, 'list shard ownership');
       this.calls.list++;
       const manifest = this.current()?.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 };
       const shards = Array.from({ length: manifest.shards }, (_, index) => {
         const leased = this.deployment.heldLease(index) !== null;
-        const { owner, epoch } = this.deployment.shard(index);
-        return { index, leased, owner, epoch };
+        const { owner, epoch, claimedAt } = this.deployment.shard(index);
+        const shard = { index, leased, owner, epoch };
+        return options?.claimTimes === true ? { ...shard, claimedAt: claimedAt === null ? null : new Date(claimedAt) } : shard;
       });
       const now = this.now();
       const members: ShardMember[] = [...this.deployment.members]
@@ -249,6 +253,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
       state.lease = lease;
       state.owner = owner;
       state.epoch++;
+      state.claimedAt = this.now();
       this.held.set(shard, lease);
       const expire = (): void => {
         // The lease ran out: the shard is free, and its holder is told (heldLease drops it as expired).
