@@ -1,4 +1,4 @@
-import { JobqError, isJobqError, type CoordinatorStats, type ShardManifest } from '@jobq/ports';
+import { JobqError, isJobqError, type CoordinatorStats, type OwnershipView, type ShardManifest } from '@jobq/ports';
 import { errorLine } from './base';
 import type { Deployment } from './deployment';
 
@@ -185,7 +185,7 @@ export async function readShards(deployment: Deployment, options: ReadShardsOpti
   const now = options.now ?? Date.now();
   const ownership = await deployment.ownership();
   const stored = await ownership.readManifest();
-  let view;
+  let view: OwnershipView;
   try {
     view = await ownership.list({ claimTimes: true });
   } catch (error) {
