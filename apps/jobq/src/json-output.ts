@@ -283,6 +283,19 @@ const taskDetail = z.object({
 });
 export type TaskDetailJson = z.infer<typeof taskDetail>;
 
+const explainedShard = z
+  .object({
+    index: count,
+    count,
+    leased: z.boolean(),
+    owner: z.string().nullable().describe('The member that last claimed it; it holds it only while leased'),
+    epoch: count,
+    held_without_shards: z.boolean().describe('Shard 0 held by a coordinator that knows nothing of shards'),
+  })
+  .optional()
+  .describe("The workflow's shard and its owner; only when the deployment has a shard manifest");
+export type ExplainedShardJson = z.infer<typeof explainedShard>;
+
 const workflowExplain = z.union([
   z
     .object({
@@ -292,6 +305,7 @@ const workflowExplain = z.union([
       queues: z.array(explainedQueue),
       params: dataMap.nullable(),
       skipped_tasks: skippedTasks,
+      shard: explainedShard,
     })
     .describe('Without --task'),
   z
@@ -301,6 +315,7 @@ const workflowExplain = z.union([
       params: dataMap.nullable(),
       task: taskDetail,
       queue: explainedQueue.nullable(),
+      shard: explainedShard,
     })
     .describe('With --task'),
 ]);
@@ -386,6 +401,53 @@ const workflowDoctor = z.object({
   checks: z.array(z.object({ name: z.string(), status: z.enum(['ok', 'warn', 'fail']), message: z.string(), hint: z.string().nullable() })),
   summary: z.object({ ok: count, warn: count, fail: count }),
 });
+
+const workflowShards = z.object({
+  target: z.string(),
+  manifest: z.object({ version: z.number().int(), shards: count }).nullable().describe('null: no manifest, one shard'),
+  shard_count: count,
+  server_time: time.describe('The storage service time of the read'),
+  shards: z.array(
+    z.object({
+      index: count,
+      leased: z.boolean().describe('Its lease is held now'),
+      owner: z
+        .string()
+        .nullable()
+        .describe('The member that last claimed it (it holds it only while leased); null when no claim recorded one'),
+      epoch: count.describe('Claims so far'),
+      claimed_at: nullableTime.describe('Its last claim, by the storage clock'),
+      held_without_shards: z.boolean().describe('Shard 0 held by a coordinator that knows nothing of shards'),
+      queue: z.string().describe('Its completion queue'),
+      queue_spec: z.string(),
+      queue_state: z.enum(['ok', 'missing', 'unreachable']),
+      queue_error: z.string().nullable(),
+      approximate_message_count: count.nullable(),
+      stats: z
+        .object({
+          written_at: nullableTime,
+          started_at: nullableTime,
+          messages: count,
+          completions_applied: count,
+          forwarded: count.describe('Messages for other shards it sent on (0 when its runner does not count them)'),
+          poison: count,
+          receive_errors: count,
+        })
+        .nullable()
+        .describe('From its stats document; null when none was written'),
+      stats_error: z.string().nullable(),
+    }),
+  ),
+  members: z.array(
+    z.object({
+      member_id: z.string(),
+      last_heartbeat_at: time,
+      age_s: z.number().min(0).describe('Seconds since its last heartbeat, by the storage clock'),
+      shards_held: count,
+    }),
+  ),
+});
+export type WorkflowShardsJson = z.infer<typeof workflowShards>;
 
 const issue = z.object({
   severity: z.enum(['error', 'warning']),
@@ -549,6 +611,7 @@ export const JSON_OUTPUTS: Record<string, { command: string; schema: z.ZodType }
     schema: z.union([request.describe('Without --task'), rerun.describe('With --task')]),
   },
   'workflow-run': { command: 'workflow run --json', schema: workflowRun },
+  'workflow-shards': { command: 'workflow shards --json', schema: workflowShards },
   'workflow-status': { command: 'workflow status --json', schema: workflowStatus },
   'workflow-submit': { command: 'workflow submit --json', schema: workflowSubmit },
   'workflow-tasks': { command: 'workflow tasks --json', schema: z.array(taskRow) },

@@ -9,6 +9,7 @@ import {
   realClock,
   type Clock,
   type CoordinatorLease,
+  type ListOwnershipOptions,
   type OperationOptions,
   type OwnershipStore,
   type OwnershipView,
@@ -127,6 +128,8 @@ interface ShardState {
   owner: string | null;
   epoch: number;
   lease: MemoryShardLease | null;
+  /** Store time of the last claim; null when never claimed. */
+  claimedAt: number | null;
 }
 
 /**
@@ -187,7 +190,7 @@ export class MemoryOwnershipDeployment {
   shard(index: number): ShardState {
     let state = this.shards.get(index);
     if (state === undefined) {
-      state = { owner: null, epoch: 0, lease: null };
+      state = { owner: null, epoch: 0, lease: null, claimedAt: null };
       this.shards.set(index, state);
     }
     return state;
@@ -342,7 +345,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
     });
   }
 
-  list(options?: OperationOptions): Promise<OwnershipView> {
+  list(options?: ListOwnershipOptions): Promise<OwnershipView> {
     return this.call(() => {
       checkAborted(options, 'list shard ownership');
       this.count('list');
@@ -351,8 +354,9 @@ export class MemoryOwnershipStore implements OwnershipStore {
       const manifest = this.current()?.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 };
       const shards = Array.from({ length: manifest.shards }, (_, index) => {
         const leased = this.deployment.leased(index);
-        const { owner, epoch } = this.deployment.shard(index);
-        return { index, leased, owner, epoch };
+        const { owner, epoch, claimedAt } = this.deployment.shard(index);
+        const shard = { index, leased, owner, epoch };
+        return options?.claimTimes === true ? { ...shard, claimedAt: claimedAt === null ? null : new Date(claimedAt) } : shard;
       });
       const now = this.now();
       const members: ShardMember[] = [...this.deployment.members]
@@ -389,6 +393,7 @@ export class MemoryOwnershipStore implements OwnershipStore {
       state.lease = lease;
       state.owner = owner;
       state.epoch++;
+      state.claimedAt = this.now();
       this.held.set(shard, lease);
       this.deployment.claims.push({ shard, owner, epoch: state.epoch, at: this.now() });
       const stopRenewing = (): void => this.stopRenewing(shard, lease);

@@ -113,6 +113,7 @@ export {
   MEMBER_LIVE_FOR_MS,
   SHARD_COUNTS,
   SHARD_MANIFEST_VERSION,
+  type ListOwnershipOptions,
   type OwnershipStore,
   type OwnershipView,
   type ShardClaim,

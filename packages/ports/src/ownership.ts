@@ -32,6 +32,20 @@ export interface ShardOwnership {
   readonly owner: string | null;
   /** Number of claims so far: each claim sets it one higher. */
   readonly epoch: number;
+  /**
+   * When the shard was last claimed (its owner and epoch written), by the store's clock; null when
+   * it never was. Only in a listing asked for it ({@link ListOwnershipOptions.claimTimes}).
+   */
+  readonly claimedAt?: Date | null;
+}
+
+/** Options of {@link OwnershipStore.list}. */
+export interface ListOwnershipOptions extends OperationOptions {
+  /**
+   * Also read when each shard was last claimed ({@link ShardOwnership.claimedAt}): how long a free
+   * shard has been without an owner, for `doctor` and `jobq workflow shards`. Default false.
+   */
+  claimTimes?: boolean;
 }
 
 /** A coordinator that has heartbeated within {@link MEMBER_LIVE_FOR_MS}. */
@@ -94,8 +108,11 @@ export interface OwnershipStore {
    * and the manifest is created only if there still is none.
    */
   growManifest(shards: ShardCount, etag: string, options?: OperationOptions): Promise<ShardManifest>;
-  /** The manifest (one shard when absent), every shard's ownership, the live members and the store's time. */
-  list(options?: OperationOptions): Promise<OwnershipView>;
+  /**
+   * The manifest (one shard when absent), every shard's ownership, the live members and the
+   * store's time; with `claimTimes`, when each shard was last claimed.
+   */
+  list(options?: ListOwnershipOptions): Promise<OwnershipView>;
   /**
    * Takes shard `shard`'s lease for `owner`, then writes owner and epoch + 1 under the lease on the
    * ETag read with it. Null when another member won the race (the lease is held, or the write found

@@ -90,11 +90,18 @@ describe('AzureOwnershipStore specifics', () => {
     const lease = await old.acquireLease();
     expect(await store.claim(0, 'member-a')).toBeNull();
     expect((await store.list()).shards[0]).toMatchObject({ leased: true, epoch: 0 });
+    // It records no owner, so no claim time either: doctor tells it from a sharded owner by that.
+    expect((await store.list({ claimTimes: true })).shards[0]).toEqual({ index: 0, leased: true, owner: null, epoch: 0, claimedAt: null });
     expect(await store.growManifest(4, '').catch((error: Error) => error.message)).toMatch(/shard 0's lease is held/);
     await lease.release();
     const claim = await store.claim(0, 'member-a');
     expect(claim).toMatchObject({ epoch: 1, owner: 'member-a' });
     await expect(old.acquireLease()).rejects.toMatchObject({ code: 'lease-held' });
+    expect((await store.list({ claimTimes: true })).shards[0]).toMatchObject({
+      leased: true,
+      owner: 'member-a',
+      claimedAt: expect.any(Date),
+    });
     await store.release(0);
     await old.deleteStorage();
   });

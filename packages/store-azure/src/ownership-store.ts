@@ -13,6 +13,7 @@ import {
   shardLockBlob,
   shardMemberBlob,
   type CoordinatorLease,
+  type ListOwnershipOptions,
   type OperationOptions,
   type OwnershipStore,
   type OwnershipView,
@@ -214,21 +215,30 @@ export class AzureOwnershipStore implements OwnershipStore {
     }
   }
 
-  private async shardOwnership(index: number, options: OperationOptions | undefined): Promise<ShardOwnership> {
+  /**
+   * One shard's lease state and owner metadata; with `claimTimes`, its last claim's time: the lock
+   * blob's Last-Modified, which only a claim's metadata write changes (taking, renewing and releasing
+   * a lease do not), and only when a claim recorded an owner (a coordinator without shards takes
+   * `_coordinator.lock` without writing one).
+   */
+  private async shardOwnership(index: number, options: ListOwnershipOptions | undefined): Promise<ShardOwnership> {
+    const times = options?.claimTimes === true;
     try {
       const properties = await storeCall({ operation: `read shard ${index}'s lease` }, this.timeout, options, (abortSignal) =>
         this.container.getBlockBlobClient(shardLockBlob(index)).getProperties({ abortSignal }),
       );
       const leased = properties.leaseState === 'leased' || properties.leaseState === 'breaking';
-      const owner = properties.metadata?.[OWNER_KEY];
-      return { index, leased, owner: owner === undefined || owner === '' ? null : owner, epoch: epochOf(properties.metadata) };
+      const metadataOwner = properties.metadata?.[OWNER_KEY];
+      const owner = metadataOwner === undefined || metadataOwner === '' ? null : metadataOwner;
+      const shard = { index, leased, owner, epoch: epochOf(properties.metadata) };
+      return times ? { ...shard, claimedAt: owner === null ? null : (properties.lastModified ?? null) } : shard;
     } catch (error) {
-      if (isJobqError(error, 'not-found')) return { index, leased: false, owner: null, epoch: 0 };
+      if (isJobqError(error, 'not-found')) return { index, leased: false, owner: null, epoch: 0, ...(times ? { claimedAt: null } : {}) };
       throw error;
     }
   }
 
-  async list(options?: OperationOptions): Promise<OwnershipView> {
+  async list(options?: ListOwnershipOptions): Promise<OwnershipView> {
     const manifest = (await this.readManifest(options))?.manifest ?? { version: SHARD_MANIFEST_VERSION, shards: 1 };
     const shards = await Promise.all(Array.from({ length: manifest.shards }, (_, k) => this.shardOwnership(k, options)));
     const seen: ShardMember[] = [];

@@ -208,6 +208,36 @@ export function describeOwnershipStoreContract(
     );
 
     it(
+      "records when each shard was last claimed, by the store's clock, when the listing asks for it",
+      async () => {
+        const f = await fresh();
+        const b = await f.another();
+        await f.store.ensureManifest(2);
+        const before = await b.list({ claimTimes: true });
+        expect(before.shards.map((s) => s.claimedAt)).toEqual([null, null]);
+        expect(held(await f.store.claim(1, 'member-a'))).not.toBeNull();
+        const view = await b.list({ claimTimes: true });
+        expect(view.shards[0]).toEqual({ index: 0, leased: false, owner: null, epoch: 0, claimedAt: null });
+        const claimedAt = view.shards[1]!.claimedAt;
+        expect(claimedAt).toBeInstanceOf(Date);
+        // Both times are the store's (whole seconds on Azure).
+        expect(claimedAt!.getTime()).toBeGreaterThanOrEqual(before.serverTime.getTime() - 1_000);
+        expect(claimedAt!.getTime()).toBeLessThanOrEqual(view.serverTime.getTime() + 1_000);
+        // Not asked for: no times.
+        expect((await b.list()).shards[1]).toEqual({ index: 1, leased: true, owner: 'member-a', epoch: 1 });
+        // It is the last claim's time: a release keeps it.
+        await f.store.release(1);
+        expect((await b.list({ claimTimes: true })).shards[1]).toEqual({ index: 1, leased: false, owner: 'member-a', epoch: 1, claimedAt });
+        if (f.advance === undefined) return;
+        await f.advance(5_000);
+        expect(held(await b.claim(1, 'member-b'))).not.toBeNull();
+        const later = (await f.store.list({ claimTimes: true })).shards[1]!.claimedAt;
+        expect(later!.getTime() - claimedAt!.getTime()).toBe(5_000);
+      },
+      timeout,
+    );
+
+    it(
       'lets exactly one of two racing claimers have a shard',
       async () => {
         const f = await fresh();

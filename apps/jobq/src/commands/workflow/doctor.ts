@@ -13,6 +13,7 @@ import { checkServiceBusQueues, type ServiceBusQueueToCheck } from '../../servic
 import { storageAccess, storageAccessLine } from '../../storage-access';
 import { durationMs, legacyDurationFlag } from '../../duration-flags';
 import { DEFAULT_WORKER_STALE_IN_MS, workersCheck } from '../../worker-doctor';
+import { FORWARDED_WARN_SHARE, OWNERLESS_AFTER_MS, forwardedShare, readShards, type ShardsReport } from '../../shard-views';
 
 /** The outcome of one check. */
 export type CheckStatus = 'ok' | 'warn' | 'fail';
@@ -158,6 +159,21 @@ interface CheckContext {
   stats: CoordinatorStats | null;
   /** The runtimes of the active workflows, read once for the checks that need them. */
   activeWork: () => Promise<ActiveWork>;
+  /** The shards (docs/sharding.md#inspecting-shards), read once: null without a manifest (the shard checks print nothing). */
+  shards: () => Promise<ShardsRead>;
+}
+
+/** What the shard checks read, or why it could not be read. */
+type ShardsRead = { ok: true; report: ShardsReport } | { ok: false; message: string } | null;
+
+/** The shards of a deployment with a manifest; null without one. */
+async function readShardsIfAny(deployment: Deployment, now: number): Promise<ShardsRead> {
+  try {
+    if ((await (await deployment.ownership()).readManifest()) === null) return null;
+    return { ok: true, report: await readShards(deployment, { now }) };
+  } catch (error) {
+    return { ok: false, message: `cannot read the shards: ${errorLine(error)}` };
+  }
 }
 
 /** What the runtimes of the active workflows show, or why they could not be listed. */
@@ -340,6 +356,43 @@ const CHECKS: Check[] = [
     },
   },
   {
+    // Only with a shard manifest, as the three after it (docs/sharding.md#inspecting-shards).
+    name: 'shard owners',
+    run: async (ctx) => {
+      const read = await ctx.shards();
+      if (read === null) return null;
+      if (!read.ok)
+        return {
+          name: 'shard owners',
+          status: 'fail',
+          message: read.message,
+          hint: 'an unsupported version needs a newer jobq; otherwise check the credential and network access to the blob service',
+        };
+      return shardOwnerChecks(read.report);
+    },
+  },
+  {
+    name: 'shard queues',
+    run: async (ctx) => {
+      const read = await ctx.shards();
+      return read?.ok ? shardQueueChecks(read.report) : null;
+    },
+  },
+  {
+    name: 'forwarded messages',
+    run: async (ctx) => {
+      const read = await ctx.shards();
+      return read?.ok ? forwardedChecks(read.report) : null;
+    },
+  },
+  {
+    name: 'coordinators',
+    run: async (ctx) => {
+      const read = await ctx.shards();
+      return read?.ok ? membersCheck(read.report) : null;
+    },
+  },
+  {
     // Set aside by the coordinator, with their reasons.
     name: 'corrupt workflows',
     run: async ({ deployment, counts }) => {
@@ -451,6 +504,144 @@ const CHECKS: Check[] = [
   },
 ];
 
+/** `coord-a 2, coord-b 2`: the shards each live member holds. */
+function holdings(report: ShardsReport): string {
+  return report.members.map((m) => `${m.id} ${m.held.length}`).join(', ');
+}
+
+function startShardsHint(report: ShardsReport): string {
+  return `start a coordinator: jobq workflow coordinator --shards ${report.count}`;
+}
+
+/**
+ * ✖ a shard without an owner for longer than lease + balance interval, counted from its last
+ * owner's last sign of life (its claim, or its last stats write); ⚠ one free for less (a hand-over
+ * or a take-over under way); ✖ shard 0 held by a coordinator that knows nothing of shards.
+ */
+export function shardOwnerChecks(report: ShardsReport): DoctorCheck[] {
+  const name = 'shard owners';
+  const n = report.count;
+  const found: DoctorCheck[] = [];
+  const live = report.members.length;
+  for (const shard of report.shards) {
+    if (shard.unshardedHolder && n > 1) {
+      found.push({
+        name,
+        status: 'fail',
+        message: `shard 0 of ${n} is held by a coordinator without shards (${shard.owner === null ? 'no claim recorded an owner' : 'its stats have no shard count'}): it works every shard's workflows beside their owners and keeps shard 0 from its sharded owner`,
+        hint: `stop it (an older jobq, or a coordinator started without --shards) and run jobq workflow coordinator --shards ${n}`,
+      });
+    }
+    if (shard.leased) continue;
+    const last = shard.owner === null ? 'never claimed' : `last owned by ${shard.owner}, epoch ${shard.epoch}`;
+    const since = shard.lastSignAgeMs;
+    if (since === null || since > OWNERLESS_AFTER_MS) {
+      found.push({
+        name,
+        status: 'fail',
+        message: `shard ${shard.index} of ${n} has no owner (${last}${since === null ? '' : `; its owner last showed life ${age(since)} ago`}): its workflows do not progress`,
+        hint:
+          live === 0
+            ? `no coordinator with shards is running: ${startShardsHint(report)}`
+            : `${plural(live, 'live coordinator')} (${report.members.map((m) => m.id).join(', ')}) did not claim it within ${age(OWNERLESS_AFTER_MS)}: check their logs`,
+      });
+    } else {
+      found.push({
+        name,
+        status: 'warn',
+        message: `shard ${shard.index} of ${n} has no owner for now (${last}; its owner last showed life ${age(since)} ago): a coordinator should claim it within ${age(OWNERLESS_AFTER_MS - since)}`,
+        hint: live === 0 ? `no coordinator with shards is running: ${startShardsHint(report)}` : 'run doctor again in a minute',
+      });
+    }
+  }
+  if (found.length > 0) return found;
+  return [{ name, status: 'ok', message: `${plural(n, 'shard')}, every one held${live > 0 ? `: ${holdings(report)}` : ''}`, hint: null }];
+}
+
+/** ✖ a shard's completion queue that is missing or cannot be read. */
+export function shardQueueChecks(report: ShardsReport): DoctorCheck[] {
+  const name = 'shard queues';
+  const found: DoctorCheck[] = [];
+  let waiting = 0;
+  const sizes: string[] = [];
+  for (const shard of report.shards) {
+    const queue = shard.queue;
+    if (queue === null) continue;
+    if (queue.state === 'missing') {
+      found.push({
+        name,
+        status: 'fail',
+        message: `shard ${shard.index}'s completion queue ${queue.name} does not exist: completions sent to it are lost to that shard`,
+        hint: `the coordinator that claims shard ${shard.index} creates it again; check that one runs (jobq workflow shards)`,
+      });
+    } else if (queue.state === 'unreachable') {
+      found.push({
+        name,
+        status: 'fail',
+        message: `cannot read shard ${shard.index}'s completion queue ${queue.name}: ${queue.error ?? 'unknown error'}`,
+        hint: 'check the queues account (JOBQ_WORKFLOW_QUEUES), the credential and network access',
+      });
+    } else {
+      waiting += queue.messages ?? 0;
+      sizes.push(`${shard.index}: ${queue.messages ?? 0}`);
+    }
+  }
+  if (found.length > 0) return found;
+  return [
+    {
+      name,
+      status: 'ok',
+      message: `${plural(report.count, 'completion queue')}, about ${plural(waiting, 'message')} waiting (${sizes.join(', ')})`,
+      hint: null,
+    },
+  ];
+}
+
+/** ⚠ a shard that forwarded more than 1 % of its messages to other shards. */
+export function forwardedChecks(report: ShardsReport): DoctorCheck[] {
+  const name = 'forwarded messages';
+  const found: DoctorCheck[] = [];
+  let forwarded = 0;
+  let messages = 0;
+  for (const shard of report.shards) {
+    const stats = shard.stats;
+    if (stats === null) continue;
+    forwarded += stats.forwarded;
+    messages += Math.max(stats.messages, stats.forwarded);
+    const share = forwardedShare(stats);
+    if (share !== null && share > FORWARDED_WARN_SHARE) {
+      found.push({
+        name,
+        status: 'warn',
+        message: `shard ${shard.index} forwarded ${stats.forwarded} of its ${Math.max(stats.messages, stats.forwarded)} messages (${(share * 100).toFixed(1)} %) to other shards since its runner started${stats.startedAt === null ? '' : ` (${stats.startedAt})`}`,
+        hint: 'workers or clients send completions to the wrong shard queue: upgrade them (older and Python workers send every completion to shard 0)',
+      });
+    }
+  }
+  if (found.length > 0) return found;
+  return [{ name, status: 'ok', message: `${forwarded} of ${plural(messages, 'message')} forwarded to another shard`, hint: null }];
+}
+
+/** ⚠ more live coordinators than shards (the extra ones stand by). */
+export function membersCheck(report: ShardsReport): DoctorCheck {
+  const name = 'coordinators';
+  const live = report.members.length;
+  const n = report.count;
+  if (live > n) {
+    const idle = report.members.filter((m) => m.held.length === 0).map((m) => m.id);
+    return {
+      name,
+      status: 'warn',
+      message: `${plural(live, 'live coordinator')} for ${plural(n, 'shard')}: ${idle.length > 0 ? `${someNames(idle)} ${idle.length === 1 ? 'holds' : 'hold'} none` : holdings(report)}`,
+      hint: `the extra ones only stand by: stop them, or grow the shards (jobq workflow reshard --shards ${Math.min(n * 2, 16)})`,
+    };
+  }
+  if (live === 0) {
+    return { name, status: 'warn', message: 'no coordinator with shards has heartbeated in the last 60 s', hint: startShardsHint(report) };
+  }
+  return { name, status: 'ok', message: `${plural(live, 'live coordinator')} for ${plural(n, 'shard')}: ${holdings(report)}`, hint: null };
+}
+
 /** The task queue specs the queue checks look at: the first {@link MAX_QUEUES}, sorted. */
 function checkedQueues(dispatched: Map<string, number>): string[] {
   return [...dispatched.keys()].sort().slice(0, MAX_QUEUES);
@@ -506,6 +697,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
   if (counts === null) return;
   const active = ACTIVE.reduce((n, s) => n + counts[s], 0);
   let work: Promise<ActiveWork> | undefined;
+  let shards: Promise<ShardsRead> | undefined;
   const ctx: CheckContext = {
     deployment,
     settings,
@@ -516,6 +708,7 @@ async function deploymentChecks(deployment: Deployment, settings: DoctorSettings
     leaseHeld: false,
     stats: null,
     activeWork: () => (work ??= readActiveWork(deployment, settings, active, now)),
+    shards: () => (shards ??= readShardsIfAny(deployment, now)),
   };
   for (const check of CHECKS) {
     const result = await check.run(ctx);
@@ -644,6 +837,12 @@ export default class WorkflowDoctor extends JobqCommand {
     '  coordinator lease  a coordinator holds the lease\n' +
     '  coordinator stats  its stats were written recently\n' +
     '  poison messages    completions it could not read (from the stats)\n' +
+    'With a shard manifest (docs/sharding.md), four more:\n' +
+    "  shard owners       every shard held (an error past lease + balance interval, 80 s from its owner's last sign of life);\n" +
+    '                     shard 0 not held by a coordinator without shards\n' +
+    "  shard queues       each shard's completion queue exists and answers\n" +
+    "  forwarded messages at most 1 % of a shard's messages forwarded to other shards (from its stats)\n" +
+    '  coordinators       no more live coordinators than shards\n' +
     '  corrupt workflows  set aside by the coordinator, with the reason\n' +
     '  pending workflows  pending longer than --stale-pending\n' +
     '  running tasks      running longer than --stale-running\n' +

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import {
+  shardOf,
   taskStatus,
   taskState,
   isBlocking,
@@ -11,7 +12,7 @@ import {
 } from '@jobq/dag-core';
 import type { ExplainReport, ExplainedQueue, ExplainedTask } from '@jobq/coordinator';
 import { JobqError, type TaskQueue } from '@jobq/ports';
-import { JobqCommand } from '../../base';
+import { JobqCommand, errorLine } from '../../base';
 import { paramsLine } from '../../params';
 import { openDeployment, type Deployment } from '../../deployment';
 import { durationMs, legacyDurationFlag } from '../../duration-flags';
@@ -21,7 +22,8 @@ import { workflowNotFound } from '../../listing';
 import { skipLines, skippedJson, skippedTasks } from '../../skips';
 import { failedTailLines } from '../../task-logs';
 import { placementOf, queueKeyOf, readWorkers } from '../../placement';
-import type { ExplainedQueueJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
+import { holderText, readShards } from '../../shard-views';
+import type { ExplainedQueueJson, ExplainedShardJson, ExplainedTaskJson, ExplainedWorkflowJson, TaskDetailJson } from '../../json-output';
 
 /** One parent's value as a condition sees it. */
 interface ConditionInput {
@@ -203,18 +205,47 @@ async function openQueues(deployment: Deployment, runtime: WorkflowRuntime): Pro
   return opened;
 }
 
+/**
+ * The workflow's shard and who owns it (docs/sharding.md#inspecting-shards): `3 of 4, owned by
+ * coord-b (epoch 7)`; null without a shard manifest (one shard: nothing to say).
+ */
+async function workflowShard(deployment: Deployment, workflowId: string): Promise<{ line: string; json: ExplainedShardJson } | null> {
+  try {
+    const stored = await (await deployment.ownership()).readManifest();
+    if (stored === null) return null;
+    const index = shardOf(workflowId, stored.manifest.shards);
+    const report = await readShards(deployment, { queues: false, only: index });
+    const shard = report.shards[index];
+    if (shard === undefined) return null;
+    return {
+      line: `${index} of ${report.count}, ${holderText(shard)}`,
+      json: {
+        index,
+        count: report.count,
+        leased: shard.leased,
+        owner: shard.owner,
+        epoch: shard.epoch,
+        held_without_shards: shard.unshardedHolder,
+      },
+    };
+  } catch (error) {
+    return { line: `? (cannot read the shards: ${errorLine(error)})`, json: undefined };
+  }
+}
+
 function queueLine(q: ExplainedQueue): string {
   const parts = [`${q.readyTasks} ready, ${q.runningTasks} running`];
   if (q.approximateMessageCount !== null) parts.push(`about ${q.approximateMessageCount} message(s) in the queue`);
   return `${q.queue}${q.name !== null && q.name !== q.queue ? ` (${q.name})` : ''}: ${parts.join(', ')}`;
 }
 
-function workflowLines(report: ExplainReport, target: string, runtime: WorkflowRuntime): string[] {
+function workflowLines(report: ExplainReport, target: string, runtime: WorkflowRuntime, shard: string | null): string[] {
   const w = report.workflow;
   const index = w.indexStatus !== null && w.indexStatus !== w.status ? ` (index row: ${w.indexStatus})` : '';
   const params = runtime.definition.params;
   return [
     `Workflow  ${w.name} (${w.workflowId}) in ${target}`,
+    ...(shard === null ? [] : [`Shard     ${shard}`]),
     `Status    ${w.status}${index}${w.activated ? '' : ', not activated'}, updated ${w.updatedAt}`,
     `Tasks     ${countsLine(w.counts)}`,
     ...(params ? [`Params    ${paramsLine(params)}`] : []),
@@ -293,6 +324,8 @@ export default class WorkflowExplain extends JobqCommand {
     // explain read the runtime again: prefer its view of the task, which may have moved on.
     const fresh = (await deployment.store.load(args.id))?.runtime ?? runtime;
     await addPlacements(deployment, args.id, fresh, report.tasks);
+    const shard = await workflowShard(deployment, args.id);
+    const shardJson = shard?.json === undefined ? {} : { shard: shard.json };
 
     if (taskDef !== undefined) {
       const explained = report.tasks.find((t) => t.name === taskDef.name);
@@ -305,10 +338,11 @@ export default class WorkflowExplain extends JobqCommand {
           params: fresh.definition.params ?? null,
           task: taskDetailJson(detail, explained?.retry_due_at ?? null),
           queue: queue === null ? null : queueJson(queue),
+          ...shardJson,
         });
         return;
       }
-      const lines = [...workflowLines(report, deployment.target, fresh), '', ...taskLines(detail, '')];
+      const lines = [...workflowLines(report, deployment.target, fresh, shard?.line ?? null), '', ...taskLines(detail, '')];
       if (detail.dependsOn.length > 0)
         lines.push(
           `  depends on (${detail.depPolicy}): ${detail.dependsOn.map((p) => `${p} (${taskState(fresh, p)?.status ?? '?'})`).join(', ')}`,
@@ -332,10 +366,11 @@ export default class WorkflowExplain extends JobqCommand {
         queues: report.queues.map(queueJson),
         params: fresh.definition.params ?? null,
         skipped_tasks: skippedJson(skipped),
+        ...shardJson,
       });
       return;
     }
-    const lines = workflowLines(report, deployment.target, fresh);
+    const lines = workflowLines(report, deployment.target, fresh, shard?.line ?? null);
     if (report.workflow.reasons.length > 0) lines.push('', 'Workflow', ...report.workflow.reasons.map((r) => `  - ${r}`));
     if (report.tasks.length > 0) {
       const shown = flags.limit === 0 ? report.tasks : report.tasks.slice(0, flags.limit);
