@@ -581,9 +581,14 @@ async function main(): Promise<void> {
         `check, CPU cost 0 holds one shard at the queue cap: ${f(free.rate)} completions/s (cap ${f(QUEUE_MSG_PER_S)}): ` +
           `${free.rate >= 0.95 * QUEUE_MSG_PER_S && free.rate <= QUEUE_MSG_PER_S * 1.001 ? 'holds' : 'FAILS'}`,
       );
-      // One shard stays far below the account's limit (it is the run above).
-      const account = await modelRuns('one account', [2, 4, 8], { ...inputs, accountReqPerS: ACCOUNT_REQ_PER_S });
-      const accountRates = [r1, ...account.values()];
+      // The limits alone (CPU cost 0, as the check above): one shard stays far below the account's
+      // limit, so the run above is its first point.
+      const account = await modelRuns('one account, CPU cost 0', [2, 4, 8], {
+        requestCpuUs: 0,
+        jsTime: false,
+        accountReqPerS: ACCOUNT_REQ_PER_S,
+      });
+      const accountRates = [free, ...account.values()];
       // Growth stops at the first shard count that gains less than 20 % over the one before.
       let stopsAt: ModelResult | null = null;
       for (let i = 1; i < accountRates.length; i++)
@@ -592,7 +597,7 @@ async function main(): Promise<void> {
           break;
         }
       console.log(
-        `check, one ${f(ACCOUNT_REQ_PER_S)} req/s account: ${accountRates.map((r) => `${r.shards} shard(s) ${f(r.rate)}/s`).join(', ')}; ` +
+        `check, one ${f(ACCOUNT_REQ_PER_S)} req/s account (CPU cost 0): ${accountRates.map((r) => `${r.shards} shard(s) ${f(r.rate)}/s`).join(', ')}; ` +
           (stopsAt === null
             ? 'growth did not stop by 8 shards'
             : `growth stops at ${stopsAt.shards} shards, ${f(stopsAt.rate)} tasks/s (${f(ACCOUNT_REQ_PER_S)} ÷ ${f(stopsAt.requestsPerTask, 2)} requests per task = ${f(ACCOUNT_REQ_PER_S / stopsAt.requestsPerTask)})`),
