@@ -452,7 +452,7 @@ async function balancing(azurite: AzuriteProcess): Promise<string[]> {
 
     lines.push(
       `shard rebalance ms when a member joins: ${f(rebalanceMs)} (2 members → 3, 8 shards, to 3/3/2; 1 s interval)`,
-      `shard takeover ms after SIGTERM (shards released): ${f(termMs)} (bound: one interval, 1 s ±20 %)`,
+      `shard takeover ms after SIGTERM (shards released): ${f(termMs)} (the member stops its runners and releases its shards, then the others claim them within one interval, 1 s ±20 %)`,
       `shard takeover ms after SIGKILL (leases and member record run out): ${f(killMs)} (bound: member live 60 s + one interval; 15 s lease)`,
       `balancing requests/min per member: ${f(median(perMin))} (${perMin.map((x, i) => `${members[i]!.id} ${f(x)}`).join(', ')}; heartbeat, listing and lease renewals every 5 s, 2-3 shards each)`,
     );
@@ -476,9 +476,9 @@ async function main(): Promise<void> {
     let real: { rate: number; cpuUs: number; seconds: number; requestsPerTask: number } | null = null;
     if (parts.has('azurite') || parts.has('balance') || (parts.has('model') && requestCpuUsArg === null)) {
       log('starting Azurite in a child process');
-      azurite = await startAzuriteProcess();
+      azurite = await startAzuriteProcess({ startTimeoutMs: 60_000 });
     }
-    if (azurite !== null && requestCpuUsArg === null) {
+    if (azurite !== null && requestCpuUsArg === null && (parts.has('model') || parts.has('azurite'))) {
       log('measuring client CPU per storage request');
       const measured = await requestCpu(azurite);
       requestCpuUs = measured.mean;
