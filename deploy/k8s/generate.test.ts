@@ -265,6 +265,41 @@ describe('the committed manifests', () => {
   });
 });
 
+describe('sharded coordinators', () => {
+  const sharded = (shards: number, replicas: number): Values => {
+    const v = rawValues() as Record<string, Doc>;
+    v.coordinator = { ...v.coordinator, shards, replicas };
+    return parseValues(v);
+  };
+  const coordinatorOf = (v: Values): Doc => {
+    const file = renderFiles(v, 'values.yaml')['storage-queue.yaml']!;
+    return parse(file.split('---\n').find((d) => d.includes('name: jobq-coordinator\n'))!) as Doc;
+  };
+
+  it('run `replicas` members named by their pods, with the shard count, rolling one pod at a time, schema-valid', () => {
+    const doc = coordinatorOf(sharded(8, 3));
+    expect(() => new Deployment(doc as never).validate()).not.toThrow();
+    expect(doc.spec).toMatchObject({ replicas: 3, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } } });
+    const container = containersOf(doc)[0]!;
+    expect(container.args).toEqual(['workflow', 'coordinator', '--health-port', '8080', '--metrics-port', '9464']);
+    expect(container.env).toEqual([
+      { name: 'JOBQ_WORKFLOW_SHARDS', value: '8' },
+      { name: 'JOBQ_COORDINATOR_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ]);
+    // SIGTERM releases every shard (each runner's batch finished, its stats written) before exiting.
+    expect(podSpecOf(doc).terminationGracePeriodSeconds).toBeGreaterThanOrEqual(60);
+    const docs = readFileSync(join(ROOT, 'docs', 'sharding.md'), 'utf8');
+    for (const env of container.env as Doc[]) expect(docs).toContain(`\`${env.name as string}\``);
+  });
+
+  it('leave the manifests as they are with one shard, and refuse counts that are not allowed', () => {
+    expect(renderFiles(sharded(1, 1), 'values.example.yaml')).toEqual(renderFiles(values, 'values.example.yaml'));
+    expect(() => sharded(3, 1)).toThrow('coordinator.shards: must be 1, 2, 4, 8 or 16, got 3');
+    expect(() => sharded(2, 4)).toThrow('coordinator.replicas: must be a whole number from 1 to 2, got 4');
+    expect(() => sharded(1, 2)).toThrow(/^coordinator\.replicas: more than 1 needs coordinator\.shards above 1/);
+  });
+});
+
 describe('bad values', () => {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const refused = (edit: (v: Record<string, any>) => void): string => {

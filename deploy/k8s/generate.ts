@@ -8,13 +8,14 @@
  * deployment with its task queues on Storage Queues or on Service Bus) and `kustomization.yaml`.
  * Each holds: a ServiceAccount federated with the workload identity, a ConfigMap of `JOBQ_*`
  * settings, the TriggerAuthentication KEDA uses (`azure-workload`), one coordinator Deployment
- * (1 replica, `Recreate`), a worker Deployment and a KEDA ScaledObject per queue, and a ScaledJob
- * for long tasks. No Secret: every client signs with the workload identity. Bad values are refused
+ * (1 replica, `Recreate`; with `coordinator.shards` above 1, `coordinator.replicas` sharded
+ * coordinators, docs/sharding.md), a worker Deployment and a KEDA ScaledObject per queue, and a
+ * ScaledJob for long tasks. No Secret: every client signs with the workload identity. Bad values are refused
  * with one line naming the file and the YAML path.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { parseQueueSpec } from '@jobq/dag-core';
+import { isShardCount, parseQueueSpec } from '@jobq/dag-core';
 import { parse, stringify } from 'yaml';
 
 export type Backend = 'storage-queue' | 'service-bus';
@@ -51,7 +52,11 @@ export interface Values {
   /** The worker's drain: `--shutdown-grace` and `--shutdown-kill-timeout`, in seconds. */
   shutdownGraceSeconds: number;
   shutdownKillTimeoutSeconds: number;
-  coordinator: { resources: Resources };
+  /**
+   * `shards`: the deployment's shard count (1, 2, 4, 8 or 16; 1 without sharding). Above 1,
+   * `replicas` coordinators (1 to `shards`) share the shards (docs/sharding.md).
+   */
+  coordinator: { resources: Resources; shards: number; replicas: number };
   queues: QueueValues[];
   /** A ScaledJob example: one Job per waiting task of this queue; null for none. */
   longTasks: QueueValues | null;
@@ -72,7 +77,10 @@ export class ValuesError extends Error {
 export const TERMINATION_MARGIN_SECONDS = 15;
 /** KEDA's wait after the last active trigger before scaling to zero. */
 export const COOLDOWN_SECONDS = 300;
-/** The coordinator's own stop (it stops taking completions, flushes, releases the lease). */
+/**
+ * The coordinator's own stop (it stops taking completions, flushes, releases the lease; sharded,
+ * each shard's runner finishes its batch and writes its stats, then the shard is released).
+ */
 const COORDINATOR_TERMINATION_SECONDS = 60;
 /** Non-root user and group of the image (deploy/docker/Dockerfile's `USER 1000:1000`). */
 const IMAGE_UID = 1000;
@@ -174,7 +182,15 @@ export function parseValues(raw: unknown): Values {
   const shutdownGraceSeconds = integer(worker.shutdownGraceSeconds, 'worker.shutdownGraceSeconds', 0, 3600);
   const shutdownKillTimeoutSeconds = integer(worker.shutdownKillTimeoutSeconds, 'worker.shutdownKillTimeoutSeconds', 0, 600);
   const coordinator = record(root.coordinator, 'coordinator');
-  known(coordinator, 'coordinator.', ['resources']);
+  known(coordinator, 'coordinator.', ['resources', 'shards', 'replicas']);
+  const shards = coordinator.shards ?? 1;
+  if (!isShardCount(shards)) throw new ValuesError('coordinator.shards', `must be 1, 2, 4, 8 or 16, got ${show(shards)}`);
+  if (shards === 1 && coordinator.replicas !== undefined && coordinator.replicas !== 1)
+    throw new ValuesError(
+      'coordinator.replicas',
+      'more than 1 needs coordinator.shards above 1 (one coordinator holds an unsharded prefix)',
+    );
+  const replicas = coordinator.replicas === undefined ? 1 : integer(coordinator.replicas, 'coordinator.replicas', 1, shards);
   if (!Array.isArray(root.queues) || root.queues.length === 0)
     throw new ValuesError('queues', `must be a list of at least one queue, got ${show(root.queues)}`);
   const queues = root.queues.map((q: unknown, i) => queue(q, `queues[${i}]`));
@@ -201,7 +217,7 @@ export function parseValues(raw: unknown): Values {
     metricsPort,
     shutdownGraceSeconds,
     shutdownKillTimeoutSeconds,
-    coordinator: { resources: resources(coordinator.resources, 'coordinator.resources') },
+    coordinator: { resources: resources(coordinator.resources, 'coordinator.resources'), shards, replicas },
     queues,
     longTasks,
   };
@@ -406,6 +422,66 @@ function trigger(values: Values, backend: Backend, q: QueueValues, perReplica: n
   return { type: backend === 'storage-queue' ? 'azure-queue' : 'azure-servicebus', metadata, authenticationRef: { name: TRIGGER_AUTH } };
 }
 
+/**
+ * The coordinator Deployment. Unsharded: one replica, `Recreate`, `--wait-for-lease`. Sharded
+ * (docs/sharding.md): `replicas` members, each named by its pod (`JOBQ_COORDINATOR_ID` from the
+ * downward API), the shard count in `JOBQ_WORKFLOW_SHARDS`; a rolling update starts the new pod
+ * (a member that joins and is handed shards) before the old one releases its shards on SIGTERM.
+ */
+function coordinatorDeployment(values: Values, metadata: Json): Json {
+  const { shards, replicas } = values.coordinator;
+  const sharded = shards > 1;
+  const ports = ['--health-port', String(values.healthPort), '--metrics-port', String(values.metricsPort)];
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata,
+    spec: sharded
+      ? {
+          replicas,
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+          selector: { matchLabels: labels('coordinator') },
+          template: podTemplate(
+            values,
+            'coordinator',
+            {},
+            {
+              name: 'coordinator',
+              image: image(values, 'coordinator'),
+              args: ['workflow', 'coordinator', ...ports],
+              env: [
+                { name: 'JOBQ_WORKFLOW_SHARDS', value: String(shards) },
+                { name: 'JOBQ_COORDINATOR_ID', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+              ],
+              resources: values.coordinator.resources,
+            },
+            true,
+            COORDINATOR_TERMINATION_SECONDS,
+          ),
+        }
+      : {
+          // One coordinator per prefix; Recreate stops the old pod (releasing the lease) before the new
+          // one starts, which waits for the lease meanwhile (--wait-for-lease) instead of crash-looping.
+          replicas: 1,
+          strategy: { type: 'Recreate' },
+          selector: { matchLabels: labels('coordinator') },
+          template: podTemplate(
+            values,
+            'coordinator',
+            {},
+            {
+              name: 'coordinator',
+              image: image(values, 'coordinator'),
+              args: ['workflow', 'coordinator', '--wait-for-lease', ...ports],
+              resources: values.coordinator.resources,
+            },
+            true,
+            COORDINATOR_TERMINATION_SECONDS,
+          ),
+        },
+  };
+}
+
 /** The documents of one backend, in apply order. */
 export function renderBackend(values: Values, backend: Backend): Json[] {
   const ns = values.namespace;
@@ -432,39 +508,7 @@ export function renderBackend(values: Values, backend: Backend): Json[] {
     metadata: meta(TRIGGER_AUTH, 'autoscaling'),
     spec: { podIdentity: { provider: 'azure-workload', identityId: values.identity.clientId } },
   });
-  docs.push({
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: meta('jobq-coordinator', 'coordinator'),
-    spec: {
-      // One coordinator per prefix; Recreate stops the old pod (releasing the lease) before the new
-      // one starts, which waits for the lease meanwhile (--wait-for-lease) instead of crash-looping.
-      replicas: 1,
-      strategy: { type: 'Recreate' },
-      selector: { matchLabels: labels('coordinator') },
-      template: podTemplate(
-        values,
-        'coordinator',
-        {},
-        {
-          name: 'coordinator',
-          image: image(values, 'coordinator'),
-          args: [
-            'workflow',
-            'coordinator',
-            '--wait-for-lease',
-            '--health-port',
-            String(values.healthPort),
-            '--metrics-port',
-            String(values.metricsPort),
-          ],
-          resources: values.coordinator.resources,
-        },
-        true,
-        COORDINATOR_TERMINATION_SECONDS,
-      ),
-    },
-  });
+  docs.push(coordinatorDeployment(values, meta('jobq-coordinator', 'coordinator')));
   for (const q of values.queues) {
     const queueLabel = { 'jobq.io/queue': q.name };
     docs.push({

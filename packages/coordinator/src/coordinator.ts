@@ -329,6 +329,20 @@ interface RowResync {
   passes: number;
 }
 
+/** Where the loop stands between its turns: its batches in flight, when each scan is due, the resync. */
+interface LoopState {
+  /** Batches received and not yet folded (at most `pipelineDepth`). */
+  readonly folding: Set<Promise<void>>;
+  /** Every batch until it is saved (or left). */
+  readonly inFlight: Set<Promise<void>>;
+  /** When each scan, sweep and the stats are next due (clock ms). */
+  readonly due: { scan: number; reruns: number; timeout: number; ready: number; retention: number; stats: number; workers: number };
+  resync: RowResync | null;
+  /** The last batch was partial (see `batchFillWaitInMs`). */
+  partialBatch: boolean;
+  lastReceiveAt: number;
+}
+
 /** The later of two timestamps (null counts as none). */
 function latest(a: string | null, b: string | null): string | null {
   return newer(b, a) ? b : a;
@@ -440,6 +454,8 @@ export class Coordinator {
   private readonly stopping = new AbortController();
   private lease: CoordinatorLease | null = null;
   private loop: Promise<void> | null = null;
+  /** The loop's state when stepped by {@link runOnce} (null: not stepped). */
+  private stepping: LoopState | null = null;
   private leaseLostError: Error | null = null;
   private startedAt: string | null = null;
   private lastLoopAt: string | null = null;
@@ -539,11 +555,12 @@ export class Coordinator {
    */
   start(): Promise<boolean> {
     if (this.starting) throw new Error('Coordinator.start() was already called; make a new Coordinator');
-    this.starting = this.begin();
+    this.starting = this.begin(true);
     return this.starting;
   }
 
-  private async begin(): Promise<boolean> {
+  /** Takes the lease; then starts the loop, unless the coordinator is stepped by {@link runOnce} (`loop` false). */
+  private async begin(loop: boolean): Promise<boolean> {
     const taken = await this.acquireLease();
     if (taken === null) {
       this.phase = 'stopped';
@@ -563,7 +580,7 @@ export class Coordinator {
     };
     if (lease.lost.aborted) onLost();
     else lease.lost.addEventListener('abort', onLost, { once: true });
-    this.loop = this.mainLoop();
+    if (loop) this.loop = this.mainLoop();
     return true;
   }
 
@@ -645,123 +662,165 @@ export class Coordinator {
   }
 
   private async mainLoop(): Promise<void> {
-    const inFlight = new Set<Promise<void>>();
+    const state = this.loopState();
     try {
-      await this.turns(inFlight);
+      while (!this.stopping.signal.aborted) await this.turn(state, { receiveWaitInMs: this.settings.receiveWaitInMs, fillWait: true });
     } finally {
       // Stopping: the batches in flight are saved (or left) and acked before the loop ends.
-      await Promise.all(inFlight);
-      while (this.acking.size > 0) await Promise.all(this.acking);
+      await this.settleTurn(state);
     }
   }
 
   /**
-   * The loop's turns: scans and sweeps when due, then a receive. Up to `pipelineDepth` batches are
-   * before their fold at once; `inFlight` holds every batch until it is saved (or left), at most
-   * `pipelineDepth × SAVE_BACKLOG_FACTOR` of them.
+   * One turn of the loop, for a simulation that steps its coordinators itself on their clock: the
+   * scans, sweeps and stats that are due, then one receive that does not wait, that batch folded,
+   * saved and acked before it returns. Returns how many messages it received (0: nothing came, or
+   * the coordinator is stopping). The first call takes the lease (a shard runner's is its claim's);
+   * `stop()` ends as after `start()`. A coordinator is either stepped this way or started, not both.
    */
-  private async turns(inFlight: Set<Promise<void>>): Promise<void> {
-    const folding = new Set<Promise<void>>();
-    const start = this.time.now();
-    const due = {
-      scan: 0,
-      reruns: 0,
-      timeout: start + this.settings.timeoutSweepIntervalInMs,
-      ready: start + this.settings.readySweepIntervalInMs,
-      retention: 0,
-      stats: 0,
-      workers: 0,
-    };
-    // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
-    // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
-    let resync: RowResync | null = { list: null, done: new Set(), failed: false, passes: 0 };
-    let partialBatch = false;
-    let lastReceiveAt = 0;
-    while (!this.stopping.signal.aborted) {
-      const t = this.time.now();
-      this.lastTickAt = t;
-      this.lastLoopAt = this.nowIso();
-      if (t >= due.scan) {
-        due.scan = t + this.settings.cancelPollIntervalInMs;
-        await this.guard('request scan', () => this.scanRequests());
-      }
-      if (t >= due.reruns && !this.stopping.signal.aborted) {
-        due.reruns = t + this.settings.timeoutSweepIntervalInMs;
-        await this.guard('re-run scan', () => this.scanReruns());
-      }
-      if (t >= due.timeout && !this.stopping.signal.aborted) {
-        due.timeout = t + this.settings.timeoutSweepIntervalInMs;
-        await this.guard('timeout sweep', () => this.timeoutSweep());
-      }
-      if (t >= due.ready && !this.stopping.signal.aborted) {
-        due.ready = t + this.settings.readySweepIntervalInMs;
-        await this.guard('ready-repair sweep', () => this.readyRepair());
-      }
-      if (this.retentionOn() && t >= due.retention && !this.stopping.signal.aborted) {
-        due.retention = t + this.settings.retentionSweepIntervalInMs;
-        await this.guard('retention sweep', () => this.retentionSweep());
-      }
-      const workers = this.workers;
-      if (workers !== undefined && t >= due.workers && !this.stopping.signal.aborted) {
-        due.workers = t + WORKER_PRUNE_INTERVAL_IN_MS;
-        await this.guard('heartbeat prune', async () => {
-          const pruned = await workers.prune(WORKER_ROW_MAX_AGE_IN_MS, { abortSignal: this.halt.signal });
-          if (pruned > 0) this.log(`pruned ${pruned} worker heartbeat row(s) silent for a day`);
-        });
-      }
-      if (t >= due.stats && !this.stopping.signal.aborted) {
-        due.stats = t + this.settings.statsIntervalInMs;
-        await this.writeStats();
-      }
-      if (resync !== null && !this.stopping.signal.aborted) {
-        const state = resync;
-        let done = false;
-        await this.guard('task row resync', async () => {
-          done = await this.resyncRows(state);
-        });
-        if (done) resync = null;
-      }
-      if (this.stopping.signal.aborted) break;
-      // At most pipelineDepth batches before their fold, a bounded backlog behind saves, and not
-      // too many acks behind.
-      const depth = this.settings.pipelineDepth;
-      const backlog = depth === 1 ? 1 : depth * SAVE_BACKLOG_FACTOR;
-      if (folding.size >= depth || inFlight.size >= backlog || this.ackingMessages >= backlog * this.settings.batchSize) {
-        await Promise.race([...folding, ...inFlight, ...this.acking]);
-        continue;
-      }
-      if (partialBatch) {
-        const wait = lastReceiveAt + this.settings.batchFillWaitInMs - this.time.now();
-        if (wait > 0) await this.time.sleep(wait, this.stopping.signal);
-        if (this.stopping.signal.aborted) break;
-      }
-      lastReceiveAt = this.time.now();
-      let messages: ReceivedMessage[];
-      try {
-        messages = await this.completions.receive({
-          maxMessages: this.settings.batchSize,
-          maxWaitTimeInMs: this.settings.receiveWaitInMs,
-          abortSignal: this.stopping.signal,
-        });
-      } catch (error) {
-        if (this.stopping.signal.aborted) break;
-        this.counters.receiveErrors++;
-        this.log(`receive failed: ${describeError(error)}`);
-        await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
-        continue;
-      }
-      partialBatch = messages.length >= this.settings.batchFillMinMessages && messages.length < this.settings.batchSize;
-      if (messages.length > 0) {
-        let foldedAll!: () => void;
-        const folded = new Promise<void>((resolve) => (foldedAll = resolve));
-        folding.add(folded);
-        void folded.then(() => folding.delete(folded));
-        const batch: Promise<void> = this.guard('batch', () => this.handleBatch(messages, foldedAll))
-          .finally(foldedAll)
-          .finally(() => inFlight.delete(batch));
-        inFlight.add(batch);
-      }
+  async runOnce(): Promise<number> {
+    if (this.stepping === null) {
+      if (this.starting) throw new Error('Coordinator.runOnce() cannot step a coordinator whose loop was started');
+      this.starting = this.begin(false);
+      if (!(await this.starting)) return 0;
+      this.stepping = this.loopState();
     }
+    if (this.stopping.signal.aborted) return 0;
+    const state = this.stepping;
+    const step = (async () => {
+      try {
+        return await this.turn(state, { receiveWaitInMs: 0, fillWait: false });
+      } finally {
+        await this.settleTurn(state);
+      }
+    })();
+    this.loop = step.then(
+      () => undefined,
+      () => undefined,
+    );
+    return step;
+  }
+
+  /** Waits for every batch in flight to be saved (or left) and acked. */
+  private async settleTurn(state: LoopState): Promise<void> {
+    await Promise.all(state.inFlight);
+    while (this.acking.size > 0) await Promise.all(this.acking);
+  }
+
+  /** A loop at its start: everything but the sweeps due at once. */
+  private loopState(): LoopState {
+    const start = this.time.now();
+    return {
+      folding: new Set(),
+      inFlight: new Set(),
+      due: {
+        scan: 0,
+        reruns: 0,
+        timeout: start + this.settings.timeoutSweepIntervalInMs,
+        ready: start + this.settings.readySweepIntervalInMs,
+        retention: 0,
+        stats: 0,
+        workers: 0,
+      },
+      // The task rows of the active workflows may be behind their runtimes (a coordinator that stopped
+      // before writing them): they are written again, a few workflows per turn (docs/failure-model.md).
+      resync: { list: null, done: new Set(), failed: false, passes: 0 },
+      partialBatch: false,
+      lastReceiveAt: 0,
+    };
+  }
+
+  /**
+   * One turn of the loop: scans and sweeps when due, then a receive. Up to `pipelineDepth` batches
+   * are before their fold at once; `state.inFlight` holds every batch until it is saved (or left), at
+   * most `pipelineDepth × SAVE_BACKLOG_FACTOR` of them. Returns the number of messages received.
+   */
+  private async turn(state: LoopState, how: { receiveWaitInMs: number; fillWait: boolean }): Promise<number> {
+    const { folding, inFlight, due } = state;
+    const t = this.time.now();
+    this.lastTickAt = t;
+    this.lastLoopAt = this.nowIso();
+    if (t >= due.scan) {
+      due.scan = t + this.settings.cancelPollIntervalInMs;
+      await this.guard('request scan', () => this.scanRequests());
+    }
+    if (t >= due.reruns && !this.stopping.signal.aborted) {
+      due.reruns = t + this.settings.timeoutSweepIntervalInMs;
+      await this.guard('re-run scan', () => this.scanReruns());
+    }
+    if (t >= due.timeout && !this.stopping.signal.aborted) {
+      due.timeout = t + this.settings.timeoutSweepIntervalInMs;
+      await this.guard('timeout sweep', () => this.timeoutSweep());
+    }
+    if (t >= due.ready && !this.stopping.signal.aborted) {
+      due.ready = t + this.settings.readySweepIntervalInMs;
+      await this.guard('ready-repair sweep', () => this.readyRepair());
+    }
+    if (this.retentionOn() && t >= due.retention && !this.stopping.signal.aborted) {
+      due.retention = t + this.settings.retentionSweepIntervalInMs;
+      await this.guard('retention sweep', () => this.retentionSweep());
+    }
+    const workers = this.workers;
+    if (workers !== undefined && t >= due.workers && !this.stopping.signal.aborted) {
+      due.workers = t + WORKER_PRUNE_INTERVAL_IN_MS;
+      await this.guard('heartbeat prune', async () => {
+        const pruned = await workers.prune(WORKER_ROW_MAX_AGE_IN_MS, { abortSignal: this.halt.signal });
+        if (pruned > 0) this.log(`pruned ${pruned} worker heartbeat row(s) silent for a day`);
+      });
+    }
+    if (t >= due.stats && !this.stopping.signal.aborted) {
+      due.stats = t + this.settings.statsIntervalInMs;
+      await this.writeStats();
+    }
+    if (state.resync !== null && !this.stopping.signal.aborted) {
+      const resync = state.resync;
+      let done = false;
+      await this.guard('task row resync', async () => {
+        done = await this.resyncRows(resync);
+      });
+      if (done) state.resync = null;
+    }
+    if (this.stopping.signal.aborted) return 0;
+    // At most pipelineDepth batches before their fold, a bounded backlog behind saves, and not
+    // too many acks behind.
+    const depth = this.settings.pipelineDepth;
+    const backlog = depth === 1 ? 1 : depth * SAVE_BACKLOG_FACTOR;
+    if (folding.size >= depth || inFlight.size >= backlog || this.ackingMessages >= backlog * this.settings.batchSize) {
+      await Promise.race([...folding, ...inFlight, ...this.acking]);
+      return 0;
+    }
+    if (state.partialBatch && how.fillWait) {
+      const wait = state.lastReceiveAt + this.settings.batchFillWaitInMs - this.time.now();
+      if (wait > 0) await this.time.sleep(wait, this.stopping.signal);
+      if (this.stopping.signal.aborted) return 0;
+    }
+    state.lastReceiveAt = this.time.now();
+    let messages: ReceivedMessage[];
+    try {
+      messages = await this.completions.receive({
+        maxMessages: this.settings.batchSize,
+        maxWaitTimeInMs: how.receiveWaitInMs,
+        abortSignal: this.stopping.signal,
+      });
+    } catch (error) {
+      if (this.stopping.signal.aborted) return 0;
+      this.counters.receiveErrors++;
+      this.log(`receive failed: ${describeError(error)}`);
+      await this.time.sleep(this.settings.idleSleepInMs, this.stopping.signal);
+      return 0;
+    }
+    state.partialBatch = messages.length >= this.settings.batchFillMinMessages && messages.length < this.settings.batchSize;
+    if (messages.length > 0) {
+      let foldedAll!: () => void;
+      const folded = new Promise<void>((resolve) => (foldedAll = resolve));
+      folding.add(folded);
+      void folded.then(() => folding.delete(folded));
+      const batch: Promise<void> = this.guard('batch', () => this.handleBatch(messages, foldedAll))
+        .finally(foldedAll)
+        .finally(() => inFlight.delete(batch));
+      inFlight.add(batch);
+    }
+    return messages.length;
   }
 
   private async guard(what: string, run: () => Promise<void>): Promise<void> {
