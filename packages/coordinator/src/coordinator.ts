@@ -17,7 +17,11 @@ import {
   MAX_QUEUE_LABEL_VALUES,
   noopInstruments,
   realClock,
+  resolveSettings,
   type Clock,
+  type ResolvedSettings,
+  type SettingDefaults,
+  type SettingRanges,
   type Instruments,
   type CoordinatorLease,
   type LoadedRuntime,
@@ -270,7 +274,22 @@ export const COORDINATOR_DEFAULTS = {
   waitForLease: false,
   leasePollIntervalInMs: 2_000,
   scanPageSize: 1_000,
-} as const;
+} as const satisfies SettingDefaults<CoordinatorOptions>;
+
+/** The coordinator's settings: {@link CoordinatorOptions} resolved over {@link COORDINATOR_DEFAULTS}. */
+type Settings = ResolvedSettings<typeof COORDINATOR_DEFAULTS>;
+
+/** How given {@link CoordinatorOptions} are brought into range (the others are taken as given). */
+const COORDINATOR_RANGES: SettingRanges<Settings> = {
+  batchFillMinMessages: { integer: true, min: 1 },
+  pipelineDepth: { integer: true, min: 1, max: MAX_PIPELINE_DEPTH },
+  maxDeliveries: { integer: true, min: 1 },
+  retentionMaxPerSweep: { integer: true, min: 1 },
+  taskRowDelayInMs: { min: 0 },
+  taskRowMaxPending: { integer: true, min: 1 },
+  leasePollIntervalInMs: { min: 1 },
+  scanPageSize: { integer: true, min: 1, max: 1_000 },
+};
 
 /** Where a {@link Coordinator} is: waiting for the lease (a standby), running with it, stopping, stopped. */
 export type CoordinatorPhase = 'starting' | 'waiting' | 'running' | 'stopping' | 'stopped';
@@ -290,8 +309,6 @@ export interface CoordinatorHealth {
  * coordinators that can read it, never set aside as corrupt).
  */
 const OUTAGE_CODES = new Set(['unavailable', 'timeout', 'throttled', 'aborted', 'lease-lost', 'unsupported']);
-
-type Settings = { -readonly [K in keyof typeof COORDINATOR_DEFAULTS]: (typeof COORDINATOR_DEFAULTS)[K] extends boolean ? boolean : number };
 
 /** One workflow's messages of a received batch: its completions (as events), and whether it holds a wake-up or a failed completion. */
 interface Group {
@@ -472,32 +489,7 @@ export class Coordinator {
     this.workers = init.workers;
     this.completions = init.completions;
     this.shard = init.shard ?? null;
-    this.settings = {
-      batchSize: o.batchSize ?? COORDINATOR_DEFAULTS.batchSize,
-      receiveWaitInMs: o.receiveWaitInMs ?? COORDINATOR_DEFAULTS.receiveWaitInMs,
-      batchFillWaitInMs: o.batchFillWaitInMs ?? COORDINATOR_DEFAULTS.batchFillWaitInMs,
-      batchFillMinMessages: Math.max(1, Math.floor(o.batchFillMinMessages ?? COORDINATOR_DEFAULTS.batchFillMinMessages)),
-      pipelineDepth: Math.min(MAX_PIPELINE_DEPTH, Math.max(1, Math.floor(o.pipelineDepth ?? COORDINATOR_DEFAULTS.pipelineDepth))),
-      idleSleepInMs: o.idleSleepInMs ?? COORDINATOR_DEFAULTS.idleSleepInMs,
-      cancelPollIntervalInMs: o.cancelPollIntervalInMs ?? COORDINATOR_DEFAULTS.cancelPollIntervalInMs,
-      flushRetryLimit: o.flushRetryLimit ?? COORDINATOR_DEFAULTS.flushRetryLimit,
-      readySweepIntervalInMs: o.readySweepIntervalInMs ?? COORDINATOR_DEFAULTS.readySweepIntervalInMs,
-      readyRepairThresholdInMs: o.readyRepairThresholdInMs ?? COORDINATOR_DEFAULTS.readyRepairThresholdInMs,
-      timeoutSweepIntervalInMs: o.timeoutSweepIntervalInMs ?? COORDINATOR_DEFAULTS.timeoutSweepIntervalInMs,
-      taskMessageTtlInMs: o.taskMessageTtlInMs ?? COORDINATOR_DEFAULTS.taskMessageTtlInMs,
-      lostTaskGraceInMs: o.lostTaskGraceInMs ?? COORDINATOR_DEFAULTS.lostTaskGraceInMs,
-      maxDeliveries: Math.max(1, Math.floor(o.maxDeliveries ?? COORDINATOR_DEFAULTS.maxDeliveries)),
-      statsIntervalInMs: o.statsIntervalInMs ?? COORDINATOR_DEFAULTS.statsIntervalInMs,
-      retentionInMs: o.retentionInMs ?? COORDINATOR_DEFAULTS.retentionInMs,
-      retentionSweepIntervalInMs: o.retentionSweepIntervalInMs ?? COORDINATOR_DEFAULTS.retentionSweepIntervalInMs,
-      retentionMaxPerSweep: Math.max(1, Math.floor(o.retentionMaxPerSweep ?? COORDINATOR_DEFAULTS.retentionMaxPerSweep)),
-      taskRowDelayInMs: Math.max(0, o.taskRowDelayInMs ?? COORDINATOR_DEFAULTS.taskRowDelayInMs),
-      taskRowMaxPending: Math.max(1, Math.floor(o.taskRowMaxPending ?? COORDINATOR_DEFAULTS.taskRowMaxPending)),
-      breakLease: o.breakLease ?? COORDINATOR_DEFAULTS.breakLease,
-      waitForLease: o.waitForLease ?? COORDINATOR_DEFAULTS.waitForLease,
-      leasePollIntervalInMs: Math.max(1, o.leasePollIntervalInMs ?? COORDINATOR_DEFAULTS.leasePollIntervalInMs),
-      scanPageSize: Math.min(1_000, Math.max(1, Math.floor(o.scanPageSize ?? COORDINATOR_DEFAULTS.scanPageSize))),
-    };
+    this.settings = resolveSettings<Settings>(COORDINATOR_DEFAULTS, o, COORDINATOR_RANGES);
     const time = o.clock ?? realClock;
     this.time = time;
     this.lastTickAt = time.now();

@@ -1,7 +1,11 @@
 import {
   isJobqError,
   realClock,
+  resolveSettings,
   type Clock,
+  type ResolvedSettings,
+  type SettingDefaults,
+  type SettingRanges,
   type OwnershipStore,
   type ShardClaim,
   type ShardCount,
@@ -56,7 +60,18 @@ export const SHARD_BALANCER_DEFAULTS = {
   jitter: 0.2,
   stallAfterInMs: 30_000,
   releaseCooldownRounds: 3,
-} as const;
+} as const satisfies SettingDefaults<ShardBalancerOptions>;
+
+/** The balancer's settings: {@link ShardBalancerOptions} resolved over {@link SHARD_BALANCER_DEFAULTS}. */
+type BalancerSettings = ResolvedSettings<typeof SHARD_BALANCER_DEFAULTS>;
+
+/** How given {@link ShardBalancerOptions} are brought into range. */
+const SHARD_BALANCER_RANGES: SettingRanges<BalancerSettings> = {
+  balanceIntervalInMs: { min: 1 },
+  jitter: { min: 0, max: 1 },
+  stallAfterInMs: { min: 1 },
+  releaseCooldownRounds: { integer: true, min: 0 },
+};
 
 /** What the {@link ShardBalancer} is built from. */
 export interface ShardBalancerInit {
@@ -98,7 +113,7 @@ export class ShardBalancer {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly log: (line: string) => void;
-  private readonly settings: { balanceIntervalInMs: number; jitter: number; stallAfterInMs: number; releaseCooldownRounds: number };
+  private readonly settings: BalancerSettings;
   private readonly running = new Map<number, Held>();
   /** Shards this member released, with the round it released them in. */
   private readonly released = new Map<number, number>();
@@ -122,12 +137,7 @@ export class ShardBalancer {
     this.clock = o.clock ?? realClock;
     this.random = o.random ?? Math.random;
     this.log = o.log ?? ((line) => process.stderr.write(`coordinator: ${line}\n`));
-    this.settings = {
-      balanceIntervalInMs: Math.max(1, o.balanceIntervalInMs ?? SHARD_BALANCER_DEFAULTS.balanceIntervalInMs),
-      jitter: Math.min(1, Math.max(0, o.jitter ?? SHARD_BALANCER_DEFAULTS.jitter)),
-      stallAfterInMs: Math.max(1, o.stallAfterInMs ?? SHARD_BALANCER_DEFAULTS.stallAfterInMs),
-      releaseCooldownRounds: Math.max(0, Math.floor(o.releaseCooldownRounds ?? SHARD_BALANCER_DEFAULTS.releaseCooldownRounds)),
-    };
+    this.settings = resolveSettings<BalancerSettings>(SHARD_BALANCER_DEFAULTS, o, SHARD_BALANCER_RANGES);
     this.lastTickAt = this.clock.now();
   }
 

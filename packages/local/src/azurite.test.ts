@@ -54,7 +54,7 @@ describe('startAzurite (in-process)', () => {
 
   it('listens on the ports it is given', async () => {
     const [blobPort, queuePort, tablePort] = await findFreePorts(3);
-    const storage = await start({ blobPort, queuePort, tablePort });
+    const storage = await start({ blobPort: blobPort!, queuePort: queuePort!, tablePort: tablePort! });
     expect(portsOf(storage)).toEqual([blobPort, queuePort, tablePort]);
     await storageRoundTrip(storage);
   });
@@ -99,7 +99,7 @@ describe('startAzurite (in-process)', () => {
     const taken = typeof address === 'object' && address !== null ? address.port : 0;
     try {
       const [queuePort, tablePort] = await findFreePorts(2);
-      await expect(startAzurite({ blobPort: taken, queuePort, tablePort })).rejects.toThrow(/EADDRINUSE/);
+      await expect(startAzurite({ blobPort: taken, queuePort: queuePort!, tablePort: tablePort! })).rejects.toThrow(/EADDRINUSE/);
       expect(await allRefused([queuePort!, tablePort!])).toBe(true);
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));

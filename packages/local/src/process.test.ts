@@ -37,7 +37,7 @@ describe('startAzuriteProcess (child process)', () => {
     const taken = typeof address === 'object' && address !== null ? address.port : 0;
     try {
       const [queuePort, tablePort] = await findFreePorts(2);
-      await expect(startAzuriteProcess({ blobPort: taken, queuePort, tablePort })).rejects.toThrow(
+      await expect(startAzuriteProcess({ blobPort: taken, queuePort: queuePort!, tablePort: tablePort! })).rejects.toThrow(
         /exited before listening[\s\S]*EADDRINUSE/,
       );
     } finally {

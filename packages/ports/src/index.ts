@@ -52,6 +52,14 @@ export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock'
 export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from './duration';
 export { describeError, errorMessage, listSome } from './text';
 export { sleep, type SleepOptions } from './sleep';
+export {
+  resolveSettings,
+  type ResolvedSettings,
+  type SettingDefaults,
+  type SettingKeys,
+  type SettingRange,
+  type SettingRanges,
+} from './settings';
 export { VirtualClock, type AdvanceUntilOptions, type VirtualClockOptions } from './virtual-clock';
 export {
   assertMessageFits,

@@ -87,7 +87,9 @@ function forbidden(allow: (method: string, url: string) => boolean = () => false
     name: 'forbidden',
     async sendRequest(request, next) {
       if (allow(request.method, request.url)) return next(request);
-      const response = await next({ ...request, method: 'GET', body: undefined });
+      const get = { ...request, method: 'GET' as const };
+      delete get.body;
+      const response = await next(get);
       return {
         ...response,
         status: 403,

@@ -1,4 +1,4 @@
-import { JobqError } from '@jobq/ports';
+import { JobqError, resolveSettings } from '@jobq/ports';
 import { createQueueServiceClient, type PipelineSettings, type StorageConnection } from './connection';
 import { translateError } from './errors';
 import { StorageTaskQueue, type StorageTaskQueueSettings } from './storage-queue';
@@ -39,14 +39,7 @@ export async function openStorageQueue(options: OpenStorageQueueOptions): Promis
       `"${options.queueName}" is not a Storage Queue name (3–63 lowercase letters, digits and single hyphens)`,
     );
   }
-  const settings: StorageTaskQueueSettings = {
-    lockDurationInMs: options.lockDurationInMs ?? STORAGE_QUEUE_DEFAULTS.lockDurationInMs,
-    operationTimeoutInMs: options.operationTimeoutInMs ?? STORAGE_QUEUE_DEFAULTS.operationTimeoutInMs,
-    sendConcurrency: options.sendConcurrency ?? STORAGE_QUEUE_DEFAULTS.sendConcurrency,
-    maxPollIntervalInMs: options.maxPollIntervalInMs ?? STORAGE_QUEUE_DEFAULTS.maxPollIntervalInMs,
-    minPollIntervalInMs: options.minPollIntervalInMs ?? STORAGE_QUEUE_DEFAULTS.minPollIntervalInMs,
-    hotPollWindowInMs: options.hotPollWindowInMs ?? STORAGE_QUEUE_DEFAULTS.hotPollWindowInMs,
-  };
+  const settings = resolveSettings<StorageTaskQueueSettings>(STORAGE_QUEUE_DEFAULTS, options);
   if (settings.lockDurationInMs < 1_000 || settings.lockDurationInMs > 7 * 24 * 3600 * 1000) {
     throw new JobqError('invalid-config', `lockDurationInMs must be between 1 s and 7 days, got ${settings.lockDurationInMs}`);
   }

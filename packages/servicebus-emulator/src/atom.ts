@@ -441,7 +441,7 @@ export function encodeQueueEntry(ctx: AtomContext, info: QueueInfo, userMetadata
 /** A page of queues as an ATOM feed; `next` gives the `$skip`/`$top` of the following page, if any. */
 export function encodeQueueFeed(
   ctx: AtomContext,
-  queues: { info: QueueInfo; userMetadata?: string }[],
+  queues: { info: QueueInfo; userMetadata?: string | undefined }[],
   next?: { skip: number; top: number },
 ): string {
   const self = entityUrl(ctx, '$Resources/Queues');

@@ -532,7 +532,7 @@ export class Broker {
       }
     }
     this.reply(state, request, {
-      correlation_id: request.message_id,
+      ...(request.message_id !== undefined ? { correlation_id: request.message_id } : {}),
       application_properties: { 'status-code': verdict.status, 'status-description': verdict.description },
       body: null,
     });

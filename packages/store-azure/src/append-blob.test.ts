@@ -20,7 +20,7 @@ afterAll(async () => {
   await azurite.stop();
 });
 
-async function statusOf(promise: Promise<unknown>): Promise<{ statusCode?: number; code?: string } | 'ok'> {
+async function statusOf(promise: Promise<unknown>): Promise<{ statusCode?: number | undefined; code?: string | undefined } | 'ok'> {
   try {
     await promise;
     return 'ok';

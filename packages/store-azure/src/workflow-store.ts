@@ -12,6 +12,7 @@ import {
 import {
   JobqError,
   isJobqError,
+  resolveSettings,
   shardStatsBlob,
   type AcquireLeaseOptions,
   type CoordinatorLease,
@@ -773,15 +774,7 @@ export class AzureWorkflowStore implements WorkflowStore {
  */
 export async function openWorkflowStore(options: OpenWorkflowStoreOptions): Promise<AzureWorkflowStore> {
   const names = storeNames(options.prefix);
-  const settings: WorkflowStoreSettings = {
-    operationTimeoutInMs: options.operationTimeoutInMs ?? WORKFLOW_STORE_DEFAULTS.operationTimeoutInMs,
-    leaseDurationInMs: options.leaseDurationInMs ?? WORKFLOW_STORE_DEFAULTS.leaseDurationInMs,
-    renewIntervalInMs: options.renewIntervalInMs ?? WORKFLOW_STORE_DEFAULTS.renewIntervalInMs,
-    rowWriteConcurrency: options.rowWriteConcurrency ?? WORKFLOW_STORE_DEFAULTS.rowWriteConcurrency,
-    logRollMinBytes: options.logRollMinBytes ?? WORKFLOW_STORE_DEFAULTS.logRollMinBytes,
-    logRollMaxAppends: options.logRollMaxAppends ?? WORKFLOW_STORE_DEFAULTS.logRollMaxAppends,
-    logMaxAppendBytes: options.logMaxAppendBytes ?? WORKFLOW_STORE_DEFAULTS.logMaxAppendBytes,
-  };
+  const settings = resolveSettings<WorkflowStoreSettings>(WORKFLOW_STORE_DEFAULTS, options);
   const clients = accountClients(options.connection, {
     operationTimeoutInMs: settings.operationTimeoutInMs,
     ...(options.blobPolicies ? { blobPolicies: options.blobPolicies } : {}),

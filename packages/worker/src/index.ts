@@ -7,6 +7,7 @@
 export type { ProcessOutcome, Processor, TaskContext } from './processor';
 export {
   DEFAULT_MAX_DELIVERIES,
+  WORKER_DEFAULTS,
   Worker,
   maxDeliveriesFromEnv,
   type StopOptions,

@@ -122,9 +122,9 @@ export class ShellProcessor implements Processor {
       try {
         dirsync = await startDirsync({
           destination: dirsyncTo,
-          intervalInMs: this.options.dirsync?.intervalInMs,
-          uploader: this.options.dirsync?.uploader,
-          tmpRoot: this.options.dirsync?.tmpRoot,
+          ...(this.options.dirsync?.intervalInMs !== undefined ? { intervalInMs: this.options.dirsync.intervalInMs } : {}),
+          ...(this.options.dirsync?.uploader !== undefined ? { uploader: this.options.dirsync.uploader } : {}),
+          ...(this.options.dirsync?.tmpRoot !== undefined ? { tmpRoot: this.options.dirsync.tmpRoot } : {}),
           cwd: typeof cwd === 'string' ? cwd : process.cwd(),
           log: (line) => context.log(line),
           ...(this.options.clock ? { clock: this.options.clock } : {}),
@@ -138,7 +138,7 @@ export class ShellProcessor implements Processor {
     const result = await runShell({
       command: cmd,
       env,
-      cwd: typeof cwd === 'string' ? cwd : undefined,
+      ...(typeof cwd === 'string' ? { cwd } : {}),
       signal: context.signal,
       killTimeoutInMs: this.killTimeoutInMs,
       ...(this.options.shutdownKillTimeoutInMs !== undefined ? { shutdownKillTimeoutInMs: this.options.shutdownKillTimeoutInMs } : {}),

@@ -7,7 +7,11 @@ import {
   JobqError,
   noopInstruments,
   realClock,
+  resolveSettings,
   type Clock,
+  type ResolvedSettings,
+  type SettingDefaults,
+  type SettingRanges,
   type Instruments,
   type ReceivedMessage,
   type TaskQueue,
@@ -73,6 +77,37 @@ export interface WorkerOptions {
 
 /** Default of {@link WorkerOptions.maxDeliveries} (`JOBQ_MAX_DELIVERIES`). */
 export const DEFAULT_MAX_DELIVERIES = 20;
+
+/** Defaults of the {@link WorkerOptions} settings (documented there). */
+export const WORKER_DEFAULTS: SettingDefaults<WorkerOptions> = {
+  numWorkers: 1,
+  maxIdleBackoffInMs: 30_000,
+  idleTimeoutInMs: null,
+  gracePeriodInMs: 30_000,
+  renewEveryFraction: 0.5,
+  receiveWaitInMs: 1_000,
+  maxDeliveries: DEFAULT_MAX_DELIVERIES,
+};
+
+/** The worker's settings: {@link WorkerOptions} resolved over {@link WORKER_DEFAULTS}. */
+type WorkerSettings = ResolvedSettings<typeof WORKER_DEFAULTS>;
+
+/** How given {@link WorkerOptions} are brought into range or refused. */
+const WORKER_RANGES: SettingRanges<WorkerSettings> = {
+  numWorkers: { integer: true, min: 1 },
+  maxIdleBackoffInMs: { min: 1 },
+  gracePeriodInMs: { min: 0 },
+  renewEveryFraction: (fraction) => {
+    if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewEveryFraction must be between 0 and 1 (exclusive), got ${fraction}`);
+    return fraction;
+  },
+  receiveWaitInMs: { min: 0 },
+  maxDeliveries: (maxDeliveries) => {
+    if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1))
+      throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
+    return maxDeliveries;
+  },
+};
 
 /** Reads `JOBQ_MAX_DELIVERIES` (an integer ≥ 1; unset or empty → 20); anything else is an `invalid-config` error. */
 export function maxDeliveriesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -190,13 +225,7 @@ function processAttributes(message: ReceivedMessage, envelope: Envelope): Attrib
 export class Worker {
   private readonly queue: TaskQueue;
   private readonly processors: readonly Processor[];
-  private readonly numWorkers: number;
-  private readonly maxIdleBackoffInMs: number;
-  private readonly idleTimeoutInMs: number | null;
-  private readonly gracePeriodInMs: number;
-  private readonly renewEveryFraction: number;
-  private readonly receiveWaitInMs: number;
-  private readonly maxDeliveries: number;
+  private readonly settings: WorkerSettings;
   private readonly log: LogLine;
   private readonly taskLines: TaskLineSink | null;
   private readonly clock: Clock;
@@ -224,18 +253,7 @@ export class Worker {
   constructor(options: WorkerOptions) {
     this.queue = options.queue;
     this.processors = options.processors;
-    this.numWorkers = Math.max(1, Math.floor(options.numWorkers ?? 1));
-    this.maxIdleBackoffInMs = Math.max(1, options.maxIdleBackoffInMs ?? 30_000);
-    this.idleTimeoutInMs = options.idleTimeoutInMs ?? null;
-    this.gracePeriodInMs = Math.max(0, options.gracePeriodInMs ?? 30_000);
-    const fraction = options.renewEveryFraction ?? 0.5;
-    if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewEveryFraction must be between 0 and 1 (exclusive), got ${fraction}`);
-    this.renewEveryFraction = fraction;
-    this.receiveWaitInMs = Math.max(0, options.receiveWaitInMs ?? 1_000);
-    const maxDeliveries = options.maxDeliveries ?? DEFAULT_MAX_DELIVERIES;
-    if (!(Number.isSafeInteger(maxDeliveries) && maxDeliveries >= 1))
-      throw new RangeError(`maxDeliveries must be an integer ≥ 1, got ${maxDeliveries}`);
-    this.maxDeliveries = maxDeliveries;
+    this.settings = resolveSettings<WorkerSettings>(WORKER_DEFAULTS, options, WORKER_RANGES);
     this.log = options.log ?? stderrLog;
     this.taskLines = options.taskLines ?? null;
     this.clock = options.clock ?? realClock;
@@ -268,7 +286,7 @@ export class Worker {
   private heartbeatSnapshot() {
     return {
       stopping: this.stopping,
-      queues: [{ queue: this.queueSpec, slots: this.numWorkers, busy: this.active, lastReceiveAt: this.lastReceiveAt }],
+      queues: [{ queue: this.queueSpec, slots: this.settings.numWorkers, busy: this.active, lastReceiveAt: this.lastReceiveAt }],
       running: [...this.runningIds.values()],
     };
   }
@@ -284,7 +302,7 @@ export class Worker {
       lastTickAt: this.lastTickAt,
       lastReceiveAt: this.lastReceiveAt,
       lastReceiveError: this.lastReceiveError,
-      slots: this.numWorkers,
+      slots: this.settings.numWorkers,
       busy: this.active,
     };
   }
@@ -307,7 +325,7 @@ export class Worker {
   async run(): Promise<WorkerSummary> {
     if (this.finished) throw new Error('Worker.run() was already called; make a new Worker');
     this.lastActivity = this.clock.now();
-    this.instruments.set('jobq_worker_slots', { queue: this.queueLabel }, this.numWorkers);
+    this.instruments.set('jobq_worker_slots', { queue: this.queueLabel }, this.settings.numWorkers);
     this.recordSlots();
     this.heartbeat?.start();
     this.finished = this.feedLoop()
@@ -324,7 +342,7 @@ export class Worker {
    * when it was never started). Calling it again may only shorten the grace.
    */
   async stop(options: StopOptions = {}): Promise<void> {
-    const grace = Math.max(0, options.gracePeriodInMs ?? this.gracePeriodInMs);
+    const grace = Math.max(0, options.gracePeriodInMs ?? this.settings.gracePeriodInMs);
     if (!this.stopping) {
       this.stopRequestedAt = this.clock.now();
       this.log(
@@ -381,7 +399,10 @@ export class Worker {
   /** `settling`: messages not settled yet (a worker that still settles one is not idle). */
   private idleExpired(settling: number): boolean {
     return (
-      this.idleTimeoutInMs !== null && this.active === 0 && settling === 0 && this.clock.now() - this.lastActivity >= this.idleTimeoutInMs
+      this.settings.idleTimeoutInMs !== null &&
+      this.active === 0 &&
+      settling === 0 &&
+      this.clock.now() - this.lastActivity >= this.settings.idleTimeoutInMs
     );
   }
 
@@ -402,7 +423,7 @@ export class Worker {
    * one per task, and an idle worker polls once per back-off step however many slots it has.
    */
   private async feedLoop(): Promise<void> {
-    const backoff = new Backoff(100, this.maxIdleBackoffInMs);
+    const backoff = new Backoff(100, this.settings.maxIdleBackoffInMs);
     const signal = this.stopController.signal;
     // A slot's promise settles when its task has run (`running`); the message is settled after
     // that, in the background (`settling`: each message from receive to settlement).
@@ -410,11 +431,11 @@ export class Worker {
     const settling = new Set<Promise<void>>();
     while (!this.stopping) {
       this.lastTickAt = this.clock.now();
-      if (this.active >= this.numWorkers || settling.size >= 2 * this.numWorkers) {
+      if (this.active >= this.settings.numWorkers || settling.size >= 2 * this.settings.numWorkers) {
         await Promise.race([...running, ...settling]);
         continue;
       }
-      const fewFree = () => this.active > 0 && this.numWorkers - this.active < Math.ceil(this.numWorkers / 2);
+      const fewFree = () => this.active > 0 && this.settings.numWorkers - this.active < Math.ceil(this.settings.numWorkers / 2);
       if (fewFree()) {
         // A slot just freed while others still run: give the others a moment to finish too, so one
         // receive call fetches work for several slots (a few ms against one transaction per slot).
@@ -423,10 +444,10 @@ export class Worker {
           await sleepUntilFirst(this.clock, Math.max(1, until - this.clock.now()), signal, running);
         }
       }
-      const free = Math.min(this.numWorkers - this.active, MAX_RECEIVE_PER_CALL);
+      const free = Math.min(this.settings.numWorkers - this.active, MAX_RECEIVE_PER_CALL);
       let messages: ReceivedMessage[];
       try {
-        messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.receiveWaitInMs, abortSignal: signal });
+        messages = await this.queue.receive({ maxMessages: free, maxWaitTimeInMs: this.settings.receiveWaitInMs, abortSignal: signal });
         this.lastReceiveAt = new Date(this.clock.now()).toISOString();
         this.lastTickAt = this.clock.now();
         this.lastReceiveError = null;
@@ -452,15 +473,15 @@ export class Worker {
       if (messages.length === 0) {
         if (this.idleExpired(settling.size)) {
           if (!this.stopping) {
-            this.log(`idle for ${Math.round((this.idleTimeoutInMs ?? 0) / 1000)}s: stopping`);
+            this.log(`idle for ${Math.round((this.settings.idleTimeoutInMs ?? 0) / 1000)}s: stopping`);
             this.stopController.abort('idle');
           }
           break;
         }
         // With tasks running, a slot that frees up ends the wait early.
         let delay = backoff.next();
-        if (this.idleTimeoutInMs !== null)
-          delay = Math.min(delay, Math.max(1, this.lastActivity + this.idleTimeoutInMs - this.clock.now()));
+        if (this.settings.idleTimeoutInMs !== null)
+          delay = Math.min(delay, Math.max(1, this.lastActivity + this.settings.idleTimeoutInMs - this.clock.now()));
         await sleepUntilFirst(this.clock, delay, signal, running);
         continue;
       }
@@ -592,8 +613,8 @@ export class Worker {
     // Set when the delivery bound ends this message: it is dead-lettered with this reason.
     let givenUp: string | null = null;
     try {
-      if (message.deliveryCount > this.maxDeliveries) {
-        givenUp = `gave up after ${message.deliveryCount} deliveries: the limit is ${this.maxDeliveries} (JOBQ_MAX_DELIVERIES)`;
+      if (message.deliveryCount > this.settings.maxDeliveries) {
+        givenUp = `gave up after ${message.deliveryCount} deliveries: the limit is ${this.settings.maxDeliveries} (JOBQ_MAX_DELIVERIES)`;
         taskLog(`delivery ${message.deliveryCount}: not run, over the delivery limit`);
         outcome = { kind: 'leave', reason: givenUp };
       } else {
@@ -620,7 +641,12 @@ export class Worker {
         );
         // A task left at the last allowed delivery is not run again. (Not when we stopped it
         // ourselves: a lost lock or a shutdown is not the message's fault.)
-        if (outcome.kind === 'leave' && message.deliveryCount >= this.maxDeliveries && !task.controller.signal.aborted && !this.stopping) {
+        if (
+          outcome.kind === 'leave' &&
+          message.deliveryCount >= this.settings.maxDeliveries &&
+          !task.controller.signal.aborted &&
+          !this.stopping
+        ) {
           givenUp = `gave up after ${message.deliveryCount} deliveries: ${outcome.reason}`;
         }
       }
@@ -674,14 +700,14 @@ export class Worker {
       return null;
     }
     this.summary.failed++;
-    if (message.deliveryCount <= envelope.numRetries && message.deliveryCount < this.maxDeliveries) {
+    if (message.deliveryCount <= envelope.numRetries && message.deliveryCount < this.settings.maxDeliveries) {
       taskLog(`failed: ${outcome.error}; retrying (delivery ${message.deliveryCount} of ${envelope.numRetries + 1})`);
       if (await this.settle(message, 'abandon', () => this.queue.abandon(message), taskLog)) this.summary.abandoned++;
     } else {
       taskLog(`failed: ${outcome.error}; dead-lettering after ${message.deliveryCount} deliveries`);
       const reason =
         message.deliveryCount <= envelope.numRetries
-          ? oneLine(`${outcome.error} (the delivery limit ${this.maxDeliveries} was reached)`)
+          ? oneLine(`${outcome.error} (the delivery limit ${this.settings.maxDeliveries} was reached)`)
           : outcome.error;
       if (await this.settle(message, 'dead-letter', () => this.queue.deadLetter(message, reason), taskLog)) this.summary.deadLettered++;
     }
@@ -720,7 +746,7 @@ export class Worker {
    * until the lock has ended, abort the task with reason `'lock-lost'`. Timers are unref'd.
    */
   private startRenewer(message: ReceivedMessage, controller: AbortController, log: LogLine): Renewer {
-    const interval = Math.max(20, Math.floor(this.queue.lockDurationInMs * this.renewEveryFraction));
+    const interval = Math.max(20, Math.floor(this.queue.lockDurationInMs * this.settings.renewEveryFraction));
     let lost = false;
     let stopped = false;
     let timer: LongTimer | undefined;

@@ -136,8 +136,8 @@ interface AttemptState {
   readonly masker: SecretMasker;
   /** When the task's process was started (ISO-8601); unset while it has not been. */
   startedAt?: string;
-  /** The attempt's log, from the start of its command. */
-  log?: AttemptLog;
+  /** The attempt's log, from the start of its command (cleared once finished). */
+  log?: AttemptLog | undefined;
   /** The command's exit code, once it ended. */
   exitCode?: number | null;
 }
@@ -581,7 +581,7 @@ export class WorkflowProcessor implements Processor {
             context.log.bind(context),
             {
               abortSignal: context.signal,
-              ownerUid: this.taskUser?.uid,
+              ...(this.taskUser !== null ? { ownerUid: this.taskUser.uid } : {}),
               fitsInline,
             },
           );

@@ -307,7 +307,17 @@ class World {
     if (stopped || r % 29 === 7) {
       const cancelled = r % 2 === 0 ? { cancelled: true } : {};
       const error = r % 4 < 2 ? 'stopped: workflow cancelled (SIGTERM)' : 'workflow cancelled';
-      return { type: 'completion', now, taskName: task, attemptNo, success: false, outputRef: null, error, startedAt, ...cancelled };
+      return {
+        type: 'completion',
+        now,
+        taskName: task,
+        attemptNo,
+        success: false,
+        outputRef: null,
+        error,
+        ...(startedAt === undefined ? {} : { startedAt }),
+        ...cancelled,
+      };
     }
     const success = r % 5 !== 0;
     if (!success)

@@ -13,7 +13,7 @@ export class FetchError extends Error {
 async function request(path: string, signal?: AbortSignal): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(path, { signal, headers: { accept: 'application/json, text/plain' } });
+    res = await fetch(path, { ...(signal !== undefined ? { signal } : {}), headers: { accept: 'application/json, text/plain' } });
   } catch (err) {
     if (signal?.aborted) throw err;
     throw new FetchError(0, 'the dashboard server does not answer');

@@ -61,8 +61,9 @@ export async function corruptBlob(service: BlobServiceClient, container: string,
   const damaged = Buffer.from(old);
   const index = Math.floor(damaged.length / 2);
   damaged[index] = damaged[index] === 0x61 ? 0x62 : 0x61;
-  await blob.uploadData(damaged, { blobHTTPHeaders: { blobContentType: properties.contentType } });
-  await blob.setHTTPHeaders({ blobContentMD5: properties.contentMD5, blobContentType: properties.contentType });
+  const contentType = properties.contentType !== undefined ? { blobContentType: properties.contentType } : {};
+  await blob.uploadData(damaged, { blobHTTPHeaders: contentType });
+  await blob.setHTTPHeaders({ ...(properties.contentMD5 !== undefined ? { blobContentMD5: properties.contentMD5 } : {}), ...contentType });
 }
 
 /** Deletes every container an output store may have written to. */
