@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { ServiceBusClient } from '@azure/service-bus';
 import { startAzuriteProcess } from '@jobq/local';
-import type { OutgoingMessage, TaskQueue } from '@jobq/ports';
+import { mapLimit, type OutgoingMessage, type TaskQueue } from '@jobq/ports';
 import { openServiceBusQueue, type AdminPolicy } from '@jobq/queue-servicebus';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { adminPolicy, startServiceBusProcess, type ServiceBusProcess, type ServiceBusStats } from '@jobq/servicebus-emulator';
@@ -323,12 +323,11 @@ async function throughput(backend: Backend, receivers: number): Promise<Throughp
   const first = queues[0]!;
   try {
     await first.send(outgoing(`${tag}-warm`, 0));
-    let next = 0;
     let t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: SENDS_IN_FLIGHT }, async () => {
-        while (next < MESSAGES) await first.send(outgoing(tag, next++));
-      }),
+    await mapLimit(
+      Array.from({ length: MESSAGES }, (_, i) => i),
+      SENDS_IN_FLIGHT,
+      (i) => first.send(outgoing(tag, i)),
     );
     const sendRate = MESSAGES / (ms(t0) / 1000);
     const expected = MESSAGES + 1;

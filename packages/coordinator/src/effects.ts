@@ -26,7 +26,7 @@ import {
   type WorkflowStore,
 } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
-import { traceContextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from '@jobq/ports';
+import { traceContextOf, endSpan, envelopeTraceOf, mapLimit, remoteSpanContext, startSendSpan } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -509,19 +509,13 @@ async function pushPrepared(
   results: Array<string | null>,
   prepared: Array<Prepared | null>,
 ): Promise<Array<string | null>> {
-  let next = 0;
-  const worker = async () => {
-    while (next < dispatches.length) {
-      const k = next++;
-      const effect = dispatches[k]!;
-      try {
-        prepared[k] = await prepare(ctx, workflowId, parent, effect, texts[k]!);
-      } catch (error) {
-        results[k] = pushFailed(ctx, workflowId, [effect], error);
-      }
+  await mapLimit(dispatches, PREPARE_CONCURRENCY, async (effect, k) => {
+    try {
+      prepared[k] = await prepare(ctx, workflowId, parent, effect, texts[k]!);
+    } catch (error) {
+      results[k] = pushFailed(ctx, workflowId, [effect], error);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(PREPARE_CONCURRENCY, dispatches.length) }, worker));
+  });
   const groups = new Map<TaskQueue, Map<number, number[]>>();
   prepared.forEach((p, k) => {
     if (p === null) return;

@@ -9,7 +9,7 @@ import {
   type FoundStashMarker,
   type StashMarkerJson,
 } from '@jobq/dag-core/wire';
-import { JobqError, envValue, type OperationOptions } from '@jobq/ports';
+import { JobqError, envValue, mapLimit, type OperationOptions } from '@jobq/ports';
 import { fileExists, helperEnv, injectedCancellationChecker, outputStore, readJsonFile, requireTaskEnv, taskIdentity } from './context';
 import { StashedFile } from './stashed-file';
 
@@ -207,17 +207,10 @@ export async function getUpstreamOutput(name: string, options?: OperationOptions
 export async function getUpstreamOutputs(options?: OperationOptions): Promise<Record<string, unknown>> {
   taskIdentity('getUpstreamOutputs');
   const refs = [...(await readUpstreamRefs('getUpstreamOutputs')).entries()];
-  const values: unknown[] = new Array<unknown>(refs.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < refs.length) {
-      const index = next++;
-      const [name, ref] = refs[index]!;
-      const output = await readOutputRef(name, ref, options);
-      values[index] = withHandles(output, findStashMarkers(output));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(UPSTREAM_READ_CONCURRENCY, refs.length) }, worker));
+  const values = await mapLimit(refs, UPSTREAM_READ_CONCURRENCY, async ([name, ref]) => {
+    const output = await readOutputRef(name, ref, options);
+    return withHandles(output, findStashMarkers(output));
+  });
   const result: Record<string, unknown> = {};
   refs.forEach(([name], index) => {
     result[name] = values[index];
