@@ -33,7 +33,7 @@ import {
 
 import { taskReasons, workflowReasons as workflowReasonsOf } from './explain-reasons';
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, formatElapsed, mapLimit, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
+import { endSpan, errorMessage, formatElapsed, mapLimit, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -280,7 +280,7 @@ export class WorkflowClient {
       endSpan(span);
       return { workflowId, created: result.created, warnings };
     } catch (error) {
-      endSpan(span, error instanceof Error ? error.message : String(error));
+      endSpan(span, errorMessage(error));
       throw error;
     }
   }
@@ -495,7 +495,7 @@ export class WorkflowClient {
           }
         }
       } catch (error) {
-        entry.reasons.push(`could not peek queue "${queue.name}": ${error instanceof Error ? error.message : String(error)}`);
+        entry.reasons.push(`could not peek queue "${queue.name}": ${errorMessage(error)}`);
       }
     }
 

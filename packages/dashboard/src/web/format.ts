@@ -39,3 +39,9 @@ export function bytesText(n: number): string {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
+
+/** The message of anything thrown, for the pages' error lines: an `Error`'s message (its name when empty), anything else as text. */
+export function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === 'string' ? err : String(err);
+}
