@@ -1,6 +1,9 @@
 /** Text the pages show: durations, rates and shell lines, the same forms as the CLI prints. */
 
-/** `45s`, `3m05s`, `2h10m` (as `jobq workflow watch`). */
+/**
+ * `45s`, `3m05s`, `2h10m` (as `jobq workflow watch`): `formatElapsed(ms, { seconds: true })` of `@jobq/ports`, written
+ * again because the browser bundle imports no workspace package (format.test.ts checks that the two agree).
+ */
 export function duration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
   if (s < 60) return `${s}s`;
