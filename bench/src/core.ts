@@ -25,6 +25,7 @@ import { encodeTaskMessage } from '@jobq/dag-core/wire';
 import { Session } from 'node:inspector';
 import { layeredRaw, OUTPUTS_CONTAINER, T_ACTIVATE, T_CREATE, T_RUN, wideRaw, WORKFLOW_ID } from './shapes';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { failureText } from './report';
 
 // ---------------------------------------------------------------------------------------------
 // Parameters
@@ -1172,6 +1173,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`${failureText(error)}\n`);
   process.exitCode = 1;
 });

@@ -17,7 +17,7 @@ import { createRuntime, reduce } from '@jobq/dag-core';
 import { startDashboard } from '@jobq/dashboard';
 import { MemoryOutputStore, MemoryWorkerRegistry, MemoryWorkflowStore } from '@jobq/memory';
 import { VirtualClock, type WorkflowStore } from '@jobq/ports';
-import { median } from './report';
+import { failureText, median } from './report';
 import { definitionOf, type Shape } from './shapes';
 
 const SIZES = (process.env.JOBQ_DASH_SIZES ?? '1000,10000,100000').split(',').map(Number);
@@ -187,6 +187,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`${failureText(error)}\n`);
   process.exit(1);
 });

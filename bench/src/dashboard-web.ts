@@ -16,7 +16,7 @@ import { createRuntime, parseWorkflow, reduce, type WorkflowDefinition } from '@
 import { startDashboard } from '@jobq/dashboard';
 import { MemoryWorkflowStore } from '@jobq/memory';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { median } from './report';
+import { failureText, median } from './report';
 
 let runs = 3;
 for (const arg of process.argv.slice(2)) {
@@ -220,6 +220,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`dashboard-web bench: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.stderr.write(`dashboard-web bench: ${failureText(err)}\n`);
   process.exitCode = 1;
 });

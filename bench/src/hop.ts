@@ -32,7 +32,7 @@ import {
   type WorkerOptions,
 } from '@jobq/worker';
 import { billedOps, brokerOpsBetween } from './broker-ops';
-import { median, percentile } from './report';
+import { failureText, median, percentile } from './report';
 import { StoreTransactions } from './transactions';
 
 const CHAIN = 50;
@@ -368,6 +368,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`hop bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`hop bench failed: ${failureText(error)}\n`);
   process.exitCode = 1;
 });

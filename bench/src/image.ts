@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { startAzuriteProcess, type AzuriteProcess } from '@jobq/local';
-import { median } from './report';
+import { failureText, median } from './report';
 
 const CLI = join(__dirname, '..', '..', 'apps', 'jobq', 'bin', 'run.js');
 let runs = 5;
@@ -188,6 +188,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`image bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`image bench failed: ${failureText(error)}\n`);
   process.exit(1);
 });

@@ -8,6 +8,7 @@
 import { encodeTaskMessage } from '@jobq/dag-core/wire';
 import { MemoryOutputStore, MemoryTaskQueue } from '@jobq/memory';
 import { Worker, WorkflowProcessor } from '@jobq/worker';
+import { failureText } from './report';
 
 async function main(): Promise<void> {
   const bytes = Number((process.argv.find((a) => a.startsWith('--bytes=')) ?? '--bytes=0').slice('--bytes='.length));
@@ -54,6 +55,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`output child failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`output child failed: ${failureText(error)}\n`);
   process.exitCode = 1;
 });

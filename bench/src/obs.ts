@@ -17,7 +17,7 @@ import { startAzuriteProcess } from '@jobq/local';
 import { serveMetrics } from '@jobq/cli/dist/prometheus';
 import { storageRequestPolicies } from '@jobq/cli/dist/metrics';
 import { endToEnd } from './e2e-run';
-import { median, percentile } from './report';
+import { failureText, median, percentile } from './report';
 
 const run = promisify(execFile);
 
@@ -131,6 +131,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`obs bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`obs bench failed: ${failureText(error)}\n`);
   process.exitCode = 1;
 });

@@ -8,6 +8,7 @@
  */
 import { startAzuriteProcess } from '@jobq/local';
 import { countingPolicy, openStorageQueue, type StorageTaskQueue, type TransactionCounter } from '@jobq/queue-storage';
+import { errorMessage } from '@jobq/ports';
 
 let messages = 3200;
 for (const arg of process.argv.slice(2)) {
@@ -113,6 +114,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`queue bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`queue bench failed: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

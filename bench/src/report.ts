@@ -1,3 +1,5 @@
+import { errorMessage } from '@jobq/ports';
+
 /** Output helpers of the scale bench: progress on stderr, plain text tables on stdout. */
 
 export function progress(message: string): void {
@@ -23,4 +25,9 @@ export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** What a failed benchmark prints: an `Error`'s stack (its message without one), anything else as its message. */
+export function failureText(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? errorMessage(error)) : errorMessage(error);
 }

@@ -9,7 +9,7 @@
  * Usage: node --expose-gc dist/scale.js [--parts=reducer,flush,million,e2e] [--sizes=1000,10000,100000,1000000]
  */
 import { foldEvents, reduce, type CompletionEvent, type WorkflowRuntime } from '@jobq/dag-core';
-import { progress, table } from './report';
+import { failureText, progress, table } from './report';
 import { SHAPES, T_RUN, activated, definitionOf, queueDispatches, type Fifo, type Shape } from './shapes';
 
 const BATCH = 32;
@@ -190,6 +190,6 @@ async function main(): Promise<void> {
 }
 
 void main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`${failureText(error)}\n`);
   process.exitCode = 1;
 });

@@ -15,6 +15,7 @@
  */
 import { loadavg } from 'node:os';
 import { startAzuriteProcess } from '@jobq/local';
+import { mapLimit } from '@jobq/ports';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { accountClients } from '@jobq/store-azure';
 
@@ -82,12 +83,11 @@ function operations(setup: Setup, o: Opened): Record<string, (i: number) => Prom
 
 /** CPU µs per call of `op`, `count` calls with IN_FLIGHT at once. */
 async function cpuPerCall(op: (i: number) => Promise<unknown>, count: number): Promise<number> {
-  let next = 0;
   const start = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < count) await op(next++);
-    }),
+  await mapLimit(
+    Array.from({ length: count }, (_, i) => i),
+    IN_FLIGHT,
+    op,
   );
   const used = process.cpuUsage(start);
   return (used.user + used.system) / count;

@@ -29,6 +29,8 @@ import { coordinatorOptions, endToEnd, seconds, waitUntil, type EndToEndResult }
 import { LATENCY_VARIABLE, StoragePolicies, benchLatencyMs, delayPolicies } from './storage-latency';
 import { LEAVES, TASKS, leafName, seedSource } from './seed-shape';
 import { profiled, type ProfileSummary } from './profile';
+import { failureText } from './report';
+import { errorMessage } from '@jobq/ports';
 
 /** Untimed engine and ceiling runs before the timed ones. */
 const WARM_UP_PAIRS = 2;
@@ -356,7 +358,7 @@ async function phase<T>(name: string, run: () => Promise<T>): Promise<T | null> 
   try {
     return await run();
   } catch (error) {
-    log(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    log(`${name} failed: ${failureText(error)}`);
     return null;
   }
 }
@@ -715,6 +717,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`seed bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`seed bench failed: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

@@ -19,13 +19,13 @@ import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { ServiceBusClient } from '@azure/service-bus';
 import { startAzuriteProcess } from '@jobq/local';
-import type { OutgoingMessage, TaskQueue } from '@jobq/ports';
+import { errorMessage, mapLimit, type OutgoingMessage, type TaskQueue } from '@jobq/ports';
 import { openServiceBusQueue, type AdminPolicy } from '@jobq/queue-servicebus';
 import { openStorageQueue } from '@jobq/queue-storage';
 import { adminPolicy, startServiceBusProcess, type ServiceBusProcess, type ServiceBusStats } from '@jobq/servicebus-emulator';
 import { addBrokerOps, billedOps, brokerOpsBetween, type BrokerOps } from './broker-ops';
 import { endToEnd, type EndToEndResult, type RunQueues } from './e2e-run';
-import { median, percentile, table } from './report';
+import { failureText, median, percentile, table } from './report';
 import { TASKS, seedSource } from './seed-shape';
 
 const SLOTS = 32;
@@ -323,12 +323,11 @@ async function throughput(backend: Backend, receivers: number): Promise<Throughp
   const first = queues[0]!;
   try {
     await first.send(outgoing(`${tag}-warm`, 0));
-    let next = 0;
     let t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: SENDS_IN_FLIGHT }, async () => {
-        while (next < MESSAGES) await first.send(outgoing(tag, next++));
-      }),
+    await mapLimit(
+      Array.from({ length: MESSAGES }, (_, i) => i),
+      SENDS_IN_FLIGHT,
+      (i) => first.send(outgoing(tag, i)),
     );
     const sendRate = MESSAGES / (ms(t0) / 1000);
     const expected = MESSAGES + 1;
@@ -461,7 +460,7 @@ async function part<T>(name: string, run: () => Promise<T>): Promise<T | null> {
   try {
     return await run();
   } catch (error) {
-    progress(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    progress(`${name} failed: ${failureText(error)}`);
     return null;
   }
 }
@@ -561,6 +560,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`servicebus-queues bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`servicebus-queues bench failed: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

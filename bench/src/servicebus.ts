@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { startServiceBusProcess } from '@jobq/servicebus-emulator';
 import { median, percentile, table } from './report';
+import { errorMessage } from '@jobq/ports';
 
 function progress(message: string): void {
   process.stderr.write(`[servicebus bench] ${message}\n`);
@@ -158,6 +159,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`servicebus bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`servicebus bench failed: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

@@ -18,6 +18,7 @@ import {
 import { startAzuriteProcess } from '@jobq/local';
 import { StoreTransactions } from './transactions';
 import { openWorkflowStore, type AzureWorkflowStore } from '@jobq/store-azure';
+import { errorMessage } from '@jobq/ports';
 
 let samples = 20;
 for (const arg of process.argv.slice(2)) {
@@ -226,6 +227,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`store bench failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`store bench failed: ${errorMessage(error)}\n`);
   process.exitCode = 1;
 });

@@ -29,7 +29,7 @@ import { decodeEnvelope, encodeTaskMessage, withEnvelopeTrace } from '@jobq/dag-
 import { formatTraceparent, parseTraceparent } from '@jobq/ports';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { Worker, WorkflowProcessor, cancelCheckFromStore, type ShellResult } from '@jobq/worker';
-import { median, table } from './report';
+import { failureText, median, table } from './report';
 
 let rounds = 5;
 let tasks = 500;
@@ -262,6 +262,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`tracing bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`tracing bench failed: ${failureText(error)}\n`);
   process.exit(1);
 });

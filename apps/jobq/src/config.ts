@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { isStorageAccountName } from '@jobq/dag-core';
-import { parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/ports';
+import { errorMessage, parseWorkflowPrefix, type WorkflowPrefix } from '@jobq/ports';
 import { durationMs } from './duration-flags';
 import { UsageError } from './errors';
 import { serviceBusNamespaceProblem } from './servicebus-access';
@@ -252,7 +252,7 @@ export function readConfigFile(path: string): FileValues {
   try {
     doc = parseYaml(text, { maxAliasCount: 100 });
   } catch (error) {
-    throw new UsageError(`config file ${path} is not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+    throw new UsageError(`config file ${path} is not valid YAML: ${errorMessage(error).split('\n')[0]}`);
   }
   const out: FileValues = { connection: {}, coordinator: {} };
   if (doc === null || doc === undefined) return out;
@@ -438,7 +438,7 @@ function parsePrefixOrUsage(text: string, from: string): WorkflowPrefix {
   try {
     return parseWorkflowPrefix(text, from);
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(errorMessage(error));
   }
 }
 

@@ -153,15 +153,6 @@ export function countsLine(counts: Partial<Record<TaskStatus, number>>, separato
   return parts.length === 0 ? 'no tasks' : parts.join(separator);
 }
 
-/** Milliseconds as `12s`, `3m05s` or `1h02m`. */
-export function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
-}
-
 /** The layer of a task (the `--by-layer` rollup): its name without a trailing `-NNN` (3 or more digits, optional `_N`). */
 export { layerOf };
 

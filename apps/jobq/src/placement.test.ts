@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { WorkerRecord } from '@jobq/ports';
-import { placementOf, roughAge } from './placement';
+import { formatElapsed } from '@jobq/ports';
+import { placementOf } from './placement';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const iso = (ms: number): string => new Date(T0 + ms).toISOString();
@@ -43,10 +44,10 @@ describe('placement', () => {
     expect(placementOf('wf', running, [other], T0 + 38_000, key)).toBeNull();
     expect(placementOf('wf', running, [other], T0 + 40_000, key)).toMatchObject({
       state: 'waiting',
-      text: 'dispatched 41 s ago, waiting in queue cpu',
+      text: 'dispatched 41s ago, waiting in queue cpu',
     });
     // No heartbeats at all: the default interval (30 s) applies.
-    expect(placementOf('wf', running, [], T0 + 40_000, key)?.text).toBe('dispatched 41 s ago, waiting in queue cpu');
+    expect(placementOf('wf', running, [], T0 + 40_000, key)?.text).toBe('dispatched 41s ago, waiting in queue cpu');
   });
 
   it('a lost worker does not count; a worker whose list was cut leaves it unknown; only running tasks are placed', () => {
@@ -57,6 +58,6 @@ describe('placement', () => {
   });
 
   it('rough ages', () => {
-    expect([roughAge(40_400), roughAge(180_000), roughAge(7_500_000)]).toEqual(['40 s', '3m', '2h05m']);
+    expect([formatElapsed(40_400), formatElapsed(180_000), formatElapsed(7_500_000)]).toEqual(['40s', '3m', '2h05m']);
   });
 });

@@ -1,4 +1,4 @@
-import { workerState, type WorkerRecord, type WorkerRegistry } from '@jobq/ports';
+import { formatElapsed, workerState, type WorkerRecord, type WorkerRegistry } from '@jobq/ports';
 import type { Deployment } from './deployment';
 import type { PlacementJson, WorkerJson } from './json-output';
 
@@ -6,15 +6,6 @@ import type { PlacementJson, WorkerJson } from './json-output';
 const DEFAULT_INTERVAL_IN_MS = 30_000;
 /** Slack after one heartbeat interval before a dispatched task no heartbeat lists reads "waiting". */
 const WAITING_SLACK_IN_MS = 10_000;
-
-/** `40 s`, `3m`, `2h05m`: how long, roughly. */
-export function roughAge(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
-}
 
 /** A task as placement needs it. */
 export interface PlacedTask {
@@ -63,7 +54,7 @@ export function placementOf(
       host: worker.host,
       since: entry.since,
       queue: task.queue,
-      text: `running on ${worker.workerId} (${worker.host}) for ${roughAge(forMs)}`,
+      text: `running on ${worker.workerId} (${worker.host}) for ${formatElapsed(forMs)}`,
     };
   }
   if (task.dispatchedAt === null) return null;
@@ -82,7 +73,7 @@ export function placementOf(
     host: null,
     since: task.dispatchedAt,
     queue: task.queue,
-    text: `dispatched ${roughAge(ago)} ago, waiting in queue ${task.queue}`,
+    text: `dispatched ${formatElapsed(ago)} ago, waiting in queue ${task.queue}`,
   };
 }
 

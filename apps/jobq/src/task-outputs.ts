@@ -1,5 +1,5 @@
 import { isMergeNode, taskState, type TaskRuntime, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import { taskLogBlobPath, type OutputStore } from '@jobq/ports';
+import { mapLimit, taskLogBlobPath, type OutputStore } from '@jobq/ports';
 import { errorLine } from './base';
 
 /** Output blobs read at once by {@link readTaskOutputs}. */
@@ -48,15 +48,8 @@ export async function readTaskOutputs(
   const names = definition.tasks
     .filter((t) => !isMergeNode(t.name, t.kwargs) && (only === undefined || only.has(t.name)))
     .map((t) => t.name);
-  const values: unknown[] = new Array<unknown>(names.length).fill(null);
-  let next = 0;
-  const reader = async (): Promise<void> => {
-    while (next < names.length) {
-      const at = next++;
-      const name = names[at]!;
-      values[at] = await readTaskOutput(outputs, name, runtime === null ? undefined : taskState(runtime, name), note);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(READS_AT_ONCE, names.length) }, reader));
+  const values = await mapLimit(names, READS_AT_ONCE, (name) =>
+    readTaskOutput(outputs, name, runtime === null ? undefined : taskState(runtime, name), note),
+  );
   return new Map(names.map((name, i) => [name, values[i]]));
 }

@@ -108,7 +108,7 @@ export async function startTracing(options: StartTracingOptions): Promise<Tracin
   } catch (error) {
     const why = isMissingModule(error)
       ? `the optional packages ${TRACING_PACKAGES.join(', ')} are not installed`
-      : `the OpenTelemetry SDK did not start (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
+      : `the OpenTelemetry SDK did not start (${errorMessage(error).split('\n')[0]})`;
     warn(`jobq: warning: ${TRACING_ENDPOINT_VARIABLE} is set but ${why}; running without tracing`);
     return null;
   }

@@ -55,8 +55,8 @@ describe('frames', () => {
     const lines = frameLines(runtime, new RateWindow(), { byLayer: false, runningShown: 5, now: Date.parse('2026-01-01T00:00:05.000Z') });
     expect(lines.find((l) => l.startsWith('running:'))).toBe('running: fan-001 (2s), fan-002 (retry in 30s), fan-003 (5s)');
     const placements = new Map([
-      ['fan-001', 'running on box-7-abc (box) for 2 s'],
-      ['fan-003', 'dispatched 45 s ago, waiting in queue cpu'],
+      ['fan-001', 'running on box-7-abc (box) for 2s'],
+      ['fan-003', 'dispatched 45s ago, waiting in queue cpu'],
     ]);
     const placed = frameLines(runtime, new RateWindow(), {
       byLayer: false,
@@ -66,8 +66,8 @@ describe('frames', () => {
     });
     const at = placed.findIndex((l) => l.startsWith('running:'));
     expect(placed.slice(at + 1, at + 3)).toEqual([
-      '  fan-001: running on box-7-abc (box) for 2 s',
-      '  fan-003: dispatched 45 s ago, waiting in queue cpu',
+      '  fan-001: running on box-7-abc (box) for 2s',
+      '  fan-003: dispatched 45s ago, waiting in queue cpu',
     ]);
   });
 

@@ -1,7 +1,10 @@
 import { RateWindow, taskState, taskStatus, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
-import { listSome, parseDurationInMs } from '@jobq/ports';
-import { countsLine, duration, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
+import { formatElapsed, listSome, parseDurationInMs } from '@jobq/ports';
+import { countsLine, layerRollup, layerTable, percentDone, statusBar, terminalOf, totalOf } from './format';
 import { skipLines, skippedTasks } from './skips';
+
+/** Times in the view tick with each redraw: seconds are shown below an hour (`3m05s`). */
+const CLOCK = { seconds: true } as const;
 
 /** `1s`, `500ms`, `2m` or a bare number of seconds, in milliseconds; null when malformed. */
 export function parseInterval(text: string): number | null {
@@ -32,8 +35,8 @@ export function runningTasks(runtime: WorkflowRuntime, now: number): Array<{ nam
 
 /** One running task as the watch view shows it: `train (12s)`, or `train (retry in 30s)` while its delay runs. */
 function runningText(r: { name: string; forMs: number | null; retryInMs?: number }): string {
-  if (r.retryInMs !== undefined) return `${r.name} (retry in ${duration(r.retryInMs)})`;
-  return r.forMs === null ? r.name : `${r.name} (${duration(r.forMs)})`;
+  if (r.retryInMs !== undefined) return `${r.name} (retry in ${formatElapsed(r.retryInMs, CLOCK)})`;
+  return r.forMs === null ? r.name : `${r.name} (${formatElapsed(r.forMs, CLOCK)})`;
 }
 
 /** `0.50/s` (or `2.0/min` when slow). */
@@ -70,8 +73,10 @@ export function progressLine(runtime: WorkflowRuntime, rate: RateWindow, now: nu
   const counts = runtime.counts;
   const remaining = totalOf(counts) - terminalOf(counts);
   const eta = rate.etaMs(remaining);
-  const tail = isTerminalWorkflowStatus(runtime.status) ? '' : `  ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`;
-  return `${runtime.status.padEnd(10)} ${statusBar(counts, 30)} ${percentDone(counts).padStart(4)}  ${countsLine(counts)}${tail}  (${duration(elapsedMs(runtime, now))})`;
+  const tail = isTerminalWorkflowStatus(runtime.status)
+    ? ''
+    : `  ${rateText(rate.rate())}  ETA ${eta === null ? '?' : formatElapsed(eta, CLOCK)}`;
+  return `${runtime.status.padEnd(10)} ${statusBar(counts, 30)} ${percentDone(counts).padStart(4)}  ${countsLine(counts)}${tail}  (${formatElapsed(elapsedMs(runtime, now), CLOCK)})`;
 }
 
 /**
@@ -84,11 +89,12 @@ export function frameLines(runtime: WorkflowRuntime, rate: RateWindow, options: 
   const done = terminalOf(counts);
   const eta = rate.etaMs(total - done);
   const lines = [
-    `${runtime.definition.name} (${runtime.workflowId})  ${runtime.status}${runtime.cancelRequested && runtime.status !== 'cancelled' ? ' (cancel requested)' : ''}  ${duration(elapsedMs(runtime, options.now))}`,
+    `${runtime.definition.name} (${runtime.workflowId})  ${runtime.status}${runtime.cancelRequested && runtime.status !== 'cancelled' ? ' (cancel requested)' : ''}  ${formatElapsed(elapsedMs(runtime, options.now), CLOCK)}`,
     `${statusBar(counts, 50)} ${percentDone(counts)}  ${done}/${total}`,
     `${countsLine(counts)}`,
   ];
-  if (!isTerminalWorkflowStatus(runtime.status)) lines.push(`rate ${rateText(rate.rate())}  ETA ${eta === null ? '?' : duration(eta)}`);
+  if (!isTerminalWorkflowStatus(runtime.status))
+    lines.push(`rate ${rateText(rate.rate())}  ETA ${eta === null ? '?' : formatElapsed(eta, CLOCK)}`);
   const running = runningTasks(runtime, options.now);
   if (running.length > 0) {
     lines.push(`running: ${listSome(running, options.runningShown, runningText)}`);

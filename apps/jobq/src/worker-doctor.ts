@@ -1,7 +1,7 @@
-import type { WorkerRecord } from '@jobq/ports';
+import { formatElapsed, type WorkerRecord } from '@jobq/ports';
 import type { Deployment } from './deployment';
 import { errorLine } from './base';
-import { queueKeyOf, roughAge } from './placement';
+import { queueKeyOf } from './placement';
 
 /** Default of `doctor --worker-stale`: a heartbeat older than this does not count. */
 export const DEFAULT_WORKER_STALE_IN_MS = 120_000;
@@ -51,7 +51,7 @@ export async function workersCheck(deployment: Deployment, specs: readonly strin
       }
     }),
   );
-  const window = staleMs >= 60_000 && staleMs % 60_000 === 0 ? `${staleMs / 60_000} min` : roughAge(staleMs);
+  const window = staleMs >= 60_000 && staleMs % 60_000 === 0 ? `${staleMs / 60_000} min` : formatElapsed(staleMs);
   if (unread.length > 0) {
     unread.sort();
     return {

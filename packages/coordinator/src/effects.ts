@@ -26,7 +26,7 @@ import {
   type WorkflowStore,
 } from '@jobq/ports';
 import type { TaskRowWriter } from './task-rows';
-import { traceContextOf, endSpan, envelopeTraceOf, remoteSpanContext, startSendSpan } from '@jobq/ports';
+import { traceContextOf, endSpan, envelopeTraceOf, errorMessage, mapLimit, remoteSpanContext, startSendSpan } from '@jobq/ports';
 
 /** Gives the queue of a queue spec (docs/design.md#queues-and-backends): the app's pool of clients. */
 export type QueueResolver = (queueSpec: string) => TaskQueue | Promise<TaskQueue>;
@@ -391,7 +391,7 @@ export async function foldAhead(ctx: ApplyContext, start: WorkflowRuntime, event
               return { kind: 'diverged', reason, runtime: await performEffects(ctx, next.runtime, next.effects.flat()) };
             })
             .catch((error: unknown): PushOutcome => {
-              const reason = error instanceof Error ? error.message : String(error);
+              const reason = errorMessage(error);
               return error instanceof RetryLater ? { kind: 'retry-later', reason } : { kind: 'diverged', reason };
             });
     return { kind: 'folded', runtime: folded.runtime, events: outcomes, pushed };
@@ -492,7 +492,7 @@ async function pushAll(ctx: ApplyContext, runtime: WorkflowRuntime, dispatches: 
   try {
     return await pushPrepared(ctx, workflowId, parent, dispatches, texts, results, prepared);
   } catch (error) {
-    for (const p of prepared) if (p !== null) endSpan(p.span, error instanceof Error ? error.message : String(error));
+    for (const p of prepared) if (p !== null) endSpan(p.span, errorMessage(error));
     prepared.fill(null);
     throw error;
   } finally {
@@ -509,19 +509,13 @@ async function pushPrepared(
   results: Array<string | null>,
   prepared: Array<Prepared | null>,
 ): Promise<Array<string | null>> {
-  let next = 0;
-  const worker = async () => {
-    while (next < dispatches.length) {
-      const k = next++;
-      const effect = dispatches[k]!;
-      try {
-        prepared[k] = await prepare(ctx, workflowId, parent, effect, texts[k]!);
-      } catch (error) {
-        results[k] = pushFailed(ctx, workflowId, [effect], error);
-      }
+  await mapLimit(dispatches, PREPARE_CONCURRENCY, async (effect, k) => {
+    try {
+      prepared[k] = await prepare(ctx, workflowId, parent, effect, texts[k]!);
+    } catch (error) {
+      results[k] = pushFailed(ctx, workflowId, [effect], error);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(PREPARE_CONCURRENCY, dispatches.length) }, worker));
+  });
   const groups = new Map<TaskQueue, Map<number, number[]>>();
   prepared.forEach((p, k) => {
     if (p === null) return;
@@ -584,7 +578,7 @@ async function prepare(ctx: ApplyContext, workflowId: string, parent: Context, e
     const message = await prepareMessage(ctx, workflowId, queue, effect, text, envelopeTraceOf(span));
     return { queue, message, span };
   } catch (error) {
-    endSpan(span, error instanceof Error ? error.message : String(error));
+    endSpan(span, errorMessage(error));
     throw error;
   }
 }
@@ -632,7 +626,7 @@ function countDispatches(ctx: ApplyContext, effects: readonly DispatchEffect[], 
 function pushFailed(ctx: ApplyContext, workflowId: string, effects: readonly DispatchEffect[], error: unknown): string {
   ctx.counters.pushErrors++;
   countDispatches(ctx, effects, 'error');
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   const transient = (isJobqError(error) && error.retryable) || isJobqError(error, 'aborted');
   const what = effects.length === 1 ? effects[0]!.messageId : `${effects.length} messages (${effects[0]!.messageId}, …)`;
   ctx.log(`workflow ${workflowId}: push of ${what} to "${effects[0]!.queue}" failed${transient ? ' (transient)' : ''}: ${text}`);
@@ -664,7 +658,7 @@ async function fetchInputs(ctx: ApplyContext, effect: FetchConditionInputsEffect
         inputs[parent] = await ctx.outputs.getOutput(ref, { abortSignal: ctx.signal });
       } catch (error) {
         if (isJobqError(error) && error.retryable) throw new RetryLater(`reading the output of "${parent}" failed: ${error.message}`);
-        errors[parent] = error instanceof Error ? error.message : String(error);
+        errors[parent] = errorMessage(error);
       }
     }),
   );

@@ -1,5 +1,5 @@
 import type { WorkflowEvent, WorkflowRuntime } from '@jobq/dag-core';
-import { isJobqError } from '@jobq/ports';
+import { errorMessage, isJobqError } from '@jobq/ports';
 import { commit, foldAhead, PUSHED, type ApplyContext, type EventOutcome, type PushOutcome } from './effects';
 
 /**
@@ -270,9 +270,7 @@ export class WorkflowPipeline<G extends PipelinedGroup> {
         ctx.log(`workflow ${id}: 412 on flush, re-reading and re-applying`);
         return 'conflict';
       }
-      ctx.log(
-        `workflow ${id}: save failed (${error instanceof Error ? error.message : String(error)}); applying the batch from the stored runtime`,
-      );
+      ctx.log(`workflow ${id}: save failed (${errorMessage(error)}); applying the batch from the stored runtime`);
       return null;
     }
   }

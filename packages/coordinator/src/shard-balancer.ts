@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   isJobqError,
   realClock,
   resolveSettings,
@@ -94,10 +95,6 @@ interface Held {
   stalled: boolean;
 }
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /**
  * The balancing loop of a sharded coordinator (docs/sharding.md#balancing): every
  * `balanceIntervalInMs` (±20 %) it heartbeats, lists the shards and members, asks
@@ -183,7 +180,7 @@ export class ShardBalancer {
     try {
       await this.ownership.leave(this.memberId);
     } catch (error) {
-      this.log(`leaving the shard members failed: ${errorText(error)}`);
+      this.log(`leaving the shard members failed: ${errorMessage(error)}`);
     }
     this.phase = 'stopped';
   }
@@ -195,11 +192,11 @@ export class ShardBalancer {
       } catch (error) {
         if (isJobqError(error, 'unsupported')) {
           // A manifest written by a newer jobq: its shards cannot be known, so none is worked.
-          this.log(`stopping: ${errorText(error)}`);
+          this.log(`stopping: ${errorMessage(error)}`);
           this.fatal = error;
           break;
         }
-        this.log(`balancing round failed: ${errorText(error)}`);
+        this.log(`balancing round failed: ${errorMessage(error)}`);
       }
       if (this.stopping.signal.aborted) break;
       const { balanceIntervalInMs: interval, jitter } = this.settings;
@@ -276,7 +273,7 @@ export class ShardBalancer {
     try {
       claim = await this.ownership.claim(shard, this.memberId);
     } catch (error) {
-      this.log(`claiming shard ${shard} failed: ${errorText(error)}`);
+      this.log(`claiming shard ${shard} failed: ${errorMessage(error)}`);
       return;
     }
     if (claim === null) return; // another member won the race
@@ -285,7 +282,7 @@ export class ShardBalancer {
       runner = this.runners({ index: shard, count, claim });
       await runner.start();
     } catch (error) {
-      this.log(`shard ${shard}: its runner did not start: ${errorText(error)}; released`);
+      this.log(`shard ${shard}: its runner did not start: ${errorMessage(error)}; released`);
       await claim.lease.release().catch(() => undefined);
       return;
     }
@@ -298,7 +295,7 @@ export class ShardBalancer {
       },
       (error: unknown) => {
         held.ended = true;
-        if (!isJobqError(error, 'lease-lost')) this.log(`shard ${shard}: its runner failed: ${errorText(error)}`);
+        if (!isJobqError(error, 'lease-lost')) this.log(`shard ${shard}: its runner failed: ${errorMessage(error)}`);
       },
     );
   }
@@ -317,14 +314,14 @@ export class ShardBalancer {
       try {
         await held.runner.stop();
       } catch (error) {
-        this.log(`shard ${shard}: stopping its runner failed: ${errorText(error)}`);
+        this.log(`shard ${shard}: stopping its runner failed: ${errorMessage(error)}`);
       }
       await held.claim.lease.release().catch(() => undefined);
     }
     try {
       await this.ownership.release(shard);
     } catch (error) {
-      this.log(`releasing shard ${shard} failed: ${errorText(error)}`);
+      this.log(`releasing shard ${shard} failed: ${errorMessage(error)}`);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { WorkflowRuntime } from '@jobq/dag-core';
-import { describeError, errorMessage, isJobqError, type Clock, type WorkflowStore } from '@jobq/ports';
+import { describeError, errorMessage, isJobqError, mapLimit, type Clock, type WorkflowStore } from '@jobq/ports';
 
 /** Settings of a {@link TaskRowWriter}. */
 export interface TaskRowWriterSettings {
@@ -238,32 +238,28 @@ export class TaskRowWriter {
   /** Writes each workflow's rows; rows not written are handed back. True when some failed. */
   private async write(batch: Pending[]): Promise<boolean> {
     let failed = false;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < batch.length) {
-        const { runtime, names } = batch[next++]!;
-        if (this.settings.signal.aborted) return;
-        let left: string[];
-        let reason: string | null = null;
-        try {
-          const result = await this.settings.store.writeTaskRows(runtime, [...names], { abortSignal: this.settings.signal });
-          left = result.failed;
-          if (result.error !== null) reason = result.error.message;
-        } catch (error) {
-          left = [...names];
-          reason = describeError(error);
-        }
-        this.settings.counters.rowFlushes++;
-        if (left.length === 0 || this.settings.signal.aborted) continue;
-        failed = true;
-        this.settings.counters.rowsErrors++;
-        this.settings.log(
-          `workflow ${runtime.workflowId}: ${left.length} task row(s) not written (written again later): ${reason ?? 'unknown error'}`,
-        );
-        this.giveBack(runtime, left);
+    // Once stopping, the workflows not yet started are skipped (not an error).
+    await mapLimit(batch, FLUSH_CONCURRENCY, async ({ runtime, names }) => {
+      if (this.settings.signal.aborted) return;
+      let left: string[];
+      let reason: string | null = null;
+      try {
+        const result = await this.settings.store.writeTaskRows(runtime, [...names], { abortSignal: this.settings.signal });
+        left = result.failed;
+        if (result.error !== null) reason = result.error.message;
+      } catch (error) {
+        left = [...names];
+        reason = describeError(error);
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(FLUSH_CONCURRENCY, batch.length) }, worker));
+      this.settings.counters.rowFlushes++;
+      if (left.length === 0 || this.settings.signal.aborted) return;
+      failed = true;
+      this.settings.counters.rowsErrors++;
+      this.settings.log(
+        `workflow ${runtime.workflowId}: ${left.length} task row(s) not written (written again later): ${reason ?? 'unknown error'}`,
+      );
+      this.giveBack(runtime, left);
+    });
     return failed;
   }
 

@@ -34,7 +34,7 @@ import {
 
 import { taskReasons, workflowReasons as workflowReasonsOf } from './explain-reasons';
 import { RERUN_WAKEUP_SUFFIX, newRerunRequestId } from './rerun-request';
-import { endSpan, formatElapsed, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
+import { endSpan, errorMessage, formatElapsed, mapLimit, startSubmitSpan, storedTraceparentOf } from '@jobq/ports';
 
 /** `--id`: the workflow id rule of `@jobq/dag-core` (1–128 chars of `[A-Za-z0-9._-]`, starting with a letter or digit). */
 export const SUBMIT_ID_PATTERN = WORKFLOW_ID_PATTERN;
@@ -288,43 +288,34 @@ export class WorkflowClient {
       endSpan(span);
       return { workflowId, created: result.created, warnings };
     } catch (error) {
-      endSpan(span, error instanceof Error ? error.message : String(error));
+      endSpan(span, errorMessage(error));
       throw error;
     }
   }
 
   /** Submits many sources, at most `concurrency` at once; one bad item never rejects the call. Results are in input order. */
   async submitMany(items: readonly SubmitManyItem[], options: SubmitManyOptions = {}): Promise<SubmitManyResult[]> {
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 20));
-    const results: SubmitManyResult[] = new Array<SubmitManyResult>(items.length);
-    let next = 0;
     let done = 0;
-    const worker = async (): Promise<void> => {
-      while (next < items.length) {
-        const index = next++;
-        const item = items[index]!;
-        let result: SubmitManyResult;
-        try {
-          const submitted = await this.submit(item, {
-            ...(item.id !== undefined ? { id: item.id } : {}),
-            ...((item.maxFanIn ?? options.maxFanIn) !== undefined ? { maxFanIn: item.maxFanIn ?? options.maxFanIn } : {}),
-            ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
-          });
-          result = { ok: true, ...submitted };
-        } catch (error) {
-          result = { ok: false, error };
-        }
-        results[index] = result;
-        done++;
-        try {
-          options.onProgress?.(done, items.length, result);
-        } catch {
-          // A progress callback's failure is not the submit's.
-        }
+    return mapLimit(items, options.concurrency ?? 20, async (item): Promise<SubmitManyResult> => {
+      let result: SubmitManyResult;
+      try {
+        const submitted = await this.submit(item, {
+          ...(item.id !== undefined ? { id: item.id } : {}),
+          ...((item.maxFanIn ?? options.maxFanIn) !== undefined ? { maxFanIn: item.maxFanIn ?? options.maxFanIn } : {}),
+          ...(options.abortSignal ? { abortSignal: options.abortSignal } : {}),
+        });
+        result = { ok: true, ...submitted };
+      } catch (error) {
+        result = { ok: false, error };
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, () => worker()));
-    return results;
+      done++;
+      try {
+        options.onProgress?.(done, items.length, result);
+      } catch {
+        // A progress callback's failure is not the submit's.
+      }
+      return result;
+    });
   }
 
   /** The index row (plus, with `detail`, the runtime's view); null for an unknown id. */
@@ -512,7 +503,7 @@ export class WorkflowClient {
           }
         }
       } catch (error) {
-        entry.reasons.push(`could not peek queue "${queue.name}": ${error instanceof Error ? error.message : String(error)}`);
+        entry.reasons.push(`could not peek queue "${queue.name}": ${errorMessage(error)}`);
       }
     }
 

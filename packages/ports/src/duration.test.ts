@@ -31,15 +31,13 @@ describe('formatDuration', () => {
 
 describe('formatElapsed', () => {
   it('shows seconds below 2 minutes, minutes below 2 hours, then hours and two-digit minutes (rounded down)', () => {
-    expect([0, -5, 45_400, 119_000, 179_999, 7_199_000, 7_200_000, 3 * 3_600_000 + 5 * 60_000 + 59_000].map(formatElapsed)).toEqual([
-      '0s',
-      '0s',
-      '45s',
-      '119s',
-      '3m',
-      '119m',
-      '2h00m',
-      '3h05m',
-    ]);
+    expect(
+      [0, -5, 45_400, 119_000, 179_999, 7_199_000, 7_200_000, 3 * 3_600_000 + 5 * 60_000 + 59_000].map((ms) => formatElapsed(ms)),
+    ).toEqual(['0s', '0s', '45s', '119s', '3m', '119m', '2h00m', '3h05m']);
+  });
+
+  it('with seconds, shows seconds below a minute, minutes and two-digit seconds below an hour, then hours and minutes', () => {
+    const shown = [0, -5, 999, 59_400, 65_000, 3_599_000, 3_600_000, 7_800_000].map((ms) => formatElapsed(ms, { seconds: true }));
+    expect(shown).toEqual(['0s', '0s', '1s', '59s', '1m05s', '59m59s', '1h00m', '2h10m']);
   });
 });

@@ -37,11 +37,28 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** An elapsed time for people, to the second: `45s` below 2 minutes, `12m` below 2 hours, then `3h05m` (whole minutes, rounded down). */
-export function formatElapsed(ms: number): string {
+/** Options of {@link formatElapsed}. */
+export interface ElapsedOptions {
+  /** Keep the seconds below an hour (`3m05s`), for a clock that ticks (progress lines, ETAs); default false. */
+  seconds?: boolean;
+}
+
+/**
+ * An elapsed time or age for people, rounded to the second (negative counts as 0). By default roughly: `45s` below
+ * 2 minutes, `12m` below 2 hours (whole minutes, rounded down), then `3h05m`. With `seconds`: `45s` below a minute,
+ * `3m05s` below an hour, then `1h02m`. The one formatter of ages and durations shown to people (the CLI, its
+ * reports and the dashboard, which repeats the `seconds` form because its browser code imports no package).
+ */
+export function formatElapsed(ms: number, options: ElapsedOptions = {}): string {
   const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
+  // The rough form keeps a unit until 2 of the next; with seconds it moves on at 1.
+  const switchAt = options.seconds === true ? 1 : 2;
+  if (s < 60 * switchAt) return `${s}s`;
   const m = Math.floor(s / 60);
-  if (m < 120) return `${m}m`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+  if (m < 60 * switchAt) return options.seconds === true ? `${m}m${twoDigits(s % 60)}s` : `${m}m`;
+  return `${Math.floor(m / 60)}h${twoDigits(m % 60)}m`;
+}
+
+function twoDigits(n: number): string {
+  return String(n).padStart(2, '0');
 }

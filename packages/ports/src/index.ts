@@ -49,8 +49,9 @@ export {
 } from './task-log';
 export { DEAD_LETTER_REASON_KEY, deadLetterBody } from './dead-letter';
 export { MAX_TIMEOUT_IN_MS, clockTimeout, realClock, type Clock } from './clock';
-export { formatDuration, formatElapsed, isDurationText, parseDurationInMs } from './duration';
+export { formatDuration, formatElapsed, isDurationText, parseDurationInMs, type ElapsedOptions } from './duration';
 export { describeError, errorMessage, listSome } from './text';
+export { mapLimit, type MapLimitOptions } from './map-limit';
 export { sleep, type SleepOptions } from './sleep';
 export {
   resolveSettings,

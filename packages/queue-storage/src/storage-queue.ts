@@ -5,6 +5,7 @@ import {
   assertValidDelay,
   assertValidTimeToLive,
   deadLetterBody,
+  mapLimit,
   queueSafeText,
   sleep,
   type OperationOptions,
@@ -146,18 +147,9 @@ export class StorageTaskQueue implements TaskQueue {
       assertValidDelay(this.name, m);
     }
     const times = list.map((m) => sendMessageTimes(this.name, m));
-    let next = 0;
-    const worker = async () => {
-      while (next < list.length) {
-        const i = next++;
-        const message = list[i]!;
-        await this.call('send', options, (abortSignal) =>
-          this.client.sendMessage(queueSafeText(message.body), { ...times[i], abortSignal }),
-        );
-      }
-    };
-    const workers = Array.from({ length: Math.min(this.settings.sendConcurrency, list.length) }, worker);
-    await Promise.all(workers);
+    await mapLimit(list, this.settings.sendConcurrency, (message, i) =>
+      this.call('send', options, (abortSignal) => this.client.sendMessage(queueSafeText(message.body), { ...times[i], abortSignal })),
+    );
   }
 
   async receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {

@@ -3,6 +3,7 @@
 import { parseCommandLine, USAGE, UsageError } from './command-line';
 import { answerRequest } from './control';
 import { startServiceBus } from './emulator';
+import { errorText } from './error-text';
 import { QueueRegistryError } from './types';
 
 async function main(): Promise<void> {
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
   try {
     emulator = await startServiceBus(line.options);
   } catch (error) {
-    process.stderr.write(`jobq-servicebus-emulator: ${(error as Error).message}\n`);
+    process.stderr.write(`jobq-servicebus-emulator: ${errorText(error)}\n`);
     // A value the broker refuses came from the config: a usage error, like a bad flag.
     process.exitCode = error instanceof QueueRegistryError ? 2 : 1;
     return;

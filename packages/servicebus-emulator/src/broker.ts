@@ -23,6 +23,7 @@ import {
   type AmqpMessage,
 } from './amqp';
 import { handlePutToken, type CbsKey } from './cbs';
+import { errorText } from './error-text';
 import { errorReply, handleManagement, replyMessage, type ManagementReply } from './management';
 import type { ServiceBusLimits } from './profile';
 import { BrokerError, deliveredMessage, LOCK_LOST, type Outcome, type Queue, type SubQueue } from './queue';
@@ -191,7 +192,7 @@ export class Broker {
   private unexpected(where: string, err: unknown): void {
     if (this.reported.has(where)) return;
     this.reported.add(where);
-    const detail = err instanceof Error ? err.message : String(err);
+    const detail = errorText(err);
     process.stderr.write(`jobq-servicebus-emulator: unexpected error in ${where} (reported once): ${detail.slice(0, 500)}\n`);
   }
 
@@ -337,7 +338,7 @@ export class Broker {
 
   /** An undecodable frame: close that connection only, with `amqp:decode-error`. */
   private onBadInput(connection: Rhea.Connection, err: unknown): void {
-    const detail = err instanceof Error ? `: ${err.message.slice(0, 200)}` : '';
+    const detail = `: ${errorText(err).slice(0, 200)}`;
     try {
       connection.close({
         condition: 'amqp:decode-error',
@@ -485,7 +486,7 @@ export class Broker {
     try {
       link.send(message);
     } catch (err) {
-      const description = `the emulator could not encode its reply: ${err instanceof Error ? err.message : String(err)}`;
+      const description = `the emulator could not encode its reply: ${errorText(err)}`;
       link.send(replyMessage(request, errorReply('amqp:internal-error', description)));
     }
   }
@@ -550,7 +551,7 @@ export class Broker {
         : handleManagement(request, { sub, maxMessageSizeInBytes: this.options.limits.maxMessageSizeInBytes });
     } catch (err) {
       if (err instanceof BrokerError) reply = errorReply(err.condition, err.message);
-      else reply = errorReply('amqp:internal-error', err instanceof Error ? err.message : String(err));
+      else reply = errorReply('amqp:internal-error', errorText(err));
     }
     this.reply(state, request, replyMessage(request, reply));
   }
@@ -602,7 +603,7 @@ export class Broker {
       const error =
         err instanceof BrokerError
           ? { condition: err.condition, description: err.message }
-          : { condition: 'amqp:decode-error', description: err instanceof Error ? err.message : String(err) };
+          : { condition: 'amqp:decode-error', description: errorText(err) };
       delivery.update(true, rejectedState(error));
     }
   }
@@ -620,7 +621,7 @@ export class Broker {
             true,
             rejectedState({
               condition: 'amqp:internal-error',
-              description: `the emulator failed to settle the message: ${err instanceof Error ? err.message : String(err)}`,
+              description: `the emulator failed to settle the message: ${errorText(err)}`,
             }),
           );
           (delivery as unknown as { remote_settled: boolean }).remote_settled = true;

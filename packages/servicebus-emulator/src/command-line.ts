@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ServiceBusOptions } from './emulator';
+import { errorText } from './error-text';
 
 export const USAGE = `Usage: jobq-servicebus-emulator [--port N] [--admin-port N] [--config FILE] [--ready-line]
 
@@ -64,7 +65,7 @@ function configOf(file: string, text: string): ServiceBusOptions {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new UsageError(`${file}: not JSON (${(error as Error).message})`);
+    throw new UsageError(`${file}: not JSON (${errorText(error)})`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${file}: must hold a JSON object`);
   for (const key of Object.keys(parsed))

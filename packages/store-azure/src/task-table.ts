@@ -1,6 +1,6 @@
 import { odata, type TableClient, type TableEntityResult, type TransactionAction } from '@azure/data-tables';
 import { TASK_STATUSES, taskQueue, taskState, type TaskStatus, type WorkflowDefinition, type WorkflowRuntime } from '@jobq/dag-core';
-import { JobqError, isJobqError, type TaskFilter, type TaskRow } from '@jobq/ports';
+import { JobqError, isJobqError, mapLimit, type TaskFilter, type TaskRow } from '@jobq/ports';
 import { storeCall, translateStoreError, type CallOptions } from './errors';
 import { shortenError, statusFilter } from './index-table';
 import { decodeTaskRowKey, encodeTaskRowKey, prefixRangeEnd } from './names';
@@ -57,35 +57,30 @@ export async function writeTaskRows(
   for (let i = 0; i < names.length; i += MAX_BATCH_ENTITIES) batches.push(names.slice(i, i + MAX_BATCH_ENTITIES));
   const outcome: TaskRowsOutcome = { failed: [], error: null };
   const operation = `write task rows of workflow "${runtime.workflowId}"`;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < batches.length) {
-      const batch = batches[next++] ?? [];
-      const actions: TransactionAction[] = [];
-      for (const name of batch) {
-        const state = taskState(runtime, name);
-        if (!state) continue;
-        const entity = {
-          partitionKey: runtime.workflowId,
-          rowKey: encodeTaskRowKey(name),
-          status: state.status,
-          queue: queues.get(name) ?? runtime.definition.defaultQueue,
-          attempt_no: state.attemptNo,
-          updated_at: runtime.updatedAt,
-          error: shortenError(state.error),
-        };
-        actions.push(['upsert', entity, 'Merge']);
-      }
-      if (actions.length === 0) continue;
-      try {
-        await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
-      } catch (error) {
-        outcome.failed.push(...batch);
-        outcome.error ??= translateStoreError(error, { operation });
-      }
+  await mapLimit(batches, settings.concurrency, async (batch) => {
+    const actions: TransactionAction[] = [];
+    for (const name of batch) {
+      const state = taskState(runtime, name);
+      if (!state) continue;
+      const entity = {
+        partitionKey: runtime.workflowId,
+        rowKey: encodeTaskRowKey(name),
+        status: state.status,
+        queue: queues.get(name) ?? runtime.definition.defaultQueue,
+        attempt_no: state.attemptNo,
+        updated_at: runtime.updatedAt,
+        error: shortenError(state.error),
+      };
+      actions.push(['upsert', entity, 'Merge']);
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, batches.length)) }, worker));
+    if (actions.length === 0) return;
+    try {
+      await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
+    } catch (error) {
+      outcome.failed.push(...batch);
+      outcome.error ??= translateStoreError(error, { operation });
+    }
+  });
   return outcome;
 }
 
@@ -112,30 +107,25 @@ async function deletePartitionRows(
   const batches: string[][] = [];
   for (let i = 0; i < doomed.length; i += MAX_BATCH_ENTITIES) batches.push(doomed.slice(i, i + MAX_BATCH_ENTITIES));
   let deleted = 0;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < batches.length) {
-      const batch = batches[next++] ?? [];
-      const actions: TransactionAction[] = batch.map((rowKey) => ['delete', { partitionKey: workflowId, rowKey }]);
-      try {
-        await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
-        deleted += batch.length;
-      } catch (error) {
-        if (!isJobqError(error, 'not-found')) throw error;
-        for (const rowKey of batch) {
-          try {
-            await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) =>
-              client.deleteEntity(workflowId, rowKey, { abortSignal }),
-            );
-            deleted++;
-          } catch (one) {
-            if (!isJobqError(one, 'not-found')) throw one;
-          }
+  await mapLimit(batches, settings.concurrency, async (batch) => {
+    const actions: TransactionAction[] = batch.map((rowKey) => ['delete', { partitionKey: workflowId, rowKey }]);
+    try {
+      await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) => client.submitTransaction(actions, { abortSignal }));
+      deleted += batch.length;
+    } catch (error) {
+      if (!isJobqError(error, 'not-found')) throw error;
+      for (const rowKey of batch) {
+        try {
+          await storeCall({ operation }, settings.timeoutInMs, options, (abortSignal) =>
+            client.deleteEntity(workflowId, rowKey, { abortSignal }),
+          );
+          deleted++;
+        } catch (one) {
+          if (!isJobqError(one, 'not-found')) throw one;
         }
       }
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, batches.length)) }, worker));
+  });
   return deleted;
 }
 

@@ -1,7 +1,7 @@
 import type { ContainerClient } from '@azure/storage-blob';
 import { isValidWorkflowId } from '@jobq/dag-core';
 import { OUTPUT_BLOB_PREFIX, STASH_BLOB_PREFIX } from '@jobq/dag-core/wire';
-import { JobqError, isJobqError } from '@jobq/ports';
+import { JobqError, isJobqError, mapLimit } from '@jobq/ports';
 import { storeCall, type CallOptions } from './errors';
 import { definitionFolder, stateFolder, upstreamFolder } from './runtime-layout';
 
@@ -91,20 +91,15 @@ async function deleteFolder(
       if (isJobqError(error, 'not-found')) return deleted; // no container: nothing to delete
       throw error;
     }
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < page.names.length) {
-        const name = page.names[next++]!;
-        const response = await storeCall(
-          { operation: `delete blob "${container.containerName}/${name}"` },
-          settings.timeoutInMs,
-          options,
-          (abortSignal) => container.getBlobClient(name).deleteIfExists({ deleteSnapshots: 'include', abortSignal }),
-        );
-        if (response.succeeded) deleted++;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.concurrency, page.names.length)) }, worker));
+    await mapLimit(page.names, settings.concurrency, async (name) => {
+      const response = await storeCall(
+        { operation: `delete blob "${container.containerName}/${name}"` },
+        settings.timeoutInMs,
+        options,
+        (abortSignal) => container.getBlobClient(name).deleteIfExists({ deleteSnapshots: 'include', abortSignal }),
+      );
+      if (response.succeeded) deleted++;
+    });
     token = page.next;
   } while (token !== undefined);
   return deleted;

@@ -11,6 +11,7 @@ import {
   TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,
   TASK_CHANNEL_ROUTES as CHANNEL_ROUTES,
   isJobqError,
+  errorMessage,
   taskChannelError as errorFromAnswer,
   type OperationOptions,
   type OutputStore,
@@ -24,7 +25,7 @@ type Body = { json: unknown } | { file: string; size: number };
 function localError(what: string, error: unknown): JobqError {
   if (isJobqError(error)) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  return new JobqError('invalid-argument', `cannot ${what}: ${code ?? (error instanceof Error ? error.message : String(error))}`, {
+  return new JobqError('invalid-argument', `cannot ${what}: ${code ?? errorMessage(error)}`, {
     cause: error,
   });
 }
@@ -200,7 +201,7 @@ export class TaskChannelClient implements TaskStorage {
     const code = (error as NodeJS.ErrnoException).code;
     return new JobqError(
       'unavailable',
-      `cannot reach the worker's task channel at ${this.socketPath} (${code ?? (error instanceof Error ? error.message : String(error))}): has the attempt ended?`,
+      `cannot reach the worker's task channel at ${this.socketPath} (${code ?? errorMessage(error)}): has the attempt ended?`,
       { cause: error, retryable: false },
     );
   }
@@ -237,10 +238,7 @@ export class TaskChannelClient implements TaskStorage {
     try {
       return JSON.parse(text) as unknown;
     } catch (error) {
-      throw new JobqError(
-        'internal',
-        `the task channel answered text that is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw new JobqError('internal', `the task channel answered text that is not JSON: ${errorMessage(error)}`);
     }
   }
 }

@@ -1,5 +1,13 @@
 import { readFile, stat } from 'node:fs/promises';
-import { JobqError, TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE, envValue, workflowEnvironment, type OutputStore } from '@jobq/ports';
+import {
+  JobqError,
+  TASK_SOCKET_VARIABLE,
+  TASK_TOKEN_VARIABLE,
+  envValue,
+  errorMessage,
+  workflowEnvironment,
+  type OutputStore,
+} from '@jobq/ports';
 import { TaskChannelClient, type TaskStorage } from './channel-client';
 
 /**
@@ -73,12 +81,12 @@ export async function readJsonFile(path: string, variable: string): Promise<unkn
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new JobqError('invalid-config', `cannot read ${variable} file "${path}": ${(error as Error).message}`, { cause: error });
+    throw new JobqError('invalid-config', `cannot read ${variable} file "${path}": ${errorMessage(error)}`, { cause: error });
   }
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new JobqError('corrupt', `${variable} file "${path}" is not valid JSON: ${(error as Error).message}`, { cause: error });
+    throw new JobqError('corrupt', `${variable} file "${path}" is not valid JSON: ${errorMessage(error)}`, { cause: error });
   }
 }
 
@@ -90,7 +98,7 @@ export async function fileExists(path: string): Promise<boolean> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return false;
-    throw new JobqError('internal', `cannot check "${path}": ${(error as Error).message}`, { cause: error });
+    throw new JobqError('internal', `cannot check "${path}": ${errorMessage(error)}`, { cause: error });
   }
 }
 

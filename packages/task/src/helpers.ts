@@ -9,7 +9,7 @@ import {
   type FoundStashMarker,
   type StashMarkerJson,
 } from '@jobq/dag-core/wire';
-import { JobqError, envValue, type OperationOptions } from '@jobq/ports';
+import { JobqError, envValue, errorMessage, mapLimit, type OperationOptions } from '@jobq/ports';
 import { fileExists, helperEnv, injectedCancellationChecker, outputStore, readJsonFile, requireTaskEnv, taskIdentity } from './context';
 import { StashedFile } from './stashed-file';
 
@@ -47,7 +47,7 @@ export function serializeOutput(value: unknown): string {
     });
   } catch (error) {
     if (error instanceof JobqError) throw error;
-    const message = (error as Error).message;
+    const message = errorMessage(error);
     const reason = /circular/i.test(message) ? 'the value has a cycle (an object that contains itself)' : message;
     throw new JobqError('invalid-argument', `setOutput() cannot serialise the output to JSON: ${reason}`, { cause: error });
   }
@@ -87,7 +87,7 @@ export async function setOutput(value: unknown): Promise<void> {
     await rename(temp, target);
   } catch (error) {
     await rm(temp, { force: true }).catch(() => undefined);
-    throw new JobqError('internal', `setOutput() could not write ${target}: ${(error as Error).message}`, { cause: error });
+    throw new JobqError('internal', `setOutput() could not write ${target}: ${errorMessage(error)}`, { cause: error });
   }
 }
 
@@ -207,17 +207,10 @@ export async function getUpstreamOutput(name: string, options?: OperationOptions
 export async function getUpstreamOutputs(options?: OperationOptions): Promise<Record<string, unknown>> {
   taskIdentity('getUpstreamOutputs');
   const refs = [...(await readUpstreamRefs('getUpstreamOutputs')).entries()];
-  const values: unknown[] = new Array<unknown>(refs.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < refs.length) {
-      const index = next++;
-      const [name, ref] = refs[index]!;
-      const output = await readOutputRef(name, ref, options);
-      values[index] = withHandles(output, findStashMarkers(output));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(UPSTREAM_READ_CONCURRENCY, refs.length) }, worker));
+  const values = await mapLimit(refs, UPSTREAM_READ_CONCURRENCY, async ([name, ref]) => {
+    const output = await readOutputRef(name, ref, options);
+    return withHandles(output, findStashMarkers(output));
+  });
   const result: Record<string, unknown> = {};
   refs.forEach(([name], index) => {
     result[name] = values[index];

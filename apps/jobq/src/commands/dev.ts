@@ -231,7 +231,7 @@ function shellQuote(text: string): string {
 
 /** A failure to bind one of the fixed ports, as one clear line; null for other errors. */
 function portError(error: unknown, ports: DevPorts): Error | null {
-  const message = error instanceof Error ? error.message : '';
+  const message = errorMessage(error);
   // The broker names the port itself ("… cannot listen on 127.0.0.1:PORT: the port is already in use").
   if (/cannot listen on 127\.0\.0\.1:\d+/.test(message)) {
     return new Error(`${message}: stop what holds it (another jobq dev?) or pick other ports with --port-base N or --sb-port N`);

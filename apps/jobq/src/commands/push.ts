@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Flags } from '@oclif/core';
 import { encodeEnvelope } from '@jobq/dag-core/wire';
-import type { TaskQueue } from '@jobq/ports';
+import { errorMessage, type TaskQueue } from '@jobq/ports';
 import { JobqCommand } from '../base';
 import { resolveConfig } from '../config';
 import { UsageError } from '../errors';
@@ -81,7 +81,7 @@ export function tasksFromInput(options: {
       try {
         kwargs = JSON.parse(line) as unknown;
       } catch (error) {
-        throw new UsageError(`stdin line ${index + 1}: not valid JSON: ${(error as Error).message}`);
+        throw new UsageError(`stdin line ${index + 1}: not valid JSON: ${errorMessage(error)}`);
       }
       if (typeof kwargs !== 'object' || kwargs === null || Array.isArray(kwargs)) {
         throw new UsageError(`stdin line ${index + 1}: each line must be a JSON object of kwargs, e.g. {"cmd": "echo hi"}`);

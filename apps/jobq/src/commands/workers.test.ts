@@ -121,12 +121,12 @@ describe('worker heartbeats, jobq workers, placement and doctor (Azurite)', () =
     });
     const text = await runCli(['workers'], { env: storage.env(prefix) });
     expect(text.stdout).toMatch(/Worker\s+Host\s+State\s+Age\s+Queues \(busy\/slots\)\s+Running/);
-    expect(text.stdout).toMatch(new RegExp(`${row.workerId}\\s+\\S+\\s+ok\\s+\\d+ s\\s+cpu 1/1\\s+${workflowId}/work/1`));
+    expect(text.stdout).toMatch(new RegExp(`${row.workerId}\\s+\\S+\\s+ok\\s+\\d+s\\s+cpu 1/1\\s+${workflowId}/work/1`));
     expect(text.stdout).toMatch(/default 0\/1\s+-/);
 
     const status = await runCli(['workflow', 'status', workflowId], { env: storage.env(prefix) });
     expect(status.stdout).toMatch(
-      new RegExp(`Placement\\n  work: running on ${row.workerId} \\(${row.host.replace(/\./g, '\\.')}\\) for \\d+ s`),
+      new RegExp(`Placement\\n  work: running on ${row.workerId} \\(${row.host.replace(/\./g, '\\.')}\\) for \\d+s`),
     );
     const statusJson = JSON.parse((await runCli(['workflow', 'status', workflowId, '--json'], { env: storage.env(prefix) })).stdout) as {
       tasks: Array<{ placement: unknown }>;

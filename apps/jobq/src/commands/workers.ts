@@ -1,10 +1,10 @@
 import { Flags } from '@oclif/core';
-import { workerState } from '@jobq/ports';
+import { formatElapsed, workerState } from '@jobq/ports';
 import { JobqCommand } from '../base';
 import { openDeployment } from '../deployment';
 import { configFlags, configFromFlags } from '../flags';
 import { table } from '../format';
-import { queueKeyOf, roughAge, workerJson } from '../placement';
+import { queueKeyOf, workerJson } from '../placement';
 
 export default class Workers extends JobqCommand {
   static override summary = 'List the workers of the deployment from their heartbeats';
@@ -42,7 +42,7 @@ export default class Workers extends JobqCommand {
           w.workerId,
           w.host,
           workerState(w),
-          roughAge(w.ageInMs),
+          formatElapsed(w.ageInMs),
           w.queues.map((q) => `${q.queue} ${q.busy}/${q.slots}`).join(', '),
           w.running.length === 0 ? '-' : `${w.running.map((r) => r.id).join(', ')}${more}`,
         ];

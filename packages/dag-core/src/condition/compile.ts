@@ -5,6 +5,7 @@ import { failure, success, type Issue, type Result } from '../result';
 import { compareCodeUnits, matchingNames } from './glob';
 import { parseCondition, type ConditionNode } from './parser';
 import { closestName, didYouMean } from '../suggest';
+import { errorText } from '../error-text';
 
 /**
  * A checked condition, ready for {@link evaluateCondition}. Plain data (JSON-serialisable),
@@ -40,7 +41,7 @@ export function compileCondition(expression: string, dependsOn: readonly string[
         code: 'condition-syntax',
         path: '',
         column: 1,
-        message: `internal error while compiling the condition: ${error instanceof Error ? error.message : String(error)}`,
+        message: `internal error while compiling the condition: ${errorText(error)}`,
       },
     ]);
   }

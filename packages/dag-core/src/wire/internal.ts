@@ -4,6 +4,8 @@
  * @packageDocumentation
  */
 
+import { errorText } from '../error-text';
+
 /** @internal True for a non-null, non-array object whose prototype is `Object.prototype` or null (what `JSON.parse` gives). */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
@@ -62,7 +64,7 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (e) {
-    const message = e instanceof Error ? e.message : String(e);
+    const message = errorText(e);
     return { ok: false, error: oneLine(message) };
   }
 }

@@ -5,7 +5,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiAttempt, ApiTaskDetail } from '../api-types';
 import { FetchError, getJson, getText } from './api';
-import { bytesText, shellQuote, timeText } from './format';
+import { bytesText, errorText, shellQuote, timeText } from './format';
 import { html } from './html';
 import { styleOf } from './palette';
 import { taskDisplayState } from './graph/model';
@@ -61,7 +61,7 @@ function AttemptLog(props: { attempt: ApiAttempt }) {
         setError(null);
         if (res.headers.get('x-jobq-log-outcome') === 'live') timer = setTimeout(() => void read(), LOG_POLL_MS);
       } catch (err) {
-        if (!stopped) setError(err instanceof Error ? err.message : String(err));
+        if (!stopped) setError(errorText(err));
       }
     };
     void read();

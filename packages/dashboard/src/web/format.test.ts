@@ -1,10 +1,25 @@
 import { describe, expect, it } from '@jest/globals';
-import { bytesText, duration, rateText, shellQuote, timeText } from './format';
+import { formatElapsed } from '@jobq/ports';
+import { bytesText, duration, errorText, rateText, shellQuote, timeText } from './format';
 
 describe('format', () => {
   it('prints durations and rates as the CLI does', () => {
     expect([duration(999), duration(65_000), duration(7_800_000)]).toEqual(['1s', '1m05s', '2h10m']);
     expect([rateText(null), rateText(0.05), rateText(2)]).toEqual(['-', '3.0/min', '2.00/s']);
+  });
+
+  it('writes durations exactly as formatElapsed with seconds does', () => {
+    const samples = [-1, 0, 499, 500, 59_499, 59_500, 60_000, 3_599_499, 3_599_500, 3_600_000, 86_399_000, 400_000_000];
+    expect(samples.map(duration)).toEqual(samples.map((ms) => formatElapsed(ms, { seconds: true })));
+  });
+
+  it('writes what a fetch threw as one text', () => {
+    expect([errorText(new Error('HTTP 502')), errorText(new TypeError('')), errorText('gone'), errorText(7)]).toEqual([
+      'HTTP 502',
+      'TypeError',
+      'gone',
+      '7',
+    ]);
   });
 
   it('quotes task names for a shell line only when needed', () => {

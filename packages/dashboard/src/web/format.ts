@@ -1,6 +1,9 @@
 /** Text the pages show: durations, rates and shell lines, the same forms as the CLI prints. */
 
-/** `45s`, `3m05s`, `2h10m` (as `jobq workflow watch`). */
+/**
+ * `45s`, `3m05s`, `2h10m` (as `jobq workflow watch`): `formatElapsed(ms, { seconds: true })` of `@jobq/ports`, written
+ * again because the browser bundle imports no workspace package (format.test.ts checks that the two agree).
+ */
 export function duration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
   if (s < 60) return `${s}s`;
@@ -38,4 +41,10 @@ export function bytesText(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** The message of anything thrown, for the pages' error lines: an `Error`'s message (its name when empty), anything else as text. */
+export function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return typeof err === 'string' ? err : String(err);
 }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { getJson } from './api';
+import { errorText } from './format';
 
 /**
  * A JSON route read now and again every `everyMs` while the page shows it (and again from the start
@@ -18,7 +19,7 @@ export function usePolledJson<T>(path: string, everyMs: number): { data: T | nul
           setError(null);
         },
         (err: unknown) => {
-          if (!stopped) setError(err instanceof Error ? err.message : String(err));
+          if (!stopped) setError(errorText(err));
         },
       );
     };

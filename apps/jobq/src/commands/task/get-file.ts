@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Args } from '@oclif/core';
 import { parseStashMarker } from '@jobq/dag-core/wire';
-import { envValue } from '@jobq/ports';
+import { envValue, errorMessage } from '@jobq/ports';
 import { StashedFile, getFile } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
@@ -15,7 +15,7 @@ export function markerArgument(text: string): StashedFile | null {
   try {
     value = JSON.parse(text) as unknown;
   } catch (error) {
-    throw new UsageError(`jobq task get-file: the marker is not valid JSON: ${(error as Error).message}`);
+    throw new UsageError(`jobq task get-file: the marker is not valid JSON: ${errorMessage(error)}`);
   }
   const marker = parseStashMarker(value);
   if (marker === null)

@@ -1,4 +1,5 @@
 import { Args, Flags } from '@oclif/core';
+import { errorMessage } from '@jobq/ports';
 import { setOutput } from '@jobq/task';
 import { JobqCommand } from '../../base';
 import { UsageError } from '../../errors';
@@ -50,7 +51,7 @@ export default class TaskSetOutput extends JobqCommand {
         value = JSON.parse(text) as unknown;
       } catch (error) {
         throw new UsageError(
-          `jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is not valid JSON: ${(error as Error).message}`,
+          `jobq task set-output --json: the ${flags.stdin ? 'input' : 'value'} is not valid JSON: ${errorMessage(error)}`,
         );
       }
     }

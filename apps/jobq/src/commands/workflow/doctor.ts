@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { explainRuntime, type WorkflowRuntime, type WorkflowStatus } from '@jobq/dag-core';
-import { formatElapsed, isJobqError, listSome, type CoordinatorStats } from '@jobq/ports';
+import { formatElapsed, isJobqError, listSome, mapLimit, type CoordinatorStats } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { maskSecret, type CliConfig, type Resolved } from '../../config';
 import { workloadIdentityLine, workloadIdentityStatus } from '../../credential';
@@ -105,19 +105,14 @@ export function configCheck(config: CliConfig, env: NodeJS.ProcessEnv = process.
 async function loadRuntimes(deployment: Deployment, ids: readonly string[]): Promise<{ runtimes: WorkflowRuntime[]; errors: string[] }> {
   const runtimes: WorkflowRuntime[] = [];
   const errors: string[] = [];
-  let next = 0;
-  const work = async (): Promise<void> => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
-      try {
-        const loaded = await deployment.store.load(id);
-        if (loaded !== null) runtimes.push(loaded.runtime);
-      } catch (error) {
-        errors.push(`${id}: ${errorLine(error)}`);
-      }
+  await mapLimit(ids, LOAD_CONCURRENCY, async (id) => {
+    try {
+      const loaded = await deployment.store.load(id);
+      if (loaded !== null) runtimes.push(loaded.runtime);
+    } catch (error) {
+      errors.push(`${id}: ${errorLine(error)}`);
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(LOAD_CONCURRENCY, ids.length) }, () => work()));
+  });
   return { runtimes, errors };
 }
 

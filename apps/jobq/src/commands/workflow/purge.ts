@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { mapLimit } from '@jobq/ports';
 import { finishedWorkflows, purgeWorkflow, type WorkflowPurge as PurgeOutcome } from '@jobq/coordinator';
 import { JobqCommand, errorLine } from '../../base';
 import { parseCutoff } from '../../age';
@@ -97,41 +98,34 @@ export default class WorkflowPurge extends JobqCommand {
       `${dryRun ? 'Dry run: checking' : 'Purging'} ${ids.length} workflow${ids.length === 1 ? '' : 's'} ${when} in ${deployment.target}…`,
     );
 
-    const entries: Entry[] = new Array<Entry>(ids.length);
-    let next = 0;
     let settled = 0;
     lastShown = Date.now();
-    const worker = async (): Promise<void> => {
-      while (next < ids.length) {
-        const index = next++;
-        const workflowId = ids[index]!;
-        let entry: Entry;
-        try {
-          const result = await purgeWorkflow(deployment.store, deployment.outputs, workflowId, { dryRun, finishedBefore: cutoff });
-          entry = { ...result, error: null };
-        } catch (error) {
-          entry = {
-            workflowId,
-            outcome: 'failed',
-            status: null,
-            finishedAt: null,
-            reason: null,
-            blobs: 0,
-            outputBlobs: 0,
-            taskRows: 0,
-            error: errorLine(error),
-          };
-        }
-        entries[index] = entry;
-        settled++;
-        if (!flags.json) this.report(entry, progress);
-        if (Date.now() - lastShown >= PROGRESS_EVERY_MS && settled < ids.length) {
-          lastShown = Date.now();
-          progress.update(`${dryRun ? 'Checked' : 'Purged'} ${settled}/${ids.length}…`);
-        }
+    const entries = await mapLimit(ids, flags.concurrency, async (workflowId): Promise<Entry> => {
+      let entry: Entry;
+      try {
+        const result = await purgeWorkflow(deployment.store, deployment.outputs, workflowId, { dryRun, finishedBefore: cutoff });
+        entry = { ...result, error: null };
+      } catch (error) {
+        entry = {
+          workflowId,
+          outcome: 'failed',
+          status: null,
+          finishedAt: null,
+          reason: null,
+          blobs: 0,
+          outputBlobs: 0,
+          taskRows: 0,
+          error: errorLine(error),
+        };
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(flags.concurrency, ids.length) }, worker));
+      settled++;
+      if (!flags.json) this.report(entry, progress);
+      if (Date.now() - lastShown >= PROGRESS_EVERY_MS && settled < ids.length) {
+        lastShown = Date.now();
+        progress.update(`${dryRun ? 'Checked' : 'Purged'} ${settled}/${ids.length}…`);
+      }
+      return entry;
+    });
     progress.done();
 
     const count = (outcome: Entry['outcome']) => entries.filter((e) => e.outcome === outcome).length;

@@ -1,12 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import { SUBMIT_ID_PATTERN, type SubmitManyResult } from '@jobq/coordinator';
 import type { WorkflowDefinition } from '@jobq/dag-core';
-import { listSome } from '@jobq/ports';
+import { formatElapsed, listSome } from '@jobq/ports';
 import { JobqCommand, errorLine } from '../../base';
 import { openDeployment } from '../../deployment';
 import { ReportedFailure, UsageError } from '../../errors';
 import { configFlags, configFromFlags } from '../../flags';
-import { duration, fractionBar } from '../../format';
+import { fractionBar } from '../../format';
 import type { SubmitResultJson } from '../../json-output';
 import { readStdin } from '../../io';
 import { paramFlags, paramOverrides } from '../../params';
@@ -181,9 +181,9 @@ class ProgressLine {
 
   private draw(done: number): void {
     const elapsed = Date.now() - this.started;
-    const remaining = done === 0 ? '?' : duration((elapsed / done) * (this.total - done));
+    const remaining = done === 0 ? '?' : formatElapsed((elapsed / done) * (this.total - done), { seconds: true });
     process.stderr.write(
-      `\r\x1b[2KSubmitting ${fractionBar(done, this.total, 30)} ${done}/${this.total}  ${duration(elapsed)} elapsed, ${remaining} left  ${this.errors} err`,
+      `\r\x1b[2KSubmitting ${fractionBar(done, this.total, 30)} ${done}/${this.total}  ${formatElapsed(elapsed, { seconds: true })} elapsed, ${remaining} left  ${this.errors} err`,
     );
   }
 }

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import type { ApiCounts, ApiDeltaEvent, ApiGraph, ApiTaskChange, ApiWorkflowDetail } from '../../api-types';
 import { FetchError, getJson, workflowApi } from '../api';
 import { TaskDrawer } from '../drawer';
-import { duration, rateText } from '../format';
+import { duration, errorText, rateText } from '../format';
 import {
   applyDelta,
   barSegments,
@@ -117,7 +117,7 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
         setOpenGroup(null);
       },
       (err: unknown) => {
-        if (!abort.signal.aborted) setGraphError(err instanceof Error ? err.message : String(err));
+        if (!abort.signal.aborted) setGraphError(errorText(err));
       },
     );
     return () => abort.abort();
@@ -152,7 +152,7 @@ export function WorkflowPage(props: { id: string; view: WorkflowView; navigate: 
               setDetail(d);
               setStreamError(null);
             },
-            (err: unknown) => setStreamError(err instanceof Error ? err.message : String(err)),
+            (err: unknown) => setStreamError(errorText(err)),
           );
           getJson<ApiGraph>(workflowApi(id, 'graph', { level: servedLevel })).then(
             (graph) => {
