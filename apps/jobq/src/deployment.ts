@@ -1,4 +1,12 @@
-import { JobqError, noopInstruments, shardCompletionQueue, type Instruments, type TaskQueue, type WorkerRegistry } from '@jobq/ports';
+import {
+  JobqError,
+  ShardRouter,
+  noopInstruments,
+  shardCompletionQueue,
+  type Instruments,
+  type TaskQueue,
+  type WorkerRegistry,
+} from '@jobq/ports';
 import { WorkflowClient } from '@jobq/coordinator';
 import {
   openOutputStore,
@@ -45,6 +53,8 @@ export interface DeploymentOptions {
   instruments?: Instruments;
   /** Duration of the shard leases taken through `ownership()`: whole seconds, 15–60 s (default 60 s; renewed every quarter of it). */
   shardLeaseDurationInMs?: number;
+  /** Where the shard router says what it could not do (default: stderr). */
+  log?: (line: string) => void;
 }
 
 /**
@@ -68,6 +78,11 @@ export interface Deployment {
   shardCompletionsSpec(shard: number): string;
   /** The shard manifest, shard leases and coordinator members of the prefix (opened on first use). */
   ownership(): Promise<AzureOwnershipStore>;
+  /**
+   * Routes completions and wake-ups to their workflow's shard's queue by the manifest, read at first
+   * use and every 60 s (docs/sharding.md#routing): the workers' and `client`'s route.
+   */
+  route: ShardRouter;
   client: WorkflowClient;
   /**
    * The task queue of a queue spec (`NAME`, `ACCOUNT/NAME`, `sb://NAMESPACE/NAME`), opened once and
@@ -217,7 +232,12 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     }
     return ownershipStore;
   };
-  const client = new WorkflowClient({ store, completions, outputsContainer: outputs.outputsContainer });
+  const route = new ShardRouter({
+    manifest: { readManifestIfChanged: async (etag, o) => (await ownership()).readManifestIfChanged(etag, o) },
+    queueOf: shardCompletions,
+    log: options.log ?? ((line) => process.stderr.write(`jobq: ${line}\n`)),
+  });
+  const client = new WorkflowClient({ store, completions, route, outputsContainer: outputs.outputsContainer });
   let registry: Promise<WorkerRegistry> | null = null;
   const openRegistry = (): Promise<WorkerRegistry> => {
     if (registry === null) {
@@ -256,6 +276,7 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
     shardCompletions,
     shardCompletionsSpec,
     ownership,
+    route,
     client,
     queue,
     locate,

@@ -92,6 +92,8 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
   const taskUser = taskUserFromEnv(env);
   // One name for the worker: its heartbeat row and the `worker` of the task logs it writes.
   const workerId = newWorkerId();
+  // Completions go to their workflow's shard's queue: the manifest is read now, then every 60 s.
+  await deployment.route.refresh();
   return new Worker({
     queue,
     numWorkers: options.numWorkers,
@@ -120,6 +122,7 @@ export async function createWorker(deployment: Deployment, options: LocalWorkerO
       new WorkflowProcessor({
         outputs: deployment.outputs,
         completions: deployment.completions,
+        completionRoute: deployment.route,
         isCancelled: cancelCheckFromStore(deployment.store),
         isKnownWorkflow: workflowExistsInStore(deployment.store),
         env,

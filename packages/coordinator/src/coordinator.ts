@@ -6,10 +6,11 @@ import {
   isNewer as newer,
   isTerminalWorkflowStatus,
   reduce,
+  shardOf,
   type WorkflowEvent,
   type WorkflowRuntime,
 } from '@jobq/dag-core';
-import { decodeCoordinatorMessage, decodeEnvelope } from '@jobq/dag-core/wire';
+import { completionMessageId, decodeCoordinatorMessage, decodeEnvelope } from '@jobq/dag-core/wire';
 import {
   isJobqError,
   JobqError,
@@ -176,6 +177,12 @@ export interface CoordinatorShard {
   readonly count: ShardCount;
   /** The claim that took the shard's lease: the coordinator works while it holds, releases it on stop. */
   readonly claim: ShardClaim;
+  /**
+   * Shard k's completion queue (docs/sharding.md#routing). With it, a message of another shard's
+   * workflow (by `count`) is forwarded there: sent unchanged, then deleted here, counted in
+   * `forwarded`. Without it, such a message is applied here, as a coordinator without shards would.
+   */
+  readonly queueOf?: (shard: number) => TaskQueue | Promise<TaskQueue>;
 }
 
 /** Heartbeat rows older than this are pruned. */
@@ -221,6 +228,8 @@ export interface CoordinatorCounters {
   deadLettered: number;
   /** Finished workflows purged by the retention sweep (`retentionInMs`). */
   purged: number;
+  /** Completions and wake-ups of other shards' workflows sent on to their shard's queue (docs/sharding.md#routing). */
+  forwarded: number;
 }
 
 /**
@@ -404,6 +413,7 @@ export class Coordinator {
     corruptWorkflows: 0,
     deadLettered: 0,
     purged: 0,
+    forwarded: 0,
   };
 
   private readonly workers: WorkerRegistry | undefined;
@@ -803,6 +813,7 @@ export class Coordinator {
     this.instruments.observe('jobq_coordinator_batch_messages', {}, messages.length);
     const groups = new Map<string, Group>();
     const poison: Array<{ message: ReceivedMessage; reason: string }> = [];
+    const forwards: Array<Promise<void>> = [];
     // Each completion's handling is a span under the worker's (docs/observability.md#tracing), ended once its group is done.
     const spans = new Map<string, Span[]>();
     const now = this.nowIso();
@@ -815,6 +826,11 @@ export class Coordinator {
         continue;
       }
       const workflowId = decoded.kind === 'wakeup' ? decoded.workflowId : decoded.completion.workflowId;
+      const home = this.homeShard(workflowId);
+      if (home !== null) {
+        forwards.push(this.forward(message, home, decoded.kind === 'completion' ? completionMessageId(decoded.completion) : undefined));
+        continue;
+      }
       let group = groups.get(workflowId);
       if (!group) {
         group = { messages: [], events: [], wakeup: false, failures: false, reruns: false };
@@ -871,7 +887,34 @@ export class Coordinator {
           this.guard(`re-runs of workflow ${workflowId}`, () => this.pipeline.exclusive(workflowId, () => this.applyReruns(workflowId))),
         );
     }
-    await Promise.all([...runs, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
+    await Promise.all([...runs, ...forwards, ...poison.map(({ message, reason }) => this.dropPoison(message, reason))]);
+  }
+
+  /** The shard a message of `workflowId` is to be forwarded to; null when it is this runner's (or it forwards nothing). */
+  private homeShard(workflowId: string): number | null {
+    if (this.shard?.queueOf === undefined) return null;
+    const home = shardOf(workflowId, this.shard.count);
+    return home === this.shard.index ? null : home;
+  }
+
+  /**
+   * Sends a message of another shard's workflow on to that shard's queue, body unchanged (a
+   * completion keeps its message id), then deletes it here: at least once. A failed send leaves it
+   * for redelivery; a failed delete sends it again later, which its shard applies once.
+   */
+  private async forward(message: ReceivedMessage, shard: number, messageId: string | undefined): Promise<void> {
+    const op = { abortSignal: this.halt.signal };
+    try {
+      const queue = await this.shard!.queueOf!(shard);
+      await queue.send({ body: message.body, ...(messageId === undefined ? {} : { messageId }) }, op);
+    } catch (error) {
+      if (this.halt.signal.aborted) return;
+      this.counters.leftForRedelivery++;
+      this.log(`forwarding message ${message.messageId} to shard ${shard} failed (${describeError(error)}); left for redelivery`);
+      return;
+    }
+    this.counters.forwarded++;
+    await this.ack([message]);
   }
 
   /** Counts completions (and poison messages) in the stats and in the metrics alike. */

@@ -329,6 +329,11 @@ export class ShardBalancer {
 export interface CoordinatorRunnersInit extends Omit<CoordinatorInit, 'completions' | 'shard'> {
   /** The completion queue of a shard (`{p}-workflow-completions` for shard 0, `…-{k}` for shard k ≥ 1). */
   completions: (shard: number) => TaskQueue;
+  /**
+   * Where a runner forwards another shard's message (`CoordinatorShard.queueOf`,
+   * docs/sharding.md#routing). Default `completions`.
+   */
+  queueOf?: (shard: number) => TaskQueue | Promise<TaskQueue>;
 }
 
 /**
@@ -338,10 +343,11 @@ export interface CoordinatorRunnersInit extends Omit<CoordinatorInit, 'completio
 export function coordinatorRunners(init: CoordinatorRunnersInit): ShardRunnerFactory {
   return (shard) => {
     const log = init.options?.log ?? ((line: string) => process.stderr.write(`coordinator: ${line}\n`));
+    const { queueOf = init.completions, ...rest } = init;
     return new Coordinator({
-      ...init,
+      ...rest,
       completions: init.completions(shard.index),
-      shard,
+      shard: { ...shard, queueOf: shard.queueOf ?? queueOf },
       options: { ...init.options, log: (line) => log(`shard ${shard.index}: ${line}`) },
     });
   };

@@ -20,6 +20,7 @@ import { encodeDefinition, encodeWakeup } from '@jobq/dag-core/wire';
 import {
   JobqError,
   isJobqError,
+  type CompletionRoute,
   type LoadedRuntime,
   type OperationOptions,
   type Page,
@@ -217,8 +218,13 @@ export interface ExplainReport {
 /** Options of {@link WorkflowClient}. */
 export interface WorkflowClientOptions {
   store: WorkflowStore;
-  /** The `{p}-workflow-completions` queue: wake-ups go here. */
+  /** The `{p}-workflow-completions` queue (shard 0's): wake-ups go here unless `route` says otherwise. */
   completions: TaskQueue;
+  /**
+   * Routes each wake-up to its workflow's shard's completion queue (docs/sharding.md#routing), e.g.
+   * a `ShardRouter` on the deployment's manifest. Default: every wake-up to `completions`.
+   */
+  route?: CompletionRoute;
   /** Container of canonical output blobs (docs/design.md#outputs), stored in new runtimes. */
   outputsContainer: string | null;
   now?: () => Date;
@@ -235,6 +241,7 @@ const MAX_NAMES_SHOWN = 5;
 export class WorkflowClient {
   private readonly store: WorkflowStore;
   private readonly completions: TaskQueue;
+  private readonly route: CompletionRoute | null;
   private readonly outputsContainer: string | null;
   private readonly now: () => Date;
   private readonly newId: () => string;
@@ -242,6 +249,7 @@ export class WorkflowClient {
   constructor(options: WorkflowClientOptions) {
     this.store = options.store;
     this.completions = options.completions;
+    this.route = options.route ?? null;
     this.outputsContainer = options.outputsContainer;
     this.now = options.now ?? (() => new Date());
     this.newId = options.newId ?? (() => randomUUID().replace(/-/g, ''));
@@ -535,7 +543,8 @@ export class WorkflowClient {
    * backend message id is set, so a duplicate-detecting backend never drops a later request's wake-up.
    */
   private async wake(workflowId: string, suffix: string | undefined, options: OperationOptions): Promise<void> {
-    await this.completions.send({ body: encodeWakeup(workflowId, suffix) }, options);
+    const queue = this.route === null ? this.completions : await this.route.queueFor(workflowId);
+    await queue.send({ body: encodeWakeup(workflowId, suffix) }, options);
   }
 }
 

@@ -15,6 +15,7 @@ import {
   type ShardClaim,
   type ShardCount,
   type ShardManifest,
+  type ShardManifestRead,
   type ShardMember,
 } from '@jobq/ports';
 
@@ -141,7 +142,7 @@ function checkAborted(options: OperationOptions | undefined, what: string): void
 export class MemoryOwnershipStore implements OwnershipStore {
   readonly deployment: MemoryOwnershipDeployment;
   readonly leaseDurationInMs: number;
-  /** Requests served, counted (for tests and the simulation). */
+  /** Requests served, counted (for tests and the simulation); `readManifest` counts the conditional reads too. */
   readonly calls = { readManifest: 0, list: 0, claim: 0, heartbeat: 0 };
   private readonly held = new Map<number, MemoryShardLease>();
   private nextLease = 1;
@@ -169,6 +170,16 @@ export class MemoryOwnershipStore implements OwnershipStore {
     return run(() => {
       checkAborted(options, 'read the shard manifest');
       this.calls.readManifest++;
+      return this.current();
+    });
+  }
+
+  readManifestIfChanged(etag: string | null, options?: OperationOptions): Promise<ShardManifestRead | null | 'unchanged'> {
+    return run(() => {
+      checkAborted(options, 'read the shard manifest');
+      this.calls.readManifest++;
+      const stored = this.deployment.manifest;
+      if ((stored?.etag ?? null) === etag) return 'unchanged';
       return this.current();
     });
   }

@@ -118,9 +118,11 @@ export {
   type ShardClaim,
   type ShardCount,
   type ShardManifest,
+  type ShardManifestRead,
   type ShardMember,
   type ShardOwnership,
 } from './ownership';
+export { SHARD_MANIFEST_REFRESH_INTERVAL_IN_MS, ShardRouter, type CompletionRoute, type ShardRouterOptions } from './shard-router';
 export { envValue, parseWorkflowPrefix, workflowEnvironment, type WorkflowEnvironment, type WorkflowPrefix } from './deployment';
 export {
   CHANNEL_ROUTES as TASK_CHANNEL_ROUTES,

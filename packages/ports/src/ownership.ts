@@ -41,6 +41,12 @@ export interface ShardMember {
   readonly lastSeen: Date;
 }
 
+/** The manifest as read, with the ETag it was read at. */
+export interface ShardManifestRead {
+  readonly manifest: ShardManifest;
+  readonly etag: string;
+}
+
 /** Everything a balancer decides from, read at one time. */
 export interface OwnershipView {
   readonly manifest: ShardManifest;
@@ -72,6 +78,13 @@ export interface ShardClaim {
 export interface OwnershipStore {
   /** The manifest and its ETag; null when there is none (a one-shard deployment). `unsupported` for an unknown version. */
   readManifest(options?: OperationOptions): Promise<{ manifest: ShardManifest; etag: string } | null>;
+  /**
+   * A conditional read of the manifest (If-None-Match `etag` on Azure): `'unchanged'` while it is
+   * still at `etag` — or, with `etag` null (none seen), while there still is none; else what
+   * {@link readManifest} returns. For the readers that refresh it, such as the workers' routing
+   * (docs/sharding.md#routing).
+   */
+  readManifestIfChanged(etag: string | null, options?: OperationOptions): Promise<ShardManifestRead | null | 'unchanged'>;
   /** Creates the manifest (If-None-Match); when another creates it first, returns theirs. */
   ensureManifest(shards: ShardCount, options?: OperationOptions): Promise<ShardManifest>;
   /**

@@ -19,6 +19,7 @@ import {
   type ShardClaim,
   type ShardCount,
   type ShardManifest,
+  type ShardManifestRead,
   type ShardMember,
   type ShardOwnership,
 } from '@jobq/ports';
@@ -99,6 +100,28 @@ export class AzureOwnershipStore implements OwnershipStore {
       if (isJobqError(error, 'not-found')) return null;
       throw error;
     }
+  }
+
+  /** A GET If-None-Match `etag` (a plain GET when `etag` is null): a 304, or a 404 with `etag` null, is `'unchanged'`. */
+  async readManifestIfChanged(etag: string | null, options?: OperationOptions): Promise<ShardManifestRead | null | 'unchanged'> {
+    let read: { text: string; etag: string } | 'unchanged';
+    try {
+      read = await storeCall({ operation: 'read the shard manifest' }, this.timeout, options, async (abortSignal) => {
+        try {
+          const response = await this.container
+            .getBlockBlobClient(SHARD_MANIFEST_BLOB)
+            .download(0, undefined, { abortSignal, ...(etag === null ? {} : { conditions: { ifNoneMatch: etag } }) });
+          return { text: await streamText(response.readableStreamBody), etag: response.etag ?? '' };
+        } catch (error) {
+          if ((error as { statusCode?: unknown } | null)?.statusCode === 304) return 'unchanged' as const;
+          throw error;
+        }
+      });
+    } catch (error) {
+      if (isJobqError(error, 'not-found')) return etag === null ? 'unchanged' : null;
+      throw error;
+    }
+    return read === 'unchanged' ? read : { manifest: parseShardManifest(read.text), etag: read.etag };
   }
 
   /** Writes the manifest If-None-Match `*` (etag '') or If-Match `etag`; false when the condition failed. */

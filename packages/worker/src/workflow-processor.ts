@@ -18,6 +18,7 @@ import {
   realClock,
   workflowEnvironment,
   type Clock,
+  type CompletionRoute,
   type OutputStore,
   type TaskQueue,
   type WorkflowEnvironment,
@@ -50,8 +51,13 @@ export const WORKFLOW_CANCELLED = 'workflow cancelled';
 /** Options of {@link WorkflowProcessor}; the app injects the adapters. */
 export interface WorkflowProcessorOptions {
   outputs: OutputStore;
-  /** The completion queue `{p}-workflow-completions`. */
+  /** The completion queue `{p}-workflow-completions` (shard 0's; every completion's without `completionRoute`). */
   completions: TaskQueue;
+  /**
+   * Routes each completion to its workflow's shard's queue (docs/sharding.md#routing), e.g. a
+   * `ShardRouter` on the deployment's manifest. Default: every completion to `completions`.
+   */
+  completionRoute?: CompletionRoute;
   /** Reads a workflow's cancel flag (e.g. `cancelCheckFromStore(store)`); cached here per workflow. */
   isCancelled: (workflowId: string) => Promise<boolean>;
   /** The worker's environment, the base of each task's (default `process.env`; never mutated). */
@@ -682,13 +688,16 @@ export class WorkflowProcessor implements Processor {
       ...(context.trace === undefined ? {} : { trace: context.trace }),
     };
     let sending = completion;
-    let sent = await publishCompletion(this.options.completions, sending, options);
+    const route = this.options.completionRoute;
+    // Shard 0's queue is always right, if not the shortest way: its coordinator forwards.
+    const queue = route ? await route.queueFor(completion.workflowId).catch(() => this.options.completions) : this.options.completions;
+    let sent = await publishCompletion(queue, sending, options);
     if (!sent.sent && sent.tooLarge && completion.outputRef !== null) {
       // The output made the completion too large for the queue: fail the attempt with a clear error.
       const error = `the completion carrying the output does not fit in the completion queue: ${sent.error}`;
       context.log(error);
       sending = { ...completion, success: false, outputRef: null, error };
-      sent = await publishCompletion(this.options.completions, sending, options);
+      sent = await publishCompletion(queue, sending, options);
     }
     if (sent.sent) {
       this.reported.add(context);

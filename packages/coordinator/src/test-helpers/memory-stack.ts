@@ -2,7 +2,15 @@ import { afterEach } from '@jest/globals';
 import { isMergeNode, isTerminalWorkflowStatus, type WorkflowRuntime } from '@jobq/dag-core';
 import { decodeWorkflowTask, expandUpstreamRefs, type Completion, type WorkflowTaskInfo } from '@jobq/dag-core/wire';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
-import { VirtualClock, type Clock, type Instruments, type TaskQueue, type WorkflowStore, type WorkerRegistry } from '@jobq/ports';
+import {
+  VirtualClock,
+  type Clock,
+  type CompletionRoute,
+  type Instruments,
+  type TaskQueue,
+  type WorkflowStore,
+  type WorkerRegistry,
+} from '@jobq/ports';
 import {
   Worker,
   cancelCheckFromStore,
@@ -94,6 +102,8 @@ export interface SimulatedProcessorOptions {
   completionSendMaxAttempts: number;
   /** Called as each run starts (`workflowId/taskName`). */
   onRun?: (key: string) => void;
+  /** Routes each completion to its shard's queue (default: all to `completions`). */
+  route?: CompletionRoute;
 }
 
 /** A workflow processor that runs tasks in process (see {@link SimulatedRun}) and reports them as the real one does. */
@@ -189,7 +199,8 @@ export class SimulatedWorkflowProcessor implements Processor {
   }
 
   private async publish(context: TaskContext, completion: Completion): Promise<ProcessOutcome> {
-    const sent = await publishCompletion(this.options.completions, completion, {
+    const queue = this.options.route ? await this.options.route.queueFor(completion.workflowId) : this.options.completions;
+    const sent = await publishCompletion(queue, completion, {
       maxAttempts: this.options.completionSendMaxAttempts,
       backoff: { initialInMs: 20, maxInMs: 100 },
       clock: this.options.clock,
@@ -227,6 +238,8 @@ export interface MemoryStackOptions {
   coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
   /** Wraps the completion queue the workers send to. */
   workerCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** Routes the workers' completions by shard (default: all to the completion queue). */
+  workerRoute?: CompletionRoute;
   /** Completion send attempts of the workers (default 5). */
   completionSendMaxAttempts?: number;
   /** Cancel-flag poll of the workers (default 200 ms). */
@@ -330,6 +343,7 @@ async function openMemoryStack(options: MemoryStackOptions = {}, dispose: (fn: (
           cancelPollIntervalInMs: options.workerCancelPollIntervalInMs ?? 200,
           completionSendMaxAttempts: options.completionSendMaxAttempts ?? 5,
           onRun: (key) => runs.set(key, (runs.get(key) ?? 0) + 1),
+          ...(options.workerRoute ? { route: options.workerRoute } : {}),
         }),
       ],
     });

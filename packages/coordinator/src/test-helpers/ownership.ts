@@ -163,6 +163,14 @@ export class FakeOwnership {
     const mine = new Set<FakeLease>();
     const store: OwnershipStore = {
       readManifest: () => Promise.resolve(this.manifest === null ? null : { manifest: this.manifest, etag: String(this.manifestEtag) }),
+      readManifestIfChanged: (etag) =>
+        Promise.resolve(
+          (this.manifest === null ? null : String(this.manifestEtag)) === etag
+            ? 'unchanged'
+            : this.manifest === null
+              ? null
+              : { manifest: this.manifest, etag: String(this.manifestEtag) },
+        ),
       ensureManifest: (shards) => {
         if (this.manifest === null) this.setManifest(shards);
         return Promise.resolve(this.manifest!);

@@ -140,6 +140,29 @@ export function describeOwnershipStoreContract(
     );
 
     it(
+      'reads the manifest conditionally: unchanged while it is at the ETag given (or still absent), else the new one',
+      async () => {
+        const f = await fresh();
+        const { store } = f;
+        expect(await store.readManifestIfChanged(null)).toBe('unchanged');
+        await (await f.another()).ensureManifest(2);
+        const first = await store.readManifestIfChanged(null);
+        expect(first).toEqual({ manifest: { version: 1, shards: 2 }, etag: expect.any(String) });
+        const { etag } = first as { etag: string };
+        expect(etag).toBe((await store.readManifest())?.etag);
+        expect(await store.readManifestIfChanged(etag)).toBe('unchanged');
+        await store.growManifest(8, etag);
+        const grown = await store.readManifestIfChanged(etag);
+        expect(grown).toEqual({ manifest: { version: 1, shards: 8 }, etag: expect.any(String) });
+        expect((grown as { etag: string }).etag).not.toBe(etag);
+        expect(await store.readManifestIfChanged((grown as { etag: string }).etag)).toBe('unchanged');
+        await f.writeManifestText(JSON.stringify({ version: 2, shards: 4 }));
+        expect(await codeOf(store.readManifestIfChanged((grown as { etag: string }).etag))).toBe('unsupported');
+      },
+      timeout,
+    );
+
+    it(
       'refuses a manifest of an unknown version as unsupported, everywhere it is read',
       async () => {
         const f = await fresh();
