@@ -232,6 +232,13 @@ export default class WorkflowCoordinator extends JobqCommand {
       options: { ...coordinatorOptions(config), instruments: o.instruments, log },
     });
     const balanceIntervalInMs = Math.round(config.coordinator.balanceIntervalS.value * 1000);
+    // A member heartbeats every round and counts as live for a lease duration after its last one.
+    if (balanceIntervalInMs * 3 > o.shardLeaseDurationInMs) {
+      const from = config.coordinator.balanceIntervalS.from ?? '--balance-interval';
+      throw new UsageError(
+        `${from}: ${formatDuration(balanceIntervalInMs)} must be at most a third of the shard lease (${formatDuration(o.shardLeaseDurationInMs)})`,
+      );
+    }
     const balancer = new ShardBalancer({
       ownership,
       memberId: o.memberId,
