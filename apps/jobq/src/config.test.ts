@@ -115,6 +115,22 @@ describe('resolveConfig precedence (flag → env → file → default)', () => {
     expect(() => resolveConfig({ configPath: retentionFile }, {}, dir)).toThrow(/coordinator.retention must be a duration/);
   });
 
+  it('takes --shards (1, 2, 4, 8 or 16) and --balance-interval (a duration) from the flag, the environment or the file', async () => {
+    expect(resolveConfig({}, {}, empty).coordinator.shards).toEqual({ value: 1, source: 'default', from: null });
+    expect(resolveConfig({}, {}, empty).coordinator.balanceIntervalS).toEqual({ value: 10, source: 'default', from: null });
+    for (const shards of [0, 3, 32]) {
+      expect(() => configFromFlags({ shards }, {}, empty)).toThrow(`--shards: ${shards} is not allowed (one of 1, 2, 4, 8, 16)`);
+    }
+    expect(() => resolveConfig({}, { JOBQ_WORKFLOW_SHARDS: '5' }, empty)).toThrow(/JOBQ_WORKFLOW_SHARDS: 5 is not allowed/);
+    expect(resolveConfig({}, { JOBQ_WORKFLOW_SHARDS: '8' }, empty).coordinator.shards).toMatchObject({ value: 8, source: 'env' });
+    const file = join(dir, 'shards.yaml');
+    await writeFile(file, 'coordinator:\n  shards: 4\n  balance_interval: 2s\n');
+    const fromFile = resolveConfig({ configPath: file }, {}, dir);
+    expect(fromFile.coordinator.shards).toMatchObject({ value: 4, source: 'file', from: 'coordinator.shards' });
+    expect(fromFile.coordinator.balanceIntervalS).toMatchObject({ value: 2, source: 'file', from: 'coordinator.balance_interval' });
+    expect(() => resolveConfig({}, { JOBQ_COORDINATOR_BALANCE_INTERVAL: '500ms' }, empty)).toThrow(/JOBQ_COORDINATOR_BALANCE_INTERVAL/);
+  });
+
   it('marks the connection string secret and masks keys for display', () => {
     const config = resolveConfig({}, { JOBQ_STORAGE_CONNECTION_STRING: 'AccountName=a;AccountKey=c2VjcmV0;EndpointSuffix=x' }, empty);
     expect(config.connectionString).toMatchObject({ source: 'env', secret: true });

@@ -165,7 +165,39 @@ export const COORDINATOR_SETTINGS = [
     max: 100 * 365 * 86_400,
     duration: true,
   },
+  {
+    key: 'shards',
+    description:
+      'Shards of the deployment (1, 2, 4, 8 or 16; docs/sharding.md): creates the shard manifest, or must match it; without it, the manifest says (none: one shard, one coordinator)',
+    flag: 'shards',
+    env: 'JOBQ_WORKFLOW_SHARDS',
+    file: 'shards',
+    default: 1,
+    integer: true,
+    min: 1,
+    max: 16,
+    values: [1, 2, 4, 8, 16],
+    sharding: true,
+  },
+  {
+    key: 'balanceIntervalS',
+    description: 'Time between balancing rounds of a sharded coordinator, a duration such as 10s (each one ±20 % at random)',
+    flag: 'balance-interval',
+    env: 'JOBQ_COORDINATOR_BALANCE_INTERVAL',
+    file: 'balance_interval',
+    default: 10,
+    integer: false,
+    min: 1,
+    max: 3600,
+    duration: true,
+    sharding: true,
+  },
 ] as const;
+
+/** True for the settings only a sharded `workflow coordinator` takes (docs/sharding.md#running-sharded-coordinators). */
+export function isShardingSetting(setting: (typeof COORDINATOR_SETTINGS)[number]): boolean {
+  return 'sharding' in setting && setting.sharding;
+}
 
 /**
  * True for the settings whose flag takes a duration (docs/cli.md#conventions: `30s`, `10m`, or seconds); their value is
@@ -309,6 +341,8 @@ function parseNumber(text: string, setting: (typeof COORDINATOR_SETTINGS)[number
 }
 
 function checkNumber(value: number, setting: (typeof COORDINATOR_SETTINGS)[number], where: string): number {
+  if ('values' in setting && !(setting.values as readonly number[]).includes(value))
+    throw new UsageError(`${where}: ${value} is not allowed (one of ${setting.values.join(', ')})`);
   if (setting.integer && !Number.isInteger(value)) throw new UsageError(`${where}: ${value} must be a whole number`);
   if (value < setting.min || value > setting.max)
     throw new UsageError(`${where}: ${value} must be between ${setting.min} and ${setting.max}`);

@@ -51,6 +51,11 @@ export interface DeploymentOptions {
   createIfMissing?: boolean;
   /** Counts the storage requests of the clients opened here (`jobq_storage_requests_total`; default: not counted). */
   instruments?: Instruments;
+  /**
+   * Duration of the shard leases taken through `ownership()`: whole seconds, 15–60 s (default 60 s;
+   * renewed every quarter of it). A member then counts as live for as long after its last heartbeat.
+   */
+  shardLeaseDurationInMs?: number;
   /** Where the shard router says what it could not do (default: stderr). */
   log?: (line: string) => void;
 }
@@ -215,7 +220,16 @@ export async function openDeployment(config: CliConfig, options: DeploymentOptio
   let ownershipStore: Promise<AzureOwnershipStore> | null = null;
   const ownership = (): Promise<AzureOwnershipStore> => {
     if (ownershipStore === null) {
-      const opening = openOwnershipStore({ connection: account(prefix.account), prefix: prefix.prefix, createIfMissing, ...blobCounted });
+      const leaseDurationInMs = options.shardLeaseDurationInMs;
+      const opening = openOwnershipStore({
+        connection: account(prefix.account),
+        prefix: prefix.prefix,
+        createIfMissing,
+        ...blobCounted,
+        ...(leaseDurationInMs === undefined
+          ? {}
+          : { leaseDurationInMs, renewIntervalInMs: leaseDurationInMs / 4, memberLiveForInMs: leaseDurationInMs }),
+      });
       opening.catch(() => {
         ownershipStore = null;
       });

@@ -4,6 +4,7 @@ import { UsageError } from './errors';
 import {
   COORDINATOR_SETTINGS,
   isDurationSetting,
+  isShardingSetting,
   isTimeSetting,
   resolveConfig,
   type CliConfig,
@@ -37,28 +38,48 @@ function defaultText(s: (typeof COORDINATOR_SETTINGS)[number]): string {
   return isTimeSetting(s) && s.default > 0 ? formatDuration(Math.round(s.default * 1000)) : String(s.default);
 }
 
+type CoordinatorSetting = (typeof COORDINATOR_SETTINGS)[number];
+type SettingFlag = ReturnType<ReturnType<typeof Flags.custom<number>>>;
+
+/** The flags of `settings` (each with its env and default in its description, in the COORDINATOR help group). */
+function settingFlags(settings: readonly CoordinatorSetting[]): Record<string, SettingFlag> {
+  return Object.fromEntries(
+    settings.flatMap((s): Array<[string, unknown]> => [
+      [
+        s.flag,
+        Flags.custom<number>({
+          description: `${s.description} (${isTimeSetting(s) && !isDurationSetting(s) ? 'a duration; ' : ''}default ${defaultText(s)}) [env: ${s.env}]`,
+          helpGroup: 'COORDINATOR',
+          parse: (input) => {
+            if (isTimeSetting(s)) return Promise.resolve(durationMs(input, `--${s.flag}`) / 1000);
+            const value = Number(input);
+            if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
+            return Promise.resolve(value);
+          },
+        })(),
+      ],
+      ...('legacyFlag' in s
+        ? [[s.legacyFlag, legacyDurationFlag(s.legacyFlag, s.flag, 'seconds', (ms) => ms / 1000)] as [string, unknown]]
+        : []),
+    ]),
+  ) as Record<string, SettingFlag>;
+}
+
 /**
  * The coordinator flags (docs/azure.md#configuration; flag → env → config file → default, resolved by {@link configFromFlags}).
  * A time setting's flag takes a duration (docs/cli.md#conventions); its old `-s` spelling is a deprecated alias in seconds.
+ * The sharding settings are not among them: see {@link shardingFlags}.
  */
-export const coordinatorFlags = Object.fromEntries(
-  COORDINATOR_SETTINGS.flatMap((s) => [
-    [
-      s.flag,
-      Flags.custom<number>({
-        description: `${s.description} (${isTimeSetting(s) && !isDurationSetting(s) ? 'a duration; ' : ''}default ${defaultText(s)}) [env: ${s.env}]`,
-        helpGroup: 'COORDINATOR',
-        parse: (input) => {
-          if (isTimeSetting(s)) return Promise.resolve(durationMs(input, `--${s.flag}`) / 1000);
-          const value = Number(input);
-          if (input.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${s.flag} expects a number, got "${input}"`);
-          return Promise.resolve(value);
-        },
-      })(),
-    ],
-    ...('legacyFlag' in s ? [[s.legacyFlag, legacyDurationFlag(s.legacyFlag, s.flag, 'seconds', (ms) => ms / 1000)]] : []),
-  ]),
-) as Record<(typeof COORDINATOR_SETTINGS)[number]['flag'], ReturnType<ReturnType<typeof Flags.custom<number>>>>;
+export const coordinatorFlags = settingFlags(COORDINATOR_SETTINGS.filter((s) => !isShardingSetting(s))) as Record<
+  Exclude<CoordinatorSetting, { sharding: true }>['flag'],
+  SettingFlag
+>;
+
+/** The flags of a sharded coordinator (`--shards`, `--balance-interval`; docs/sharding.md#running-sharded-coordinators), only on `workflow coordinator`. */
+export const shardingFlags = settingFlags(COORDINATOR_SETTINGS.filter((s) => isShardingSetting(s))) as Record<
+  Extract<CoordinatorSetting, { sharding: true }>['flag'],
+  SettingFlag
+>;
 
 type ConfigFlagValues = {
   prefix?: string | undefined;

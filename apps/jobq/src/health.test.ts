@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:net';
-import type { Coordinator, CoordinatorHealth } from '@jobq/coordinator';
+import type { Coordinator, CoordinatorHealth, ShardBalancer } from '@jobq/coordinator';
 import type { Worker, WorkerHealth } from '@jobq/worker';
 import { coordinatorHealth } from './commands/workflow/coordinator';
 import { workerHealth } from './commands/worker';
 import { UsageError } from './errors';
 import { healthFlags, LIVENESS_STALE_AFTER_IN_MS, serveHealth, startHealth, type HealthSource } from './health';
 import { parsePort } from './metrics';
+import { balancerHealth, defaultMemberId } from './shard-coordinator';
 import { runCli } from './test-helpers/cli';
 
 // The health endpoints (docs/operations.md#health-endpoints): the server, and what the worker and
@@ -138,5 +139,47 @@ describe('what the coordinator reports', () => {
   it('live while its loop (or lease poll) ticked within the limit', () => {
     expect(coordinatorHealth(coordinator({ lastTickAt: now() }), now).live().ok).toBe(true);
     expect(coordinatorHealth(coordinator({ lastTickAt: now() - LIVENESS_STALE_AFTER_IN_MS - 1 }), now).live().ok).toBe(false);
+  });
+});
+
+describe('what a sharded coordinator reports', () => {
+  const now = () => 1_000_000;
+  const member = { id: 'coord-1', shardCount: 4 };
+  const balancer = (h: Partial<ReturnType<ShardBalancer['health']>>): Pick<ShardBalancer, 'health'> => ({
+    health: () => ({ phase: 'running', shards: [0, 3], lastTickAt: now(), ...h }),
+  });
+  it('ready while running or as a standby (holding nothing, and saying so); 503 while starting and once stopping', () => {
+    expect(balancerHealth(balancer({}), member, now).ready()).toEqual({
+      ok: true,
+      details: {
+        role: 'coordinator',
+        member_id: 'coord-1',
+        shard_count: 4,
+        phase: 'running',
+        holds: 'shards',
+        shards: [0, 3],
+        last_tick_ms_ago: 0,
+      },
+    });
+    expect(balancerHealth(balancer({ phase: 'standby', shards: [] }), member, now).ready()).toMatchObject({
+      ok: true,
+      details: { phase: 'standby', holds: 'nothing', shards: [] },
+    });
+    expect(balancerHealth(balancer({ phase: 'stopping' }), member, now).ready().ok).toBe(false);
+    expect(balancerHealth(balancer({ phase: 'starting', shards: [] }), member, now).ready().ok).toBe(false);
+    expect(balancerHealth(null, member, now).ready().ok).toBe(false);
+  });
+
+  it('live while its balancing loop goes round', () => {
+    expect(balancerHealth(balancer({ lastTickAt: now() - 5_000 }), member, now).live().ok).toBe(true);
+    expect(balancerHealth(balancer({ lastTickAt: now() - LIVENESS_STALE_AFTER_IN_MS - 1 }), member, now).live().ok).toBe(false);
+    expect(balancerHealth(balancer({ phase: 'stopping', lastTickAt: 0 }), member, now).live().ok).toBe(true);
+  });
+
+  it('takes the host name as the member id, made fit for one', () => {
+    expect(defaultMemberId('coordinator-7f9c-abcde')).toBe('coordinator-7f9c-abcde');
+    expect(defaultMemberId('my host@corp')).toBe('my-host-corp');
+    expect(defaultMemberId('_-x')).toBe('x');
+    expect(defaultMemberId('')).toBe('coordinator');
   });
 });

@@ -488,6 +488,8 @@ export const CONFIG_SETTING_KEYS = [
   'task_message_ttl_s',
   'max_deliveries',
   'retention',
+  'shards',
+  'balance_interval',
 ] as const;
 
 const configShow = z.object({

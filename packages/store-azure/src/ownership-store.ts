@@ -42,6 +42,12 @@ export interface OpenOwnershipStoreOptions {
   leaseDurationInMs?: number;
   /** Time between renewals of a held shard lease, below the duration. Default 15 000. */
   renewIntervalInMs?: number;
+  /**
+   * How long a member counts as live after its last heartbeat, by the service's clock. Default
+   * `MEMBER_LIVE_FOR_MS` (60 000); tests with short leases shorten it, so that a crashed member's
+   * shards are shared out once their leases have run out. Keep it well above the balance interval.
+   */
+  memberLiveForInMs?: number;
   /** Extra blob pipeline policies (below the retry policy: every HTTP try is seen). */
   blobPolicies?: readonly RequestPolicyFactory[];
 }
@@ -75,8 +81,11 @@ export class AzureOwnershipStore implements OwnershipStore {
   constructor(
     private readonly container: ContainerClient,
     private readonly settings: LeaseSettings,
+    private readonly memberLiveForInMs: number = MEMBER_LIVE_FOR_MS,
   ) {
     checkLeaseSettings(settings);
+    if (!Number.isFinite(memberLiveForInMs) || memberLiveForInMs < 1_000)
+      throw new JobqError('invalid-config', `memberLiveForInMs must be at least 1 000, got ${memberLiveForInMs}`);
   }
 
   private get timeout(): number {
@@ -256,7 +265,7 @@ export class AzureOwnershipStore implements OwnershipStore {
       throw new JobqError('unavailable', 'list shard members failed: the answer had no Date header (the service time is needed)');
     const now = serverTime.getTime();
     const members = seen
-      .filter((m) => now - m.lastSeen.getTime() < MEMBER_LIVE_FOR_MS)
+      .filter((m) => now - m.lastSeen.getTime() < this.memberLiveForInMs)
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return { manifest, shards, members, serverTime };
   }
@@ -354,11 +363,15 @@ export async function openOwnershipStore(options: OpenOwnershipStoreOptions): Pr
     operationTimeoutInMs,
     ...(options.blobPolicies ? { blobPolicies: options.blobPolicies } : {}),
   });
-  const store = new AzureOwnershipStore(clients.container(names.workflowsContainer), {
-    durationInMs: options.leaseDurationInMs ?? 60_000,
-    renewIntervalInMs: options.renewIntervalInMs ?? 15_000,
-    operationTimeoutInMs,
-  });
+  const store = new AzureOwnershipStore(
+    clients.container(names.workflowsContainer),
+    {
+      durationInMs: options.leaseDurationInMs ?? 60_000,
+      renewIntervalInMs: options.renewIntervalInMs ?? 15_000,
+      operationTimeoutInMs,
+    },
+    options.memberLiveForInMs ?? MEMBER_LIVE_FOR_MS,
+  );
   if (options.createIfMissing ?? true) await store.ensureExists();
   return store;
 }
