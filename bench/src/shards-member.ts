@@ -27,6 +27,8 @@ async function main(): Promise<void> {
     prefix,
     leaseDurationInMs: 15_000,
     renewIntervalInMs: 5_000,
+    // As the CLI does with a short lease: a killed member stops counting as live when its leases run out.
+    memberLiveForInMs: 15_000,
     blobPolicies: [
       {
         create: (next) => ({
