@@ -5,6 +5,7 @@ import { ShardRouter, VirtualClock, type TaskQueue } from '@jobq/ports';
 import type { Coordinator } from './coordinator';
 import { WorkflowClient } from './workflow-client';
 import { useMemoryStacks, type MemoryStack, type MemoryStackOptions } from './test-helpers/memory-stack';
+import { WrappedQueue } from './test-helpers/wrappers';
 
 // Routing by shard (docs/sharding.md#routing), in memory on a virtual clock: old workers and
 // clients send everything to shard 0's queue and its runner forwards other shards' messages;
@@ -180,6 +181,38 @@ describe('routing by shard', () => {
     expect(runners[0]!.counters.forwarded).toBe(3);
     expect(runners[2]!.counters.completionsApplied).toBe(2);
     expect(s.logs.filter((l) => l.includes('to shard 2 failed (queue 2 unreachable); left for redelivery'))).toHaveLength(2);
+  });
+
+  it('shard 2’s completion queue failing to receive for 30 s: the other shards finish meanwhile; shard 2’s runner logs, keeps its lease and catches up', async () => {
+    const { s, ownership, queues, runners, submit } = await fourShards({ routed: true });
+    await ownership.ensureManifest(4);
+    const outageEnd = s.clock.now() + 30_000;
+    const outage = new WrappedQueue(queues[2]!, {
+      receive: (_options, receive) => (s.clock.now() < outageEnd ? Promise.reject(new Error('queue 2 unreachable')) : receive()),
+    });
+    for (let k = 0; k < 4; k++) {
+      const claim = (await ownership.claim(k, 'm1'))!;
+      const own = k === 2 ? outage : queues[k]!;
+      const runner = s.newCoordinator({}, { shard: { index: k, count: 4, claim, queueOf: (j) => queues[j]! }, completions: () => own });
+      expect(await runner.start()).toBe(true);
+      runners.push(runner);
+    }
+    const byShard = idsByShard(4, 2, 'outage');
+    for (const ids of byShard) for (const id of ids) await submit(id);
+    const others = [0, 1, 3].flatMap((k) => byShard[k]!);
+    await allCompleted(s, others);
+    // The other shards finished within the outage; shard 2's workflows wait for their queue.
+    expect(s.clock.now()).toBeLessThan(outageEnd);
+    for (const id of byShard[2]!) expect((await s.store.load(id))?.runtime.status).not.toBe('completed');
+    expect(runners[2]!.counters.receiveErrors).toBeGreaterThan(0);
+    expect(s.logs.some((l) => l.includes('receive failed: queue 2 unreachable'))).toBe(true);
+
+    await allCompleted(s, byShard[2]!);
+    expect(s.clock.now()).toBeGreaterThanOrEqual(outageEnd);
+    appliedOnce(s, runners, byShard);
+    // It kept its lease all along: still held, still the one claim.
+    const view = await ownership.list();
+    expect(view.shards[2]).toMatchObject({ leased: true, owner: 'm1', epoch: 1 });
   });
 
   it('a routed worker and client send each message to its shard’s queue: nothing is forwarded; a cancel goes there too', async () => {
