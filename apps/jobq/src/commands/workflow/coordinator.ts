@@ -135,22 +135,10 @@ export default class WorkflowCoordinator extends JobqCommand {
     });
     current.health = coordinatorHealth(coordinator);
 
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      signals++;
-      if (signals === 1) {
-        this.note(
-          `${signal}: stopping${coordinator.health().phase === 'waiting' ? ' the wait for the lease' : ' after the current batch'}…`,
-        );
-        // A failing stop surfaces through run() below.
-        coordinator.stop().catch(() => undefined);
-      } else {
-        this.note(`${signal} again: exiting without waiting`);
-        process.exit(130);
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const offSignals = this.onStopSignals(
+      () => `stopping${coordinator.health().phase === 'waiting' ? ' the wait for the lease' : ' after the current batch'}…`,
+      () => coordinator.stop(),
+    );
     try {
       if (!(await coordinator.start())) {
         this.note('Coordinator stopped while waiting for the lease (it held nothing)');
@@ -164,8 +152,7 @@ export default class WorkflowCoordinator extends JobqCommand {
         this.note(`Coordinator stopped — ${c.completionsApplied} completions, ${c.pushes} tasks pushed, ${c.batches} batches`);
       }
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      offSignals();
     }
   }
 
@@ -247,20 +234,10 @@ export default class WorkflowCoordinator extends JobqCommand {
     });
     o.setHealth(balancerHealth(balancer, { id: o.memberId, shardCount: o.shards }));
 
-    let signals = 0;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      signals++;
-      if (signals === 1) {
-        this.note(`${signal}: stopping: every shard finishes its current batch and is released…`);
-        // A failing stop surfaces through run() below.
-        balancer.stop().catch(() => undefined);
-      } else {
-        this.note(`${signal} again: exiting without waiting`);
-        process.exit(130);
-      }
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const offSignals = this.onStopSignals(
+      () => 'stopping: every shard finishes its current batch and is released…',
+      () => balancer.stop(),
+    );
     try {
       this.announceTarget(deployment, config, o.shards);
       this.note(
@@ -277,9 +254,32 @@ export default class WorkflowCoordinator extends JobqCommand {
         );
       }
     } finally {
+      offSignals();
+    }
+  }
+
+  /**
+   * SIGINT or SIGTERM once: `stopping()` is noted and `stop()` called (a failing stop surfaces
+   * through the run); a second signal exits 130 at once. Returns the function that removes the handlers.
+   */
+  private onStopSignals(stopping: () => string, stop: () => Promise<unknown>): () => void {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals++;
+      if (signals === 1) {
+        this.note(`${signal}: ${stopping()}`);
+        stop().catch(() => undefined);
+      } else {
+        this.note(`${signal} again: exiting without waiting`);
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    return () => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-    }
+    };
   }
 
   private announce(brokeLease: boolean, deployment: Deployment, config: CliConfig): Promise<void> {
