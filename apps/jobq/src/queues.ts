@@ -151,7 +151,7 @@ export async function openQueueAt(location: QueueLocation, options: OpenQueueOpt
 }
 
 /** A queue opened on first use (and tried again on each use until it opens). */
-class DeferredQueue implements DescribableQueue {
+export class DeferredQueue implements DescribableQueue {
   private opened: TaskQueue | null = null;
   private dlq: DeferredQueue | undefined;
 
@@ -169,7 +169,7 @@ class DeferredQueue implements DescribableQueue {
     return this.opened?.maxMessageBytes ?? SERVICE_BUS_MAX_MESSAGE_BYTES - 4_096;
   }
 
-  private async target(): Promise<TaskQueue> {
+  protected async target(): Promise<TaskQueue> {
     this.opened ??= await this.open();
     return this.opened;
   }

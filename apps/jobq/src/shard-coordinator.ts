@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { storeNames } from '@jobq/store-azure';
 import {
   Coordinator,
   coordinatorRunners,
@@ -11,14 +12,14 @@ import {
 import {
   isJobqError,
   SHARD_MEMBER_ID_PATTERN,
-  type OperationOptions,
-  type OutgoingMessage,
-  type PeekedMessage,
+  shardCompletionQueue,
   type ReceivedMessage,
   type ReceiveOptions,
   type TaskQueue,
 } from '@jobq/ports';
 import { LIVENESS_STALE_AFTER_IN_MS, type HealthSource } from './health';
+import type { Deployment } from './deployment';
+import { DeferredQueue, openQueueAt } from './queues';
 
 // The parts of a sharded `workflow coordinator` (docs/sharding.md#running-sharded-coordinators):
 // its member id, the shard completion queues its runners receive from, and its health.
@@ -42,28 +43,20 @@ export function defaultMemberId(host: string = hostname()): string {
  * logging that once. Any other receive failure is the runner's to handle: it logs, sleeps and keeps
  * its lease.
  */
-export class ShardCompletionQueue implements TaskQueue {
-  private opened: TaskQueue | null = null;
+export class ShardCompletionQueue extends DeferredQueue {
   private recreated = false;
 
   constructor(
-    readonly name: string,
-    readonly lockDurationInMs: number,
-    private readonly open: () => Promise<TaskQueue>,
+    name: string,
+    lockDurationInMs: number,
+    open: () => Promise<TaskQueue>,
     private readonly create: (queue: TaskQueue) => Promise<void>,
     private readonly log: (line: string) => void,
-  ) {}
-
-  get maxMessageBytes(): number {
-    return this.opened?.maxMessageBytes ?? 64 * 1024;
+  ) {
+    super(name, lockDurationInMs, open);
   }
 
-  private async target(): Promise<TaskQueue> {
-    this.opened ??= await this.open();
-    return this.opened;
-  }
-
-  async receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
+  override async receive(options: ReceiveOptions): Promise<ReceivedMessage[]> {
     const queue = await this.target();
     try {
       return await queue.receive(options);
@@ -75,34 +68,31 @@ export class ShardCompletionQueue implements TaskQueue {
       return queue.receive(options);
     }
   }
-  async send(messages: OutgoingMessage | readonly OutgoingMessage[], options?: OperationOptions): Promise<void> {
-    return (await this.target()).send(messages, options);
-  }
-  async renewLock(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    return (await this.target()).renewLock(message, options);
-  }
-  async complete(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    return (await this.target()).complete(message, options);
-  }
-  async abandon(message: ReceivedMessage, options?: OperationOptions): Promise<void> {
-    return (await this.target()).abandon(message, options);
-  }
-  async deadLetter(message: ReceivedMessage, reason: string, options?: OperationOptions): Promise<void> {
-    return (await this.target()).deadLetter(message, reason, options);
-  }
-  async peek(maxMessages: number, options?: OperationOptions): Promise<PeekedMessage[]> {
-    return (await this.target()).peek(maxMessages, options);
-  }
-  async approximateMessageCount(options?: OperationOptions): Promise<number> {
-    return (await this.target()).approximateMessageCount(options);
-  }
-  deadLetterQueue(): TaskQueue {
-    if (this.opened === null) throw new Error(`completion queue ${this.name} is not open yet`);
-    return this.opened.deadLetterQueue();
-  }
-  async close(): Promise<void> {
-    await this.opened?.close();
-  }
+}
+
+/**
+ * Shard `shard`'s completion queue of `deployment` for its runner: the deployment's queue, opened on
+ * first use; when a receive finds it missing it is created again (a storage queue by itself, a
+ * Service Bus queue through the deployment's settings).
+ */
+export function shardCompletionQueueOf(
+  deployment: Deployment,
+  shard: number,
+  lockDurationInMs: number,
+  log: (line: string) => void,
+): ShardCompletionQueue {
+  const name = shardCompletionQueue(storeNames(deployment.prefix.prefix).completionQueue, shard);
+  return new ShardCompletionQueue(
+    name,
+    lockDurationInMs,
+    () => deployment.shardCompletions(shard),
+    async (opened) => {
+      const storageQueue = opened as TaskQueue & { ensureExists?: () => Promise<void> };
+      if (typeof storageQueue.ensureExists === 'function') await storageQueue.ensureExists();
+      else await openQueueAt(deployment.locate(deployment.shardCompletionsSpec(shard)), { lockDurationInMs, createIfMissing: true });
+    },
+    log,
+  );
 }
 
 /** The sum of the counters of every runner a sharded coordinator started, and the shards they ran. */

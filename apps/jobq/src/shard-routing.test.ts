@@ -3,6 +3,7 @@ import { shardOf } from '@jobq/dag-core';
 import { decodeCoordinatorMessage } from '@jobq/dag-core/wire';
 import { configFromFlags } from './flags';
 import { openDeployment, type Deployment } from './deployment';
+import { shardCompletionQueueOf } from './shard-coordinator';
 import { startTestStorage, uniquePrefix, type TestStorage } from './test-helpers/storage';
 
 // The deployment's shard router on Azurite (docs/sharding.md#routing): the real manifest blob, read
@@ -61,5 +62,17 @@ describe('the deployment’s shard router (Azurite)', () => {
     expect(await wakeupsIn(3)).toEqual([third]);
     expect((await deployment.route.queueFor(third)).name).toBe(deployment.shardCompletionsSpec(3).split('/').pop());
     expect(logs).toEqual(['routing completions by 2 shard(s) (was 1)', 'routing completions by 4 shard(s) (was 2)']);
+  });
+
+  it('a shard runner’s completion queue deleted under it is created again at its next receive, said once', async () => {
+    const lines: string[] = [];
+    const queue = shardCompletionQueueOf(deployment, 5, 30_000, (line) => lines.push(line));
+    expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 0 })).toEqual([]);
+    const opened = (await deployment.shardCompletions(5)) as unknown as { deleteQueue(): Promise<void> };
+    await opened.deleteQueue();
+    expect(await queue.receive({ maxMessages: 1, maxWaitTimeInMs: 0 })).toEqual([]);
+    expect(lines).toEqual([`completion queue ${queue.name} is missing: creating it`]);
+    await queue.send({ body: 'x' });
+    expect(await queue.approximateMessageCount()).toBe(1);
   });
 });

@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
-import { checkShardMemberId, errorMessage, formatDuration, shardCompletionQueue, type ShardCount, type TaskQueue } from '@jobq/ports';
-import { storeNames } from '@jobq/store-azure';
+import { checkShardMemberId, errorMessage, formatDuration, type ShardCount, type TaskQueue } from '@jobq/ports';
 import { ShardBalancer, type Coordinator } from '@jobq/coordinator';
 import { JobqCommand } from '../../base';
 import { COORDINATOR_SETTINGS, isDurationSetting, isShardingSetting, type CliConfig } from '../../config';
@@ -9,10 +8,15 @@ import { durationMs } from '../../duration-flags';
 import { UsageError } from '../../errors';
 import { configFlags, configFromFlags, coordinatorFlags, shardingFlags } from '../../flags';
 import { metricsFlags, startMetrics } from '../../metrics';
-import { openQueueAt } from '../../queues';
 import { coordinatorOptions, createCoordinator } from '../../services';
 import { healthFlags, LIVENESS_STALE_AFTER_IN_MS, startHealth, type HealthSource } from '../../health';
-import { balancerHealth, countedRunners, defaultMemberId, ShardCompletionQueue } from '../../shard-coordinator';
+import {
+  balancerHealth,
+  countedRunners,
+  defaultMemberId,
+  shardCompletionQueueOf,
+  type ShardCompletionQueue,
+} from '../../shard-coordinator';
 import type { Instruments } from '@jobq/ports';
 
 /** What the coordinator's /livez and /readyz say (docs/operations.md#health-endpoints). */
@@ -189,23 +193,12 @@ export default class WorkflowCoordinator extends JobqCommand {
   ): Promise<void> {
     const ownership = await deployment.ownership();
     const log = (line: string): void => this.note(`coordinator: ${line}`);
-    const baseQueue = storeNames(deployment.prefix.prefix).completionQueue;
     const lockDurationInMs = Math.round(config.coordinator.visibilityTimeoutS.value * 1000);
     const queues = new Map<number, ShardCompletionQueue>();
     const completions = (shard: number): TaskQueue => {
       let queue = queues.get(shard);
       if (queue === undefined) {
-        queue = new ShardCompletionQueue(
-          shardCompletionQueue(baseQueue, shard),
-          lockDurationInMs,
-          () => deployment.shardCompletions(shard),
-          async (opened) => {
-            const storageQueue = opened as TaskQueue & { ensureExists?: () => Promise<void> };
-            if (typeof storageQueue.ensureExists === 'function') await storageQueue.ensureExists();
-            else await openQueueAt(deployment.locate(deployment.shardCompletionsSpec(shard)), { lockDurationInMs, createIfMissing: true });
-          },
-          (line) => log(`shard ${shard}: ${line}`),
-        );
+        queue = shardCompletionQueueOf(deployment, shard, lockDurationInMs, (line) => log(`shard ${shard}: ${line}`));
         queues.set(shard, queue);
       }
       return queue;
