@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
 
 /** The built CLI entry point (the package's `test` script builds before jest runs). */
@@ -55,4 +55,40 @@ export function runCli(args: readonly string[], options: RunCliOptions = {}): Pr
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** A CLI process left running, with its output so far. */
+export interface RunningCli {
+  child: ChildProcessWithoutNullStreams;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the built CLI with `args` and `env`, collecting its stderr; stdout is drained. */
+export function startCli(args: string[], env: NodeJS.ProcessEnv): RunningCli {
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.resume();
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, stderr: () => stderr, exited };
+}
+
+/** Polls `check` until it is true; fails after a generous deadline. */
+export async function pollUntil(what: string, check: () => boolean | Promise<boolean>, deadlineInMs = 60_000): Promise<void> {
+  const until = Date.now() + deadlineInMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The exit code of a running CLI; SIGKILLs it after `deadlineInMs`. */
+export async function exitOf(running: RunningCli, deadlineInMs = 60_000): Promise<number | null> {
+  const timer = setTimeout(() => running.child.kill('SIGKILL'), deadlineInMs);
+  try {
+    return await running.exited;
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,45 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Worker } from '@jobq/worker';
 import { configFromFlags } from '../../flags';
 import { openDeployment, type Deployment } from '../../deployment';
 import { createWorker } from '../../services';
-import { CLI, runCli } from '../../test-helpers/cli';
+import { exitOf, pollUntil, runCli, startCli, type RunningCli } from '../../test-helpers/cli';
 import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
 
-/** A CLI process left running, with its output so far. */
-interface Running {
-  child: ChildProcessWithoutNullStreams;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function start(args: string[], env: NodeJS.ProcessEnv): Running {
-  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdout.resume();
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return { child, stderr: () => stderr, exited };
-}
-
-/** Polls `check` until it is true; fails after a generous deadline. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, deadlineInMs = 60_000): Promise<void> {
-  const until = Date.now() + deadlineInMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function exitOf(running: Running, deadlineInMs = 60_000): Promise<number | null> {
-  const timer = setTimeout(() => running.child.kill('SIGKILL'), deadlineInMs);
-  try {
-    return await running.exited;
-  } finally {
-    clearTimeout(timer);
-  }
-}
+type Running = RunningCli;
+const start = startCli;
+const waitFor = pollUntil;
 
 let storage: TestStorage;
 let prefix: string;
