@@ -119,6 +119,7 @@ export {
   type PendingTaskExplanation,
   type ReadyHold,
   type ReadyTaskExplanation,
+  type TaskExplanationBase,
   type RunningTaskExplanation,
   type RuntimeExplanation,
   type TaskExplanation,

@@ -23,4 +23,6 @@ export {
   type MemoryOwnershipDeploymentOptions,
   type MemoryOwnershipFaults,
   type MemoryOwnershipStoreOptions,
+  type MemoryShardState,
+  MemoryShardLease,
 } from './ownership-store';

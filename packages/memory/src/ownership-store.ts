@@ -68,7 +68,7 @@ function noCalls(): MemoryOwnershipCalls {
 }
 
 /** A held shard lease: it expires only when its holder stops renewing (its claim's `stopRenewing`, or {@link MemoryOwnershipStore.crash}). */
-class MemoryShardLease implements CoordinatorLease {
+export class MemoryShardLease implements CoordinatorLease {
   private readonly controller = new AbortController();
   /** Fires when the lease ends (lost or released): cancels the expiry timer of {@link stopRenewing}. */
   private readonly ending = new AbortController();
@@ -124,7 +124,8 @@ class MemoryShardLease implements CoordinatorLease {
   }
 }
 
-interface ShardState {
+/** One shard as the deployment holds it: its owner, epoch, lease and last claim time. */
+export interface MemoryShardState {
   owner: string | null;
   epoch: number;
   lease: MemoryShardLease | null;
@@ -143,7 +144,7 @@ interface ShardState {
 export class MemoryOwnershipDeployment {
   /** The manifest's text and its ETag (null: none). */
   manifest: { text: string; etag: string } | null = null;
-  readonly shards = new Map<number, ShardState>();
+  readonly shards = new Map<number, MemoryShardState>();
   readonly members = new Map<string, number>();
   /** Requests served by all its stores, counted. */
   readonly calls: MemoryOwnershipCalls = noCalls();
@@ -187,7 +188,7 @@ export class MemoryOwnershipDeployment {
     return `"m${this.nextTag++}"`;
   }
 
-  shard(index: number): ShardState {
+  shard(index: number): MemoryShardState {
     let state = this.shards.get(index);
     if (state === undefined) {
       state = { owner: null, epoch: 0, lease: null, claimedAt: null };

@@ -84,6 +84,7 @@ export {
   type MetricDefinition,
   type MetricLabels,
   type MetricName,
+  type MetricNamesOf,
   type MetricType,
 } from './metrics';
 export {

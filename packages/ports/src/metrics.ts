@@ -103,13 +103,14 @@ export const METRICS = {
 
 /** A metric's name. */
 export type MetricName = keyof typeof METRICS;
-type NamesOf<T extends MetricType> = { [K in MetricName]: (typeof METRICS)[K]['type'] extends T ? K : never }[MetricName];
+/** Names of the metrics in {@link METRICS} of type `T`. */
+export type MetricNamesOf<T extends MetricType> = { [K in MetricName]: (typeof METRICS)[K]['type'] extends T ? K : never }[MetricName];
 /** Names of the counters in {@link METRICS}. */
-export type CounterName = NamesOf<'counter'>;
+export type CounterName = MetricNamesOf<'counter'>;
 /** Names of the gauges in {@link METRICS}. */
-export type GaugeName = NamesOf<'gauge'>;
+export type GaugeName = MetricNamesOf<'gauge'>;
 /** Names of the histograms in {@link METRICS}. */
-export type HistogramName = NamesOf<'histogram'>;
+export type HistogramName = MetricNamesOf<'histogram'>;
 /** The labels of a metric, each a string value. */
 export type MetricLabels<N extends MetricName> = { readonly [L in (typeof METRICS)[N]['labels'][number]]: string };
 

@@ -39,7 +39,8 @@ export interface PipelineSettings {
   policies?: readonly RequestPolicyFactory[];
 }
 
-interface ParsedConnectionString {
+/** What {@link parseConnectionString} reads from a connection string. */
+export interface ParsedConnectionString {
   queueUrl: string;
   accountName: string | undefined;
   accountKey: string | undefined;

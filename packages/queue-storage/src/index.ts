@@ -13,6 +13,7 @@ export {
   createQueueServiceClient,
   parseConnectionString,
   queueServiceUrlFor,
+  type ParsedConnectionString,
   type PipelineSettings,
   type StorageConnection,
 } from './connection';

@@ -42,4 +42,5 @@ export {
 } from '@jobq/azure-pipeline';
 export { translateStoreError, type StoreErrorContext } from './errors';
 export { AzureWorkerRegistry, openWorkerRegistry, type OpenWorkerRegistryOptions } from './worker-registry';
+export type { LeaseSettings } from './lease';
 export { AzureOwnershipStore, openOwnershipStore, type OpenOwnershipStoreOptions } from './ownership-store';

@@ -187,6 +187,7 @@ const JSON_START = /^\s*(?:[{["\-0-9]|true\b|false\b|null\b)/;
 export class AzureOutputStore implements OutputStore {
   readonly outputsContainer: string;
 
+  /** @internal use {@link openOutputStore} */
   constructor(
     private readonly io: BlobIo,
     readonly names: StoreNames,

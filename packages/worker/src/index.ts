@@ -44,6 +44,7 @@ export {
 export {
   parseDirsyncDestination,
   startDirsync,
+  type BlobDirsyncDestination,
   type DirsyncDestination,
   type DirsyncOptions,
   type DirsyncSession,

@@ -78,13 +78,14 @@ export type PendingCause = 'dependencies' | 'blocked' | 'inputs' | 'gates' | 'ac
  */
 export type ReadyHold = 'cancel' | 'activation' | 'max_parallelism' | null;
 
-interface TaskBase {
+/** What every task explanation carries: the task, its queue and its latest attempt number. */
+export interface TaskExplanationBase {
   name: string;
   queue: string;
   attemptNo: number;
 }
 
-export interface PendingTaskExplanation extends TaskBase {
+export interface PendingTaskExplanation extends TaskExplanationBase {
   status: 'pending';
   /** The workflow's cancel is applied: it will be cancelled, not run. */
   cancelRequested: boolean;
@@ -95,14 +96,14 @@ export interface PendingTaskExplanation extends TaskBase {
   cause: PendingCause;
 }
 
-export interface ReadyTaskExplanation extends TaskBase {
+export interface ReadyTaskExplanation extends TaskExplanationBase {
   status: 'ready';
   heldBy: ReadyHold;
   /** Ready tasks before it in definition order. */
   readyAhead: number;
 }
 
-export interface RunningTaskExplanation extends TaskBase {
+export interface RunningTaskExplanation extends TaskExplanationBase {
   status: 'running';
   numRetries: number;
   /** Which retry this attempt is (0: the first attempt since the last retry of the workflow). */

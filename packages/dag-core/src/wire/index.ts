@@ -100,3 +100,21 @@ export {
   type RuntimeParts,
   type SnapshotMeta,
 } from '../runtime/snapshot-codec';
+
+// The parsed form of a `condition:` expression, as a `CompiledCondition` stores it with the workflow.
+export type {
+  AggregateFunction,
+  AggregateNode,
+  CompareNode,
+  CompareOperator,
+  Comparison,
+  ConditionNode,
+  ListNode,
+  LiteralNode,
+  LiteralValue,
+  LogicalNode,
+  NotNode,
+  PathSegment,
+  ReferenceNode,
+  ReferenceRoot,
+} from '../condition';
