@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { MemoryWorkflowStore } from '@jobq/memory';
 import type { WorkflowStore } from '@jobq/ports';
 import { useMemoryStacks } from './test-helpers/memory-stack';
+import { observeCalls } from './test-helpers/wrappers';
 
 // `runOnce()`: one turn of the coordinator's loop, stepped by the caller on its clock (the sharding
 // benchmark steps its runners this way): the scans due, one receive that does not wait, the batch
@@ -11,17 +12,7 @@ const stacks = useMemoryStacks();
 
 /** Counts the store calls the coordinator makes, by method. */
 function counting(calls: Map<string, number>) {
-  return (store: MemoryWorkflowStore): WorkflowStore =>
-    new Proxy(store, {
-      get(target, key, receiver) {
-        const value: unknown = Reflect.get(target, key, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          calls.set(String(key), (calls.get(String(key)) ?? 0) + 1);
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
+  return (store: MemoryWorkflowStore): WorkflowStore => observeCalls(store, (method) => calls.set(method, (calls.get(method) ?? 0) + 1));
 }
 
 const chain = {

@@ -3,6 +3,7 @@ import { MemoryOwnershipDeployment, MemoryOwnershipStore, type MemoryWorkflowSto
 import { isJobqError, type WorkflowStore } from '@jobq/ports';
 import { coordinatorRunners, ShardBalancer } from './shard-balancer';
 import { useMemoryStacks } from './test-helpers/memory-stack';
+import { observeCalls } from './test-helpers/wrappers';
 
 // A Coordinator bound to one shard (a shard runner, docs/sharding.md): its lease comes from the
 // claim, its stats are the shard's document, its scans ask for the shard's workflows only; without
@@ -12,17 +13,10 @@ const stacks = useMemoryStacks();
 
 /** Records the filters of the listings and the lease calls made through the store. */
 function recording(calls: { method: string; filter: unknown }[]) {
+  const recorded = new Set(['listWorkflows', 'listRequests', 'listReruns', 'acquireLease']);
   return (store: MemoryWorkflowStore): WorkflowStore =>
-    new Proxy(store, {
-      get(target, key, receiver) {
-        const value: unknown = Reflect.get(target, key, receiver);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          if (key === 'listWorkflows' || key === 'listRequests' || key === 'listReruns' || key === 'acquireLease')
-            calls.push({ method: key, filter: args[0] });
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
+    observeCalls(store, (method, args) => {
+      if (recorded.has(method)) calls.push({ method, filter: args[0] });
     });
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { MemoryOutputStore, MemoryTaskQueue, MemoryWorkflowStore } from '@jobq/memory';
 import { isJobqError, VirtualClock } from '@jobq/ports';
 import { Coordinator, type CoordinatorOptions } from './coordinator';
+import { observeCalls } from './test-helpers/wrappers';
 
 // A standby coordinator (`waitForLease`, docs/operations.md#a-standby-coordinator) on the memory
 // store and a virtual clock: it tries the lease every poll interval, takes over once it is free,
@@ -14,17 +15,8 @@ function stack() {
   const completions = new MemoryTaskQueue({ name: 'mem-workflow-completions', clock });
   const tasks = new MemoryTaskQueue({ name: 'mem-default', clock });
   let tries = 0;
-  const counted = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key === 'acquireLease') {
-        return (...args: Parameters<MemoryWorkflowStore['acquireLease']>) => {
-          tries++;
-          return target.acquireLease(...args);
-        };
-      }
-      const value: unknown = Reflect.get(target, key, receiver);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  const counted = observeCalls(store, (method) => {
+    if (method === 'acquireLease') tries++;
   });
   const logs: string[] = [];
   const coordinator = (options: CoordinatorOptions = {}) =>

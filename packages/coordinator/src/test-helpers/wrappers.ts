@@ -18,6 +18,23 @@ import type {
 // Seams for failure injection, shared by the Azurite harness (stack.ts) and the in-memory
 // one (memory-stack.ts): every port handed to the coordinator and the worker can be wrapped.
 
+/**
+ * `target` with every method call reported to `onCall(method, args)` before it runs: for tests
+ * that count or record what the coordinator asks of a port (a fault hook is {@link wrapStore}'s).
+ */
+export function observeCalls<T extends object>(target: T, onCall: (method: string, args: unknown[]) => void): T {
+  return new Proxy(target, {
+    get(inner, key, receiver) {
+      const value: unknown = Reflect.get(inner, key, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        onCall(String(key), args);
+        return (value as (...a: unknown[]) => unknown).apply(inner, args);
+      };
+    },
+  });
+}
+
 /** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */
 export class WrappedQueue implements TaskQueue {
   constructor(
