@@ -444,7 +444,7 @@ async function balancing(azurite: AzuriteProcess): Promise<string[]> {
     const termMs = Math.max(a.changedAt, b.changedAt) - termAt;
     await c.exited;
 
-    log('balance: SIGKILL to b (its leases and member record are left to run out: about a minute)');
+    log('balance: SIGKILL to b (its leases and member record are left to run out: about 15 s)');
     const killAt = Date.now();
     b.child.kill('SIGKILL');
     await waitFor('a holding all 8', () => balanced([a], shards, [8]), 150_000);
@@ -453,7 +453,7 @@ async function balancing(azurite: AzuriteProcess): Promise<string[]> {
     lines.push(
       `shard rebalance ms when a member joins: ${f(rebalanceMs)} (2 members → 3, 8 shards, to 3/3/2; 1 s interval)`,
       `shard takeover ms after SIGTERM (shards released): ${f(termMs)} (the member stops its runners and releases its shards, then the others claim them within one interval, 1 s ±20 %)`,
-      `shard takeover ms after SIGKILL (leases and member record run out): ${f(killMs)} (bound: member live 60 s + one interval; 15 s lease)`,
+      `shard takeover ms after SIGKILL (leases and member record run out): ${f(killMs)} (bound: the 15 s lease, for which the member also counts as live, + one interval)`,
       `balancing requests/min per member: ${f(median(perMin))} (${perMin.map((x, i) => `${members[i]!.id} ${f(x)}`).join(', ')}; heartbeat, listing and lease renewals every 5 s, 2-3 shards each)`,
     );
   } finally {
