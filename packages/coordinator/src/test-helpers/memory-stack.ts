@@ -24,7 +24,7 @@ import {
   type WorkerSummary,
 } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type CoordinatorShard, type SubmitOptions } from '../index';
-import { taskNameOf, WrappedQueue } from './wrappers';
+import { taskNameOf, WrappedQueue, type StackSeams } from './wrappers';
 
 // The in-memory harness of the coordinator's logic tests: the memory store, output store and queues,
 // the real Coordinator and the real Worker loop, all on one VirtualClock, with workers that run a
@@ -219,7 +219,7 @@ export class SimulatedWorkflowProcessor implements Processor {
 }
 
 /** Options of {@link MemoryStacks.open}. */
-export interface MemoryStackOptions {
+export interface MemoryStackOptions extends StackSeams<MemoryWorkflowStore> {
   /** The clock of everything (default a new `VirtualClock`). */
   clock?: VirtualClock;
   /** Slots of the worker started with the stack (default 4). */
@@ -233,20 +233,8 @@ export interface MemoryStackOptions {
   taskLockInMs?: number;
   /** How the workers run a task (default {@link scriptedRun}). */
   run?: SimulatedRun;
-  /** Wraps the store the coordinator writes through. */
-  coordinatorStore?: (store: MemoryWorkflowStore) => WorkflowStore;
-  /** Wraps the completion queue the coordinator receives from. */
-  coordinatorCompletions?: (queue: TaskQueue) => TaskQueue;
-  /** Wraps the task queue the coordinator pushes to. */
-  coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
-  /** Wraps the completion queue the workers send to. */
-  workerCompletions?: (queue: TaskQueue) => TaskQueue;
   /** Routes the workers' completions by shard (default: all to the completion queue). */
   workerRoute?: CompletionRoute;
-  /** Completion send attempts of the workers (default 5). */
-  completionSendMaxAttempts?: number;
-  /** Cancel-flag poll of the workers (default 200 ms). */
-  workerCancelPollIntervalInMs?: number;
   /** Where the workers record their metrics (default nowhere). */
   workerInstruments?: Instruments;
   /** The worker heartbeats the coordinator prunes (default none). */

@@ -19,7 +19,7 @@ import {
   type WorkflowProcessorOptions,
 } from '@jobq/worker';
 import { Coordinator, WorkflowClient, type CoordinatorOptions, type SubmitOptions } from '../index';
-import { taskNameOf, WrappedQueue } from './wrappers';
+import { taskNameOf, WrappedQueue, type StackSeams } from './wrappers';
 
 // The end-to-end harness shared by the coordinator's test files: in-process Azurite, real queues
 // (Storage Queues, or Service Bus queues on the in-process broker of @jobq/servicebus-emulator) and
@@ -103,7 +103,7 @@ export async function openTestQueue(h: Harness, backend: QueueBackend, queueName
 }
 
 /** Options of {@link openStack}. */
-export interface StackOptions {
+export interface StackOptions extends StackSeams<AzureWorkflowStore> {
   /** Where the completion and task queues live (default `storage`); the stores stay on Azurite. */
   queues?: QueueBackend;
   workers?: number;
@@ -114,23 +114,11 @@ export interface StackOptions {
   completionLockInMs?: number;
   /** Lock of the task queue as the workers receive it (default 5 000 ms). */
   taskLockInMs?: number;
-  /** Wraps the store the coordinator writes through. */
-  coordinatorStore?: (store: AzureWorkflowStore) => WorkflowStore;
-  /** Wraps the completion queue the coordinator receives from. */
-  coordinatorCompletions?: (queue: TaskQueue) => TaskQueue;
-  /** Wraps the task queue the coordinator pushes to. */
-  coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
-  /** Wraps the completion queue the workers send to. */
-  workerCompletions?: (queue: TaskQueue) => TaskQueue;
-  /** WorkflowProcessor `completionSendMaxAttempts` (default 5). */
-  completionSendMaxAttempts?: number;
   /**
    * Renew the coordinator lease this often (the lease then lasts 15 s, the shortest a blob lease
    * can): a broken lease is noticed within this time. Default: the store's (60 s, renewed every 15 s).
    */
   leaseRenewIntervalInMs?: number;
-  /** Cancel-flag poll of the workers (default 200 ms). */
-  workerCancelPollIntervalInMs?: number;
   /** How the workers' workflow processor runs commands (default: bash, as in production). */
   runCommand?: WorkflowProcessorOptions['runCommand'];
 }

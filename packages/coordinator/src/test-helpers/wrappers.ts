@@ -35,6 +35,26 @@ export function observeCalls<T extends object>(target: T, onCall: (method: strin
   });
 }
 
+/**
+ * The seams both stacks (stack.ts on Azurite, memory-stack.ts in memory) offer for failure
+ * injection: the ports the coordinator and the workers use, each wrapped on its way in. `S` is
+ * the stack's own store type.
+ */
+export interface StackSeams<S extends WorkflowStore> {
+  /** Wraps the store the coordinator writes through. */
+  coordinatorStore?: (store: S) => WorkflowStore;
+  /** Wraps the completion queue the coordinator receives from. */
+  coordinatorCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the task queue the coordinator pushes to. */
+  coordinatorTasks?: (queue: TaskQueue) => TaskQueue;
+  /** Wraps the completion queue the workers send to. */
+  workerCompletions?: (queue: TaskQueue) => TaskQueue;
+  /** Completion send attempts of the workers (default 5). */
+  completionSendMaxAttempts?: number;
+  /** Cancel-flag poll of the workers (default 200 ms). */
+  workerCancelPollIntervalInMs?: number;
+}
+
 /** A {@link TaskQueue} that delegates every call; override the hooks to inject faults. */
 export class WrappedQueue implements TaskQueue {
   constructor(
