@@ -1,9 +1,9 @@
 /**
- * The message of anything thrown, for the issue and error texts of the core (never throws): an `Error`'s
- * message (its name when the message is empty), a string as it is, anything else as JSON. The same text as
- * `errorMessage` of `@jobq/ports`, which the core cannot import (docs/architecture.md).
+ * The message of anything thrown, for logs, issues, failure reasons and one-line reports (never
+ * throws): an `Error`'s message (its name when the message is empty), a string as it is, anything
+ * else as JSON. `@jobq/ports` re-exports it.
  */
-export function errorText(error: unknown): string {
+export function errorMessage(error: unknown): string {
   if (error instanceof Error) return error.message || error.name;
   // Errors from another realm (a vm context, a worker thread) are not `instanceof Error` here.
   if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {

@@ -8,6 +8,7 @@
 
 export type { Failed, Issue, IssuesFailed, Result, WithWarnings } from './result';
 export { closestName, editDistance, type ClosestNameOptions } from './suggest';
+export { errorMessage } from './error-text';
 
 export type { DepPolicy, ResultPolicy, RetryDelaySettings, TaskDefinition, WorkflowDefinition } from './definition/types';
 export { delayBeforeAttempt, retryDelayS, retryDelaySettings, taskQueue, taskTimeoutS } from './definition/types';

@@ -5,7 +5,7 @@ import { failure, success, type Issue, type Result } from '../result';
 import { compareCodeUnits, matchingNames } from './glob';
 import { parseCondition, type ConditionNode } from './parser';
 import { closestName, didYouMean } from '../suggest';
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 /**
  * A checked condition, ready for {@link evaluateCondition}. Plain data (JSON-serialisable),
@@ -41,7 +41,7 @@ export function compileCondition(expression: string, dependsOn: readonly string[
         code: 'condition-syntax',
         path: '',
         column: 1,
-        message: `internal error while compiling the condition: ${errorText(error)}`,
+        message: `internal error while compiling the condition: ${errorMessage(error)}`,
       },
     ]);
   }

@@ -21,7 +21,7 @@ import { matchingNames } from './glob';
 import type { AggregateNode, CompareNode, CompareOperator, ConditionNode, LogicalNode, ReferenceNode } from './parser';
 import { pythonCompare, pythonContains, pythonEquals, PythonNoneOrderingError, PythonTypeError, pythonType, truthy } from './python';
 import type { Binding } from './render';
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 /**
  * The outcome of {@link evaluateCondition}. `truth` is true, false or `'unknown'`; `value` is
@@ -91,7 +91,7 @@ export function evaluateCondition(
   } catch (error) {
     if (error instanceof EvaluationError) return { ok: false, error: error.message };
     // Only reachable with a hand-made or corrupted condition (or hostile getters in inputs).
-    const detail = errorText(error);
+    const detail = errorMessage(error);
     return { ok: false, error: `the condition could not be evaluated: ${detail}` };
   }
 }

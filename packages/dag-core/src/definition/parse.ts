@@ -6,7 +6,7 @@ import type { RawIssue } from './raw-issue';
 import type { WorkflowDefinition } from './types';
 import { MAX_DEFINITION_DEPTH, MAX_YAML_ALIAS_EXPANSION } from './limits';
 import { validateWith } from './validate';
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 /** Options of {@link parseWorkflow}. */
 export interface ParseWorkflowOptions {
@@ -80,7 +80,7 @@ function parseJson(text: string, extra: { params?: ParamOverrides }): Result<Wor
   try {
     value = JSON.parse(text);
   } catch (error) {
-    const message = errorText(error);
+    const message = errorMessage(error);
     const issue: Issue = {
       code: 'syntax',
       path: '',

@@ -10,7 +10,7 @@ import { MAX_DEFINITION_DEPTH } from './limits';
 import { taskNameProblem } from './names';
 import { fromZodIssues } from './zod-issues';
 import type { WorkflowDefinition } from './types';
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 /** Where an issue sits in the source text, when the input came from text. */
 export type Locate = (issue: RawIssue) => { line: number; column: number } | undefined;
@@ -184,7 +184,7 @@ export function validateDefinition(definition: WorkflowDefinition): Result<Workf
   } catch (error) {
     return {
       ok: false,
-      issues: [{ code: 'type', path: '', message: `not a workflow definition: ${errorText(error)}` }],
+      issues: [{ code: 'type', path: '', message: `not a workflow definition: ${errorMessage(error)}` }],
     };
   }
   return internal ? validateWith(raw, { internal: true }) : validateWorkflow(raw);

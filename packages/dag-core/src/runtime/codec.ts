@@ -15,7 +15,7 @@ import {
   type TaskJson,
 } from './state-codec';
 import type { TaskRuntime, WorkflowRuntime } from './types';
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 export { RuntimeDecodeError } from './state-codec';
 
@@ -82,7 +82,7 @@ export function decodeRuntime(text: string): DecodeResult<WorkflowRuntime> {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return decodeError(new RuntimeDecodeError(`not JSON (${errorText(error)})`, SUBJECT).message);
+    return decodeError(new RuntimeDecodeError(`not JSON (${errorMessage(error)})`, SUBJECT).message);
   }
   return decodeRuntimeJson(json);
 }
@@ -92,7 +92,7 @@ export function decodeRuntimeJson(json: unknown): DecodeResult<WorkflowRuntime> 
   try {
     return decodeOk(readRuntimeJson(json));
   } catch (error) {
-    return decodeError(error instanceof RuntimeDecodeError ? error.message : `${SUBJECT}: ${errorText(error)}`);
+    return decodeError(error instanceof RuntimeDecodeError ? error.message : `${SUBJECT}: ${errorMessage(error)}`);
   }
 }
 

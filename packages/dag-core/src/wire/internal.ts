@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 
-import { errorText } from '../error-text';
+import { errorMessage } from '../error-text';
 
 /** @internal True for a non-null, non-array object whose prototype is `Object.prototype` or null (what `JSON.parse` gives). */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -64,7 +64,7 @@ export function parseJson(text: string): { ok: true; value: unknown } | { ok: fa
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (e) {
-    const message = errorText(e);
+    const message = errorMessage(e);
     return { ok: false, error: oneLine(message) };
   }
 }

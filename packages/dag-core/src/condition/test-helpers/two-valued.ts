@@ -7,7 +7,7 @@ import type { CompiledCondition } from '../compile';
 import { matchingNames } from '../glob';
 import type { AggregateNode, CompareOperator, ConditionNode, PathSegment, ReferenceNode } from '../parser';
 import { dictGet, pythonCompare, pythonContains, pythonEquals, PythonTypeError, truthy } from '../python';
-import { errorText } from '../../error-text';
+import { errorMessage } from '../../error-text';
 
 /** The outcome of {@link evaluateTwoValued}: the condition's truth value, or why it has none. */
 export type TwoValuedEvaluation = { ok: true; value: boolean } | { ok: false; error: string };
@@ -38,7 +38,7 @@ export function evaluateTwoValued(condition: CompiledCondition, inputs: Readonly
   } catch (error) {
     if (error instanceof EvaluationError) return { ok: false, error: error.message };
     // Only reachable with a hand-made or corrupted condition (or hostile getters in inputs).
-    const detail = errorText(error);
+    const detail = errorMessage(error);
     return { ok: false, error: `the condition could not be evaluated: ${detail}` };
   }
 }
