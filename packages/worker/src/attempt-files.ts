@@ -1,7 +1,6 @@
 import { closeSync, fchownSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { JobqError, TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE, isJobqError } from '@jobq/ports';
-import { errorText } from './log';
+import { errorMessage, JobqError, TASK_SOCKET_VARIABLE, TASK_TOKEN_VARIABLE, isJobqError } from '@jobq/ports';
 import type { Slot } from './slot-dirs';
 import { openTaskChannel, type TaskChannel, type TaskChannelStore } from './task-channel';
 import type { TaskUser } from './task-user';
@@ -122,7 +121,7 @@ export class AttemptFiles {
     } catch (error) {
       this.failure = isJobqError(error)
         ? error
-        : new JobqError('internal', `could not prepare the task's files in ${this.dir ?? 'its directory'}: ${errorText(error)}`, {
+        : new JobqError('internal', `could not prepare the task's files in ${this.dir ?? 'its directory'}: ${errorMessage(error)}`, {
             cause: error,
           });
       throw this.failure;

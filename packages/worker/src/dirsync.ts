@@ -2,8 +2,8 @@ import { copyFile, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { isStorageAccountName } from '@jobq/dag-core';
-import { JobqError } from '@jobq/ports';
-import { errorText, type LogLine } from './log';
+import { errorMessage, JobqError } from '@jobq/ports';
+import { type LogLine } from './log';
 import type { Clock } from '@jobq/ports';
 import { type LongTimer, setLongTimeout } from './long-timer';
 
@@ -165,7 +165,7 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
     timer = setLongTimeout(
       () => {
         syncNow()
-          .catch((error: unknown) => log(`bg_dirsync_to: sync failed (will retry): ${errorText(error)}`))
+          .catch((error: unknown) => log(`bg_dirsync_to: sync failed (will retry): ${errorMessage(error)}`))
           .finally(() => {
             if (!finished) schedule();
           });
@@ -188,7 +188,7 @@ export async function startDirsync(options: DirsyncOptions): Promise<DirsyncSess
       } catch (error) {
         throw new JobqError(
           'internal',
-          `bg_dirsync_to: the final sync to "${options.destination}" failed (${errorText(error)}); the files are kept in ${dir}`,
+          `bg_dirsync_to: the final sync to "${options.destination}" failed (${errorMessage(error)}); the files are kept in ${dir}`,
           {
             cause: error,
           },

@@ -1,7 +1,8 @@
+import { errorMessage } from '@jobq/ports';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock, WorkerHeartbeat, WorkerQueueHeartbeat, WorkerRegistry, WorkerRunningTask } from '@jobq/ports';
-import { errorText, type LogLine } from './log';
+import { type LogLine } from './log';
 
 /** Default heartbeat interval (`--heartbeat-interval`): 30 s. */
 export const DEFAULT_HEARTBEAT_INTERVAL_IN_MS = 30_000;
@@ -81,7 +82,7 @@ export class Heartbeat {
     try {
       await this.registry.remove(this.workerId);
     } catch (error) {
-      this.log(`could not delete the heartbeat row: ${errorText(error)}`);
+      this.log(`could not delete the heartbeat row: ${errorMessage(error)}`);
     }
   }
 
@@ -109,7 +110,7 @@ export class Heartbeat {
         if (this.failing) this.log('heartbeat written again');
         this.failing = false;
       } catch (error) {
-        if (!this.failing) this.log(`heartbeat failed (the worker goes on): ${errorText(error)}`);
+        if (!this.failing) this.log(`heartbeat failed (the worker goes on): ${errorMessage(error)}`);
         this.failing = true;
       }
       if (this.stopped.signal.aborted) break;

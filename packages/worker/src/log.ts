@@ -26,6 +26,3 @@ export interface TaskLine {
 
 /** A sink for {@link TaskLine}s (see `WorkerOptions.taskLines`). */
 export type TaskLineSink = (line: TaskLine) => void;
-
-/** A one-line description of an error, for logs and failure reasons (never throws): `errorMessage` of `@jobq/ports`. */
-export { errorMessage as errorText } from '@jobq/ports';

@@ -1,8 +1,7 @@
 import { stat } from 'node:fs/promises';
-import { parseDurationInMs, type Clock } from '@jobq/ports';
+import { errorMessage, parseDurationInMs, type Clock } from '@jobq/ports';
 import { DEFAULT_KILL_TIMEOUT_IN_MS } from './duration';
 import { startDirsync, type DirsyncSession, type DirsyncUploader } from './dirsync';
-import { errorText } from './log';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { SecretMasker } from './secrets';
 import { describeShellResult, runShell } from './subprocess';
@@ -105,7 +104,7 @@ export class ShellProcessor implements Processor {
       masker.add(prepared.secrets);
       setTraceEnvironment(env, context.trace);
     } catch (error) {
-      return failed(errorText(error));
+      return failed(errorMessage(error));
     }
 
     const cwd = kwargs.cwd;
@@ -130,7 +129,7 @@ export class ShellProcessor implements Processor {
           ...(this.options.clock ? { clock: this.options.clock } : {}),
         });
       } catch (error) {
-        return failed(errorText(error));
+        return failed(errorMessage(error));
       }
       env.JOBQ_DIRSYNC_DIR = dirsync.dir;
     }
@@ -151,7 +150,7 @@ export class ShellProcessor implements Processor {
       try {
         await dirsync.finish();
       } catch (error) {
-        syncError = errorText(error);
+        syncError = errorMessage(error);
         context.log(syncError);
       }
     }
@@ -160,7 +159,7 @@ export class ShellProcessor implements Processor {
     if (ok) return syncError === null ? { kind: 'done' } : failed(syncError);
     let error = describeShellResult(result);
     if (result.stopped && context.signal.aborted)
-      error += ` (${typeof context.signal.reason === 'string' ? context.signal.reason : errorText(context.signal.reason)})`;
+      error += ` (${typeof context.signal.reason === 'string' ? context.signal.reason : errorMessage(context.signal.reason)})`;
     if (syncError !== null) error += `; ${syncError}`;
     return failed(error);
   }

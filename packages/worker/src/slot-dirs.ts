@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { JobqError } from '@jobq/ports';
-import { errorText } from './log';
+import { errorMessage, JobqError } from '@jobq/ports';
 import type { TaskUser } from './task-user';
 
 /** The subdirectory of a slot directory that belongs to the task (its output file goes there). */
@@ -103,7 +102,7 @@ export class Slot {
           this.abandon('it holds directories the worker does not remove as root', log);
         }
       } catch (error) {
-        this.abandon(errorText(error), log);
+        this.abandon(errorMessage(error), log);
       }
       if (this.dir !== null) return this.dir;
     }
@@ -115,9 +114,13 @@ export class Slot {
       const info = lstatSync(made);
       this.identity = { dev: info.dev, ino: info.ino, birthtimeMs: info.birthtimeMs };
     } catch (error) {
-      throw new JobqError('internal', `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorText(error)}`, {
-        cause: error,
-      });
+      throw new JobqError(
+        'internal',
+        `could not create the task's temporary directory in ${JSON.stringify(root)}: ${errorMessage(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
     this.dir = made;
     return made;
@@ -144,7 +147,7 @@ export class Slot {
       this.abandon('files are left there that the task user cannot delete', log);
     } catch (error) {
       if (code(error) === 'ENOENT') this.dir = null;
-      else this.abandon(errorText(error), log);
+      else this.abandon(errorMessage(error), log);
     }
   }
 
@@ -162,7 +165,7 @@ export class Slot {
       }
       rmdirSync(dir);
     } catch (error) {
-      if (code(error) !== 'ENOENT') this.options.log?.(`could not remove the task directory ${dir}: ${errorText(error)}`);
+      if (code(error) !== 'ENOENT') this.options.log?.(`could not remove the task directory ${dir}: ${errorMessage(error)}`);
     }
   }
 

@@ -18,6 +18,7 @@ import {
   type StashMarker,
 } from '@jobq/dag-core/wire';
 import {
+  errorMessage,
   JobqError,
   TASK_CHANNEL_MAX_JSON_BYTES as MAX_JSON_REQUEST_BYTES,
   TASK_CHANNEL_MD5_HEADER as MD5_HEADER,
@@ -31,7 +32,6 @@ import {
   type OutputStore,
   type TaskChannelErrorBody as ChannelErrorBody,
 } from '@jobq/ports';
-import { errorText } from './log';
 import type { TaskUser } from './task-user';
 
 /** What the channel needs of the output store. */
@@ -302,7 +302,7 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
       .catch((error: unknown) => {
         if (!(error instanceof Refused) && !stop.signal.aborted) {
           options.log?.(
-            `task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorText(error))}`,
+            `task channel of "${taskName}": ${req.method ?? ''} ${shorten(req.url ?? '')} failed: ${oneLine(errorMessage(error))}`,
           );
         }
         sendError(res, error, stop.signal.aborted);
@@ -333,7 +333,7 @@ export function openTaskChannel(options: TaskChannelOptions): TaskChannel {
   } catch (error) {
     server.close();
     if (ownDir !== null) rmSync(ownDir, { recursive: true, force: true });
-    throw new JobqError('internal', `could not start the task channel at ${socketPath}: ${errorText(error)}`, { cause: error });
+    throw new JobqError('internal', `could not start the task channel at ${socketPath}: ${errorMessage(error)}`, { cause: error });
   }
 
   let closing: Promise<void> | null = null;
@@ -366,7 +366,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch (error) {
-    throw new JobqError('invalid-argument', `the request body is not JSON: ${errorText(error)}`);
+    throw new JobqError('invalid-argument', `the request body is not JSON: ${errorMessage(error)}`);
   }
 }
 
@@ -384,7 +384,7 @@ function sendError(res: ServerResponse, error: unknown, aborted: boolean): void 
   let failure: JobqError;
   if (aborted) failure = new JobqError('aborted', 'the attempt ended while the task channel was serving this request');
   else if (isJobqError(error)) failure = error;
-  else failure = new JobqError('internal', errorText(error));
+  else failure = new JobqError('internal', errorMessage(error));
   const status = error instanceof Refused ? error.status : statusOfCode(failure.code);
   const body: ChannelErrorBody = { error: { code: failure.code, message: oneLine(failure.message), retryable: failure.retryable } };
   // The request may not have been read to its end (a refused upload): close the connection after the answer.

@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
-import { JobqError, envValue, parseDurationInMs, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
-import { errorText } from './log';
+import { errorMessage, JobqError, envValue, parseDurationInMs, type Clock, type OutputStore, type TaskLogMetadata } from '@jobq/ports';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { DEFAULT_TASK_LOG_TAIL_BYTES, TaskLogBuffer } from './task-log-buffer';
 
@@ -161,7 +160,7 @@ export class AttemptLog {
     } catch (error) {
       counters.failures++;
       this.options.onUploadFailure?.();
-      const why = abort.signal.aborted ? `no answer within ${Math.round(settings.uploadTimeoutInMs / 1000)} s` : errorText(error);
+      const why = abort.signal.aborted ? `no answer within ${Math.round(settings.uploadTimeoutInMs / 1000)} s` : errorMessage(error);
       this.options.log(
         `warning: could not write the ${outcome === null ? 'live ' : ''}log of task "${taskName}" attempt ${attemptNo}: ${why}`,
       );

@@ -1,6 +1,7 @@
 import { decodeEnvelope, decodeWorkflowTask, type Envelope, type EnvelopeTrace } from '@jobq/dag-core/wire';
 import type { Attributes } from '@opentelemetry/api';
 import {
+  errorMessage,
   clockTimeout,
   envValue,
   isJobqError,
@@ -17,7 +18,7 @@ import {
   type TaskQueue,
 } from '@jobq/ports';
 import { Backoff, sleep } from './backoff';
-import { errorText, prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
+import { prefixedLog, stderrLog, type LogLine, type TaskLineSink, type TaskRef } from './log';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
 import { DEFAULT_HEARTBEAT_INTERVAL_IN_MS, Heartbeat, type WorkerHeartbeatOptions } from './heartbeat';
@@ -363,7 +364,7 @@ export class Worker {
    */
   installSignalHandlers(): () => void {
     let interrupts = 0;
-    const report = (error: unknown) => this.log(`stop failed: ${errorText(error)}`);
+    const report = (error: unknown) => this.log(`stop failed: ${errorMessage(error)}`);
     const onTerm = () => {
       this.log('SIGTERM received');
       this.stop().catch(report);
@@ -412,7 +413,7 @@ export class Worker {
       try {
         await processor.close?.();
       } catch (error) {
-        this.log(`processor "${processor.name}" could not close: ${errorText(error)}`);
+        this.log(`processor "${processor.name}" could not close: ${errorMessage(error)}`);
       }
     }
   }
@@ -454,19 +455,19 @@ export class Worker {
       } catch (error) {
         if (this.stopping) break;
         this.lastTickAt = this.clock.now();
-        this.lastReceiveError = errorText(error);
+        this.lastReceiveError = errorMessage(error);
         this.instruments.inc('jobq_worker_receive_errors_total', {
           queue: this.queueLabel,
           code: isJobqError(error) ? error.code : 'unknown',
         });
         if (isJobqError(error) && FATAL_RECEIVE_CODES.has(error.code)) {
-          this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; stopping`);
+          this.log(`receive from queue "${this.queue.name}" failed: ${errorMessage(error)}; stopping`);
           this.fatal ??= error;
           void this.stop();
           break;
         }
         const delay = backoff.next();
-        this.log(`receive from queue "${this.queue.name}" failed: ${errorText(error)}; retrying in ${delay} ms`);
+        this.log(`receive from queue "${this.queue.name}" failed: ${errorMessage(error)}; retrying in ${delay} ms`);
         await sleep(delay, { signal, clock: this.clock });
         continue;
       }
@@ -509,7 +510,7 @@ export class Worker {
         const whole: Promise<void> = this.handle(message, release)
           .catch((error: unknown) => {
             // handle() catches everything it expects; this is a bug guard so the loop never dies.
-            this.log(`internal error handling message ${message.messageId}: ${errorText(error)}`);
+            this.log(`internal error handling message ${message.messageId}: ${errorMessage(error)}`);
           })
           .finally(() => {
             release();
@@ -559,7 +560,7 @@ export class Worker {
     try {
       error = await this.runTask(message, envelope, processor, taskLog, output, release, envelopeTraceOf(span));
     } catch (thrown) {
-      error = errorText(thrown);
+      error = errorMessage(thrown);
       throw thrown;
     } finally {
       endSpan(span, error);
@@ -630,7 +631,7 @@ export class Worker {
         try {
           outcome = await processor.process(context);
         } catch (error) {
-          outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorText(error)}` };
+          outcome = { kind: 'failed', error: `processor "${processor.name}" threw: ${errorMessage(error)}` };
         }
         // A workflow task that failed is `done` for the message (its failure went out as a completion) but `failed` for the metric.
         const measured = outcome.kind === 'done' && outcome.failed === true ? 'failed' : outcome.kind;
@@ -656,7 +657,7 @@ export class Worker {
           try {
             await processor.giveUp(context, givenUp);
           } catch (error) {
-            taskLog(`processor "${processor.name}" could not report giving up: ${errorText(error)}`);
+            taskLog(`processor "${processor.name}" could not report giving up: ${errorMessage(error)}`);
           }
         }
       }
@@ -732,10 +733,10 @@ export class Worker {
         const retryable = !isJobqError(error) || error.retryable;
         const delay = backoff.next();
         if (!retryable || this.clock.now() + delay >= message.lockedUntil.getTime()) {
-          log(`could not ${what} message ${message.messageId}: ${errorText(error)} (it will be delivered again)`);
+          log(`could not ${what} message ${message.messageId}: ${errorMessage(error)} (it will be delivered again)`);
           return false;
         }
-        log(`${what} of message ${message.messageId} failed: ${errorText(error)}; retrying in ${delay} ms`);
+        log(`${what} of message ${message.messageId} failed: ${errorMessage(error)}; retrying in ${delay} ms`);
         await sleep(delay, { clock: this.clock });
       }
     }
@@ -770,10 +771,10 @@ export class Worker {
         schedule(interval);
       } catch (error) {
         if (stopped) return;
-        if (isJobqError(error, 'lock-lost')) return loseLock(errorText(error));
+        if (isJobqError(error, 'lock-lost')) return loseLock(errorMessage(error));
         const remaining = message.lockedUntil.getTime() - this.clock.now();
-        if (remaining <= 0) return loseLock(`renewal failing until the lock ended: ${errorText(error)}`);
-        log(`lock renewal failed: ${errorText(error)}; retrying`);
+        if (remaining <= 0) return loseLock(`renewal failing until the lock ended: ${errorMessage(error)}`);
+        log(`lock renewal failed: ${errorMessage(error)}; retrying`);
         schedule(Math.max(50, Math.min(interval, Math.floor(remaining / 4))));
       } finally {
         limit.clear();

@@ -11,6 +11,7 @@ import {
   type WorkflowTaskInfo,
 } from '@jobq/dag-core/wire';
 import {
+  errorMessage,
   JobqError,
   envValue,
   isJobqError,
@@ -33,7 +34,6 @@ import {
 } from './completion-publisher';
 import { DEFAULT_KILL_TIMEOUT_IN_MS } from './duration';
 import type { ProcessOutcome, Processor, TaskContext } from './processor';
-import { errorText } from './log';
 import { describeShellResult, runShell, type RunShellOptions, type ShellResult } from './subprocess';
 import { type LongTimer, setLongTimeout } from './long-timer';
 import { SecretMasker } from './secrets';
@@ -177,7 +177,7 @@ async function directoryProblem(path: string): Promise<string | null> {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return `kwargs.cwd ${quoted} does not exist`;
     if (code === 'ENOTDIR') return `kwargs.cwd ${quoted} is not a directory`;
-    return `kwargs.cwd ${quoted} cannot be used: ${errorText(error)}`;
+    return `kwargs.cwd ${quoted} cannot be used: ${errorMessage(error)}`;
   }
 }
 
@@ -271,7 +271,7 @@ export class WorkflowProcessor implements Processor {
     try {
       known = await check(workflowId);
     } catch (error) {
-      context.log(`could not check that workflow "${workflowId}" belongs to this deployment (running it): ${errorText(error)}`);
+      context.log(`could not check that workflow "${workflowId}" belongs to this deployment (running it): ${errorMessage(error)}`);
       return true;
     }
     if (known) {
@@ -308,7 +308,7 @@ export class WorkflowProcessor implements Processor {
     try {
       config = this.checkConfig();
     } catch (error) {
-      const failure = isJobqError(error) ? error : new JobqError('invalid-config', errorText(error));
+      const failure = isJobqError(error) ? error : new JobqError('invalid-config', errorMessage(error));
       this.lastConfigError = failure;
       context.log(`configuration error: ${failure.message}`);
       this.options.onConfigError?.(failure);
@@ -342,7 +342,7 @@ export class WorkflowProcessor implements Processor {
       return outcome.kind === 'failed' ? { kind: 'failed', error: masker.mask(outcome.error) } : outcome;
     } catch (error) {
       if (this.reported.has(masked)) return { kind: 'done' };
-      const reason = masker.mask(`the worker failed while running the task: ${errorText(error)}`);
+      const reason = masker.mask(`the worker failed while running the task: ${errorMessage(error)}`);
       masked.log(reason);
       if (context.signal.aborted) return { kind: 'leave', reason: `${reason} (stopped: ${String(context.signal.reason)})` };
       await state.log?.finish(false, state.exitCode ?? null);
@@ -392,7 +392,7 @@ export class WorkflowProcessor implements Processor {
       return await this.conclude(context, info, state, ran, files, finish);
     } finally {
       state.log?.stop();
-      await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorText(error)}`));
+      await files.end().catch((error: unknown) => context.log(`could not clean the task's directory: ${errorMessage(error)}`));
       await this.slots.release(slot);
     }
   }
@@ -444,8 +444,8 @@ export class WorkflowProcessor implements Processor {
       env = prepared.env;
       state.masker.add(prepared.secrets);
     } catch (error) {
-      context.log(`task "${info.taskName}" failed: ${errorText(error)}`);
-      return end(finish(false, null, errorText(error)));
+      context.log(`task "${info.taskName}" failed: ${errorMessage(error)}`);
+      return end(finish(false, null, errorMessage(error)));
     }
     const cwd = info.userKwargs.cwd;
     if (cwd !== undefined && cwd !== null && typeof cwd !== 'string') return end(finish(false, null, 'kwargs.cwd must be a string'));
@@ -459,7 +459,7 @@ export class WorkflowProcessor implements Processor {
     try {
       upstreamRefs = await resolveUpstreamRefs(info, this.options.outputs, { abortSignal: context.signal });
     } catch (error) {
-      const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorText(error)}`;
+      const message = `could not read the upstream refs${info.upstreamBlob ? ` from ${info.upstreamBlob}` : ''}: ${errorMessage(error)}`;
       context.log(message);
       if (context.signal.aborted || !isJobqError(error) || error.retryable) return end({ kind: 'leave', reason: message });
       return end(finish(false, null, message));
@@ -482,8 +482,8 @@ export class WorkflowProcessor implements Processor {
       try {
         files.prepareAll();
       } catch (error) {
-        context.log(errorText(error));
-        return { ok: false, outcome: await finish(false, null, errorText(error)) };
+        context.log(errorMessage(error));
+        return { ok: false, outcome: await finish(false, null, errorMessage(error)) };
       }
     }
     const env: NodeJS.ProcessEnv = {
