@@ -2,8 +2,8 @@ import { odata, type TableClient, type TableEntityResult } from '@azure/data-tab
 import { isJobqError, type OperationOptions, type Page, type RequestFilter, type WorkflowRequest } from '@jobq/ports';
 import { storeCall } from './errors';
 import { CANCEL_REQUESTED, RETRY_REQUESTED } from './index-table';
-import { shardTest } from './shard-paging';
-import { pageLimit, tablePage } from './workflow-paging';
+import { sharedPartitionPage } from './shard-paging';
+import { pageLimit } from './workflow-paging';
 
 /**
  * Request rows: a workflow with a cancel or retry request the coordinator has not yet taken care
@@ -52,25 +52,8 @@ export async function writeRequestRow(
 export async function listRequestRows(index: TableClient, filter: RequestFilter, timeoutInMs: number): Promise<Page<WorkflowRequest>> {
   const limit = pageLimit(filter.limit, DEFAULT_REQUEST_PAGE);
   // All shards' requests share the partition: a shard's listing keeps its own (docs/sharding.md).
-  const inShard = shardTest(filter.shard);
-  const mine = (row: TableEntityResult<Record<string, unknown>>): WorkflowRequest | null => {
-    const request = requestOf(row);
-    return request !== null && inShard(request.workflowId) ? request : null;
-  };
-  try {
-    return await tablePage(
-      index,
-      { operation: 'list workflow requests', filter: odata`PartitionKey eq ${REQUESTS_PARTITION}` },
-      limit,
-      filter.continuationToken,
-      mine,
-      timeoutInMs,
-      filter,
-    );
-  } catch (error) {
-    if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
-    throw error;
-  }
+  const query = { operation: 'list workflow requests', filter: odata`PartitionKey eq ${REQUESTS_PARTITION}` };
+  return sharedPartitionPage(index, query, limit, filter, requestOf, timeoutInMs);
 }
 
 /**

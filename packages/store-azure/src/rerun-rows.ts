@@ -10,8 +10,8 @@ import {
   type RerunRequest,
 } from '@jobq/ports';
 import { storeCall } from './errors';
-import { shardTest } from './shard-paging';
-import { pageLimit, tablePage, tableScan } from './workflow-paging';
+import { sharedPartitionPage } from './shard-paging';
+import { pageLimit, tableScan } from './workflow-paging';
 
 /**
  * Re-run records: one row per request to re-run a task (docs/failure-model.md, "Re-running a
@@ -97,25 +97,8 @@ function rerunFilter(workflowId: string | undefined): string {
 export async function listRerunRows(index: TableClient, filter: RerunFilter, timeoutInMs: number): Promise<Page<RerunRequest>> {
   const limit = pageLimit(filter.limit, DEFAULT_RERUN_PAGE);
   // All shards' re-run requests share the partition: a shard's listing keeps its own (docs/sharding.md).
-  const inShard = shardTest(filter.shard);
-  const mine = (row: TableEntityResult<Record<string, unknown>>): RerunRequest | null => {
-    const rerun = rerunOf(row);
-    return rerun !== null && inShard(rerun.workflowId) ? rerun : null;
-  };
-  try {
-    return await tablePage(
-      index,
-      { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) },
-      limit,
-      filter.continuationToken,
-      mine,
-      timeoutInMs,
-      filter,
-    );
-  } catch (error) {
-    if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
-    throw error;
-  }
+  const query = { operation: 'list re-run requests', filter: rerunFilter(filter.workflowId) };
+  return sharedPartitionPage(index, query, limit, filter, rerunOf, timeoutInMs);
 }
 
 /** Every re-run row of one workflow. */

@@ -1,6 +1,6 @@
 import { odata, type TableClient, type TableEntityResult } from '@azure/data-tables';
 import { shardOf } from '@jobq/dag-core';
-import { JobqError, checkShardFilter, type ShardFilter } from '@jobq/ports';
+import { JobqError, checkShardFilter, isJobqError, type ShardFilter } from '@jobq/ports';
 import type { CallOptions } from './errors';
 import { allOf } from './index-table';
 import { tablePage, tableScan, type TableQuery } from './workflow-paging';
@@ -24,6 +24,31 @@ export function shardTest(shard: ShardFilter | undefined): (workflowId: string) 
   if (shard === undefined) return () => true;
   checkShardFilter(shard);
   return (workflowId) => shardOf(workflowId, shard.count) === shard.index;
+}
+
+/**
+ * A page of the request or re-run rows (one partition shared by all shards) that decode and belong
+ * to `filter.shard`, in key order. No index table: an empty page.
+ */
+export async function sharedPartitionPage<T extends { workflowId: string }>(
+  client: TableClient,
+  query: TableQuery,
+  limit: number,
+  filter: CallOptions & { shard?: ShardFilter; continuationToken?: string },
+  decode: (row: TableEntityResult<Record<string, unknown>>) => T | null,
+  timeoutInMs: number,
+): Promise<{ items: T[]; continuationToken: string | null }> {
+  const inShard = shardTest(filter.shard);
+  const mine = (row: TableEntityResult<Record<string, unknown>>): T | null => {
+    const item = decode(row);
+    return item !== null && inShard(item.workflowId) ? item : null;
+  };
+  try {
+    return await tablePage(client, query, limit, filter.continuationToken, mine, timeoutInMs, filter);
+  } catch (error) {
+    if (isJobqError(error, 'not-found')) return { items: [], continuationToken: null };
+    throw error;
+  }
 }
 
 /** Where a partitioned listing goes on: the position in the shard's partitions, and the service's token inside it. */
