@@ -6,14 +6,10 @@ import { createWorker } from '../../services';
 import { exitOf, pollUntil, runCli, startCli, type RunningCli } from '../../test-helpers/cli';
 import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../../test-helpers/storage';
 
-type Running = RunningCli;
-const start = startCli;
-const waitFor = pollUntil;
-
 let storage: TestStorage;
 let prefix: string;
 let deployment: Deployment;
-const started: Running[] = [];
+const started: RunningCli[] = [];
 let worker: Worker | null = null;
 
 beforeAll(async () => {
@@ -30,12 +26,12 @@ afterAll(async () => {
 describe('jobq workflow coordinator', () => {
   it('runs a submitted workflow to completion with a worker, refuses a second coordinator, stops cleanly on SIGTERM', async () => {
     const env = storage.env(prefix);
-    const coordinator = start(
+    const coordinator = startCli(
       ['workflow', 'coordinator', '--idle-sleep', '0.2', '--cancel-poll-interval-s', '0.2', '--retention', '30d'],
       env,
     );
     started.push(coordinator);
-    await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
+    await pollUntil('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
     expect(coordinator.stderr()).toContain(`Coordinator for devstoreaccount1/${prefix}`);
     expect(coordinator.stderr()).toContain('batch-size=32 (default)');
     expect(coordinator.stderr()).toContain('idle-sleep=0.2 (flag --idle-sleep)');
@@ -63,7 +59,7 @@ describe('jobq workflow coordinator', () => {
       log: () => {},
     });
     const workerRun = worker.run();
-    await waitFor(
+    await pollUntil(
       'the workflow to complete',
       async () => (await deployment.client.status(id, { detail: true }))?.runtime?.status === 'completed',
     );
@@ -89,9 +85,9 @@ describe('jobq workflow coordinator', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--yes');
 
-    const coordinator = start(['workflow', 'coordinator'], env);
+    const coordinator = startCli(['workflow', 'coordinator'], env);
     started.push(coordinator);
-    await waitFor('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
+    await pollUntil('the coordinator to start', () => coordinator.stderr().includes('Coordinator running'));
     const broken = await runCli(['workflow', 'break-lease', '-y'], { env });
     expect(broken.code).toBe(0);
     expect(broken.stdout).toBe(`Lease broken for devstoreaccount1/${prefix}.\n`);

@@ -11,17 +11,13 @@ import { TWO_TASKS, startTestStorage, uniquePrefix, type TestStorage } from '../
 // The sharding commands (docs/sharding.md#running-sharded-coordinators): `workflow coordinator --shards`,
 // `workflow reshard` and `workflow break-lease --shard`, on Azurite through the built CLI.
 
-type Running = RunningCli;
-const start = startCli;
-const waitFor = pollUntil;
-
 async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(url);
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 let storage: TestStorage;
-const started: Running[] = [];
+const started: RunningCli[] = [];
 let worker: Worker | null = null;
 
 beforeAll(async () => {
@@ -48,9 +44,9 @@ describe('jobq workflow coordinator --shards', () => {
   it('creates the manifest and runs a workflow as a one-shard balancer; others must match it; SIGTERM releases the shard', async () => {
     const prefix = uniquePrefix('ShardRun');
     const env = storage.env(prefix);
-    const coordinator = start(['workflow', 'coordinator', '--shards', '1', '--member-id', 'c-1', '--health-port', '0', ...FAST], env);
+    const coordinator = startCli(['workflow', 'coordinator', '--shards', '1', '--member-id', 'c-1', '--health-port', '0', ...FAST], env);
     started.push(coordinator);
-    await waitFor('shard 0 to be claimed', () => coordinator.stderr().includes('shard 0: claimed'));
+    await pollUntil('shard 0 to be claimed', () => coordinator.stderr().includes('shard 0: claimed'));
     expect(coordinator.stderr()).toContain('Coordinator running as member c-1 of 1 shard: balancing them every 1s (shard leases of 15s)');
     expect(coordinator.stderr()).toContain('shards=1 (flag --shards)');
     expect(coordinator.stderr()).toContain('balance-interval=1s (flag --balance-interval)');
@@ -81,7 +77,7 @@ describe('jobq workflow coordinator --shards', () => {
     const deployment: Deployment = await openDeployment(configFromFlags({}, env));
     worker = await createWorker(deployment, { queue: 'default', numWorkers: 2, maxIdleBackoffInMs: 200, log: () => {} });
     const workerRun = worker.run();
-    await waitFor('the workflow to complete', async () => (await deployment.client.status(id))?.status === 'completed');
+    await pollUntil('the workflow to complete', async () => (await deployment.client.status(id))?.status === 'completed');
     await worker.stop();
     await workerRun;
     worker = null;
