@@ -260,9 +260,14 @@ export function describeQueueScenarios(h: Harness, backend: QueueBackend): void 
       const runtime = await s.waitFor(workflowId, (r) => isTerminalWorkflowStatus(r.status));
       expect(outcome(runtime)).toEqual({ a: ['completed', 1], b: ['completed', 1] });
       expect(runtime.tasks.a?.outputRef).toBe('{"v":1}');
-      expect(await runsOf(s, ['a', 'b'])).toEqual({ a: 2, b: 1 });
+      const runs = await runsOf(s, ['a', 'b']);
+      expect(runs.b).toBe(1);
+      // Delivery 2 runs it again. Delivery is at-least-once: on a loaded machine a later delivery
+      // can run it once more (seen once on Service Bus in CI); that completion is a duplicate of an
+      // applied attempt, ignored.
+      expect(runs.a).toBeGreaterThanOrEqual(2);
       expect(s.workerLogs).toContain(`[${workflowId}/a/1] started (workflow, delivery 2)`);
-      await expectCompletions(s, { completionsApplied: 2, completionsIgnored: 0 });
+      await expectCompletions(s, { completionsApplied: 2, completionsIgnored: runs.a! - 2 });
     });
 
     it("a fan-in whose upstream refs do not fit the task queue's message limit gets them from the overflow blob; one under the limit inline", async () => {
