@@ -64,7 +64,9 @@ describe('the cost of the coordinator scans', () => {
       };
       const connection = { connectionString: h.azurite.connectionString };
       const prefix = `Sc${process.pid}x${Date.now().toString(36)}x${++prefixes}`;
-      const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 10_000, tablePolicies: [counter] });
+      // A generous limit per request: seeding 3 000 rows 32 at a time can keep Azurite busy for
+      // seconds on a loaded machine, and what is counted below is requests, not time.
+      const store = await openWorkflowStore({ connection, prefix, operationTimeoutInMs: 60_000, tablePolicies: [counter] });
       h.dispose(() => store.deleteStorage());
       const outputs = await openOutputStore({ connection, prefix });
       const queue = await openStorageQueue({ connection, queueName: store.names.completionQueue, lockDurationInMs: 5_000 });
